@@ -120,3 +120,26 @@ class LocalComm:
 
     def destroy(self) -> None:
         """Nothing to release."""
+
+
+def run_in_threads(world_size: int, fn, timeout_s: float = 60.0) -> list:
+    """Run ``fn(comm)`` for every rank of a new LocalComm world in its own thread; results in
+    rank order. An exception in any rank is re-raised here."""
+    comms = LocalComm.create(world_size, timeout_s)
+    results: list = [None] * world_size
+    errors: list = []
+
+    def body(r: int) -> None:
+        try:
+            results[r] = fn(comms[r])
+        except BaseException as exc:   # noqa: BLE001 - re-raised in the caller
+            errors.append(exc)
+
+    threads = [threading.Thread(target=body, args=(r,), daemon=True) for r in range(world_size)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout_s * 4)
+    if errors:
+        raise errors[0]
+    return results
