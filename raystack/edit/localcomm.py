@@ -100,7 +100,7 @@ class LocalComm:
         h = self._post("broadcast", t, lambda parts: parts[src])
         return h if async_op else h.wait()
 
-    def subgroup(self, ranks: list[int]):
+    def subgroup(self, ranks: list[int], network=None):
         """Group over ``ranks`` (call on every rank, same order); None if not a member."""
         key = tuple(ranks)
         with self._world.cond:

@@ -33,14 +33,17 @@ class EWMA:
         return (g - self.mean) / std
 
     def update(self, g: float) -> None:
-        """Fold one observation in: the first sets the mean, later ones move it by α."""
+        """Fold one observation in."""
+        # rate max(α, 1/(n+1)): a plain running mean/variance until n reaches 1/α, then the
+        # EWMA; a bare EWMA starts with σ ≈ 0 and flags every early norm as an outlier
+        rate = max(self.alpha, 1.0 / (self.count + 1))
         if self.count == 0:
             self.mean, self.var = g, 0.0
         else:
             diff = g - self.mean
-            incr = self.alpha * diff
+            incr = rate * diff
             self.mean += incr
-            self.var = (1.0 - self.alpha) * (self.var + diff * incr)
+            self.var = (1.0 - rate) * (self.var + diff * incr)
         self.count += 1
 
 

@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from raystack.comm.network import NetworkModel
 from raystack.edit.config import EDiTConfig
 from raystack.edit.layerwise import LayerwiseSync
 from raystack.edit.outer import nesterov_step
@@ -60,7 +61,9 @@ class EDiTRank:
         if comm.world_size != cfg.ranks:
             raise ValueError(f"comm has {comm.world_size} ranks, config says ranks={cfg.ranks}")
         self.replica, self.shard = divmod(self.rank, S)
-        self.replica_comm = self._member_of([[r * S + s for s in range(S)] for r in range(R)]) if S > 1 else None
+        # ranks of a replica share a fast local link (FSDP-style); replicas talk over the network
+        self.replica_comm = (self._member_of([[r * S + s for s in range(S)] for r in range(R)], local=True)
+                             if S > 1 else None)
         self.sync_comm = self._member_of([[r * S + s for r in range(R)] for s in range(S)])
         self.blocks = blocks if blocks is not None else llama_blocks(model)
         self.layouts = [ShardLayout(b.numel, S, self.shard) for b in self.blocks]
@@ -83,10 +86,10 @@ class EDiTRank:
             self.reset_outer_state()
 
     # -- setup ---------------------------------------------------------------------------------
-    def _member_of(self, groups: list[list[int]]):
+    def _member_of(self, groups: list[list[int]], local: bool = False):
         mine = None
         for ranks in groups:
-            g = self.comm.subgroup(ranks)
+            g = self.comm.subgroup(ranks, network=NetworkModel()) if local else self.comm.subgroup(ranks)
             if self.rank in ranks:
                 mine = g
         return mine
@@ -339,7 +342,7 @@ class EDiTRank:
             setattr(self.counters, k, v)
         if state.get("data") is not None:
             self.batches.load_state_dict(state["data"])
-        self.done = state["done"]
+        self.done = state["done"] and self.counters.step >= self.cfg.steps   # a larger budget resumes
         if self.layerwise is not None:
             self.layerwise.active = False
         self.trigger.reset()

@@ -35,6 +35,14 @@ def test_ewma_mean_and_variance_by_hand():
     assert e.zscore(5.0) == pytest.approx(2.0)
 
 
+def test_ewma_starts_as_a_plain_mean_and_variance():
+    e = EWMA(alpha=0.02)
+    for g in (1.0, 2.0, 3.0):
+        e.update(g)
+    # running mean 2, population variance 2/3 (not the ~0 a bare α=0.02 EWMA would give)
+    assert e.mean == pytest.approx(2.0) and e.var == pytest.approx(2 / 3)
+
+
 def test_no_outliers_during_warmup_then_flagged_after():
     early = PseudoGradientPenalty(num_blocks=1, alpha=0.1, z_threshold=3.0, warmup_syncs=4)
     assert early.decide(0, [1.0, 1.0, 100.0]).outliers == []   # in warm-up: kept
