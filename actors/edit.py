@@ -50,17 +50,33 @@ class EDiTWorker(CommMember):
     """One rank: holds the model, optimizers and outer shard; runs ``EDiTRank``."""
 
     def __init__(self, cfg: dict, rank: int) -> None:
+        self.rank = rank
+        self.trainer: EDiTRank | None = None
+        self._data_key = None
+        self.configure(cfg)
+
+    def configure(self, cfg: dict) -> None:
+        """Take a new config (the corpus is reloaded only if ``data`` changed); call setup next."""
         self.cfg = load_config(EDiTConfig, cfg)
         torch.set_num_threads(self.cfg.run.threads_per_rank)
-        self.rank = rank
-        from raystack.data import BatchStream
-        corpus = load_corpus(self.cfg)
         d = self.cfg.data
-        self._stream = lambda: BatchStream(corpus.train, d.batch_size, d.seq_len, seed=self.cfg.run.seed,
-                                           rank=rank, world_size=self.cfg.ranks)
-        val = BatchStream(corpus.val, d.batch_size, d.seq_len, seed=12345)
+        key = json.dumps(config_to_dict(d), sort_keys=True)
+        if key != self._data_key:
+            self.corpus = load_corpus(self.cfg)
+            self._data_key = key
+        from raystack.data import BatchStream
+        val = BatchStream(self.corpus.val, d.batch_size, d.seq_len, seed=12345)
         self.val_batches = [val.next_batch() for _ in range(d.eval_batches)]
-        self.trainer: EDiTRank | None = None
+
+    def _stream(self):
+        from raystack.data import BatchStream
+        d = self.cfg.data
+        return BatchStream(self.corpus.train, d.batch_size, d.seq_len, seed=self.cfg.run.seed,
+                           rank=self.rank, world_size=self.cfg.ranks)
+
+    def losses(self) -> tuple[list[float], list[float]]:
+        """Every inner-step loss of this rank in the current run, and the wall time of each."""
+        return list(self.trainer.counters.losses), list(self.trainer.counters.times)
 
     def ping(self) -> int:
         return self.rank
@@ -162,6 +178,17 @@ class EDiTGroup:
         form_comm_group(self.workers, network=network_of(self.cfg), timeout_s=self.cfg.run.comm_timeout_s)
         ray.get([w.setup.remote() for w in self.workers])
 
+    def reconfigure(self, cfg: EDiTConfig) -> None:
+        """Reuse the actors for a new run of the same shape (new mode, network, simulation)."""
+        if (cfg.ranks, cfg.shards, cfg.run.cpus_per_rank) != (self.cfg.ranks, self.cfg.shards, self.cfg.run.cpus_per_rank):
+            raise ValueError("reconfigure keeps ranks, shards and cpus_per_rank; start a new group instead")
+        self.cfg, self.cfg_dict = cfg, config_to_dict(cfg)
+        self.out_dir = Path(cfg.run.out_dir)
+        self.history, self._segments = [], 0
+        ray.get([w.leave_comm.remote() for w in self.workers])
+        ray.get([w.configure.remote(self.cfg_dict) for w in self.workers])
+        self._form()
+
     def shutdown(self) -> None:
         """Stop the actors and release the placement groups."""
         for w in self.workers:
@@ -237,7 +264,8 @@ class EDiTGroup:
     def evaluate(self) -> float:
         return ray.get([w.evaluate.remote() for w in self.workers])[0]
 
-    def run(self, progress: bool = True, on_segment: Callable[["EDiTGroup", int], None] | None = None) -> RunResult:
+    def run(self, progress: bool = True, on_segment: Callable[["EDiTGroup", int], None] | None = None,
+            save: bool = True) -> RunResult:
         """Train to the step budget; ``on_segment(group, n)`` is called after each segment."""
         from tqdm import tqdm
         cfg = self.cfg
@@ -274,7 +302,7 @@ class EDiTGroup:
         bar.close()
         val = self.evaluate()
         self._m_val.set(val)
-        path = self.save_checkpoint()
+        path = self.save_checkpoint() if save else self.checkpoint_dir
         tokens = sum(r["tokens"] for r in reports)
         return RunResult(
             steps=max(r["step"] for r in reports), tokens=tokens, seconds=seconds,

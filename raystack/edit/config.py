@@ -25,9 +25,9 @@ class InnerConfig:
 
     def validate(self) -> None:
         if self.lr <= 0:
-            raise ConfigError("inner.lr", f"must be > 0, got {self.lr}")
+            raise ConfigError("lr", f"must be > 0, got {self.lr}")
         if self.lr_warmup_steps < 0:
-            raise ConfigError("inner.lr_warmup_steps", f"must be >= 0, got {self.lr_warmup_steps}")
+            raise ConfigError("lr_warmup_steps", f"must be >= 0, got {self.lr_warmup_steps}")
 
 
 @dataclass
@@ -44,13 +44,13 @@ class SyncConfig:
 
     def validate(self) -> None:
         if self.h < 1:
-            raise ConfigError("sync.h", f"must be >= 1, got {self.h}")
+            raise ConfigError("h", f"must be >= 1, got {self.h}")
         if self.t_seconds <= 0:
-            raise ConfigError("sync.t_seconds", f"must be > 0, got {self.t_seconds}")
+            raise ConfigError("t_seconds", f"must be > 0, got {self.t_seconds}")
         if self.min_steps < 1:
-            raise ConfigError("sync.min_steps", f"must be >= 1, got {self.min_steps}")
+            raise ConfigError("min_steps", f"must be >= 1, got {self.min_steps}")
         if self.warmup_steps < 0:
-            raise ConfigError("sync.warmup_steps", f"must be >= 0, got {self.warmup_steps}")
+            raise ConfigError("warmup_steps", f"must be >= 0, got {self.warmup_steps}")
 
 
 @dataclass
@@ -63,9 +63,9 @@ class OuterConfig:
 
     def validate(self) -> None:
         if self.lr <= 0:
-            raise ConfigError("outer.lr", f"must be > 0, got {self.lr}")
+            raise ConfigError("lr", f"must be > 0, got {self.lr}")
         if not 0 <= self.momentum < 1:
-            raise ConfigError("outer.momentum", f"must be in [0, 1), got {self.momentum}")
+            raise ConfigError("momentum", f"must be in [0, 1), got {self.momentum}")
 
 
 @dataclass
@@ -81,11 +81,11 @@ class PenaltyConfig:
 
     def validate(self) -> None:
         if not 0 < self.ewma_alpha <= 1:
-            raise ConfigError("penalty.ewma_alpha", f"must be in (0, 1], got {self.ewma_alpha}")
+            raise ConfigError("ewma_alpha", f"must be in (0, 1], got {self.ewma_alpha}")
         if self.temperature <= 0:
-            raise ConfigError("penalty.temperature", f"must be > 0, got {self.temperature}")
+            raise ConfigError("temperature", f"must be > 0, got {self.temperature}")
         if self.warmup_syncs < 0:
-            raise ConfigError("penalty.warmup_syncs", f"must be >= 0, got {self.warmup_syncs}")
+            raise ConfigError("warmup_syncs", f"must be >= 0, got {self.warmup_syncs}")
 
 
 @dataclass
@@ -103,10 +103,10 @@ class DataConfig:
     def validate(self) -> None:
         for name in ("max_bytes", "batch_size", "seq_len", "eval_batches"):
             if getattr(self, name) < 1:
-                raise ConfigError(f"data.{name}", f"must be >= 1, got {getattr(self, name)}")
+                raise ConfigError(f"{name}", f"must be >= 1, got {getattr(self, name)}")
         for i, p in enumerate(self.paths):
             if not Path(p).exists():
-                raise ConfigError(f"data.paths[{i}]", f"no such file or directory: {p}")
+                raise ConfigError(f"paths[{i}]", f"no such file or directory: {p}")
 
 
 @dataclass

@@ -13,7 +13,6 @@ import time
 from dataclasses import dataclass, field
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from raystack.comm.network import NetworkModel
@@ -23,12 +22,7 @@ from raystack.edit.outer import nesterov_step
 from raystack.edit.penalty import BlockDecision, PseudoGradientPenalty, clip_coefficient
 from raystack.edit.shard import Block, ShardLayout, flatten, llama_blocks, unflatten_into
 from raystack.edit.trigger import StepTrigger, TimeTrigger, accept_sync
-
-
-def lm_loss(model: nn.Module, batch: torch.Tensor) -> torch.Tensor:
-    """Mean next-token cross-entropy of a [B, L+1] token batch."""
-    logits = model(input_ids=batch[:, :-1]).logits
-    return F.cross_entropy(logits.reshape(-1, logits.size(-1)).float(), batch[:, 1:].reshape(-1))
+from raystack.models import lm_loss
 
 
 @dataclass
@@ -44,6 +38,7 @@ class Counters:
     compute_seconds: float = 0.0
     tokens: int = 0
     losses: list[float] = field(default_factory=list)
+    times: list[float] = field(default_factory=list)   # wall clock (time.time) at each step's end
 
 
 class EDiTRank:
@@ -153,6 +148,7 @@ class EDiTRank:
         self.counters.tokens += batch.size(0) * (batch.size(1) - 1)
         value = float(loss.detach())
         self.counters.losses.append(value)
+        self.counters.times.append(time.time())
         if self.cfg.mode != "sync" and self.counters.step == self.cfg.sync.warmup_steps:
             self.reset_outer_state()          # local SGD starts from the synchronous warm-up
             self.counters.steps_since_sync = 0
@@ -328,7 +324,7 @@ class EDiTRank:
                 "theta_sync": [t.clone() for t in self.theta_sync],
                 "momentum": [t.clone() for t in self.momentum],
                 "penalty": self.penalty.state_dict(),
-                "counters": {k: getattr(c, k) for k in c.__dataclass_fields__ if k != "losses"},
+                "counters": {k: getattr(c, k) for k in c.__dataclass_fields__ if k not in ("losses", "times")},
                 "data": self.batches.state_dict(), "done": self.done}
 
     def load_state_dict(self, state: dict) -> None:

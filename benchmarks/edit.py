@@ -1,0 +1,278 @@
+"""Benchmark of EDiT / A-EDiT against synchronous DDP, Post Local SGD and DiLoCo.
+
+One run, the same model (tiny-1m), data (standard-library bytes), token budget and cores
+(2 Ray actors, 1 CPU and 1 thread each) for every arm:
+- ddp: torch DistributedDataParallel (bucketed gradient all-reduce overlapped with backward),
+  its buckets routed through raystack.comm by a DDP communication hook, so the same
+  simulated network applies to it;
+- post_local_sgd, diloco, edit, aedit: raystack's EDiT code in each mode (H = 16).
+The simulated network is set so one full-model all-reduce costs r x one step's compute
+(r = 0.25, 1, 4). Scenarios: no straggler; one replica 1.5x slower (simulated by sleeping);
+one replica with random 3x slow steps; a loss spike (one replica gets shuffled tokens and a
+10x learning rate for a burst of steps), with the penalty on and off.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+import threading
+import time
+
+from common import Report, parse_args
+
+import ray
+import torch
+
+from actors.edit import EDiTGroup, EDiTWorker
+from raystack.cluster import connect
+from raystack.comm import NetworkModel, ring_bytes
+from raystack.config import config_to_dict, load_config
+from raystack.edit.config import EDiTConfig
+
+
+def _comm_hook(comm, bucket):
+    """DDP comm hook: all-reduce (average) the bucket through raystack.comm, asynchronously."""
+    fut = torch.futures.Future()
+    handle = comm.all_reduce(bucket.buffer(), op="avg", async_op=True)
+
+    def waiter():
+        try:
+            fut.set_result(handle.wait())
+        except Exception as exc:  # noqa: BLE001 - handed to DDP
+            fut.set_exception(exc)
+    threading.Thread(target=waiter, daemon=True).start()
+    return fut
+
+
+class BenchWorker(EDiTWorker):
+    """An EDiT worker that can also measure compute alone and run the DDP baseline."""
+
+    def compute_alone(self, steps: int) -> float:
+        """Median seconds of one inner step (forward, backward, AdamW) with no communication."""
+        from raystack.models import build_model, lm_loss
+        model = build_model(self.cfg.model, seed=self.cfg.run.seed)
+        opt = torch.optim.AdamW(model.parameters(), lr=self.cfg.inner.lr)
+        stream = self._stream()
+        times = []
+        for _ in range(steps):
+            t0 = time.perf_counter()
+            lm_loss(model, stream.next_batch()).backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            times.append(time.perf_counter() - t0)
+        return statistics.median(times[1:])
+
+    def run_ddp(self, bucket_mb: float) -> dict:
+        """The synchronous baseline: torch DDP with the raystack comm hook, same budget."""
+        import random
+
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        from raystack.models import build_model, lm_loss
+        cfg, c = self.cfg, self.cfg.inner
+        model = build_model(cfg.model, seed=cfg.run.seed)
+        ddp = DDP(model, bucket_cap_mb=bucket_mb)
+        ddp.register_comm_hook(self.comm, _comm_hook)
+        opt = torch.optim.AdamW(model.parameters(), lr=c.lr, betas=(c.beta1, c.beta2), weight_decay=c.weight_decay)
+        stream = self._stream()
+        rng = random.Random(cfg.run.seed * 1000 + self.rank)
+        sim = cfg.simulate
+        losses, times = [], []
+        self.comm.reset_stats()
+        for step in range(cfg.steps):
+            t0 = time.perf_counter()
+            for g in opt.param_groups:
+                g["lr"] = c.lr * min(1.0, (step + 1) / max(1, c.lr_warmup_steps))
+            loss = lm_loss(ddp, stream.next_batch())
+            factor = sim.slowdown[self.rank] if sim.slowdown else 1.0
+            if self.rank == sim.random_slow_replica and rng.random() < sim.random_slow_prob:
+                factor *= sim.random_slow_factor
+            if factor > 1:        # simulated straggler: extra compute time before the gradients
+                time.sleep(self._step_s * (factor - 1))
+            loss.backward()
+            if c.grad_clip > 0:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), c.grad_clip)
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            losses.append(float(loss.detach()))
+            times.append(time.time())
+        with torch.no_grad():
+            model.eval()
+            val = sum(float(lm_loss(model, b)) for b in self.val_batches) / len(self.val_batches)
+            model.train()
+        stats = self.comm.stats()
+        return {"losses": losses, "times": times, "val_loss": val,
+                "wait_seconds": sum(s["wait_seconds"] for s in stats.values())}
+
+    def set_step_seconds(self, s: float) -> None:
+        self._step_s = s
+
+
+def smoothed(times: list[float], losses: list[float], window: int) -> list[tuple[float, float]]:
+    """(time, running mean of the last `window` losses) over all ranks' steps, in time order."""
+    pts = sorted(zip(times, losses))
+    out, acc = [], []
+    for t, loss in pts:
+        acc.append(loss)
+        acc = acc[-window:]
+        out.append((t, sum(acc) / len(acc)))
+    return out
+
+
+def main() -> None:
+    args = parse_args("EDiT / A-EDiT vs DDP, Post Local SGD, DiLoCo")
+    quick = args.quick
+    steps = 32 if quick else 160
+    H = 8 if quick else 16
+    rs = [1.0] if quick else [0.25, 1.0, 4.0]
+    base = {"model": "tiny-1m", "ranks": 2, "shards": 1, "steps": steps,
+            "inner": {"lr": 3e-3, "lr_warmup_steps": 10},
+            "sync": {"h": H, "warmup_steps": H, "min_steps": 2},
+            "penalty": {"warmup_syncs": 1 if quick else 3},
+            "data": {"max_bytes": 1_000_000, "batch_size": 4, "seq_len": 64, "eval_batches": 4},
+            "run": {"out_dir": "/tmp/raystack_bench_edit", "checkpoint_every": 0, "eval_every": 0}}
+    cfg0 = load_config(EDiTConfig, base)
+    connect(num_cpus=4, dashboard=False, log_to_driver=False)
+    report = Report("edit", quick, {"steps_per_replica": steps, "H": H, "r": rs, **base})
+
+    group = EDiTGroup(cfg0)
+    import actors.edit as ae
+    ae.EDiTWorker = BenchWorker                      # the group spawns benchmark workers
+    group.start()
+    workers = group.workers
+    t_c = statistics.mean(ray.get([w.compute_alone.remote(12 if quick else 25) for w in workers]))
+    ray.get([w.set_step_seconds.remote(t_c) for w in workers])
+    P = sum(p.numel() for p in __import__("raystack.models", fromlist=["build_model"]).build_model("tiny-1m").parameters())
+    tokens_per_step = cfg0.data.batch_size * cfg0.data.seq_len
+    report.note(f"compute alone: {t_c * 1e3:.1f} ms per step per rank (median), P = {P:,} parameters")
+
+    def network(r: float) -> dict:
+        bw = ring_bytes("all_reduce", 4 * P, 2) / (r * t_c)
+        return {"latency_s": 0.0005, "bandwidth_bytes_per_s": bw}
+
+    def cfg_for(mode: str, r: float, **sim) -> EDiTConfig:
+        d = config_to_dict(cfg0)
+        d["mode"] = mode
+        d["simulate"].update(network(r))
+        d["simulate"].update(sim)
+        d["sync"]["t_seconds"] = H * t_c
+        if mode == "aedit_nopen" or sim.pop("_nopen", False):
+            pass
+        return load_config(EDiTConfig, d)
+
+    def ideal_seconds(tokens: int, sim: dict) -> float:
+        f = sim.get("slowdown") or [1.0, 1.0]
+        f = list(f)
+        if sim.get("random_slow_prob"):
+            i = sim["random_slow_replica"]
+            f[i] *= 1 + sim["random_slow_prob"] * (sim.get("random_slow_factor", 3.0) - 1)
+        rate = sum(tokens_per_step / (t_c * x) for x in f)
+        return tokens / rate
+
+    def run_edit_arm(mode: str, r: float, penalty: bool = True, **sim) -> dict:
+        cfg = cfg_for(mode, r, **sim)
+        cfg.penalty.enabled = penalty
+        group.reconfigure(cfg)
+        start = time.time()
+        res = group.run(progress=False, save=False)
+        per_rank = ray.get([w.losses.remote() for w in group.workers])
+        return {"tokens": res.tokens, "seconds": res.seconds, "tokens_per_s": res.tokens_per_s,
+                "val_loss": res.val_loss, "exposed_sync_s": res.sync_seconds, "outliers": res.outliers,
+                "extra_state_bytes": res.extra_state_bytes, "start": start,
+                "losses": [l for l, _ in per_rank], "times": [t for _, t in per_rank],
+                "ideal_s": ideal_seconds(res.tokens, sim)}
+
+    def run_ddp_arm(r: float, **sim) -> dict:
+        cfg = cfg_for("sync", r, **sim)
+        group.reconfigure(cfg)
+        start = time.time()
+        out = ray.get([w.run_ddp.remote(0.25) for w in group.workers])
+        seconds = max(o["times"][-1] for o in out) - start
+        tokens = 2 * steps * tokens_per_step
+        return {"tokens": tokens, "seconds": seconds, "tokens_per_s": tokens / seconds,
+                "val_loss": out[0]["val_loss"], "exposed_sync_s": seconds - ideal_seconds(tokens, sim),
+                "outliers": 0, "extra_state_bytes": 0, "start": start,
+                "losses": [o["losses"] for o in out], "times": [o["times"] for o in out],
+                "ideal_s": ideal_seconds(tokens, sim)}
+
+    results: dict[str, dict] = {}
+
+    def record(name: str, res: dict) -> None:
+        results[name] = res
+        fig = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in res.items()
+               if k not in ("losses", "times", "start")}
+        fig["distance_from_ideal"] = round(res["seconds"] / res["ideal_s"], 3)
+        report.arm(name, **fig)
+        print(f"{name:28s} tok/s {res['tokens_per_s']:8.0f}  val {res['val_loss']:.4f}  "
+              f"sync {res['exposed_sync_s']:.2f}s  x ideal {fig['distance_from_ideal']:.2f}", flush=True)
+
+    arms = ["ddp", "post_local_sgd", "diloco", "edit", "aedit"]
+    for r in rs:
+        for arm in arms:
+            record(f"{arm}@r={r}", run_ddp_arm(r) if arm == "ddp" else run_edit_arm(arm, r))
+    r_s = 1.0
+    slow = {"slowdown": [1.0, 1.5]}
+    rand = {"random_slow_replica": 1, "random_slow_prob": 0.15, "random_slow_factor": 3.0}
+    for tag, sim in (("straggler1.5x", slow), ("random3x", rand)):
+        if quick and tag == "random3x":
+            continue
+        for arm in (["edit", "aedit"] if quick else ["ddp", "edit", "aedit"]):
+            res = run_ddp_arm(r_s, **sim) if arm == "ddp" else run_edit_arm(arm, r_s, **sim)
+            record(f"{arm}@{tag}", res)
+    spike = {"spike_replica": 1, "spike_start": steps // 2, "spike_steps": 8, "spike_lr_mult": 10.0}
+    record("edit@spike", run_edit_arm("edit", r_s, **spike))
+    record("edit_nopenalty@spike", run_edit_arm("edit", r_s, penalty=False, **spike))
+    record("edit_nopenalty@r=1.0", run_edit_arm("edit", r_s, penalty=False))
+    group.shutdown()
+
+    # -- figures -------------------------------------------------------------------------------
+    window = 2 * H
+
+    def time_to(res: dict, target: float) -> float | None:
+        pts = smoothed(sum(res["times"], []), sum(res["losses"], []), window)
+        for t, loss in pts[window:]:
+            if loss <= target:
+                return t - res["start"]
+        return None
+
+    for r in rs:
+        ddp = results[f"ddp@r={r}"]
+        final = smoothed(sum(ddp["times"], []), sum(ddp["losses"], []), window)[-1][1]
+        for arm in arms:
+            report.arm(f"{arm}@r={r}", time_to_ddp_final_loss_s=time_to(results[f"{arm}@r={r}"], final))
+        e = results[f"edit@r={r}"]
+        report.target(f"edit_speedup_r{r}", e["tokens_per_s"] / ddp["tokens_per_s"], ">=",
+                      {0.25: 0.97, 1.0: 1.2, 4.0: 3.0}[r], f"EDiT tokens/s over DDP at r={r} (simulated network)")
+        report.target(f"edit_loss_r{r}", e["val_loss"] / ddp["val_loss"], "<=", 1.02,
+                      f"EDiT validation loss over DDP's at equal tokens, r={r}")
+    if 0.25 in rs:
+        report.target("edit_exposed_sync_vs_diloco", results["edit@r=0.25"]["exposed_sync_s"] /
+                      max(results["diloco@r=0.25"]["exposed_sync_s"], 1e-9), "<=", 0.5,
+                      "EDiT exposed sync time over DiLoCo's at r=0.25")
+    a, e = results["aedit@straggler1.5x"], results["edit@straggler1.5x"]
+    report.target("aedit_straggler_speedup", a["tokens_per_s"] / e["tokens_per_s"], ">=", 1.2,
+                  "A-EDiT tokens/s over EDiT, one replica 1.5x slower (simulated)")
+    report.target("aedit_straggler_loss", a["val_loss"] / e["val_loss"], "<=", 1.03,
+                  "A-EDiT validation loss over EDiT's, straggler scenario")
+
+    def excursion(spiked: dict, ref: dict) -> float:
+        lo, hi = spike["spike_start"], min(steps, spike["spike_start"] + spike["spike_steps"] + 3 * H)
+        clean, base_ = spiked["losses"][0], ref["losses"][0]       # replica 0 never spikes
+        return max(clean[i] - base_[i] for i in range(lo, hi))
+    on = excursion(results["edit@spike"], results["edit@r=1.0"])
+    off = excursion(results["edit_nopenalty@spike"], results["edit_nopenalty@r=1.0"])
+    report.arm("edit@spike", peak_excursion=on)
+    report.arm("edit_nopenalty@spike", peak_excursion=off)
+    report.target("penalty_spike", on / max(off, 1e-9), "<=", 0.5,
+                  "peak loss excursion (clean replica) with the penalty over without it")
+    S = cfg0.shards
+    report.target("extra_state", results["edit@r=1.0"]["extra_state_bytes"] / (2 * P * 4 / S), "==", 1.0,
+                  "EDiT extra state bytes per rank over 2*P/S (fp32, S=1 here; S=2 in tests)")
+    report.note(f"simulated network: 0.5 ms latency per collective, bandwidth set so a full-model "
+                f"all-reduce (2 ranks, ring, {4 * P:,} bytes) takes r x {t_c * 1e3:.1f} ms; "
+                f"stragglers simulated by sleeping (factor-1) x compute per step")
+    report.write()
+
+
+if __name__ == "__main__":
+    main()
