@@ -129,6 +129,7 @@ class RunResult:
     train_loss: float
     val_loss: float
     sync_seconds: float
+    dp_seconds: float
     outliers: int
     replacements: int
     extra_state_bytes: int
@@ -309,6 +310,7 @@ class EDiTGroup:
             tokens_per_s=(tokens - base_tokens) / max(seconds, 1e-9),
             train_loss=sum(r["loss"] for r in reports) / len(reports), val_loss=val,
             sync_seconds=sum(r["sync_seconds"] for r in reports) / len(reports),
+            dp_seconds=sum(r["dp_seconds"] for r in reports) / len(reports),
             outliers=reports[0]["outliers"], replacements=self.replacements,
             extra_state_bytes=max(r["extra_state_bytes"] for r in reports),
             model_dir=str(path / "model"), history=self.history)

@@ -122,108 +122,108 @@ def smoothed(times: list[float], losses: list[float], window: int) -> list[tuple
 def main() -> None:
     args = parse_args("EDiT / A-EDiT vs DDP, Post Local SGD, DiLoCo")
     quick = args.quick
-    steps = 32 if quick else 160
-    H = 8 if quick else 16
+    steps = 16 if quick else 64
+    H = 4 if quick else 16
     rs = [1.0] if quick else [0.25, 1.0, 4.0]
+    repeats = 1 if quick else 3
     base = {"model": "tiny-1m", "ranks": 2, "shards": 1, "steps": steps,
             "inner": {"lr": 3e-3, "lr_warmup_steps": 10},
-            "sync": {"h": H, "warmup_steps": H, "min_steps": 2},
-            "penalty": {"warmup_syncs": 1 if quick else 3},
-            "data": {"max_bytes": 1_000_000, "batch_size": 4, "seq_len": 64, "eval_batches": 4},
+            "sync": {"h": H, "warmup_steps": 4 if quick else 8, "min_steps": 2},
+            "penalty": {"warmup_syncs": 1},
+            "data": {"max_bytes": 300_000 if quick else 1_000_000, "batch_size": 4,
+                     "seq_len": 32 if quick else 64, "eval_batches": 2 if quick else 4},
             "run": {"out_dir": "/tmp/raystack_bench_edit", "checkpoint_every": 0, "eval_every": 0}}
     cfg0 = load_config(EDiTConfig, base)
     connect(num_cpus=4, dashboard=False, log_to_driver=False)
-    report = Report("edit", quick, {"steps_per_replica": steps, "H": H, "r": rs, **base})
+    report = Report("edit", quick, {"steps_per_replica": steps, "H": H, "r": rs, "repeats": repeats, **base})
 
-    group = EDiTGroup(cfg0)
     import actors.edit as ae
     ae.EDiTWorker = BenchWorker                      # the group spawns benchmark workers
+    group = EDiTGroup(cfg0)
     group.start()
-    workers = group.workers
-    t_c = statistics.mean(ray.get([w.compute_alone.remote(12 if quick else 25) for w in workers]))
-    ray.get([w.set_step_seconds.remote(t_c) for w in workers])
-    P = sum(p.numel() for p in __import__("raystack.models", fromlist=["build_model"]).build_model("tiny-1m").parameters())
+    t_c = statistics.mean(ray.get([w.compute_alone.remote(6 if quick else 20) for w in group.workers]))
+    ray.get([w.set_step_seconds.remote(t_c) for w in group.workers])
+    from raystack.models import build_model
+    P = sum(p.numel() for p in build_model("tiny-1m").parameters())
     tokens_per_step = cfg0.data.batch_size * cfg0.data.seq_len
-    report.note(f"compute alone: {t_c * 1e3:.1f} ms per step per rank (median), P = {P:,} parameters")
 
-    def network(r: float) -> dict:
-        bw = ring_bytes("all_reduce", 4 * P, 2) / (r * t_c)
-        return {"latency_s": 0.0005, "bandwidth_bytes_per_s": bw}
-
-    def cfg_for(mode: str, r: float, **sim) -> EDiTConfig:
+    def cfg_for(mode: str, r: float, penalty: bool, sim: dict) -> EDiTConfig:
         d = config_to_dict(cfg0)
-        d["mode"] = mode
-        d["simulate"].update(network(r))
+        d["mode"] = "sync" if mode == "ddp" else mode
+        d["simulate"].update({"latency_s": 0.0005,
+                              "bandwidth_bytes_per_s": ring_bytes("all_reduce", 4 * P, 2) / (r * t_c)})
         d["simulate"].update(sim)
         d["sync"]["t_seconds"] = H * t_c
-        if mode == "aedit_nopen" or sim.pop("_nopen", False):
-            pass
+        d["penalty"]["enabled"] = penalty
         return load_config(EDiTConfig, d)
 
     def ideal_seconds(tokens: int, sim: dict) -> float:
-        f = sim.get("slowdown") or [1.0, 1.0]
-        f = list(f)
+        f = list(sim.get("slowdown") or [1.0, 1.0])
         if sim.get("random_slow_prob"):
             i = sim["random_slow_replica"]
             f[i] *= 1 + sim["random_slow_prob"] * (sim.get("random_slow_factor", 3.0) - 1)
-        rate = sum(tokens_per_step / (t_c * x) for x in f)
-        return tokens / rate
+        return tokens / sum(tokens_per_step / (t_c * x) for x in f)
 
-    def run_edit_arm(mode: str, r: float, penalty: bool = True, **sim) -> dict:
-        cfg = cfg_for(mode, r, **sim)
-        cfg.penalty.enabled = penalty
-        group.reconfigure(cfg)
+    def run_arm(mode: str, r: float, penalty: bool = True, **sim) -> dict:
+        group.reconfigure(cfg_for(mode, r, penalty, sim))
         start = time.time()
-        res = group.run(progress=False, save=False)
-        per_rank = ray.get([w.losses.remote() for w in group.workers])
-        return {"tokens": res.tokens, "seconds": res.seconds, "tokens_per_s": res.tokens_per_s,
-                "val_loss": res.val_loss, "exposed_sync_s": res.sync_seconds, "outliers": res.outliers,
-                "extra_state_bytes": res.extra_state_bytes, "start": start,
-                "losses": [l for l, _ in per_rank], "times": [t for _, t in per_rank],
-                "ideal_s": ideal_seconds(res.tokens, sim)}
+        if mode == "ddp":
+            out = ray.get([w.run_ddp.remote(0.25) for w in group.workers])
+            seconds = max(o["times"][-1] for o in out) - start
+            tokens = 2 * steps * tokens_per_step
+            res = {"tokens": tokens, "seconds": seconds, "val_loss": out[0]["val_loss"],
+                   "exposed_sync_s": max(0.0, seconds - ideal_seconds(tokens, sim)), "outliers": 0,
+                   "extra_state_bytes": 0, "losses": [o["losses"] for o in out], "times": [o["times"] for o in out]}
+        else:
+            rr = group.run(progress=False, save=False)
+            per_rank = ray.get([w.losses.remote() for w in group.workers])
+            res = {"tokens": rr.tokens, "seconds": rr.seconds, "val_loss": rr.val_loss,
+                   "exposed_sync_s": rr.sync_seconds, "allreduce_s": rr.dp_seconds, "outliers": rr.outliers,
+                   "extra_state_bytes": rr.extra_state_bytes,
+                   "losses": [x for x, _ in per_rank], "times": [t for _, t in per_rank]}
+        res.update(start=start, tokens_per_s=res["tokens"] / res["seconds"],
+                   ideal_s=ideal_seconds(res["tokens"], sim))
+        return res
 
-    def run_ddp_arm(r: float, **sim) -> dict:
-        cfg = cfg_for("sync", r, **sim)
-        group.reconfigure(cfg)
-        start = time.time()
-        out = ray.get([w.run_ddp.remote(0.25) for w in group.workers])
-        seconds = max(o["times"][-1] for o in out) - start
-        tokens = 2 * steps * tokens_per_step
-        return {"tokens": tokens, "seconds": seconds, "tokens_per_s": tokens / seconds,
-                "val_loss": out[0]["val_loss"], "exposed_sync_s": seconds - ideal_seconds(tokens, sim),
-                "outliers": 0, "extra_state_bytes": 0, "start": start,
-                "losses": [o["losses"] for o in out], "times": [o["times"] for o in out],
-                "ideal_s": ideal_seconds(tokens, sim)}
-
-    results: dict[str, dict] = {}
-
-    def record(name: str, res: dict) -> None:
-        results[name] = res
-        fig = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in res.items()
-               if k not in ("losses", "times", "start")}
-        fig["distance_from_ideal"] = round(res["seconds"] / res["ideal_s"], 3)
-        report.arm(name, **fig)
-        print(f"{name:28s} tok/s {res['tokens_per_s']:8.0f}  val {res['val_loss']:.4f}  "
-              f"sync {res['exposed_sync_s']:.2f}s  x ideal {fig['distance_from_ideal']:.2f}", flush=True)
-
-    arms = ["ddp", "post_local_sgd", "diloco", "edit", "aedit"]
-    for r in rs:
-        for arm in arms:
-            record(f"{arm}@r={r}", run_ddp_arm(r) if arm == "ddp" else run_edit_arm(arm, r))
-    r_s = 1.0
+    arms = ["ddp", "post_local_sgd", "diloco", "edit", "aedit"] if not quick else ["ddp", "edit"]
     slow = {"slowdown": [1.0, 1.5]}
     rand = {"random_slow_replica": 1, "random_slow_prob": 0.15, "random_slow_factor": 3.0}
-    for tag, sim in (("straggler1.5x", slow), ("random3x", rand)):
-        if quick and tag == "random3x":
-            continue
-        for arm in (["edit", "aedit"] if quick else ["ddp", "edit", "aedit"]):
-            res = run_ddp_arm(r_s, **sim) if arm == "ddp" else run_edit_arm(arm, r_s, **sim)
-            record(f"{arm}@{tag}", res)
-    spike = {"spike_replica": 1, "spike_start": steps // 2, "spike_steps": 8, "spike_lr_mult": 10.0}
-    record("edit@spike", run_edit_arm("edit", r_s, **spike))
-    record("edit_nopenalty@spike", run_edit_arm("edit", r_s, penalty=False, **spike))
-    record("edit_nopenalty@r=1.0", run_edit_arm("edit", r_s, penalty=False))
+    spike = {"spike_replica": 1, "spike_start": steps // 2 + 4, "spike_steps": 4 if quick else 8,
+             "spike_lr_mult": 10.0}
+    plan: list[tuple[str, str, float, bool, dict, bool]] = []   # (name, mode, r, penalty, sim, timed)
+    for r in rs:
+        for arm in arms:
+            plan.append((f"{arm}@r={r}", arm, r, True, {}, arm in ("ddp", "edit") or (arm == "diloco" and r == 0.25)))
+    for arm in (["edit", "aedit"] if quick else ["ddp", "edit", "aedit"]):
+        plan.append((f"{arm}@straggler1.5x", arm, 1.0, True, slow, arm != "ddp"))
+    if not quick:
+        for arm in ("ddp", "edit", "aedit"):
+            plan.append((f"{arm}@random3x", arm, 1.0, True, rand, False))
+    plan.append(("edit@spike", "edit", 1.0, True, spike, False))
+    plan.append(("edit_nopenalty@spike", "edit", 1.0, False, spike, False))
+    plan.append(("edit_nopenalty@r=1.0", "edit", 1.0, False, {}, False))
+
+    results: dict[str, dict] = {}
+    runs: dict[str, list[dict]] = {}
+    for rep in range(repeats):          # repeats interleave the timed arms, so noise hits all alike
+        for name, mode, r, penalty, sim, timed in plan:
+            if rep > 0 and not timed:
+                continue
+            res = run_arm(mode, r, penalty, **sim)
+            runs.setdefault(name, []).append(res)
+            print(f"[{rep}] {name:26s} tok/s {res['tokens_per_s']:7.0f}  val {res['val_loss']:.4f}  "
+                  f"sync {res['exposed_sync_s']:.2f}s  x ideal {res['seconds'] / res['ideal_s']:.2f}", flush=True)
     group.shutdown()
+    for name, lst in runs.items():
+        first = dict(lst[0])
+        for key in ("tokens_per_s", "seconds", "exposed_sync_s"):
+            first[key] = statistics.median(x[key] for x in lst)
+        first["repeats"] = len(lst)
+        results[name] = first
+        fig = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in first.items()
+               if k not in ("losses", "times", "start")}
+        fig["distance_from_ideal"] = round(first["seconds"] / first["ideal_s"], 3)
+        report.arm(name, **fig)
 
     # -- figures -------------------------------------------------------------------------------
     window = 2 * H
@@ -232,7 +232,7 @@ def main() -> None:
         pts = smoothed(sum(res["times"], []), sum(res["losses"], []), window)
         for t, loss in pts[window:]:
             if loss <= target:
-                return t - res["start"]
+                return round(t - res["start"], 3)
         return None
 
     for r in rs:
@@ -248,7 +248,7 @@ def main() -> None:
     if 0.25 in rs:
         report.target("edit_exposed_sync_vs_diloco", results["edit@r=0.25"]["exposed_sync_s"] /
                       max(results["diloco@r=0.25"]["exposed_sync_s"], 1e-9), "<=", 0.5,
-                      "EDiT exposed sync time over DiLoCo's at r=0.25")
+                      "EDiT exposed outer-sync time over DiLoCo's at r=0.25")
     a, e = results["aedit@straggler1.5x"], results["edit@straggler1.5x"]
     report.target("aedit_straggler_speedup", a["tokens_per_s"] / e["tokens_per_s"], ">=", 1.2,
                   "A-EDiT tokens/s over EDiT, one replica 1.5x slower (simulated)")
@@ -261,16 +261,21 @@ def main() -> None:
         return max(clean[i] - base_[i] for i in range(lo, hi))
     on = excursion(results["edit@spike"], results["edit@r=1.0"])
     off = excursion(results["edit_nopenalty@spike"], results["edit_nopenalty@r=1.0"])
-    report.arm("edit@spike", peak_excursion=on)
-    report.arm("edit_nopenalty@spike", peak_excursion=off)
+    report.arm("edit@spike", peak_excursion=round(on, 4))
+    report.arm("edit_nopenalty@spike", peak_excursion=round(off, 4))
     report.target("penalty_spike", on / max(off, 1e-9), "<=", 0.5,
-                  "peak loss excursion (clean replica) with the penalty over without it")
-    S = cfg0.shards
-    report.target("extra_state", results["edit@r=1.0"]["extra_state_bytes"] / (2 * P * 4 / S), "==", 1.0,
-                  "EDiT extra state bytes per rank over 2*P/S (fp32, S=1 here; S=2 in tests)")
-    report.note(f"simulated network: 0.5 ms latency per collective, bandwidth set so a full-model "
-                f"all-reduce (2 ranks, ring, {4 * P:,} bytes) takes r x {t_c * 1e3:.1f} ms; "
-                f"stragglers simulated by sleeping (factor-1) x compute per step")
+                  "peak loss excursion of the clean replica, penalty on over off")
+    report.target("extra_state", results["edit@r=1.0"]["extra_state_bytes"] / (2 * P * 4 / cfg0.shards), "==", 1.0,
+                  "EDiT extra state bytes per rank over 2*P/S (fp32; S=1 here, S=2 in the tests)")
+    report.note(f"compute alone: {t_c * 1e3:.1f} ms per step per rank (median, both ranks busy); "
+                f"P = {P:,} parameters; {steps} steps of {tokens_per_step} tokens per replica")
+    report.note(f"simulated network: 0.5 ms latency per collective, bandwidth set so one full-model "
+                f"all-reduce (2 ranks, ring, {4 * P:,} bytes) takes r x {t_c * 1e3:.1f} ms")
+    report.note("simulated stragglers: a slow replica sleeps (factor - 1) x its compute time each step; "
+                f"spike: replica 1 gets shuffled tokens and 10x lr for {spike['spike_steps']} steps from step "
+                f"{spike['spike_start']}")
+    report.note("timed arms (ddp, edit, diloco at r=0.25, straggler edit/aedit): median of "
+                f"{repeats} interleaved runs; others one run")
     report.write()
 
 

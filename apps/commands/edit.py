@@ -52,6 +52,7 @@ def run(args) -> int:
     summary = {"steps": res.steps, "tokens": res.tokens, "seconds": round(res.seconds, 1),
                "tokens_per_s": round(res.tokens_per_s, 1), "train_loss": round(res.train_loss, 4),
                "val_loss": round(res.val_loss, 4), "sync_seconds_per_rank": round(res.sync_seconds, 2),
+               "allreduce_seconds_per_rank": round(res.dp_seconds, 2),
                "outliers": res.outliers, "replacements": res.replacements,
                "extra_state_bytes_per_rank": res.extra_state_bytes, "checkpoint": res.model_dir}
     if args.json:

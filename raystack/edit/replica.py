@@ -34,7 +34,8 @@ class Counters:
     syncs: int = 0
     outliers: int = 0                # (replica, block) pairs dropped by the penalty
     skipped_blocks: int = 0
-    sync_seconds: float = 0.0        # exposed: time the rank was blocked on sync work
+    sync_seconds: float = 0.0        # exposed: time the rank was blocked on outer-sync work
+    dp_seconds: float = 0.0          # gradient all-reduce (warm-up, sync mode, within a replica)
     compute_seconds: float = 0.0
     tokens: int = 0
     losses: list[float] = field(default_factory=list)
@@ -130,7 +131,7 @@ class EDiTRank:
             flat = batch.reshape(-1)
             batch = flat[torch.randperm(flat.numel(), generator=torch.Generator().manual_seed(self.counters.step))].view_as(batch)
         t0 = time.perf_counter()
-        sync_before = self.counters.sync_seconds
+        sync_before = self.counters.sync_seconds + self.counters.dp_seconds
         loss = self.loss_fn(self.model, batch)
         loss.backward()
         self._reduce_grads()
@@ -140,7 +141,7 @@ class EDiTRank:
             g["lr"] = self._lr_now()
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
-        compute = time.perf_counter() - t0 - (self.counters.sync_seconds - sync_before)
+        compute = time.perf_counter() - t0 - (self.counters.sync_seconds + self.counters.dp_seconds - sync_before)
         self._simulate_slowness(compute)
         self.counters.compute_seconds += compute
         self.counters.step += 1
@@ -171,7 +172,7 @@ class EDiTRank:
         flat = torch.cat([g.reshape(-1) for g in grads])
         t0 = time.perf_counter()
         flat = group.all_reduce(flat, op="avg")
-        self.counters.sync_seconds += time.perf_counter() - t0
+        self.counters.dp_seconds += time.perf_counter() - t0
         offset = 0
         for g in grads:
             g.copy_(flat[offset:offset + g.numel()].view_as(g))
@@ -234,7 +235,11 @@ class EDiTRank:
             c.skipped_blocks += int(d.skip)
         c.syncs += 1
         c.steps_since_sync = 0
-        self.trigger.reset()
+        scale = 1.0
+        if self.cfg.mode == "aedit" and not stop:
+            left, window = self.cfg.steps * R - total, sum(steps)
+            scale = min(1.0, max(0.05, left / max(window, 1)))   # last window: just the budget left
+        self.trigger.reset(scale)
         if self.layerwise is not None and not stop:
             self.layerwise.arm(launch_first=True)
         else:
@@ -301,7 +306,8 @@ class EDiTRank:
         return {"rank": self.rank, "replica": self.replica, "step": c.step, "syncs": c.syncs,
                 "tokens": c.tokens, "loss": c.losses[-1] if c.losses else float("nan"),
                 "outliers": c.outliers, "skipped_blocks": c.skipped_blocks,
-                "sync_seconds": c.sync_seconds, "compute_seconds": c.compute_seconds,
+                "sync_seconds": c.sync_seconds, "dp_seconds": c.dp_seconds,
+                "compute_seconds": c.compute_seconds,
                 "done": self.done, "extra_state_bytes": self.extra_state_bytes()}
 
     @torch.no_grad()

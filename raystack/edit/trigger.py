@@ -20,7 +20,7 @@ class StepTrigger:
         """True when ``steps_since_sync`` inner steps have run since the last sync."""
         return steps_since_sync >= self.h
 
-    def reset(self) -> None:
+    def reset(self, scale: float = 1.0) -> None:
         """Called after each sync (nothing to reset: the step count lives with the caller)."""
 
 
@@ -37,14 +37,17 @@ class TimeTrigger:
         self.t_seconds = t_seconds
         self._clock = clock
         self._since = clock()
+        self._window = t_seconds
 
     def should_sync(self, steps_since_sync: int) -> bool:
         """True when the window of ``t_seconds`` since the last reset has elapsed."""
-        return self._clock() - self._since >= self.t_seconds
+        return self._clock() - self._since >= self._window
 
-    def reset(self) -> None:
-        """Start a new window (called right after a sync, so all replicas restart together)."""
+    def reset(self, scale: float = 1.0) -> None:
+        """Start a new window of ``scale`` x t_seconds (called right after a sync, so all
+        replicas restart together; a scale below 1 shortens the last window of a run)."""
         self._since = self._clock()
+        self._window = self.t_seconds * scale
 
 
 def accept_sync(steps_per_replica: list[int], min_steps: int) -> bool:

@@ -131,3 +131,14 @@ def test_state_dict_resume_is_exact():
         return [p.detach().clone() for p in r.model.parameters()]
     resumed = run_in_threads(2, rank_fn)
     assert_same(straight[0][0], resumed[0], 1e-6)
+
+
+def test_aedit_fast_replica_runs_more_steps_and_replicas_end_equal():
+    over = {"ranks": 2, "mode": "aedit", "sync": {"warmup_steps": 1, "t_seconds": 0.15, "min_steps": 1},
+            "simulate": {"slowdown": [1.0, 4.0]}, "penalty": {"warmup_syncs": 0}}
+    out = run(over, steps=10)
+    fast, slow = out[0][2].counters, out[1][2].counters
+    assert fast.step > slow.step
+    assert fast.syncs == slow.syncs >= 2
+    assert fast.step + slow.step >= 20
+    assert_same(out[0][0], out[1][0], 0)     # both restart from θ_sync

@@ -131,6 +131,9 @@ def test_time_trigger_with_fake_clock():
     assert t.should_sync(0)
     t.reset()
     assert not t.should_sync(5)
+    t.reset(scale=0.25)             # a shortened last window
+    now[0] += 0.5
+    assert t.should_sync(1)
 
 
 def test_min_steps_and_warmup_helpers():
