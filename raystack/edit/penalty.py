@@ -6,7 +6,8 @@ For one block and one sync, replica i has pseudo-gradient Δ_i = θ_sync − θ_
 2. weights: w = softmax(−ĝ/τ) over the inliers, ĝ = g / mean(g) (scale-free);
    A-EDiT multiplies by the steps each replica ran since the last sync, then renormalises;
 3. clipping of the averaged Δ̄ to norm ≤ φ (:func:`clip_coefficient`);
-4. if every replica is an outlier the block skips its outer step (weights all zero).
+4. if every replica is an outlier the block skips its outer step (weights all zero); the
+   norms still update the EWMA then, so a shift shared by all replicas is learned.
 """
 from __future__ import annotations
 
@@ -108,6 +109,11 @@ class PseudoGradientPenalty:
                     if (not math.isfinite(g)) or (armed and ewma.zscore(g) > self.z_threshold)]
         inliers = [i for i in range(n) if i not in outliers]
         if not inliers:
+            # skip the outer step, but learn the new level: a lasting shift of every replica's
+            # norm (e.g. a learning-rate ramp) must not freeze the block for good
+            for g in norms:
+                if math.isfinite(g):
+                    ewma.update(g)
             return BlockDecision([0.0] * n, outliers, True)
         soft = softmax_weights([norms[i] for i in inliers], self.temperature)
         weights = [0.0] * n

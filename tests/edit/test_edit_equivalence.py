@@ -139,6 +139,6 @@ def test_aedit_fast_replica_runs_more_steps_and_replicas_end_equal():
     out = run(over, steps=10)
     fast, slow = out[0][2].counters, out[1][2].counters
     assert fast.step > slow.step
-    assert fast.syncs == slow.syncs >= 2
-    assert fast.step + slow.step >= 20
+    assert fast.syncs == slow.syncs >= 1
+    assert fast.step + slow.step >= 20          # the summed budget of 2 x 10 steps
     assert_same(out[0][0], out[1][0], 0)     # both restart from θ_sync

@@ -71,7 +71,20 @@ def test_all_outliers_skip_the_block():
     before = p.stats[0].mean
     d = p.decide(0, [80.0, 90.0])
     assert d.skip and d.weights == [0.0, 0.0] and d.outliers == [0, 1]
-    assert p.stats[0].mean == before   # outliers do not pollute the statistics
+    assert p.stats[0].mean > before    # a shift shared by every replica is learned...
+    for _ in range(20):
+        d = p.decide(0, [80.0, 90.0])
+    assert not d.skip                  # ...so the block is not frozen for good
+
+
+def test_a_single_outlier_does_not_move_the_statistics():
+    p = PseudoGradientPenalty(num_blocks=1, alpha=0.5, warmup_syncs=2)
+    p.decide(0, [1.0, 1.2])
+    p.decide(0, [1.1, 1.0])
+    mean = p.stats[0].mean
+    d = p.decide(0, [1.05, 90.0])
+    assert d.outliers == [1]
+    assert p.stats[0].mean == pytest.approx(mean + 0.5 * (1.05 - mean), rel=0.3)
 
 
 def test_nan_norm_is_always_an_outlier():
