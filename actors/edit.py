@@ -92,8 +92,12 @@ class EDiTWorker(CommMember):
         """Inner steps up to the next sync (or the end); a report of counters."""
         return self.trainer.run_segment()
 
-    def evaluate(self) -> float:
-        """Validation loss of θ_sync (collective: completes a pending sync on every rank)."""
+    def evaluate(self, compute: bool = True) -> float:
+        """Validation loss of θ_sync (collective: completes a pending sync on every rank; only
+        ranks asked to ``compute`` run the validation batches)."""
+        if not compute:
+            self.trainer.flush()
+            return float("nan")
         return self.trainer.evaluate(self.val_batches)
 
     def save(self, directory: str, write_model: bool) -> None:
@@ -140,8 +144,9 @@ class RunResult:
 class EDiTGroup:
     """Owns the placement groups and the ``EDiTWorker`` actors of one job."""
 
-    def __init__(self, cfg: EDiTConfig) -> None:
+    def __init__(self, cfg: EDiTConfig, worker_cls: type = None) -> None:
         self.cfg = cfg
+        self.worker_cls = worker_cls or EDiTWorker
         self.cfg_dict = config_to_dict(cfg)
         self.out_dir = Path(cfg.run.out_dir)
         self.pgs = []
@@ -171,7 +176,7 @@ class EDiTGroup:
         replica, shard = divmod(rank, self.cfg.shards)
         strategy = PlacementGroupSchedulingStrategy(self.pgs[replica], placement_group_bundle_index=shard)
         env = {"OMP_NUM_THREADS": str(self.cfg.run.threads_per_rank)}
-        return ray.remote(EDiTWorker).options(
+        return ray.remote(self.worker_cls).options(
             num_cpus=self.cfg.run.cpus_per_rank, scheduling_strategy=strategy,
             runtime_env={"env_vars": env}, name=None).remote(self.cfg_dict, rank)
 
@@ -263,7 +268,7 @@ class EDiTGroup:
         return ray.get(refs)
 
     def evaluate(self) -> float:
-        return ray.get([w.evaluate.remote() for w in self.workers])[0]
+        return ray.get([w.evaluate.remote(rank == 0) for rank, w in enumerate(self.workers)])[0]
 
     def run(self, progress: bool = True, on_segment: Callable[["EDiTGroup", int], None] | None = None,
             save: bool = True) -> RunResult:

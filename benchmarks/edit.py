@@ -108,6 +108,98 @@ class BenchWorker(EDiTWorker):
         self._step_s = s
 
 
+class _DelayedWork:
+    """A torchft Work whose wait() also waits out the simulated link (raystack's NetworkModel)."""
+
+    def __init__(self, work, done_at: float) -> None:
+        self._work, self._done_at = work, done_at
+
+    def wait(self, timeout=None):
+        out = self._work.wait()
+        left = self._done_at - time.monotonic()
+        if left > 0:
+            time.sleep(left)
+        return out
+
+    def get_future(self):
+        return self._work.get_future()
+
+
+class TorchFTWorker:
+    """One replica of torchft 0.2.0's DiLoCo (the peer a user would pick today): its own
+    TCPStore, a gloo ProcessGroup, a Manager joined to the driver's lighthouse."""
+
+    def __init__(self, cfg: dict, replica: int, lighthouse: str) -> None:
+        torch.set_num_threads(1)
+        self.cfg = load_config(EDiTConfig, cfg)
+        self.replica, self.lighthouse = replica, lighthouse
+        from actors.edit import load_corpus
+        self.corpus = load_corpus(self.cfg)
+
+    def ready(self) -> bool:
+        return True
+
+    def run(self, step_s: float) -> dict:
+        import random
+        from datetime import timedelta
+
+        import torch.distributed as dist
+        from torchft import Manager, ProcessGroupGloo
+        from torchft.local_sgd import DiLoCo
+
+        from raystack.comm import SimulatedLink
+        from raystack.data import BatchStream
+        from raystack.models import build_model, lm_loss
+        cfg, c, sim = self.cfg, self.cfg.inner, self.cfg.simulate
+        model = build_model(cfg.model, seed=cfg.run.seed)
+        inner = torch.optim.AdamW(model.parameters(), lr=c.lr, betas=(c.beta1, c.beta2), weight_decay=c.weight_decay)
+        outer = torch.optim.SGD(model.parameters(), lr=cfg.outer.lr, momentum=cfg.outer.momentum, nesterov=True)
+        store = dist.TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False)
+        manager = Manager(pg=ProcessGroupGloo(timeout=timedelta(seconds=60)), min_replica_size=2,
+                          use_async_quorum=False, load_state_dict=lambda sd: model.load_state_dict(sd["model"]),
+                          state_dict=lambda: {"model": model.state_dict()}, replica_id=f"edit_bench_{self.replica}",
+                          store_addr="127.0.0.1", store_port=store.port, rank=0, world_size=1,
+                          lighthouse_addr=self.lighthouse, timeout=timedelta(seconds=60),
+                          quorum_timeout=timedelta(seconds=60), connect_timeout=timedelta(seconds=60))
+        net = NetworkModel(sim.latency_s, sim.bandwidth_bytes_per_s if sim.bandwidth_bytes_per_s > 0 else math.inf)
+        link = SimulatedLink(net)
+        plain = manager.allreduce
+
+        def delayed(tensor, *a, **k):        # the same simulated network as every other arm
+            work = plain(tensor, *a, **k)
+            nbytes = ring_bytes("all_reduce", tensor.numel() * tensor.element_size(), 2)
+            return _DelayedWork(work, link.reserve(nbytes, time.monotonic()))
+        manager.allreduce = delayed
+        stream = BatchStream(self.corpus.train, cfg.data.batch_size, cfg.data.seq_len, seed=cfg.run.seed,
+                             rank=self.replica, world_size=cfg.ranks)
+        rng = random.Random(cfg.run.seed * 1000 + self.replica)
+        losses, times, sync_s = [], [], 0.0
+        with DiLoCo(manager, [model], inner, outer, sync_every=cfg.sync.h,
+                    backup_device=torch.device("cpu"), pin_memory=False):
+            for step in range(cfg.steps):
+                for g in inner.param_groups:
+                    g["lr"] = c.lr * min(1.0, (step + 1) / max(1, c.lr_warmup_steps))
+                t0 = time.perf_counter()
+                loss = lm_loss(model, stream.next_batch())
+                inner.zero_grad()
+                loss.backward()
+                if c.grad_clip > 0:
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), c.grad_clip)
+                factor = sim.slowdown[self.replica] if sim.slowdown else 1.0
+                if factor > 1:
+                    time.sleep(step_s * (factor - 1))
+                t1 = time.perf_counter()
+                inner.step()                 # DiLoCo's hook syncs (blocking) every sync_every steps
+                sync_s += time.perf_counter() - t1 if (step + 1) % cfg.sync.h == 0 else 0.0
+                losses.append(float(loss.detach()))
+                times.append(time.time())
+        with torch.no_grad():
+            val = BatchStream(self.corpus.val, cfg.data.batch_size, cfg.data.seq_len, seed=12345)
+            vl = [float(lm_loss(model, val.next_batch())) for _ in range(cfg.data.eval_batches)]
+        manager.shutdown()
+        return {"losses": losses, "times": times, "val_loss": sum(vl) / len(vl), "sync_s": sync_s}
+
+
 def smoothed(times: list[float], losses: list[float], window: int) -> list[tuple[float, float]]:
     """(time, running mean of the last `window` losses) over all ranks' steps, in time order."""
     pts = sorted(zip(times, losses))
@@ -119,8 +211,30 @@ def smoothed(times: list[float], losses: list[float], window: int) -> list[tuple
     return out
 
 
+def run_torchft(cfg: EDiTConfig, t_c: float, tokens: int) -> dict:
+    """torchft's DiLoCo on the same model, data, budget, cores and simulated network."""
+    from torchft.coordination import LighthouseServer
+    lighthouse = LighthouseServer(bind="[::]:0", min_replicas=2)
+    try:
+        remote = ray.remote(num_cpus=cfg.run.cpus_per_rank)(TorchFTWorker)
+        workers = [remote.remote(config_to_dict(cfg), i, lighthouse.address()) for i in range(2)]
+        ray.get([w.ready.remote() for w in workers])
+        start = time.time()
+        out = ray.get([w.run.remote(t_c) for w in workers])
+        for w in workers:
+            ray.kill(w)
+    finally:
+        lighthouse.shutdown()
+    seconds = max(o["times"][-1] for o in out) - start
+    return {"tokens": tokens, "seconds": seconds, "tokens_per_s": tokens / seconds, "val_loss": out[0]["val_loss"],
+            "exposed_sync_s": sum(o["sync_s"] for o in out) / 2, "outliers": 0,
+            "extra_state_bytes": None, "losses": [o["losses"] for o in out], "times": [o["times"] for o in out],
+            "start": start}
+
+
 def main() -> None:
-    args = parse_args("EDiT / A-EDiT vs DDP, Post Local SGD, DiLoCo")
+    args = parse_args("EDiT / A-EDiT vs DDP, Post Local SGD, DiLoCo",
+                      lambda p: p.add_argument("--no-torchft", action="store_true", help="skip the torchft arm"))
     quick = args.quick
     steps = 16 if quick else 64
     H = 4 if quick else 16
@@ -137,9 +251,7 @@ def main() -> None:
     connect(num_cpus=4, dashboard=False, log_to_driver=False)
     report = Report("edit", quick, {"steps_per_replica": steps, "H": H, "r": rs, "repeats": repeats, **base})
 
-    import actors.edit as ae
-    ae.EDiTWorker = BenchWorker                      # the group spawns benchmark workers
-    group = EDiTGroup(cfg0)
+    group = EDiTGroup(cfg0, worker_cls=BenchWorker)
     group.start()
     t_c = statistics.mean(ray.get([w.compute_alone.remote(6 if quick else 20) for w in group.workers]))
     ray.get([w.set_step_seconds.remote(t_c) for w in group.workers])
@@ -147,13 +259,16 @@ def main() -> None:
     P = sum(p.numel() for p in build_model("tiny-1m").parameters())
     tokens_per_step = cfg0.data.batch_size * cfg0.data.seq_len
 
+    calib: dict[str, float] = {}
+
     def cfg_for(mode: str, r: float, penalty: bool, sim: dict) -> EDiTConfig:
         d = config_to_dict(cfg0)
         d["mode"] = "sync" if mode == "ddp" else mode
         d["simulate"].update({"latency_s": 0.0005,
                               "bandwidth_bytes_per_s": ring_bytes("all_reduce", 4 * P, 2) / (r * t_c)})
         d["simulate"].update(sim)
-        d["sync"]["t_seconds"] = H * t_c
+        # A-EDiT's window: H steps of an unslowed replica, as measured in the EDiT arm just run
+        d["sync"]["t_seconds"] = H * calib.get("step_s", t_c)
         d["penalty"]["enabled"] = penalty
         return load_config(EDiTConfig, d)
 
@@ -177,6 +292,9 @@ def main() -> None:
         else:
             rr = group.run(progress=False, save=False)
             per_rank = ray.get([w.losses.remote() for w in group.workers])
+            if mode == "edit":
+                reps = ray.get([w.report.remote() for w in group.workers])
+                calib["step_s"] = min(x["compute_seconds"] / max(x["step"], 1) for x in reps)
             res = {"tokens": rr.tokens, "seconds": rr.seconds, "val_loss": rr.val_loss,
                    "exposed_sync_s": rr.sync_seconds, "allreduce_s": rr.dp_seconds, "outliers": rr.outliers,
                    "extra_state_bytes": rr.extra_state_bytes,
@@ -214,6 +332,14 @@ def main() -> None:
             print(f"[{rep}] {name:26s} tok/s {res['tokens_per_s']:7.0f}  val {res['val_loss']:.4f}  "
                   f"sync {res['exposed_sync_s']:.2f}s  x ideal {res['seconds'] / res['ideal_s']:.2f}", flush=True)
     group.shutdown()
+    if not args.no_torchft:
+        try:
+            res = run_torchft(cfg_for("diloco", 1.0, False, {}), t_c, steps * tokens_per_step * 2)
+            res["ideal_s"] = ideal_seconds(res["tokens"], {})
+            runs["torchft_diloco@r=1.0"] = [res]
+            print(f"torchft_diloco@r=1.0 tok/s {res['tokens_per_s']:7.0f}  val {res['val_loss']:.4f}", flush=True)
+        except ImportError:
+            report.note("torchft not installed (pip install torchft==0.2.0): its arm was skipped")
     for name, lst in runs.items():
         first = dict(lst[0])
         for key in ("tokens_per_s", "seconds", "exposed_sync_s"):
@@ -238,6 +364,8 @@ def main() -> None:
     for r in rs:
         ddp = results[f"ddp@r={r}"]
         final = smoothed(sum(ddp["times"], []), sum(ddp["losses"], []), window)[-1][1]
+        if r == 1.0 and "torchft_diloco@r=1.0" in results:
+            report.arm("torchft_diloco@r=1.0", time_to_ddp_final_loss_s=time_to(results["torchft_diloco@r=1.0"], final))
         for arm in arms:
             report.arm(f"{arm}@r={r}", time_to_ddp_final_loss_s=time_to(results[f"{arm}@r={r}"], final))
         e = results[f"edit@r={r}"]
@@ -274,6 +402,11 @@ def main() -> None:
     report.note("simulated stragglers: a slow replica sleeps (factor - 1) x its compute time each step; "
                 f"spike: replica 1 gets shuffled tokens and 10x lr for {spike['spike_steps']} steps from step "
                 f"{spike['spike_start']}")
+    report.note("torchft_diloco: torchft 0.2.0 DiLoCo (lighthouse in the driver, one TCPStore and gloo "
+                "ProcessGroup per replica, use_async_quorum=False, no synchronous warm-up), its "
+                "Manager.allreduce delayed by the same simulated link")
+    report.note("A-EDiT's T = H x the per-step compute time of an unslowed replica, measured in the "
+                "EDiT run of the same scenario just before it")
     report.note("timed arms (ddp, edit, diloco at r=0.25, straggler edit/aedit): median of "
                 f"{repeats} interleaved runs; others one run")
     report.write()
