@@ -104,3 +104,40 @@ def train_single_process(cfg: MLoRAConfig, *, lanes: list[list[str]] | None = No
                     on_step(j.name, j.step, losses[j.name])
         step += 1
     return stage, jobs
+
+
+@torch.no_grad()
+def token_accuracy(model: BatchLoRAModel, adapter: str | None, examples, cutoff_len: int = 32) -> float:
+    """Teacher-forced accuracy on the response tokens (a smoother measure than exact match)."""
+    from raystack.data.sft import IGNORE, collate, encode
+
+    was = model.training
+    model.eval()
+    try:
+        ids, labels = collate([encode(e, cutoff_len) for e in examples])
+        segs = [Segment(adapter, 0, ids.shape[0])] if adapter else []
+        pred = model(ids, segs).argmax(-1)
+    finally:
+        model.train(was)
+    mask = labels != IGNORE
+    return float((pred[mask] == labels[mask]).float().mean())
+
+
+def evaluate_adapters(cfg: MLoRAConfig, exported: dict[str, str], max_examples: int = 64) -> dict[str, dict[str, float]]:
+    """Per adapter: exact-match and token accuracy on its dataset's held-out set, before
+    (the bare base: a fresh adapter is the identity) and after (the exported PEFT adapter)."""
+    from raystack.mlora.export import load_peft_adapter
+
+    model = BatchLoRAModel(build_base(cfg)).eval()
+    out = {}
+    for t in cfg.tasks:
+        if t.adapter not in exported:
+            continue
+        examples = cfg.dataset(t.dataset).eval_set()[:max_examples]
+        load_peft_adapter(model, exported[t.adapter], t.adapter)
+        out[t.adapter] = {
+            "exact_before": evaluate(model, None, examples), "exact_after": evaluate(model, t.adapter, examples),
+            "token_before": token_accuracy(model, None, examples, t.cutoff_len),
+            "token_after": token_accuracy(model, t.adapter, examples, t.cutoff_len)}
+        model.remove_adapter(t.adapter)
+    return out
