@@ -61,6 +61,18 @@ class MicroBatch:
     step_adapters: tuple[str, ...] = ()  # adapters whose step ends with this micro-batch
 
 
+def _release_freed_memory() -> None:
+    """Return the dropped layers' memory to the OS (glibc keeps freed heap otherwise)."""
+    import ctypes
+    import gc
+
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except OSError:
+        pass
+
+
 class StageModel:
     """Units ``[start, end)`` of ``base`` plus adapters; forward/backward/step of micro-batches."""
 
@@ -83,6 +95,7 @@ class StageModel:
             inner.norm = None
             base.lm_head = None
         self.base = base
+        _release_freed_memory()
         self.model = BatchLoRAModel(base).train()
         self.optims: dict[str, torch.optim.Optimizer] = {}
         self.optim_specs: dict[str, OptimSpec] = {}
