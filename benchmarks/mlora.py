@@ -16,6 +16,9 @@ from __future__ import annotations
 
 import json
 import os
+
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 import shutil
 import statistics
 import tempfile
@@ -89,6 +92,9 @@ class BenchWorker:
 
     def pid(self) -> int:
         return os.getpid()
+
+    def set_threads(self, threads: int) -> None:
+        torch.set_num_threads(threads)
 
     def peft_train(self, base: str, batches: dict[str, list], lr: float, out: str) -> dict:
         """Common practice: one base, adapters trained one after another with peft."""
@@ -198,13 +204,21 @@ def driver_pid() -> int:
     return os.getpid()
 
 
+_POOL: list = []  # --quick: one pool of workers reused by every arm (figures are not meaningful there)
+
+
 def run_arm(name: str, workers_threads: list[int], fn) -> dict:
-    workers = [BenchWorker.options(num_cpus=0.01).remote(t) for t in workers_threads]
+    if _POOL:
+        workers = _POOL[: len(workers_threads)]
+        ray.get([w.set_threads.remote(t) for w, t in zip(workers, workers_threads)])
+    else:
+        workers = [BenchWorker.options(num_cpus=0.01).remote(t) for t in workers_threads]
     pids = ray.get([w.pid.remote() for w in workers])
     with PeakRSS([driver_pid(), *pids]) as mem:
         out = fn(workers)
-    for w in workers:
-        ray.kill(w)
+    if not _POOL:
+        for w in workers:
+            ray.kill(w)
     out["peak_memory_bytes"] = mem.peak_bytes
     return out
 
@@ -212,14 +226,16 @@ def run_arm(name: str, workers_threads: list[int], fn) -> dict:
 def main() -> None:
     args = parse_args(__doc__.splitlines()[0])
     q = args.quick
-    size = dict(hidden=128, layers=4, inter=352, heads=4) if q else dict(hidden=768, layers=12, inter=2048, heads=12)
-    steps, batch, micro, seq, repeats = (2, 2, 1, 32, 1) if q else (4, 4, 2, 64, 3)
+    size = dict(hidden=128, layers=4, inter=352, heads=4) if q else dict(hidden=1024, layers=12, inter=2816, heads=16)
+    steps, batch, micro, seq, repeats = (2, 2, 1, 32, 1) if q else (4, 4, 2, 32, 3)
     from raystack.cluster import connect
 
     root = str(Path(__file__).resolve().parent.parent)  # actors import the project too
     os.environ["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH")])])
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     connect(num_cpus=8, dashboard=False, log_to_driver=False)
+    if q:
+        _POOL.extend(BenchWorker.options(num_cpus=0.01).remote(1) for _ in range(4))
     tmp = Path(tempfile.mkdtemp(prefix="mlora_bench_"))
     base = make_base(tmp / "base", **size)
     data = make_data(tmp, n=64, seq=seq)
@@ -252,10 +268,13 @@ def main() -> None:
         runs["c"].append(run_arm("c", [2], lambda w: ray.get(w[0].batchlora_train.remote(ccfg))))
         runs["c"][-1]["completion"] = {n: runs["c"][-1]["seconds"] for n in ADAPTERS}
         print("(c)", runs["c"][-1]["seconds"], flush=True)
-        for arm, conc in (("d", 8), ("e", 1)):
-            runs[arm].append(run_pipeline(mlora_cfg(base, data, str(tmp / f"{arm}{rep}"), steps, batch, micro, seq,
-                                                    max_concurrent=conc)))
+        pipe = None
+        for arm, conc in (("d", 8), ("e", 1)):  # the same 2 stage actors serve (d), then (e)
+            out, pipe = run_pipeline(mlora_cfg(base, data, str(tmp / f"{arm}{rep}"), steps, batch, micro, seq,
+                                               max_concurrent=conc), pipe)
+            runs[arm].append(out)
             print(f"({arm})", runs[arm][-1]["seconds"], runs[arm][-1]["idle"], flush=True)
+        pipe.shutdown()
     ideal_busy = run_arm("ideal", [1], lambda w: {"busy": ray.get(w[0].ideal_stages.remote(
         config_to_dict(cfg), [list(b) for b in runs["d"][0]["plan"]]))})["busy"]
     small = run_arm("small", [2], lambda w: ray.get(w[0].small_adapters.remote(base, 8, [1, 2] * 4, seq, 3 if q else 5)))
@@ -293,21 +312,28 @@ def main() -> None:
     shutil.rmtree(tmp, ignore_errors=True)
 
 
-def run_pipeline(cfg) -> dict:
+def run_pipeline(cfg, pipe=None):
+    """Run cfg's jobs on a new pipeline, or on ``pipe``'s running stage actors (fresh outputs)."""
     from actors.mlora import LoRAPipeline
 
-    pipe = LoRAPipeline(cfg, progress=False)
-    pipe.start()
+    if pipe is None:
+        pipe = LoRAPipeline(cfg, progress=False)
+        pipe.start()
+    else:
+        pipe.out = Path(cfg.output_dir)
+        pipe.policy.max_concurrent = cfg.scheduler.max_concurrent
+        pipe.finished.clear()
+        for t in cfg.tasks:
+            pipe.add_task(t)
     with PeakRSS([driver_pid(), *pipe.pids]) as mem:
         res = pipe.run()
-    pipe.shutdown()
     idle = [0.0, 0.0]
     total = sum(w.seconds for w in res.windows)
     for w in res.windows:
         for i, f in enumerate(w.idle_fraction):
             idle[i] += f * w.seconds / total
     return {"seconds": res.seconds, "completion": res.completion_s, "idle": idle, "adapters": res.adapters,
-            "peak_memory_bytes": mem.peak_bytes, "plan": res.plan.bounds}
+            "peak_memory_bytes": mem.peak_bytes, "plan": res.plan.bounds}, pipe
 
 
 def check_peft(base: str, tmp: Path, runs: dict) -> dict:

@@ -10,6 +10,7 @@ Nothing here knows about Ray.
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -122,7 +123,8 @@ class StageModel:
     def checkpoint(self, name: str) -> dict[str, Any]:
         """This stage's part of an adapter: weights, optimizer state, dropout streams, step."""
         opt = self.optims.get(name)
-        return {"weights": self.model.adapter_state(name), "optim": opt.state_dict() if opt else None,
+        # deep copy: a state_dict holds references to tensors the optimizer keeps updating
+        return {"weights": self.model.adapter_state(name), "optim": copy.deepcopy(opt.state_dict()) if opt else None,
                 "rng": self.model.rng_states(name), "step": self.steps[name]}
 
     def restore(self, name: str, ckpt: dict[str, Any]) -> None:
