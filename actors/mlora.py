@@ -23,7 +23,7 @@ import torch
 from raystack import metrics
 from raystack.config import config_to_dict
 from raystack.data.tokenizer import ByteTokenizer
-from raystack.mlora.balance import StagePlan, param_costs, partition
+from raystack.mlora.balance import StagePlan, measured_costs, param_costs, partition
 from raystack.mlora.config import AdapterConfig, DatasetConfig, MLoRAConfig, TaskConfig
 from raystack.mlora.export import load_checkpoint, save_checkpoint, save_peft
 from raystack.mlora.jobs import JobState, form_lanes, lane_step
@@ -133,7 +133,11 @@ class LoRAPipeline:
         self.progress = progress
         self.stage_options = stage_options or {"num_cpus": 1}
         meta = build_base(cfg, device="meta")
-        self.plan = partition(param_costs(meta), cfg.pipeline.stages)
+        if cfg.pipeline.balance == "measured":  # time each unit's forward+backward here, once
+            costs = measured_costs(build_base(cfg), seq=max(t.cutoff_len for t in cfg.tasks))
+        else:
+            costs = param_costs(meta)
+        self.plan = partition(costs, cfg.pipeline.stages)
         self.n_layers = len(meta.model.layers)
         hidden, heads = meta.config.hidden_size, meta.config.num_attention_heads
         prior = (0.0, 4.0 * hidden * 16 * self.n_layers, 4.0 * heads * 3 * self.n_layers)
@@ -227,7 +231,7 @@ class LoRAPipeline:
     def start(self) -> None:
         self.stages = [self._start_stage(i) for i in range(self.cfg.pipeline.stages)]
         self.pids = ray.get([st.ready.remote() for st in self.stages])
-        self._log(f"{len(self.stages)} stages, units per stage {self.plan.bounds} (balanced by parameters, "
+        self._log(f"{len(self.stages)} stages, units per stage {self.plan.bounds} (balanced by {self.cfg.pipeline.balance}, "
                   f"imbalance {self.plan.imbalance:.2f})")
 
     def _recover(self) -> None:
@@ -290,7 +294,8 @@ class LoRAPipeline:
         d = len(self.stages)
         jobs = self.running
         lanes = form_lanes(sorted(jobs), d)
-        cap = min(self.cfg.pipeline.window_steps, *(min(jobs[n].remaining for n in lane) for lane in lanes))
+        cap = min(self.cfg.pipeline.window_steps, *(self.tasks[n].save_steps for n in jobs),
+                  *(min(jobs[n].remaining for n in lane) for lane in lanes))
         data = []  # per lane: per step: micro-batches
         for li, lane in enumerate(lanes):
             data.append([lane_step(li, k, [jobs[n] for n in lane], ByteTokenizer.pad_id) for k in range(cap)])

@@ -226,8 +226,8 @@ def run_arm(name: str, workers_threads: list[int], fn) -> dict:
 def main() -> None:
     args = parse_args(__doc__.splitlines()[0])
     q = args.quick
-    size = dict(hidden=128, layers=4, inter=352, heads=4) if q else dict(hidden=1024, layers=12, inter=2816, heads=16)
-    steps, batch, micro, seq, repeats = (2, 2, 1, 32, 1) if q else (4, 4, 2, 32, 3)
+    size = dict(hidden=128, layers=4, inter=352, heads=4) if q else dict(hidden=1024, layers=8, inter=2816, heads=16)
+    steps, batch, micro, seq, repeats = (2, 2, 1, 32, 1) if q else (3, 2, 1, 16, 3)
     from raystack.cluster import connect
 
     root = str(Path(__file__).resolve().parent.parent)  # actors import the project too

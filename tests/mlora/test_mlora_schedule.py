@@ -87,3 +87,10 @@ def test_param_balance_on_llama_is_near_even():
     assert len(costs) == 8  # embed, 6 layers, head
     plan = partition(costs, 2)
     assert plan.imbalance < 1.25
+
+
+def test_measured_costs_cover_every_unit():
+    from raystack.mlora.balance import measured_costs
+
+    costs = measured_costs(tiny_llama(layers=2), batch=1, seq=8, repeats=1)
+    assert len(costs) == 4 and all(c > 0 for c in costs)
