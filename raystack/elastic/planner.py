@@ -91,6 +91,7 @@ class ThreeStagePlanner:
         self.points: dict[JobConfig, list[float]] = {}
         self.mem = MemoryTrend([])
         self._probes: list[JobConfig] = []
+        self._mem_ps = 0
 
     # ---- stage 1 ---------------------------------------------------------------------------
     def initial(self) -> Decision:
@@ -106,21 +107,35 @@ class ThreeStagePlanner:
             return Decision(self._clip(cfg), "initial: from a similar past job")
         cfg = self._clip(self.default)
         w, p = cfg.workers, cfg.ps
-        self._probes = [cfg, cfg.with_(workers=w * 2), cfg.with_(workers=w * 2, ps=p + 1),
-                        cfg.with_(workers=w * 3, ps=p + 1, worker_cpu=2.0)]
+        self._probes = [cfg, cfg.with_(workers=w * 2), with_ps(cfg, p + 1).with_(workers=w * 2),
+                        with_ps(cfg, p + 1).with_(workers=w * 3, worker_cpu=2.0)]
         self._probes = [self._clip(c) for c in self._probes]
         return Decision(cfg, "initial: safe default (no history)")
 
     # ---- the policy ----------------------------------------------------------------------
     def decide(self, obs: Observation) -> Decision | None:
+        """The next target configuration, or None to keep the current one."""
         if self.stage is Stage.INITIAL:
             return self.initial()
+        d = self._decide(obs)
+        if d is None:
+            return None
+        # Never shrink total PS memory as a side effect of a CPU/count change.
+        cur, tgt = obs.config, d.target
+        if tgt.ps_mem_gb * tgt.ps < cur.ps_mem_gb * cur.ps:
+            tgt = tgt.with_(ps_mem_gb=round(cur.ps_mem_gb * cur.ps / tgt.ps, 2))
+        return None if tgt == cur else Decision(tgt, d.reason)
+
+    def _decide(self, obs: Observation) -> Decision | None:
         if obs.throughput is not None:
-            self.points.setdefault(obs.config, []).append(obs.throughput)
+            self.points.setdefault(perf_key(obs.config), []).append(obs.throughput)
         if obs.ps_mem_gb:
+            if self._mem_ps != obs.config.ps:  # per-PS use jumps when the PS count changes
+                self.mem.points.clear()
+                self._mem_ps = obs.config.ps
             self.mem.points.append((obs.rows_done, max(obs.ps_mem_gb)))
         if self.stage is Stage.WARMUP:
-            return self._warmup(obs)
+            return self._memory(obs) or self._warmup(obs)
         return self._runtime(obs)
 
     def _fit(self) -> bool:
@@ -131,8 +146,8 @@ class ThreeStagePlanner:
         return True
 
     def _warmup(self, obs: Observation) -> Decision | None:
-        todo = [c for c in self._probes if c not in self.points]
-        if obs.config not in self.points:
+        todo = [c for c in self._probes if perf_key(c) not in self.points]
+        if perf_key(obs.config) not in self.points:
             return None  # still measuring the current probe
         if todo:
             return Decision(todo[0], f"warm-up: profiling probe {len(self.points) + 1}")
@@ -151,7 +166,7 @@ class ThreeStagePlanner:
         if mem is not None:
             return mem
         if obs.ps_cpu_util and max(obs.ps_cpu_util) >= s.hot_ps_cpu:
-            hot = c.with_(ps=c.ps + 1)
+            hot = with_ps(c, c.ps + 1)
             if self.budget.allows(hot):
                 return Decision(hot, f"runtime: hot PS (cpu {max(obs.ps_cpu_util):.2f})")
         if obs.throughput is None or not self._fit():
@@ -175,7 +190,6 @@ class ThreeStagePlanner:
         peak = self.mem.predict(obs.rows_total)
         if peak > self.settings.mem_headroom * obs.config.ps_mem_gb:
             new = obs.config.with_(ps_mem_gb=round(peak * self.settings.mem_raise, 2))
-            self.mem.points.clear()
             return Decision(new, f"runtime: PS memory predicted to reach {peak:.2f} GB of "
                                  f"{obs.config.ps_mem_gb:.2f} GB; raising before OOM")
         return None
@@ -187,7 +201,7 @@ class ThreeStagePlanner:
         for w, p, cw, cp in itertools.product(range(1, b.max_workers + 1),
                                               range(1, b.max_ps + 1), b.cpu_choices,
                                               b.cpu_choices):
-            c = like.with_(workers=w, ps=p, worker_cpu=cw, ps_cpu=cp)
+            c = with_ps(like, p).with_(workers=w, worker_cpu=cw, ps_cpu=cp)
             if b.allows(c):
                 out.append(c)
         return out
@@ -202,6 +216,16 @@ class ThreeStagePlanner:
         while not b.allows(c) and c.workers > 1:
             c = c.with_(workers=c.workers - 1)
         return c
+
+
+def perf_key(c: JobConfig) -> JobConfig:
+    """The part of a config that sets throughput (memory does not)."""
+    return c.with_(ps_mem_gb=0.0, worker_mem_gb=0.0)
+
+
+def with_ps(c: JobConfig, ps: int) -> JobConfig:
+    """``c`` with ``ps`` parameter servers, per-PS memory rescaled to keep the same total."""
+    return c.with_(ps=ps, ps_mem_gb=round(c.ps_mem_gb * c.ps / ps, 2))
 
 
 def best_config(candidates: list[JobConfig], throughput, slack: float) -> JobConfig:
