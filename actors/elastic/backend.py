@@ -49,6 +49,7 @@ class RayBackend:
         self.inc: dict[str, int] = {}
         self.kill_times: dict[str, float] = {}  # worker id of the replacement -> kill detected
         self.recoveries: list[float] = []
+        self.worker_errors: list[str] = []
         self._node = 0
         name = f"{self.job}-shards"
         if adopt:
@@ -61,7 +62,7 @@ class RayBackend:
                 self.actors[u.unit_id] = ray.get_actor(self.actor_name(u))
                 self.pgs[u.unit_id] = ray.util.get_placement_group(f"{self.job}-pg-{u.unit_id}")
         else:
-            self.ss = ShardService.options(name=name, num_cpus=0).remote(
+            self.ss = ShardService.options(name=name, num_cpus=0, lifetime="detached").remote(
                 str(self.dir / "shards.json"), shards, cfg.faults.max_shard_failures, cfg.epochs)
         self._m_workers = metrics.gauge("elastic_workers", "running DLRM workers")
         self._m_ps = metrics.gauge("elastic_ps", "running parameter servers")
@@ -91,7 +92,7 @@ class RayBackend:
 
     def _make_pg(self, u: UnitSpec):
         pg = placement_group([self._bundle(u)], strategy="STRICT_PACK",
-                             name=f"{self.job}-pg-{u.unit_id}")
+                             name=f"{self.job}-pg-{u.unit_id}", lifetime="detached")
         ray.get(pg.ready(), timeout=120)
         self.pgs[u.unit_id] = pg
         return pg
@@ -99,6 +100,7 @@ class RayBackend:
     def _opts(self, u: UnitSpec) -> dict:
         pg = self.pgs[u.unit_id]
         return {"num_cpus": pg.bundle_specs[0]["CPU"], "name": self.actor_name(u),
+                "lifetime": "detached",  # units outlive a controller restart
                 "scheduling_strategy": PlacementGroupSchedulingStrategy(pg, 0)}
 
     def _start_worker(self, u: UnitSpec) -> None:
@@ -211,13 +213,16 @@ class RayBackend:
         if dense_name:
             ps0 = ray.get_actor(dense_name)
         applied = ray.get(ps0.fence.remote(wid)) if ps0 is not None else {}
-        ray.get(self.ss.release.remote(wid, applied))
+        ray.get(self.ss.release.remote(wid, applied, True))
 
     def relaunch(self, u: UnitSpec) -> None:
         """A worker died: fence its updates, return its rows, start a new incarnation."""
         if u.role != "worker":
             return  # PS actors restart themselves (max_restarts) and restore their checkpoint
         now = time.time()
+        old = self.actors.get(u.unit_id)
+        if old is not None:
+            ray.kill(old)  # it may only look dead (a status timeout): make sure it is
         self._fence_release(self.worker_id(u.unit_id))
         self.inc[u.unit_id] += 1
         self.kill_times[self.worker_id(u.unit_id)] = now
@@ -244,9 +249,12 @@ class RayBackend:
             try:
                 s = ray.get(ref, timeout=10)
                 if s["error"]:
+                    self.worker_errors.append(f"{s['worker_id']}: {s['error']}")
                     dead.append(uid)
-            except (RayActorError, GetTimeoutError):
+            except RayActorError:
                 dead.append(uid)
+            except GetTimeoutError:
+                pass  # still starting (importing torch) or busy: not dead
         ps_util, ps_mem = [], []
         for u in self.ps_units():
             try:

@@ -104,21 +104,24 @@ class ElasticController:
         if self.loop.state is State.FAILED:
             raise ElasticJobError(f"job {self.cfg.name} failed: {self.loop.error}")
         seconds = time.time() - t0
-        return self.finish(seconds)
+        return self.finish(seconds, t0)
 
     def snapshot(self) -> dict:
-        c = self.loop.config
+        c, p = self.loop.config, self.loop.last_poll
         ev = self.loop.events[-1].detail if self.loop.events else ""
-        return {"config": c, "stage": self.planner.stage.value, "last_event": ev}
+        rates = sum(r for r, _ in p.worker_rates.values()) if p else 0.0
+        return {"config": c, "stage": self.planner.stage.value, "last_event": ev,
+                "rows_done": p.rows_done if p else 0, "rows_total": p.rows_total if p else 1,
+                "samples_per_s": rates, "plans": sum(e.kind == "plan" for e in self.loop.events)}
 
-    def finish(self, seconds: float) -> ElasticResult:
+    def finish(self, seconds: float, t0: float = 0.0) -> ElasticResult:
         counts = self.backend.audit()
         rows = int(counts.sum())
         result = ElasticResult(
             auc=self.evaluate(), rows=rows, seconds=seconds, samples_per_s=rows / seconds,
             lost=int((counts == 0).sum()), duplicated=int((counts > 1).sum()),
             final_config=dict(vars(self.loop.config)) if self.loop.config else {},
-            events=[f"{e.time:.1f} {e.kind}: {e.detail}" for e in self.loop.events],
+            events=[f"{e.time - t0:.1f}s {e.kind}: {e.detail}" for e in self.loop.events],
             recoveries_s=list(self.backend.recoveries))
         return result
 

@@ -34,7 +34,7 @@ class ParameterServer:
         self.dense_acc: dict[str, np.ndarray] = {}
         self.audit = np.zeros(0, dtype=np.int32)
         self.applied: dict[int, tuple[str, int]] = {}  # lease -> (worker, offset applied)
-        self.fenced: set[int] = set()
+        self.fenced: set[str] = set()  # worker incarnations declared dead
         self._cpu0, self._t0 = time.process_time(), time.time()
         snap = self.ckpt.restore()
         self.restored = snap is not None
@@ -110,7 +110,7 @@ class ParameterServer:
     def push_dense(self, worker_id: str, lease_id: int, upto: int, sample_ids: np.ndarray,
                    grads: dict[str, np.ndarray]) -> bool:
         """Apply a batch's dense update: the batch's commit point. False if the lease is fenced."""
-        if lease_id in self.fenced:
+        if worker_id in self.fenced:
             return False
         for k, g in grads.items():
             self.dense_acc[k] += g * g
@@ -122,9 +122,8 @@ class ParameterServer:
 
     def fence(self, worker_id: str) -> dict[int, int]:
         """Refuse further updates from ``worker_id``'s leases; return lease -> offset applied."""
-        out = {lease: off for lease, (w, off) in self.applied.items() if w == worker_id}
-        self.fenced.update(out)
-        return out
+        self.fenced.add(worker_id)
+        return {lease: off for lease, (w, off) in self.applied.items() if w == worker_id}
 
     def audit_counts(self) -> np.ndarray:
         return self.audit

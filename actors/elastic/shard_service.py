@@ -15,7 +15,7 @@ from raystack import metrics
 from raystack.elastic.shards import Shard, ShardFailedError, ShardLedger, StaleLeaseError
 
 
-@ray.remote(max_restarts=-1, max_task_retries=0)
+@ray.remote(max_restarts=-1, max_task_retries=-1)
 class ShardService:
     def __init__(self, state_path: str, shards: list[Shard], max_failures: int, epochs: int) -> None:
         self.path = Path(state_path)
@@ -65,6 +65,9 @@ class ShardService:
         return self._reply(worker_id, lease=lease, finished=self._finished())
 
     def commit(self, worker_id: str, lease_id: int, upto: int, rows: int) -> dict:
+        lease = next((x for x in self.ledger.active_leases() if x.lease_id == lease_id), None)
+        if lease is not None and self.ledger._state[lease.shard_id].done == upto:
+            return self._reply(worker_id, ok=True, shard_done=False)  # a retried commit
         try:
             done = self.ledger.commit(lease_id, upto)
         except StaleLeaseError:
@@ -77,7 +80,11 @@ class ShardService:
         self._save()
         return self._reply(worker_id, ok=True, shard_done=done)
 
-    def release(self, worker_id: str, applied: dict[int, int] | None = None) -> list[int]:
+    def release(self, worker_id: str, applied: dict[int, int] | None = None,
+                gone: bool = False) -> list[int]:
+        """Return the worker's rows to the queue; ``gone``: it never gets a shard again."""
+        if gone:
+            self.draining.add(worker_id)
         back = self.ledger.release(worker_id, applied)
         self._save()
         return back

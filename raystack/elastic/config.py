@@ -34,7 +34,7 @@ class ModelConfig:
     bottom: list[int] = field(default_factory=lambda: [64])
     top: list[int] = field(default_factory=lambda: [64])
     batch_size: int = 512
-    lr_dense: float = 0.05
+    lr_dense: float = 0.01
     lr_sparse: float = 0.05
     seed: int = 0
 

@@ -73,6 +73,7 @@ class ElasticLoop:
         self._window: tuple[float, int] | None = None  # (t0, rows0) of the current measurement
         self._changed_at = 0.0
         self._drained: set[str] = set()
+        self.last_poll: Poll | None = None
 
     @property
     def config(self) -> JobConfig | None:
@@ -98,6 +99,7 @@ class ElasticLoop:
         if self.state in (State.FINISHED, State.FAILED):
             return self.state
         poll = self.backend.poll()
+        self.last_poll = poll
         now = poll.now
         if self.state is State.STARTING:
             self._decide(self.planner.decide(Observation(JobConfig(1, 1))), now)

@@ -72,7 +72,7 @@ def forward_backward(model: DLRMDense, dense: np.ndarray, cat: np.ndarray, label
     leaves, embs = {}, []
     for t in range(cat.shape[1]):
         uniq, w = rows[t]
-        leaf = torch.from_numpy(w).requires_grad_(True)
+        leaf = torch.tensor(w).requires_grad_(True)
         leaves[t] = leaf
         pos = np.searchsorted(uniq, cat[:, t])
         embs.append(leaf[torch.from_numpy(pos)])
