@@ -73,8 +73,11 @@ def serialize(value: Any) -> tuple[str, bytes]:
         return "safetensors-numpy", np_save({"a": np.ascontiguousarray(value)})
     if _is_json_value(value):
         return "json", json.dumps(value, sort_keys=True).encode()
-    import cloudpickle
-    return "pickle", cloudpickle.dumps(value)
+    try:
+        return "pickle", pickle.dumps(value, protocol=5)
+    except (pickle.PicklingError, AttributeError, TypeError):
+        from ray import cloudpickle  # closures and local classes
+        return "pickle", cloudpickle.dumps(value)
 
 
 def deserialize(fmt: str, data: bytes) -> Any:
