@@ -81,10 +81,10 @@ CATALOG: dict[str, CatalogEntry] = {e.name: e for e in [
     _e("clean_data", f"{_STEPS}:clean_data", "drop rows with missing values",
        "clean drop missing null nulls nan rows remove", inputs={"data": "table"}, output="table"),
     _e("normalize", f"{_STEPS}:normalize", "standardise feature columns",
-       "normalize normalise standardize standardise scale features", inputs={"data": "table"},
+       "normalize normalise standardize standardise scale", inputs={"data": "table"},
        output="table"),
     _e("split_data", f"{_STEPS}:split_data", "split a table into train and test sets",
-       "split train test holdout partition", inputs={"data": "table"}, output="split",
+       "split test holdout partition", inputs={"data": "table"}, output="split",
        aliases={"test_fraction": ("test", "test fraction", "holdout"), "seed": ("seed",)}),
     _e("train_model", f"{_STEPS}:train_model", "train a classifier model",
        "train fit learn model classifier regression logistic linear knn centroid",
@@ -118,7 +118,7 @@ CATALOG: dict[str, CatalogEntry] = {e.name: e for e in [
        "finetune fine-tune tune lora adapters adapter mlora instruction",
        output="adapters", aliases={"adapters": ("adapters",), "steps": ("steps",)}),
     _e("elastic_dlrm", f"{_PARTS}:elastic_dlrm", "train a DLRM recommendation model elastically",
-       "dlrm recommendation recommender ctr criteo elastic click", output="checkpoint",
+       "dlrm train recommendation recommender ctr criteo elastic click", output="checkpoint",
        aliases={"steps": ("steps",), "workers": ("workers",)}),
 ]}
 

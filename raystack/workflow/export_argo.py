@@ -56,11 +56,13 @@ def _script(step: StepSpec, image: str) -> str:
     ]
     if step.loop is not None:
         lp = step.loop
-        lines += [
-            f"for _i in range({lp.max_iterations}):",
-            "    out = _f(**params)",
-            f"    if {lp.carry!r} != 'None': params[{lp.carry!r}] = out",
-        ]
+        x = f"out[{lp.until_key!r}]" if lp.until_key is not None else "out"
+        test = {"truthy": f"bool({x})", "falsy": f"not {x}"}.get(
+            lp.until_op, f"{x} {lp.until_op} {lp.until_value!r}")
+        lines += [f"for _i in range({lp.max_iterations}):", "    out = _f(**params)",
+                  f"    if {test}:", "        break"]
+        if lp.carry:
+            lines.append(f"    params[{lp.carry!r}] = out")
     else:
         lines.append("out = _f(**params)")
     lines.append("print(json.dumps(out, default=str))")
