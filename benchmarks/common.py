@@ -1,0 +1,138 @@
+"""The benchmark convention (see README, "Benchmarks"): one script per part, every arm in the
+same run, results in benchmarks/results/<part>.json plus a Markdown table on stdout."""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import operator
+import os
+import platform
+import sys
+import threading
+import time
+from pathlib import Path
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+_OPS = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt, "==": operator.eq}
+
+# Let `python benchmarks/<part>.py` import the project from a checkout without installing it.
+_ROOT = str(Path(__file__).resolve().parent.parent)
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)
+
+
+def parse_args(description: str, extra=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--quick", action="store_true", help="shrink every size so the run takes < 2 minutes")
+    p.add_argument("--out", default=None, help="results file (default benchmarks/results/<part>.json)")
+    if extra:
+        extra(p)
+    return p.parse_args()
+
+
+def machine_info() -> dict:
+    import torch
+
+    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+    try:
+        import psutil
+        mem = psutil.virtual_memory().total
+    except Exception:
+        mem = None
+    return {"cpus": os.cpu_count(), "gpu": gpu, "memory_bytes": mem, "platform": platform.platform(),
+            "python": platform.python_version(), "torch": torch.__version__}
+
+
+class Report:
+    """Collects arms and targets; `write()` saves the JSON and prints the Markdown table."""
+
+    def __init__(self, part: str, quick: bool, config: dict | None = None, out: str | None = None):
+        self.part, self.quick = part, quick
+        self.config = dict(config or {})
+        self.arms: dict[str, dict] = {}
+        self.targets: dict[str, dict] = {}
+        self.notes: list[str] = []
+        self.out = Path(out) if out else RESULTS_DIR / f"{part}.json"
+        self.started = time.time()
+
+    def arm(self, name: str, **figures) -> dict:
+        self.arms.setdefault(name, {}).update(figures)
+        return self.arms[name]
+
+    def target(self, name: str, value: float | None, op: str, target: float, what: str) -> dict:
+        if op not in _OPS:
+            raise ValueError(f"op must be one of {list(_OPS)}, got {op!r}")
+        met = value is not None and bool(_OPS[op](value, target))
+        self.targets[name] = {"value": value, "op": op, "target": target, "met": met, "what": what}
+        return self.targets[name]
+
+    def note(self, text: str) -> None:
+        """Say what is simulated (network, nodes, a trace...) and with which parameters."""
+        self.notes.append(text)
+
+    def as_dict(self) -> dict:
+        return {"part": self.part, "quick": self.quick, "machine": machine_info(),
+                "date": datetime.date.today().isoformat(), "seconds": round(time.time() - self.started, 1),
+                "config": self.config, "notes": self.notes, "arms": self.arms, "targets": self.targets}
+
+    def markdown(self) -> str:
+        lines = [f"| target | value | goal | met | what |", "| --- | --- | --- | --- | --- |"]
+        for name, t in self.targets.items():
+            v = "n/a" if t["value"] is None else (f"{t['value']:.3g}" if isinstance(t["value"], float) else t["value"])
+            lines.append(f"| {name} | {v} | {t['op']} {t['target']} | {'yes' if t['met'] else 'no'} | {t['what']} |")
+        for n in self.notes:
+            lines.append(f"\n_{n}_")
+        return "\n".join(lines)
+
+    def write(self) -> Path:
+        self.out.parent.mkdir(parents=True, exist_ok=True)
+        self.out.write_text(json.dumps(self.as_dict(), indent=2, default=float) + "\n")
+        print(f"\n## {self.part} benchmark ({'quick' if self.quick else 'full'}, {machine_info()['cpus']} CPUs)\n")
+        print(self.markdown())
+        print(f"\nwrote {self.out}")
+        return self.out
+
+
+class PeakRSS:
+    """Samples the summed RSS of `pids` (and their children) every `interval_s`; `.peak_bytes`."""
+
+    def __init__(self, pids, interval_s: float = 0.05):
+        self.pids = list(pids)
+        self.interval_s = interval_s
+        self.peak_bytes = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def add(self, pid: int) -> None:
+        self.pids.append(pid)
+
+    def sample(self) -> int:
+        import psutil
+
+        seen, total = set(), 0
+        for pid in list(self.pids):
+            try:
+                p = psutil.Process(pid)
+                for q in [p, *p.children(recursive=True)]:
+                    if q.pid not in seen:
+                        seen.add(q.pid)
+                        total += q.memory_info().rss
+            except Exception:
+                continue
+        self.peak_bytes = max(self.peak_bytes, total)
+        return total
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.sample()
+            self._stop.wait(self.interval_s)
+
+    def __enter__(self) -> "PeakRSS":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.sample()

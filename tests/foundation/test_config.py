@@ -1,0 +1,97 @@
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, Optional
+
+import pytest
+
+from raystack.config import ConfigError, load_config, save_config
+
+
+@dataclass
+class Sync:
+    h: int = 16
+    mode: Literal["steps", "time"] = "steps"
+    period_s: Optional[float] = None
+
+    def validate(self):
+        if self.h < 1:
+            raise ConfigError("h", f"must be >= 1, got {self.h}")
+
+
+@dataclass
+class Job:
+    name: str = "job"
+    lr: float = 1e-3
+    sync: Sync = field(default_factory=Sync)
+    layers: list[int] = field(default_factory=lambda: [1, 2])
+    tags: dict[str, str] = field(default_factory=dict)
+
+
+def test_defaults_when_source_is_none():
+    job = load_config(Job)
+    assert job.sync.h == 16 and job.lr == 1e-3
+
+
+def test_nested_values_and_int_to_float():
+    job = load_config(Job, {"lr": 1, "sync": {"h": 4, "mode": "time", "period_s": 2}})
+    assert job.lr == 1.0 and isinstance(job.lr, float)
+    assert job.sync == Sync(h=4, mode="time", period_s=2.0)
+
+
+def test_unknown_field_names_dotted_path_and_known_fields():
+    with pytest.raises(ConfigError) as e:
+        load_config(Job, {"sync": {"hh": 3}})
+    assert e.value.field == "sync.hh"
+    assert "h, mode, period_s" in str(e.value)
+
+
+@pytest.mark.parametrize("data, field_path, expected", [
+    ({"lr": "fast"}, "lr", "expected float"),
+    ({"sync": {"h": 2.5}}, "sync.h", "expected int"),
+    ({"sync": {"mode": "sometimes"}}, "sync.mode", "one of 'steps', 'time'"),
+    ({"layers": [1, "x"]}, "layers[1]", "expected int"),
+    ({"sync": 3}, "sync", "expected a mapping"),
+    ({"sync": {"h": True}}, "sync.h", "expected int"),
+])
+def test_wrong_type_names_field_and_expected_type(data, field_path, expected):
+    with pytest.raises(ConfigError) as e:
+        load_config(Job, data)
+    assert e.value.field == field_path
+    assert expected in str(e.value)
+
+
+def test_validate_hook_reports_absolute_path():
+    with pytest.raises(ConfigError) as e:
+        load_config(Job, {"sync": {"h": 0}})
+    assert e.value.field == "sync.h"
+    assert "must be >= 1" in str(e.value)
+
+
+def test_yaml_file_roundtrip_and_overrides(tmp_path: Path):
+    job = load_config(Job, {"name": "a", "sync": {"h": 8}, "tags": {"k": "v"}})
+    path = save_config(job, tmp_path / "job.yaml")
+    assert load_config(Job, path) == job
+    assert load_config(Job, path, overrides={"sync": {"h": 2}}).sync.h == 2
+
+
+def test_bad_yaml_and_missing_file_are_clear(tmp_path: Path):
+    with pytest.raises(ConfigError, match="not found"):
+        load_config(Job, tmp_path / "nope.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("sync: [unclosed\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(Job, bad)
+    scalar = tmp_path / "scalar.yaml"
+    scalar.write_text("3\n")
+    with pytest.raises(ConfigError, match="mapping"):
+        load_config(Job, scalar)
+
+
+def test_required_field_missing():
+    @dataclass
+    class NeedsPath:
+        path: str
+
+    with pytest.raises(ConfigError) as e:
+        load_config(NeedsPath, {})
+    assert e.value.field == "path" and "required" in str(e.value)

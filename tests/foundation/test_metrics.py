@@ -1,0 +1,39 @@
+import pytest
+import ray
+
+from raystack import metrics
+
+
+def test_local_values_without_ray():
+    c = metrics.counter("test_local_total", "a test counter", tag_keys=("part",))
+    c.inc(2, tags={"part": "a"})
+    c.inc(3, tags={"part": "b"})
+    assert c.value == 5 and c.values[(("part", "a"),)] == 2
+    assert metrics.counter("test_local_total", "again") is c
+    g = metrics.gauge("test_local_gauge", "a gauge")
+    g.set(4)
+    g.set(7)
+    assert g.value == 7
+    h = metrics.histogram("test_local_hist", "a histogram", boundaries=[1, 10])
+    h.observe(0.5)
+    h.observe(5)
+    assert h.count == 2 and h.value == 5.5
+    with pytest.raises(ValueError, match="unknown tag keys"):
+        c.inc(1, tags={"node": "x"})
+    with pytest.raises(ValueError, match="only go up"):
+        c.inc(-1)
+    with pytest.raises(ValueError, match="already registered"):
+        metrics.gauge("test_local_total", "clash")
+
+
+@pytest.mark.cluster
+def test_metrics_record_inside_a_ray_actor(ray_cluster):
+    @ray.remote(num_cpus=0.1)
+    def record():
+        from raystack import metrics as m
+        c = m.counter("test_actor_total", "counted in a task")
+        c.inc(3)
+        return c.value, c._ray is not None
+
+    value, recorded_to_ray = ray.get(record.remote())
+    assert value == 3 and recorded_to_ray
