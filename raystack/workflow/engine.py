@@ -15,9 +15,6 @@ from raystack.workflow.functions import resolve
 from raystack.workflow.ir import (StepSpec, WorkflowError, WorkflowIR, canonical_params,
                                   iter_refs, map_refs, topo_order)
 
-_UNLOADED = object()
-
-
 class StepTimeout(Exception):
     """A step ran past its ``timeout_s``."""
 
@@ -42,18 +39,15 @@ class StepResult:
     status: Literal["done", "cached", "skipped"]
     key: str | None = None
     digest: str | None = None
-    value: Any = field(default=_UNLOADED, repr=False)
+    value: Any = field(default=None, repr=False)
+    has_value: bool = False
     seconds: float = 0.0
     cost_s: float = 0.0        # recompute cost: own seconds plus upstream cost
     iterations: int = 0
 
-    @property
-    def loaded(self) -> bool:
-        return self.value is not _UNLOADED
-
     def load(self, store: ArtifactStore | None) -> Any:
         """The output value (read from the store when not carried)."""
-        if self.loaded:
+        if self.has_value:
             return self.value
         if store is None or self.key is None:
             raise WorkflowError(self.step, "output not available (no artifact store)")
@@ -167,7 +161,8 @@ def execute_step(spec: StepSpec, fn: Callable, inputs: dict[str, StepResult],
     elif store is not None:
         from raystack.workflow.cache import digest_bytes, serialize
         digest = digest_bytes(serialize(out)[1])
-    return StepResult(spec.id, "done", key, digest, out, seconds, seconds + upstream, iterations)
+    return StepResult(spec.id, "done", key, digest, out, True, seconds, seconds + upstream,
+                      iterations)
 
 
 @dataclass

@@ -257,9 +257,10 @@ def canonical_params(params: dict, ignore: list[str] | tuple[str, ...] = ()) -> 
     return json.dumps(_to_json_value(kept), sort_keys=True, default=repr, separators=(",", ":"))
 
 
-def topo_order(ir: WorkflowIR) -> list[str]:
+def topo_order(ir: WorkflowIR, external: set[str] | frozenset[str] = frozenset()) -> list[str]:
     """Step ids in dependency order (Kahn's algorithm, build order breaks ties).
 
+    ``external``: ids of steps outside ``ir`` whose results are given (for sub-workflows).
     Raises WorkflowError naming a step on a cycle, or a dependency on an unknown step.
     """
     ids = ir.by_id()
@@ -267,6 +268,8 @@ def topo_order(ir: WorkflowIR) -> list[str]:
     children: dict[str, list[str]] = {s.id: [] for s in ir.steps}
     for s in ir.steps:
         for d in s.deps():
+            if d in external and d not in ids:
+                continue
             if d not in ids:
                 raise WorkflowError(s.id, f"input from unknown step {d!r}")
             indeg[s.id] += 1

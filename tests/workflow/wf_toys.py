@@ -85,3 +85,12 @@ def status_note(workflow_status: str = "", path: Optional[str] = None) -> str:
         with open(path, "a") as f:
             f.write(workflow_status + "\n")
     return workflow_status
+
+
+def mix(values: list, log: Optional[str] = None) -> float:
+    """Sum of the (possibly nested) numbers in ``values``, modulo 1e6."""
+    _log(log, "mix")
+
+    def flat(v):
+        return sum(flat(x) for x in v) if isinstance(v, list) else float(v)
+    return flat(values) % 1e6
