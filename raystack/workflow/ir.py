@@ -28,7 +28,11 @@ class WorkflowError(ValueError):
 
     def __init__(self, step: str, message: str):
         self.step = step
+        self.message = message
         super().__init__(f"step {step!r}: {message}" if step else message)
+
+    def __reduce__(self):
+        return (type(self), (self.step, self.message))
 
 
 @dataclass(frozen=True)

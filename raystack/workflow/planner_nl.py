@@ -41,6 +41,9 @@ class PlanRefused(WorkflowError):
         self.reasons = reasons
         super().__init__("", "cannot plan this description: " + "; ".join(reasons))
 
+    def __reduce__(self):
+        return (PlanRefused, (self.reasons,))
+
 
 def _stem(w: str) -> str:
     for suf in ("ing", "ed", "es", "s"):

@@ -94,3 +94,16 @@ def mix(values: list, log: Optional[str] = None) -> float:
     def flat(v):
         return sum(flat(x) for x in v) if isinstance(v, list) else float(v)
     return flat(values) % 1e6
+
+
+def quadratic(x: float, y: float = 0.0) -> dict:
+    """A cheap objective with its maximum at x = 0.3, y = -0.2."""
+    return {"score": -((x - 0.3) ** 2) - (y + 0.2) ** 2}
+
+
+def learning_curve(lr: float, iterations: int = 9):
+    """A seeded training curve: converges to a level set by lr (best near lr = 0.1)."""
+    import math
+    level = 1.0 - abs(math.log10(lr) + 1.0) / 3.0
+    for i in range(1, iterations + 1):
+        yield {"score": level * (1.0 - math.exp(-i / 2.0))}
