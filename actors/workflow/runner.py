@@ -184,7 +184,8 @@ class WorkflowRunner:
 
 def run_workflow(ir: WorkflowIR, *, functions: dict[str, Callable] | None = None,
                  store: ArtifactStore | None = None, progress: bool = True,
-                 split_budget: int | None = None, max_runners: int = 4) -> RunReport:
+                 split_budget: int | None = None, max_runners: int = 4,
+                 eviction: str = "couler") -> RunReport:
     """Run ``ir`` on the connected Ray cluster; returns the RunReport.
 
     ``store``: the artifact store (None disables caching). ``split_budget``: above this many
@@ -210,15 +211,15 @@ def run_workflow(ir: WorkflowIR, *, functions: dict[str, Callable] | None = None
     if bar is not None:
         bar.close()
     status = "failed" if failed else "succeeded"
-    results.update(_run_exits(ir, functions, results, status, failed))
-    rep = RunReport(ir.name, status, results, failed, time.perf_counter() - t0, store)
+    exits = _run_exits(ir, functions, results, status, failed)
+    rep = RunReport(ir.name, status, results, failed, time.perf_counter() - t0, store, exits)
     _record_metrics(rep)
     if store is not None:
         used = [r.key for r in results.values() if r.key and r.status in ("cached", "done")]
         store.touch(used)
         if store.capacity_bytes is not None:
-            from raystack.workflow.cache import CoulerPolicy
-            store.enforce(CoulerPolicy(), protect=used)
+            from raystack.workflow.cache import POLICIES
+            store.enforce(POLICIES[eviction](), protect=used)
     return rep
 
 

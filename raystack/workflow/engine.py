@@ -175,6 +175,7 @@ class RunReport:
     failed: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
     store: ArtifactStore | None = field(default=None, repr=False)
+    exits: dict[str, StepResult] = field(default_factory=dict)  # exit handlers that ran
 
     def _with(self, status: str) -> list[str]:
         return [k for k, r in self.results.items() if r.status == status]
@@ -194,6 +195,8 @@ class RunReport:
 
     def output(self, step_id: str) -> Any:
         """A step's output value (loaded from the store if needed)."""
+        if step_id in self.exits:
+            return self.exits[step_id].load(self.store)
         if step_id not in self.results:
             raise KeyError(f"step {step_id!r} has no result in this run")
         return self.results[step_id].load(self.store)
@@ -235,15 +238,16 @@ def run_local(ir: WorkflowIR, functions: dict[str, Callable] | None = None,
         if failed:
             break
     status = "failed" if failed else "succeeded"
+    exits: dict[str, StepResult] = {}
     for spec in ir.exit_steps():
         if spec.exit == "always" or (spec.exit == "failure") == bool(failed):
             fn = resolve(spec.fn, functions)
             extra = status_kwargs(fn, status)
             try:
-                results[spec.id] = execute_step(spec, fn, results, None, extra=extra)
+                exits[spec.id] = execute_step(spec, fn, results, None, extra=extra)
             except Exception as e:  # noqa: BLE001
                 failed[spec.id] = f"{type(e).__name__}: {e}"
-    return RunReport(ir.name, status, results, failed, time.perf_counter() - t0, store)
+    return RunReport(ir.name, status, results, failed, time.perf_counter() - t0, store, exits)
 
 
 def status_kwargs(fn: Callable, status: str) -> dict[str, Any]:

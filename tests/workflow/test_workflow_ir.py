@@ -135,7 +135,7 @@ def test_exit_handlers_follow_status(tmp_path):
     rep = run_local(wf.build())
     assert rep.status == "failed"
     assert open(p).read().split() == ["failed"]
-    assert "onok" not in rep.results
+    assert "onok" not in rep.exits and rep.exits["always"].status == "done"
 
 
 # -- round trip ---------------------------------------------------------------------------
