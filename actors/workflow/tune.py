@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import os
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -50,6 +51,27 @@ def _scheduler(scheduler: str | TrialScheduler, max_t: int, grace: int) -> Trial
         return FIFOScheduler()
     raise WorkflowError("", f"unknown scheduler {scheduler!r}; expected 'asha', 'fifo' or a "
                         "ray.tune TrialScheduler")
+
+
+class _Tally(rtune.Callback):
+    """Counts reported iterations and the best metric seen per trial, in the driver."""
+
+    def __init__(self, metric: str, mode: str):
+        self.metric, self.mode = metric, mode
+        self.iterations: dict[str, int] = {}
+        self.best: dict[str, float] = {}
+        self.configs: dict[str, dict] = {}
+
+    def on_trial_result(self, iteration, trials, trial, result, **info):
+        if self.metric not in result:
+            return
+        tid = trial.trial_id
+        v = float(result[self.metric])
+        self.iterations[tid] = self.iterations.get(tid, 0) + 1
+        self.configs[tid] = dict(trial.config)
+        old = self.best.get(tid)
+        if old is None or (v > old if self.mode == "max" else v < old):
+            self.best[tid] = v
 
 
 def _apply_overrides(ir: WorkflowIR, config: dict[str, Any]) -> WorkflowIR:
@@ -121,6 +143,9 @@ def tune(target: Callable | Workflow | WorkflowIR, search_space: dict[str, Any],
     res = dict(resources or {"cpu": 1})
     if res.get("cpu", 1) <= 0:
         res["cpu"] = 0.01
+    # Results are tallied in the driver by _Tally: skip Tune's per-trial JSON/CSV files.
+    os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")
+    tally = _Tally(metric, mode)
     tuner = rtune.Tuner(
         rtune.with_resources(trainable, res),
         param_space=search_space,
@@ -130,25 +155,17 @@ def tune(target: Callable | Workflow | WorkflowIR, search_space: dict[str, Any],
             search_alg=BasicVariantGenerator(random_state=seed),
             reuse_actors=reuse_actors, max_concurrent_trials=max_concurrent),
         run_config=rtune.RunConfig(storage_path=storage_path or tempfile.mkdtemp(prefix="rs-tune-"),
-                                   verbose=0, log_to_file=False),
+                                   verbose=0, log_to_file=False, callbacks=[tally]),
     )
     t0 = time.perf_counter()
     grid = tuner.fit()
     seconds = time.perf_counter() - t0
-    per_trial, iterations = [], 0
-    for r in grid:
-        if r.error:
-            continue
-        df = r.metrics_dataframe
-        n = int(r.metrics.get("training_iteration", len(df) if df is not None else 1))
-        iterations += n
-        best_seen = (df[metric].max() if mode == "max" else df[metric].min()) if df is not None \
-            and metric in df else r.metrics.get(metric)
-        per_trial.append({"config": r.config, "iterations": n, "best": float(best_seen),
-                          "last": float(r.metrics.get(metric, float("nan")))})
+    errors = [str(r.error) for r in grid if r.error]
+    per_trial = [{"config": tally.configs[t], "iterations": tally.iterations[t],
+                  "best": tally.best[t]} for t in tally.best]
     if not per_trial:
-        errors = [str(r.error) for r in grid if r.error][:3]
-        raise RuntimeError(f"every trial failed: {errors}")
+        raise RuntimeError(f"every trial failed: {errors[:3]}")
     pick = max if mode == "max" else min
     best = pick(per_trial, key=lambda t: t["best"])
-    return TuneResult(best["config"], best["best"], len(per_trial), iterations, seconds, per_trial)
+    return TuneResult(best["config"], best["best"], len(per_trial),
+                      sum(t["iterations"] for t in per_trial), seconds, per_trial)
