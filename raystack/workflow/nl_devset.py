@@ -144,12 +144,14 @@ def gold_structure(item: dict[str, Any]) -> dict[str, list[str]]:
             "constructs": sorted(item["constructs"].split())}
 
 
-def score(planner=None) -> dict[str, Any]:
-    """Structural match of a planner on the dev set: {'accuracy', 'matched', 'total', 'misses'}."""
+def score(planner=None, items: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Structural match of a planner on the dev set (or ``items``):
+    {'accuracy', 'matched', 'total', 'misses'}."""
     from raystack.workflow.planner_nl import PlanRefused, RulePlanner, structure
     planner = planner or RulePlanner()
     matched, misses = 0, []
-    for item in DEVSET:
+    items = DEVSET if items is None else items
+    for item in items:
         try:
             got = structure(planner.plan(item["prompt"]))
         except PlanRefused as e:
@@ -159,5 +161,39 @@ def score(planner=None) -> dict[str, Any]:
         matched += ok
         if not ok:
             misses.append({"prompt": item["prompt"], "want": want, "got": got})
-    return {"accuracy": matched / len(DEVSET), "matched": matched, "total": len(DEVSET),
+    return {"accuracy": matched / len(items), "matched": matched, "total": len(items),
             "misses": misses}
+
+
+# Written after the planner was developed and not used to tune it: a fairer estimate.
+HELDOUT: list[dict[str, Any]] = [
+    {"prompt": "Ingest readings.csv, remove null rows, then fit a logistic classifier and assess it.",
+     "steps": "load_csv clean_data split_data train_model evaluate_model",
+     "edges": "load_csv>clean_data clean_data>split_data split_data>train_model split_data>evaluate_model train_model>evaluate_model",
+     "constructs": ""},
+    {"prompt": "Create 5000 synthetic examples, standardize them, split 85/15 and train knn and linear models; score each and choose the winner.",
+     "steps": "make_dataset normalize split_data train_model*2 evaluate_model*2 select_best",
+     "edges": "make_dataset>normalize normalize>split_data split_data>train_model*2 split_data>evaluate_model*2 train_model>evaluate_model*2 evaluate_model>select_best*2",
+     "constructs": "map"},
+    {"prompt": "Load metrics.parquet and split it. Train a centroid model. Evaluate it. When the accuracy is over 0.6, publish it as centroid.",
+     "steps": "load_parquet split_data train_model evaluate_model deploy_model",
+     "edges": "load_parquet>split_data split_data>train_model split_data>evaluate_model train_model>evaluate_model evaluate_model>deploy_model",
+     "constructs": "when"},
+    {"prompt": "Fine-tune 8 LoRA adapters and, whatever happens, send a notification.",
+     "steps": "mlora_finetune notify", "edges": "", "constructs": "exit:always"},
+    {"prompt": "Generate data, split it, keep training a logistic model until the score reaches 0.97, at most 6 rounds, then save a report.",
+     "steps": "make_dataset split_data train_model save_report",
+     "edges": "make_dataset>split_data split_data>train_model train_model>save_report", "constructs": "loop"},
+    {"prompt": "Pretrain an LLM with EDiT on 4 workers, then fine-tune 2 adapters.",
+     "steps": "edit_pretrain mlora_finetune", "edges": "", "constructs": ""},
+    {"prompt": "Load a.csv, split it, train logistic, knn, centroid and linear models, evaluate each, select the best, and if the score is at least 0.9 deploy it, otherwise write a report.",
+     "steps": "load_csv split_data train_model*4 evaluate_model*4 select_best deploy_model save_report",
+     "edges": "load_csv>split_data split_data>train_model*4 split_data>evaluate_model*4 train_model>evaluate_model*4 evaluate_model>select_best*4 select_best>deploy_model select_best>save_report",
+     "constructs": "map when otherwise"},
+    {"prompt": "Make a toy dataset, split it, train a linear model and evaluate it. On failure, notify me 'linear failed'.",
+     "steps": "make_dataset split_data train_model evaluate_model notify",
+     "edges": "make_dataset>split_data split_data>train_model split_data>evaluate_model train_model>evaluate_model",
+     "constructs": "exit:failure"},
+    {"prompt": "Order pizza for the team.", "refuse": True},
+    {"prompt": "Train a logistic model forever until accuracy is 1.0.", "refuse": True},
+]
