@@ -39,7 +39,7 @@ def run(args) -> int:
     from raystack.workflow.cache import ArtifactStore
 
     t0 = time.time()
-    info = connect(args.address, num_cpus=8)
+    info = connect(args.address, num_cpus=8, log_to_driver=False)
     where = "the embedded local cluster" if info.embedded else info.address
     print(f"raystack demo: workflow {ir.name!r}, {len(ir.main_steps())} steps, on {where}")
     if info.dashboard_url:

@@ -69,8 +69,8 @@ def tune_adapter_lr(base_dir: str, task: str = "reverse", lrs: list[float] = (1e
     res = tune(adapter_trial, {"lr": rtune.grid_search(list(lrs))}, metric="token_acc", mode="max",
                scheduler="fifo", num_samples=1, resources={"cpu": 1}, max_iterations=1,
                fixed={"base_dir": base_dir, "task": task, "steps": steps})
-    return {"best_lr": float(res.best_config["lr"]), "best_token_acc": float(res.best_score),
-            "trials": [{"lr": float(t["config"]["lr"]), "token_acc": float(t["best"])} for t in res.trials],
+    return {"best_lr": float(res.best_config["lr"]), "best_token_acc": float(res.best_metric),
+            "trials": [{"lr": float(t["config"]["lr"]), "token_acc": float(t["best"])} for t in res.per_trial],
             "seconds": time.time() - t0}
 
 
@@ -101,23 +101,24 @@ def evaluate_adapter(mlora: dict, task: str) -> dict:
     return {"adapter": name, **{k: float(v) for k, v in acc.items()}}
 
 
-def serve_adapters(mlora: dict, prompts: dict[str, str] | None = None) -> dict:
-    """Deploy the Ray Serve app (base once, adapters multiplexed) and query each adapter once."""
+def serve_adapters(mlora: dict) -> dict:
+    """Deploy the Ray Serve app (base once, adapters multiplexed) and query each adapter once
+    with a held-out example of its task."""
     from ray import serve
 
     from apps.serve_lora import LoRAServer
+    from raystack.data.sft import synthetic_examples
 
     adapters_dir = str(Path(next(iter(mlora["adapters"].values()))).parent)
     app = LoRAServer.bind(base=mlora["base_dir"], adapters_dir=adapters_dir, max_new_tokens=12)
     handle = serve.run(app, name="raystack-demo-lora", route_prefix=None)
-    examples = prompts or {"reverse_lora": "reverse: abcdef\n", "sort_lora": "sort: dbca\n",
-                           "copy_lora": "copy: hello\n", "arithmetic_lora": "12+7=\n"}
     answers = {}
     try:
-        for name in mlora["adapters"]:
-            prompt = examples.get(name, "hello\n")
-            out = handle.options(multiplexed_model_id=name).generate.remote([prompt]).result(timeout_s=120)
-            answers[name] = {"prompt": prompt, "completion": out[0]}
+        for task in mlora["tasks"]:
+            name = f"{task}_lora"
+            ex = synthetic_examples(task, 1, seed=12345)[0]
+            out = handle.options(multiplexed_model_id=name).generate.remote([ex.prompt]).result(timeout_s=120)
+            answers[name] = {"prompt": ex.prompt, "expected": ex.response, "completion": out[0]}
     finally:
         serve.delete("raystack-demo-lora")
     return {"answers": answers}

@@ -25,7 +25,8 @@ def _rows(outputs: dict, rep, wall_s: float) -> list[tuple[str, str]]:
                                                     f"token {v['token_before']:.2f} -> {v['token_after']:.2f}"))
     s = outputs.get("serve_adapters", {})
     for name, a in s.get("answers", {}).items():
-        rows.append((f"  Serve {name}", f"{a['prompt'].strip()!r} -> {a['completion'].strip()!r}"))
+        rows.append((f"  Serve {name}", f"{a['prompt'].strip()!r} -> {a['completion'].strip()!r} "
+                                          f"(expected {a['expected'].strip()!r})"))
     if el:
         rows += [("elastic DLRM AUC", f"{el['auc']:.4f} on held-out rows"),
                  ("elastic DLRM data", f"{el['rows']:,} rows, lost {el['lost']}, duplicated {el['duplicated']}, "
