@@ -1,0 +1,54 @@
+"""`ray job submit` against a head that `raystack up` started: a real head, a real job."""
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from raystack.cluster import ClusterUnreachableError, check_reachable, free_port_pair
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow
+
+
+def test_up_submit_a_part_job_read_logs_then_down(tmp_path):
+    from ray.job_submission import JobStatus, JobSubmissionClient
+
+    port, dash = free_port_pair()
+    env = {**os.environ, "RAYSTACK_HOME": str(tmp_path / "home"), "RAY_AUTH_MODE": "token"}
+    env.pop("RAY_ADDRESS", None)
+    up = subprocess.run([sys.executable, "-m", "apps.cli", "up", "--port", str(port), "--dashboard-port", str(dash),
+                         "--num-cpus", "2"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
+    assert up.returncode == 0, up.stdout + up.stderr
+    assert f"ray job submit --address http://127.0.0.1:{dash}" in up.stdout
+    try:
+        config = tmp_path / "edit.yaml"
+        config.write_text(yaml.safe_dump({
+            "model": "tiny-1m", "ranks": 2, "steps": 6,
+            "sync": {"h": 2, "warmup_steps": 1},
+            "data": {"max_bytes": 200_000, "batch_size": 2, "seq_len": 32, "eval_batches": 1},
+            "run": {"out_dir": str(tmp_path / "edit-run"), "checkpoint_every": 0, "eval_every": 0,
+                    "cpus_per_rank": 0.5}}))
+        client = JobSubmissionClient(f"http://127.0.0.1:{dash}")
+        job = client.submit_job(entrypoint=f"{sys.executable} -m apps.jobs.edit --config {config}",
+                                runtime_env={"working_dir": str(ROOT),
+                                             "excludes": [".venv", "runs", "benchmarks/results", ".git"]})
+        deadline, status = time.time() + 240, None
+        while time.time() < deadline:
+            status = client.get_job_status(job)
+            if status in (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.STOPPED):
+                break
+            time.sleep(2)
+        logs = client.get_job_logs(job)
+        assert status == JobStatus.SUCCEEDED, logs[-3000:]
+        assert "tokens/s" in logs  # the part's own summary reached the job's log
+        assert (tmp_path / "edit-run").exists()
+    finally:
+        down = subprocess.run([sys.executable, "-m", "apps.cli", "down"], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=90)
+    assert down.returncode == 0 and "stopped the Ray head" in down.stdout
+    with pytest.raises(ClusterUnreachableError):
+        check_reachable(f"127.0.0.1:{port}", timeout_s=2)
