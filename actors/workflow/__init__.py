@@ -1,0 +1,1 @@
+"""Workflow runner actors (Ray), Tune integration and catalog steps for the other parts."""

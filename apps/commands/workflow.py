@@ -1,0 +1,164 @@
+"""`raystack workflow run | plan | export | catalog`.
+
+- ``run FILE``: FILE is a Python file defining ``workflow`` (a Workflow or WorkflowIR) or a
+  ``build()`` function returning one, or an IR file (.yaml/.json, e.g. from ``plan -o``).
+- ``plan "TEXT"``: plan a workflow from plain English; prints the IR (YAML) for review, writes
+  it with ``-o`` for editing, and runs it with ``--run`` (after a confirmation unless ``--yes``).
+- ``export --argo FILE``: the Argo Workflows manifest of a workflow file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.util
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", default=None, help="workflow config YAML (default: built-in defaults)")
+    sub = p.add_subparsers(dest="wf_command", metavar="ACTION")
+    r = sub.add_parser("run", help="run a workflow file on Ray")
+    r.add_argument("file", help="Python file (defines `workflow` or `build()`) or IR .yaml/.json")
+    r.add_argument("--store", default=None, help="artifact store directory or URI (overrides config)")
+    r.add_argument("--no-cache", action="store_true", help="execute every step, store nothing")
+    r.add_argument("--address", default=None, help="Ray address (default: config, RAY_ADDRESS, embedded)")
+    pl = sub.add_parser("plan", help="plan a workflow from a plain-English description")
+    pl.add_argument("text", help="the description, in quotes")
+    pl.add_argument("-o", "--out", default=None, help="write the IR YAML here (edit it, then `run` it)")
+    pl.add_argument("--name", default="planned", help="workflow name (default: planned)")
+    pl.add_argument("--run", action="store_true", help="run the plan after showing it")
+    pl.add_argument("--yes", action="store_true", help="do not ask before running")
+    ex = sub.add_parser("export", help="export a workflow file for another engine")
+    ex.add_argument("--argo", metavar="FILE", required=True, help="workflow file to export as Argo YAML")
+    ex.add_argument("-o", "--out", default=None, help="output file (default: stdout)")
+    ex.add_argument("--image", default="python:3.11-slim", help="container image for the steps")
+    sub.add_parser("catalog", help="list the ready-made catalog steps")
+
+
+def load_workflow(path: str) -> tuple[Any, dict[str, Callable]]:
+    """(WorkflowIR, functions) from a Python workflow file or an IR YAML/JSON file."""
+    from raystack.workflow import Workflow, WorkflowError, WorkflowIR
+    p = Path(path)
+    if not p.exists():
+        raise WorkflowError("", f"workflow file {path!r} does not exist")
+    if p.suffix in (".yaml", ".yml"):
+        return WorkflowIR.from_yaml(p.read_text()), {}
+    if p.suffix == ".json":
+        return WorkflowIR.from_json(p.read_text()), {}
+    if p.suffix != ".py":
+        raise WorkflowError("", f"{path!r}: expected a .py, .yaml or .json workflow file")
+    name = "raystack_user_wf_" + hashlib.sha256(str(p.resolve()).encode()).hexdigest()[:8]
+    spec = importlib.util.spec_from_file_location(name, p)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    sys.path.insert(0, str(p.resolve().parent))
+    spec.loader.exec_module(mod)
+    obj = getattr(mod, "workflow", None)
+    if obj is None and callable(getattr(mod, "build", None)):
+        obj = mod.build()
+    if isinstance(obj, Workflow):
+        return obj.build(), obj.functions
+    if isinstance(obj, WorkflowIR):
+        return obj, {}
+    raise WorkflowError("", f"{path!r} defines neither `workflow` (Workflow/WorkflowIR) nor `build()`")
+
+
+def _config(args):
+    from raystack.config import load_config
+    from raystack.workflow.config import WorkflowConfig
+    return load_config(WorkflowConfig, args.config)
+
+
+def _summary(rep) -> None:
+    print(f"workflow {rep.name}: {rep.status} in {rep.seconds:.2f} s - executed {len(rep.executed)}, "
+          f"cached {len(rep.cached)}, skipped {len(rep.skipped)}, failed {len(rep.failed)}")
+    for sid, err in rep.failed.items():
+        print(f"  FAILED {sid}: {err}")
+
+
+def _run_ir(ir, functions, cfg, store_override=None, no_cache=False, address=None) -> int:
+    from actors.workflow.runner import run_workflow
+    from raystack.cluster import connect
+    from raystack.workflow import ArtifactStore
+    info = connect(address or cfg.address)
+    where = "the embedded local cluster" if info.embedded else info.address
+    print(f"running workflow {ir.name!r} ({len(ir.steps)} steps) on {where}")
+    if info.dashboard_url:
+        print(f"  dashboard (tasks named {ir.name}:<step>): {info.dashboard_url}")
+    store = None
+    if cfg.cache and not no_cache:
+        cap = int(cfg.capacity_mb * 2**20) if cfg.capacity_mb else None
+        store = ArtifactStore(store_override or cfg.store, capacity_bytes=cap)
+        print(f"  artifact store: {store.uri}")
+    rep = run_workflow(ir, functions=functions, store=store, progress=cfg.progress,
+                       split_budget=cfg.split_budget, max_runners=cfg.max_runners,
+                       eviction=cfg.eviction)
+    _summary(rep)
+    return 0 if rep.status == "succeeded" else 1
+
+
+def run(args) -> int:
+    cmd = getattr(args, "wf_command", None)
+    if cmd is None:
+        print("usage: raystack workflow {run,plan,export,catalog} ... (see --help)", file=sys.stderr)
+        return 2
+    from raystack.workflow import WorkflowError
+    try:
+        cfg = _config(args)
+        if cmd == "run":
+            ir, fns = load_workflow(args.file)
+            return _run_ir(ir, fns, cfg, args.store, args.no_cache, args.address)
+        if cmd == "plan":
+            return _plan(args, cfg)
+        if cmd == "export":
+            from raystack.workflow.export_argo import to_argo_yaml
+            ir, _ = load_workflow(args.argo)
+            text = to_argo_yaml(ir, image=args.image)
+            if args.out:
+                Path(args.out).write_text(text)
+                print(f"wrote Argo workflow {args.out}")
+            else:
+                print(text, end="")
+            return 0
+        if cmd == "catalog":
+            from raystack.workflow.catalog import describe
+            for row in describe():
+                print(f"{row['name']:16s} {row['description']}")
+                for n, p in row["params"].items():
+                    print(f"    {n}: {p}")
+            return 0
+    except WorkflowError as e:
+        print(f"raystack workflow {cmd}: error: {e}", file=sys.stderr)
+        return 2
+    return 2
+
+
+def _plan(args, cfg) -> int:
+    from raystack.workflow.planner_nl import LLMPlanner, PlanRefused, RulePlanner
+    planner: Any = RulePlanner()
+    if cfg.llm.url:
+        planner = LLMPlanner(cfg.llm.url, cfg.llm.model, os.environ.get(cfg.llm.api_key_env, ""),
+                             assist=cfg.llm.assist)
+    try:
+        ir = planner.plan(args.text, name=args.name)
+    except PlanRefused as e:
+        print("cannot plan this description:", file=sys.stderr)
+        for r in e.reasons:
+            print(f"  - {r}", file=sys.stderr)
+        return 2
+    text = ir.to_yaml()
+    print(text, end="")
+    if args.out:
+        Path(args.out).write_text(text)
+        print(f"# wrote {args.out}: edit it, then `raystack workflow run {args.out}`")
+    if not args.run:
+        return 0
+    if not args.yes:
+        if not sys.stdin.isatty() or input("run this workflow? [y/N] ").strip().lower() != "y":
+            print("not run")
+            return 0
+    return _run_ir(ir, {}, cfg)

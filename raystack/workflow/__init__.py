@@ -1,0 +1,10 @@
+"""Workflows (Couler): one Python API, an engine-neutral IR, caching, splitting, Argo export
+and a natural-language planner. The Ray runner and Tune integration live in ``actors.workflow``."""
+
+from raystack.workflow.api import Out, Workflow, step, validate
+from raystack.workflow.cache import ArtifactStore, CoulerPolicy, LRUPolicy
+from raystack.workflow.engine import RunReport, StepFailed, run_local
+from raystack.workflow.ir import WorkflowError, WorkflowIR
+
+__all__ = ["Workflow", "Out", "step", "validate", "WorkflowIR", "WorkflowError", "ArtifactStore",
+           "CoulerPolicy", "LRUPolicy", "RunReport", "StepFailed", "run_local"]

@@ -1,0 +1,164 @@
+"""Cache keys, the artifact store, eviction policies and the split of large DAGs (no cluster)."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pyarrow as pa
+import pytest
+import torch
+
+import wf_toys as T
+from raystack.workflow import ArtifactStore, Workflow, run_local
+from raystack.workflow.cache import (CacheEntry, CorruptArtifact, CoulerPolicy, LRUPolicy,
+                                     TraceAccess, replay)
+from raystack.workflow.ir import Ref, StepSpec, WorkflowIR
+from raystack.workflow.split import split, sub_workflow
+
+
+def _wf(log, factor=2.0):
+    wf = Workflow("diamond")
+    s = wf.step(T.source, id="src", n=4, log=log, ignore=["log"])
+    a = wf.step(T.scale, id="a", xs=s, factor=factor, log=log, ignore=["log"])
+    b = wf.step(T.scale, id="b", xs=s, factor=10.0, log=log, ignore=["log"])
+    ta = wf.step(T.total, id="ta", xs=a, log=log, ignore=["log"])
+    tb = wf.step(T.total, id="tb", xs=b, log=log, ignore=["log"])
+    wf.step(T.add, id="sum", a=ta, b=tb, log=log, ignore=["log"])
+    return wf.build()
+
+
+def test_store_round_trips_formats(tmp_path):
+    store = ArtifactStore(str(tmp_path))
+    values = {
+        "table": pa.table({"a": [1, 2], "b": ["x", "y"]}),
+        "tensor": torch.arange(6, dtype=torch.float32).reshape(2, 3),
+        "tensors": {"w": torch.ones(2), "b": torch.zeros(3)},
+        "array": np.arange(5, dtype=np.int64),
+        "json": {"a": [1, 2.5, None, "s"]},
+        "pickle": {1: (2, 3)},
+    }
+    fmts = {}
+    for k, v in values.items():
+        fmts[k] = store.put(k * 2 + "0" * 8, k, v).format
+        got = store.get(k * 2 + "0" * 8)
+        if isinstance(v, torch.Tensor):
+            assert torch.equal(got, v)
+        elif isinstance(v, dict) and k == "tensors":
+            assert all(torch.equal(got[n], v[n]) for n in v)
+        elif isinstance(v, np.ndarray):
+            assert (got == v).all()
+        else:
+            assert got == v
+    assert fmts["table"] == "parquet" and fmts["tensor"].startswith("safetensors")
+    assert fmts["array"] == "safetensors-numpy" and fmts["json"] == "json"
+
+
+def test_corrupted_artifact_detected_and_recomputed(tmp_path):
+    store = ArtifactStore(str(tmp_path / "s"))
+    ir = _wf(None)
+    run_local(ir, store=store)
+    # flip bytes of the 'a' artifact
+    key = [m for m in store.entries() if m.step == "a"][0].key
+    with store.fs.open_output_stream(f"{store._dir(key)}/data") as f:
+        f.write(b"[999]")
+    with pytest.raises(CorruptArtifact):
+        store.get(key)
+    rep = run_local(ir, store=store)
+    assert rep.executed == ["a"]
+    assert rep.output("sum") == 72.0
+
+
+def test_unchanged_rerun_executes_nothing_and_change_runs_its_cone(tmp_path):
+    store = ArtifactStore(str(tmp_path / "s"))
+    log = str(tmp_path / "log")
+    assert len(run_local(_wf(log), store=store).executed) == 6
+    open(log, "w").close()
+    rep = run_local(_wf(log), store=store)
+    assert rep.executed == [] and open(log).read() == ""
+    rep = run_local(_wf(log, factor=3.0), store=store)
+    assert sorted(rep.executed) == ["a", "sum", "ta"]
+    assert sorted(open(log).read().split()) == ["add", "scale:3.0", "total"]
+
+
+def test_ignored_input_does_not_change_key(tmp_path):
+    store = ArtifactStore(str(tmp_path / "s"))
+    run_local(_wf(str(tmp_path / "l1")), store=store)
+    assert run_local(_wf(str(tmp_path / "l2")), store=store).executed == []
+
+
+def test_failed_run_keeps_finished_artifacts_and_resumes(tmp_path):
+    store = ArtifactStore(str(tmp_path / "s"))
+    counter = str(tmp_path / "c")
+
+    def build():
+        wf = Workflow("resume")
+        s = wf.step(T.source, id="src", n=3)
+        t = wf.step(T.total, id="t", xs=s)
+        f = wf.step(T.flaky, id="f", fail_times=1, counter=counter, after=[t])
+        wf.step(T.label, id="end", text="x", after=[f])
+        return wf.build()
+    rep = run_local(build(), store=store)
+    assert rep.status == "failed" and "f" in rep.failed
+    assert sorted(rep.executed) == ["src", "t"]
+    rep = run_local(build(), store=store)
+    assert rep.status == "succeeded" and rep.executed == ["f", "end"]
+
+
+def test_lru_and_couler_orders():
+    entries = [CacheEntry("big-cheap", 1000, 0.1, 1, last_access=1),
+               CacheEntry("small-costly", 10, 50.0, 3, last_access=0),
+               CacheEntry("mid", 100, 1.0, 1, last_access=2)]
+    assert LRUPolicy().victims(entries, 1000) == ["small-costly", "big-cheap"]
+    assert CoulerPolicy().victims(entries, 1000) == ["big-cheap"]
+
+
+def test_couler_beats_lru_on_replayed_trace():
+    rng = random.Random(0)
+    arts = [TraceAccess(f"k{i}", rng.choice([10, 200, 800]), rng.choice([0.2, 2.0, 20.0]),
+                        rng.randint(1, 4)) for i in range(60)]
+    trace = [arts[min(int(rng.expovariate(0.08)), 59)] for _ in range(3000)]
+    lru = replay(trace, 3000, LRUPolicy())
+    couler = replay(trace, 3000, CoulerPolicy())
+    assert couler["recompute_s"] < lru["recompute_s"]
+
+
+def test_store_enforce_capacity(tmp_path):
+    store = ArtifactStore(str(tmp_path / "s"), capacity_bytes=300)
+    for i in range(5):
+        store.put(f"{i:02d}" + "f" * 10, f"s{i}", list(range(30)), compute_s=float(i))
+    assert sum(m.size for m in store.entries()) > 300
+    evicted = store.enforce(CoulerPolicy())
+    assert sum(m.size for m in store.entries()) <= 300
+    assert evicted[0].startswith("00")  # cheapest to rebuild goes first
+
+
+def _random_dag(n: int, seed: int) -> WorkflowIR:
+    rng = random.Random(seed)
+    steps = []
+    for i in range(n):
+        k = rng.randint(0, 3) if i else 0
+        deps = sorted({f"s{rng.randrange(max(0, i - 50), i)}" for _ in range(k)}) if i else []
+        steps.append(StepSpec(f"s{i}", "wf_toys:collect", {"values": [Ref(d) for d in deps]}))
+    return WorkflowIR("big", steps)
+
+
+@pytest.mark.parametrize("n,budget", [(2000, 300), (997, 100), (50, 7)])
+def test_split_covers_every_step_once_and_respects_dependencies(n, budget):
+    ir = _random_dag(n, seed=n)
+    parts = split(ir, max_steps=budget)
+    all_steps = [s for p in parts for s in p.steps]
+    assert sorted(all_steps) == sorted(s.id for s in ir.steps)
+    assert len(all_steps) == len(set(all_steps))
+    where = {s: p.index for p in parts for s in p.steps}
+    by_id = ir.by_id()
+    for p in parts:
+        assert len(p.steps) <= budget
+        pos = {s: i for i, s in enumerate(p.steps)}
+        for s in p.steps:
+            for d in by_id[s].deps():
+                assert where[d] <= p.index
+                if where[d] == p.index:
+                    assert pos[d] < pos[s]
+        assert all(q < p.index for q in p.depends_on)
+    assert sub_workflow(ir, parts[0]).steps[0].id == parts[0].steps[0]
