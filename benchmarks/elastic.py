@@ -98,14 +98,18 @@ def bench_resize(work: Path, rows: int) -> dict:
     out: dict = {}
 
     def resizer(ctl):
-        if "up_s" in out or ray.get(ctl.backend.ss.stats.remote())["rows_done"] < 4000:
+        if "up_s" in out or ray.get(ctl.backend.ss.stats.remote())["rows_done"] < 1500:
             return
         loop, ss = ctl.loop, ctl.backend.ss
         t0 = time.time()
         plan = plan_to(loop.units, loop.config.with_(workers=4), loop._next_id, "bench: up")
         loop._apply(plan, t0)
         new = [ctl.backend.worker_id(u.unit_id) for u in plan.launch]
+        deadline = t0 + 120
         while any(ray.get(ss.first_commit_time.remote(w)) is None for w in new):
+            if time.time() > deadline:  # no shard left for them: report the failure, go on
+                out["up_timed_out"] = True
+                break
             time.sleep(0.02)
         out["up_s"] = time.time() - t0
         t1 = time.time()
@@ -238,11 +242,13 @@ def main() -> int:
     rep.note("(a) runs on the real local Ray cluster (2 cores): DLRM (26 tables x 1000 x 16, "
              "MLPs 64) on generated Criteo-like Parquet, 1 PS, 2 workers of 0.25 logical CPU.")
 
+    print("(b) model error ...", flush=True)
     model = bench_model(cfg["model_jobs"])
     rep.arm("perf_model", **model)
     rep.target("model_heldout_mape", model["mape_mean"], "<=", 0.10,
                "mean abs. % error of predicted throughput on held-out configs (simulated curves)")
 
+    print("(c) trace simulation ...", flush=True)
     trace = bench_trace(cfg["trace_jobs"])
     for p, s in trace.items():
         rep.arm(f"trace_{p}", **s)
@@ -260,6 +266,7 @@ def main() -> int:
 
     from raystack.cluster import connect
     connect(num_cpus=4, dashboard=False, log_to_driver=False)
+    print("(a) recovery from worker kills ...", flush=True)
     rec = bench_recovery(work, cfg["kills"], cfg["job_rows"])
     rep.arm("recovery", **rec)
     rep.target("lost_samples", rec["lost"], "==", 0, f"samples never trained, {rec['kills']} worker kills")
@@ -268,13 +275,16 @@ def main() -> int:
     rep.target("recovery_p95_s", rec["p95_s"], "<=", 10.0,
                "kill -> replacement's first committed batch, p95 (s)")
     if cfg["straggler_reps"]:
+        print("(a) straggler ...", flush=True)
         st = bench_straggler(work, cfg["job_rows"], cfg["straggler_reps"])
         rep.arm("straggler", **st)
         rep.target("straggler_epoch_ratio", st["ratio"], "<=", 1.25,
                    "epoch time with one 3x-slow worker / normal epoch (medians)")
+    print("(a) resize 2 -> 4 -> 2 ...", flush=True)
     ours = bench_resize(work, cfg["job_rows"])
     rep.arm("resize_raystack", **ours)
     if cfg["ray_train"]:
+        print("(a) Ray Train v2 resize ...", flush=True)
         rt = bench_ray_train(work)
         rep.arm("resize_ray_train_v2", **rt)
         rep.target("resize_speedup_vs_ray_train", rt["resize_s"] / ours["resize_s"], ">=", 5.0,
