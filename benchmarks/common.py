@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
+_cli_out: str | None = None  # --out from parse_args: where Report writes unless told otherwise
 _OPS = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt, "==": operator.eq}
 
 # Let `python benchmarks/<part>.py` import the project from a checkout without installing it.
@@ -28,7 +29,10 @@ def parse_args(description: str, extra=None) -> argparse.Namespace:
     p.add_argument("--out", default=None, help="results file (default benchmarks/results/<part>.json)")
     if extra:
         extra(p)
-    return p.parse_args()
+    args = p.parse_args()
+    global _cli_out
+    _cli_out = args.out
+    return args
 
 
 def machine_info() -> dict:
@@ -53,6 +57,7 @@ class Report:
         self.arms: dict[str, dict] = {}
         self.targets: dict[str, dict] = {}
         self.notes: list[str] = []
+        out = out or _cli_out
         self.out = Path(out) if out else RESULTS_DIR / f"{part}.json"
         self.started = time.time()
 

@@ -281,3 +281,30 @@ def free_port_pair() -> tuple[int, int]:
     finally:
         for s in socks:
             s.close()
+
+
+def metrics_url() -> str:
+    """The Prometheus endpoint of this driver's node (`ray_<name>` series, as the dashboard shows)."""
+    import ray
+    from ray._private.worker import global_worker
+
+    if not ray.is_initialized() or global_worker.node is None:
+        raise RuntimeError("not connected to a Ray cluster started on this machine")
+    node = global_worker.node
+    return f"http://{node.node_ip_address}:{node.metrics_export_port}/metrics"
+
+
+def scrape_metrics(prefix: str = "ray_raystack_", timeout_s: float = 5.0) -> dict[str, float]:
+    """Current values of the Prometheus series starting with `prefix`, summed over label sets."""
+    import urllib.request
+
+    text = urllib.request.urlopen(metrics_url(), timeout=timeout_s).read().decode()
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith(prefix):
+            name = line.split("{", 1)[0].split(" ", 1)[0]
+            try:
+                out[name] = out.get(name, 0.0) + float(line.rsplit(" ", 1)[1])
+            except ValueError:
+                continue
+    return out

@@ -37,3 +37,29 @@ def test_metrics_record_inside_a_ray_actor(ray_cluster):
 
     value, recorded_to_ray = ray.get(record.remote())
     assert value == 3 and recorded_to_ray
+
+
+@pytest.mark.cluster
+def test_metrics_reach_the_prometheus_endpoint(ray_cluster):
+    import time
+
+    from raystack.cluster import scrape_metrics
+
+    @ray.remote(num_cpus=0.1)
+    class Recorder:
+        def record(self):
+            from raystack import metrics as m
+            m.counter("test_scrape_total", "scraped in a test").inc(5)
+            m.gauge("test_scrape_gauge", "scraped in a test").set(2.5)
+
+    rec = Recorder.remote()
+    ray.get(rec.record.remote())
+    deadline, seen = time.time() + 60, {}
+    while time.time() < deadline:
+        seen = scrape_metrics()
+        if "ray_raystack_test_scrape_total" in seen and "ray_raystack_test_scrape_gauge" in seen:
+            break
+        time.sleep(2)
+    assert seen.get("ray_raystack_test_scrape_total") == 5
+    assert seen.get("ray_raystack_test_scrape_gauge") == 2.5
+    ray.kill(rec)

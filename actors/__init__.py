@@ -1,0 +1,1 @@
+"""Ray actors and the driver-side groups and controllers that own them."""

@@ -1,0 +1,349 @@
+"""EDiT on Ray: one ``EDiTWorker`` actor per rank, and ``EDiTGroup``, the driver-side owner.
+
+The group places each replica's S ranks in a placement group (one bundle per rank), forms
+the collective group, drives the ranks segment by segment (inner steps up to the next sync),
+evaluates, checkpoints, and replaces a dead replica actor: the replacement and the survivors
+reload the last checkpoint (θ_sync, the outer state, the inner state and the data position)
+and the run goes on.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import ray
+import torch
+from ray.util.placement_group import placement_group, remove_placement_group
+from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+from actors.collective import CommMember, form_comm_group
+from raystack import metrics
+from raystack.comm import NetworkModel
+from raystack.config import config_to_dict, load_config
+from raystack.edit.config import EDiTConfig
+from raystack.edit.replica import EDiTRank
+
+CHECKPOINT = "checkpoint"
+
+
+def network_of(cfg: EDiTConfig) -> NetworkModel:
+    """The simulated link between replicas (ideal unless ``simulate`` sets it)."""
+    bw = cfg.simulate.bandwidth_bytes_per_s
+    return NetworkModel(cfg.simulate.latency_s, bw if bw > 0 else math.inf)
+
+
+def load_corpus(cfg: EDiTConfig):
+    """The training corpus named by ``cfg.data``."""
+    from raystack.data import corpus_from_files, stdlib_corpus
+    if cfg.data.paths:
+        return corpus_from_files(cfg.data.paths, cfg.data.text_field, cfg.data.val_fraction)
+    return stdlib_corpus(cfg.data.max_bytes, cfg.data.val_fraction)
+
+
+class EDiTWorker(CommMember):
+    """One rank: holds the model, optimizers and outer shard; runs ``EDiTRank``."""
+
+    def __init__(self, cfg: dict, rank: int) -> None:
+        self.rank = rank
+        self.trainer: EDiTRank | None = None
+        self._data_key = None
+        self.configure(cfg)
+
+    def configure(self, cfg: dict) -> None:
+        """Take a new config (the corpus is reloaded only if ``data`` changed); call setup next."""
+        self.cfg = load_config(EDiTConfig, cfg)
+        torch.set_num_threads(self.cfg.run.threads_per_rank)
+        d = self.cfg.data
+        key = json.dumps(config_to_dict(d), sort_keys=True)
+        if key != self._data_key:
+            self.corpus = load_corpus(self.cfg)
+            self._data_key = key
+        from raystack.data import BatchStream
+        val = BatchStream(self.corpus.val, d.batch_size, d.seq_len, seed=12345)
+        self.val_batches = [val.next_batch() for _ in range(d.eval_batches)]
+
+    def _stream(self):
+        from raystack.data import BatchStream
+        d = self.cfg.data
+        return BatchStream(self.corpus.train, d.batch_size, d.seq_len, seed=self.cfg.run.seed,
+                           rank=self.rank, world_size=self.cfg.ranks)
+
+    def losses(self) -> tuple[list[float], list[float]]:
+        """Every inner-step loss of this rank in the current run, and the wall time of each."""
+        return list(self.trainer.counters.losses), list(self.trainer.counters.times)
+
+    def ping(self) -> int:
+        return self.rank
+
+    def setup(self) -> dict:
+        """Build a fresh model and the rank's trainer (collective: all ranks at once)."""
+        from raystack.models import build_model
+        model = build_model(self.cfg.model, seed=self.cfg.run.seed)
+        self.trainer = EDiTRank(self.cfg, model, self.comm, self._stream())
+        return self.trainer.report()
+
+    def run_segment(self) -> dict:
+        """Inner steps up to the next sync (or the end); a report of counters."""
+        return self.trainer.run_segment()
+
+    def evaluate(self, compute: bool = True) -> float:
+        """Validation loss of θ_sync (collective: completes a pending sync on every rank; only
+        ranks asked to ``compute`` run the validation batches)."""
+        if not compute:
+            self.trainer.flush()
+            return float("nan")
+        return self.trainer.evaluate(self.val_batches)
+
+    def save(self, directory: str, write_model: bool) -> None:
+        """Write this rank's state (and, if asked, a transformers checkpoint of θ_sync)."""
+        state = self.trainer.state_dict()
+        path = Path(directory)
+        path.mkdir(parents=True, exist_ok=True)
+        torch.save(state, path / f"rank{self.rank}.pt")
+        if write_model:
+            self.trainer.model.save_pretrained(path / "model")
+
+    def load(self, directory: str) -> dict:
+        """Restore this rank's state from a checkpoint directory."""
+        state = torch.load(Path(directory) / f"rank{self.rank}.pt", weights_only=False)
+        self.trainer.load_state_dict(state)
+        return self.trainer.report()
+
+    def report(self) -> dict:
+        return self.trainer.report()
+
+    def comm_totals(self) -> dict:
+        return self.comm.stats() if self.comm is not None else {}
+
+
+@dataclass
+class RunResult:
+    """What a run reports to the user."""
+
+    steps: int
+    tokens: int
+    seconds: float
+    tokens_per_s: float
+    train_loss: float
+    val_loss: float
+    sync_seconds: float
+    dp_seconds: float
+    outliers: int
+    replacements: int
+    extra_state_bytes: int
+    model_dir: str
+    history: list[dict] = field(default_factory=list)
+
+
+class EDiTGroup:
+    """Owns the placement groups and the ``EDiTWorker`` actors of one job."""
+
+    def __init__(self, cfg: EDiTConfig, worker_cls: type = None) -> None:
+        self.cfg = cfg
+        self.worker_cls = worker_cls or EDiTWorker
+        self.cfg_dict = config_to_dict(cfg)
+        self.out_dir = Path(cfg.run.out_dir)
+        self.pgs = []
+        self.workers: list = []
+        self.replacements = 0
+        self.history: list[dict] = []
+        self._segments = 0
+        self._m_loss = metrics.gauge("edit_train_loss", "EDiT training loss (mean over ranks)")
+        self._m_val = metrics.gauge("edit_val_loss", "EDiT validation loss of theta_sync")
+        self._m_tps = metrics.gauge("edit_tokens_per_s", "EDiT training tokens per second")
+        self._m_sync = metrics.gauge("edit_sync_seconds", "EDiT exposed sync time per rank (mean)")
+        self._m_outliers = metrics.counter("edit_outliers", "pseudo-gradients dropped by the penalty")
+        self._m_replaced = metrics.counter("edit_replacements", "EDiT worker actors replaced after a failure")
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Reserve resources, start the actors, form the comm group, build the trainers."""
+        S = self.cfg.shards
+        bundle = {"CPU": self.cfg.run.cpus_per_rank}
+        self.pgs = [placement_group([dict(bundle) for _ in range(S)], strategy="PACK")
+                    for _ in range(self.cfg.replicas)]
+        ray.get([pg.ready() for pg in self.pgs], timeout=120)
+        self.workers = [self._spawn(rank) for rank in range(self.cfg.ranks)]
+        self._form()
+
+    def _spawn(self, rank: int):
+        replica, shard = divmod(rank, self.cfg.shards)
+        strategy = PlacementGroupSchedulingStrategy(self.pgs[replica], placement_group_bundle_index=shard)
+        env = {"OMP_NUM_THREADS": str(self.cfg.run.threads_per_rank)}
+        return ray.remote(self.worker_cls).options(
+            num_cpus=self.cfg.run.cpus_per_rank, scheduling_strategy=strategy,
+            runtime_env={"env_vars": env}, name=None).remote(self.cfg_dict, rank)
+
+    def _form(self) -> None:
+        form_comm_group(self.workers, network=network_of(self.cfg), timeout_s=self.cfg.run.comm_timeout_s)
+        ray.get([w.setup.remote() for w in self.workers])
+
+    def reconfigure(self, cfg: EDiTConfig) -> None:
+        """Reuse the actors for a new run of the same shape (new mode, network, simulation)."""
+        if (cfg.ranks, cfg.shards, cfg.run.cpus_per_rank) != (self.cfg.ranks, self.cfg.shards, self.cfg.run.cpus_per_rank):
+            raise ValueError("reconfigure keeps ranks, shards and cpus_per_rank; start a new group instead")
+        self.cfg, self.cfg_dict = cfg, config_to_dict(cfg)
+        self.out_dir = Path(cfg.run.out_dir)
+        self.history, self._segments = [], 0
+        ray.get([w.leave_comm.remote() for w in self.workers])
+        ray.get([w.configure.remote(self.cfg_dict) for w in self.workers])
+        self._form()
+
+    def shutdown(self) -> None:
+        """Stop the actors and release the placement groups."""
+        for w in self.workers:
+            ray.kill(w)
+        for pg in self.pgs:
+            remove_placement_group(pg)
+        self.workers, self.pgs = [], []
+
+    # -- checkpoints -----------------------------------------------------------------------------
+    @property
+    def checkpoint_dir(self) -> Path:
+        return self.out_dir / CHECKPOINT
+
+    def save_checkpoint(self) -> Path:
+        """All ranks write their state; rank 0 writes θ_sync as a transformers checkpoint."""
+        tmp = self.out_dir / (CHECKPOINT + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        ray.get([w.save.remote(str(tmp), rank == 0) for rank, w in enumerate(self.workers)])
+        (tmp / "driver.json").write_text(json.dumps({"segments": self._segments, "history": self.history,
+                                                     "config": self.cfg_dict}, indent=1))
+        shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
+        tmp.rename(self.checkpoint_dir)
+        return self.checkpoint_dir
+
+    def load_checkpoint(self) -> None:
+        """Every rank reloads the last checkpoint (after a failure, or to resume)."""
+        meta = json.loads((self.checkpoint_dir / "driver.json").read_text())
+        if meta["config"]["ranks"] != self.cfg.ranks or meta["config"]["shards"] != self.cfg.shards:
+            raise ValueError(f"checkpoint in {self.checkpoint_dir} is for ranks={meta['config']['ranks']}, "
+                             f"shards={meta['config']['shards']}; this run has ranks={self.cfg.ranks}, "
+                             f"shards={self.cfg.shards}")
+        self._segments = meta["segments"]
+        self.history = meta["history"]
+        ray.get([w.load.remote(str(self.checkpoint_dir)) for w in self.workers])
+
+    # -- faults ----------------------------------------------------------------------------------
+    def _dead_ranks(self) -> list[int]:
+        dead = []
+        for rank, w in enumerate(self.workers):
+            try:
+                ray.get(w.ping.remote(), timeout=30)
+            except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
+                dead.append(rank)
+        return dead
+
+    def recover(self) -> list[int]:
+        """Replace dead actors, re-form the group, and reload the last checkpoint everywhere."""
+        dead = self._dead_ranks()
+        if self.replacements + len(dead) > self.cfg.run.max_replacements:
+            raise RuntimeError(f"ranks {dead} died; {self.replacements} replacements already made "
+                               f"(run.max_replacements={self.cfg.run.max_replacements})")
+        for rank in dead:
+            ray.kill(self.workers[rank])
+            self.workers[rank] = self._spawn(rank)
+            self.replacements += 1
+            self._m_replaced.inc()
+        ray.get([w.leave_comm.remote() for r, w in enumerate(self.workers) if r not in dead])
+        self._form()
+        if self.checkpoint_dir.joinpath("driver.json").exists():
+            self.load_checkpoint()
+        else:                               # no checkpoint yet: the run starts over
+            self._segments, self.history = 0, []
+        return dead
+
+    # -- the run ---------------------------------------------------------------------------------
+    def _segment(self) -> list[dict]:
+        refs = [w.run_segment.remote() for w in self.workers]
+        # wait for every rank (survivors of a failure error out of their collectives) before
+        # looking at results, so recovery never talks to a rank still busy in a segment
+        ray.wait(refs, num_returns=len(refs), timeout=self.cfg.run.comm_timeout_s * 3 + 60)
+        return ray.get(refs)
+
+    def evaluate(self) -> float:
+        return ray.get([w.evaluate.remote(rank == 0) for rank, w in enumerate(self.workers)])[0]
+
+    def run(self, progress: bool = True, on_segment: Callable[["EDiTGroup", int], None] | None = None,
+            save: bool = True) -> RunResult:
+        """Train to the step budget; ``on_segment(group, n)`` is called after each segment."""
+        from tqdm import tqdm
+        cfg = self.cfg
+        if cfg.run.resume and self.checkpoint_dir.joinpath("driver.json").exists():
+            self.load_checkpoint()
+        base_tokens = sum(ray.get([w.report.remote() for w in self.workers])[i]["tokens"]
+                          for i in range(len(self.workers)))
+        bar = tqdm(total=cfg.steps, desc=f"edit[{cfg.mode}]", unit="step", disable=not progress)
+        t0 = time.perf_counter()
+        reports: list[dict] = []
+        while True:
+            try:
+                reports = self._segment()
+            except (ray.exceptions.RayActorError, ray.exceptions.RayTaskError) as exc:
+                dead = self.recover()
+                bar.write(f"edit: rank(s) {dead} failed ({type(exc).__name__}); replaced and "
+                          f"resumed from the last checkpoint")
+                continue
+            self._segments += 1
+            self._record(reports, t0, bar)
+            done = all(r["done"] for r in reports)
+            syncs = reports[0]["syncs"]
+            if not done and cfg.run.eval_every and self._segments % cfg.run.eval_every == 0:
+                val = self.evaluate()
+                self.history[-1]["val_loss"] = val
+                self._m_val.set(val)
+            if not done and cfg.run.checkpoint_every and self._segments % cfg.run.checkpoint_every == 0:
+                self.save_checkpoint()
+            if on_segment is not None:
+                on_segment(self, self._segments)
+            if done:
+                break
+        seconds = time.perf_counter() - t0
+        bar.close()
+        val = self.evaluate()
+        self._m_val.set(val)
+        path = self.save_checkpoint() if save else self.checkpoint_dir
+        tokens = sum(r["tokens"] for r in reports)
+        return RunResult(
+            steps=max(r["step"] for r in reports), tokens=tokens, seconds=seconds,
+            tokens_per_s=(tokens - base_tokens) / max(seconds, 1e-9),
+            train_loss=sum(r["loss"] for r in reports) / len(reports), val_loss=val,
+            sync_seconds=sum(r["sync_seconds"] for r in reports) / len(reports),
+            dp_seconds=sum(r["dp_seconds"] for r in reports) / len(reports),
+            outliers=reports[0]["outliers"], replacements=self.replacements,
+            extra_state_bytes=max(r["extra_state_bytes"] for r in reports),
+            model_dir=str(path / "model"), history=self.history)
+
+    def _record(self, reports: list[dict], t0: float, bar) -> None:
+        loss = sum(r["loss"] for r in reports) / len(reports)
+        tokens = sum(r["tokens"] for r in reports)
+        elapsed = time.perf_counter() - t0
+        step = min(r["step"] for r in reports)
+        prev_outliers = self.history[-1]["outliers"] if self.history else 0
+        self.history.append({"segment": self._segments, "step": step, "tokens": tokens, "loss": loss,
+                             "seconds": elapsed, "outliers": reports[0]["outliers"],
+                             "sync_seconds": sum(r["sync_seconds"] for r in reports) / len(reports)})
+        self._m_loss.set(loss)
+        self._m_tps.set(tokens / max(elapsed, 1e-9))
+        self._m_sync.set(self.history[-1]["sync_seconds"])
+        if reports[0]["outliers"] > prev_outliers:
+            self._m_outliers.inc(reports[0]["outliers"] - prev_outliers)
+        bar.n = min(step, self.cfg.steps)
+        bar.set_postfix(loss=f"{loss:.3f}", outliers=reports[0]["outliers"])
+        bar.refresh()
+
+
+def run_edit(cfg: EDiTConfig, progress: bool = True, on_segment=None) -> RunResult:
+    """Start a group, run it to the end, shut it down (the Python API behind ``raystack edit``)."""
+    group = EDiTGroup(cfg)
+    group.start()
+    try:
+        return group.run(progress=progress, on_segment=on_segment)
+    finally:
+        group.shutdown()

@@ -1,0 +1,5 @@
+"""Elastic DLRM on Ray: ParameterServer, DLRMWorker, ShardService, ElasticController."""
+from actors.elastic.controller import (ElasticController, ElasticJobError, ElasticResult,
+                                       prepare_data, train)
+
+__all__ = ["ElasticController", "ElasticJobError", "ElasticResult", "prepare_data", "train"]

@@ -1,0 +1,170 @@
+"""DLRMWorker actor: pulls shards from the ShardService and trains batch by batch against
+the parameter servers, committing after each batch. The loop runs in a thread so the actor
+answers ``status`` and ``stop`` while training."""
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+
+import numpy as np
+import ray
+from ray.exceptions import RayActorError
+
+from raystack import metrics
+from raystack.data.criteo import DataError, read_rows
+from raystack.elastic.dlrm import DLRMDense, DLRMSpec, forward_backward
+
+try:
+    from ray.exceptions import ActorUnavailableError
+except ImportError:  # pragma: no cover
+    ActorUnavailableError = RayActorError
+
+_RETRY = (RayActorError, ActorUnavailableError)
+
+
+@ray.remote(max_restarts=0)
+class DLRMWorker:
+    def __init__(self, worker_id: str, job: str, spec: DLRMSpec, batch_size: int,
+                 slow_factor: float = 1.0, ps_retry_s: float = 60.0) -> None:
+        import torch
+
+        torch.set_num_threads(1)
+        self.worker_id, self.job, self.spec, self.batch = worker_id, job, spec, batch_size
+        self.slow = slow_factor
+        self.ps_retry_s = ps_retry_s
+        self.model = DLRMDense(spec)
+        self.ss = ray.get_actor(f"{job}-shards")
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.steps, self.rows, self.error, self.done = 0, 0, None, False
+        self.routing_version, self.routing, self._ps = -1, {}, {}
+        self._m_rows = metrics.counter("elastic_samples", "samples trained", ("worker",))
+
+    # ---- control ----------------------------------------------------------------------------
+    def start(self) -> bool:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, daemon=True)
+            self._thread.start()
+        return True
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def status(self) -> dict:
+        return {"worker_id": self.worker_id, "steps": self.steps, "rows": self.rows,
+                "done": self.done, "error": self.error}
+
+    # ---- the loop ---------------------------------------------------------------------------
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                r = ray.get(self.ss.pull.remote(self.worker_id))
+                self._maybe_route(r["routing_version"])
+                if r["drain"] or r["error"]:
+                    break
+                lease = r["lease"]
+                if lease is None:
+                    if r["finished"]:
+                        break
+                    time.sleep(0.2)
+                    continue
+                try:
+                    data = read_rows(lease.path, lease.start - lease.shard_start + lease.shard_start,
+                                     lease.end, self.spec.vocab)
+                except DataError as exc:
+                    ray.get(self.ss.fail.remote(self.worker_id, lease.lease_id, str(exc)))
+                    continue
+                if not self._train_lease(lease, data):
+                    break
+        except Exception:  # a bug or a lost ShardService: say it in status, do not hang
+            self.error = traceback.format_exc(limit=5)
+        finally:
+            self.done = True
+
+    def _train_lease(self, lease, data) -> bool:
+        """Train the lease's rows; False to leave the loop (drained, fenced or stopped)."""
+        off = lease.start
+        while off < lease.end:
+            if self._stop.is_set():
+                ray.get(self.ss.release.remote(self.worker_id))
+                return False
+            upto = min(off + self.batch, lease.end)
+            b = data.slice(off - lease.start, upto - lease.start)
+            if not self._step(lease.lease_id, upto, b):
+                return False  # fenced: the controller declared this incarnation dead
+            rep = ray.get(self.ss.commit.remote(self.worker_id, lease.lease_id, upto, len(b)))
+            self.steps += 1
+            self.rows += len(b)
+            self._m_rows.inc(len(b), tags={"worker": self.worker_id})
+            self._maybe_route(rep["routing_version"])
+            off = upto
+            if rep["drain"]:
+                if off < lease.end:
+                    ray.get(self.ss.release.remote(self.worker_id))
+                return False
+        return True
+
+    def _maybe_route(self, version: int) -> None:
+        if version != self.routing_version:
+            self.routing_version, routing = ray.get(self.ss.get_routing.remote())
+            self.routing = {int(t): name for t, name in routing.items()}
+            self._ps = {}
+
+    def _ps_handle(self, name: str):
+        if name not in self._ps:
+            self._ps[name] = ray.get_actor(name)
+        return self._ps[name]
+
+    def _call(self, fn):
+        """Run ``fn()`` (PS calls), retrying while a PS restarts or moves."""
+        deadline = time.time() + self.ps_retry_s
+        while True:
+            try:
+                return fn()
+            except (_RETRY + (ValueError,)) as exc:
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.2)
+                self._ps = {}
+                ver = ray.get(self.ss.get_routing.remote())[0]
+                if ver != self.routing_version:
+                    self._maybe_route(ver)
+                if isinstance(exc, ValueError) and "Failed to look up actor" not in str(exc):
+                    raise
+
+    def _step(self, lease_id: int, upto: int, b) -> bool:
+        t0 = time.perf_counter()
+        by_ps: dict[str, dict[int, np.ndarray]] = {}
+        uniq = {t: np.unique(b.cat[:, t]) for t in range(self.spec.n_tables)}
+        for t, ids in uniq.items():
+            by_ps.setdefault(self.routing[t], {})[t] = ids
+        dense_ps = self.routing[-1]
+
+        def pull():
+            refs = {n: self._ps_handle(n).pull.remote(req) for n, req in by_ps.items()}
+            dref = self._ps_handle(dense_ps).pull_dense.remote()
+            got = {n: ray.get(r) for n, r in refs.items()}
+            return got, ray.get(dref)
+
+        got, dense = self._call(pull)
+        rows = {}
+        for n, d in got.items():
+            for t, w in d.items():
+                rows[t] = (uniq[t], w)
+        import torch
+        self.model.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in dense.items()})
+        _, dg, sg = forward_backward(self.model, b.dense, b.cat, b.label, rows)
+
+        def push():
+            refs = [self._ps_handle(n).push.remote({t: (uniq[t], sg[t]) for t in req})
+                    for n, req in by_ps.items()]
+            ray.get(refs)
+            return ray.get(self._ps_handle(dense_ps).push_dense.remote(
+                self.worker_id, lease_id, upto, b.sample_id,
+                {k: v.numpy() for k, v in dg.items()}))
+
+        ok = self._call(push)
+        if self.slow > 1:
+            time.sleep((self.slow - 1) * (time.perf_counter() - t0))
+        return bool(ok)

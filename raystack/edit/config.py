@@ -1,0 +1,196 @@
+"""The one config object of an EDiT job, with defaults that run on a laptop."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, Optional
+
+from raystack.config import ConfigError
+
+Mode = Literal["edit", "aedit", "diloco", "post_local_sgd", "sync"]
+
+
+@dataclass
+class InnerConfig:
+    """The inner optimizer each replica steps on its own data."""
+
+    optimizer: Literal["adamw", "sgd"] = "adamw"
+    lr: float = 2e-3
+    weight_decay: float = 0.1
+    beta1: float = 0.9
+    beta2: float = 0.95
+    momentum: float = 0.0            # sgd only
+    grad_clip: float = 1.0           # <= 0: no clipping
+    lr_warmup_steps: int = 20        # linear learning-rate ramp
+
+    def validate(self) -> None:
+        if self.lr <= 0:
+            raise ConfigError("lr", f"must be > 0, got {self.lr}")
+        if self.lr_warmup_steps < 0:
+            raise ConfigError("lr_warmup_steps", f"must be >= 0, got {self.lr_warmup_steps}")
+
+
+@dataclass
+class SyncConfig:
+    """When and how replicas synchronise."""
+
+    h: int = 16                      # EDiT / DiLoCo / Post Local SGD: inner steps between syncs
+    t_seconds: float = 2.0           # A-EDiT: wall-clock seconds between syncs
+    min_steps: int = 2               # A-EDiT: skip a sync unless every replica ran this many steps
+    warmup_steps: int = 10           # first steps run as synchronous data parallel
+    layerwise: bool = True           # EDiT/A-EDiT: sync each block in its own forward pre-hook
+    prefetch: bool = True            # launch block l+1's collective while block l computes
+    state_on_cpu: bool = False       # keep θ_sync and the outer momentum on CPU
+
+    def validate(self) -> None:
+        if self.h < 1:
+            raise ConfigError("h", f"must be >= 1, got {self.h}")
+        if self.t_seconds <= 0:
+            raise ConfigError("t_seconds", f"must be > 0, got {self.t_seconds}")
+        if self.min_steps < 1:
+            raise ConfigError("min_steps", f"must be >= 1, got {self.min_steps}")
+        if self.warmup_steps < 0:
+            raise ConfigError("warmup_steps", f"must be >= 0, got {self.warmup_steps}")
+
+
+@dataclass
+class OuterConfig:
+    """The outer optimizer on θ_sync (Nesterov SGD, DiLoCo's choice)."""
+
+    lr: float = 0.7
+    momentum: float = 0.8
+    nesterov: bool = True
+
+    def validate(self) -> None:
+        if self.lr <= 0:
+            raise ConfigError("lr", f"must be > 0, got {self.lr}")
+        if not 0 <= self.momentum < 1:
+            raise ConfigError("momentum", f"must be in [0, 1), got {self.momentum}")
+
+
+@dataclass
+class PenaltyConfig:
+    """The pseudo-gradient penalty (EDiT and A-EDiT only)."""
+
+    enabled: bool = True
+    ewma_alpha: float = 0.02
+    z_threshold: float = 3.0
+    warmup_syncs: int = 5            # syncs before outliers can be flagged (the reference: 120)
+    temperature: float = 1.0         # softmax(−ĝ/τ) on norms normalised by their mean
+    clip: float = 5.0                # max norm of the averaged pseudo-gradient per block; <= 0 off
+
+    def validate(self) -> None:
+        if not 0 < self.ewma_alpha <= 1:
+            raise ConfigError("ewma_alpha", f"must be in (0, 1], got {self.ewma_alpha}")
+        if self.temperature <= 0:
+            raise ConfigError("temperature", f"must be > 0, got {self.temperature}")
+        if self.warmup_syncs < 0:
+            raise ConfigError("warmup_syncs", f"must be >= 0, got {self.warmup_syncs}")
+
+
+@dataclass
+class DataConfig:
+    """Byte-level text: the standard-library corpus by default, or local files."""
+
+    paths: list[str] = field(default_factory=list)   # empty: the Python standard library sources
+    text_field: str = "text"
+    max_bytes: int = 2_000_000
+    val_fraction: float = 0.05
+    batch_size: int = 8              # sequences per rank per step
+    seq_len: int = 128
+    eval_batches: int = 4
+
+    def validate(self) -> None:
+        for name in ("max_bytes", "batch_size", "seq_len", "eval_batches"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name}", f"must be >= 1, got {getattr(self, name)}")
+        for i, p in enumerate(self.paths):
+            if not Path(p).exists():
+                raise ConfigError(f"paths[{i}]", f"no such file or directory: {p}")
+
+
+@dataclass
+class SimulateConfig:
+    """Simulated conditions for experiments (named as simulated in every report)."""
+
+    latency_s: float = 0.0           # network model: per-collective latency
+    bandwidth_bytes_per_s: float = 0.0   # network model: 0 means unlimited
+    slowdown: list[float] = field(default_factory=list)  # per replica: compute time multiplier
+    random_slow_prob: float = 0.0    # replica `random_slow_replica` gets random slow steps
+    random_slow_factor: float = 3.0
+    random_slow_replica: int = -1
+    spike_replica: int = -1          # loss-spike injection: shuffled tokens and lr × spike_lr_mult
+    spike_start: int = 0
+    spike_steps: int = 0
+    spike_lr_mult: float = 10.0
+
+
+@dataclass
+class RunConfig:
+    """Where results go and how the run survives failures."""
+
+    out_dir: str = "runs/edit"
+    checkpoint_every: int = 5        # syncs between checkpoints (0: only at the end)
+    eval_every: int = 5              # syncs between validation losses (0: only at the end)
+    resume: bool = False             # continue from out_dir/checkpoint if it exists
+    seed: int = 0
+    max_replacements: int = 3        # replica actors replaced after a failure before giving up
+    comm_timeout_s: float = 60.0
+    cpus_per_rank: float = 1.0
+    threads_per_rank: int = 1
+
+
+@dataclass
+class EDiTConfig:
+    """An EDiT pretraining job: ``ranks`` processes in ``ranks // shards`` replicas."""
+
+    model: str = "tiny-1m"
+    mode: Mode = "edit"
+    ranks: int = 2                   # total ranks (processes)
+    shards: int = 1                  # S: ranks per replica, each owning 1/S of every block
+    steps: int = 200                 # inner steps per replica (A-EDiT: the mean over replicas)
+    inner: InnerConfig = field(default_factory=InnerConfig)
+    sync: SyncConfig = field(default_factory=SyncConfig)
+    outer: OuterConfig = field(default_factory=OuterConfig)
+    penalty: PenaltyConfig = field(default_factory=PenaltyConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    simulate: SimulateConfig = field(default_factory=SimulateConfig)
+    run: RunConfig = field(default_factory=RunConfig)
+
+    @property
+    def replicas(self) -> int:
+        return self.ranks // self.shards
+
+    def validate(self) -> None:
+        from raystack.models import MODEL_NAMES
+        if self.model not in MODEL_NAMES and not (Path(self.model) / "config.json").is_file():
+            raise ConfigError("model", f"unknown model {self.model!r}; expected one of "
+                              f"{list(MODEL_NAMES)} or a checkpoint directory")
+        if self.ranks < 1:
+            raise ConfigError("ranks", f"must be >= 1, got {self.ranks}")
+        if self.shards < 1 or self.ranks % self.shards:
+            raise ConfigError("shards", f"must divide ranks={self.ranks}, got {self.shards}")
+        if self.steps < 1:
+            raise ConfigError("steps", f"must be >= 1, got {self.steps}")
+        if self.simulate.slowdown and len(self.simulate.slowdown) != self.replicas:
+            raise ConfigError("simulate.slowdown", f"needs one factor per replica ({self.replicas}), "
+                              f"got {len(self.simulate.slowdown)}")
+        if any(f < 1 for f in self.simulate.slowdown):
+            raise ConfigError("simulate.slowdown", "factors must be >= 1")
+
+    # -- what each mode means ------------------------------------------------------------------
+    @property
+    def uses_penalty(self) -> bool:
+        return self.mode in ("edit", "aedit") and self.penalty.enabled
+
+    @property
+    def uses_layerwise(self) -> bool:
+        return self.mode in ("edit", "aedit") and self.sync.layerwise
+
+    @property
+    def outer_lr(self) -> float:
+        return 1.0 if self.mode == "post_local_sgd" else self.outer.lr
+
+    @property
+    def outer_momentum(self) -> float:
+        return 0.0 if self.mode == "post_local_sgd" else self.outer.momentum

@@ -1,0 +1,85 @@
+"""Layer-wise sync during the forward pass, via forward pre-hooks.
+
+On a sync step each block is synced right before its own forward, and the next block's
+collective is launched while the current block computes. The class knows nothing of the
+math: it calls ``launch(b)`` (start block b's async collective) and ``finish(b)`` (wait for it,
+apply the outer step, write θ_sync into the block) on a syncer object.
+"""
+from __future__ import annotations
+
+from typing import Protocol
+
+from torch import nn
+
+
+class BlockSyncer(Protocol):
+    """What :class:`LayerwiseSync` drives."""
+
+    def launch(self, block: int) -> None: ...
+
+    def finish(self, block: int) -> None: ...
+
+
+class LayerwiseSync:
+    """Installs one forward pre-hook per block module; armed by :meth:`arm` for one forward."""
+
+    def __init__(self, modules: list[nn.Module], syncer: BlockSyncer, prefetch: bool = True) -> None:
+        self.modules = modules
+        self.syncer = syncer
+        self.prefetch = prefetch
+        self._launched: set[int] = set()
+        self._finished: set[int] = set()
+        self.active = False
+        self.order: list[tuple[str, int]] = []   # ("launch"|"finish", block): for tests/tracing
+        self._handles = [m.register_forward_pre_hook(self._hook_for(i)) for i, m in enumerate(modules)]
+
+    def arm(self, launch_first: bool = True) -> None:
+        """Sync every block during the next forward (optionally start block 0's collective now)."""
+        self._launched.clear()
+        self._finished.clear()
+        self.order.clear()
+        self.active = True
+        if launch_first:
+            self._launch(0)
+
+    def flush(self) -> None:
+        """Finish every block not yet synced (a sync without a forward: end of run, checkpoint)."""
+        if not self.active:
+            return
+        for b in range(len(self.modules)):
+            self._complete(b)
+        self.active = False
+
+    def remove(self) -> None:
+        """Uninstall the hooks."""
+        for h in self._handles:
+            h.remove()
+        self._handles = []
+
+    def _launch(self, b: int) -> None:
+        if b < len(self.modules) and b not in self._launched:
+            self._launched.add(b)
+            self.order.append(("launch", b))
+            self.syncer.launch(b)
+
+    def _complete(self, b: int) -> None:
+        if b in self._finished:
+            return
+        self._launch(b)
+        if self.prefetch:
+            self._launch(b + 1)
+        self._finished.add(b)
+        self.order.append(("finish", b))
+        self.syncer.finish(b)
+
+    def _hook_for(self, b: int):
+        def hook(module, args):
+            if not self.active:
+                return None
+            # Blocks run in order; a block whose hook did not fire (unused module) is done here.
+            for earlier in range(b + 1):
+                self._complete(earlier)
+            if len(self._finished) == len(self.modules):
+                self.active = False
+            return None
+        return hook

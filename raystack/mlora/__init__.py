@@ -1,0 +1,1 @@
+"""mLoRA: many LoRA/DoRA adapters fine-tuned at once on one frozen base, pipelined."""

@@ -1,0 +1,287 @@
+"""BatchLoRA: several LoRA/DoRA adapters trained in one batch over one frozen base.
+
+Each adapter owns a contiguous range of batch rows (a *segment*). A :class:`BatchLoRALinear`
+runs the frozen base linear layer once over the whole batch and adds each adapter's low-rank
+update to that adapter's rows only. Losses are computed per adapter and summed for a single
+backward: since adapter ``i``'s parameters only touch adapter ``i``'s rows, the gradient of
+the sum with respect to them is exactly the gradient of adapter ``i``'s own loss.
+
+Dropout is exact too: every (adapter, module) pair draws its masks from its own random
+stream (seeded from the adapter's seed and the module's path), so adapter ``i`` sees the
+same masks whether it trains alone or batched with others, in one process or split into
+pipeline stages.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Iterator, Literal, Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+AdapterKind = Literal["lora", "dora"]
+DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj")
+
+
+@dataclass(frozen=True)
+class AdapterSpec:
+    """What an adapter is: its type, rank, scaling, dropout, targets and seed."""
+
+    name: str
+    kind: AdapterKind = "lora"
+    r: int = 8
+    alpha: float = 16.0
+    dropout: float = 0.0
+    target_modules: tuple[str, ...] = DEFAULT_TARGETS
+    seed: int = 0
+
+    @property
+    def scaling(self) -> float:
+        return self.alpha / self.r
+
+
+@dataclass(frozen=True)
+class Segment:
+    """Rows ``[start, end)`` of the batch belong to adapter ``adapter``."""
+
+    adapter: str
+    start: int
+    end: int
+
+
+@dataclass
+class BatchContext:
+    """The segments of the batch currently flowing through the model (shared by its layers)."""
+
+    segments: list[Segment] = field(default_factory=list)
+
+
+def _stable_seed(*parts: object) -> int:
+    return zlib.crc32("/".join(str(p) for p in parts).encode()) & 0x7FFFFFFF
+
+
+class AdapterWeights(nn.Module):
+    """One adapter's trainable tensors on one linear layer: A [r, in], B [out, r], DoRA magnitude."""
+
+    def __init__(self, spec: AdapterSpec, base: nn.Linear, path: str) -> None:
+        super().__init__()
+        self.spec = spec
+        g = torch.Generator().manual_seed(_stable_seed(spec.seed, spec.name, path, "init"))
+        a = torch.empty(spec.r, base.in_features, dtype=base.weight.dtype)
+        bound = 1.0 / math.sqrt(base.in_features)  # kaiming_uniform(a=sqrt(5)) bound, as nn.Linear
+        a.uniform_(-bound, bound, generator=g)
+        self.lora_A = nn.Parameter(a)
+        self.lora_B = nn.Parameter(torch.zeros(base.out_features, spec.r, dtype=base.weight.dtype))
+        if spec.kind == "dora":
+            with torch.no_grad():
+                norm = torch.linalg.norm(base.weight.detach() + spec.scaling * (self.lora_B @ self.lora_A), dim=1)
+            self.magnitude = nn.Parameter(norm.clone())
+        else:
+            self.magnitude = None
+        self.dropout_rng = torch.Generator().manual_seed(_stable_seed(spec.seed, spec.name, path, "dropout"))
+
+    def delta(self, x: torch.Tensor, base: nn.Linear, base_out: torch.Tensor, training: bool) -> torch.Tensor:
+        """The adapter's additive update on its rows ``x`` (``base_out`` = base(x) on those rows)."""
+        spec = self.spec
+        dropped = training and spec.dropout > 0.0
+        if dropped:
+            keep = torch.rand(x.shape, generator=self.dropout_rng, dtype=x.dtype) >= spec.dropout
+            x = x * keep / (1.0 - spec.dropout)
+        lora = F.linear(F.linear(x, self.lora_A), self.lora_B)
+        if self.magnitude is None:
+            return lora * spec.scaling
+        # DoRA: W' = m * (W + sBA) / ||W + sBA||_row, the norm treated as a constant (DoRA sec. 4.3).
+        weight_norm = torch.linalg.norm(base.weight + spec.scaling * (self.lora_B @ self.lora_A).detach(), dim=1)
+        scale = (self.magnitude / weight_norm.detach()).view(*([1] * (x.dim() - 1)), -1)
+        if dropped:
+            plain = F.linear(x, base.weight)
+        else:
+            plain = base_out if base.bias is None else base_out - base.bias
+        return (scale - 1) * plain + scale * lora * spec.scaling
+
+    def rng_state(self) -> torch.Tensor:
+        return self.dropout_rng.get_state()
+
+    def set_rng_state(self, state: torch.Tensor) -> None:
+        self.dropout_rng.set_state(state)
+
+
+class BatchLoRALinear(nn.Module):
+    """A frozen ``nn.Linear`` plus any number of adapters, each applied to its own rows."""
+
+    def __init__(self, base: nn.Linear, path: str, ctx: BatchContext) -> None:
+        super().__init__()
+        self.base = base
+        self.path = path
+        self.ctx = ctx
+        self.adapters = nn.ModuleDict()
+        for p in base.parameters():
+            p.requires_grad_(False)
+
+    def add_adapter(self, spec: AdapterSpec) -> None:
+        self.adapters[spec.name] = AdapterWeights(spec, self.base, self.path)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.base(x)
+        segs = [s for s in self.ctx.segments if s.adapter in self.adapters]
+        if not segs:
+            return out
+        n = x.shape[0]
+        pieces: list[torch.Tensor] = []
+        pos = 0
+        for s in sorted(segs, key=lambda s: s.start):
+            if s.start < pos or s.end > n:
+                raise ValueError(f"segments overlap or exceed the batch of {n} rows: {segs}")
+            if s.start > pos:
+                pieces.append(out.new_zeros((s.start - pos, *out.shape[1:])))
+            w = self.adapters[s.adapter]
+            pieces.append(w.delta(x[s.start : s.end], self.base, out[s.start : s.end], self.training))
+            pos = s.end
+        if pos < n:
+            pieces.append(out.new_zeros((n - pos, *out.shape[1:])))
+        return out + torch.cat(pieces, dim=0)
+
+
+def linear_module_names(model: nn.Module) -> set[str]:
+    """The short names (``q_proj``...) of the model's ``nn.Linear`` modules, the possible targets."""
+    return {name.rsplit(".", 1)[-1] for name, m in model.named_modules() if isinstance(m, nn.Linear)}
+
+
+class BatchLoRAModel(nn.Module):
+    """A causal LM whose target linear layers carry many adapters, trained as one batch.
+
+    Layers of the base that are missing (``None`` or removed by a pipeline stage) are skipped,
+    so the same class serves a whole model and one stage's slice of it.
+    """
+
+    def __init__(self, base_model: nn.Module) -> None:
+        super().__init__()
+        self.base_model = base_model
+        self.ctx = BatchContext()
+        self.specs: dict[str, AdapterSpec] = {}
+        for p in base_model.parameters():
+            p.requires_grad_(False)
+
+    # -- adapters -------------------------------------------------------------------------
+    def _targets(self, spec: AdapterSpec) -> list[tuple[str, nn.Module]]:
+        found = []
+        for name, module in self.base_model.named_modules():
+            short = name.rsplit(".", 1)[-1]
+            if short in spec.target_modules and isinstance(module, (nn.Linear, BatchLoRALinear)):
+                found.append((name, module))
+        return found
+
+    def add_adapter(self, spec: AdapterSpec) -> None:
+        """Attach a fresh adapter (B = 0, so the model's outputs are unchanged)."""
+        if spec.name in self.specs:
+            raise ValueError(f"adapter {spec.name!r} already exists")
+        if not spec.name.isidentifier():
+            raise ValueError(f"adapter name {spec.name!r} must be an identifier")
+        for name, module in self._targets(spec):
+            if isinstance(module, nn.Linear):
+                parent_name, _, child = name.rpartition(".")
+                parent = self.base_model.get_submodule(parent_name) if parent_name else self.base_model
+                module = BatchLoRALinear(module, name, self.ctx)
+                setattr(parent, child, module)
+            module.add_adapter(spec)
+            module.train(self.training)  # new layers follow the model's train/eval mode
+        self.specs[spec.name] = spec
+
+    def remove_adapter(self, name: str) -> None:
+        for m in self.lora_layers():
+            if name in m.adapters:
+                del m.adapters[name]
+        self.specs.pop(name, None)
+
+    def lora_layers(self) -> list[BatchLoRALinear]:
+        return [m for m in self.base_model.modules() if isinstance(m, BatchLoRALinear)]
+
+    def adapter_weights(self, name: str) -> dict[str, AdapterWeights]:
+        """``{module path: weights}`` of one adapter, in model order."""
+        return {m.path: m.adapters[name] for m in self.lora_layers() if name in m.adapters}
+
+    def adapter_parameters(self, name: str) -> list[nn.Parameter]:
+        return [p for w in self.adapter_weights(name).values() for p in w.parameters()]
+
+    def adapter_state(self, name: str) -> dict[str, torch.Tensor]:
+        """Flat tensors ``{"<path>.lora_A": ..., "<path>.lora_B": ..., "<path>.magnitude": ...}``."""
+        out: dict[str, torch.Tensor] = {}
+        for path, w in self.adapter_weights(name).items():
+            out[f"{path}.lora_A"] = w.lora_A.detach().clone()
+            out[f"{path}.lora_B"] = w.lora_B.detach().clone()
+            if w.magnitude is not None:
+                out[f"{path}.magnitude"] = w.magnitude.detach().clone()
+        return out
+
+    def load_adapter_state(self, name: str, state: dict[str, torch.Tensor], strict: bool = True) -> None:
+        """Load what :meth:`adapter_state` returned (keys of missing modules ignored unless strict)."""
+        weights = self.adapter_weights(name)
+        seen = set()
+        with torch.no_grad():
+            for key, value in state.items():
+                path, _, tensor = key.rpartition(".")
+                if path not in weights:
+                    if strict:
+                        raise KeyError(f"adapter {name!r} has no module {path!r}")
+                    continue
+                getattr(weights[path], tensor).copy_(value)
+                seen.add(path)
+        if strict and seen != set(weights):
+            raise KeyError(f"state for adapter {name!r} misses modules {sorted(set(weights) - seen)}")
+
+    def rng_states(self, name: str) -> dict[str, torch.Tensor]:
+        return {p: w.rng_state() for p, w in self.adapter_weights(name).items()}
+
+    def set_rng_states(self, name: str, states: dict[str, torch.Tensor]) -> None:
+        for p, w in self.adapter_weights(name).items():
+            if p in states:
+                w.set_rng_state(states[p])
+
+    # -- running --------------------------------------------------------------------------
+    @contextmanager
+    def segments(self, segments: Sequence[Segment]) -> Iterator[None]:
+        """Route rows to adapters for the forward passes run inside the block."""
+        old = self.ctx.segments
+        self.ctx.segments = list(segments)
+        try:
+            yield
+        finally:
+            self.ctx.segments = old
+
+    def forward(self, input_ids: torch.Tensor, segments: Sequence[Segment] = ()) -> torch.Tensor:
+        """Logits ``[batch, seq, vocab]`` with each adapter applied to its rows."""
+        with self.segments(segments):
+            return self.base_model(input_ids=input_ids).logits
+
+
+def segments_for(sizes: Sequence[tuple[str, int]]) -> list[Segment]:
+    """Consecutive segments for ``[(adapter, rows), ...]``."""
+    out, pos = [], 0
+    for name, n in sizes:
+        out.append(Segment(name, pos, pos + n))
+        pos += n
+    return out
+
+
+def per_adapter_loss(
+    logits: torch.Tensor, labels: torch.Tensor, segments: Sequence[Segment], denominators: dict[str, float] | None = None
+) -> dict[str, torch.Tensor]:
+    """Next-token cross entropy per adapter over its rows (labels ``-100`` are ignored).
+
+    ``labels`` are already aligned with ``logits`` (label t is the target of position t).
+    The loss is a sum over tokens divided by ``denominators[adapter]`` (default: the adapter's
+    token count in this batch), so micro-batches of one batch add up to the batch's mean.
+    """
+    losses = {}
+    for s in segments:
+        lg = logits[s.start : s.end].reshape(-1, logits.shape[-1])
+        lb = labels[s.start : s.end].reshape(-1)
+        total = F.cross_entropy(lg, lb, ignore_index=-100, reduction="sum")
+        denom = denominators[s.adapter] if denominators else max(int((lb != -100).sum()), 1)
+        losses[s.adapter] = total / denom
+    return losses

@@ -1,0 +1,209 @@
+"""One pipeline stage's computation: a slice of the base model with BatchLoRA adapters.
+
+A :class:`StageModel` owns pipeline units ``[start, end)`` of a Llama-family causal LM (unit 0
+is the embedding, units 1..n the decoder layers, unit n+1 the final norm and head). It runs
+micro-batches forward (keeping what backward needs), backward (given the gradient of its
+output), and steps each adapter's own optimizer once a step's gradients are all back. With
+all units it is the single-process BatchLoRA trainer; the pipeline actors wrap one each.
+Nothing here knows about Ray.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import torch
+from torch import nn
+
+from raystack.mlora.batchlora import AdapterSpec, BatchLoRAModel, Segment, per_adapter_loss
+
+
+@dataclass(frozen=True)
+class OptimSpec:
+    """An adapter's optimizer and learning-rate schedule."""
+
+    optimizer: str = "adamw"
+    lr: float = 3e-3
+    weight_decay: float = 0.0
+    schedule: str = "constant"
+    warmup_steps: int = 0
+    total_steps: int = 1
+
+
+def lr_factor(spec: OptimSpec, step: int) -> float:
+    """Multiplier of the base learning rate at (0-based) ``step``."""
+    if spec.warmup_steps and step < spec.warmup_steps:
+        return (step + 1) / spec.warmup_steps
+    span = max(spec.total_steps - spec.warmup_steps, 1)
+    progress = min(max(step - spec.warmup_steps, 0) / span, 1.0)
+    if spec.schedule == "linear":
+        return 1.0 - progress
+    if spec.schedule == "cosine":
+        return 0.5 * (1.0 + math.cos(math.pi * progress))
+    return 1.0
+
+
+def make_optimizer(params: list[nn.Parameter], spec: OptimSpec) -> torch.optim.Optimizer:
+    if spec.optimizer == "sgd":
+        return torch.optim.SGD(params, lr=spec.lr, momentum=0.9, weight_decay=spec.weight_decay)
+    return torch.optim.AdamW(params, lr=spec.lr, weight_decay=spec.weight_decay)
+
+
+@dataclass
+class MicroBatch:
+    """What a stage needs to know about a micro-batch besides its tensors."""
+
+    key: tuple  # unique id, e.g. (lane, step, micro)
+    segments: list[Segment]
+    denominators: dict[str, float]  # per adapter: loss tokens over the whole step's batch
+    step_adapters: tuple[str, ...] = ()  # adapters whose step ends with this micro-batch
+
+
+def _release_freed_memory() -> None:
+    """Return the dropped layers' memory to the OS (glibc keeps freed heap otherwise)."""
+    import ctypes
+    import gc
+
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except OSError:
+        pass
+
+
+class StageModel:
+    """Units ``[start, end)`` of ``base`` plus adapters; forward/backward/step of micro-batches."""
+
+    def __init__(self, base: nn.Module, start: int, end: int) -> None:
+        inner = base.model
+        n_layers = len(inner.layers)
+        self.n_units = n_layers + 2
+        if not 0 <= start < end <= self.n_units:
+            raise ValueError(f"bad unit range [{start}, {end}) for {self.n_units} units")
+        self.start, self.end = start, end
+        self.first, self.last = start == 0, end == self.n_units
+        # drop what this stage does not own, so a stage holds only its slice of the base
+        self.layer_ids = [i for i in range(n_layers) if start <= i + 1 < end]
+        for i in range(n_layers):
+            if i not in self.layer_ids:
+                inner.layers[i] = nn.Identity()
+        if not self.first:
+            inner.embed_tokens = None
+        if not self.last:
+            inner.norm = None
+            base.lm_head = None
+        self.base = base
+        _release_freed_memory()
+        self.model = BatchLoRAModel(base).train()
+        self.optims: dict[str, torch.optim.Optimizer] = {}
+        self.optim_specs: dict[str, OptimSpec] = {}
+        self.steps: dict[str, int] = {}
+        self.saved: dict[tuple, tuple[torch.Tensor | None, torch.Tensor]] = {}
+        self.activation_bytes: list[tuple[int, int, int]] = []  # (rows, seq, bytes saved for backward)
+
+    # -- adapters -------------------------------------------------------------------------
+    def add_adapter(self, spec: AdapterSpec, optim: OptimSpec) -> None:
+        self.model.add_adapter(spec)
+        params = self.model.adapter_parameters(spec.name)
+        self.optims[spec.name] = make_optimizer(params, optim) if params else None
+        self.optim_specs[spec.name] = optim
+        self.steps[spec.name] = 0
+
+    def remove_adapter(self, name: str) -> None:
+        self.model.remove_adapter(name)
+        for d in (self.optims, self.optim_specs, self.steps):
+            d.pop(name, None)
+
+    def adapter_state(self, name: str) -> dict[str, torch.Tensor]:
+        return self.model.adapter_state(name)
+
+    def checkpoint(self, name: str) -> dict[str, Any]:
+        """This stage's part of an adapter: weights, optimizer state, dropout streams, step."""
+        opt = self.optims.get(name)
+        # deep copy: a state_dict holds references to tensors the optimizer keeps updating
+        return {"weights": self.model.adapter_state(name), "optim": copy.deepcopy(opt.state_dict()) if opt else None,
+                "rng": self.model.rng_states(name), "step": self.steps[name]}
+
+    def restore(self, name: str, ckpt: dict[str, Any]) -> None:
+        self.model.load_adapter_state(name, ckpt["weights"], strict=False)
+        if self.optims.get(name) is not None and ckpt.get("optim") is not None:
+            self.optims[name].load_state_dict(ckpt["optim"])
+        self.model.set_rng_states(name, ckpt["rng"])
+        self.steps[name] = int(ckpt["step"])
+
+    # -- compute --------------------------------------------------------------------------
+    def _run(self, x: torch.Tensor) -> torch.Tensor:
+        from transformers.masking_utils import create_causal_mask
+
+        inner = self.base.model
+        h = inner.embed_tokens(x) if self.first else x
+        pos = torch.arange(h.shape[1]).unsqueeze(0)
+        if self.layer_ids:
+            mask = create_causal_mask(config=self.base.config, inputs_embeds=h, attention_mask=None,
+                                      cache=None, position_ids=pos)
+            pe = inner.rotary_emb(h, position_ids=pos)
+            for i in self.layer_ids:
+                h = inner.layers[i](h, attention_mask=mask, position_embeddings=pe, position_ids=pos)
+        if self.last:
+            h = self.base.lm_head(inner.norm(h))
+        return h
+
+    def forward(self, mb: MicroBatch, x: torch.Tensor, labels: torch.Tensor | None = None) -> Any:
+        """Run the micro-batch; returns the output activation (detached), or on the last stage
+        the per-adapter losses ``{adapter: float}``."""
+        inp = x if self.first else x.detach().requires_grad_(True)
+        saved = [0]
+
+        def pack(t: torch.Tensor) -> torch.Tensor:
+            saved[0] += t.numel() * t.element_size()
+            return t
+
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), self.model.segments(mb.segments):
+            out = self._run(inp)
+            if self.last:
+                losses = per_adapter_loss(out, labels, mb.segments, mb.denominators)
+                out = sum(losses.values())
+        self.activation_bytes.append((int(x.shape[0]), int(x.shape[1]), saved[0]))
+        self.saved[mb.key] = (None if self.first else inp, out)
+        if self.last:
+            return {k: v.item() for k, v in losses.items()}
+        return out.detach()
+
+    def backward(self, mb: MicroBatch, grad: torch.Tensor | None = None) -> torch.Tensor | None:
+        """Backward of a forwarded micro-batch; returns the gradient of this stage's input
+        (None on the first stage). After the last micro-batch of a step, steps its adapters."""
+        inp, out = self.saved.pop(mb.key)
+        if out.requires_grad:
+            if self.last:
+                out.backward()
+            else:
+                out.backward(grad)
+        g = None if inp is None else (inp.grad if inp.grad is not None else torch.zeros_like(inp))
+        if mb.step_adapters:
+            self.step_adapters(mb.step_adapters)
+        return g
+
+    def step_adapters(self, names: Sequence[str]) -> None:
+        for name in names:
+            opt = self.optims.get(name)
+            if opt is not None:
+                f = lr_factor(self.optim_specs[name], self.steps[name])
+                for group in opt.param_groups:
+                    group["lr"] = self.optim_specs[name].lr * f
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+            self.steps[name] += 1
+
+    def train_step(self, micro_batches: Sequence[tuple[MicroBatch, torch.Tensor, torch.Tensor]]) -> dict[str, float]:
+        """Single-process training step (all units): forward+backward each micro-batch."""
+        if not (self.first and self.last):
+            raise RuntimeError("train_step needs a stage holding the whole model")
+        total: dict[str, float] = {}
+        for mb, ids, labels in micro_batches:
+            for k, v in self.forward(mb, ids, labels).items():
+                total[k] = total.get(k, 0.0) + v
+            self.backward(mb)
+        return total

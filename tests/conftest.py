@@ -1,0 +1,21 @@
+"""Shared fixtures: one embedded local Ray cluster for every cluster test in the session."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """The embedded local cluster (4 logical CPUs, no dashboard), started once per session."""
+    import ray
+    from raystack.cluster import connect
+
+    os.environ.pop("RAY_ADDRESS", None)
+    info = connect(num_cpus=4, dashboard=False, log_to_driver=False, object_store_memory=512 * 1024**2)
+    yield info
+    ray.shutdown()

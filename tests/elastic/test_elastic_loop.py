@@ -1,0 +1,98 @@
+"""The controller loop stepped against fake workers (no Ray): sizing, healing, draining."""
+import numpy as np
+
+from raystack.elastic.control import ElasticLoop, Poll, State
+from raystack.elastic.perfmodel import features
+from raystack.elastic.plan import current_config
+from raystack.elastic.planner import Budget, ThreeStagePlanner
+from raystack.elastic.stragglers import StragglerDetector
+
+TRUE = np.array([0.01, 0.2, 0.004, 0.004, 0.0])
+B = 256
+
+
+class FakeBackend:
+    """Units are dict entries; rows advance at the true curve's rate, 1 s per poll."""
+
+    def __init__(self, rows_total=3_000_000):
+        self.now, self.rows, self.rows_total = 0.0, 0.0, rows_total
+        self.units, self.dead, self.slow = {}, [], set()
+        self.applied, self.relaunched, self.error = [], [], None
+        self.worker_rows = {}
+
+    def poll(self):
+        self.now += 1.0
+        cfg = current_config(self.units)
+        rates = {}
+        if cfg is not None:
+            per_worker = B / float(features(cfg) @ TRUE)
+            for uid, u in self.units.items():
+                if u.role == "worker":
+                    r = per_worker / (3 if uid in self.slow else 1)
+                    self.worker_rows[uid] = self.worker_rows.get(uid, 0) + r
+                    rates[uid] = (r, int(self.worker_rows[uid]))
+                    self.rows += r
+        dead, self.dead = self.dead, []
+        return Poll(self.now, dead, rates, int(min(self.rows, self.rows_total)),
+                    self.rows_total, [0.5], [0.5], self.error)
+
+    def apply(self, plan):
+        self.applied.append(plan)
+        for u in plan.launch:
+            self.units[u.unit_id] = u
+        for uid in plan.remove:
+            self.units.pop(uid)
+
+    def relaunch(self, unit):
+        self.relaunched.append(unit.unit_id)
+
+
+def make_loop(backend, budget=Budget(max_cpus=10, max_workers=8, max_ps=3)):
+    return ElasticLoop(ThreeStagePlanner(budget, B), backend,
+                       detector=StragglerDetector(2.0, min_rows=500), measure_s=3, settle_s=1)
+
+
+def test_loop_sizes_the_job_within_budget_and_finishes():
+    be = FakeBackend()
+    loop = make_loop(be)
+    while loop.step() is State.RUNNING and be.now < 2000:
+        pass
+    assert loop.state is State.FINISHED
+    assert loop.planner.stage.value == "runtime"
+    cfg = current_config(be.units)
+    assert cfg.cpus <= 10 and cfg.workers >= 4  # compute-bound: it grew from the default 2
+    thr = lambda c: c.workers * B / float(features(c) @ TRUE)  # noqa: E731
+    assert thr(cfg) >= 0.9 * max(thr(c) for c in loop.planner.candidates(cfg))
+
+
+def test_loop_relaunches_dead_units_and_keeps_running():
+    be = FakeBackend()
+    loop = make_loop(be)
+    for _ in range(5):
+        loop.step()
+    victim = next(u for u in be.units if u.startswith("worker"))
+    be.dead.append(victim)
+    loop.step()
+    assert be.relaunched == [victim] and loop.state is State.RUNNING
+
+
+def test_loop_drains_a_3x_slow_worker_and_replaces_it():
+    be = FakeBackend()
+    loop = ElasticLoop(ThreeStagePlanner(Budget(), B), be,
+                       detector=StragglerDetector(2.0, min_rows=500), autoscale=False)
+    loop.step()  # initial plan: 2 workers
+    slow = sorted(u for u in be.units if u.startswith("worker"))[0]
+    be.slow.add(slow)
+    for _ in range(30):
+        loop.step()
+    assert slow not in be.units
+    assert sum(u.startswith("worker") for u in be.units) == 2
+    assert any(e.kind == "straggler" and slow in e.detail for e in loop.events)
+
+
+def test_loop_stops_with_the_backends_error():
+    be = FakeBackend()
+    loop = make_loop(be)
+    loop.step()
+    be.error = "shard 3 (x.parquet rows 0:10) failed 3 times"
+    assert loop.step() is State.FAILED and "shard 3" in loop.error
