@@ -101,10 +101,10 @@ def main() -> int:
     from raystack.workflow.engine import run_local
     from raystack.workflow.nl_devset import HELDOUT, score
 
-    cfg = {"reps": 3, "cold_steps": 8 if q else 16, "burn_n": 400_000 if q else 1_500_000,
-           "dag_steps": 300 if q else 1000, "big_steps": 2000 if q else 10000,
-           "split_budget": 500 if q else 2000, "fanout": 4 if q else 8,
-           "tune_trials": 8 if q else 40, "asha_samples": 9 if q else 27,
+    cfg = {"reps": 3, "cold_steps": 6 if q else 16, "burn_n": 200_000 if q else 1_500_000,
+           "dag_steps": 200 if q else 1000, "big_steps": 1000 if q else 10000,
+           "split_budget": 300 if q else 2000, "fanout": 4 if q else 8,
+           "tune_trials": 4 if q else 40, "asha_samples": 6 if q else 27,
            "asha_max_t": 9 if q else 27, "trace_len": 2000 if q else 20000}
     rep = Report("workflow", q, cfg)
     connect(num_cpus=4, dashboard=False, log_to_driver=False)
@@ -225,7 +225,7 @@ def main() -> int:
     thr = {}
     for reuse in (True, False):
         r5 = tune(quadratic, space, "score", scheduler="fifo", num_samples=cfg["tune_trials"],
-                  resources={"cpu": 0.25}, reuse_actors=reuse, seed=0)
+                  resources={"cpu": 0.5}, reuse_actors=reuse, seed=0)
         thr[reuse] = r5.trials / r5.seconds
     rep.arm("tune_throughput", trials=cfg["tune_trials"], trials_per_s_reuse=thr[True],
             trials_per_s_no_reuse=thr[False])
