@@ -29,7 +29,7 @@ from raystack.mlora.export import load_checkpoint, save_checkpoint, save_peft
 from raystack.mlora.jobs import JobState, form_lanes, lane_step
 from raystack.mlora.memory import AdmissionObs, AdmissionPolicy, JobRequest, MemoryModel
 from raystack.mlora.schedule import LaneWork, Op, lorapp_schedule
-from raystack.mlora.stage import MicroBatch, OptimSpec, StageModel
+from raystack.mlora.stage import MicroBatch, OptimSpec, StageModel, load_stage_base
 from raystack.mlora.trainer import build_base, check_config, make_jobs
 
 ACTOR_ERRORS = (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError)
@@ -42,7 +42,10 @@ class PipelineStage:
     def __init__(self, cfg: dict, start: int, end: int, index: int, threads: int = 1) -> None:
         torch.set_num_threads(threads)
         self.index = index
-        base = build_base(MLoRAConfig(base=cfg["base"], seed=cfg["seed"]))
+        if Path(cfg["base"]).is_dir() and any(Path(cfg["base"]).glob("*.safetensors")):
+            base = load_stage_base(cfg["base"], start, end)  # only this stage's tensors
+        else:
+            base = build_base(MLoRAConfig(base=cfg["base"], seed=cfg["seed"]))
         self.stage = StageModel(base, start, end)
         self.busy = 0.0
         self._busy_metric = metrics.counter("mlora_stage_busy_seconds", "compute seconds per stage", ("stage",))

@@ -72,6 +72,7 @@ class PlannerSettings:
     mem_headroom: float = 0.9  # act when predicted use exceeds this fraction of the limit
     mem_raise: float = 1.3  # new limit = predicted peak x this
     best_slack: float = 0.05  # warm-up jump: the cheapest config within 5% of the best
+    refit_every: int = 5  # refit on every new config, else every n-th measurement
 
 
 class ThreeStagePlanner:
@@ -92,6 +93,7 @@ class ThreeStagePlanner:
         self.mem = MemoryTrend([])
         self._probes: list[JobConfig] = []
         self._mem_ps = 0
+        self._measurements, self._fitted_on = 0, 0
 
     # ---- stage 1 ---------------------------------------------------------------------------
     def initial(self) -> Decision:
@@ -169,8 +171,14 @@ class ThreeStagePlanner:
             hot = with_ps(c, c.ps + 1)
             if self.budget.allows(hot):
                 return Decision(hot, f"runtime: hot PS (cpu {max(obs.ps_cpu_util):.2f})")
-        if obs.throughput is None or not self._fit():
+        if obs.throughput is None:
             return None
+        self._measurements += 1
+        if self.model.coef is None or len(self.points) != self._fitted_on \
+                or self._measurements % self.settings.refit_every == 0:
+            if not self._fit():
+                return None
+            self._fitted_on = len(self.points)
         m = self.model
         thr, avg = m.throughput(c), m.throughput(c) / c.workers
         up = c.with_(workers=c.workers + 1)

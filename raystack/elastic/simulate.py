@@ -132,6 +132,7 @@ class ClusterSim:
         self.free_cpu = [cluster.cpus_per_node] * cluster.nodes
         self.free_mem = [cluster.mem_per_node_gb] * cluster.nodes
         self.results: dict[int, dict] = {}
+        self._init: dict[int, tuple] = {}
         self.cpu_used = self.cpu_alloc = self.mem_used = self.mem_alloc = 0.0
 
     # ---- placement -------------------------------------------------------------------------
@@ -166,7 +167,9 @@ class ClusterSim:
         return planner.decide(Observation(default)).target, planner
 
     def _try_start(self, job: SimJob, now: float) -> _Running | None:
-        cfg, planner = self._initial(job)
+        if job.job_id not in self._init:
+            self._init[job.job_id] = self._initial(job)
+        cfg, planner = self._init[job.job_id]
         r = _Running(job, cfg, start_s=now, planner=planner, last_obs=now)
         plan = plan_to({}, cfg, 0)
         where = self._place(plan.launch)

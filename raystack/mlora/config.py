@@ -118,8 +118,14 @@ class MLoRAConfig:
     pipeline: PipelineConfig = field(default_factory=PipelineConfig)
     scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
     eval: bool = True
+    steps: Optional[int] = None  # if set, every task's max_steps (e.g. from a workflow step)
 
     def validate(self) -> None:
+        if self.steps is not None:
+            if self.steps < 1:
+                raise ConfigError("steps", f"must be >= 1, got {self.steps}")
+            for t in self.tasks:
+                t.max_steps = self.steps
         _validate(self)
 
     def adapter(self, name: str) -> AdapterConfig:

@@ -207,3 +207,47 @@ class StageModel:
                 total[k] = total.get(k, 0.0) + v
             self.backward(mb)
         return total
+
+
+def load_stage_base(path: str, start: int, end: int) -> nn.Module:
+    """Load only units ``[start, end)`` of a local safetensors checkpoint (the rest stays on
+    the meta device and is dropped by :class:`StageModel`), so a stage never holds the
+    whole base in memory."""
+    from pathlib import Path
+
+    from safetensors import safe_open
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    files = sorted(Path(path).glob("*.safetensors"))
+    if not files:
+        raise FileNotFoundError(f"{path}: no .safetensors files to load a stage from")
+    config = AutoConfig.from_pretrained(path)
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config)
+    inner, n_layers = model.model, config.num_hidden_layers
+    for i in range(n_layers):
+        if not start <= i + 1 < end:
+            inner.layers[i] = nn.Identity()
+    first, last = start == 0, end == n_layers + 2
+    if not first:
+        inner.embed_tokens = None
+    if not last:
+        inner.norm, model.lm_head = None, None
+    model.to_empty(device="cpu")
+    inner.rotary_emb = type(inner.rotary_emb)(config=config)  # non-persistent buffers: recompute
+    wanted = dict(model.named_parameters(remove_duplicate=False))
+    loaded: set[str] = set()
+    for f in files:
+        with safe_open(str(f), framework="pt") as sf:
+            for key in sf.keys():
+                targets = [key] if key in wanted else []
+                if key == "model.embed_tokens.weight" and "lm_head.weight" in wanted and config.tie_word_embeddings:
+                    targets.append("lm_head.weight")
+                for name in targets:
+                    with torch.no_grad():
+                        wanted[name].copy_(sf.get_tensor(key))
+                    loaded.add(name)
+    missing = set(wanted) - loaded
+    if missing:
+        raise KeyError(f"{path}: checkpoint lacks {sorted(missing)[:3]}")
+    return model.eval()

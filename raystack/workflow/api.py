@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import inspect
 from typing import Any, Callable, Iterator, Sequence
 
 from raystack.workflow.functions import check_params, code_fingerprint, fn_path, resolve
 from raystack.workflow.ir import (Condition, Loop, Ref, StepSpec, WorkflowError, WorkflowIR,
-                                  canonical_params, map_refs, topo_order)
+                                  canonical_params, topo_order)
 
 
 class Out:
@@ -246,13 +247,8 @@ def validate(ir: WorkflowIR, functions: dict[str, Callable] | None = None) -> li
             raise WorkflowError(s.id, "loop.max_iterations must be >= 1")
         fn = resolve(s.fn, functions)
         later: tuple[str, ...] = ("workflow_status",) if s.exit else ()
-        try:
-            check_params(s.id, fn, s.params, provided_later=later)
-        except WorkflowError:
-            raise
+        check_params(s.id, fn, s.params, provided_later=later)
         if s.loop is not None and s.loop.carry is not None:
-            import inspect
             if s.loop.carry not in inspect.signature(fn).parameters:
                 raise WorkflowError(s.id, f"loop carry {s.loop.carry!r} is not a parameter")
-    _ = map_refs  # re-exported helper for callers building params by hand
     return order

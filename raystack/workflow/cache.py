@@ -263,6 +263,7 @@ class CacheEntry:
     reuse: int                # how many downstream steps consume it
     last_access: float
     hits: int = 0
+    base: float = 0.0         # Couler: the policy's clock when last used (ages stale entries)
 
 
 class EvictionPolicy:
@@ -298,18 +299,34 @@ class LRUPolicy(EvictionPolicy):
 class CoulerPolicy(EvictionPolicy):
     """Couler's score: keep what is costly to rebuild and reused often, per byte.
 
-    score = rebuild_cost_s * (reuse + hits) / size; the lowest score is evicted first,
-    recency breaking ties.
+    value = rebuild_cost_s * (reuse + hits) / size, the lowest evicted first. So that entries
+    nobody asks for any more (e.g. superseded versions) do not stay forever on past hits, the
+    score is ``base + value`` where ``base`` is the policy's clock when the entry was last used
+    and the clock rises to each evicted entry's score (greedy-dual ageing).
     """
 
     name = "couler"
 
+    def __init__(self) -> None:
+        self.clock = 0.0
+
     @staticmethod
-    def score(e: CacheEntry) -> float:
-        return e.rebuild_cost_s * (max(e.reuse, 1) + e.hits) / max(e.size, 1)
+    def value(e: CacheEntry) -> float:
+        return e.rebuild_cost_s * max(e.reuse, 1) / max(e.size, 1)
+
+    def score(self, e: CacheEntry) -> float:
+        return e.base + self.value(e)
 
     def order(self, entries: list[CacheEntry]) -> list[CacheEntry]:
         return sorted(entries, key=lambda e: (self.score(e), e.last_access, e.key))
+
+    def victims(self, entries: list[CacheEntry], capacity: int,
+                protect: set[str] = frozenset()) -> list[str]:  # type: ignore[assignment]
+        out = super().victims(entries, capacity, protect)
+        by_key = {e.key: e for e in entries}
+        for k in out:
+            self.clock = max(self.clock, self.score(by_key[k]))
+        return out
 
 
 POLICIES = {"lru": LRUPolicy, "couler": CoulerPolicy}
@@ -333,17 +350,19 @@ def replay(trace: list[TraceAccess], capacity: int, policy: EvictionPolicy) -> d
     cache: dict[str, CacheEntry] = {}
     recompute, hits, misses = 0.0, 0, 0
     for t, a in enumerate(trace):
+        clock = getattr(policy, "clock", 0.0)
         e = cache.get(a.key)
         if e is not None:
             hits += 1
             e.hits += 1
             e.last_access = t
+            e.base = clock
             continue
         misses += 1
         recompute += a.compute_s
         if a.size > capacity:
             continue
-        cache[a.key] = CacheEntry(a.key, a.size, a.compute_s, a.reuse, t, 0)
+        cache[a.key] = CacheEntry(a.key, a.size, a.compute_s, a.reuse, t, 0, clock)
         for k in policy.victims(list(cache.values()), capacity, protect={a.key}):
             del cache[k]
     return {"recompute_s": recompute, "hits": hits, "misses": misses,

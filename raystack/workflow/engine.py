@@ -46,7 +46,9 @@ class StepResult:
     iterations: int = 0
 
     def load(self, store: ArtifactStore | None) -> Any:
-        """The output value (read from the store when not carried)."""
+        """The output value (read from the store when not carried; None for a skipped step)."""
+        if self.status == "skipped":
+            return None
         if self.has_value:
             return self.value
         if store is None or self.key is None:

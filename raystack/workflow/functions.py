@@ -10,7 +10,7 @@ import textwrap
 import typing
 from typing import Any, Callable
 
-from raystack.workflow.ir import WorkflowError, is_ref
+from raystack.workflow.ir import WorkflowError, is_ref, iter_refs
 
 
 def fn_path(fn: Callable) -> str:
@@ -109,14 +109,9 @@ def check_params(step_id: str, fn: Callable, params: dict[str, Any],
                 raise WorkflowError(step_id, f"missing input {name!r} for {fn.__qualname__}")
             continue
         v = params[name]
-        if is_ref(v) or any(True for _ in _refs_in(v)):
+        if is_ref(v) or any(True for _ in iter_refs(v)):
             continue
         tp = hints.get(name, p.annotation)
         if not _matches(v, tp):
             raise WorkflowError(step_id, f"parameter {name!r} = {v!r} has type "
                                 f"{type(v).__name__}; expected {_type_name(tp)}")
-
-
-def _refs_in(v: Any):
-    from raystack.workflow.ir import iter_refs
-    return iter_refs(v)

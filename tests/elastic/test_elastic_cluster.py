@@ -49,6 +49,7 @@ def test_trains_to_a_useful_auc_with_every_sample_once(fault_free):
     assert fault_free.auc > 0.65
 
 
+@pytest.mark.slow
 def test_ten_worker_kills_lose_and_duplicate_nothing(ray_cluster, data_dir, fault_free):
     kills, last = [], [time.time() + 1.5]
 
@@ -67,6 +68,7 @@ def test_ten_worker_kills_lose_and_duplicate_nothing(ray_cluster, data_dir, faul
     assert abs(res.auc - fault_free.auc) <= 0.005, (res.auc, fault_free.auc)
 
 
+@pytest.mark.slow
 def test_ps_kill_restores_from_flash_checkpoint_and_training_continues(ray_cluster, data_dir):
     state = {"killed": False}
 
@@ -110,6 +112,7 @@ def test_controller_restart_adopts_the_running_job(ray_cluster, data_dir):
     assert res.lost == 0 and res.duplicated == 0, (res, second.backend.worker_errors)
 
 
+@pytest.mark.slow
 def test_a_3x_slow_worker_is_detected_and_drained(ray_cluster, data_dir):
     cfg = make_cfg(data_dir, "slow", faults={"slow_workers": {"worker-0": 3.0},
                                              "straggler_min_rows": 2000})

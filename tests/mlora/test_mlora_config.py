@@ -38,6 +38,14 @@ def test_bad_fields_are_named(override, field):
     assert err.value.field == field
 
 
+def test_top_level_steps_overrides_every_task():
+    cfg = load_mlora_config({"steps": 7})
+    assert {t.max_steps for t in cfg.tasks} == {7}
+    with pytest.raises(ConfigError) as err:
+        load_mlora_config({"steps": 0})
+    assert err.value.field == "steps"
+
+
 def test_target_module_missing_from_base_is_named():
     cfg = load_mlora_config(None, {"adapters": [{"name": "x", "target_modules": ["q_proj", "c_attn"]}],
                                    "tasks": [{"adapter": "x", "dataset": "reverse"}]})

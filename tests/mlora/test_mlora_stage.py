@@ -73,3 +73,17 @@ def test_activation_memory_samples_fit_the_memory_model():
     _step([st], ("m", 99), held_out_ids, held_labels)
     actual = st.activation_bytes[-1][2]
     assert abs(model.predict(6, 48) - actual) / actual < 0.15
+
+
+def test_stage_loads_only_its_slice_of_a_checkpoint(tmp_path):
+    from raystack.mlora.stage import load_stage_base
+
+    base = tiny_llama(layers=4)
+    base.save_pretrained(tmp_path / "ckpt")
+    ids, labels = _batch(seed=5)
+    whole = StageModel(copy.deepcopy(base), 0, 6)
+    parts = [StageModel(load_stage_base(str(tmp_path / "ckpt"), a, b), a, b) for a, b in [(0, 2), (2, 6)]]
+    assert sum(p.numel() for p in parts[0].base.parameters()) < sum(p.numel() for p in base.parameters()) / 2
+    for st in [whole, *parts]:
+        st.add_adapter(SPEC, OptimSpec())
+    assert abs(_step([whole], ("w",), ids, labels) - _step(parts, ("p",), ids, labels)) < 1e-5

@@ -172,7 +172,7 @@ def _irs(draw):
     return WorkflowIR(draw(st.text(min_size=1, max_size=10)), steps)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(_irs())
 def test_ir_round_trips_json_and_yaml(ir):
     assert WorkflowIR.from_json(ir.to_json()) == ir

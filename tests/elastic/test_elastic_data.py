@@ -1,0 +1,69 @@
+"""Criteo-like data, the real-Criteo converter, AUC, flash checkpoints and DLRM gradients."""
+import numpy as np
+import pytest
+
+from raystack.data.criteo import (DataError, auc, convert_criteo_tsv, generate, list_files,
+                                  read_rows)
+from raystack.elastic.checkpoint import FlashCheckpointer
+from raystack.elastic.dlrm import DLRMDense, DLRMSpec, forward_backward, init_table
+
+
+def test_generated_rows_are_read_back_by_range_with_their_sample_ids(tmp_path):
+    files = generate(tmp_path, rows=5000, files=2, vocab=50, row_group=512)
+    assert [n for _, n in files] == [2500, 2500] and list_files(str(tmp_path)) == files
+    b = read_rows(files[1][0], 700, 1900, vocab=50)
+    assert (b.sample_id == np.arange(3200, 4400)).all()
+    assert b.cat.max() < 50 and b.dense.shape == (1200, 13) and 0.05 < b.label.mean() < 0.95
+
+
+def test_unreadable_and_wrong_schema_files_are_named(tmp_path):
+    (tmp_path / "x.parquet").write_bytes(b"garbage")
+    with pytest.raises(DataError, match="x.parquet"):
+        list_files(str(tmp_path / "x.parquet"))
+    with pytest.raises(DataError, match="no such file"):
+        list_files(str(tmp_path / "missing.parquet"))
+
+
+def test_real_criteo_tsv_converts_with_blanks_and_hashing(tmp_path):
+    line = "1\t" + "\t".join(["3", ""] * 6 + ["7"]) + "\t" + "\t".join(["a1b2", ""] * 13) + "\n"
+    tsv = tmp_path / "day_0"
+    tsv.write_text(line * 3)
+    (path, n), = convert_criteo_tsv(tsv, tmp_path / "pq", vocab=100)
+    b = read_rows(path, 0, n, vocab=100)
+    assert n == 3 and b.label.tolist() == [1, 1, 1]
+    assert b.cat[0, 0] == int("a1b2", 16) % 100 and b.cat[0, 1] == 0
+    tsv.write_text("1\t2\n")
+    with pytest.raises(DataError, match="day_0:1"):
+        convert_criteo_tsv(tsv, tmp_path / "pq2")
+
+
+def test_auc_of_perfect_random_and_tied_scores():
+    y = np.array([0, 0, 1, 1])
+    assert auc(y, np.array([0.1, 0.2, 0.8, 0.9])) == 1.0
+    assert auc(y, np.array([0.5, 0.5, 0.5, 0.5])) == 0.5
+    assert auc(y, np.array([0.9, 0.8, 0.2, 0.1])) == 0.0
+
+
+def test_flash_checkpoint_restores_the_newest_snapshot(tmp_path):
+    ck = FlashCheckpointer("ps-x", tmp_path / "disk", tmp_path / "shm")
+    a = np.arange(10.0)
+    ck.save({"w": a}, version=1)
+    a[:] = 7.0  # the copy is taken at save time
+    ck.save({"w": a}, version=2)
+    ck.flush()
+    again = FlashCheckpointer("ps-x", tmp_path / "disk", tmp_path / "shm").restore()
+    assert int(again["__version__"]) == 2 and (again["w"] == 7.0).all()
+    (tmp_path / "shm" / "ps-x.npz").write_bytes(b"torn")  # a torn shm file: disk still works
+    assert (FlashCheckpointer("ps-x", tmp_path / "disk", tmp_path / "shm").restore()["w"] == 7).all()
+
+
+def test_dlrm_gradients_reach_only_the_rows_in_the_batch():
+    spec = DLRMSpec(vocab=20, dim=4, bottom=(8,), top=(8,))
+    model = DLRMDense(spec)
+    rng = np.random.default_rng(0)
+    cat = rng.integers(0, 20, size=(16, 26))
+    rows = {t: (np.unique(cat[:, t]), init_table(spec, t)[np.unique(cat[:, t])]) for t in range(26)}
+    loss, dg, sg = forward_backward(model, rng.random((16, 13), dtype=np.float32), cat,
+                                    rng.integers(0, 2, 16).astype(np.float32), rows)
+    assert loss > 0 and set(dg) == {n for n, _ in model.named_parameters()}
+    assert all(sg[t].shape == rows[t][1].shape for t in range(26))
