@@ -75,8 +75,10 @@ class AdapterWeights(nn.Module):
         a = torch.empty(spec.r, base.in_features, dtype=base.weight.dtype)
         bound = 1.0 / math.sqrt(base.in_features)  # kaiming_uniform(a=sqrt(5)) bound, as nn.Linear
         a.uniform_(-bound, bound, generator=g)
-        self.lora_A = nn.Parameter(a)
-        self.lora_B = nn.Parameter(torch.zeros(base.out_features, spec.r, dtype=base.weight.dtype))
+        # Initialised on the CPU generator (the same numbers on every device), then moved to the base's device.
+        self.lora_A = nn.Parameter(a.to(base.weight.device))
+        self.lora_B = nn.Parameter(torch.zeros(base.out_features, spec.r, dtype=base.weight.dtype,
+                                               device=base.weight.device))
         if spec.kind == "dora":
             with torch.no_grad():
                 norm = torch.linalg.norm(base.weight.detach() + spec.scaling * (self.lora_B @ self.lora_A), dim=1)
@@ -90,7 +92,8 @@ class AdapterWeights(nn.Module):
         spec = self.spec
         dropped = training and spec.dropout > 0.0
         if dropped:
-            keep = torch.rand(x.shape, generator=self.dropout_rng, dtype=x.dtype) >= spec.dropout
+            # The mask comes from the adapter's CPU generator, so it is the same on CPU and GPU.
+            keep = (torch.rand(x.shape, generator=self.dropout_rng) >= spec.dropout).to(x.device, x.dtype)
             x = x * keep / (1.0 - spec.dropout)
         lora = F.linear(F.linear(x, self.lora_A), self.lora_B)
         if self.magnitude is None:

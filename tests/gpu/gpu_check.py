@@ -24,13 +24,13 @@ import torch  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
 
 
-def _nccl_worker(rank: int, world: int, port: int, q) -> None:
+def _comm_worker(rank: int, world: int, port: int, backend: str, q) -> None:
     from raystack.comm import CommGroup, NetworkModel, ring_bytes
 
     try:
         torch.cuda.set_device(rank % torch.cuda.device_count())
-        g = CommGroup.init(rank, world, "127.0.0.1", port, backend="nccl", timeout_s=60)
-        dev = g.device
+        g = CommGroup.init(rank, world, "127.0.0.1", port, backend=backend, timeout_s=60)
+        dev = torch.device("cuda", torch.cuda.current_device())
         t = torch.full((1 << 20,), float(rank + 1), device=dev)
         g.all_reduce(t)
         ok_sum = bool(torch.all(t == sum(range(1, world + 1))).item())
@@ -59,14 +59,23 @@ def _nccl_worker(rank: int, world: int, port: int, q) -> None:
         q.put({"rank": rank, "error": f"{type(exc).__name__}: {exc}"})
 
 
-def check_nccl() -> dict:
+def check_comm() -> dict:
+    """NCCL across 2 processes; on a single GPU NCCL refuses two ranks on one device, so the same
+    checks then run over gloo with CUDA tensors (the CUDA tensor path of CommGroup)."""
+    out = {"nccl": _run_comm("nccl")}
+    if any("Duplicate GPU" in r.get("error", "") for r in out["nccl"]["ranks"]):
+        out["gloo_cuda_tensors"] = _run_comm("gloo")
+    return out
+
+
+def _run_comm(backend: str) -> dict:
     from raystack.comm import free_port
 
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
     world = 2
     port = free_port()
-    procs = [ctx.Process(target=_nccl_worker, args=(r, world, port, q)) for r in range(world)]
+    procs = [ctx.Process(target=_comm_worker, args=(r, world, port, backend, q)) for r in range(world)]
     for p in procs:
         p.start()
     out = []
@@ -177,7 +186,7 @@ def main() -> None:
     args = p.parse_args()
     report = {"torch": torch.__version__, "cuda": torch.cuda.is_available(),
               "device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None}
-    for name, fn in (("nccl_comm", check_nccl), ("model_cuda", check_model), ("batchlora_cuda", check_batchlora)):
+    for name, fn in (("comm_cuda", check_comm), ("model_cuda", check_model), ("batchlora_cuda", check_batchlora)):
         t0 = time.time()
         try:
             report[name] = fn()
