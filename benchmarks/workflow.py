@@ -101,11 +101,11 @@ def main() -> int:
     from raystack.workflow.engine import run_local
     from raystack.workflow.nl_devset import HELDOUT, score
 
-    cfg = {"reps": 3, "cold_steps": 6 if q else 16, "burn_n": 200_000 if q else 1_500_000,
+    cfg = {"reps": 1 if q else 3, "cold_steps": 6 if q else 16, "burn_n": 200_000 if q else 1_500_000,
            "dag_steps": 200 if q else 1000, "big_steps": 1000 if q else 10000,
            "split_budget": 300 if q else 2000, "fanout": 4 if q else 8,
-           "tune_trials": 4 if q else 40, "asha_samples": 6 if q else 27,
-           "asha_max_t": 9 if q else 27, "trace_len": 2000 if q else 20000}
+           "tune_trials": 3 if q else 40, "asha_samples": 4 if q else 27,
+           "asha_max_t": 6 if q else 27, "trace_len": 2000 if q else 20000}
     rep = Report("workflow", q, cfg)
     connect(num_cpus=4, dashboard=False, log_to_driver=False)
     tmp = Path(tempfile.mkdtemp(prefix="rs-wf-bench-"))
