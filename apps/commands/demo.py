@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 QUICK = {"edit_steps": 40, "mlora_steps": 30, "tune_steps": 10, "tune_lrs": [3e-3, 1e-2],
-         "elastic_rows": 30_000, "tasks": ["reverse", "copy"]}
+         "elastic_rows": 30_000, "tasks": ["copy", "arithmetic"]}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

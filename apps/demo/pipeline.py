@@ -19,8 +19,8 @@ from apps.demo import steps
 class DemoConfig:
     out_dir: str = "runs/demo"
     edit_steps: int = 120
-    tasks: list[str] = field(default_factory=lambda: ["reverse", "sort", "copy"])
-    mlora_steps: int = 80
+    tasks: list[str] = field(default_factory=lambda: ["copy", "arithmetic", "reverse"])
+    mlora_steps: int = 100
     tune_lrs: list[float] = field(default_factory=lambda: [1e-3, 3e-3, 1e-2])
     tune_steps: int = 25
     elastic_rows: int = 60_000

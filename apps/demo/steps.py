@@ -7,6 +7,8 @@ import time
 from pathlib import Path
 
 SYNTHETIC_TASKS = ("reverse", "sort", "copy", "arithmetic")
+# lm_head too: the tiny base is briefly pretrained, and a frozen head limits what adapters can express.
+TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "lm_head")
 
 
 def pretrain_edit(out_dir: str, steps: int = 120, seed: int = 0) -> dict:
@@ -27,14 +29,14 @@ def pretrain_edit(out_dir: str, steps: int = 120, seed: int = 0) -> dict:
             "sync_seconds": r.sync_seconds, "outliers": r.outliers, "replacements": r.replacements}
 
 
-def _mlora_config(base_dir: str, out_dir: str, tasks: list[str], steps: int, lr: float, r: int = 8):
+def _mlora_config(base_dir: str, out_dir: str, tasks: list[str], steps: int, lr: float, r: int = 16):
     from raystack.mlora.config import load_mlora_config
 
     return load_mlora_config({
         "base": base_dir, "seed": 0, "output_dir": out_dir,
         "datasets": [{"name": t, "synthetic": t, "num_examples": 1000, "seed": i} for i, t in enumerate(tasks)],
-        "adapters": [{"name": f"{t}_lora", "type": "lora", "r": r, "alpha": 2.0 * r, "lr": lr, "seed": i}
-                     for i, t in enumerate(tasks)],
+        "adapters": [{"name": f"{t}_lora", "type": "lora", "r": r, "alpha": 2.0 * r, "lr": lr, "seed": i,
+                      "target_modules": list(TARGETS)} for i, t in enumerate(tasks)],
         "tasks": [{"adapter": f"{t}_lora", "dataset": t, "batch_size": 16, "micro_batch_size": 8,
                    "max_steps": steps, "cutoff_len": 32, "save_steps": max(steps // 2, 1)} for t in tasks],
         "pipeline": {"stages": 2, "balance": "params", "window_steps": max(steps // 4, 1)},

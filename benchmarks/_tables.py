@@ -1,0 +1,51 @@
+"""Refresh the README's benchmark tables from benchmarks/results/<part>.json.
+
+    python benchmarks/_tables.py        # rewrites the blocks between <!-- bench:PART --> markers
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return "n/a"
+    if isinstance(v, bool):
+        return str(v).lower()
+    if isinstance(v, float):
+        return f"{v:.3g}"
+    return str(v)
+
+
+def table(part: str) -> str:
+    r = json.loads((RESULTS / f"{part}.json").read_text())
+    m = r.get("machine", {})
+    head = (f"Measured {r.get('date', '?')} on {m.get('cpus', '?')} CPUs, "
+            f"{'GPU ' + m['gpu'] if m.get('gpu') else 'no GPU'}, {'quick' if r.get('quick') else 'full'} run "
+            f"(`benchmarks/{part}.py`, raw figures in `benchmarks/results/{part}.json`).")
+    lines = [head, "", "| target | value | goal | met | what |", "| --- | --- | --- | --- | --- |"]
+    for name, t in r["targets"].items():
+        lines.append(f"| {name} | {_fmt(t['value'])} | {t['op']} {_fmt(t['target'])} | "
+                     f"{'yes' if t['met'] else '**no**'} | {t['what']} |")
+    for note in r.get("notes", []):
+        lines.append(f"\n_{note}_")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    readme = ROOT / "README.md"
+    text = readme.read_text()
+    for part in sorted(p.stem for p in RESULTS.glob("*.json")):
+        pattern = re.compile(rf"(<!-- bench:{part} -->\n).*?(<!-- /bench:{part} -->)", re.S)
+        if pattern.search(text):
+            text = pattern.sub(lambda mm: mm.group(1) + table(part) + "\n" + mm.group(2), text)
+    readme.write_text(text)
+
+
+if __name__ == "__main__":
+    main()
