@@ -88,6 +88,9 @@ class PerfModel:
         """Fit from ``(config, samples_per_second)`` points (needs >= 2 distinct configs)."""
         if len({c for c, _ in points}) < 2:
             raise ValueError(f"need observations of >= 2 distinct configs, got {len(points)}")
+        bad = [thr for _, thr in points if not thr > 0]
+        if bad:
+            raise ValueError(f"throughputs must be > 0 samples/s, got {bad[0]}")
         a = np.stack([features(c) for c, _ in points])
         t = np.array([c.workers * self.batch_size / thr for c, thr in points])
         # Relative error matters (configs differ by orders of magnitude): weight rows by 1/t.

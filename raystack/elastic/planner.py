@@ -141,7 +141,9 @@ class ThreeStagePlanner:
         return self._runtime(obs)
 
     def _fit(self) -> bool:
-        pts = [(c, sum(v) / len(v)) for c, v in self.points.items()]
+        # A config measured at zero throughput (all its workers died or stalled while it was
+        # profiled) says nothing about step time; fitting on it would divide by zero.
+        pts = [(c, sum(v) / len(v)) for c, v in self.points.items() if sum(v) > 0]
         if len(pts) < 2:
             return False
         self.model.fit(pts)

@@ -107,3 +107,30 @@ def test_straggler_is_a_worker_below_half_the_median_of_the_others():
     assert d.find({"a": (100.0, 500), "b": (95.0, 500), "c": (33.0, 500)}) == ["c"]
     assert d.find({"a": (100.0, 500), "b": (60.0, 500)}) == []
     assert d.find({"a": (100.0, 500), "c": (10.0, 50)}) == []  # too new to judge
+
+
+def test_warmup_survives_a_probe_measured_at_zero_throughput():
+    """A worker killed while a probe is profiled can leave a 0 samples/s measurement; the planner
+    must fit on the informative probes instead of dividing by zero (seen in the demo)."""
+    budget = Budget(max_cpus=10, max_workers=8, max_ps=3)
+    p = ThreeStagePlanner(budget, B)
+    killed = {"done": False}
+
+    def thr_with_a_dead_probe(c: JobConfig) -> float:
+        if not killed["done"] and p.stage is Stage.WARMUP and len(p.points) >= 1:
+            killed["done"] = True
+            return 0.0
+        return true_thr(c)
+
+    cfg = run_warmup(p, thr_with_a_dead_probe)
+    assert killed["done"] and p.stage is Stage.RUNTIME
+    assert budget.allows(cfg)
+
+
+def test_perf_model_rejects_non_positive_throughput():
+    import pytest
+
+    from raystack.elastic.perfmodel import PerfModel
+
+    with pytest.raises(ValueError, match="must be > 0"):
+        PerfModel(B).fit([(JobConfig(1, 1), 100.0), (JobConfig(2, 1), 0.0)])
