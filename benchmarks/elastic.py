@@ -117,7 +117,7 @@ def bench_resize(work: Path, rows: int) -> dict:
                             "bench: down"), t1)
         out["down_s"] = time.time() - t1
 
-    res, _ = run_job(job_cfg(work, "bench-resize", rows), resizer)
+    res, _ = run_job(job_cfg(work, "bench-resize", rows, data={"rows_per_shard": 512}), resizer)
     out["resize_s"] = out.get("up_s", np.nan) + out.get("down_s", np.nan)
     out["lost"], out["duplicated"] = res.lost, res.duplicated
     return out
@@ -231,7 +231,7 @@ def plots(trace: dict) -> list[str]:
 def main() -> int:
     args = parse_args(__doc__.splitlines()[0])
     q = args.quick
-    cfg = {"kills": 2 if q else 8, "job_rows": 24_000 if q else 48_000, "straggler_reps": 0 if q else 3,
+    cfg = {"kills": 2 if q else 8, "job_rows": 24_000 if q else 32_000, "straggler_reps": 0 if q else 3,
            "trace_jobs": 60, "model_jobs": 20 if q else 50, "ray_train": not q}
     rep = Report("elastic", q, cfg, args.out)
     work = Path(tempfile.mkdtemp(prefix="raystack-elastic-bench-"))
