@@ -131,10 +131,8 @@ def _train_func(config):
 
     torch.set_num_threads(1)
     model = DLRMDense(DLRMSpec())
-    ckpt = rt.get_checkpoint()
-    if ckpt is not None:
-        with ckpt.as_directory() as d:
-            model.load_state_dict(torch.load(Path(d) / "model.pt"))
+    if config.get("ckpt"):  # the resize restarts every worker from the latest checkpoint
+        model.load_state_dict(torch.load(Path(config["ckpt"]) / "model.pt"))
     opt = torch.optim.Adagrad(model.parameters(), lr=0.01)
     x, e = torch.randn(512, 13), torch.randn(512, 26, 16)
     for _ in range(config["steps"]):
@@ -155,11 +153,11 @@ def bench_ray_train(work: Path) -> dict:
 
     def fit(n: int, ckpt, name: str):
         t0 = time.time()
-        tr = TorchTrainer(_train_func, train_loop_config={"steps": 1},
+        tr = TorchTrainer(_train_func, train_loop_config={"steps": 1,
+                                                          "ckpt": ckpt.path if ckpt else None},
                           scaling_config=ScalingConfig(num_workers=n,
                                                        resources_per_worker={"CPU": 0.25}),
-                          run_config=RunConfig(name=name, storage_path=str(work / "raytrain")),
-                          resume_from_checkpoint=ckpt)
+                          run_config=RunConfig(name=name, storage_path=str(work / "raytrain")))
         res = tr.fit()
         return time.time() - t0, res.checkpoint
 
