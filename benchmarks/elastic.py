@@ -117,7 +117,7 @@ def bench_resize(work: Path, rows: int) -> dict:
                             "bench: down"), t1)
         out["down_s"] = time.time() - t1
 
-    res, _ = run_job(job_cfg(work, "bench-resize", rows), resizer)
+    res, _ = run_job(job_cfg(work, "bench-resize", rows, data={"rows_per_shard": 512}), resizer)
     out["resize_s"] = out.get("up_s", np.nan) + out.get("down_s", np.nan)
     out["lost"], out["duplicated"] = res.lost, res.duplicated
     return out
@@ -131,10 +131,8 @@ def _train_func(config):
 
     torch.set_num_threads(1)
     model = DLRMDense(DLRMSpec())
-    ckpt = rt.get_checkpoint()
-    if ckpt is not None:
-        with ckpt.as_directory() as d:
-            model.load_state_dict(torch.load(Path(d) / "model.pt"))
+    if config.get("ckpt"):  # the resize restarts every worker from the latest checkpoint
+        model.load_state_dict(torch.load(Path(config["ckpt"]) / "model.pt"))
     opt = torch.optim.Adagrad(model.parameters(), lr=0.01)
     x, e = torch.randn(512, 13), torch.randn(512, 26, 16)
     for _ in range(config["steps"]):
@@ -155,11 +153,11 @@ def bench_ray_train(work: Path) -> dict:
 
     def fit(n: int, ckpt, name: str):
         t0 = time.time()
-        tr = TorchTrainer(_train_func, train_loop_config={"steps": 1},
+        tr = TorchTrainer(_train_func, train_loop_config={"steps": 1,
+                                                          "ckpt": ckpt.path if ckpt else None},
                           scaling_config=ScalingConfig(num_workers=n,
                                                        resources_per_worker={"CPU": 0.25}),
-                          run_config=RunConfig(name=name, storage_path=str(work / "raytrain")),
-                          resume_from_checkpoint=ckpt)
+                          run_config=RunConfig(name=name, storage_path=str(work / "raytrain")))
         res = tr.fit()
         return time.time() - t0, res.checkpoint
 
@@ -231,7 +229,7 @@ def plots(trace: dict) -> list[str]:
 def main() -> int:
     args = parse_args(__doc__.splitlines()[0])
     q = args.quick
-    cfg = {"kills": 2 if q else 8, "job_rows": 24_000 if q else 48_000, "straggler_reps": 0 if q else 3,
+    cfg = {"kills": 2 if q else 8, "job_rows": 24_000 if q else 32_000, "straggler_reps": 0 if q else 3,
            "trace_jobs": 60, "model_jobs": 20 if q else 50, "ray_train": not q}
     rep = Report("elastic", q, cfg, args.out)
     work = Path(tempfile.mkdtemp(prefix="raystack-elastic-bench-"))

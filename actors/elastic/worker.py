@@ -70,7 +70,7 @@ class DLRMWorker:
                     time.sleep(0.2)
                     continue
                 try:
-                    data = read_rows(lease.path, lease.start - lease.shard_start + lease.shard_start,
+                    data = read_rows(lease.path, lease.start,
                                      lease.end, self.spec.vocab)
                 except DataError as exc:
                     ray.get(self.ss.fail.remote(self.worker_id, lease.lease_id, str(exc)))
