@@ -125,8 +125,12 @@ class MemoryTrend:
     def predict(self, step: float) -> float:
         if not self.points:
             return 0.0
-        if len(self.points) < 2:
-            return self.points[-1][1]
-        x, y = np.array(self.points).T
+        x, y = np.array(self.points, dtype=float).T
+        keep = np.isfinite(x) & np.isfinite(y)
+        x, y = x[keep], y[keep]
+        if len(y) == 0:
+            return 0.0
+        if len(np.unique(x)) < 2:  # no progress between samples yet: no trend to fit
+            return float(y.max())
         slope, icpt = np.polyfit(x, y, 1)
         return float(icpt + max(slope, 0.0) * step)

@@ -54,3 +54,13 @@ def test_fit_needs_two_distinct_configs():
 def test_memory_trend_extrapolates_growth():
     t = MemoryTrend([(0, 1.0), (100, 1.5), (200, 2.0)])
     assert t.predict(400) == pytest.approx(3.0)
+
+
+def test_memory_trend_without_progress_predicts_the_peak_seen():
+    """Before any row is committed every sample sits at x = 0: no trend, and no crash in the fit."""
+    from raystack.elastic.perfmodel import MemoryTrend
+
+    assert MemoryTrend([(0.0, 1.0), (0.0, 1.5), (0.0, 1.2)]).predict(10_000) == 1.5
+    assert MemoryTrend([(0.0, float("nan")), (0.0, 2.0)]).predict(5) == 2.0
+    grow = MemoryTrend([(0.0, 1.0), (100.0, 2.0), (200.0, 3.0)])
+    assert abs(grow.predict(300.0) - 4.0) < 1e-6
