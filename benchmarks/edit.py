@@ -332,7 +332,9 @@ def main() -> None:
             print(f"[{rep}] {name:26s} tok/s {res['tokens_per_s']:7.0f}  val {res['val_loss']:.4f}  "
                   f"sync {res['exposed_sync_s']:.2f}s  x ideal {res['seconds'] / res['ideal_s']:.2f}", flush=True)
     group.shutdown()
-    if not args.no_torchft:
+    if quick:
+        report.note("--quick skips the torchft arm (its lighthouse and quorum start-up alone take ~20 s)")
+    elif not args.no_torchft:
         try:
             res = run_torchft(cfg_for("diloco", 1.0, False, {}), t_c, steps * tokens_per_step * 2)
             res["ideal_s"] = ideal_seconds(res["tokens"], {})
