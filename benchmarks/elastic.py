@@ -117,7 +117,7 @@ def bench_resize(work: Path, rows: int) -> dict:
                             "bench: down"), t1)
         out["down_s"] = time.time() - t1
 
-    res, _ = run_job(job_cfg(work, "bench-resize", rows, data={"rows_per_shard": 512}), resizer)
+    res, _ = run_job(job_cfg(work, "bench-resize", max(rows, 100_000), data={"rows_per_shard": 512}), resizer)
     out["resize_s"] = out.get("up_s", np.nan) + out.get("down_s", np.nan)
     out["lost"], out["duplicated"] = res.lost, res.duplicated
     return out
