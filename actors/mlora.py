@@ -152,6 +152,7 @@ class LoRAPipeline:
         self.pending: list[tuple[TaskConfig, int]] = []
         self.running: dict[str, JobState] = {}
         self.finished: set[str] = set()
+        self.resumed_done: dict[str, str] = {}  # finished in an earlier run: name -> exported dir
         self.tasks: dict[str, TaskConfig] = {}
         self._arrivals = 0
         self._loss_gauge = metrics.gauge("mlora_loss", "latest training loss per adapter", ("adapter",))
@@ -194,8 +195,12 @@ class LoRAPipeline:
             job = make_jobs(sub)[name]
             self.tasks[name] = task
             ckpt = load_checkpoint(self._ckpt_path(name))
+            if ckpt is not None and ckpt.get("fingerprint") != self._fingerprint(name):
+                self._log(f"{name}: ignoring the checkpoint in {self.out}, written for another config")
+                ckpt = None
             if ckpt is not None and ckpt.get("finished"):
                 self.finished.add(name)
+                self.resumed_done[name] = str(self.out / "adapters" / name)
                 continue
             self._install(job, ckpt)
             self.running[name] = job
@@ -217,7 +222,18 @@ class LoRAPipeline:
             job = self.running[name]
             save_checkpoint(self._ckpt_path(name), {
                 "stages": [p[name] for p in parts], "step": job.step, "losses": job.losses,
-                "batcher": job.batcher.state_dict(), "finished": finished})
+                "batcher": job.batcher.state_dict(), "finished": finished,
+                "fingerprint": self._fingerprint(name)})
+
+    def _fingerprint(self, name: str) -> str:
+        """What a checkpoint must match to be resumed: base, adapter, task and dataset configs."""
+        import hashlib
+        import json
+
+        task = self.tasks[name]
+        doc = {"base": self.cfg.base, "seed": self.cfg.seed, "adapter": config_to_dict(self.cfg.adapter(name)),
+               "task": config_to_dict(task), "dataset": config_to_dict(self.cfg.dataset(task.dataset))}
+        return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
     def _export(self, name: str) -> str:
         state: dict[str, torch.Tensor] = {}
@@ -290,6 +306,7 @@ class LoRAPipeline:
             window += 1
             if on_window:
                 on_window(window, self)
+        result.adapters.update({n: d for n, d in self.resumed_done.items() if n not in result.adapters})
         result.seconds = time.perf_counter() - t0
         return result
 

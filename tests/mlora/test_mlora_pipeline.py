@@ -96,3 +96,32 @@ def test_killed_stage_restarts_and_adapters_resume_from_checkpoint(ray_cluster, 
     assert killed and stages_after[1] is not killed[0]
     assert sorted(result.adapters) == ["cpy", "rev", "srt"]
     _assert_same(result, reference, ["cpy", "rev", "srt"])  # resumed exactly, nothing lost
+
+
+def test_rerun_reports_finished_adapters_and_ignores_checkpoints_of_another_config(ray_cluster, tmp_path):
+    """Same output_dir twice: finished adapters are reported (not retrained, not dropped from the
+    result); a changed adapter config does not resume from the old checkpoint."""
+    from actors.mlora import LoRAPipeline
+
+    def one(steps, r):
+        return load_mlora_config({
+            "base": "tiny-1m", "output_dir": str(tmp_path / "run"),
+            "datasets": [dict(name="copy", synthetic="copy", num_examples=32)],
+            "adapters": [dict(name="cpy", r=r, alpha=4, target_modules=["q_proj"])],
+            "tasks": [dict(adapter="cpy", dataset="copy", batch_size=2, micro_batch_size=2, max_steps=steps,
+                           cutoff_len=16)],
+            "pipeline": {"stages": 2, "window_steps": 2}})
+
+    def run_once(cfg):
+        pipe = LoRAPipeline(cfg, progress=False)
+        try:
+            return pipe.run()
+        finally:
+            pipe.shutdown()
+
+    first = run_once(one(2, 2))
+    again = run_once(one(2, 2))
+    assert again.adapters == first.adapters and again.windows == []  # reported, nothing retrained
+    changed = run_once(one(2, 4))
+    assert "cpy" in changed.adapters and changed.windows  # retrained at the new rank
+    assert read_peft(changed.adapters["cpy"], "cpy")[0].r == 4
