@@ -11,7 +11,7 @@ import dataclasses
 import types
 import typing
 from pathlib import Path
-from typing import Any, Literal, Mapping, TypeVar, Union
+from typing import Any, Literal, Mapping, Sequence, TypeVar, Union
 
 import yaml
 
@@ -219,3 +219,19 @@ def save_config(obj: Any, path: str | Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(config_to_dict(obj), sort_keys=False))
     return path
+
+
+def parse_overrides(items: Sequence[str]) -> dict:
+    """Command-line ``a.b=VALUE`` items as a nested dict for `load_config`'s ``overrides``
+    (each VALUE parsed as YAML, so ``3`` is an int and ``[1, 2]`` a list)."""
+    out: dict = {}
+    for item in items:
+        if "=" not in item:
+            raise ConfigError(item, "overrides look like FIELD=VALUE, e.g. sync.h=8")
+        key, value = item.split("=", 1)
+        *parents, leaf = key.strip().split(".")
+        node = out
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = yaml.safe_load(value)
+    return out

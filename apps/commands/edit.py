@@ -1,6 +1,8 @@
 """`raystack edit --config edit.yaml`: EDiT / A-EDiT pretraining on Ray actors."""
 from __future__ import annotations
 
+from raystack.config import parse_overrides
+
 import argparse
 import json
 
@@ -12,24 +14,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="override a config field, e.g. --set sync.h=8 --set mode=aedit (repeatable)")
     p.add_argument("--address", default=None, help="Ray address (default: RAY_ADDRESS, else embedded)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
-
-
-def parse_overrides(items: list[str]) -> dict:
-    """``a.b=1`` items as a nested dict (values parsed as YAML scalars)."""
-    import yaml
-
-    from raystack.config import ConfigError
-    out: dict = {}
-    for item in items:
-        if "=" not in item:
-            raise ConfigError(item, "overrides look like FIELD=VALUE")
-        key, value = item.split("=", 1)
-        node = out
-        parts = key.strip().split(".")
-        for part in parts[:-1]:
-            node = node.setdefault(part, {})
-        node[parts[-1]] = yaml.safe_load(value)
-    return out
 
 
 def load_edit_config(path: str | None, overrides: list[str] | None = None):

@@ -5,6 +5,8 @@ simulates ``--sim-nodes`` nodes with custom resources, and trains within the def
 """
 from __future__ import annotations
 
+from raystack.config import parse_overrides
+
 import argparse
 import json
 import time
@@ -20,25 +22,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                    help="override a config field, e.g. --set data.generate_rows=50000 (YAML value)")
     p.add_argument("--json", default=None, help="write the result as JSON here")
-
-
-def parse_overrides(items: list[str]) -> dict:
-    """``a.b=1`` items as a nested dict (values parsed as YAML)."""
-    import yaml
-
-    from raystack.config import ConfigError
-
-    out: dict = {}
-    for item in items:
-        if "=" not in item:
-            raise ConfigError(item, "expected FIELD=VALUE")
-        key, val = item.split("=", 1)
-        node = out
-        *parents, leaf = key.split(".")
-        for k in parents:
-            node = node.setdefault(k, {})
-        node[leaf] = yaml.safe_load(val)
-    return out
 
 
 def run(args) -> int:

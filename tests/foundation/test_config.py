@@ -95,3 +95,13 @@ def test_required_field_missing():
     with pytest.raises(ConfigError) as e:
         load_config(NeedsPath, {})
     assert e.value.field == "path" and "required" in str(e.value)
+
+
+def test_parse_overrides_builds_nested_yaml_values():
+    from raystack.config import parse_overrides
+
+    assert parse_overrides(["sync.h=8", "lr=0.5", "layers=[1, 2]", "name=x"]) == {
+        "sync": {"h": 8}, "lr": 0.5, "layers": [1, 2], "name": "x"}
+    assert load_config(Job, None, parse_overrides(["sync.h=2"])).sync.h == 2
+    with pytest.raises(ConfigError, match="FIELD=VALUE"):
+        parse_overrides(["sync.h"])
