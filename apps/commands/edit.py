@@ -1,10 +1,10 @@
 """`raystack edit --config edit.yaml`: EDiT / A-EDiT pretraining on Ray actors."""
 from __future__ import annotations
 
-from raystack.config import parse_overrides
-
 import argparse
 import json
+
+from raystack.config import parse_overrides
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

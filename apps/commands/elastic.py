@@ -5,13 +5,13 @@ simulates ``--sim-nodes`` nodes with custom resources, and trains within the def
 """
 from __future__ import annotations
 
-from raystack.config import parse_overrides
-
 import argparse
 import json
 import time
 
 from tqdm import tqdm
+
+from raystack.config import parse_overrides
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
