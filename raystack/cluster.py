@@ -125,6 +125,16 @@ def current_info(embedded: bool | None = None) -> ClusterInfo:
                        resources=dict(ray.cluster_resources()))
 
 
+def job_client(address: str):
+    """A `ray.job_submission.JobSubmissionClient` for a dashboard address, carrying the token of
+    `~/.ray/auth_token` (or RAY_AUTH_TOKEN) so it works whatever this process's auth mode."""
+    from ray.job_submission import JobSubmissionClient
+
+    token = os.environ.get("RAY_AUTH_TOKEN") or (TOKEN_PATH.read_text().strip() if TOKEN_PATH.exists() else None)
+    headers = {"Authorization": f"Bearer {token}"} if token else None
+    return JobSubmissionClient(address, headers=headers)
+
+
 def disconnect() -> None:
     """Disconnect this driver (an embedded cluster stops with it)."""
     import ray

@@ -26,6 +26,9 @@ class ConfigError(ValueError):
         self.message = message
         super().__init__(f"{field}: {message}" if field else message)
 
+    def __reduce__(self):  # keep both fields through pickling and copying (Ray, Tune)
+        return (type(self), (self.field, self.message))
+
 
 def _type_name(tp: Any) -> str:
     origin = typing.get_origin(tp)

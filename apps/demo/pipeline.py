@@ -7,7 +7,9 @@ The two branches share no edge, so the runner runs them at the same time.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from raystack.config import ConfigError
 from raystack.workflow.api import Workflow
@@ -42,6 +44,8 @@ LIGHT = {"num_cpus": 0.05}
 
 
 def build(cfg: DemoConfig) -> Workflow:
+    # Absolute paths: steps run in Ray workers and Tune trials, whose working directories differ.
+    cfg = dataclasses.replace(cfg, out_dir=str(Path(cfg.out_dir).resolve()))
     wf = Workflow("raystack-demo", "every raystack part in one workflow")
     edit = wf.step(steps.pretrain_edit, id="edit_pretrain", out_dir=cfg.out_dir, steps=cfg.edit_steps,
                    resources=LIGHT)

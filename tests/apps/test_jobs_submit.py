@@ -15,7 +15,9 @@ pytestmark = pytest.mark.slow
 
 
 def test_up_submit_a_part_job_read_logs_then_down(tmp_path):
-    from ray.job_submission import JobStatus, JobSubmissionClient
+    from ray.job_submission import JobStatus
+
+    from raystack.cluster import job_client
 
     port, dash = free_port_pair()
     env = {**os.environ, "RAYSTACK_HOME": str(tmp_path / "home"), "RAY_AUTH_MODE": "token"}
@@ -32,7 +34,7 @@ def test_up_submit_a_part_job_read_logs_then_down(tmp_path):
             "data": {"max_bytes": 200_000, "batch_size": 2, "seq_len": 32, "eval_batches": 1},
             "run": {"out_dir": str(tmp_path / "edit-run"), "checkpoint_every": 0, "eval_every": 0,
                     "cpus_per_rank": 0.5}}))
-        client = JobSubmissionClient(f"http://127.0.0.1:{dash}")
+        client = job_client(f"http://127.0.0.1:{dash}")
         job = client.submit_job(entrypoint=f"{sys.executable} -m apps.jobs.edit --config {config}",
                                 runtime_env={"working_dir": str(ROOT),
                                              "excludes": [".venv", "runs", "benchmarks/results", ".git"]})

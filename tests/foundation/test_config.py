@@ -105,3 +105,13 @@ def test_parse_overrides_builds_nested_yaml_values():
     assert load_config(Job, None, parse_overrides(["sync.h=2"])).sync.h == 2
     with pytest.raises(ConfigError, match="FIELD=VALUE"):
         parse_overrides(["sync.h"])
+
+
+def test_config_error_survives_pickling_and_copying():
+    """Ray and Tune pickle and copy exceptions raised in workers; the field must survive."""
+    import copy
+    import pickle
+
+    err = ConfigError("sync.h", "must be >= 1")
+    for clone in (pickle.loads(pickle.dumps(err)), copy.copy(err)):
+        assert clone.field == "sync.h" and str(clone) == "sync.h: must be >= 1"
