@@ -20,10 +20,10 @@ from apps.demo import steps
 @dataclass
 class DemoConfig:
     out_dir: str = "runs/demo"
-    edit_steps: int = 120
+    edit_steps: int = 160
     tasks: list[str] = field(default_factory=lambda: ["copy", "arithmetic", "reverse"])
-    mlora_steps: int = 100
-    tune_lrs: list[float] = field(default_factory=lambda: [1e-3, 3e-3, 1e-2])
+    mlora_steps: int = 200
+    tune_lrs: list[float] = field(default_factory=lambda: [3e-3, 1e-2, 3e-2])
     tune_steps: int = 25
     elastic_rows: int = 60_000
     kill_worker: bool = True

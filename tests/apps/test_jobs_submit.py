@@ -46,7 +46,7 @@ def test_up_submit_a_part_job_read_logs_then_down(tmp_path):
             time.sleep(2)
         logs = client.get_job_logs(job)
         assert status == JobStatus.SUCCEEDED, logs[-3000:]
-        assert "tokens/s" in logs  # the part's own summary reached the job's log
+        assert "| tokens_per_s |" in logs and "| val_loss |" in logs  # the summary table reached the log
         assert (tmp_path / "edit-run").exists()
     finally:
         down = subprocess.run([sys.executable, "-m", "apps.cli", "down"], cwd=ROOT, env=env,
