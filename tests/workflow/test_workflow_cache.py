@@ -17,15 +17,7 @@ from raystack.workflow.ir import Ref, StepSpec, WorkflowIR
 from raystack.workflow.split import split, sub_workflow
 
 
-def _wf(log, factor=2.0):
-    wf = Workflow("diamond")
-    s = wf.step(T.source, id="src", n=4, log=log, ignore=["log"])
-    a = wf.step(T.scale, id="a", xs=s, factor=factor, log=log, ignore=["log"])
-    b = wf.step(T.scale, id="b", xs=s, factor=10.0, log=log, ignore=["log"])
-    ta = wf.step(T.total, id="ta", xs=a, log=log, ignore=["log"])
-    tb = wf.step(T.total, id="tb", xs=b, log=log, ignore=["log"])
-    wf.step(T.add, id="sum", a=ta, b=tb, log=log, ignore=["log"])
-    return wf.build()
+_wf = T.diamond
 
 
 def test_store_round_trips_formats(tmp_path):

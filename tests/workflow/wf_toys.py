@@ -107,3 +107,17 @@ def learning_curve(lr: float, iterations: int = 9):
     level = 1.0 - abs(math.log10(lr) + 1.0) / 3.0
     for i in range(1, iterations + 1):
         yield {"score": level * (1.0 - math.exp(-i / 2.0))}
+
+
+def diamond(log: Optional[str], factor: float = 2.0):
+    """src -> (a, b) -> (ta, tb) -> sum: the workflow the cache and runner tests share."""
+    from raystack.workflow import Workflow
+
+    wf = Workflow("diamond")
+    s = wf.step(source, id="src", n=4, log=log, ignore=["log"])
+    a = wf.step(scale, id="a", xs=s, factor=factor, log=log, ignore=["log"])
+    b = wf.step(scale, id="b", xs=s, factor=10.0, log=log, ignore=["log"])
+    ta = wf.step(total, id="ta", xs=a, log=log, ignore=["log"])
+    tb = wf.step(total, id="tb", xs=b, log=log, ignore=["log"])
+    wf.step(add, id="sum", a=ta, b=tb, log=log, ignore=["log"])
+    return wf.build()
