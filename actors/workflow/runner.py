@@ -147,7 +147,12 @@ def _collect(refs: dict[str, Any], progress: Any = None) -> tuple[dict, dict]:
     by_ref = {r: sid for sid, r in refs.items()}
     pending = list(refs.values())
     while pending:
-        ready, pending = ray.wait(pending, num_returns=min(len(pending), 256), timeout=0.5)
+        # Block for the first finished step only, then take every other one already done:
+        # waiting for many returns would hold finished steps until the timeout.
+        ready, pending = ray.wait(pending, num_returns=1, timeout=0.5)
+        if ready and pending:
+            more, pending = ray.wait(pending, num_returns=len(pending), timeout=0)
+            ready += more
         for r in ready:
             sid = by_ref[r]
             try:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import logging
 import os
 import tempfile
 import time
@@ -157,8 +158,16 @@ def tune(target: Callable | Workflow | WorkflowIR, search_space: dict[str, Any],
         run_config=rtune.RunConfig(storage_path=storage_path or tempfile.mkdtemp(prefix="rs-tune-"),
                                    verbose=0, log_to_file=False, callbacks=[tally]),
     )
+    # Without the per-trial files, Tune's ResultGrid warns once per trial that it cannot read
+    # their metric history; the history is in ``tally``, so that warning is only noise.
+    analysis_log = logging.getLogger("ray.tune.analysis.experiment_analysis")
+    level = analysis_log.level
+    analysis_log.setLevel(logging.ERROR)
     t0 = time.perf_counter()
-    grid = tuner.fit()
+    try:
+        grid = tuner.fit()
+    finally:
+        analysis_log.setLevel(level)
     seconds = time.perf_counter() - t0
     errors = [str(r.error) for r in grid if r.error]
     per_trial = [{"config": tally.configs[t], "iterations": tally.iterations[t],
