@@ -270,6 +270,7 @@ class RayBackend:
                 del self.kill_times[wid]
         unit_of = {self.worker_id(uid): uid for uid in workers}
         rates = {unit_of[w]: tuple(r) for w, r in st["rates"].items() if w in unit_of}
+        self._m_sps.set(sum(r for r, _ in rates.values()))
         return Poll(now, dead, rates, st["rows_done"], st["rows_total"], ps_util, ps_mem,
                     st["error"])
 
