@@ -304,17 +304,30 @@ def metrics_url() -> str:
     return f"http://{node.node_ip_address}:{node.metrics_export_port}/metrics"
 
 
-def scrape_metrics(prefix: str = "ray_raystack_", timeout_s: float = 5.0) -> dict[str, float]:
-    """Current values of the Prometheus series starting with `prefix`, summed over label sets."""
+def scrape_series(prefix: str = "ray_raystack_", timeout_s: float = 5.0
+                  ) -> list[tuple[str, dict[str, str], float]]:
+    """Every Prometheus series starting with `prefix`: (name, labels, value)."""
+    import re
     import urllib.request
 
     text = urllib.request.urlopen(metrics_url(), timeout=timeout_s).read().decode()
-    out: dict[str, float] = {}
+    out = []
     for line in text.splitlines():
-        if line.startswith(prefix):
-            name = line.split("{", 1)[0].split(" ", 1)[0]
-            try:
-                out[name] = out.get(name, 0.0) + float(line.rsplit(" ", 1)[1])
-            except ValueError:
-                continue
+        if not line.startswith(prefix):
+            continue
+        head, _, value = line.rpartition(" ")
+        name, _, rest = head.partition("{")
+        labels = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', rest))
+        try:
+            out.append((name.strip(), labels, float(value)))
+        except ValueError:
+            continue
+    return out
+
+
+def scrape_metrics(prefix: str = "ray_raystack_", timeout_s: float = 5.0) -> dict[str, float]:
+    """Current values of the Prometheus series starting with `prefix`, summed over label sets."""
+    out: dict[str, float] = {}
+    for name, _, value in scrape_series(prefix, timeout_s):
+        out[name] = out.get(name, 0.0) + value
     return out

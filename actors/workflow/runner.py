@@ -140,8 +140,12 @@ def _submit(ir: WorkflowIR, functions: dict[str, Callable] | None, store: Artifa
     return known, refs
 
 
-def _collect(refs: dict[str, Any], progress: Any = None) -> tuple[dict, dict]:
-    """Wait for the submitted steps; returns (results, failures: step id -> error text)."""
+def _collect(refs: dict[str, Any], progress: Any = None,
+             on_batch: Callable[[dict, dict, int], None] | None = None) -> tuple[dict, dict]:
+    """Wait for the submitted steps; returns (results, failures: step id -> error text).
+
+    ``on_batch(results, failed, pending)`` is called after each batch of finished steps.
+    """
     results: dict[str, StepResult] = {}
     failed: dict[str, str] = {}
     by_ref = {r: sid for sid, r in refs.items()}
@@ -167,6 +171,8 @@ def _collect(refs: dict[str, Any], progress: Any = None) -> tuple[dict, dict]:
                 failed[sid] = f"{type(e).__name__}: {e}"
             if progress is not None:
                 progress.update(1)
+        if ready and on_batch is not None:
+            on_batch(results, failed, len(pending))
     return results, failed
 
 
@@ -211,7 +217,11 @@ def run_workflow(ir: WorkflowIR, *, functions: dict[str, Callable] | None = None
         known, refs = _submit(ir, functions, store, {}, reuse)
         if bar is not None:
             bar.update(len(known))
-        results, failed = _collect(refs, bar)
+
+        def live_states(done: dict, failed_now: dict, pending: int) -> None:
+            _set_step_states(ir.name, {**known, **done}, failed_now, pending)
+        live_states({}, {}, len(refs))
+        results, failed = _collect(refs, bar, on_batch=live_states)
         results = {**known, **results}
     if bar is not None:
         bar.close()
@@ -294,9 +304,18 @@ def _bar(total: int, name: str):
         return None
 
 
+def _set_step_states(name: str, results: dict[str, StepResult], failed: dict[str, str],
+                     pending: int) -> None:
+    """The dashboard's step-state gauges: pending, executed, cached, skipped, failed."""
+    counts = {"pending": pending, "executed": 0, "cached": 0, "skipped": 0, "failed": len(failed)}
+    for r in results.values():
+        state = "executed" if r.status == "done" else r.status
+        if state in counts:
+            counts[state] += 1
+    for state, n in counts.items():
+        _STEP_STATES.set(n, tags={"workflow": name, "state": state})
+
+
 def _record_metrics(rep: RunReport) -> None:
-    tags = {"workflow": rep.name}
-    for state, ids in (("executed", rep.executed), ("cached", rep.cached),
-                       ("skipped", rep.skipped), ("failed", list(rep.failed))):
-        _STEP_STATES.set(len(ids), tags={**tags, "state": state})
-    _EXECUTED.inc(len(rep.executed), tags=tags)
+    _set_step_states(rep.name, rep.results, rep.failed, 0)
+    _EXECUTED.inc(len(rep.executed), tags={"workflow": rep.name})
