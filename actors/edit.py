@@ -26,6 +26,8 @@ from actors.collective import CommMember, form_comm_group
 from raystack import metrics
 from raystack.comm import NetworkModel
 from raystack.config import config_to_dict, load_config
+from raystack.devices import CPU as CPU_PLAN
+from raystack.devices import cluster_gpus, local_device, plan_devices
 from raystack.edit.config import EDiTConfig
 from raystack.edit.replica import EDiTRank
 
@@ -85,6 +87,8 @@ class EDiTWorker(CommMember):
         """Build a fresh model and the rank's trainer (collective: all ranks at once)."""
         from raystack.models import build_model
         model = build_model(self.cfg.model, seed=self.cfg.run.seed)
+        if self.cfg.run.device != "cpu":
+            model.to(local_device())  # cuda when the group gave this actor a GPU
         self.trainer = EDiTRank(self.cfg, model, self.comm, self._stream())
         return self.trainer.report()
 
@@ -111,7 +115,8 @@ class EDiTWorker(CommMember):
 
     def load(self, directory: str) -> dict:
         """Restore this rank's state from a checkpoint directory."""
-        state = torch.load(Path(directory) / f"rank{self.rank}.pt", weights_only=False)
+        device = next(self.trainer.model.parameters()).device  # a replacement may differ in device
+        state = torch.load(Path(directory) / f"rank{self.rank}.pt", weights_only=False, map_location=device)
         self.trainer.load_state_dict(state)
         return self.trainer.report()
 
@@ -151,6 +156,7 @@ class EDiTGroup:
         self.out_dir = Path(cfg.run.out_dir)
         self.pgs = []
         self.workers: list = []
+        self.devices = CPU_PLAN
         self.replacements = 0
         self.history: list[dict] = []
         self._segments = 0
@@ -165,7 +171,10 @@ class EDiTGroup:
     def start(self) -> None:
         """Reserve resources, start the actors, form the comm group, build the trainers."""
         S = self.cfg.shards
+        self.devices = plan_devices(self.cfg.run.device, self.cfg.ranks, cluster_gpus())
         bundle = {"CPU": self.cfg.run.cpus_per_rank}
+        if self.devices.uses_gpu:
+            bundle["GPU"] = self.devices.gpus_per_actor
         self.pgs = [placement_group([dict(bundle) for _ in range(S)], strategy="PACK")
                     for _ in range(self.cfg.replicas)]
         ray.get([pg.ready() for pg in self.pgs], timeout=120)
@@ -177,17 +186,20 @@ class EDiTGroup:
         strategy = PlacementGroupSchedulingStrategy(self.pgs[replica], placement_group_bundle_index=shard)
         env = {"OMP_NUM_THREADS": str(self.cfg.run.threads_per_rank)}
         return ray.remote(self.worker_cls).options(
-            num_cpus=self.cfg.run.cpus_per_rank, scheduling_strategy=strategy,
-            runtime_env={"env_vars": env}, name=None).remote(self.cfg_dict, rank)
+            num_cpus=self.cfg.run.cpus_per_rank, num_gpus=self.devices.gpus_per_actor,
+            scheduling_strategy=strategy, runtime_env={"env_vars": env}, name=None
+        ).remote(self.cfg_dict, rank)
 
     def _form(self) -> None:
-        form_comm_group(self.workers, network=network_of(self.cfg), timeout_s=self.cfg.run.comm_timeout_s)
+        form_comm_group(self.workers, network=network_of(self.cfg), backend=self.devices.backend,
+                        timeout_s=self.cfg.run.comm_timeout_s)
         ray.get([w.setup.remote() for w in self.workers])
 
     def reconfigure(self, cfg: EDiTConfig) -> None:
         """Reuse the actors for a new run of the same shape (new mode, network, simulation)."""
-        if (cfg.ranks, cfg.shards, cfg.run.cpus_per_rank) != (self.cfg.ranks, self.cfg.shards, self.cfg.run.cpus_per_rank):
-            raise ValueError("reconfigure keeps ranks, shards and cpus_per_rank; start a new group instead")
+        shape = lambda c: (c.ranks, c.shards, c.run.cpus_per_rank, c.run.device)  # noqa: E731
+        if shape(cfg) != shape(self.cfg):
+            raise ValueError("reconfigure keeps ranks, shards, cpus_per_rank and device; start a new group instead")
         self.cfg, self.cfg_dict = cfg, config_to_dict(cfg)
         self.out_dir = Path(cfg.run.out_dir)
         self.history, self._segments = [], 0

@@ -23,6 +23,7 @@ import torch
 from raystack import metrics
 from raystack.config import config_to_dict
 from raystack.data.tokenizer import ByteTokenizer
+from raystack.devices import cluster_gpus, local_device, plan_devices, to_cpu
 from raystack.mlora.balance import StagePlan, measured_costs, param_costs, partition
 from raystack.mlora.config import AdapterConfig, DatasetConfig, MLoRAConfig, TaskConfig
 from raystack.mlora.export import load_checkpoint, save_checkpoint, save_peft
@@ -46,6 +47,8 @@ class PipelineStage:
             base = load_stage_base(cfg["base"], start, end)  # only this stage's tensors
         else:
             base = build_base(MLoRAConfig(base=cfg["base"], seed=cfg["seed"]))
+        if cfg.get("device", "auto") != "cpu":
+            base.to(local_device())  # cuda when the pipeline gave this stage a GPU
         self.stage = StageModel(base, start, end)
         self.busy = 0.0
         self._busy_metric = metrics.counter("mlora_stage_busy_seconds", "compute seconds per stage", ("stage",))
@@ -69,23 +72,23 @@ class PipelineStage:
         t = time.perf_counter()
         out = self.stage.forward(mb, x, labels)
         self._account(time.perf_counter() - t)
-        return out
+        return to_cpu(out)  # activations travel between stages through the object store
 
     def backward(self, mb: MicroBatch, grad: torch.Tensor | None = None) -> torch.Tensor | None:
         t = time.perf_counter()
         out = self.stage.backward(mb, grad)
         self._account(time.perf_counter() - t)
-        return out
+        return to_cpu(out)
 
     def _account(self, dt: float) -> None:
         self.busy += dt
         self._busy_metric.inc(dt, tags={"stage": str(self.index)})
 
     def checkpoint(self, names: list[str]) -> dict[str, dict]:
-        return {n: self.stage.checkpoint(n) for n in names}
+        return to_cpu({n: self.stage.checkpoint(n) for n in names})
 
     def adapter_state(self, name: str) -> dict[str, torch.Tensor]:
-        return self.stage.adapter_state(name)
+        return to_cpu(self.stage.adapter_state(name))
 
     def stats(self) -> dict:
         samples, self.stage.activation_bytes = self.stage.activation_bytes, []
@@ -134,7 +137,10 @@ class LoRAPipeline:
         self.cfg = cfg
         self.threads = threads_per_stage
         self.progress = progress
+        self.devices = plan_devices(cfg.pipeline.device, cfg.pipeline.stages, cluster_gpus())
         self.stage_options = stage_options or {"num_cpus": 1}
+        if self.devices.uses_gpu:
+            self.stage_options = {**self.stage_options, "num_gpus": self.devices.gpus_per_actor}
         meta = build_base(cfg, device="meta")
         if cfg.pipeline.balance == "measured":  # time each unit's forward+backward here, once
             costs = measured_costs(build_base(cfg), seq=max(t.cutoff_len for t in cfg.tasks))
@@ -244,7 +250,7 @@ class LoRAPipeline:
     # -- stages ---------------------------------------------------------------------------
     def _start_stage(self, i: int) -> Any:
         a, b = self.plan.bounds[i]
-        base = {"base": self.cfg.base, "seed": self.cfg.seed}
+        base = {"base": self.cfg.base, "seed": self.cfg.seed, "device": self.cfg.pipeline.device}
         return PipelineStage.options(**self.stage_options).remote(base, a, b, i, self.threads)
 
     def start(self) -> None:

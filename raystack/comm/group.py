@@ -126,6 +126,12 @@ class CommGroup:
         return CommGroup(ranks.index(me), len(ranks), pg, self.backend, network or self.network, ranks=ranks)
 
     # -- ops ---------------------------------------------------------------------------------
+    def _staged(self, tensor: torch.Tensor) -> torch.Tensor:
+        """NCCL only moves CUDA tensors: a CPU tensor goes through a CUDA copy (gloo takes both)."""
+        if self.backend == "nccl" and tensor.device.type != "cuda":
+            return tensor.to(self.device)
+        return tensor
+
     def _issue(self, op: str, payload_bytes: int, work, result_fn, async_op: bool):
         now = time.monotonic()
         sent = ring_bytes(op, payload_bytes, self.world_size)
@@ -142,22 +148,29 @@ class CommGroup:
             raise ValueError(f"op must be 'sum' or 'avg', got {op!r}")
         if self.world_size == 1:
             return self._issue("all_reduce", 0, None, lambda: tensor, async_op)
-        work = dist.all_reduce(tensor, op=dist.ReduceOp.SUM, group=self._pg, async_op=True)
+        x = self._staged(tensor)
+        work = dist.all_reduce(x, op=dist.ReduceOp.SUM, group=self._pg, async_op=True)
 
         def result():
             if op == "avg":
-                tensor.div_(self.world_size)
+                x.div_(self.world_size)
+            if x is not tensor:
+                tensor.copy_(x)
             return tensor
         return self._issue("all_reduce", tensor.numel() * tensor.element_size(), work, result, async_op)
 
     def all_gather(self, tensor: torch.Tensor, async_op: bool = False):
         """Every member's `tensor`, in rank order (a list of world_size tensors)."""
-        out = [torch.empty_like(tensor) for _ in range(self.world_size)]
         if self.world_size == 1:
-            out[0].copy_(tensor)
+            out = [tensor.clone()]
             return self._issue("all_gather", 0, None, lambda: out, async_op)
-        work = dist.all_gather(out, tensor, group=self._pg, async_op=True)
-        return self._issue("all_gather", tensor.numel() * tensor.element_size(), work, lambda: out, async_op)
+        x = self._staged(tensor)
+        out = [torch.empty_like(x) for _ in range(self.world_size)]
+        work = dist.all_gather(out, x, group=self._pg, async_op=True)
+
+        def result():
+            return out if x is tensor else [o.to(tensor.device) for o in out]
+        return self._issue("all_gather", tensor.numel() * tensor.element_size(), work, result, async_op)
 
     def broadcast(self, tensor: torch.Tensor, src: int = 0, async_op: bool = False):
         """Copy member `src`'s `tensor` into every member's `tensor` (src is a group rank)."""
@@ -165,8 +178,14 @@ class CommGroup:
             raise ValueError(f"src must be in [0, {self.world_size}), got {src}")
         if self.world_size == 1:
             return self._issue("broadcast", 0, None, lambda: tensor, async_op)
-        work = dist.broadcast(tensor, src=self._ranks[src], group=self._pg, async_op=True)
-        return self._issue("broadcast", tensor.numel() * tensor.element_size(), work, lambda: tensor, async_op)
+        x = self._staged(tensor)
+        work = dist.broadcast(x, src=self._ranks[src], group=self._pg, async_op=True)
+
+        def result():
+            if x is not tensor:
+                tensor.copy_(x)
+            return tensor
+        return self._issue("broadcast", tensor.numel() * tensor.element_size(), work, result, async_op)
 
     def barrier(self) -> None:
         if self.world_size > 1:

@@ -138,6 +138,7 @@ class RunConfig:
     comm_timeout_s: float = 60.0
     cpus_per_rank: float = 1.0
     threads_per_rank: int = 1
+    device: Literal["auto", "cpu", "cuda"] = "auto"  # auto: GPUs when the cluster has any
 
 
 @dataclass

@@ -68,7 +68,8 @@ class EDiTRank:
             len(self.blocks), cfg.uses_penalty, cfg.penalty.ewma_alpha, cfg.penalty.z_threshold,
             cfg.penalty.warmup_syncs, cfg.penalty.temperature, cfg.penalty.clip)
         self.trigger = TimeTrigger(cfg.sync.t_seconds) if cfg.mode == "aedit" else StepTrigger(cfg.sync.h)
-        self.state_device = torch.device("cpu") if cfg.sync.state_on_cpu else next(model.parameters()).device
+        self.device = next(model.parameters()).device
+        self.state_device = torch.device("cpu") if cfg.sync.state_on_cpu else self.device
         self.theta_sync: list[torch.Tensor] = []
         self.momentum: list[torch.Tensor] = []
         self.counters = Counters()
@@ -141,6 +142,8 @@ class EDiTRank:
             g["lr"] = self._lr_now()
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)  # time the step's kernels, not their launch
         compute = time.perf_counter() - t0 - (self.counters.sync_seconds + self.counters.dp_seconds - sync_before)
         self._simulate_slowness(compute)
         self.counters.compute_seconds += compute

@@ -91,6 +91,7 @@ class PipelineConfig:
     window_steps: int = 20  # steps scheduled at once; checkpoints and admissions between windows
     max_in_flight: Optional[int] = None
     max_restarts: int = 2  # per stage actor failure, before giving up
+    device: Literal["auto", "cpu", "cuda"] = "auto"  # auto: stages on GPUs when the cluster has any
 
 
 @dataclass

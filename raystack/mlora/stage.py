@@ -11,9 +11,10 @@ Nothing here knows about Ray.
 from __future__ import annotations
 
 import copy
+import inspect
 import math
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 from torch import nn
@@ -96,6 +97,7 @@ class StageModel:
             inner.norm = None
             base.lm_head = None
         self.base = base
+        self.device = next(base.parameters()).device
         _release_freed_memory()
         self.model = BatchLoRAModel(base).train()
         self.optims: dict[str, torch.optim.Optimizer] = {}
@@ -140,13 +142,14 @@ class StageModel:
 
         inner = self.base.model
         h = inner.embed_tokens(x) if self.first else x
-        pos = torch.arange(h.shape[1]).unsqueeze(0)
+        pos = torch.arange(h.shape[1], device=h.device).unsqueeze(0)
         if self.layer_ids:
-            mask = create_causal_mask(config=self.base.config, inputs_embeds=h, attention_mask=None,
-                                      cache=None, position_ids=pos)
+            mask = create_causal_mask(**_mask_kwargs(create_causal_mask, self.base.config, h, pos))
             pe = inner.rotary_emb(h, position_ids=pos)
             for i in self.layer_ids:
                 h = inner.layers[i](h, attention_mask=mask, position_embeddings=pe, position_ids=pos)
+                if isinstance(h, tuple):  # transformers 4.x layers return (hidden_states, ...)
+                    h = h[0]
         if self.last:
             h = self.base.lm_head(inner.norm(h))
         return h
@@ -154,6 +157,9 @@ class StageModel:
     def forward(self, mb: MicroBatch, x: torch.Tensor, labels: torch.Tensor | None = None) -> Any:
         """Run the micro-batch; returns the output activation (detached), or on the last stage
         the per-adapter losses ``{adapter: float}``."""
+        x = x.to(self.device)  # inputs arrive from the CPU (data, or the previous stage)
+        if labels is not None:
+            labels = labels.to(self.device)
         inp = x if self.first else x.detach().requires_grad_(True)
         saved = [0]
 
@@ -180,7 +186,7 @@ class StageModel:
             if self.last:
                 out.backward()
             else:
-                out.backward(grad)
+                out.backward(grad.to(out.device))
         g = None if inp is None else (inp.grad if inp.grad is not None else torch.zeros_like(inp))
         if mb.step_adapters:
             self.step_adapters(mb.step_adapters)
@@ -207,6 +213,21 @@ class StageModel:
                 total[k] = total.get(k, 0.0) + v
             self.backward(mb)
         return total
+
+
+def _mask_kwargs(create_causal_mask: Callable, config: Any, h: torch.Tensor, pos: torch.Tensor) -> dict:
+    """Arguments of transformers' ``create_causal_mask`` for a no-cache forward, whichever
+    release is installed (4.5x names ``input_embeds``/``past_key_values``/``cache_position``,
+    5.x ``inputs_embeds``/``cache``)."""
+    params = inspect.signature(create_causal_mask).parameters
+    kw: dict[str, Any] = {"config": config, "attention_mask": None, "position_ids": pos}
+    kw["inputs_embeds" if "inputs_embeds" in params else "input_embeds"] = h
+    for name in ("cache", "past_key_values"):
+        if name in params:
+            kw[name] = None
+    if "cache_position" in params:
+        kw["cache_position"] = torch.arange(h.shape[1], device=h.device)
+    return kw
 
 
 def load_stage_base(path: str, start: int, end: int) -> nn.Module:

@@ -59,5 +59,6 @@ def count_parameters(model: torch.nn.Module, trainable_only: bool = False) -> in
 def lm_loss(model: torch.nn.Module, batch: torch.Tensor) -> torch.Tensor:
     """Mean next-token cross-entropy of a [B, L+1] batch from `BatchStream` (inputs [:, :-1],
     targets [:, 1:]). Computed here rather than via `labels=`, which transformers shifts again."""
+    batch = batch.to(next(model.parameters()).device)  # batches come from the CPU data stream
     logits = model(input_ids=batch[:, :-1]).logits
     return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.size(-1)).float(), batch[:, 1:].reshape(-1))

@@ -61,3 +61,11 @@ def test_run_writes_a_transformers_checkpoint_and_resume_continues_it(ray_cluste
     assert [h["step"] for h in second.history][0] <= 12 < second.history[-1]["step"]
     assert second.tokens == 2 * 24 * 4 * 32
     assert second.val_loss < first.val_loss
+
+
+def test_device_cuda_on_a_cluster_without_gpus_fails_before_any_actor_starts(ray_cluster, tmp_path):
+    from actors.edit import EDiTGroup
+    group = EDiTGroup(small_cfg(tmp_path, run={"device": "cuda"}))
+    with pytest.raises(ValueError, match="device: cuda, but the cluster has 0 GPUs"):
+        group.start()
+    assert group.workers == [] and group.pgs == []

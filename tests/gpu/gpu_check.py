@@ -4,7 +4,11 @@
 
 Checks: CommGroup over NCCL in 2 processes (ops, values, byte counts, network-model delay);
 model factory on CUDA (bf16 step throughput of small-50m); BatchLoRA on CUDA (gradients equal
-separate training in fp32; 8 adapters batched vs stepped one by one). Prints JSON.
+separate training in fp32; 8 adapters batched vs stepped one by one); EDiT ranks on CUDA (the
+same parameters as on the CPU, ranks as threads over the in-process comm); the mLoRA pipeline's
+stage code on CUDA with activations handed over through the CPU, as between stage actors (the
+same adapters as one whole-model stage on the CPU). ``--only NAME,...`` runs some checks;
+``--device cpu`` dry-runs the EDiT and pipeline checks here (CPU against CPU). Prints JSON.
 Not collected by pytest (CI has no GPU).
 """
 from __future__ import annotations
@@ -180,13 +184,106 @@ def check_batchlora() -> dict:
             "speedup": ts / tb}
 
 
+def _exact_cuda() -> None:
+    torch.backends.cuda.matmul.allow_tf32 = False  # compare fp32 with fp32
+    torch.backends.cudnn.allow_tf32 = False
+
+
+def check_edit(device: str = "cuda") -> dict:
+    """EDiT / DiLoCo ranks with their model on ``device`` reach the CPU run's parameters."""
+    from raystack.config import load_config
+    from raystack.edit.config import EDiTConfig
+    from raystack.edit.localcomm import run_in_threads
+    from raystack.edit.replica import EDiTRank
+    from tests.edit.test_edit_equivalence import ReplicaBatches, tiny_llama
+
+    _exact_cuda()
+    out = {}
+    for mode, shards in (("edit", 1), ("edit", 2), ("diloco", 1)):
+        cfg = load_config(EDiTConfig, {"model": "tiny-1m", "mode": mode, "ranks": 2 * shards, "shards": shards,
+                                       "steps": 8, "sync": {"warmup_steps": 2, "h": 2},
+                                       "inner": {"optimizer": "adamw", "lr": 1e-3}})
+
+        def go(dev):
+            def rank_fn(comm):
+                replica, shard = divmod(comm.rank, cfg.shards)
+                r = EDiTRank(cfg, tiny_llama().to(dev), comm, ReplicaBatches(replica, shard, cfg.shards))
+                losses = []
+                while not r.done:
+                    losses.append(r.train_step())
+                    r.maybe_sync()
+                r.flush()
+                return [p.detach().cpu() for p in r.model.parameters()], losses, r.device.type, r.counters.syncs
+            return run_in_threads(cfg.ranks, rank_fn)
+        ref, got = go("cpu"), go(device)
+        diff = max(float((a - b).abs().max()) for (pa, *_), (pb, *_) in zip(ref, got) for a, b in zip(pa, pb))
+        out[f"{mode}_S{shards}"] = {
+            "max_param_diff": diff, "devices": sorted({g[2] for g in got}), "syncs": got[0][3],
+            "last_loss_cpu_vs_device": [ref[0][1][-1], got[0][1][-1]],
+            "ok": diff < 1e-4 and {g[2] for g in got} == {torch.device(device).type} and got[0][3] > 0}
+    out["ok"] = all(v["ok"] for v in out.values())
+    return out
+
+
+def check_pipeline(device: str = "cuda") -> dict:
+    """Two LoRA pipeline stages on ``device`` (activations and gradients handed over through the
+    CPU, as the stage actors do) train the same adapters as one whole-model stage on the CPU."""
+    from raystack.devices import to_cpu
+    from raystack.mlora.batchlora import AdapterSpec, segments_for
+    from raystack.mlora.stage import MicroBatch, OptimSpec, StageModel
+    from tests.mlora.mlora_helpers import tiny_llama
+
+    _exact_cuda()
+    names = ("a", "b")
+
+    def run(dev, split):
+        n_units = len(tiny_llama().model.layers) + 2
+        bounds = [(0, 3), (3, n_units)] if split else [(0, n_units)]
+        stages = [StageModel(tiny_llama(seed=0).to(dev), a, b) for a, b in bounds]
+        for st in stages:
+            for i, nm in enumerate(names):
+                st.add_adapter(AdapterSpec(nm, r=4, alpha=8, kind="dora" if nm == "b" else "lora",
+                                           target_modules=("q_proj", "v_proj", "o_proj", "lm_head"), seed=i),
+                               OptimSpec(lr=1e-2))
+        g = torch.Generator().manual_seed(0)
+        losses = []
+        for step in range(4):
+            ids = torch.randint(0, 256, (4, 17), generator=g)
+            mb = MicroBatch((step,), segments_for([("a", 2), ("b", 2)]), {}, names)
+            x, labels = ids[:, :-1], ids[:, 1:]
+            if split:
+                h = to_cpu(stages[0].forward(mb, x))
+                losses.append(stages[1].forward(mb, h, labels))
+                stages[0].backward(mb, to_cpu(stages[1].backward(mb)))
+            else:
+                losses.append(stages[0].train_step([(mb, x, labels)]))
+        state = {}
+        for st in stages:
+            for nm in names:
+                state.update({f"{nm}:{k}": v for k, v in to_cpu(st.adapter_state(nm)).items()})
+        return state, losses, stages[-1].device.type
+    ref, _, _ = run("cpu", split=False)
+    got, losses, dev = run(device, split=True)
+    diff = max(float((ref[k] - got[k]).abs().max()) for k in ref)
+    return {"max_adapter_diff": diff, "same_keys": set(ref) == set(got), "stage_device": dev,
+            "losses": losses[-1], "ok": diff < 1e-4 and set(ref) == set(got) and dev == torch.device(device).type}
+
+
+CHECKS = {"comm_cuda": lambda dev: check_comm(), "model_cuda": lambda dev: check_model(),
+          "batchlora_cuda": lambda dev: check_batchlora(), "edit_cuda": check_edit,
+          "pipeline_cuda": check_pipeline}
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--out", default=None)
+    p.add_argument("--only", default=",".join(CHECKS))
+    p.add_argument("--device", default="cuda")
     args = p.parse_args()
     report = {"torch": torch.__version__, "cuda": torch.cuda.is_available(),
               "device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None}
-    for name, fn in (("comm_cuda", check_comm), ("model_cuda", check_model), ("batchlora_cuda", check_batchlora)):
+    for name in args.only.split(","):
+        fn = lambda name=name: CHECKS[name](args.device)  # noqa: E731
         t0 = time.time()
         try:
             report[name] = fn()

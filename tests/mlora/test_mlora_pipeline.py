@@ -125,3 +125,15 @@ def test_rerun_reports_finished_adapters_and_ignores_checkpoints_of_another_conf
     changed = run_once(one(2, 4))
     assert "cpy" in changed.adapters and changed.windows  # retrained at the new rank
     assert read_peft(changed.adapters["cpy"], "cpy")[0].r == 4
+
+
+def test_device_cuda_on_a_cluster_without_gpus_fails_before_any_stage_starts(ray_cluster, tmp_path):
+    from actors.mlora import LoRAPipeline
+
+    cfg = _cfg(tmp_path)
+    cfg.pipeline.device = "cuda"
+    with pytest.raises(ValueError, match="device: cuda, but the cluster has 0 GPUs"):
+        LoRAPipeline(cfg, progress=False)
+    cfg.pipeline.device = "bogus"
+    with pytest.raises(ValueError, match="device must be 'auto', 'cpu' or 'cuda'"):
+        LoRAPipeline(cfg, progress=False)
