@@ -3,7 +3,9 @@
 Ray placement groups cannot be resized, so every worker and every PS is its own unit with its
 own group: adding a worker adds a group, removing one drains the worker and removes its group.
 A PS replacement (more memory or CPU) copies the old PS's state into the new one before the
-routing table switches. Capacity is requested from the autoscaler with ``request_resources``.
+routing table switches; from the export on, the old PS refuses updates (``TableMoved``) and
+workers retry them at the new owner once the routing switches, so no update is lost.
+Capacity is requested from the autoscaler with ``request_resources``.
 """
 from __future__ import annotations
 

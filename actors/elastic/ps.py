@@ -13,6 +13,13 @@ from raystack.elastic.checkpoint import FlashCheckpointer
 from raystack.elastic.dlrm import DLRMDense, DLRMSpec, adagrad_rows, init_table
 
 
+class TableMoved(RuntimeError):
+    """This PS handed the table (or the dense net) to another PS: re-read the routing, retry.
+
+    Raised instead of applying an update, so nothing is applied to a copy that is already on
+    its way to the new owner (and lost there)."""
+
+
 @ray.remote(max_restarts=-1)
 class ParameterServer:
     """Holds embedding tables ``tables``; ``dense=True`` also holds the dense network."""
@@ -35,6 +42,7 @@ class ParameterServer:
         self.audit = np.zeros(0, dtype=np.int32)
         self.applied: dict[int, tuple[str, int]] = {}  # lease -> (worker, offset applied)
         self.fenced: set[str] = set()  # worker incarnations declared dead
+        self.sealed: set[int] = set()  # tables exported to a new owner (-1: the dense net)
         self._cpu0, self._t0 = time.process_time(), time.time()
         snap = self.ckpt.restore()
         self.restored = snap is not None
@@ -69,6 +77,7 @@ class ParameterServer:
                                 dtype=np.int64).reshape(-1, 2)
         s["applied_workers"] = np.array([w for _, (w, _) in self.applied.items()], dtype=object
                                         ).astype(str)
+        s["fenced"] = np.array(sorted(self.fenced), dtype=object).astype(str)
         return s
 
     def _load(self, s: dict[str, np.ndarray]) -> None:
@@ -81,6 +90,7 @@ class ParameterServer:
         self.audit = s["audit"]
         self.applied = {int(lease): (str(w), int(off)) for (lease, off), w in
                         zip(s["applied"], s["applied_workers"])}
+        self.fenced |= {str(w) for w in s.get("fenced", ())}
         self.version = int(s["__version__"])
 
     def _checkpoint(self) -> float:
@@ -92,12 +102,20 @@ class ParameterServer:
         if time.time() - self._last_ckpt >= self.ckpt_every_s:
             self._checkpoint()
 
+    def _check_owned(self, tables) -> None:
+        gone = sorted(t for t in tables if t in self.sealed or (t >= 0 and t not in self.w))
+        if gone:
+            raise TableMoved(f"{self.name} no longer owns tables {gone}")
+
     # ---- sparse ----------------------------------------------------------------------------
     def pull(self, req: dict[int, np.ndarray]) -> dict[int, np.ndarray]:
-        """Rows ``req[t]`` (unique ids) of each table ``t``."""
+        """Rows ``req[t]`` (unique ids) of each table ``t`` (an exported one may still be read)."""
+        self._check_owned([t for t in req if t not in self.w])
         return {t: self.w[t][ids] for t, ids in req.items()}
 
     def push(self, grads: dict[int, tuple[np.ndarray, np.ndarray]]) -> None:
+        """Apply all of ``grads`` or none (TableMoved), so a retry never applies one twice."""
+        self._check_owned(grads)
         for t, (ids, g) in grads.items():
             adagrad_rows(self.w[t], self.acc[t], ids, g, self.lr)
             self.touched[t][ids] = True
@@ -112,6 +130,7 @@ class ParameterServer:
         """Apply a batch's dense update: the batch's commit point. False if the lease is fenced."""
         if worker_id in self.fenced:
             return False
+        self._check_owned([-1])
         for k, g in grads.items():
             self.dense_acc[k] += g * g
             self.dense[k] -= self.lr_dense * g / (np.sqrt(self.dense_acc[k]) + 1e-8)
@@ -130,20 +149,27 @@ class ParameterServer:
 
     # ---- moving tables ---------------------------------------------------------------------
     def export_all(self) -> dict[str, np.ndarray]:
+        """Everything, for a replacement PS; from now on this PS refuses updates."""
+        self.sealed |= {-1, *self.w}
         return self._state()
 
     def import_all(self, s: dict[str, np.ndarray]) -> None:
-        s = dict(s)
+        # Arrays that arrive through the object store are read-only views of shared memory;
+        # this PS updates its tables, dense net and audit in place, so it needs its own copies.
+        s = {k: np.array(v, copy=True) for k, v in s.items()}
         s["__version__"] = np.array(self.version)
         self._load(s)
         self._checkpoint()
 
     def export_tables(self, tables: list[int]) -> dict[int, tuple]:
+        """Tables for their new owner; from now on this PS refuses updates to them."""
+        self.sealed |= set(tables)
         return {t: (self.w[t], self.acc[t], self.touched[t]) for t in tables}
 
     def import_tables(self, d: dict[int, tuple]) -> None:
         for t, (w, a, tc) in d.items():
             self._add_table(t, w.copy(), a.copy(), tc.copy())
+            self.sealed.discard(t)  # a table may come back to a PS that gave it away
         self._checkpoint()
 
     def drop_tables(self, tables: list[int]) -> None:

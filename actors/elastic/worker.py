@@ -11,6 +11,7 @@ import numpy as np
 import ray
 from ray.exceptions import RayActorError
 
+from actors.elastic.ps import TableMoved
 from raystack import metrics
 from raystack.data.criteo import DataError, read_rows
 from raystack.elastic.dlrm import DLRMDense, DLRMSpec, forward_backward
@@ -20,7 +21,7 @@ try:
 except ImportError:  # pragma: no cover
     ActorUnavailableError = RayActorError
 
-_RETRY = (RayActorError, ActorUnavailableError)
+_RETRY = (RayActorError, ActorUnavailableError, TableMoved)
 
 
 @ray.remote(max_restarts=0)
@@ -117,7 +118,9 @@ class DLRMWorker:
         return self._ps[name]
 
     def _call(self, fn):
-        """Run ``fn()`` (PS calls), retrying while a PS restarts or moves."""
+        """Run ``fn()`` (PS calls), retrying while a PS restarts or moves.
+
+        ``fn`` must route by ``self.routing`` when it runs: a retry follows the new routing."""
         deadline = time.time() + self.ps_retry_s
         while True:
             try:
@@ -133,17 +136,21 @@ class DLRMWorker:
                 if isinstance(exc, ValueError) and "Failed to look up actor" not in str(exc):
                     raise
 
+    def _by_ps(self, tables) -> dict[str, list[int]]:
+        """The current routing's owner of each table."""
+        by_ps: dict[str, list[int]] = {}
+        for t in tables:
+            by_ps.setdefault(self.routing[t], []).append(t)
+        return by_ps
+
     def _step(self, lease_id: int, upto: int, b) -> bool:
         t0 = time.perf_counter()
-        by_ps: dict[str, dict[int, np.ndarray]] = {}
         uniq = {t: np.unique(b.cat[:, t]) for t in range(self.spec.n_tables)}
-        for t, ids in uniq.items():
-            by_ps.setdefault(self.routing[t], {})[t] = ids
-        dense_ps = self.routing[-1]
 
         def pull():
-            refs = {n: self._ps_handle(n).pull.remote(req) for n, req in by_ps.items()}
-            dref = self._ps_handle(dense_ps).pull_dense.remote()
+            refs = {n: self._ps_handle(n).pull.remote({t: uniq[t] for t in ts})
+                    for n, ts in self._by_ps(uniq).items()}
+            dref = self._ps_handle(self.routing[-1]).pull_dense.remote()
             got = {n: ray.get(r) for n, r in refs.items()}
             return got, ray.get(dref)
 
@@ -155,12 +162,25 @@ class DLRMWorker:
         import torch
         self.model.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in dense.items()})
         _, dg, sg = forward_backward(self.model, b.dense, b.cat, b.label, rows)
+        pending = set(uniq)  # tables whose gradients no PS has applied yet
 
         def push():
-            refs = [self._ps_handle(n).push.remote({t: (uniq[t], sg[t]) for t in req})
-                    for n, req in by_ps.items()]
-            ray.get(refs)
-            return ray.get(self._ps_handle(dense_ps).push_dense.remote(
+            # A PS applies a push whole or not at all; after a move only the tables not yet
+            # applied go again, to their new owners, so no gradient is applied twice.
+            by_ps = self._by_ps(sorted(pending))
+            handles = {n: self._ps_handle(n) for n in by_ps}  # look-ups first: nothing sent yet
+            refs = {n: (ts, handles[n].push.remote({t: (uniq[t], sg[t]) for t in ts}))
+                    for n, ts in by_ps.items()}
+            failed = None
+            for ts, ref in refs.values():
+                try:
+                    ray.get(ref)
+                    pending.difference_update(ts)
+                except _RETRY as exc:
+                    failed = failed or exc
+            if failed is not None:
+                raise failed
+            return ray.get(self._ps_handle(self.routing[-1]).push_dense.remote(
                 self.worker_id, lease_id, upto, b.sample_id,
                 {k: v.numpy() for k, v in dg.items()}))
 

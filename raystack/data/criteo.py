@@ -59,6 +59,8 @@ def generate(out_dir: str | Path, rows: int = 100_000, files: int = 4, vocab: in
     paths = [out / f"part-{i:05d}.parquet" for i in range(files)]
     if stamp.exists() and all(p.exists() for p in paths):
         return [(str(p), n) for p, n in zip(paths, sizes)]
+    for old in out.glob(".generated-*"):  # the files are rewritten: no other stamp holds now
+        old.unlink()
     rng = np.random.default_rng(seed)
     w_cat = rng.normal(0, 0.6, size=(N_CAT, vocab))
     w_dense = rng.normal(0, 0.4, size=N_DENSE)

@@ -1,15 +1,20 @@
 """Elastic DLRM on the shared local Ray cluster: end to end, and faults by really killing actors."""
+import re
 import threading
 import time
+import uuid
 
 import numpy as np
 import pytest
 import ray
 
 from actors.elastic import ElasticController, ElasticJobError
+from actors.elastic.ps import ParameterServer, TableMoved
 from raystack.config import ConfigError, load_config
 from raystack.data.criteo import DataError
+from raystack.elastic.checkpoint import _default_shm
 from raystack.elastic.config import ElasticConfig
+from raystack.elastic.dlrm import DLRMSpec
 
 pytestmark = pytest.mark.cluster
 
@@ -117,6 +122,82 @@ def test_controller_restart_adopts_the_running_job(ray_cluster, data_dir):
     finally:
         second.shutdown()
     assert res.lost == 0 and res.duplicated == 0, (res, second.backend.worker_errors)
+
+
+@pytest.mark.slow
+def test_worker_kills_during_autoscale_resizes_finish_exactly_once(ray_cluster, data_dir):
+    # Autoscaling on: the warm-up probes add a worker, replace the PS by two (new memory size),
+    # change the worker CPU and jump to the predicted best. Right after each resize (new units
+    # still starting, the PS handover just done) the oldest and the newest worker are killed,
+    # and one more worker at 30% of the rows. This used to stall until the timeout: the new PS
+    # got read-only arrays from the handover, so every push failed and workers crash-looped.
+    kills, seen = [], {"plans": 1, "at30": False}
+
+    def killer(ctl):
+        b, p = ctl.backend, ctl.loop.last_poll
+        plans = sum(e.kind == "plan" for e in ctl.loop.events)
+        at30 = p is not None and not seen["at30"] and p.rows_done >= 0.3 * p.rows_total
+        if len(kills) >= 8 or not (plans > seen["plans"] or at30):
+            return
+        seen["plans"], seen["at30"] = plans, seen["at30"] or at30
+        ws = sorted((u for u, s in b.units.items() if s.role == "worker" and u in b.actors),
+                    key=lambda u: int(u.split("-")[1]))
+        for uid in dict.fromkeys([ws[0], ws[-1]] if not at30 else [ws[-1]]):
+            ray.kill(b.actors[uid])
+            kills.append(uid)
+
+    # All workers equally slowed (no stragglers) so the warm-up's resizes land within the epoch.
+    cfg = make_cfg(data_dir, "resizekills", rows=48_000, measure_s=1.0, settle_s=0.5,
+                   timeout_s=120, resources={"autoscale": True},
+                   data={"out_dir": str(data_dir / "data-48k")},  # not regenerated per size
+                   faults={"slow_workers": {f"worker-{i}": 4.0 for i in range(40)}})
+    res, ctl = run(cfg, on_step=killer)  # a stall raises ElasticJobError (timed out)
+    plans = [e for e in res.events if " plan: " in e]
+    assert any(re.search(r"-\[[^\]]*ps-", e) for e in plans), plans  # a PS was replaced
+    assert len(plans) >= 3 and len(kills) >= 4, (plans, kills)
+    assert sum(" relaunch: " in e for e in res.events) >= 4, res.events
+    assert res.rows == 36_000
+    assert res.lost == 0 and res.duplicated == 0, (res, ctl.backend.worker_errors)
+
+
+def test_ps_handover_leaves_the_new_ps_writable_and_the_old_one_refusing(ray_cluster, tmp_path):
+    # A replacement PS takes the old one's state through the object store (read-only arrays);
+    # it must still apply updates, and the old PS must refuse any update that comes after the
+    # export (it would be lost: the new owner already has its copy).
+    spec = DLRMSpec(vocab=50, dim=4, bottom=(8,), top=(8,))
+    job = f"handover{uuid.uuid4().hex[:8]}"
+    kw = dict(spec=spec, lr_sparse=0.05, lr_dense=0.01, ckpt_dir=str(tmp_path), total_rows=100)
+    old = ParameterServer.remote(f"{job}-ps-0", tables=list(range(spec.n_tables)), dense=True, **kw)
+    new = ParameterServer.remote(f"{job}-ps-1", tables=[], dense=False, **kw)
+    try:
+        ray.get(new.import_all.remote(old.export_all.remote()))
+        ids, g = np.array([1, 2]), np.ones((2, spec.dim), np.float32)
+        before = ray.get(new.pull.remote({0: ids}))[0].copy()
+        ray.get(new.push.remote({0: (ids, g)}))
+        assert (ray.get(new.pull.remote({0: ids}))[0] < before).all()
+        grads = {k: np.ones_like(v) for k, v in ray.get(new.pull_dense.remote()).items()}
+        assert ray.get(new.push_dense.remote("worker-0.0", 1, 2, np.array([5, 6]), grads))
+        assert ray.get(new.audit_counts.remote())[[5, 6]].tolist() == [1, 1]
+        with pytest.raises(TableMoved):
+            ray.get(old.push.remote({0: (ids, g)}))
+        with pytest.raises(TableMoved):
+            ray.get(old.push_dense.remote("worker-0.0", 1, 4, np.array([7, 8]), grads))
+        assert ray.get(old.audit_counts.remote())[[7, 8]].tolist() == [0, 0]
+        # Moving a single table seals only that table; pulling a table the PS dropped says so.
+        ray.get(new.export_tables.remote([1]))
+        w0 = ray.get(new.pull.remote({0: ids}))[0].copy()
+        with pytest.raises(TableMoved):
+            ray.get(new.push.remote({0: (ids, g), 1: (ids, g)}))
+        assert (ray.get(new.pull.remote({0: ids}))[0] == w0).all()  # all or nothing
+        ray.get(new.push.remote({0: (ids, g)}))
+        ray.get(new.drop_tables.remote([1]))
+        with pytest.raises(TableMoved):
+            ray.get(new.pull.remote({1: ids}))
+    finally:
+        for a in (old, new):
+            ray.kill(a)
+        for f in _default_shm().joinpath("raystack-flash").glob(f"{job}-*.npz"):
+            f.unlink(missing_ok=True)
 
 
 @pytest.mark.slow

@@ -16,6 +16,14 @@ def test_generated_rows_are_read_back_by_range_with_their_sample_ids(tmp_path):
     assert b.cat.max() < 50 and b.dense.shape == (1200, 13) and 0.05 < b.label.mean() < 0.95
 
 
+def test_switching_sizes_in_one_directory_regenerates_the_files(tmp_path):
+    # Each size leaves a stamp; going back to an earlier size must not trust its stale stamp
+    # while the files hold the other size (shards past the end: "rows out of range").
+    for rows in (4000, 2000, 4000):
+        files = generate(tmp_path, rows=rows, files=2, vocab=50, row_group=512)
+        assert list_files(str(tmp_path)) == files and sum(n for _, n in files) == rows
+
+
 def test_unreadable_and_wrong_schema_files_are_named(tmp_path):
     (tmp_path / "x.parquet").write_bytes(b"garbage")
     with pytest.raises(DataError, match="x.parquet"):
