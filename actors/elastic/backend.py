@@ -246,12 +246,13 @@ class RayBackend:
             return Poll(now, error=f"ShardService unavailable: {exc}")
         workers = {uid: a for uid, a in self.actors.items() if self.units[uid].role == "worker"}
         refs = {uid: a.status.remote() for uid, a in workers.items()}
-        dead = []
+        dead, errors = [], {}
         for uid, ref in refs.items():
             try:
                 s = ray.get(ref, timeout=10)
                 if s["error"]:
                     self.worker_errors.append(f"{s['worker_id']}: {s['error']}")
+                    errors[uid] = f"{s['worker_id']}: {s['error']}"
                     dead.append(uid)
             except RayActorError:
                 dead.append(uid)
@@ -273,8 +274,9 @@ class RayBackend:
         unit_of = {self.worker_id(uid): uid for uid in workers}
         rates = {unit_of[w]: tuple(r) for w, r in st["rates"].items() if w in unit_of}
         self._m_sps.set(sum(r for r, _ in rates.values()))
+        committed = {unit_of[w]: int(n) for w, n in st.get("committed", {}).items() if w in unit_of}
         return Poll(now, dead, rates, st["rows_done"], st["rows_total"], ps_util, ps_mem,
-                    st["error"])
+                    st["error"], errors, committed)
 
     # ---- results and cleanup ------------------------------------------------------------------
     def dense_ps(self):

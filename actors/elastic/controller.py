@@ -78,7 +78,7 @@ class ElasticController:
         self.loop = ElasticLoop(self.planner, self.backend,
                                 detector=StragglerDetector(f.straggler_factor, f.straggler_min_rows),
                                 measure_s=cfg.measure_s, settle_s=cfg.settle_s,
-                                autoscale=r.autoscale)
+                                autoscale=r.autoscale, max_relaunches=f.max_relaunches)
         if adopt:  # carry on with the running units, skip the initial plan
             self.loop.units = dict(self.backend.units)
             self.loop.state = State.RUNNING

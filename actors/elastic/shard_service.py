@@ -135,5 +135,6 @@ class ShardService:
                 "rows_total": self.ledger.rows_total * self.epochs,
                 "shards_done": self.ledger.shards_done, "epoch": self.ledger.epoch,
                 "finished": self._finished(), "error": self.error, "rates": rates,
+                "committed": {w: sum(r for _, r in q) for w, q in self.rates.items()},
                 "leases": {x.worker_id: x.lease_id for x in self.ledger.active_leases()},
                 "restarted": self.restarted, "pid": os.getpid()}

@@ -83,6 +83,7 @@ class FaultConfig:
     straggler_factor: float = 2.0
     straggler_min_rows: int = 4096
     max_shard_failures: int = 3
+    max_relaunches: int = 5  # a unit relaunched this often in a row, committing nothing, fails the job
     slow_workers: dict[str, float] = field(default_factory=dict)  # unit id -> slowdown (demos)
 
     def validate(self) -> None:
@@ -92,6 +93,8 @@ class FaultConfig:
             raise ConfigError("straggler_factor", f"must be > 1, got {self.straggler_factor}")
         if self.max_shard_failures < 1:
             raise ConfigError("max_shard_failures", "must be >= 1")
+        if self.max_relaunches < 1:
+            raise ConfigError("max_relaunches", f"must be >= 1, got {self.max_relaunches}")
 
 
 @dataclass

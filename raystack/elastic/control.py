@@ -37,6 +37,8 @@ class Poll:
     ps_cpu_util: list[float] = field(default_factory=list)
     ps_mem_gb: list[float] = field(default_factory=list)
     error: str | None = None  # e.g. a shard failed too often
+    errors: dict[str, str] = field(default_factory=dict)  # unit id -> the error its worker reported
+    committed: dict[str, int] = field(default_factory=dict)  # unit id -> rows its worker committed
 
     @property
     def finished(self) -> bool:
@@ -61,7 +63,7 @@ class ElasticLoop:
 
     def __init__(self, planner: ThreeStagePlanner, backend: Backend, *,
                  detector: StragglerDetector | None = None, measure_s: float = 5.0,
-                 settle_s: float = 2.0, autoscale: bool = True) -> None:
+                 settle_s: float = 2.0, autoscale: bool = True, max_relaunches: int = 5) -> None:
         self.planner, self.backend = planner, backend
         self.detector = detector or StragglerDetector()
         self.measure_s, self.settle_s, self.autoscale = measure_s, settle_s, autoscale
@@ -73,6 +75,8 @@ class ElasticLoop:
         self._window: tuple[float, int] | None = None  # (t0, rows0) of the current measurement
         self._changed_at = 0.0
         self._drained: set[str] = set()
+        self.max_relaunches = max_relaunches
+        self._failed_in_a_row: dict[str, int] = {}  # unit id -> relaunches with nothing committed
         self.last_poll: Poll | None = None
 
     @property
@@ -114,9 +118,22 @@ class ElasticLoop:
             self.events.append(Event(now, "finished", f"{poll.rows_done} rows"))
             return self.state
         for uid in poll.dead:
-            if uid in self.units:
-                self.backend.relaunch(self.units[uid])
-                self.events.append(Event(now, "relaunch", uid))
+            if uid not in self.units:
+                continue
+            committed = poll.committed.get(uid, poll.worker_rates.get(uid, (0.0, 0))[1]) > 0
+            streak = 0 if committed else self._failed_in_a_row.get(uid, 0) + 1
+            self._failed_in_a_row[uid] = streak
+            if streak > self.max_relaunches:
+                # the same failure again and again (a bug, a bad node): stop and say why,
+                # rather than relaunching until the job's timeout
+                why = poll.errors.get(uid, "its actor died")
+                self.state = State.FAILED
+                self.error = (f"{uid} failed {streak} times in a row without committing a batch "
+                              f"(faults.max_relaunches={self.max_relaunches}); last error: {why}")
+                self.events.append(Event(now, "failed", self.error))
+                return self.state
+            self.backend.relaunch(self.units[uid])
+            self.events.append(Event(now, "relaunch", uid))
         slow = [w for w in self.detector.find(poll.worker_rates) if w not in self._drained]
         if slow:
             self._drained.update(slow)

@@ -96,3 +96,51 @@ def test_loop_stops_with_the_backends_error():
     loop.step()
     be.error = "shard 3 (x.parquet rows 0:10) failed 3 times"
     assert loop.step() is State.FAILED and "shard 3" in loop.error
+
+
+class CrashingBackend(FakeBackend):
+    """One worker unit's every incarnation dies before committing a batch (a bug, a bad node),
+    or, with ``every``, dies every ``every`` polls after committing rows like the others."""
+
+    def __init__(self, every=None, **kw):
+        super().__init__(**kw)
+        self.every, self.polls = every, 0
+
+    def poll(self):
+        p = super().poll()
+        self.polls += 1
+        uid = min((u for u in self.units if u.startswith("worker")), default=None)
+        if uid is None:
+            return p
+        if self.every is None:
+            p.worker_rates.pop(uid, None)
+            p.dead.append(uid)
+            p.errors[uid] = f"{uid}.0: ValueError: assignment destination is read-only"
+        elif self.polls % self.every == 0:
+            p.dead.append(uid)
+        return p
+
+
+def crashing_loop(be, max_relaunches=5):
+    return ElasticLoop(ThreeStagePlanner(Budget(max_cpus=10, max_workers=8, max_ps=3), B), be,
+                       measure_s=3, settle_s=1, autoscale=False, max_relaunches=max_relaunches)
+
+
+def test_a_unit_failing_again_and_again_without_committing_stops_the_job_with_its_error():
+    be = CrashingBackend()
+    loop = crashing_loop(be, max_relaunches=5)
+    while loop.step() is State.RUNNING and be.now < 100:
+        pass
+    assert loop.state is State.FAILED
+    assert len(be.relaunched) == 5 and len(set(be.relaunched)) == 1
+    assert be.relaunched[0] in loop.error and "6 times in a row" in loop.error
+    assert "read-only" in loop.error and "max_relaunches=5" in loop.error
+
+
+def test_units_that_die_but_commit_in_between_are_relaunched_every_time():
+    be = CrashingBackend(every=2, rows_total=200_000)
+    loop = crashing_loop(be, max_relaunches=2)
+    while loop.step() is State.RUNNING and be.now < 5000:
+        pass
+    assert loop.state is State.FINISHED
+    assert len(be.relaunched) > 2  # more deaths than max_relaunches: each one had committed rows
