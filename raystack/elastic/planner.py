@@ -6,11 +6,19 @@
   best configuration within the budget;
 - runtime: keep fitting; add a worker while its predicted marginal throughput pays, remove one
   when it does not, add a PS when one is hot, raise PS memory before a predicted OOM.
+
+PS memory follows the fitted memory trend (per-PS use over rows done), DLRover-style: a limit
+close to the predicted need with a 20% margin. It is set so whenever the PS units are replaced
+anyway (the warm-up jump, a hot-PS split) and lowered on its own when it is above 1.4x the need;
+it is raised, in steps, when an OOM is predicted within the next ``mem_lookahead`` of the job's
+rows, to the need predicted twice that far ahead (not reserved up front for the end of the
+job). A raise beyond ``max_ps_mem_gb`` per PS spreads the memory over more PS.
 """
 from __future__ import annotations
 
 import enum
 import itertools
+import math
 from dataclasses import dataclass, field
 
 from raystack.elastic.perfmodel import JobConfig, MemoryTrend, PerfModel
@@ -68,9 +76,15 @@ class Stage(enum.Enum):
 class PlannerSettings:
     add_pays: float = 0.5  # add a worker if it brings >= this x an average worker's throughput
     remove_below: float = 0.2  # remove the last worker if it brings < this x the average
+    rejump_gain: float = 0.25  # runtime: go to the predicted best if it is this much faster
     hot_ps_cpu: float = 0.9
-    mem_headroom: float = 0.9  # act when predicted use exceeds this fraction of the limit
-    mem_raise: float = 1.3  # new limit = predicted peak x this
+    mem_headroom: float = 0.9  # raise when predicted use within the lookahead > this x limit
+    mem_lookahead: float = 0.25  # ... looking this fraction of the job's rows ahead
+    mem_margin: float = 1.2  # limit = predicted need x this (DLRover's PS memory margin: 20%)
+    mem_shrink_above: float = 1.4  # lower a limit above this x the predicted need (a PS move
+    # for memory alone); when PS units are replaced anyway, they are always right-sized
+    min_ps_mem_gb: float = 0.5  # never size a PS below this (the process itself)
+    max_ps_mem_gb: float = 32.0  # a raise beyond this per PS adds PS instead (units that fit)
     best_slack: float = 0.05  # warm-up jump: the cheapest config within 5% of the best
     refit_every: int = 5  # refit on every new config, else every n-th measurement
 
@@ -94,6 +108,9 @@ class ThreeStagePlanner:
         self._probes: list[JobConfig] = []
         self._mem_ps = 0
         self._measurements, self._fitted_on = 0, 0
+        self._mem_sized = False  # the current decision sets PS memory on purpose
+        self._fits = 0  # model version, for the best-config cache
+        self._best: dict[JobConfig, JobConfig] = {}
 
     # ---- stage 1 ---------------------------------------------------------------------------
     def initial(self) -> Decision:
@@ -119,13 +136,19 @@ class ThreeStagePlanner:
         """The next target configuration, or None to keep the current one."""
         if self.stage is Stage.INITIAL:
             return self.initial()
+        self._mem_sized = False
         d = self._decide(obs)
         if d is None:
             return None
-        # Never shrink total PS memory as a side effect of a CPU/count change.
         cur, tgt = obs.config, d.target
-        if tgt.ps_mem_gb * tgt.ps < cur.ps_mem_gb * cur.ps:
+        if not self._mem_sized and (tgt.ps, tgt.ps_cpu) != (cur.ps, cur.ps_cpu):
+            sized = self._right_size(obs, tgt)  # the PS units are replaced anyway: size them
+            self._mem_sized, tgt = sized != tgt, sized
+        # Never shrink total PS memory as a side effect of a CPU/count change.
+        if not self._mem_sized and tgt.ps_mem_gb * tgt.ps < cur.ps_mem_gb * cur.ps:
             tgt = tgt.with_(ps_mem_gb=round(cur.ps_mem_gb * cur.ps / tgt.ps, 2))
+        if tgt.ps_mem_gb < self.settings.min_ps_mem_gb:  # a split never goes below the floor
+            tgt = tgt.with_(ps_mem_gb=self.settings.min_ps_mem_gb)
         return None if tgt == cur else Decision(tgt, d.reason)
 
     def _decide(self, obs: Observation) -> Decision | None:
@@ -147,6 +170,8 @@ class ThreeStagePlanner:
         if len(pts) < 2:
             return False
         self.model.fit(pts)
+        self._fits += 1
+        self._best.clear()
         return True
 
     def _warmup(self, obs: Observation) -> Decision | None:
@@ -156,19 +181,28 @@ class ThreeStagePlanner:
         if todo:
             return Decision(todo[0], f"warm-up: profiling probe {len(self.points) + 1}")
         self.stage = Stage.RUNTIME
-        if not self._fit():
+        best = self.best_config(obs.config) if self._fit() else obs.config
+        sized = self._right_size(obs, best)
+        if sized != best:
+            self._mem_sized = True
+        if sized == obs.config:
             return None
-        best = self.best_config(obs.config)
         if best == obs.config:
-            return None
-        return Decision(best, f"warm-up: jump to predicted best "
-                              f"({self.model.throughput(best):.0f} samples/s)")
+            return Decision(sized, f"warm-up: PS memory to {sized.ps_mem_gb:.2f} GB "
+                                   f"(predicted need x {self.settings.mem_margin:g})")
+        return Decision(sized, f"warm-up: jump to predicted best "
+                               f"({self.model.throughput(best):.0f} samples/s)")
 
     def _runtime(self, obs: Observation) -> Decision | None:
         s, c = self.settings, obs.config
         mem = self._memory(obs)
         if mem is not None:
             return mem
+        lower = self._right_size(obs, c)
+        if lower != c:
+            self._mem_sized = True
+            return Decision(lower, f"runtime: PS memory lowered to {lower.ps_mem_gb:.2f} GB "
+                                   f"(predicted need x {s.mem_margin:g})")
         if obs.ps_cpu_util and max(obs.ps_cpu_util) >= s.hot_ps_cpu:
             hot = with_ps(c, c.ps + 1)
             if self.budget.allows(hot):
@@ -183,6 +217,10 @@ class ThreeStagePlanner:
             self._fitted_on = len(self.points)
         m = self.model
         thr, avg = m.throughput(c), m.throughput(c) / c.workers
+        best = self.best_config(c)
+        if m.throughput(best) >= (1 + s.rejump_gain) * thr:  # e.g. the warm-up jump did not fit
+            return Decision(best, f"runtime: predicted best is {m.throughput(best) / thr - 1:.0%} "
+                                  f"faster ({m.throughput(best):.0f} samples/s); moving there")
         up = c.with_(workers=c.workers + 1)
         if self.budget.allows(up) and m.throughput(up) - thr >= s.add_pays * avg:
             return Decision(up, "runtime: one more worker pays "
@@ -194,15 +232,54 @@ class ThreeStagePlanner:
                                       f"(+{thr - m.throughput(down):.0f} samples/s)")
         return None
 
+    def _mem_need(self, obs: Observation, rows: float, ps: int) -> float:
+        """Per-PS memory for ``ps`` PS at ``rows`` done: predicted need x margin (>= floor)."""
+        s = self.settings
+        per_ps = max(self.mem.predict(min(rows, obs.rows_total)), max(obs.ps_mem_gb or [0.0]))
+        return round(max(s.min_ps_mem_gb, per_ps * obs.config.ps / ps * s.mem_margin), 2)
+
+    def _ahead(self, obs: Observation, times: float) -> float:
+        return obs.rows_done + times * self.settings.mem_lookahead * obs.rows_total
+
     def _memory(self, obs: Observation) -> Decision | None:
+        """Raise PS memory when the trend predicts an OOM within the lookahead."""
+        s, c = self.settings, obs.config
         if len(self.mem.points) < 3:
             return None
-        peak = self.mem.predict(obs.rows_total)
-        if peak > self.settings.mem_headroom * obs.config.ps_mem_gb:
-            new = obs.config.with_(ps_mem_gb=round(peak * self.settings.mem_raise, 2))
-            return Decision(new, f"runtime: PS memory predicted to reach {peak:.2f} GB of "
-                                 f"{obs.config.ps_mem_gb:.2f} GB; raising before OOM")
-        return None
+        soon = self.mem.predict(min(self._ahead(obs, 1), obs.rows_total))
+        soon = max(soon, max(obs.ps_mem_gb or [0.0]))
+        if soon <= s.mem_headroom * c.ps_mem_gb:
+            return None
+        new = max(self._mem_need(obs, self._ahead(obs, 2), c.ps), round(soon * s.mem_margin, 2))
+        if new <= c.ps_mem_gb:
+            return None
+        self._mem_sized = True
+        target = c.with_(ps_mem_gb=new)
+        if new > s.max_ps_mem_gb:  # spread it over more (smaller) PS when the budget allows
+            ps = min(self.budget.max_ps, math.ceil(new * c.ps / s.max_ps_mem_gb))
+            spread = c.with_(ps=ps, ps_mem_gb=round(new * c.ps / ps, 2))
+            if ps > c.ps and self.budget.allows(spread):
+                target = spread
+        return Decision(target, f"runtime: PS memory predicted to reach {soon:.2f} GB of "
+                                f"{c.ps_mem_gb:.2f} GB soon; raising to "
+                                f"{target.ps} x {target.ps_mem_gb:.2f} GB before OOM")
+
+    def _right_size(self, obs: Observation, target: JobConfig) -> JobConfig:
+        """``target`` with its PS memory lowered to the predicted need x margin: always when
+        ``target`` replaces the PS units anyway, else only when the limit is above
+        ``mem_shrink_above`` x the need (a PS move for memory alone must be worth it). Needs a
+        known trend; never raises here."""
+        if len(self.mem.points) < 3:
+            return target
+        s, c = self.settings, obs.config
+        need = self._mem_need(obs, self._ahead(obs, 2), target.ps)
+        limit = target.ps_mem_gb
+        if target.ps != c.ps:  # the count change keeps the total unless resized
+            limit = max(limit, round(c.ps_mem_gb * c.ps / target.ps, 2))
+        replaced = (target.ps, target.ps_cpu) != (c.ps, c.ps_cpu)  # new PS units anyway
+        if need < limit and (replaced or limit > s.mem_shrink_above * need / s.mem_margin):
+            return target.with_(ps_mem_gb=need)
+        return target.with_(ps_mem_gb=limit)
 
     # ---- search ------------------------------------------------------------------------
     def candidates(self, like: JobConfig) -> list[JobConfig]:
@@ -211,14 +288,18 @@ class ThreeStagePlanner:
         for w, p, cw, cp in itertools.product(range(1, b.max_workers + 1),
                                               range(1, b.max_ps + 1), b.cpu_choices,
                                               b.cpu_choices):
-            c = with_ps(like, p).with_(workers=w, worker_cpu=cw, ps_cpu=cp)
+            # = with_ps(like, p).with_(workers=w, ...), built directly (this loop is hot)
+            c = JobConfig(w, p, cw, cp, round(like.ps_mem_gb * like.ps / p, 2), like.worker_mem_gb)
             if b.allows(c):
                 out.append(c)
         return out
 
     def best_config(self, like: JobConfig) -> JobConfig:
         """The cheapest (fewest CPUs) config within ``best_slack`` of the predicted maximum."""
-        return best_config(self.candidates(like), self.model.throughput, self.settings.best_slack)
+        if like not in self._best:  # cached until the next fit
+            self._best[like] = best_config(self.candidates(like), self.model.throughput,
+                                           self.settings.best_slack)
+        return self._best[like]
 
     def _clip(self, c: JobConfig) -> JobConfig:
         b = self.budget

@@ -8,6 +8,16 @@ measurement noise), and PS memory that grows during training for some jobs. Poli
 - ``three_stage``: the real :class:`ThreeStagePlanner` fed noisy observations every tick;
 - ``oracle``: the best config under the true curve and the true peak memory, from the start.
 A PS whose memory need exceeds its allocation dies of OOM and the job fails.
+
+Mechanics, as in our controller (see docs/elastic.md, "Trace simulator"): every worker and PS
+is its own placement group, so new workers are placed one by one (as many as fit) while a PS
+set goes all or nothing; a change that touches a PS (count, CPU or memory: state copy and
+re-routing) pauses the job ``change_cost_s``; added workers train after ``change_cost_s``
+while the others go on; removing workers costs nothing. Each tick: progress and completions
+first, then the running jobs' plans (memory raises first: they keep a job alive), then
+admissions, first come first served with backfill. Utilisation counts every running job's
+allocation; a worker's memory (``worker_mem_gb``, requested exactly by every policy) counts as
+used, PS memory as used up to the job's current need (``ps_mem_util`` is that part alone).
 """
 from __future__ import annotations
 
@@ -18,7 +28,8 @@ import numpy as np
 
 from raystack.elastic.perfmodel import JobConfig, features
 from raystack.elastic.plan import UnitSpec, plan_to
-from raystack.elastic.planner import (Budget, Observation, ThreeStagePlanner, best_config)
+from raystack.elastic.planner import (Budget, Decision, Observation, ThreeStagePlanner,
+                                      best_config)
 
 POLICIES = ("static_over", "static_under", "three_stage", "oracle")
 
@@ -51,13 +62,22 @@ def true_thr(job: SimJob, c: JobConfig) -> float:
     return c.workers * job.batch / true_step(job, c)
 
 
-def used_cpu(job: SimJob, c: JobConfig) -> float:
-    """CPUs kept busy: workers' compute and overhead, PS compute, per second."""
+def _busy_cpus(job: SimJob, c: JobConfig) -> tuple[float, float]:
     t = true_step(job, c)
     c0, c1, c2, c3, _ = job.coef
     workers = min(c.workers * c.worker_cpu, c.workers * (c0 + c1) / t)
     ps = min(c.ps * c.ps_cpu, c.workers * (c3 + 0.2 * c2) / t)
-    return workers + ps
+    return workers, ps
+
+
+def used_cpu(job: SimJob, c: JobConfig) -> float:
+    """CPUs kept busy: workers' compute and overhead, PS compute, per second."""
+    return sum(_busy_cpus(job, c))
+
+
+def ps_cpu_util(job: SimJob, c: JobConfig) -> float:
+    """Busy fraction of each PS's CPUs (load is spread evenly over the PS)."""
+    return _busy_cpus(job, c)[1] / (c.ps * c.ps_cpu)
 
 
 def ps_need_gb(job: SimJob, progress: float) -> float:
@@ -115,6 +135,8 @@ class _Running:
     next_id: int = 0
     last_obs: float = 0.0
     window: tuple[float, float] | None = None
+    warm_until: float = 0.0  # new workers are starting until then; ``prev_cfg`` trains
+    prev_cfg: JobConfig | None = None
 
 
 class ClusterSim:
@@ -134,6 +156,7 @@ class ClusterSim:
         self.results: dict[int, dict] = {}
         self._init: dict[int, tuple] = {}
         self.cpu_used = self.cpu_alloc = self.mem_used = self.mem_alloc = 0.0
+        self.ps_mem_used = self.ps_mem_alloc = 0.0
 
     # ---- placement -------------------------------------------------------------------------
     def _place(self, units: list[UnitSpec]) -> dict[str, int] | None:
@@ -180,21 +203,49 @@ class ClusterSim:
         return r
 
     def _rescale(self, r: _Running, target: JobConfig, reason: str, now: float) -> None:
+        """Apply a target the way per-unit placement groups do.
+
+        PS launches and worker replacements go all or nothing (a PS set is one sharding); new
+        workers are placed one by one, as many as fit (each is its own placement group), so a
+        scale-up that does not fully fit still gets what fits. Costs: a change that touches a
+        PS (count, CPU or memory: state copy and re-routing) pauses the job ``change_cost``;
+        adding workers does not stop the running ones, the new ones train after
+        ``change_cost`` (start-up); removing workers costs nothing (their shards go back)."""
         plan = plan_to(r.units, target, r.next_id, reason)
+        cur_w = sum(u.role == "worker" for u in r.units.values())
+        extra = [u for u in plan.launch if u.role == "worker" and u.index >= cur_w
+                 and u.replaces is None]
+        must = [u for u in plan.launch if u not in extra]
         old = {uid: (r.placed[uid], r.units[uid]) for uid in plan.remove}
         self._free(r, plan.remove)
-        where = self._place(plan.launch)
-        if where is None:  # no room: keep the old units
-            for uid, (n, u) in old.items():
+        where = self._place(must)
+        got: list[UnitSpec] = []
+        if where is not None:
+            for u in extra:
+                w = self._place([u])
+                if w is None:
+                    break
+                where.update(w)
+                got.append(u)
+        if where is None or (not plan.remove and not got and not must):
+            for uid, (n, u) in old.items():  # no room: keep the old units
                 self.free_cpu[n] -= u.cpus
                 self.free_mem[n] -= u.mem_gb
                 r.placed[uid], r.units[uid] = n, u
             return
-        r.units.update({u.unit_id: u for u in plan.launch})
+        placed = must + got
+        r.units.update({u.unit_id: u for u in placed})
         r.placed.update(where)
         r.next_id += len(plan.launch)
-        r.cfg, r.window = target, None
-        r.paused_until = now + self.change_cost
+        workers = sum(u.role == "worker" for u in r.units.values())
+        prev, r.cfg, r.window = r.cfg, target.with_(workers=workers), None
+        ps_touched = any(u.role == "ps" for u in placed) or any(
+            u.role == "ps" for _, u in old.values())
+        if ps_touched or any(u.replaces or u.index < cur_w for u in placed
+                             if u.role == "worker"):
+            r.paused_until = now + self.change_cost
+        elif got:  # only new workers: the old ones keep training while these start
+            r.warm_until, r.prev_cfg = now + self.change_cost, prev
 
     # ---- the run -----------------------------------------------------------------------------
     def run(self, horizon_s: float = 7 * 24 * 3600) -> dict:
@@ -204,11 +255,18 @@ class ClusterSim:
             now += self.tick
             while queue and queue[0].arrival_s <= now:
                 pending.append(queue.pop(0))
-            for r in list(running):  # running jobs first: their resizes go before admissions
+            for r in list(running):  # progress; finished and failed jobs free their units
                 self._advance(r, now)
                 if r.job.job_id in self.results:
                     self._free(r, list(r.units))
                     running.remove(r)
+            # Then the running jobs' plans, before admissions; a memory raise (keeping a job
+            # alive) goes before growth.
+            plans = [(r, d) for r in running if (d := self._observe(r, now)) is not None]
+            plans.sort(key=lambda rd: rd[1].target.ps_mem_gb * rd[1].target.ps
+                       <= rd[0].cfg.ps_mem_gb * rd[0].cfg.ps)
+            for r, d in plans:
+                self._rescale(r, d.target, d.reason, now)
             for job in list(pending):  # first come first served, with backfill
                 r = self._try_start(job, now)
                 if r is not None:
@@ -219,39 +277,48 @@ class ClusterSim:
         return self.summary()
 
     def _advance(self, r: _Running, now: float) -> None:
+        """One tick ``(now - tick, now]``: paused part trains nothing, the part while new
+        workers start trains at the previous config, the rest at the current one."""
         job, c = r.job, r.cfg
         alloc_cpu, alloc_mem = c.cpus, c.mem_gb
         progress = r.done / job.samples
         need = ps_need_gb(job, progress)
         used_mem = c.workers * job.worker_mem_gb + need
-        busy = now >= r.paused_until
+        start = now - self.tick
+        p_end = min(now, max(start, r.paused_until))
+        w_end = min(now, max(p_end, r.warm_until))
+        warm, run = w_end - p_end, now - w_end
+        prev = r.prev_cfg or c
         self.cpu_alloc += alloc_cpu * self.tick
         self.mem_alloc += alloc_mem * self.tick
-        self.cpu_used += (used_cpu(job, c) if busy else 0.0) * self.tick
+        self.cpu_used += used_cpu(job, prev) * warm + used_cpu(job, c) * run
         self.mem_used += min(used_mem, alloc_mem) * self.tick
+        self.ps_mem_alloc += c.ps * c.ps_mem_gb * self.tick
+        self.ps_mem_used += min(need, c.ps * c.ps_mem_gb) * self.tick
         if need / c.ps > c.ps_mem_gb:
             self.results[job.job_id] = {"completed": False, "jct_s": None, "reason": "OOM"}
             return
-        if busy:
-            r.done += true_thr(job, c) * self.tick
+        r.done += true_thr(job, prev) * warm + true_thr(job, c) * run
         if r.done >= job.samples:
             self.results[job.job_id] = {"completed": True, "jct_s": now - job.arrival_s,
                                         "reason": "done"}
-            return
-        if r.planner is None or not busy:
-            return
+
+    def _observe(self, r: _Running, now: float) -> Decision | None:
+        """What the planner of a running three-stage job says after this tick."""
+        job, c = r.job, r.cfg
+        if r.planner is None or now < max(r.paused_until, r.warm_until):
+            return None
+        need = ps_need_gb(job, r.done / job.samples)
         thr = None
         if r.window is None:
             r.window = (now, r.done)
         elif now - r.window[0] >= self.measure:
             thr = (r.done - r.window[1]) / (now - r.window[0]) * self.rng.normal(1, self.noise)
             r.window = (now, r.done)
-        util = [min(1.0, used_cpu(job, c) / max(c.cpus, 1e-9))]
-        obs = Observation(c, thr, util if thr is not None else [], [need / c.ps],
+        util = [ps_cpu_util(job, c)] * c.ps
+        obs = Observation(c, thr, util if thr is not None else [], [need / c.ps] * c.ps,
                           int(r.done), int(job.samples))
-        d = r.planner.decide(obs)
-        if d is not None:
-            self._rescale(r, d.target, d.reason, now)
+        return r.planner.decide(obs)
 
     def summary(self) -> dict:
         res = self.results.values()
@@ -265,8 +332,12 @@ class ClusterSim:
             "jct_p50_s": float(np.median(jcts)) if jcts else None,
             "jct_p90_s": float(np.percentile(jcts, 90)) if jcts else None,
             "jcts_s": [round(j, 1) for j in jcts],
+            "job_ids": sorted(self.results),
+            "jct_by_job": [None if self.results[i]["jct_s"] is None
+                           else round(self.results[i]["jct_s"], 1) for i in sorted(self.results)],
             "cpu_util": self.cpu_used / max(self.cpu_alloc, 1e-9),
             "mem_util": self.mem_used / max(self.mem_alloc, 1e-9),
+            "ps_mem_util": self.ps_mem_used / max(self.ps_mem_alloc, 1e-9),
         }
 
 

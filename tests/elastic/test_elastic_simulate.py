@@ -24,3 +24,54 @@ def test_oracle_config_is_within_budget_and_near_the_best():
     assert b.allows(o)
     sim = ClusterSim([job], "oracle").run()
     assert sim["completion_rate"] == 1.0 and true_thr(job, o) > 0
+
+
+def _one_job_sim(cluster=None):
+    from raystack.elastic.simulate import SimCluster
+
+    job = make_trace(1, seed=4)[0]
+    sim = ClusterSim([job], "three_stage", cluster=cluster or SimCluster())
+    r = sim._try_start(job, 30.0)
+    assert r is not None
+    return sim, r
+
+
+def test_a_ps_change_pauses_the_job_but_adding_workers_does_not():
+    from raystack.elastic.simulate import true_thr as thr
+
+    sim, r = _one_job_sim()
+    c = r.cfg
+    sim._rescale(r, c.with_(ps=c.ps + 1), "test", 30.0)  # a PS change: state copy, pause
+    assert r.cfg.ps == c.ps + 1 and r.paused_until == 30.0 + sim.change_cost
+    sim._advance(r, 60.0)
+    assert r.done == 0.0  # the whole tick was the pause
+    c = r.cfg
+    sim._rescale(r, c.with_(workers=c.workers + 3), "test", 60.0)
+    assert r.paused_until <= 60.0 and r.warm_until == 60.0 + sim.change_cost
+    sim._advance(r, 90.0)  # the old workers trained on while the new ones started
+    assert abs(r.done - thr(r.job, c) * sim.tick) < 1e-6
+    done = r.done
+    sim._advance(r, 120.0)
+    assert abs(r.done - done - thr(r.job, r.cfg) * sim.tick) < 1e-6
+
+
+def test_new_workers_are_placed_one_by_one_as_far_as_they_fit():
+    from raystack.elastic.simulate import SimCluster
+
+    sim, r = _one_job_sim(SimCluster(nodes=1, cpus_per_node=8.0, mem_per_node_gb=512.0))
+    c = r.cfg
+    assert c.cpus == 3.0  # the default: 2 workers, 1 PS of 1 CPU
+    sim._rescale(r, c.with_(workers=10), "test", 30.0)  # 7 more CPUs wanted, 5 free
+    assert r.cfg.workers == 7 and sum(sim.free_cpu) == 0.0
+    sim._rescale(r, r.cfg.with_(ps=2), "test", 60.0)  # no CPU for a 2nd PS: nothing changes
+    assert r.cfg.ps == 1 and len(r.units) == 8
+
+
+def test_three_stage_loses_no_job_and_sizes_ps_memory_closer_to_the_need():
+    """The benchmark's trace: a saturated cluster, where a memory raise must find room."""
+    tr = make_trace(60, seed=0)
+    three = ClusterSim(tr, "three_stage").run()
+    static = ClusterSim(tr, "static_over").run()
+    assert three["completion_rate"] == 1.0 and three["oom"] == 0
+    assert three["ps_mem_util"] > static["ps_mem_util"]
+    assert three["cpu_util"] > static["cpu_util"]
