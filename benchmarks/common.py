@@ -100,10 +100,16 @@ class Report:
 
 
 class PeakRSS:
-    """Samples the summed RSS of `pids` (and their children) every `interval_s`; `.peak_bytes`."""
+    """Samples the summed RSS of `pids` (and their children) every `interval_s`; `.peak_bytes`.
 
-    def __init__(self, pids, interval_s: float = 0.05):
+    `alone` pids count without their children: a driver that started an embedded Ray cluster
+    is the parent of every Ray process (raylet, GCS, dashboard, idle pooled workers, other
+    arms' actors), which belong to no single arm.
+    """
+
+    def __init__(self, pids, interval_s: float = 0.05, alone=()):
         self.pids = list(pids)
+        self.alone = set(alone)
         self.interval_s = interval_s
         self.peak_bytes = 0
         self._stop = threading.Event()
@@ -119,7 +125,7 @@ class PeakRSS:
         for pid in list(self.pids):
             try:
                 p = psutil.Process(pid)
-                for q in [p, *p.children(recursive=True)]:
+                for q in [p] if pid in self.alone else [p, *p.children(recursive=True)]:
                     if q.pid not in seen:
                         seen.add(q.pid)
                         total += q.memory_info().rss
