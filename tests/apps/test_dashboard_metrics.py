@@ -70,6 +70,19 @@ class Scraper:
             time.sleep(0.5)
 
 
+def scraped(run, shutdown, names: list[str]):
+    """``run()`` with the endpoint scraped throughout, then ``shutdown()``; (result, Scraper)."""
+    try:
+        with Scraper() as s:
+            res = run()
+            s.wait_for(names)
+    finally:
+        shutdown()
+    for n in names:
+        assert s.values(n), f"{n} never reached the endpoint"
+    return res, s
+
+
 def test_edit_metrics_during_a_run(ray_cluster, tmp_path):
     from actors.edit import EDiTGroup
     from tests.edit.test_edit_cluster import small_cfg
@@ -77,12 +90,7 @@ def test_edit_metrics_during_a_run(ray_cluster, tmp_path):
     group = EDiTGroup(small_cfg(tmp_path, steps=64, run={"eval_every": 4}))
     group.start()
     names = ["edit_train_loss", "edit_val_loss", "edit_tokens_per_s", "edit_sync_seconds"]
-    try:
-        with Scraper() as s:
-            res = group.run(progress=False)
-            s.wait_for(names)
-    finally:
-        group.shutdown()
+    res, s = scraped(lambda: group.run(progress=False), group.shutdown, names)
     assert all(0.0 < v < 6.0 for v in s.values("edit_train_loss")), s.values("edit_train_loss")
     assert all(0.0 < v < 6.0 for v in s.values("edit_val_loss"))
     assert s.values("edit_tokens_per_s") and max(s.values("edit_tokens_per_s")) > 0
@@ -101,14 +109,7 @@ def test_mlora_metrics_during_a_run(ray_cluster, tmp_path):
     pipe = LoRAPipeline(cfg, progress=False)
     names = ["mlora_loss", "mlora_step", "mlora_tokens_total", "mlora_stage_idle_fraction",
              "mlora_stage_busy_seconds_total"]
-    try:
-        with Scraper() as s:
-            res = pipe.run()
-            s.wait_for(names)
-    finally:
-        pipe.shutdown()
-    for n in names:
-        assert s.values(n), f"{n} never reached the endpoint"
+    res, s = scraped(pipe.run, pipe.shutdown, names)
     assert max(s.values("mlora_tokens_total")) <= res.tokens and max(s.values("mlora_tokens_total")) > 0
     # summed over the adapters (label sets): at most 12 steps each
     assert 0 < max(s.values("mlora_step")) <= 12 * len(cfg.tasks)
@@ -127,14 +128,7 @@ def test_elastic_metrics_during_a_run(ray_cluster, tmp_path):
     names = ["elastic_workers", "elastic_ps", "elastic_samples_per_s", "elastic_samples_total",
              "elastic_rows_committed_total", "elastic_shards_done", "elastic_plan_changes_total",
              "elastic_ps_touched_rows"]
-    try:
-        with Scraper() as s:
-            res = ctl.run()
-            s.wait_for(names)
-    finally:
-        ctl.shutdown()
-    for n in names:
-        assert s.values(n), f"{n} never reached the endpoint"
+    res, s = scraped(ctl.run, ctl.shutdown, names)
     cfg = ctl.cfg.resources
     assert set(s.values("elastic_workers")) <= set(range(1, cfg.max_workers + 1))
     assert set(s.values("elastic_ps")) <= set(range(1, cfg.max_ps + 1))
