@@ -86,9 +86,7 @@ class EDiTWorker(CommMember):
     def setup(self) -> dict:
         """Build a fresh model and the rank's trainer (collective: all ranks at once)."""
         from raystack.models import build_model
-        model = build_model(self.cfg.model, seed=self.cfg.run.seed)
-        if self.cfg.run.device != "cpu":
-            model.to(local_device())  # cuda when the group gave this actor a GPU
+        model = build_model(self.cfg.model, seed=self.cfg.run.seed).to(local_device(self.cfg.run.device))
         self.trainer = EDiTRank(self.cfg, model, self.comm, self._stream())
         return self.trainer.report()
 

@@ -47,8 +47,7 @@ class PipelineStage:
             base = load_stage_base(cfg["base"], start, end)  # only this stage's tensors
         else:
             base = build_base(MLoRAConfig(base=cfg["base"], seed=cfg["seed"]))
-        if cfg.get("device", "auto") != "cpu":
-            base.to(local_device())  # cuda when the pipeline gave this stage a GPU
+        base.to(local_device(cfg.get("device", "auto")))  # cuda when the pipeline gave this stage a GPU
         self.stage = StageModel(base, start, end)
         self.busy = 0.0
         self._busy_metric = metrics.counter("mlora_stage_busy_seconds", "compute seconds per stage", ("stage",))

@@ -10,10 +10,14 @@ gloo, since NCCL refuses two ranks on one GPU. ``auto`` uses GPUs when the clust
 from __future__ import annotations
 
 import math
+import typing
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-Device = Literal["auto", "cpu", "cuda"]
+if TYPE_CHECKING:
+    import torch
+
+Device = Literal["auto", "cpu", "cuda"]  # the config fields' type (run.device, pipeline.device)
 
 
 @dataclass(frozen=True)
@@ -32,7 +36,7 @@ CPU = DevicePlan("cpu", 0.0, "gloo")
 
 def plan_devices(want: str, actors: int, cluster_gpus: float) -> DevicePlan:
     """The device plan for ``actors`` actors on a cluster with ``cluster_gpus`` GPUs."""
-    if want not in ("auto", "cpu", "cuda"):
+    if want not in typing.get_args(Device):
         raise ValueError(f"device must be 'auto', 'cpu' or 'cuda', got {want!r}")
     if actors < 1:
         raise ValueError(f"need at least one actor, got {actors}")
@@ -57,11 +61,12 @@ def cluster_gpus() -> float:
     return float(ray.cluster_resources().get("GPU", 0.0))
 
 
-def local_device() -> "object":
-    """Inside an actor: the torch device Ray gave it (cuda when it was assigned a GPU)."""
+def local_device(want: str = "auto") -> "torch.device":
+    """Inside an actor: the torch device for config ``device`` ``want`` (cuda when Ray gave
+    this actor a GPU, unless ``want`` is cpu)."""
     import torch
 
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device("cuda" if want != "cpu" and torch.cuda.is_available() else "cpu")
 
 
 def to_cpu(obj):

@@ -251,8 +251,8 @@ class RayBackend:
             try:
                 s = ray.get(ref, timeout=10)
                 if s["error"]:
-                    self.worker_errors.append(f"{s['worker_id']}: {s['error']}")
                     errors[uid] = f"{s['worker_id']}: {s['error']}"
+                    self.worker_errors.append(errors[uid])
                     dead.append(uid)
             except RayActorError:
                 dead.append(uid)

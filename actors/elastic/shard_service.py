@@ -124,10 +124,10 @@ class ShardService:
         return self.first_commit.get(worker_id)
 
     def stats(self, window_s: float = 8.0) -> dict:
-        now, rates = time.time(), {}
+        now, rates, committed = time.time(), {}, {}
         for w, q in self.rates.items():
             recent = [(t, r) for t, r in q if t >= now - window_s]
-            total = sum(r for _, r in q)
+            total = committed[w] = sum(r for _, r in q)
             if len(recent) >= 2:
                 span = max(recent[-1][0] - recent[0][0], 1e-3)
                 rates[w] = (sum(r for _, r in recent[1:]) / span, total)
@@ -135,6 +135,6 @@ class ShardService:
                 "rows_total": self.ledger.rows_total * self.epochs,
                 "shards_done": self.ledger.shards_done, "epoch": self.ledger.epoch,
                 "finished": self._finished(), "error": self.error, "rates": rates,
-                "committed": {w: sum(r for _, r in q) for w, q in self.rates.items()},
+                "committed": committed,
                 "leases": {x.worker_id: x.lease_id for x in self.ledger.active_leases()},
                 "restarted": self.restarted, "pid": os.getpid()}

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Literal, Optional
 
 from raystack.config import ConfigError
+from raystack.devices import Device
 
 Mode = Literal["edit", "aedit", "diloco", "post_local_sgd", "sync"]
 
@@ -138,7 +139,7 @@ class RunConfig:
     comm_timeout_s: float = 60.0
     cpus_per_rank: float = 1.0
     threads_per_rank: int = 1
-    device: Literal["auto", "cpu", "cuda"] = "auto"  # auto: GPUs when the cluster has any
+    device: Device = "auto"          # auto: GPUs when the cluster has any
 
 
 @dataclass

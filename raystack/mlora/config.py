@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Literal, Optional
 
 from raystack.config import ConfigError, load_config
+from raystack.devices import Device
 from raystack.data.sft import SYNTHETIC_TASKS, Example, file_examples, synthetic_examples
 from raystack.mlora.batchlora import AdapterSpec
 
@@ -91,7 +92,7 @@ class PipelineConfig:
     window_steps: int = 20  # steps scheduled at once; checkpoints and admissions between windows
     max_in_flight: Optional[int] = None
     max_restarts: int = 2  # per stage actor failure, before giving up
-    device: Literal["auto", "cpu", "cuda"] = "auto"  # auto: stages on GPUs when the cluster has any
+    device: Device = "auto"  # auto: stages on GPUs when the cluster has any
 
 
 @dataclass

@@ -11,6 +11,7 @@ Nothing here knows about Ray.
 from __future__ import annotations
 
 import copy
+import functools
 import inspect
 import math
 from dataclasses import dataclass
@@ -215,11 +216,16 @@ class StageModel:
         return total
 
 
+@functools.lru_cache(maxsize=None)
+def _params_of(fn: Callable) -> frozenset[str]:
+    return frozenset(inspect.signature(fn).parameters)
+
+
 def _mask_kwargs(create_causal_mask: Callable, config: Any, h: torch.Tensor, pos: torch.Tensor) -> dict:
     """Arguments of transformers' ``create_causal_mask`` for a no-cache forward, whichever
     release is installed (4.5x names ``input_embeds``/``past_key_values``/``cache_position``,
     5.x ``inputs_embeds``/``cache``)."""
-    params = inspect.signature(create_causal_mask).parameters
+    params = _params_of(create_causal_mask)
     kw: dict[str, Any] = {"config": config, "attention_mask": None, "position_ids": pos}
     kw["inputs_embeds" if "inputs_embeds" in params else "input_embeds"] = h
     for name in ("cache", "past_key_values"):
