@@ -65,11 +65,14 @@ class RayBackend:
                 self.pgs[u.unit_id] = ray.util.get_placement_group(f"{self.job}-pg-{u.unit_id}")
         else:
             self.ss = ShardService.options(name=name, num_cpus=0, lifetime="detached").remote(
-                str(self.dir / "shards.json"), shards, cfg.faults.max_shard_failures, cfg.epochs)
-        self._m_workers = metrics.gauge("elastic_workers", "running DLRM workers")
-        self._m_ps = metrics.gauge("elastic_ps", "running parameter servers")
-        self._m_plans = metrics.counter("elastic_plan_changes", "scale plans applied")
-        self._m_sps = metrics.gauge("elastic_samples_per_s", "job throughput")
+                str(self.dir / "shards.json"), shards, cfg.faults.max_shard_failures, cfg.epochs,
+                job=self.job)
+        # every series carries the job's name: jobs sharing a cluster do not add up
+        self._tags = {"job": self.job}
+        self._m_workers = metrics.gauge("elastic_workers", "running DLRM workers", ("job",))
+        self._m_ps = metrics.gauge("elastic_ps", "running parameter servers", ("job",))
+        self._m_plans = metrics.counter("elastic_plan_changes", "scale plans applied", ("job",))
+        self._m_sps = metrics.gauge("elastic_samples_per_s", "job throughput", ("job",))
 
     # ---- naming ---------------------------------------------------------------------------
     def worker_id(self, uid: str) -> str:
@@ -151,7 +154,7 @@ class RayBackend:
             if u.role == "worker":
                 self.units[u.unit_id] = u
                 self._start_worker(u)
-        self._m_plans.inc()
+        self._m_plans.inc(tags=self._tags)
         self._save_state()
         try:
             from ray.autoscaler.sdk import request_resources
@@ -232,8 +235,8 @@ class RayBackend:
         self._save_state()
 
     def _save_state(self) -> None:
-        self._m_workers.set(sum(u.role == "worker" for u in self.units.values()))
-        self._m_ps.set(sum(u.role == "ps" for u in self.units.values()))
+        self._m_workers.set(sum(u.role == "worker" for u in self.units.values()), tags=self._tags)
+        self._m_ps.set(sum(u.role == "ps" for u in self.units.values()), tags=self._tags)
         ray.get(self.ss.set_controller_state.remote(
             {"units": [asdict(u) for u in self.units.values()], "inc": self.inc}))
 
@@ -273,7 +276,7 @@ class RayBackend:
                 del self.kill_times[wid]
         unit_of = {self.worker_id(uid): uid for uid in workers}
         rates = {unit_of[w]: tuple(r) for w, r in st["rates"].items() if w in unit_of}
-        self._m_sps.set(sum(r for r, _ in rates.values()))
+        self._m_sps.set(sum(r for r, _ in rates.values()), tags=self._tags)
         committed = {unit_of[w]: int(n) for w, n in st.get("committed", {}).items() if w in unit_of}
         return Poll(now, dead, rates, st["rows_done"], st["rows_total"], ps_util, ps_mem,
                     st["error"], errors, committed)

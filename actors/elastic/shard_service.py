@@ -17,7 +17,8 @@ from raystack.elastic.shards import Shard, ShardFailedError, ShardLedger, StaleL
 
 @ray.remote(max_restarts=-1, max_task_retries=-1)
 class ShardService:
-    def __init__(self, state_path: str, shards: list[Shard], max_failures: int, epochs: int) -> None:
+    def __init__(self, state_path: str, shards: list[Shard], max_failures: int, epochs: int,
+                 job: str = "") -> None:
         self.path = Path(state_path)
         self.epochs = epochs
         self.rates: dict[str, deque] = {}
@@ -35,8 +36,9 @@ class ShardService:
             self.routing, self.routing_version, self.error = {}, 0, None
             self.epoch_rows, self.controller = 0, {}
             self._save()
-        self._m_shards = metrics.gauge("elastic_shards_done", "shards finished this epoch")
-        self._m_rows = metrics.counter("elastic_rows_committed", "rows committed (exactly once)")
+        self._tags = {"job": job}
+        self._m_shards = metrics.gauge("elastic_shards_done", "shards finished this epoch", ("job",))
+        self._m_rows = metrics.counter("elastic_rows_committed", "rows committed (exactly once)", ("job",))
 
     def _save(self) -> None:
         d = {"ledger": self.ledger.state_dict(), "routing": self.routing, "rv": self.routing_version,
@@ -75,8 +77,8 @@ class ShardService:
         now = time.time()
         self.first_commit.setdefault(worker_id, now)
         self.rates.setdefault(worker_id, deque(maxlen=400)).append((now, rows))
-        self._m_rows.inc(rows)
-        self._m_shards.set(self.ledger.shards_done)
+        self._m_rows.inc(rows, tags=self._tags)
+        self._m_shards.set(self.ledger.shards_done, tags=self._tags)
         self._save()
         return self._reply(worker_id, ok=True, shard_done=done)
 

@@ -40,7 +40,7 @@ class DLRMWorker:
         self._thread: threading.Thread | None = None
         self.steps, self.rows, self.error, self.done = 0, 0, None, False
         self.routing_version, self.routing, self._ps = -1, {}, {}
-        self._m_rows = metrics.counter("elastic_samples", "samples trained", ("worker",))
+        self._m_rows = metrics.counter("elastic_samples", "samples trained", ("job", "worker"))
 
     # ---- control ----------------------------------------------------------------------------
     def start(self) -> bool:
@@ -97,7 +97,7 @@ class DLRMWorker:
             rep = ray.get(self.ss.commit.remote(self.worker_id, lease.lease_id, upto, len(b)))
             self.steps += 1
             self.rows += len(b)
-            self._m_rows.inc(len(b), tags={"worker": self.worker_id})
+            self._m_rows.inc(len(b), tags={"job": self.job, "worker": self.worker_id})
             self._maybe_route(rep["routing_version"])
             off = upto
             if rep["drain"]:

@@ -53,6 +53,13 @@ class Scraper:
                 out.append(sum(hits))
         return out
 
+    def increase(self, name: str, **labels: str) -> float:
+        """How much a counter rose during the scrape: earlier runs in this session count from
+        the first snapshot (taken before this run's first export)."""
+        first = [v for n, lab, v in self.snapshots[0] if n == P + name
+                 and all(lab.get(k) == x for k, x in labels.items())] if self.snapshots else []
+        return max(self.values(name, **labels), default=0.0) - sum(first)
+
     def snapshot_labels(self, name: str, key: str, **labels: str) -> list[dict[str, float]]:
         """Per snapshot: {label value of ``key``: value} of the series matching ``labels``."""
         out = []
@@ -110,7 +117,7 @@ def test_mlora_metrics_during_a_run(ray_cluster, tmp_path):
     names = ["mlora_loss", "mlora_step", "mlora_tokens_total", "mlora_stage_idle_fraction",
              "mlora_stage_busy_seconds_total"]
     res, s = scraped(pipe.run, pipe.shutdown, names)
-    assert max(s.values("mlora_tokens_total")) <= res.tokens and max(s.values("mlora_tokens_total")) > 0
+    assert 0 < s.increase("mlora_tokens_total") <= res.tokens
     # summed over the adapters (label sets): at most 12 steps each
     assert 0 < max(s.values("mlora_step")) <= 12 * len(cfg.tasks)
     # idle fraction summed over 2 stages
@@ -124,17 +131,19 @@ def test_elastic_metrics_during_a_run(ray_cluster, tmp_path):
 
     # both workers equally slowed (no straggler) so the run spans several metric exports
     slow = {"worker-0": 4.0, "worker-1": 4.0}
-    ctl = ElasticController(make_cfg(tmp_path, "metrics", rows=24_000, faults={"slow_workers": slow}))
+    job = "metrics"  # this job's series only: other jobs of the session have their own
+    ctl = ElasticController(make_cfg(tmp_path, job, rows=24_000, faults={"slow_workers": slow}))
     names = ["elastic_workers", "elastic_ps", "elastic_samples_per_s", "elastic_samples_total",
              "elastic_rows_committed_total", "elastic_shards_done", "elastic_plan_changes_total",
              "elastic_ps_touched_rows"]
     res, s = scraped(ctl.run, ctl.shutdown, names)
     cfg = ctl.cfg.resources
-    assert set(s.values("elastic_workers")) <= set(range(1, cfg.max_workers + 1))
-    assert set(s.values("elastic_ps")) <= set(range(1, cfg.max_ps + 1))
-    assert max(s.values("elastic_samples_per_s")) > 0
-    assert 0 < max(s.values("elastic_rows_committed_total")) <= res.rows
-    assert max(s.values("elastic_plan_changes_total")) >= 1
+    assert s.values("elastic_workers", job=job) and s.values("elastic_ps", job=job)
+    assert set(s.values("elastic_workers", job=job)) <= set(range(1, cfg.max_workers + 1))
+    assert set(s.values("elastic_ps", job=job)) <= set(range(1, cfg.max_ps + 1))
+    assert max(s.values("elastic_samples_per_s", job=job)) > 0
+    assert 0 < max(s.values("elastic_rows_committed_total", job=job)) <= res.rows
+    assert max(s.values("elastic_plan_changes_total", job=job)) >= 1
 
 
 def test_workflow_step_states_during_a_run(ray_cluster):
