@@ -56,24 +56,28 @@ def run_job(cfg, on_step=None):
 
 
 def bench_recovery(work: Path, kills: int, rows: int) -> dict:
+    """``kills`` worker kills in one epoch, and the same job without faults for the AUC."""
     import ray
 
     done, last = [], [time.time() + 3.0]
+    interval = 2.5
 
     def killer(ctl):
-        if len(done) < kills and time.time() - last[0] > 2.5:
+        if len(done) < kills and time.time() - last[0] > interval:
             uid = sorted(u for u in ctl.backend.units if u.startswith("worker"))[len(done) % 2]
             ray.kill(ctl.backend.actors[uid])
             done.append(uid)
             last[0] = time.time()
 
+    clean, _ = run_job(job_cfg(work, "bench-clean", rows))
     res, ctl = run_job(job_cfg(work, "bench-kill", rows), killer)
     rec = sorted(res.recoveries_s)
     return {"kills": len(done), "recoveries_s": [round(x, 2) for x in rec],
             "p50_s": float(np.percentile(rec, 50)) if rec else None,
             "p95_s": float(np.percentile(rec, 95)) if rec else None,
             "lost": res.lost, "duplicated": res.duplicated, "auc": res.auc,
-            "seconds": res.seconds}
+            "auc_fault_free": clean.auc, "auc_delta": abs(res.auc - clean.auc),
+            "seconds": res.seconds, "seconds_fault_free": clean.seconds}
 
 
 def bench_straggler(work: Path, rows: int, reps: int) -> dict:
@@ -283,7 +287,8 @@ def main() -> int:
     partial = set(parts) != set(PARTS)
     name = "elastic_" + "_".join(x for x in PARTS if x in parts) if partial else "elastic"
     q = args.quick
-    cfg = {"kills": 2 if q else 8, "job_rows": 24_000 if q else 32_000, "straggler_reps": 0 if q else 3,
+    cfg = {"kills": 2 if q else 10, "kill_rows": 24_000 if q else 120_000,
+           "job_rows": 24_000 if q else 32_000, "straggler_reps": 0 if q else 3,
            "trace_jobs": 60, "trace_seeds_extra": [] if q else [1, 2, 3, 4],
            "model_jobs": 20 if q else 50, "ray_train": not q, "parts": parts}
     rep = Report("elastic", q, cfg, args.out or (str(RESULTS / f"{name}.json") if partial else None))
@@ -344,13 +349,15 @@ def run_cluster(rep: Report, cfg: dict, work: Path) -> None:
     from raystack.cluster import connect
     connect(num_cpus=4, dashboard=False, log_to_driver=False)
     print("(a) recovery from worker kills ...", flush=True)
-    rec = bench_recovery(work, cfg["kills"], cfg["job_rows"])
+    rec = bench_recovery(work, cfg["kills"], cfg["kill_rows"])
     rep.arm("recovery", **rec)
     rep.target("lost_samples", rec["lost"], "==", 0, f"samples never trained, {rec['kills']} worker kills")
     rep.target("duplicated_samples", rec["duplicated"], "==", 0,
                f"samples trained twice, {rec['kills']} worker kills")
     rep.target("recovery_p95_s", rec["p95_s"], "<=", 10.0,
                "kill -> replacement's first committed batch, p95 (s)")
+    rep.target("kill_auc_delta", rec["auc_delta"], "<=", 0.005,
+               f"|AUC after {rec['kills']} worker kills - AUC of the same job without faults|")
     if cfg["straggler_reps"]:
         print("(a) straggler ...", flush=True)
         st = bench_straggler(work, cfg["job_rows"], cfg["straggler_reps"])

@@ -1,7 +1,9 @@
 """The elastic controller's loop as a pure state machine over a :class:`Backend`.
 
 One ``step()``: poll the backend (units alive, per-worker rates, progress, PS load and
-memory), relaunch what died, drain stragglers and launch replacements, measure throughput
+memory), relaunch what died, replace stragglers (the replacement starts first; the straggler
+is drained once the replacement has committed a batch, so its rows keep flowing while the new
+actor starts), measure throughput
 once the configuration has been stable for ``measure_s``, ask the planner, and apply its
 decision as a :class:`ScalePlan`. The Ray backend lives in ``actors/elastic``; tests step the
 loop against a fake backend without Ray.
@@ -63,7 +65,8 @@ class ElasticLoop:
 
     def __init__(self, planner: ThreeStagePlanner, backend: Backend, *,
                  detector: StragglerDetector | None = None, measure_s: float = 5.0,
-                 settle_s: float = 2.0, autoscale: bool = True, max_relaunches: int = 5) -> None:
+                 settle_s: float = 2.0, autoscale: bool = True, max_relaunches: int = 5,
+                 handover_s: float = 60.0) -> None:
         self.planner, self.backend = planner, backend
         self.detector = detector or StragglerDetector()
         self.measure_s, self.settle_s, self.autoscale = measure_s, settle_s, autoscale
@@ -75,6 +78,9 @@ class ElasticLoop:
         self._window: tuple[float, int] | None = None  # (t0, rows0) of the current measurement
         self._changed_at = 0.0
         self._drained: set[str] = set()
+        # replacement unit id -> (straggler unit id, when the replacement was launched)
+        self._handover: dict[str, tuple[str, float]] = {}
+        self.handover_s = handover_s  # drain the straggler anyway if its replacement takes longer
         self.max_relaunches = max_relaunches
         self._failed_in_a_row: dict[str, int] = {}  # unit id -> relaunches with nothing committed
         self.last_poll: Poll | None = None
@@ -98,6 +104,23 @@ class ElasticLoop:
     def _decide(self, d: Decision | None, now: float) -> None:
         if d is not None:
             self._apply(plan_to(self.units, d.target, self._next_id, d.reason), now)
+
+    def _finish_handovers(self, poll: Poll) -> bool:
+        """Drain each straggler whose replacement has committed a batch (or died, or is late).
+
+        Returns True if a plan was applied this step."""
+        plan = ScalePlan(reason="straggler replaced")
+        for new, (old, t0) in list(self._handover.items()):
+            started = (poll.committed.get(new, poll.worker_rates.get(new, (0.0, 0))[1]) > 0
+                       or new not in self.units or poll.now - t0 >= self.handover_s)
+            if started:
+                del self._handover[new]
+                if old in self.units:
+                    plan.remove.append(old)
+        if plan.empty:
+            return False
+        self._apply(plan, poll.now)
+        return True
 
     def step(self) -> State:
         if self.state in (State.FINISHED, State.FAILED):
@@ -134,19 +157,25 @@ class ElasticLoop:
                 return self.state
             self.backend.relaunch(self.units[uid])
             self.events.append(Event(now, "relaunch", uid))
-        slow = [w for w in self.detector.find(poll.worker_rates) if w not in self._drained]
+        if self._finish_handovers(poll):
+            return self.state
+        slow = [w for w in self.detector.find(poll.worker_rates)
+                if w not in self._drained and w not in self._handover]
         if slow:
             self._drained.update(slow)
             plan = ScalePlan(reason=f"straggler: {', '.join(slow)} slower than "
-                                    f"1/{self.detector.factor:g} of the median")
+                                    f"1/{self.detector.factor:g} of the median; replacing")
             for uid in slow:
                 old = self.units[uid]
-                plan.remove.append(uid)
-                plan.launch.append(UnitSpec(f"worker-{self._next_id + len(plan.launch)}",
-                                            "worker", old.index, old.cpus, old.mem_gb))
+                new = UnitSpec(f"worker-{self._next_id + len(plan.launch)}", "worker", old.index,
+                               old.cpus, old.mem_gb)
+                plan.launch.append(new)
+                self._handover[new.unit_id] = (uid, now)
             self.events.append(Event(now, "straggler", ",".join(slow)))
             self._apply(plan, now)
             return self.state
+        if self._handover:
+            return self.state  # no sizing decisions while a straggler is being replaced
         obs = Observation(self.config, None, poll.ps_cpu_util, poll.ps_mem_gb,
                           poll.rows_done, poll.rows_total)
         if now - self._changed_at >= self.settle_s:

@@ -76,18 +76,54 @@ def test_loop_relaunches_dead_units_and_keeps_running():
     assert be.relaunched == [victim] and loop.state is State.RUNNING
 
 
-def test_loop_drains_a_3x_slow_worker_and_replaces_it():
+def test_loop_replaces_a_3x_slow_worker_before_draining_it():
     be = FakeBackend()
     loop = ElasticLoop(ThreeStagePlanner(Budget(), B), be,
                        detector=StragglerDetector(2.0, min_rows=500), autoscale=False)
     loop.step()  # initial plan: 2 workers
     slow = sorted(u for u in be.units if u.startswith("worker"))[0]
     be.slow.add(slow)
-    for _ in range(30):
+    while not any(e.kind == "straggler" for e in loop.events):
         loop.step()
-    assert slow not in be.units
+        assert be.now < 100, "the straggler was never detected"
+    # the replacement starts first: the straggler keeps training until it has committed
+    replacement = be.applied[-1].launch[0].unit_id
+    assert slow in be.units and replacement in be.units and not be.applied[-1].remove
+    loop.step()  # the replacement's first rows arrive: now the straggler is drained
+    assert be.applied[-1].remove == [slow] and slow not in be.units
     assert sum(u.startswith("worker") for u in be.units) == 2
     assert any(e.kind == "straggler" and slow in e.detail for e in loop.events)
+    for _ in range(20):  # and nothing more happens: no second replacement
+        loop.step()
+    assert sum(u.startswith("worker") for u in be.units) == 2 and replacement in be.units
+
+
+class SilentBackend(FakeBackend):
+    """A replacement worker that never commits (stuck starting on a bad node)."""
+
+    def poll(self):
+        p = super().poll()
+        for uid in list(p.worker_rates):
+            if uid in self.silent:
+                p.worker_rates[uid] = (0.0, 0)
+        return p
+
+
+def test_loop_drains_the_straggler_anyway_when_its_replacement_is_late():
+    be = SilentBackend()
+    loop = ElasticLoop(ThreeStagePlanner(Budget(), B), be,
+                       detector=StragglerDetector(2.0, min_rows=500), autoscale=False, handover_s=10)
+    loop.step()
+    slow = sorted(u for u in be.units if u.startswith("worker"))[0]
+    be.slow.add(slow)
+    be.silent = {f"worker-{i}" for i in range(2, 10)}  # every replacement stays silent
+    while not any(e.kind == "straggler" for e in loop.events):
+        loop.step()
+    t_detect = be.now
+    while slow in be.units:
+        loop.step()
+        assert be.now < t_detect + 20
+    assert be.now >= t_detect + 10
 
 
 def test_loop_stops_with_the_backends_error():
