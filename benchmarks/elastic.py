@@ -55,7 +55,7 @@ def run_job(cfg, on_step=None):
         ctl.shutdown()
 
 
-def bench_recovery(work: Path, kills: int, rows: int) -> dict:
+def bench_recovery(work: Path, kills: int, rows: int, clean_runs: int = 2) -> dict:
     """``kills`` worker kills in one epoch, and the same job without faults for the AUC."""
     import ray
 
@@ -69,15 +69,19 @@ def bench_recovery(work: Path, kills: int, rows: int) -> dict:
             done.append(uid)
             last[0] = time.time()
 
-    clean, _ = run_job(job_cfg(work, "bench-clean", rows))
+    # Fault-free runs: asynchronous PS training differs from run to run by itself (the order
+    # in which two workers' pushes land); two runs show that spread beside the kills' effect.
+    clean = [run_job(job_cfg(work, f"bench-clean{i}", rows))[0] for i in range(clean_runs)]
     res, ctl = run_job(job_cfg(work, "bench-kill", rows), killer)
+    clean_auc = [c.auc for c in clean]
     rec = sorted(res.recoveries_s)
     return {"kills": len(done), "recoveries_s": [round(x, 2) for x in rec],
             "p50_s": float(np.percentile(rec, 50)) if rec else None,
             "p95_s": float(np.percentile(rec, 95)) if rec else None,
             "lost": res.lost, "duplicated": res.duplicated, "auc": res.auc,
-            "auc_fault_free": clean.auc, "auc_delta": abs(res.auc - clean.auc),
-            "seconds": res.seconds, "seconds_fault_free": clean.seconds}
+            "auc_fault_free": clean_auc, "auc_delta": abs(res.auc - float(np.mean(clean_auc))),
+            "auc_fault_free_spread": max(clean_auc) - min(clean_auc),
+            "seconds": res.seconds, "seconds_fault_free": [c.seconds for c in clean]}
 
 
 def bench_straggler(work: Path, rows: int, reps: int) -> dict:
@@ -287,7 +291,7 @@ def main() -> int:
     partial = set(parts) != set(PARTS)
     name = "elastic_" + "_".join(x for x in PARTS if x in parts) if partial else "elastic"
     q = args.quick
-    cfg = {"kills": 2 if q else 10, "kill_rows": 24_000 if q else 120_000,
+    cfg = {"kills": 2 if q else 10, "kill_rows": 24_000 if q else 240_000,
            "job_rows": 24_000 if q else 32_000, "straggler_reps": 0 if q else 3,
            "trace_jobs": 60, "trace_seeds_extra": [] if q else [1, 2, 3, 4],
            "model_jobs": 20 if q else 50, "ray_train": not q, "parts": parts}
@@ -349,7 +353,7 @@ def run_cluster(rep: Report, cfg: dict, work: Path) -> None:
     from raystack.cluster import connect
     connect(num_cpus=4, dashboard=False, log_to_driver=False)
     print("(a) recovery from worker kills ...", flush=True)
-    rec = bench_recovery(work, cfg["kills"], cfg["kill_rows"])
+    rec = bench_recovery(work, cfg["kills"], cfg["kill_rows"], 1 if q else 2)
     rep.arm("recovery", **rec)
     rep.target("lost_samples", rec["lost"], "==", 0, f"samples never trained, {rec['kills']} worker kills")
     rep.target("duplicated_samples", rec["duplicated"], "==", 0,
@@ -357,7 +361,9 @@ def run_cluster(rep: Report, cfg: dict, work: Path) -> None:
     rep.target("recovery_p95_s", rec["p95_s"], "<=", 10.0,
                "kill -> replacement's first committed batch, p95 (s)")
     rep.target("kill_auc_delta", rec["auc_delta"], "<=", 0.005,
-               f"|AUC after {rec['kills']} worker kills - AUC of the same job without faults|")
+               f"|AUC after {rec['kills']} worker kills - mean AUC of {len(rec['auc_fault_free'])} "
+               f"fault-free run(s) of the same job| (fault-free runs differ by "
+               f"{rec['auc_fault_free_spread']:.4f})")
     if cfg["straggler_reps"]:
         print("(a) straggler ...", flush=True)
         st = bench_straggler(work, cfg["job_rows"], cfg["straggler_reps"])

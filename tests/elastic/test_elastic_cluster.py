@@ -75,9 +75,10 @@ def test_ten_worker_kills_lose_and_duplicate_nothing(ray_cluster, data_dir, faul
     assert len(kills) == 10
     assert res.lost == 0 and res.duplicated == 0, res
     assert sum("relaunch" in e for e in res.events) >= 9
-    # The issue also asks for AUC within 0.005 of the fault-free run. That is not met yet (gaps of
-    # 0.005-0.018 seen here, about the run-to-run spread of asynchronous PS training at this data
-    # size) and stays open on the issue rather than being asserted loosely here.
+    # AUC within 0.005 of the fault-free run is measured by benchmarks/elastic.py (target
+    # kill_auc_delta) on a 240k-row job beside two fault-free runs: at this test's 48k rows two
+    # fault-free runs alone differ by 0.005-0.012 (the order in which asynchronous pushes land),
+    # so a single-run comparison here would test luck, not recovery.
 
 
 @pytest.mark.slow
