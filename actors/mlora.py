@@ -327,7 +327,7 @@ class LoRAPipeline:
         costs = [c / max(self.plan.costs) for c in self.plan.costs]
         sched = lorapp_schedule(d, [LaneWork(cap, len(steps[0])) for steps in data],
                                 forward_cost=costs, backward_cost=[2 * c for c in costs],
-                                max_in_flight=self.cfg.pipeline.max_in_flight)
+                                max_in_flight=self.cfg.pipeline.in_flight_cap)
         busy0 = [s["busy_s"] for s in ray.get([st.stats.remote() for st in self.stages])]
         t0 = time.perf_counter()
         refs: dict[tuple, Any] = {}

@@ -90,9 +90,15 @@ class PipelineConfig:
     stages: int = 2
     balance: Literal["params", "measured"] = "params"
     window_steps: int = 20  # steps scheduled at once; checkpoints and admissions between windows
+    # micro-batches whose forward started on stage 0 and whose backward has not finished there;
+    # None: stages + 1, which keeps every stage busy (more only holds activations in memory)
     max_in_flight: Optional[int] = None
     max_restarts: int = 2  # per stage actor failure, before giving up
     device: Device = "auto"  # auto: stages on GPUs when the cluster has any
+
+    @property
+    def in_flight_cap(self) -> int:
+        return self.max_in_flight if self.max_in_flight is not None else self.stages + 1
 
 
 @dataclass
@@ -195,6 +201,8 @@ def _validate(cfg: MLoRAConfig) -> None:
         raise ConfigError("pipeline.stages", "must be >= 1")
     if cfg.pipeline.window_steps < 1:
         raise ConfigError("pipeline.window_steps", "must be >= 1")
+    if cfg.pipeline.max_in_flight is not None and cfg.pipeline.max_in_flight < 1:
+        raise ConfigError("pipeline.max_in_flight", "must be >= 1 (or null for stages + 1)")
     if cfg.scheduler.max_concurrent < 1:
         raise ConfigError("scheduler.max_concurrent", "must be >= 1")
 

@@ -71,6 +71,19 @@ def test_in_flight_cap_is_respected():
     assert peak <= 2
 
 
+def test_default_in_flight_cap_keeps_the_pipeline_full():
+    # stages + 1 micro-batches in flight lose nothing against an unbounded schedule, in the
+    # benchmark's shape (2 stages, 2 lanes of 2 adapters, 2 micro-batches per step) and others
+    from raystack.mlora.config import PipelineConfig
+
+    for d, lanes in ((2, [LaneWork(3, 4)] * 2), (2, [LaneWork(6, 1)] * 4), (3, [LaneWork(4, 2)] * 3)):
+        cap = PipelineConfig(stages=d).in_flight_cap
+        assert cap == d + 1
+        free = lorapp_schedule(d, lanes, backward_cost=2.0)
+        capped = lorapp_schedule(d, lanes, backward_cost=2.0, max_in_flight=cap)
+        assert capped.makespan <= free.makespan * 1.05, (d, capped.makespan, free.makespan)
+
+
 def test_partition_minimises_largest_stage():
     plan = partition([1, 1, 1, 1, 4], 2)
     assert plan.bounds == [(0, 4), (4, 5)] and max(plan.costs) == 4
