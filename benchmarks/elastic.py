@@ -233,10 +233,10 @@ TRACE_NOTE = (
     "removing workers is free. Every worker and PS is its own placement group: new workers "
     "are placed one by one (as many as fit), a PS set all or nothing. Each tick: progress "
     "and completions first, then running jobs' plans (memory raises before growth), then "
-    "admissions (FIFO with backfill). Worker memory (2 GB) is requested exactly and counts as "
-    "used in every policy, so a policy running more workers has more of its memory fully "
-    "used: static 2x's memory is ~70% worker memory, and 1.3x its utilisation is out of reach "
-    "of any policy here (the oracle is ~1.0x); ps_mem_util is the PS part alone.")
+    "admissions (FIFO with backfill). Memory per unit: static users ask 2x / 1.5x what a "
+    "unit uses (PS: the initial need; workers: their steady 2 GB), the three-stage policy "
+    "asks the workers' use x 1.2 and sizes PS memory itself, the oracle asks exact peaks; "
+    "used memory counts up to each unit's need; ps_mem_util is the PS part alone.")
 
 
 def plots(trace: dict, out: Path = RESULTS / "elastic.json") -> list[str]:

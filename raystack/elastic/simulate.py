@@ -4,9 +4,13 @@ Everything here is simulated and says so: N virtual nodes (CPUs, GB), a trace of
 Poisson arrivals, hidden true step-time curves (the model's terms plus an unmodelled one and
 measurement noise), and PS memory that grows during training for some jobs. Policies:
 - ``static_over`` / ``static_under``: the user's fixed config, 2x / 0.5x the oracle's
-  workers and PS, PS memory at 2x / 1.5x the job's initial need (what a user sees at start);
+  workers and PS, memory per unit at 2x / 1.5x its need (PS: the job's initial need, what a
+  user sees at start; workers: their steady use);
 - ``three_stage``: the real :class:`ThreeStagePlanner` fed noisy observations every tick;
-- ``oracle``: the best config under the true curve and the true peak memory, from the start.
+  workers ask their use x ``WORKER_MEM_MARGIN`` (as the controller sets it from the peak it
+  observes, with a margin);
+- ``oracle``: the best config under the true curve and the true peak memory, from the start
+  (workers ask exactly their use).
 A PS whose memory need exceeds its allocation dies of OOM and the job fails.
 
 Mechanics, as in our controller (see docs/elastic.md, "Trace simulator"): every worker and PS
@@ -16,8 +20,8 @@ re-routing) pauses the job ``change_cost_s``; added workers train after ``change
 while the others go on; removing workers costs nothing. Each tick: progress and completions
 first, then the running jobs' plans (memory raises first: they keep a job alive), then
 admissions, first come first served with backfill. Utilisation counts every running job's
-allocation; a worker's memory (``worker_mem_gb``, requested exactly by every policy) counts as
-used, PS memory as used up to the job's current need (``ps_mem_util`` is that part alone).
+allocation; a worker's memory counts as used up to its need (``SimJob.worker_mem_gb``), PS
+memory up to the job's current need (``ps_mem_util`` is that part alone).
 """
 from __future__ import annotations
 
@@ -32,6 +36,7 @@ from raystack.elastic.planner import (Budget, Decision, Observation, ThreeStageP
                                       best_config)
 
 POLICIES = ("static_over", "static_under", "three_stage", "oracle")
+WORKER_MEM_MARGIN = 1.2  # three-stage: worker memory = observed use x this
 
 
 @dataclass(frozen=True)
@@ -119,7 +124,8 @@ def oracle_config(job: SimJob, budget: Budget) -> JobConfig:
 def static_config(job: SimJob, factor: float, mem_factor: float) -> JobConfig:
     o = oracle_config(job, job_budget())
     w, p = max(1, round(o.workers * factor)), max(1, round(o.ps * factor))
-    return o.with_(workers=w, ps=p, ps_mem_gb=round(job.mem0_gb / p * mem_factor, 2))
+    return o.with_(workers=w, ps=p, ps_mem_gb=round(job.mem0_gb / p * mem_factor, 2),
+                   worker_mem_gb=round(job.worker_mem_gb * mem_factor, 2))
 
 
 @dataclass
@@ -185,7 +191,8 @@ class ClusterSim:
             return static_config(job, 2.0, 2.0), None
         if self.policy == "static_under":
             return static_config(job, 0.5, 1.5), None
-        default = JobConfig(2, 1, 1.0, 1.0, round(job.mem0_gb * 1.5, 2), job.worker_mem_gb)
+        default = JobConfig(2, 1, 1.0, 1.0, round(job.mem0_gb * 1.5, 2),
+                            round(job.worker_mem_gb * WORKER_MEM_MARGIN, 2))
         planner = ThreeStagePlanner(job_budget(), job.batch, default=default)
         return planner.decide(Observation(default)).target, planner
 
@@ -283,7 +290,7 @@ class ClusterSim:
         alloc_cpu, alloc_mem = c.cpus, c.mem_gb
         progress = r.done / job.samples
         need = ps_need_gb(job, progress)
-        used_mem = c.workers * job.worker_mem_gb + need
+        used_mem = c.workers * min(job.worker_mem_gb, c.worker_mem_gb) + need
         start = now - self.tick
         p_end = min(now, max(start, r.paused_until))
         w_end = min(now, max(p_end, r.warm_until))

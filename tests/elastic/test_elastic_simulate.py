@@ -75,3 +75,19 @@ def test_three_stage_loses_no_job_and_sizes_ps_memory_closer_to_the_need():
     assert three["completion_rate"] == 1.0 and three["oom"] == 0
     assert three["ps_mem_util"] > static["ps_mem_util"]
     assert three["cpu_util"] > static["cpu_util"]
+
+
+def test_memory_asked_per_unit_follows_each_policy_and_counts_used_up_to_the_need():
+    from raystack.elastic.simulate import WORKER_MEM_MARGIN
+
+    job = make_trace(1, seed=4)[0]
+    asked = {}
+    for policy in ("static_over", "static_under", "three_stage", "oracle"):
+        sim = ClusterSim([job], policy)
+        asked[policy] = sim._initial(job)[0].worker_mem_gb / job.worker_mem_gb
+    assert asked == {"static_over": 2.0, "static_under": 1.5,
+                     "three_stage": WORKER_MEM_MARGIN, "oracle": 1.0}
+    # an over-asking user's workers leave half their memory unused; the oracle's leave none
+    over = ClusterSim([job], "static_over").run()
+    oracle = ClusterSim([job], "oracle").run()
+    assert over["mem_util"] < 0.75 < oracle["mem_util"]
