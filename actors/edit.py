@@ -1,7 +1,8 @@
 """EDiT on Ray: one ``EDiTWorker`` actor per rank, and ``EDiTGroup``, the driver-side owner.
 
 The group places each replica's S ranks in a placement group (one bundle per rank), forms
-the collective group, drives the ranks segment by segment (inner steps up to the next sync),
+the collective group, drives the ranks segment by segment (inner steps up to the next sync;
+several segments per call, up to the next evaluation or checkpoint),
 evaluates, checkpoints, and replaces a dead replica actor: the replacement and the survivors
 reload the last checkpoint (θ_sync, the outer state, the inner state and the data position)
 and the run goes on.
@@ -93,6 +94,16 @@ class EDiTWorker(CommMember):
     def run_segment(self) -> dict:
         """Inner steps up to the next sync (or the end); a report of counters."""
         return self.trainer.run_segment()
+
+    def run_segments(self, n: int) -> list[dict]:
+        """Up to ``n`` segments in one call (fewer if the run ends): one report per segment.
+        Every rank ends its segments at the same syncs, so all return the same count."""
+        reports = []
+        for _ in range(n):
+            reports.append(self.trainer.run_segment())
+            if reports[-1]["done"]:
+                break
+        return reports
 
     def evaluate(self, compute: bool = True) -> float:
         """Validation loss of θ_sync (collective: completes a pending sync on every rank; only
@@ -270,12 +281,25 @@ class EDiTGroup:
         return dead
 
     # -- the run ---------------------------------------------------------------------------------
-    def _segment(self) -> list[dict]:
-        refs = [w.run_segment.remote() for w in self.workers]
+    def _segments_now(self, per_segment: bool) -> int:
+        """Segments to run in the next call: up to the next eval or checkpoint (the driver acts
+        between calls), at most ``run.segments_per_call``; 1 if a callback wants every segment."""
+        if per_segment:
+            return 1
+        n = self.cfg.run.segments_per_call
+        for every in (self.cfg.run.eval_every, self.cfg.run.checkpoint_every):
+            if every:
+                n = min(n, every - self._segments % every)
+        return max(1, n)
+
+    def _segment(self, n: int = 1) -> list[list[dict]]:
+        """Run ``n`` segments on every rank in one call; the reports of each segment, in order."""
+        refs = [w.run_segments.remote(n) for w in self.workers]
         # wait for every rank (survivors of a failure error out of their collectives) before
         # looking at results, so recovery never talks to a rank still busy in a segment
-        ray.wait(refs, num_returns=len(refs), timeout=self.cfg.run.comm_timeout_s * 3 + 60)
-        return ray.get(refs)
+        ray.wait(refs, num_returns=len(refs), timeout=(self.cfg.run.comm_timeout_s * 3 + 60) * n)
+        per_rank = ray.get(refs)
+        return [list(seg) for seg in zip(*per_rank)]
 
     def evaluate(self) -> float:
         return ray.get([w.evaluate.remote(rank == 0) for rank, w in enumerate(self.workers)])[0]
@@ -290,20 +314,24 @@ class EDiTGroup:
         base_tokens = sum(ray.get([w.report.remote() for w in self.workers])[i]["tokens"]
                           for i in range(len(self.workers)))
         bar = tqdm(total=cfg.steps, desc=f"edit[{cfg.mode}]", unit="step", disable=not progress)
-        t0 = time.perf_counter()
+        t0, self._t0_wall = time.perf_counter(), time.time()
         reports: list[dict] = []
-        while True:
+        done = False
+        while not done:
             try:
-                reports = self._segment()
+                batch = self._segment(self._segments_now(on_segment is not None))
             except (ray.exceptions.RayActorError, ray.exceptions.RayTaskError) as exc:
                 dead = self.recover()
                 bar.write(f"edit: rank(s) {dead} failed ({type(exc).__name__}); replaced and "
                           f"resumed from the last checkpoint")
                 continue
+            for reports in batch[:-1]:          # segments run inside the call: history only
+                self._segments += 1
+                self._record(reports, t0, bar)
+            reports = batch[-1]
             self._segments += 1
             self._record(reports, t0, bar)
             done = all(r["done"] for r in reports)
-            syncs = reports[0]["syncs"]
             if not done and cfg.run.eval_every and self._segments % cfg.run.eval_every == 0:
                 val = self.evaluate()
                 self.history[-1]["val_loss"] = val
@@ -312,8 +340,6 @@ class EDiTGroup:
                 self.save_checkpoint()
             if on_segment is not None:
                 on_segment(self, self._segments)
-            if done:
-                break
         seconds = time.perf_counter() - t0
         bar.close()
         val = self.evaluate()
@@ -333,7 +359,9 @@ class EDiTGroup:
     def _record(self, reports: list[dict], t0: float, bar) -> None:
         loss = sum(r["loss"] for r in reports) / len(reports)
         tokens = sum(r["tokens"] for r in reports)
-        elapsed = time.perf_counter() - t0
+        # segments run inside one call end at the rank's own clock, not at the call's return
+        walls = [r["wall"] for r in reports if "wall" in r]
+        elapsed = (max(walls) - self._t0_wall) if walls else time.perf_counter() - t0
         step = min(r["step"] for r in reports)
         prev_outliers = self.history[-1]["outliers"] if self.history else 0
         self.history.append({"segment": self._segments, "step": step, "tokens": tokens, "loss": loss,

@@ -292,11 +292,15 @@ def main() -> None:
         else:
             rr = group.run(progress=False, save=False)
             per_rank = ray.get([w.losses.remote() for w in group.workers])
+            reps = ray.get([w.report.remote() for w in group.workers])
             if mode == "edit":
-                reps = ray.get([w.report.remote() for w in group.workers])
                 calib["step_s"] = min(x["compute_seconds"] / max(x["step"], 1) for x in reps)
+            # where the exposed sync went (mean over ranks): decision, its all-gather (with the
+            # wait for the other replica), launches, waits, outer step, write-back
+            phases = {k: round(sum(x["phases"][k] for x in reps) / len(reps), 4) for k in reps[0]["phases"]}
             res = {"tokens": rr.tokens, "seconds": rr.seconds, "val_loss": rr.val_loss,
-                   "exposed_sync_s": rr.sync_seconds, "allreduce_s": rr.dp_seconds, "outliers": rr.outliers,
+                   "exposed_sync_s": rr.sync_seconds, "exposed_sync_phases_s": phases,
+                   "syncs": reps[0]["syncs"], "allreduce_s": rr.dp_seconds, "outliers": rr.outliers,
                    "extra_state_bytes": rr.extra_state_bytes,
                    "losses": [x for x, _ in per_rank], "times": [t for _, t in per_rank]}
         res.update(start=start, tokens_per_s=res["tokens"] / res["seconds"],
@@ -346,6 +350,9 @@ def main() -> None:
         first = dict(lst[0])
         for key in ("tokens_per_s", "seconds", "exposed_sync_s"):
             first[key] = statistics.median(x[key] for x in lst)
+        if "exposed_sync_phases_s" in first:
+            first["exposed_sync_phases_s"] = {k: round(statistics.median(x["exposed_sync_phases_s"][k] for x in lst), 4)
+                                              for k in first["exposed_sync_phases_s"]}
         first["repeats"] = len(lst)
         first["tokens_per_s_runs"] = [round(x["tokens_per_s"], 1) for x in lst]
         results[name] = first

@@ -140,6 +140,11 @@ class RunConfig:
     cpus_per_rank: float = 1.0
     threads_per_rank: int = 1
     device: Device = "auto"          # auto: GPUs when the cluster has any
+    segments_per_call: int = 8       # segments (syncs) a rank runs per driver call, at most
+
+    def validate(self) -> None:
+        if self.segments_per_call < 1:
+            raise ConfigError("segments_per_call", f"must be >= 1, got {self.segments_per_call}")
 
 
 @dataclass

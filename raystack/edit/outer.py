@@ -13,7 +13,8 @@ def nesterov_step(theta: torch.Tensor, momentum: torch.Tensor, delta: torch.Tens
     """
     delta = delta.to(device=theta.device, dtype=theta.dtype)
     momentum.mul_(mu).add_(delta)
-    if nesterov:
-        theta.sub_(lr * (delta + mu * momentum))
+    if nesterov:                      # one temporary, the same rounding as lr·(Δ + μ·m)
+        step = torch.mul(momentum, mu).add_(delta).mul_(lr)
+        theta.sub_(step)
     else:
-        theta.sub_(lr * momentum)
+        theta.sub_(torch.mul(momentum, lr))

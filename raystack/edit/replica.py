@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import random
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import torch
@@ -21,7 +22,7 @@ from raystack.edit.layerwise import LayerwiseSync
 from raystack.edit.outer import nesterov_step
 from raystack.edit.penalty import BlockDecision, PseudoGradientPenalty, clip_coefficient
 from raystack.edit.shard import Block, ShardLayout, flatten, llama_blocks, unflatten_into
-from raystack.edit.trigger import StepTrigger, TimeTrigger, accept_sync
+from raystack.edit.trigger import StepTrigger, TimeTrigger, accept_sync, split_by_rate
 from raystack.models import lm_loss
 
 
@@ -75,7 +76,12 @@ class EDiTRank:
         self.counters = Counters()
         self.decisions: list[BlockDecision] = []
         self._handles: dict[int, object] = {}
+        self._deltas: dict[int, torch.Tensor] = {}   # Δ of each block, computed once per sync
+        self._timing = False                          # inside an exposed-sync timed region
+        # where the exposed sync time went (seconds, this run): not checkpointed
+        self.phases = {"decide": 0.0, "meta": 0.0, "launch": 0.0, "wait": 0.0, "outer": 0.0, "write": 0.0}
         self._rng = random.Random(cfg.run.seed * 1000 + self.rank)
+        self._install_grad_hooks()
         self.layerwise = (LayerwiseSync([b.module for b in self.blocks], self, cfg.sync.prefetch)
                           if cfg.uses_layerwise else None)
         self.done = False
@@ -98,10 +104,16 @@ class EDiTRank:
             return torch.optim.SGD(params, lr=c.lr, momentum=c.momentum, weight_decay=c.weight_decay)
         return torch.optim.AdamW(params, lr=c.lr, betas=(c.beta1, c.beta2), weight_decay=c.weight_decay)
 
+    def _local_shard(self, b: int) -> torch.Tensor:
+        """A fresh tensor: this rank's shard of block b's current parameters (flat)."""
+        flat, lay = flatten(self.blocks[b].params), self.layouts[b]
+        if lay.world == 1 and lay.padded == lay.numel:
+            return flat                       # flatten already copied: no second copy
+        return lay.take(flat)
+
     def reset_outer_state(self) -> None:
         """θ_sync ← the current parameters (this rank's shard); outer momentum ← 0."""
-        self.theta_sync = [lay.take(flatten(b.params)).to(self.state_device)
-                           for b, lay in zip(self.blocks, self.layouts)]
+        self.theta_sync = [self._local_shard(b).to(self.state_device) for b in range(len(self.blocks))]
         self.momentum = [torch.zeros_like(t) for t in self.theta_sync]
 
     def extra_state_bytes(self) -> int:
@@ -134,7 +146,10 @@ class EDiTRank:
         t0 = time.perf_counter()
         sync_before = self.counters.sync_seconds + self.counters.dp_seconds
         loss = self.loss_fn(self.model, batch)
-        loss.backward()
+        self._grad_group = self.comm if self.in_warmup else self.replica_comm
+        self._grad_left = [len(b.params) for b in self.blocks]
+        self._grad_work = {}
+        loss.backward()          # each block's gradient all-reduce starts as soon as it is ready
         self._reduce_grads()
         if self.cfg.inner.grad_clip > 0:
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.inner.grad_clip)
@@ -167,19 +182,56 @@ class EDiTRank:
         if factor > 1:
             time.sleep(compute * (factor - 1))
 
-    def _reduce_grads(self) -> None:
-        group = self.comm if self.in_warmup else self.replica_comm
-        if group is None:
+    def _install_grad_hooks(self) -> None:
+        """Bucket = block: once backward has accumulated every gradient of a block, its
+        all-reduce (average) is launched, so the transfer overlaps the rest of backward."""
+        self._grad_group = None
+        self._grad_left: list[int] = []
+        self._grad_work: dict[int, tuple] = {}
+        for b, blk in enumerate(self.blocks):
+            for p in blk.params:
+                p.register_post_accumulate_grad_hook(self._grad_hook(b))
+
+    def _grad_hook(self, b: int):
+        def hook(param):
+            if self._grad_group is None or not self._grad_left:
+                return
+            self._grad_left[b] -= 1
+            if self._grad_left[b] == 0:
+                self._launch_grads(b)
+        return hook
+
+    def _launch_grads(self, b: int) -> None:
+        grads = [p.grad for p in self.blocks[b].params if p.grad is not None]
+        if not grads:
+            self._grad_work[b] = None
             return
-        grads = [p.grad for p in self.model.parameters() if p.grad is not None]
         flat = torch.cat([g.reshape(-1) for g in grads])
         t0 = time.perf_counter()
-        flat = group.all_reduce(flat, op="avg")
+        handle = self._grad_group.all_reduce(flat, op="avg", async_op=True)
         self.counters.dp_seconds += time.perf_counter() - t0
-        offset = 0
-        for g in grads:
-            g.copy_(flat[offset:offset + g.numel()].view_as(g))
-            offset += g.numel()
+        self._grad_work[b] = (grads, handle)
+
+    def _reduce_grads(self) -> None:
+        group = self._grad_group
+        if group is None:
+            return
+        for b in range(len(self.blocks)):      # blocks whose hooks did not all fire (unused params)
+            if b not in self._grad_work:
+                self._launch_grads(b)
+        t0 = time.perf_counter()
+        for b in range(len(self.blocks)):
+            work = self._grad_work[b]
+            if work is None:
+                continue
+            grads, handle = work
+            flat = handle.wait()
+            offset = 0
+            for g in grads:
+                g.copy_(flat[offset:offset + g.numel()].view_as(g))
+                offset += g.numel()
+        self.counters.dp_seconds += time.perf_counter() - t0
+        self._grad_group, self._grad_work = None, {}
 
     # -- the sync decision ---------------------------------------------------------------------
     def maybe_sync(self) -> bool:
@@ -201,19 +253,43 @@ class EDiTRank:
             proposed = float(self.replica_comm.all_reduce(flag, op="sum")) > 0
         if not proposed:
             return False
+        with self._exposed():
+            return self._exchange_and_decide(want_stop)
+
+    @contextmanager
+    def _exposed(self):
+        """Time a region of outer-sync work the rank is blocked on (counted once when nested:
+        the blocking sync's launch/finish run inside the decision's region)."""
+        if self._timing:
+            yield
+            return
+        self._timing = True
         t0 = time.perf_counter()
-        started = self._exchange_and_decide(want_stop)
-        c.sync_seconds += time.perf_counter() - t0
-        return started
+        try:
+            yield
+        finally:
+            self.counters.sync_seconds += time.perf_counter() - t0
+            self._timing = False
 
     def _exchange_and_decide(self, want_stop: bool) -> bool:
         c = self.counters
         S, R = self.cfg.shards, self.cfg.replicas
-        partial = [float((ts - lay.take(flatten(b.params)).to(ts.device)).square().sum())
-                   for b, lay, ts in zip(self.blocks, self.layouts, self.theta_sync)]
+        t0 = time.perf_counter()
+        # Δ of every block, once: its norm goes into the decision, the tensor into launch(b)
+        self._deltas = {}
+        sq = []
+        for b, (blk, lay, ts) in enumerate(zip(self.blocks, self.layouts, self.theta_sync)):
+            delta = self._local_shard(b).to(ts.device)
+            torch.sub(ts, delta, out=delta)
+            self._deltas[b] = delta
+            sq.append(delta.square().sum())
+        partial = torch.stack(sq).to(torch.float64).tolist()
         meta = torch.tensor([float(c.steps_since_sync), float(c.step), 1.0 if want_stop else 0.0] + partial,
                             dtype=torch.float64)
+        t1 = time.perf_counter()
         rows = self.comm.all_gather(meta)
+        t2 = time.perf_counter()
+        self.phases["meta"] += t2 - t1
         steps = [int(rows[r * S][0]) for r in range(R)]
         total = sum(float(rows[r * S][1]) for r in range(R))
         if self.cfg.mode == "aedit":
@@ -222,6 +298,7 @@ class EDiTRank:
             stop = any(float(rows[r * S][2]) > 0 for r in range(R))
         need = 1 if stop else (self.cfg.sync.min_steps if self.cfg.mode == "aedit" else 1)
         if not accept_sync(steps, need):
+            self._deltas = {}
             if stop:                  # nothing ran since the last sync: just stop
                 self.done = True
             return False
@@ -238,11 +315,15 @@ class EDiTRank:
             c.skipped_blocks += int(d.skip)
         c.syncs += 1
         c.steps_since_sync = 0
-        scale = 1.0
+        quota = None
         if self.cfg.mode == "aedit" and not stop:
-            left, window = self.cfg.steps * R - total, sum(steps)
-            scale = min(1.0, max(0.05, left / max(window, 1)))   # last window: just the budget left
-        self.trigger.reset(scale)
+            left, window = int(math.ceil(self.cfg.steps * R - total)), sum(steps)
+            if left <= window:
+                # the last window: the budget left, split by each replica's speed in the window
+                # just ended, as step quotas (so it ends at once with a single final sync)
+                quota = split_by_rate(left, steps)[self.replica]
+        self.trigger.reset(quota=quota)
+        self.phases["decide"] += (t1 - t0) + (time.perf_counter() - t2)
         if self.layerwise is not None and not stop:
             self.layerwise.arm(launch_first=True)
         else:
@@ -256,41 +337,52 @@ class EDiTRank:
     # -- the per-block sync (called by LayerwiseSync or directly) ---------------------------------
     def launch(self, b: int) -> None:
         """Start block b's weighted all-reduce of pseudo-gradients across replicas."""
-        d = self.decisions[b]
-        if d.skip:
-            return
-        ts = self.theta_sync[b]
-        delta = ts - self.layouts[b].take(flatten(self.blocks[b].params)).to(ts.device)
-        delta.mul_(d.weights[self.replica])
-        self._handles[b] = self.sync_comm.all_reduce(delta, op="sum", async_op=True)
+        with self._exposed():
+            t0 = time.perf_counter()
+            d = self.decisions[b]
+            delta = self._deltas.pop(b, None)
+            if not d.skip:
+                if delta is None:         # not computed at the decision (never, but be safe)
+                    ts = self.theta_sync[b]
+                    delta = self._local_shard(b).to(ts.device)
+                    torch.sub(ts, delta, out=delta)
+                delta.mul_(d.weights[self.replica])
+                self._handles[b] = self.sync_comm.all_reduce(delta, op="sum", async_op=True)
+            self.phases["launch"] += time.perf_counter() - t0
 
     def finish(self, b: int) -> None:
         """Wait for block b, clip, step the outer optimizer, and write θ_sync into the block."""
-        t0 = time.perf_counter()
-        d = self.decisions[b]
-        ts = self.theta_sync[b]
-        if not d.skip:
-            dbar = self._handles.pop(b).wait()
-            if self.cfg.uses_penalty and self.cfg.penalty.clip > 0:
-                sq = dbar.square().sum().reshape(1).to(torch.float64)
-                if self.replica_comm is not None:
-                    sq = self.replica_comm.all_reduce(sq, op="sum")
-                dbar = dbar * clip_coefficient(float(sq.sqrt()), self.cfg.penalty.clip)
-            nesterov_step(ts, self.momentum[b], dbar, self.cfg.outer_lr, self.cfg.outer_momentum,
-                          self.cfg.outer.nesterov)
-        if self.replica_comm is not None:
-            full = self.layouts[b].join(self.replica_comm.all_gather(ts.clone()))
-        else:
-            full = ts
-        unflatten_into(full.to(self.blocks[b].params[0].device), self.blocks[b].params)
-        self.counters.sync_seconds += time.perf_counter() - t0
+        with self._exposed():
+            d = self.decisions[b]
+            ts = self.theta_sync[b]
+            t0 = time.perf_counter()
+            if not d.skip:
+                dbar = self._handles.pop(b).wait()
+                t1 = time.perf_counter()
+                self.phases["wait"] += t1 - t0
+                if self.cfg.uses_penalty and self.cfg.penalty.clip > 0:
+                    sq = dbar.square().sum().reshape(1).to(torch.float64)
+                    if self.replica_comm is not None:
+                        sq = self.replica_comm.all_reduce(sq, op="sum")
+                    coef = clip_coefficient(float(sq.sqrt()), self.cfg.penalty.clip)
+                    if coef != 1.0:
+                        dbar.mul_(coef)       # dbar is this rank's own buffer
+                nesterov_step(ts, self.momentum[b], dbar, self.cfg.outer_lr, self.cfg.outer_momentum,
+                              self.cfg.outer.nesterov)
+                t0 = time.perf_counter()
+                self.phases["outer"] += t0 - t1
+            if self.replica_comm is not None:
+                full = self.layouts[b].join(self.replica_comm.all_gather(ts))
+            else:
+                full = ts
+            unflatten_into(full.to(self.blocks[b].params[0].device), self.blocks[b].params)
+            self.phases["write"] += time.perf_counter() - t0
 
     def flush(self) -> None:
         """Complete a pending layer-wise sync now (before eval, checkpoint or the end)."""
         if self.layerwise is not None and self.layerwise.active:
-            t0 = time.perf_counter()
-            self.layerwise.flush()
-            self.counters.sync_seconds += time.perf_counter() - t0
+            with self._exposed():
+                self.layerwise.flush()
 
     # -- driving -------------------------------------------------------------------------------
     def run_segment(self) -> dict:
@@ -311,7 +403,8 @@ class EDiTRank:
                 "outliers": c.outliers, "skipped_blocks": c.skipped_blocks,
                 "sync_seconds": c.sync_seconds, "dp_seconds": c.dp_seconds,
                 "compute_seconds": c.compute_seconds,
-                "done": self.done, "extra_state_bytes": self.extra_state_bytes()}
+                "done": self.done, "extra_state_bytes": self.extra_state_bytes(),
+                "wall": time.time(), "phases": dict(self.phases)}
 
     @torch.no_grad()
     def evaluate(self, batches: list[torch.Tensor]) -> float:

@@ -20,7 +20,7 @@ class StepTrigger:
         """True when ``steps_since_sync`` inner steps have run since the last sync."""
         return steps_since_sync >= self.h
 
-    def reset(self, scale: float = 1.0) -> None:
+    def reset(self, scale: float = 1.0, quota: int | None = None) -> None:
         """Called after each sync (nothing to reset: the step count lives with the caller)."""
 
 
@@ -38,16 +38,37 @@ class TimeTrigger:
         self._clock = clock
         self._since = clock()
         self._window = t_seconds
+        self._quota: int | None = None
 
     def should_sync(self, steps_since_sync: int) -> bool:
-        """True when the window of ``t_seconds`` since the last reset has elapsed."""
+        """True when the window of ``t_seconds`` since the last reset has elapsed (or, in a
+        window given a step quota, once this replica ran its quota)."""
+        if self._quota is not None:
+            return steps_since_sync >= self._quota
         return self._clock() - self._since >= self._window
 
-    def reset(self, scale: float = 1.0) -> None:
+    def reset(self, scale: float = 1.0, quota: int | None = None) -> None:
         """Start a new window of ``scale`` x t_seconds (called right after a sync, so all
-        replicas restart together; a scale below 1 shortens the last window of a run)."""
+        replicas restart together; a scale below 1 shortens a window), or, with ``quota``, a
+        window of that many inner steps of this replica (the last window of a run)."""
         self._since = self._clock()
         self._window = self.t_seconds * scale
+        self._quota = quota
+
+
+def split_by_rate(left: int, steps: list[int], at_least: int = 1) -> list[int]:
+    """Split ``left`` inner steps over replicas in proportion to ``steps`` (each replica's
+    steps in the last window, i.e. its speed), largest remainders first, each >= ``at_least``:
+    the replicas then finish their shares at about the same time."""
+    total = sum(steps)
+    if total <= 0:
+        return [max(at_least, -(-left // len(steps)))] * len(steps)
+    exact = [left * s / total for s in steps]
+    out = [int(x) for x in exact]
+    order = sorted(range(len(steps)), key=lambda i: (out[i] - exact[i], i))
+    for i in order[:left - sum(out)]:
+        out[i] += 1
+    return [max(at_least, q) for q in out]
 
 
 def accept_sync(steps_per_replica: list[int], min_steps: int) -> bool:

@@ -142,3 +142,53 @@ def test_aedit_fast_replica_runs_more_steps_and_replicas_end_equal():
     assert fast.syncs == slow.syncs >= 1
     assert fast.step + slow.step >= 20          # the summed budget of 2 x 10 steps
     assert_same(out[0][0], out[1][0], 0)     # both restart from θ_sync
+
+
+class _SlowWire:
+    """Wraps a comm: every async all-reduce takes at least `delay` seconds to deliver."""
+
+    def __init__(self, comm, delay):
+        self._comm, self._delay = comm, delay
+
+    def all_reduce(self, t, op="sum", async_op=False):
+        import time as _t
+        h = self._comm.all_reduce(t, op=op, async_op=True)
+        done_at = _t.monotonic() + self._delay
+
+        class _H:
+            def wait(self_inner):
+                left = done_at - _t.monotonic()
+                if left > 0:
+                    _t.sleep(left)
+                return h.wait()
+        return _H() if async_op else _H().wait()
+
+
+def _exposed_run(mode, delay=0.02):
+    cfg = load_config(EDiTConfig, {"model": "tiny-1m", "ranks": 2, "mode": mode, "steps": 4,
+                                   "sync": {"warmup_steps": 0, "h": 2}, "penalty": {"enabled": False},
+                                   "inner": {"optimizer": "sgd", "lr": 0.1, "lr_warmup_steps": 0}})
+
+    def rank_fn(comm):
+        r = EDiTRank(cfg, tiny_llama(), comm, ReplicaBatches(comm.rank, 0, 1))
+        r.sync_comm = _SlowWire(r.sync_comm, delay)
+        while not r.done:
+            r.train_step()
+            r.maybe_sync()
+        r.flush()
+        return r
+    return run_in_threads(2, rank_fn)
+
+
+def test_exposed_sync_is_counted_once_and_alike_in_every_mode():
+    """Blocking (DiLoCo) and layer-wise (EDiT) syncs count the same things as exposed: the
+    decision, every launch, wait, outer step and write-back, each once."""
+    for mode in ("diloco", "edit"):
+        for r in _exposed_run(mode):
+            c, phases = r.counters, sum(r.phases.values())
+            assert c.syncs == 2
+            assert phases <= c.sync_seconds + 1e-6
+            assert c.sync_seconds <= phases * 1.25 + 0.01, (mode, c.sync_seconds, r.phases)
+    # blocking: all 4 blocks' delayed wire is exposed at each of the 2 syncs
+    dl = _exposed_run("diloco")[0]
+    assert dl.phases["wait"] >= 2 * 0.02 * 0.9

@@ -6,7 +6,7 @@ import torch
 
 from raystack.edit.outer import nesterov_step
 from raystack.edit.penalty import EWMA, PseudoGradientPenalty, clip_coefficient, softmax_weights
-from raystack.edit.trigger import StepTrigger, TimeTrigger, accept_sync, in_warmup
+from raystack.edit.trigger import StepTrigger, TimeTrigger, accept_sync, in_warmup, split_by_rate
 
 
 def test_softmax_weights_use_norms_normalised_by_their_mean():
@@ -152,3 +152,20 @@ def test_time_trigger_with_fake_clock():
 def test_min_steps_and_warmup_helpers():
     assert accept_sync([3, 2], 2) and not accept_sync([3, 1], 2)
     assert in_warmup(4, 5) and not in_warmup(5, 5)
+
+
+def test_time_trigger_step_quota_for_the_last_window():
+    now = [0.0]
+    t = TimeTrigger(1.0, clock=lambda: now[0])
+    t.reset(quota=3)                    # the last window: 3 inner steps, whatever the clock says
+    now[0] = 5.0
+    assert not t.should_sync(2) and t.should_sync(3)
+    t.reset()                           # back to the clock
+    assert not t.should_sync(10)
+
+
+def test_split_by_rate_shares_the_budget_left_by_speed():
+    assert split_by_rate(10, [16, 10]) == [6, 4]
+    assert sum(split_by_rate(25, [16, 10])) == 25
+    assert split_by_rate(7, [3, 3]) == [4, 3]
+    assert split_by_rate(1, [16, 10]) == [1, 1]       # every replica runs at least one step
