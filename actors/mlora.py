@@ -318,7 +318,7 @@ class LoRAPipeline:
     def _window(self, window: int, after_submit: Callable | None) -> WindowReport:
         d = len(self.stages)
         jobs = self.running
-        lanes = form_lanes(sorted(jobs), d)
+        lanes = form_lanes(sorted(jobs), d, self.cfg.pipeline.lanes)
         cap = min(self.cfg.pipeline.window_steps, *(self.tasks[n].save_steps for n in jobs),
                   *(min(jobs[n].remaining for n in lane) for lane in lanes))
         data = []  # per lane: per step: micro-batches

@@ -148,7 +148,7 @@ class BenchWorker:
         """Each stage's compute alone (this process, 1 thread): seconds per stage."""
         from raystack.data.tokenizer import ByteTokenizer
         from raystack.mlora.config import load_mlora_config
-        from raystack.mlora.jobs import lane_step
+        from raystack.mlora.jobs import form_lanes, lane_step
         from raystack.mlora.stage import StageModel
         from raystack.mlora.trainer import build_base, make_jobs
 
@@ -159,9 +159,11 @@ class BenchWorker:
             for name, job in jobs.items():
                 st.add_adapter(c.adapter(name).spec(), job.optim)
         busy = [0.0] * len(stages)
+        # the same lanes, hence the same micro-batches, as the pipeline (d) runs
+        lanes = form_lanes(sorted(jobs), len(stages), c.pipeline.lanes)
         for step in range(max(j.total_steps for j in jobs.values())):
-            for li, job in enumerate(jobs.values()):
-                for mb, ids, labels in lane_step(li, step, [job], ByteTokenizer.pad_id):
+            for li, lane in enumerate(lanes):
+                for mb, ids, labels in lane_step(li, step, [jobs[n] for n in lane], ByteTokenizer.pad_id):
                     x = ids
                     for i, st in enumerate(stages):
                         t = time.perf_counter()
