@@ -218,6 +218,9 @@ class RayBackend:
         if dense_name:
             ps0 = ray.get_actor(dense_name)
         applied = ray.get(ps0.fence.remote(wid)) if ps0 is not None else {}
+        # its last sparse push, if that batch did not commit, is taken back on every PS: the
+        # rows go back to the queue and another worker trains them, once
+        ray.get([self.actors[u.unit_id].rollback.remote(wid, applied) for u in self.ps_units()])
         ray.get(self.ss.release.remote(wid, applied, True))
 
     def relaunch(self, u: UnitSpec) -> None:

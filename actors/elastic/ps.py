@@ -10,7 +10,7 @@ import ray
 
 from raystack import metrics
 from raystack.elastic.checkpoint import FlashCheckpointer
-from raystack.elastic.dlrm import DLRMDense, DLRMSpec, adagrad_rows, init_table
+from raystack.elastic.dlrm import DLRMDense, DLRMSpec, adagrad_rows, init_table, undo_adagrad_rows
 
 
 class TableMoved(RuntimeError):
@@ -43,6 +43,10 @@ class ParameterServer:
         self.applied: dict[int, tuple[str, int]] = {}  # lease -> (worker, offset applied)
         self.fenced: set[str] = set()  # worker incarnations declared dead
         self.sealed: set[int] = set()  # tables exported to a new owner (-1: the dense net)
+        # table -> worker -> (lease, upto, ids, grads, step) of that worker's last sparse push:
+        # a push whose batch never commits (the worker died before its dense push) is taken
+        # back by rollback(), so the batch's rows, trained again elsewhere, update once
+        self.undo: dict[int, dict[str, tuple]] = {}
         self._cpu0, self._t0 = time.process_time(), time.time()
         snap = self.ckpt.restore()
         self.restored = snap is not None
@@ -113,13 +117,34 @@ class ParameterServer:
         self._check_owned([t for t in req if t not in self.w])
         return {t: self.w[t][ids] for t, ids in req.items()}
 
-    def push(self, grads: dict[int, tuple[np.ndarray, np.ndarray]]) -> None:
-        """Apply all of ``grads`` or none (TableMoved), so a retry never applies one twice."""
+    def push(self, grads: dict[int, tuple[np.ndarray, np.ndarray]],
+             tag: tuple[str, int, int] | None = None) -> None:
+        """Apply all of ``grads`` or none (TableMoved), so a retry never applies one twice.
+
+        ``tag`` = (worker, lease, upto) of the batch: the push is kept until the worker's next
+        one, so :meth:`rollback` can take it back if that batch never commits."""
         self._check_owned(grads)
         for t, (ids, g) in grads.items():
-            adagrad_rows(self.w[t], self.acc[t], ids, g, self.lr)
+            step = adagrad_rows(self.w[t], self.acc[t], ids, g, self.lr)
             self.touched[t][ids] = True
+            if tag is not None:
+                self.undo.setdefault(t, {})[tag[0]] = (tag[1], tag[2], ids, g, step)
         self._maybe_checkpoint()
+
+    def rollback(self, worker_id: str, committed: dict[int, int]) -> int:
+        """``worker_id`` is fenced and ``committed`` maps its leases to the offsets its dense
+        pushes (commits) reached: take back its last sparse push if that batch is not among
+        them. Returns the number of tables rolled back."""
+        undone = 0
+        for t, by_worker in self.undo.items():
+            rec = by_worker.pop(worker_id, None)
+            if rec is None or t not in self.w or t in self.sealed:
+                continue
+            lease, upto, ids, g, step = rec
+            if committed.get(lease, -1) < upto:
+                undo_adagrad_rows(self.w[t], self.acc[t], ids, g, step)
+                undone += 1
+        return undone
 
     # ---- dense, fence, audit (PS 0) ------------------------------------------------------
     def pull_dense(self) -> dict[str, np.ndarray]:
@@ -148,12 +173,14 @@ class ParameterServer:
         return self.audit
 
     # ---- moving tables ---------------------------------------------------------------------
-    def export_all(self) -> dict[str, np.ndarray]:
+    def export_all(self) -> dict:
         """Everything, for a replacement PS; from now on this PS refuses updates."""
         self.sealed |= {-1, *self.w}
-        return self._state()
+        return {**self._state(), "__undo__": self.undo}
 
-    def import_all(self, s: dict[str, np.ndarray]) -> None:
+    def import_all(self, s: dict) -> None:
+        s = dict(s)
+        self.undo = {t: dict(r) for t, r in s.pop("__undo__", {}).items()}
         # Arrays that arrive through the object store are read-only views of shared memory;
         # this PS updates its tables, dense net and audit in place, so it needs its own copies.
         s = {k: np.array(v, copy=True) for k, v in s.items()}
@@ -164,11 +191,12 @@ class ParameterServer:
     def export_tables(self, tables: list[int]) -> dict[int, tuple]:
         """Tables for their new owner; from now on this PS refuses updates to them."""
         self.sealed |= set(tables)
-        return {t: (self.w[t], self.acc[t], self.touched[t]) for t in tables}
+        return {t: (self.w[t], self.acc[t], self.touched[t], self.undo.get(t, {})) for t in tables}
 
     def import_tables(self, d: dict[int, tuple]) -> None:
-        for t, (w, a, tc) in d.items():
+        for t, (w, a, tc, undo) in d.items():
             self._add_table(t, w.copy(), a.copy(), tc.copy())
+            self.undo[t] = dict(undo)  # the last pushes move with the table, for rollback()
             self.sealed.discard(t)  # a table may come back to a PS that gave it away
         self._checkpoint()
 
@@ -177,6 +205,7 @@ class ParameterServer:
             self.w.pop(t, None)
             self.acc.pop(t, None)
             self.touched.pop(t, None)
+            self.undo.pop(t, None)
         self._checkpoint()
 
     def tables(self) -> dict[int, np.ndarray]:

@@ -169,8 +169,9 @@ class DLRMWorker:
             # applied go again, to their new owners, so no gradient is applied twice.
             by_ps = self._by_ps(sorted(pending))
             handles = {n: self._ps_handle(n) for n in by_ps}  # look-ups first: nothing sent yet
-            refs = {n: (ts, handles[n].push.remote({t: (uniq[t], sg[t]) for t in ts}))
-                    for n, ts in by_ps.items()}
+            tag = (self.worker_id, lease_id, upto)  # lets a PS take the push back if the
+            refs = {n: (ts, handles[n].push.remote({t: (uniq[t], sg[t]) for t in ts}, tag))
+                    for n, ts in by_ps.items()}       # batch never commits (a kill right now)
             failed = None
             for ts, ref in refs.values():
                 try:

@@ -56,10 +56,21 @@ def init_table(spec: DLRMSpec, table: int, seed: int = 0) -> np.ndarray:
 
 
 def adagrad_rows(weights: np.ndarray, accum: np.ndarray, ids: np.ndarray, grads: np.ndarray,
-                 lr: float, eps: float = 1e-8) -> None:
-    """Sparse Adagrad in place on the rows ``ids`` (unique) of ``weights``."""
+                 lr: float, eps: float = 1e-8) -> np.ndarray:
+    """Sparse Adagrad in place on the rows ``ids`` (unique) of ``weights``; returns the step
+    subtracted from those rows (what :func:`undo_adagrad_rows` needs)."""
     accum[ids] += grads * grads
-    weights[ids] -= lr * grads / (np.sqrt(accum[ids]) + eps)
+    step = lr * grads / (np.sqrt(accum[ids]) + eps)
+    weights[ids] -= step
+    return step
+
+
+def undo_adagrad_rows(weights: np.ndarray, accum: np.ndarray, ids: np.ndarray, grads: np.ndarray,
+                      step: np.ndarray) -> None:
+    """Take back one :func:`adagrad_rows` update (``step`` is what it returned). Updates applied
+    since stay: both the weights and the accumulator are sums of their updates."""
+    weights[ids] += step
+    accum[ids] -= grads * grads
 
 
 def forward_backward(model: DLRMDense, dense: np.ndarray, cat: np.ndarray, label: np.ndarray,

@@ -201,6 +201,47 @@ def test_ps_handover_leaves_the_new_ps_writable_and_the_old_one_refusing(ray_clu
             f.unlink(missing_ok=True)
 
 
+def test_a_sparse_push_whose_batch_never_commits_is_taken_back(ray_cluster, tmp_path):
+    # A worker killed between its sparse push and its dense push (the commit): its rows go back
+    # to the queue and are trained again, so its embedding update must not stay applied. The
+    # rollback follows a table that moved to another PS in between.
+    spec = DLRMSpec(vocab=50, dim=4, bottom=(8,), top=(8,))
+    job = f"rollback{uuid.uuid4().hex[:8]}"
+    kw = dict(spec=spec, lr_sparse=0.05, lr_dense=0.01, ckpt_dir=str(tmp_path), total_rows=100)
+    ps0 = ParameterServer.remote(f"{job}-ps-0", tables=list(range(spec.n_tables)), dense=True, **kw)
+    ps1 = ParameterServer.remote(f"{job}-ps-1", tables=[], dense=False, **kw)
+    try:
+        ids, g = np.array([1, 2]), np.ones((2, spec.dim), np.float32)
+        w0 = {t: ray.get(ps0.pull.remote({t: ids}))[t].copy() for t in (0, 1)}
+        dense = {k: np.zeros_like(v) for k, v in ray.get(ps0.pull_dense.remote()).items()}
+        # worker a: batch (lease 7, rows up to 64) committed, then its next batch pushed, not
+        ray.get(ps0.push.remote({0: (ids, g), 1: (ids, g)}, ("a", 7, 64)))
+        assert ray.get(ps0.push_dense.remote("a", 7, 64, np.array([3]), dense))
+        w1 = {t: ray.get(ps0.pull.remote({t: ids}))[t].copy() for t in (0, 1)}
+        ray.get(ps0.push.remote({0: (ids, 2 * g), 1: (ids, 2 * g)}, ("a", 7, 128)))
+        # worker b's committed update in between stays
+        ray.get(ps0.push.remote({0: (np.array([5]), g[:1])}, ("b", 9, 32)))
+        assert ray.get(ps0.push_dense.remote("b", 9, 32, np.array([4]), dense))
+        w5 = ray.get(ps0.pull.remote({0: np.array([5])}))[0].copy()
+        # table 1 moves to ps1 with its last pushes
+        ray.get(ps1.import_tables.remote(ps0.export_tables.remote([1])))
+        committed = ray.get(ps0.fence.remote("a"))
+        assert committed == {7: 64}
+        undone = ray.get([ps.rollback.remote("a", committed) for ps in (ps0, ps1)])
+        assert sum(undone) == 2  # table 0 on ps0, table 1 on ps1
+        np.testing.assert_allclose(ray.get(ps0.pull.remote({0: ids}))[0], w1[0], atol=1e-6)
+        np.testing.assert_allclose(ray.get(ps1.pull.remote({1: ids}))[1], w1[1], atol=1e-6)
+        assert not np.allclose(w1[0], w0[0])  # the committed batch's update is still there
+        assert (ray.get(ps0.pull.remote({0: np.array([5])}))[0] == w5).all()
+        # b's last push committed: nothing to take back
+        assert ray.get(ps0.rollback.remote("b", ray.get(ps0.fence.remote("b")))) == 0
+    finally:
+        for a in (ps0, ps1):
+            ray.kill(a)
+        for f in _default_shm().joinpath("raystack-flash").glob(f"{job}-*.npz"):
+            f.unlink(missing_ok=True)
+
+
 @pytest.mark.slow
 def test_a_3x_slow_worker_is_detected_and_drained(ray_cluster, data_dir):
     cfg = make_cfg(data_dir, "slow", faults={"slow_workers": {"worker-0": 3.0},

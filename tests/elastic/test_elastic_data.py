@@ -75,3 +75,22 @@ def test_dlrm_gradients_reach_only_the_rows_in_the_batch():
                                     rng.integers(0, 2, 16).astype(np.float32), rows)
     assert loss > 0 and set(dg) == {n for n, _ in model.named_parameters()}
     assert all(sg[t].shape == rows[t][1].shape for t in range(26))
+
+
+def test_an_adagrad_row_update_can_be_taken_back_leaving_later_ones():
+    from raystack.elastic.dlrm import adagrad_rows, undo_adagrad_rows
+
+    rng = np.random.default_rng(0)
+    w, acc = rng.normal(size=(10, 4)), np.zeros((10, 4))
+    w0 = w.copy()
+    ids_a, g_a = np.array([1, 3]), rng.normal(size=(2, 4))
+    ids_b, g_b = np.array([3, 5]), rng.normal(size=(2, 4))
+    step_a = adagrad_rows(w, acc, ids_a, g_a, 0.1)
+    step_b = adagrad_rows(w, acc, ids_b, g_b, 0.1)
+    undo_adagrad_rows(w, acc, ids_a, g_a, step_a)
+    # as if only b had been applied (with the step it took), and the accumulator without a's g^2
+    expect = w0.copy()
+    expect[ids_b] -= step_b
+    np.testing.assert_allclose(w, expect, atol=1e-12)
+    np.testing.assert_allclose(acc[[1]], 0.0, atol=1e-12)
+    np.testing.assert_allclose(acc[[3, 5]], g_b * g_b, atol=1e-12)
