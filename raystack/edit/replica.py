@@ -340,12 +340,8 @@ class EDiTRank:
         with self._exposed():
             t0 = time.perf_counter()
             d = self.decisions[b]
-            delta = self._deltas.pop(b, None)
+            delta = self._deltas.pop(b)   # computed for every block at the decision
             if not d.skip:
-                if delta is None:         # not computed at the decision (never, but be safe)
-                    ts = self.theta_sync[b]
-                    delta = self._local_shard(b).to(ts.device)
-                    torch.sub(ts, delta, out=delta)
                 delta.mul_(d.weights[self.replica])
                 self._handles[b] = self.sync_comm.all_reduce(delta, op="sum", async_op=True)
             self.phases["launch"] += time.perf_counter() - t0

@@ -46,6 +46,10 @@ class Poll:
     def finished(self) -> bool:
         return self.rows_done >= self.rows_total
 
+    def has_committed(self, uid: str) -> bool:
+        """Whether ``uid``'s worker has committed rows (its rate sample counts them too)."""
+        return self.committed.get(uid, self.worker_rates.get(uid, (0.0, 0))[1]) > 0
+
 
 class Backend(Protocol):
     def poll(self) -> Poll: ...
@@ -111,8 +115,8 @@ class ElasticLoop:
         Returns True if a plan was applied this step."""
         plan = ScalePlan(reason="straggler replaced")
         for new, (old, t0) in list(self._handover.items()):
-            started = (poll.committed.get(new, poll.worker_rates.get(new, (0.0, 0))[1]) > 0
-                       or new not in self.units or poll.now - t0 >= self.handover_s)
+            started = (poll.has_committed(new) or new not in self.units
+                       or poll.now - t0 >= self.handover_s)
             if started:
                 del self._handover[new]
                 if old in self.units:
@@ -143,8 +147,7 @@ class ElasticLoop:
         for uid in poll.dead:
             if uid not in self.units:
                 continue
-            committed = poll.committed.get(uid, poll.worker_rates.get(uid, (0.0, 0))[1]) > 0
-            streak = 0 if committed else self._failed_in_a_row.get(uid, 0) + 1
+            streak = 0 if poll.has_committed(uid) else self._failed_in_a_row.get(uid, 0) + 1
             self._failed_in_a_row[uid] = streak
             if streak > self.max_relaunches:
                 # the same failure again and again (a bug, a bad node): stop and say why,

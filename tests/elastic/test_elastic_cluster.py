@@ -1,4 +1,5 @@
 """Elastic DLRM on the shared local Ray cluster: end to end, and faults by really killing actors."""
+import contextlib
 import re
 import threading
 import time
@@ -161,16 +162,29 @@ def test_worker_kills_during_autoscale_resizes_finish_exactly_once(ray_cluster, 
     assert res.lost == 0 and res.duplicated == 0, (res, ctl.backend.worker_errors)
 
 
+@contextlib.contextmanager
+def two_ps(tmp_path, prefix):
+    """A small spec, a PS holding every table and the dense net, and an empty PS; killed and
+    their flash checkpoints removed afterwards."""
+    spec = DLRMSpec(vocab=50, dim=4, bottom=(8,), top=(8,))
+    job = f"{prefix}{uuid.uuid4().hex[:8]}"
+    kw = dict(spec=spec, lr_sparse=0.05, lr_dense=0.01, ckpt_dir=str(tmp_path), total_rows=100)
+    full = ParameterServer.remote(f"{job}-ps-0", tables=list(range(spec.n_tables)), dense=True, **kw)
+    empty = ParameterServer.remote(f"{job}-ps-1", tables=[], dense=False, **kw)
+    try:
+        yield spec, full, empty
+    finally:
+        for a in (full, empty):
+            ray.kill(a)
+        for f in _default_shm().joinpath("raystack-flash").glob(f"{job}-*.npz"):
+            f.unlink(missing_ok=True)
+
+
 def test_ps_handover_leaves_the_new_ps_writable_and_the_old_one_refusing(ray_cluster, tmp_path):
     # A replacement PS takes the old one's state through the object store (read-only arrays);
     # it must still apply updates, and the old PS must refuse any update that comes after the
     # export (it would be lost: the new owner already has its copy).
-    spec = DLRMSpec(vocab=50, dim=4, bottom=(8,), top=(8,))
-    job = f"handover{uuid.uuid4().hex[:8]}"
-    kw = dict(spec=spec, lr_sparse=0.05, lr_dense=0.01, ckpt_dir=str(tmp_path), total_rows=100)
-    old = ParameterServer.remote(f"{job}-ps-0", tables=list(range(spec.n_tables)), dense=True, **kw)
-    new = ParameterServer.remote(f"{job}-ps-1", tables=[], dense=False, **kw)
-    try:
+    with two_ps(tmp_path, "handover") as (spec, old, new):
         ray.get(new.import_all.remote(old.export_all.remote()))
         ids, g = np.array([1, 2]), np.ones((2, spec.dim), np.float32)
         before = ray.get(new.pull.remote({0: ids}))[0].copy()
@@ -194,23 +208,13 @@ def test_ps_handover_leaves_the_new_ps_writable_and_the_old_one_refusing(ray_clu
         ray.get(new.drop_tables.remote([1]))
         with pytest.raises(TableMoved):
             ray.get(new.pull.remote({1: ids}))
-    finally:
-        for a in (old, new):
-            ray.kill(a)
-        for f in _default_shm().joinpath("raystack-flash").glob(f"{job}-*.npz"):
-            f.unlink(missing_ok=True)
 
 
 def test_a_sparse_push_whose_batch_never_commits_is_taken_back(ray_cluster, tmp_path):
     # A worker killed between its sparse push and its dense push (the commit): its rows go back
     # to the queue and are trained again, so its embedding update must not stay applied. The
     # rollback follows a table that moved to another PS in between.
-    spec = DLRMSpec(vocab=50, dim=4, bottom=(8,), top=(8,))
-    job = f"rollback{uuid.uuid4().hex[:8]}"
-    kw = dict(spec=spec, lr_sparse=0.05, lr_dense=0.01, ckpt_dir=str(tmp_path), total_rows=100)
-    ps0 = ParameterServer.remote(f"{job}-ps-0", tables=list(range(spec.n_tables)), dense=True, **kw)
-    ps1 = ParameterServer.remote(f"{job}-ps-1", tables=[], dense=False, **kw)
-    try:
+    with two_ps(tmp_path, "rollback") as (spec, ps0, ps1):
         ids, g = np.array([1, 2]), np.ones((2, spec.dim), np.float32)
         w0 = {t: ray.get(ps0.pull.remote({t: ids}))[t].copy() for t in (0, 1)}
         dense = {k: np.zeros_like(v) for k, v in ray.get(ps0.pull_dense.remote()).items()}
@@ -235,11 +239,6 @@ def test_a_sparse_push_whose_batch_never_commits_is_taken_back(ray_cluster, tmp_
         assert (ray.get(ps0.pull.remote({0: np.array([5])}))[0] == w5).all()
         # b's last push committed: nothing to take back
         assert ray.get(ps0.rollback.remote("b", ray.get(ps0.fence.remote("b")))) == 0
-    finally:
-        for a in (ps0, ps1):
-            ray.kill(a)
-        for f in _default_shm().joinpath("raystack-flash").glob(f"{job}-*.npz"):
-            f.unlink(missing_ok=True)
 
 
 @pytest.mark.slow
