@@ -7,8 +7,8 @@ measurement noise), and PS memory that grows during training for some jobs. Poli
   workers and PS, memory per unit at 2x / 1.5x its need (PS: the job's initial need, what a
   user sees at start; workers: their steady use);
 - ``three_stage``: the real :class:`ThreeStagePlanner` fed noisy observations every tick;
-  workers ask their use x ``WORKER_MEM_MARGIN`` (as the controller sets it from the peak it
-  observes, with a margin);
+  workers ask their use x ``WORKER_MEM_MARGIN`` (an assumption of the model: the real
+  controller takes worker memory from the planner's default and sizes only PS memory);
 - ``oracle``: the best config under the true curve and the true peak memory, from the start
   (workers ask exactly their use).
 A PS whose memory need exceeds its allocation dies of OOM and the job fails.
