@@ -86,9 +86,6 @@ class PipelineStage:
     def checkpoint(self, names: list[str]) -> dict[str, dict]:
         return to_cpu({n: self.stage.checkpoint(n) for n in names})
 
-    def adapter_state(self, name: str) -> dict[str, torch.Tensor]:
-        return to_cpu(self.stage.adapter_state(name))
-
     def stats(self) -> dict:
         samples, self.stage.activation_bytes = self.stage.activation_bytes, []
         return {"busy_s": self.busy, "activations": samples, "pid": os.getpid()}
@@ -192,6 +189,7 @@ class LoRAPipeline:
         decision = self.policy.decide(AdmissionObs(running, list(reqs.values())))
         if not decision.start and not self.running and self.pending:
             decision.start.append(min(reqs.values(), key=lambda r: (-r.priority, r.arrival)).name)  # never starve
+        fresh: list[str] = []
         for name in decision.start:
             task = next(t for t, _ in self.pending if t.adapter == name)
             self.pending = [(t, a) for t, a in self.pending if t.adapter != name]
@@ -210,8 +208,10 @@ class LoRAPipeline:
             self._install(job, ckpt)
             self.running[name] = job
             if ckpt is None:
-                self._checkpoint([name])
+                fresh.append(name)
             self._log(f"admitted {name} ({job.total_steps} steps, from step {job.step})")
+        if fresh:  # one round trip for every job that starts from scratch
+            self._checkpoint(fresh)
 
     def _install(self, job: JobState, ckpt: dict | None) -> None:
         acfg = config_to_dict(self.cfg.adapter(job.name))
@@ -221,14 +221,19 @@ class LoRAPipeline:
         ray.get([st.add_adapter.remote(acfg, job.optim, ckpt["stages"][i] if ckpt else None)
                  for i, st in enumerate(self.stages)])
 
-    def _checkpoint(self, names: list[str], finished: bool = False) -> None:
-        parts = ray.get([st.checkpoint.remote(names) for st in self.stages])
+    def _checkpoint(self, names: list[str], refs: list | None = None) -> dict[str, list[dict]]:
+        """Write every named job's checkpoint (a job that is done is marked finished) from one
+        round trip to the stages (or from ``refs``, checkpoint calls already submitted);
+        returns each job's per-stage parts."""
+        parts = ray.get(refs if refs is not None else [st.checkpoint.remote(names) for st in self.stages])
+        per_job = {name: [p[name] for p in parts] for name in names}
         for name in names:
             job = self.running[name]
             save_checkpoint(self._ckpt_path(name), {
-                "stages": [p[name] for p in parts], "step": job.step, "losses": job.losses,
-                "batcher": job.batcher.state_dict(), "finished": finished,
+                "stages": per_job[name], "step": job.step, "losses": job.losses,
+                "batcher": job.batcher.state_dict(), "finished": job.done,
                 "fingerprint": self._fingerprint(name)})
+        return per_job
 
     def _fingerprint(self, name: str) -> str:
         """What a checkpoint must match to be resumed: base, adapter, task and dataset configs."""
@@ -240,10 +245,11 @@ class LoRAPipeline:
                "task": config_to_dict(task), "dataset": config_to_dict(self.cfg.dataset(task.dataset))}
         return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
-    def _export(self, name: str) -> str:
+    def _export(self, name: str, stage_parts: list[dict]) -> str:
+        """Write the PEFT adapter from the weights in the job's checkpoint parts."""
         state: dict[str, torch.Tensor] = {}
-        for part in ray.get([st.adapter_state.remote(name) for st in self.stages]):
-            state.update(part)
+        for part in stage_parts:
+            state.update(part["weights"])
         return str(save_peft(self.out / "adapters" / name, self.cfg.adapter(name).spec(), state, self.cfg.base))
 
     # -- stages ---------------------------------------------------------------------------
@@ -286,7 +292,7 @@ class LoRAPipeline:
             if not self.running:
                 continue
             try:
-                report = self._window(window, after_submit)
+                report, ckpt_refs = self._window(window, after_submit)
             except ACTOR_ERRORS as e:
                 result.restarts += 1
                 if result.restarts > max_restarts:
@@ -296,14 +302,13 @@ class LoRAPipeline:
                 continue
             result.windows.append(report)
             done = [n for n, j in self.running.items() if j.done]
-            self._checkpoint(list(self.running), finished=False)
+            parts = self._checkpoint(list(self.running), ckpt_refs)
             for name in done:
-                self._checkpoint([name], finished=True)
-                result.adapters[name] = self._export(name)
+                result.adapters[name] = self._export(name, parts[name])
                 result.completion_s[name] = time.perf_counter() - t0
-                ray.get([st.remove_adapter.remote(name) for st in self.stages])
                 self.finished.add(name)
                 self._log(f"{name} finished: exported to {result.adapters[name]}")
+            ray.get([st.remove_adapter.remote(name) for name in done for st in self.stages])
             for name, job in self.running.items():
                 result.losses[name] = list(job.losses)
             for name in done:
@@ -315,7 +320,10 @@ class LoRAPipeline:
         result.seconds = time.perf_counter() - t0
         return result
 
-    def _window(self, window: int, after_submit: Callable | None) -> WindowReport:
+    def _window(self, window: int, after_submit: Callable | None) -> tuple[WindowReport, list]:
+        """Run one window's schedule; returns its report and the stages' checkpoint calls,
+        submitted behind the window's ops (a stage writes its part as soon as its own last op
+        is done, while the other stage may still compute)."""
         d = len(self.stages)
         jobs = self.running
         lanes = form_lanes(sorted(jobs), d, self.cfg.pipeline.lanes)
@@ -353,6 +361,7 @@ class LoRAPipeline:
                 refs[("B", s, mb.key)] = ref
                 if s == 0:
                     done_refs.append(ref)
+        ckpt_refs = [st.checkpoint.remote(list(jobs)) for st in self.stages]
         if after_submit:
             after_submit(window, self)
         losses_out = ray.get([r for _, r in loss_refs])
@@ -380,7 +389,7 @@ class LoRAPipeline:
         self._log(f"window {window}: {cap} steps x {len(lanes)} lanes in {seconds:.1f}s, "
                   f"{tokens / seconds:.0f} tok/s, idle {['%.2f' % f for f in idle]} | "
                   + " ".join(f"{n}@{jobs[n].step}/{jobs[n].total_steps}={v:.3f}" for n, v in last.items()))
-        return WindowReport(window, seconds, tokens, idle, last)
+        return WindowReport(window, seconds, tokens, idle, last), ckpt_refs
 
     def shutdown(self) -> None:
         for st in self.stages:

@@ -149,11 +149,12 @@ class BenchWorker:
         from raystack.data.tokenizer import ByteTokenizer
         from raystack.mlora.config import load_mlora_config
         from raystack.mlora.jobs import form_lanes, lane_step
-        from raystack.mlora.stage import StageModel
-        from raystack.mlora.trainer import build_base, make_jobs
+        from raystack.mlora.stage import StageModel, load_stage_base
+        from raystack.mlora.trainer import make_jobs
 
         c = load_mlora_config(cfg)
-        stages = [StageModel(build_base(c), a, b) for a, b in bounds]
+        # loaded as the stage actors load it: only the stage's tensors, memory-mapped
+        stages = [StageModel(load_stage_base(c.base, a, b), a, b) for a, b in bounds]
         jobs = make_jobs(c)
         for st in stages:
             for name, job in jobs.items():
@@ -265,6 +266,7 @@ def main() -> None:
     n_params = count_params_on_meta(base)
     report.config["base_params"] = n_params
     runs: dict[str, list[dict]] = {k: [] for k in ("a", "b", "c", "d", "e")}
+    ideals: list[list[float]] = []  # per repeat: each stage's compute alone (seconds)
     for rep in range(repeats):
         print(f"--- repeat {rep + 1}/{repeats}", flush=True)
         runs["a"].append(run_arm("a", [2], lambda w: ray.get(w[0].peft_train.remote(base, batches, 1e-4, str(tmp / f"a{rep}")))))
@@ -290,9 +292,11 @@ def main() -> None:
             runs[arm].append(out)
             print(f"({arm})", runs[arm][-1]["seconds"], runs[arm][-1]["idle"], flush=True)
         pipe.shutdown()
-    bounds = [list(b) for b in runs["d"][0]["plan"]]
-    ideal_busy = run_arm("ideal", [1], lambda w: {"busy": ray.get(w[0].ideal_stages.remote(
-        config_to_dict(cfg), bounds))})["busy"]
+        # the ideal in every repeat too: the host's speed drifts by ~10% between minutes
+        bounds = [list(b) for b in runs["d"][-1]["plan"]]
+        ideals.append(run_arm("ideal", [1], lambda w: {"busy": ray.get(w[0].ideal_stages.remote(
+            config_to_dict(cfg), bounds))})["busy"])
+        print("(ideal)", ideals[-1], flush=True)
     # Not a target, an explanation: the same stage compute in two processes at once (as (d)'s
     # two stage actors run), to show what the two cores lose to each other when both compute.
     pair = run_arm("ideal_pair", [1, 1], lambda w: {"busy": ray.get([x.ideal_stages.remote(
@@ -312,18 +316,19 @@ def main() -> None:
         if "idle" in rs[0]:
             fig["stage_idle_fraction"] = [statistics.median(r["idle"][i] for r in rs) for i in range(2)]
         report.arm(names[k], **fig)
-    ideal_s = max(ideal_busy)
+    ideal_s = statistics.median(max(b) for b in ideals)
     pair_s = statistics.mean(max(b) for b in pair)
-    report.arm("lorapp_ideal", stage_busy_s=ideal_busy, tokens_per_s=tokens / ideal_s,
+    report.arm("lorapp_ideal", stage_busy_s=ideals[-1], stage_busy_s_all=ideals, tokens_per_s=tokens / ideal_s,
                concurrent_stage_busy_s=pair, concurrent_tokens_per_s=tokens / pair_s,
-               concurrency_slowdown=pair_s / ideal_s)
-    report.note(f"Two processes computing the same stages at once take {pair_s / ideal_s:.2f}x as long "
+               concurrency_slowdown=pair_s / max(ideals[-1]))
+    report.note(f"Two processes computing the same stages at once take {pair_s / max(ideals[-1]):.2f}x as long "
                 "as one alone (shared caches and memory bandwidth of the 2 cores): (d) runs its two "
                 "stages that way, the ideal measures them one at a time.")
     report.arm("small_adapters_8", **small, speedup=small["one_by_one"] / small["batched"])
     report.arm("peft_load_check", **check_peft(base, tmp, runs))
     report.target("d_vs_a_tokens", tps["d"] / tps["a"], ">=", 1.1, "(d) pipeline tokens/s over (a) peft sequential")
-    report.target("d_vs_ideal", tps["d"] / (tokens / ideal_s), ">=", 0.9, "(d) tokens/s over its ideal (max stage compute)")
+    report.target("d_vs_ideal", statistics.median(max(i) / r["seconds"] for i, r in zip(ideals, runs["d"])), ">=", 0.9,
+                  "(d) tokens/s over its ideal (max stage compute), median of per-repeat pairs")
     report.target("d_vs_b_memory", runs["d"][0]["peak_memory_bytes"] / runs["b"][0]["peak_memory_bytes"], "<=", 0.45,
                   "(d) total peak memory over (b) 4 base copies (driver + actors, RSS)")
     report.target("d_idle", max(report.arms[names["d"]]["stage_idle_fraction"]), "<=", 0.10, "(d) max stage idle fraction")
