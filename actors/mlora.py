@@ -155,6 +155,7 @@ class LoRAPipeline:
         self.running: dict[str, JobState] = {}
         self.finished: set[str] = set()
         self.resumed_done: dict[str, str] = {}  # finished in an earlier run: name -> exported dir
+        self._admitted: dict[str, dict] = {}  # data position at admission of jobs started from scratch
         self.tasks: dict[str, TaskConfig] = {}
         self._arrivals = 0
         self._loss_gauge = metrics.gauge("mlora_loss", "latest training loss per adapter", ("adapter",))
@@ -189,7 +190,6 @@ class LoRAPipeline:
         decision = self.policy.decide(AdmissionObs(running, list(reqs.values())))
         if not decision.start and not self.running and self.pending:
             decision.start.append(min(reqs.values(), key=lambda r: (-r.priority, r.arrival)).name)  # never starve
-        fresh: list[str] = []
         for name in decision.start:
             task = next(t for t, _ in self.pending if t.adapter == name)
             self.pending = [(t, a) for t, a in self.pending if t.adapter != name]
@@ -200,6 +200,7 @@ class LoRAPipeline:
             ckpt = load_checkpoint(self._ckpt_path(name))
             if ckpt is not None and ckpt.get("fingerprint") != self._fingerprint(name):
                 self._log(f"{name}: ignoring the checkpoint in {self.out}, written for another config")
+                self._ckpt_path(name).unlink()  # a failure before this job's first checkpoint must not find it
                 ckpt = None
             if ckpt is not None and ckpt.get("finished"):
                 self.finished.add(name)
@@ -207,11 +208,9 @@ class LoRAPipeline:
                 continue
             self._install(job, ckpt)
             self.running[name] = job
-            if ckpt is None:
-                fresh.append(name)
+            if ckpt is None:  # no checkpoint needed: a failure before its first one starts it over
+                self._admitted[name] = job.batcher.state_dict()
             self._log(f"admitted {name} ({job.total_steps} steps, from step {job.step})")
-        if fresh:  # one round trip for every job that starts from scratch
-            self._checkpoint(fresh)
 
     def _install(self, job: JobState, ckpt: dict | None) -> None:
         acfg = config_to_dict(self.cfg.adapter(job.name))
@@ -274,6 +273,9 @@ class LoRAPipeline:
         ray.get([st.reset.remote() for st in self.stages])
         for name, job in self.running.items():
             ckpt = load_checkpoint(self._ckpt_path(name))
+            if ckpt is None:  # failed before its first checkpoint: from the start (adapter
+                job.step, job.losses = 0, []  # initialisation and dropout streams are seeded)
+                job.batcher.load_state_dict(self._admitted[name])
             self._install(job, ckpt)
             self._log(f"{name} resumes from step {job.step}")
 
