@@ -241,7 +241,7 @@ def main() -> None:
     size = dict(hidden=128, layers=4, inter=352, heads=4) if q else dict(hidden=1024, layers=8, inter=2816, heads=16)
     # Full: 128 tokens per micro-batch, so a stage's matmuls are compute-bound rather than
     # dominated by reading the weights (16-token micro-batches measured that, not the pipeline).
-    steps, batch, micro, seq, repeats = (2, 2, 1, 32, 1) if q else (3, 4, 2, 64, 3)
+    steps, batch, micro, seq, repeats = (2, 2, 1, 32, 1) if q else (6, 4, 2, 64, 3)
     from raystack.cluster import connect
 
     root = str(Path(__file__).resolve().parent.parent)  # actors import the project too
