@@ -220,11 +220,10 @@ class LoRAPipeline:
         ray.get([st.add_adapter.remote(acfg, job.optim, ckpt["stages"][i] if ckpt else None)
                  for i, st in enumerate(self.stages)])
 
-    def _checkpoint(self, names: list[str], refs: list | None = None) -> dict[str, list[dict]]:
-        """Write every named job's checkpoint (a job that is done is marked finished) from one
-        round trip to the stages (or from ``refs``, checkpoint calls already submitted);
-        returns each job's per-stage parts."""
-        parts = ray.get(refs if refs is not None else [st.checkpoint.remote(names) for st in self.stages])
+    def _checkpoint(self, names: list[str], refs: list) -> dict[str, list[dict]]:
+        """Write every named job's checkpoint (a job that is done is marked finished) from the
+        stages' ``checkpoint(names)`` calls ``refs``; returns each job's per-stage parts."""
+        parts = ray.get(refs)
         per_job = {name: [p[name] for p in parts] for name in names}
         for name in names:
             job = self.running[name]
