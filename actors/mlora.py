@@ -220,12 +220,12 @@ class LoRAPipeline:
         ray.get([st.add_adapter.remote(acfg, job.optim, ckpt["stages"][i] if ckpt else None)
                  for i, st in enumerate(self.stages)])
 
-    def _checkpoint(self, names: list[str], refs: list) -> dict[str, list[dict]]:
-        """Write every named job's checkpoint (a job that is done is marked finished) from the
-        stages' ``checkpoint(names)`` calls ``refs``; returns each job's per-stage parts."""
+    def _checkpoint(self, refs: list) -> dict[str, list[dict]]:
+        """Write the checkpoint of every job in the stages' ``checkpoint`` calls ``refs`` (a job
+        that is done is marked finished); returns each job's per-stage parts."""
         parts = ray.get(refs)
-        per_job = {name: [p[name] for p in parts] for name in names}
-        for name in names:
+        per_job = {name: [p[name] for p in parts] for name in parts[0]}
+        for name in per_job:
             job = self.running[name]
             save_checkpoint(self._ckpt_path(name), {
                 "stages": per_job[name], "step": job.step, "losses": job.losses,
@@ -303,7 +303,7 @@ class LoRAPipeline:
                 continue
             result.windows.append(report)
             done = [n for n, j in self.running.items() if j.done]
-            parts = self._checkpoint(list(self.running), ckpt_refs)
+            parts = self._checkpoint(ckpt_refs)
             for name in done:
                 result.adapters[name] = self._export(name, parts[name])
                 result.completion_s[name] = time.perf_counter() - t0
