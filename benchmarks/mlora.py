@@ -6,7 +6,10 @@ Arms (same base, same data, same steps; every arm may use both cores as well as 
   (c) batchlora_1      BatchLoRA: all 4 adapters in one batch, one actor (2 threads)
   (d) lorapp_2         raystack's LoRA-aware pipeline on 2 stage actors (1 thread each)
   (e) gpipe_2          the same 2 stages, one adapter at a time (GPipe-style, micro-batched)
-Plus the ideal of (d): each stage's compute alone, single-threaded, no waiting.
+Plus the ideal of (d): each stage's compute alone, single-threaded, no waiting; (d) with 2
+wider lanes (two adapters' rows per micro-batch: faster matmuls, more activation memory); and
+(a) on 1 thread for its first two adapters, to measure how well peft scales to 2 threads here
+(the ceiling of a 2-stage pipeline over (a) is about 2 / that scaling).
 Also (c') 8 adapters of 1-2 rows each: BatchLoRA vs the same adapters stepped one by one.
 
     python benchmarks/mlora.py [--quick]
@@ -78,7 +81,7 @@ def make_data(directory: Path, n: int, seq: int) -> list[dict]:
 
 
 def mlora_cfg(base: str, data: list[dict], out: str, steps: int, batch: int, micro: int, seq: int,
-              names=ADAPTERS, max_concurrent: int = 8):
+              names=ADAPTERS, max_concurrent: int = 8, lanes: int | None = None):
     from raystack.mlora.config import load_mlora_config
 
     return load_mlora_config({
@@ -87,7 +90,7 @@ def mlora_cfg(base: str, data: list[dict], out: str, steps: int, batch: int, mic
         "adapters": [dict(name=n, r=8, alpha=16, lr=1e-4, target_modules=TARGETS, seed=i) for i, n in enumerate(names)],
         "tasks": [dict(adapter=n, dataset=d["name"], batch_size=batch, micro_batch_size=micro, max_steps=steps,
                        cutoff_len=seq, save_steps=10_000) for n, d in zip(names, data)],
-        "pipeline": {"stages": 2, "window_steps": steps},
+        "pipeline": {"stages": 2, "window_steps": steps, "lanes": lanes},
         "scheduler": {"max_concurrent": max_concurrent, "memory_budget_mb": 1e6}})
 
 
@@ -265,12 +268,19 @@ def main() -> None:
     tokens = sum(int(ids.numel()) for b in batches.values() for ids, _ in b)
     n_params = count_params_on_meta(base)
     report.config["base_params"] = n_params
-    runs: dict[str, list[dict]] = {k: [] for k in ("a", "b", "c", "d", "e")}
+    runs: dict[str, list[dict]] = {k: [] for k in ("a", "b", "c", "d", "dw", "e")}
+    scaling: dict = {}  # peft on 1 thread vs (a)'s 2 threads, same repeat, first two adapters
     ideals: list[list[float]] = []  # per repeat: each stage's compute alone (seconds)
     for rep in range(repeats):
         print(f"--- repeat {rep + 1}/{repeats}", flush=True)
         runs["a"].append(run_arm("a", [2], lambda w: ray.get(w[0].peft_train.remote(base, batches, 1e-4, str(tmp / f"a{rep}")))))
         print("(a)", runs["a"][-1]["seconds"], flush=True)
+        if rep == repeats - 1:
+            two = {n: batches[n] for n in ADAPTERS[:2]}
+            one = run_arm("a1", [1], lambda w: ray.get(w[0].peft_train.remote(base, two, 1e-4, str(tmp / "a1thread"))))
+            scaling = {"seconds_1_thread": one["seconds"], "seconds_2_threads": runs["a"][-1]["completion"][ADAPTERS[1]]}
+            scaling["speedup"] = scaling["seconds_1_thread"] / scaling["seconds_2_threads"]
+            print("(a, 1 thread, 2 adapters)", one["seconds"], flush=True)
 
         def arm_b(ws):
             t0 = time.perf_counter()
@@ -286,9 +296,10 @@ def main() -> None:
         runs["c"][-1]["completion"] = {n: runs["c"][-1]["seconds"] for n in ADAPTERS}
         print("(c)", runs["c"][-1]["seconds"], flush=True)
         pipe = None
-        for arm, conc in (("d", 8), ("e", 1)):  # the same 2 stage actors serve (d), then (e)
+        # the same 2 stage actors serve (d), its wide-lane variant, then (e)
+        for arm, conc, lanes in (("d", 8, None), ("dw", 8, 2), ("e", 1, None)):
             out, pipe = run_pipeline(mlora_cfg(base, data, str(tmp / f"{arm}{rep}"), steps, batch, micro, seq,
-                                               max_concurrent=conc), pipe)
+                                               max_concurrent=conc, lanes=lanes), pipe)
             runs[arm].append(out)
             print(f"({arm})", runs[arm][-1]["seconds"], runs[arm][-1]["idle"], flush=True)
         pipe.shutdown()
@@ -304,7 +315,7 @@ def main() -> None:
     small = run_arm("small", [2], lambda w: ray.get(w[0].small_adapters.remote(base, 8, [1, 2] * 4, seq, 3 if q else 5)))
 
     names = {"a": "peft_sequential", "b": "peft_4_actors", "c": "batchlora_1_actor", "d": "lorapp_2_stages",
-             "e": "gpipe_2_stages"}
+             "dw": "lorapp_2_stages_2_lanes", "e": "gpipe_2_stages"}
     tps = {}
     for k, rs in runs.items():
         secs = statistics.median(r["seconds"] for r in rs)
@@ -324,11 +335,17 @@ def main() -> None:
     report.note(f"Two processes computing the same stages at once take {pair_s / max(ideals[-1]):.2f}x as long "
                 "as one alone (shared caches and memory bandwidth of the 2 cores): (d) runs its two "
                 "stages that way, the ideal measures them one at a time.")
+    report.arm("peft_thread_scaling", **scaling)
+    report.note(f"peft on 2 threads ran {scaling['speedup']:.2f}x its 1-thread speed here (first two adapters of the "
+                "last repeat): a 2-stage pipeline of 1-thread stages, at best 2x one thread, can then reach about "
+                f"{2 / scaling['speedup']:.2f}x (a) at equal per-token efficiency.")
     report.arm("small_adapters_8", **small, speedup=small["one_by_one"] / small["batched"])
     report.arm("peft_load_check", **check_peft(base, tmp, runs))
     report.target("d_vs_a_tokens", tps["d"] / tps["a"], ">=", 1.1, "(d) pipeline tokens/s over (a) peft sequential")
     report.target("d_vs_ideal", statistics.median(max(i) / r["seconds"] for i, r in zip(ideals, runs["d"])), ">=", 0.9,
                   "(d) tokens/s over its ideal (max stage compute), median of per-repeat pairs")
+    report.arm(names["dw"], tokens_vs_a=tps["dw"] / tps["a"],
+               memory_vs_b=runs["dw"][0]["peak_memory_bytes"] / runs["b"][0]["peak_memory_bytes"])
     report.target("d_vs_b_memory", runs["d"][0]["peak_memory_bytes"] / runs["b"][0]["peak_memory_bytes"], "<=", 0.45,
                   "(d) total peak memory over (b) 4 base copies (driver + actors, RSS)")
     report.target("d_idle", max(report.arms[names["d"]]["stage_idle_fraction"]), "<=", 0.10, "(d) max stage idle fraction")
@@ -355,6 +372,7 @@ def run_pipeline(cfg, pipe=None):
     else:
         pipe.out = Path(cfg.output_dir)
         pipe.policy.max_concurrent = cfg.scheduler.max_concurrent
+        pipe.cfg.pipeline.lanes = cfg.pipeline.lanes
         pipe.finished.clear()
         for t in cfg.tasks:
             pipe.add_task(t)
@@ -376,7 +394,8 @@ def check_peft(base: str, tmp: Path, runs: dict) -> dict:
 
     ok = {}
     dirs = {"a": {n: str(tmp / "a0" / n) for n in ADAPTERS}, "b": {n: str(tmp / "b0" / n) for n in ADAPTERS},
-            "c": runs["c"][0]["adapters"], "d": runs["d"][0]["adapters"], "e": runs["e"][0]["adapters"]}
+            "c": runs["c"][0]["adapters"], "d": runs["d"][0]["adapters"], "dw": runs["dw"][0]["adapters"],
+            "e": runs["e"][0]["adapters"]}
     ids = torch.randint(0, 256, (1, 8))
     for arm, ds in dirs.items():
         good = True
