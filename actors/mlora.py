@@ -314,6 +314,7 @@ class LoRAPipeline:
                 result.losses[name] = list(job.losses)
             for name in done:
                 del self.running[name]
+                self._admitted.pop(name, None)  # finished: never restarted from admission again
             window += 1
             if on_window:
                 on_window(window, self)

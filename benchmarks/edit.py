@@ -368,10 +368,8 @@ def main() -> None:
     # -- figures -------------------------------------------------------------------------------
     def loss_ratio(a: str, b: str) -> float:
         """Mean over seeds of a's validation loss over b's (pairs of the same repeat, same seed);
-        a single pair where either arm ran once."""
-        pa, pb = runs[a], runs[b]
-        n = min(len(pa), len(pb))
-        return statistics.mean(x["val_loss"] / y["val_loss"] for x, y in zip(pa[:n], pb[:n]))
+        a single pair where either arm ran once (zip stops at the shorter list)."""
+        return statistics.mean(x["val_loss"] / y["val_loss"] for x, y in zip(runs[a], runs[b]))
 
     def speedup(a: str, b: str) -> float:
         """Median over repeats of the paired ratio a/b (runs of one repeat ran back to back,
