@@ -23,7 +23,7 @@ import torch
 from ray.util.placement_group import placement_group, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-from actors.collective import CommMember, form_comm_group
+from raystack.actors.collective import CommMember, form_comm_group
 from raystack import metrics
 from raystack.comm import NetworkModel
 from raystack.config import config_to_dict, load_config

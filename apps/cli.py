@@ -23,7 +23,7 @@ _HEAD_COMMANDS = {"up", "down", "status"}
 
 
 def _load(name: str):
-    module = "apps.commands.head" if name in _HEAD_COMMANDS else f"apps.commands.{name}"
+    module = "raystack.apps.commands.head" if name in _HEAD_COMMANDS else f"raystack.apps.commands.{name}"
     try:
         return importlib.import_module(module)
     except ModuleNotFoundError as exc:

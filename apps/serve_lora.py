@@ -1,6 +1,6 @@
 """Serve trained adapters with Ray Serve: one base model per replica, adapters loaded by id.
 
-    serve run apps.serve_lora:app base=tiny-1m adapters_dir=runs/mlora/adapters
+    serve run raystack.apps.serve_lora:app base=tiny-1m adapters_dir=runs/mlora/adapters
 
 Each replica holds the frozen base once and loads PEFT adapter directories
 (``<adapters_dir>/<adapter id>``) on demand through ``serve.multiplexed``; the least recently
@@ -93,7 +93,7 @@ class LoRAServer:
 
 
 def app_builder(args: dict[str, str]) -> serve.Application:
-    """``serve run apps.serve_lora:app base=... adapters_dir=...``."""
+    """``serve run raystack.apps.serve_lora:app base=... adapters_dir=...``."""
     return LoRAServer.bind(base=args.get("base", "tiny-1m"), adapters_dir=args.get("adapters_dir", "runs/mlora/adapters"),
                            seed=int(args.get("seed", 0)), max_new_tokens=int(args.get("max_new_tokens", 16)))
 

@@ -17,7 +17,7 @@ from common import Report, parse_args
 import ray
 import torch
 
-from actors.collective import CommMember, form_comm_group
+from raystack.actors.collective import CommMember, form_comm_group
 from raystack.cluster import connect
 from raystack.comm import NetworkModel, SimulatedLink, ring_bytes
 

@@ -23,7 +23,7 @@ from common import Report, parse_args
 import ray
 import torch
 
-from actors.edit import EDiTGroup, EDiTWorker
+from raystack.actors.edit import EDiTGroup, EDiTWorker
 from raystack.cluster import connect
 from raystack.comm import NetworkModel, ring_bytes
 from raystack.config import config_to_dict, load_config
@@ -133,7 +133,7 @@ class TorchFTWorker:
         torch.set_num_threads(1)
         self.cfg = load_config(EDiTConfig, cfg)
         self.replica, self.lighthouse = replica, lighthouse
-        from actors.edit import load_corpus
+        from raystack.actors.edit import load_corpus
         self.corpus = load_corpus(self.cfg)
 
     def ready(self) -> bool:

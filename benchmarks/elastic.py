@@ -46,7 +46,7 @@ def job_cfg(work: Path, name: str, rows: int, **over):
 
 
 def run_job(cfg, on_step=None):
-    from actors.elastic import ElasticController
+    from raystack.actors.elastic import ElasticController
 
     ctl = ElasticController(cfg)
     try:

@@ -364,7 +364,7 @@ def main() -> None:
 
 def run_pipeline(cfg, pipe=None):
     """Run cfg's jobs on a new pipeline, or on ``pipe``'s running stage actors (fresh outputs)."""
-    from actors.mlora import LoRAPipeline
+    from raystack.actors.mlora import LoRAPipeline
 
     if pipe is None:
         pipe = LoRAPipeline(cfg, progress=False)

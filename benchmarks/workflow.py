@@ -93,8 +93,8 @@ def main() -> int:
     from ray import tune as rtune
 
     import raystack.workflow as W
-    from actors.workflow.runner import run_workflow
-    from actors.workflow.tune import tune
+    from raystack.actors.workflow.runner import run_workflow
+    from raystack.actors.workflow.tune import tune
     from raystack.cluster import connect
     from raystack.workflow import ArtifactStore
     from raystack.workflow.cache import CoulerPolicy, LRUPolicy, TraceAccess, replay

@@ -1,5 +1,5 @@
 """Elastic DLRM on Ray: ParameterServer, DLRMWorker, ShardService, ElasticController."""
-from actors.elastic.controller import (ElasticController, ElasticJobError, ElasticResult,
+from raystack.actors.elastic.controller import (ElasticController, ElasticJobError, ElasticResult,
                                        prepare_data, train)
 
 __all__ = ["ElasticController", "ElasticJobError", "ElasticResult", "prepare_data", "train"]

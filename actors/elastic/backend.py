@@ -20,9 +20,9 @@ from ray.exceptions import GetTimeoutError, RayActorError
 from ray.util.placement_group import placement_group, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-from actors.elastic.ps import ParameterServer
-from actors.elastic.shard_service import ShardService
-from actors.elastic.worker import DLRMWorker
+from raystack.actors.elastic.ps import ParameterServer
+from raystack.actors.elastic.shard_service import ShardService
+from raystack.actors.elastic.worker import DLRMWorker
 from raystack import metrics
 from raystack.elastic.checkpoint import _default_shm
 from raystack.elastic.config import ElasticConfig

@@ -15,7 +15,7 @@ from typing import Callable
 import numpy as np
 import ray
 
-from actors.elastic.backend import RayBackend
+from raystack.actors.elastic.backend import RayBackend
 from raystack.data.criteo import auc, generate, list_files, read_rows
 from raystack.elastic.config import ElasticConfig
 from raystack.elastic.control import ElasticLoop, State

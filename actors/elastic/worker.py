@@ -11,7 +11,7 @@ import numpy as np
 import ray
 from ray.exceptions import RayActorError
 
-from actors.elastic.ps import TableMoved
+from raystack.actors.elastic.ps import TableMoved
 from raystack import metrics
 from raystack.data.criteo import DataError, read_rows
 from raystack.elastic.dlrm import DLRMDense, DLRMSpec, forward_backward

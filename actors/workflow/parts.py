@@ -1,5 +1,5 @@
 """Catalog steps that run the other raystack parts through their job entry points
-(``python -m apps.jobs.<part> --config FILE``), so a workflow can chain them.
+(``python -m raystack.apps.jobs.<part> --config FILE``), so a workflow can chain them.
 
 Each raises a clear error when that part is not installed in this checkout yet.
 """
@@ -18,15 +18,15 @@ import yaml
 
 
 def _run_part(part: str, config: dict) -> dict:
-    if importlib.util.find_spec(f"apps.jobs.{part}") is None:
-        raise RuntimeError(f"the raystack part {part!r} is not installed (no apps.jobs.{part}); "
+    if importlib.util.find_spec(f"raystack.apps.jobs.{part}") is None:
+        raise RuntimeError(f"the raystack part {part!r} is not installed (no raystack.apps.jobs.{part}); "
                            f"this catalog step needs it")
     with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
         yaml.safe_dump(config, f)
         path = f.name
     t0 = time.time()
     try:
-        proc = subprocess.run([sys.executable, "-m", f"apps.jobs.{part}", "--config", path],
+        proc = subprocess.run([sys.executable, "-m", f"raystack.apps.jobs.{part}", "--config", path],
                               capture_output=True, text=True, env=dict(os.environ))
     finally:
         os.unlink(path)

@@ -25,7 +25,7 @@ from ray import tune as rtune
 from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, TrialScheduler
 from ray.tune.search import BasicVariantGenerator
 
-from actors.workflow.runner import _pickle_by_value_if_needed
+from raystack.actors.workflow.runner import _pickle_by_value_if_needed
 from raystack.workflow.api import Workflow
 from raystack.workflow.engine import run_local
 from raystack.workflow.ir import WorkflowError, WorkflowIR
@@ -92,7 +92,7 @@ def _trainable(target: Any, metric: str, fixed: dict[str, Any], functions, outpu
         target = target.build()
     if isinstance(target, WorkflowIR):
         ir = target
-        from actors.workflow.runner import prepare_functions
+        from raystack.actors.workflow.runner import prepare_functions
         functions = prepare_functions(ir, functions)
         out_id = output_step or ir.main_steps()[-1].id
 

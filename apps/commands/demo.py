@@ -25,7 +25,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args) -> int:
     from raystack.config import load_config
 
-    from apps.demo.pipeline import DemoConfig, build
+    from raystack.apps.demo.pipeline import DemoConfig, build
 
     overrides = dict(QUICK) if args.quick else {}
     if args.out_dir:
@@ -34,7 +34,7 @@ def run(args) -> int:
     wf = build(cfg)
     ir = wf.build()
 
-    from actors.workflow.runner import run_workflow
+    from raystack.actors.workflow.runner import run_workflow
     from raystack.cluster import connect
     from raystack.workflow.cache import ArtifactStore
 
@@ -53,7 +53,7 @@ def run(args) -> int:
         print(f"finished steps are kept in the cache ({out / 'cache'}); fix and rerun to resume")
         return 1
     outputs = {sid: rep.output(sid) for sid in rep.results}
-    from apps.demo.summary import print_summary, write_report
+    from raystack.apps.demo.summary import print_summary, write_report
 
     print_summary(outputs, rep, time.time() - t0)
     path = write_report(out / "report", outputs, rep, time.time() - t0)

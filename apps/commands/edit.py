@@ -25,7 +25,7 @@ def load_edit_config(path: str | None, overrides: list[str] | None = None):
 
 def run(args) -> int:
     cfg = load_edit_config(args.config, args.overrides)   # a bad config fails here, before Ray
-    from actors.edit import run_edit
+    from raystack.actors.edit import run_edit
     from raystack.cluster import connect
     info = connect(args.address)
     print(f"raystack edit: mode={cfg.mode} model={cfg.model} replicas={cfg.replicas} x shards={cfg.shards} "

@@ -25,7 +25,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    from actors.elastic import ElasticController
+    from raystack.actors.elastic import ElasticController
     from raystack.cluster import connect
     from raystack.config import load_config
     from raystack.elastic.config import ElasticConfig

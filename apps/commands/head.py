@@ -27,7 +27,7 @@ def run_up(args) -> int:
     print(f"  GCS address : {state.gcs_address}")
     print(f"  dashboard   : {state.dashboard_url}")
     print(f"  jobs        : RAY_AUTH_MODE=token ray job submit --address {state.dashboard_url} "
-          f"--working-dir . -- python -m apps.jobs.<part> --config <file>")
+          f"--working-dir . -- python -m raystack.apps.jobs.<part> --config <file>")
     print(f"  drivers     : RAY_AUTH_MODE=token RAY_ADDRESS={state.gcs_address} raystack <part> ...")
     print(f"  token       : {cluster.TOKEN_PATH} (the dashboard asks for it in the browser)")
     print("stop it with `raystack down`")

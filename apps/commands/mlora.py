@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     from raystack.mlora.trainer import check_config
 
     check_config(cfg)
-    from actors.mlora import LoRAPipeline
+    from raystack.actors.mlora import LoRAPipeline
     from raystack.cluster import connect
 
     info = connect(args.address)

@@ -81,7 +81,7 @@ def _summary(rep) -> None:
 
 
 def _run_ir(ir, functions, cfg, store_override=None, no_cache=False, address=None) -> int:
-    from actors.workflow.runner import run_workflow
+    from raystack.actors.workflow.runner import run_workflow
     from raystack.cluster import connect
     from raystack.workflow import ArtifactStore
     info = connect(address or cfg.address)

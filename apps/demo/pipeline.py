@@ -14,7 +14,7 @@ from pathlib import Path
 from raystack.config import ConfigError
 from raystack.workflow.api import Workflow
 
-from apps.demo import steps
+from raystack.apps.demo import steps
 
 
 @dataclass

@@ -13,7 +13,7 @@ TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down
 
 def pretrain_edit(out_dir: str, steps: int = 120, seed: int = 0) -> dict:
     """EDiT pretraining of the tiny Llama on the standard-library corpus, 2 replicas."""
-    from actors.edit import run_edit
+    from raystack.actors.edit import run_edit
     from raystack.config import load_config
     from raystack.edit.config import EDiTConfig
 
@@ -65,7 +65,7 @@ def tune_adapter_lr(base_dir: str, task: str = "reverse", lrs: list[float] = (1e
     """A small Ray Tune grid over the adapters' learning rate (one cheap trial per value)."""
     from ray import tune as rtune
 
-    from actors.workflow.tune import tune
+    from raystack.actors.workflow.tune import tune
 
     t0 = time.time()
     res = tune(adapter_trial, {"lr": rtune.grid_search(list(lrs))}, metric="token_acc", mode="max",
@@ -78,7 +78,7 @@ def tune_adapter_lr(base_dir: str, task: str = "reverse", lrs: list[float] = (1e
 
 def finetune_mlora(base_dir: str, out_dir: str, tasks: list[str], steps: int, tuned: dict) -> dict:
     """mLoRA: one adapter per task on the pretrained base, through the 2-stage pipeline."""
-    from actors.mlora import LoRAPipeline
+    from raystack.actors.mlora import LoRAPipeline
 
     cfg = _mlora_config(base_dir, str(Path(out_dir) / "mlora"), tasks, steps, tuned["best_lr"])
     pipe = LoRAPipeline(cfg, progress=False)
@@ -108,7 +108,7 @@ def serve_adapters(mlora: dict) -> dict:
     with a held-out example of its task."""
     from ray import serve
 
-    from apps.serve_lora import LoRAServer
+    from raystack.apps.serve_lora import LoRAServer
     from raystack.data.sft import synthetic_examples
 
     adapters_dir = str(Path(next(iter(mlora["adapters"].values()))).parent)
@@ -130,7 +130,7 @@ def train_elastic(out_dir: str, rows: int = 60_000, kill_worker: bool = True) ->
     """Elastic DLRM on generated Criteo-like data; one worker is really killed mid-epoch."""
     import ray
 
-    from actors.elastic.controller import ElasticController
+    from raystack.actors.elastic.controller import ElasticController
     from raystack.config import load_config
     from raystack.elastic.config import ElasticConfig
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from apps.report import MarkdownReport, markdown_table
+from raystack.apps.report import MarkdownReport, markdown_table
 
 
 def _rows(outputs: dict, rep, wall_s: float) -> list[tuple[str, str]]:

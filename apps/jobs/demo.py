@@ -1,14 +1,14 @@
-"""`ray job submit -- python -m apps.jobs.demo [--quick]`: the main job as a Ray job."""
+"""`ray job submit -- python -m raystack.apps.jobs.demo [--quick]`: the main job as a Ray job."""
 from __future__ import annotations
 
 import argparse
 import sys
 
-from apps.commands.demo import add_arguments, run
+from raystack.apps.commands.demo import add_arguments, run
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="apps.jobs.demo", description=__doc__)
+    parser = argparse.ArgumentParser(prog="raystack.apps.jobs.demo", description=__doc__)
     add_arguments(parser)
     return run(parser.parse_args(argv))
 

@@ -1,4 +1,4 @@
-"""`ray job submit -- python -m apps.jobs.mlora --config mlora.yaml`: the mLoRA command as a Ray job.
+"""`ray job submit -- python -m raystack.apps.jobs.mlora --config mlora.yaml`: the mLoRA command as a Ray job.
 
 Connects to the cluster the job runs on (RAY_ADDRESS is set by Ray Jobs), then runs exactly
 what `raystack mlora` runs.
@@ -9,11 +9,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from apps.commands import mlora
+from raystack.apps.commands import mlora
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="apps.jobs.mlora", description=__doc__)
+    parser = argparse.ArgumentParser(prog="raystack.apps.jobs.mlora", description=__doc__)
     mlora.add_arguments(parser)
     args = parser.parse_args(argv)
     try:

@@ -1,4 +1,4 @@
-"""`ray job submit -- python -m apps.jobs.workflow --config CFG run FILE` (or plan/export).
+"""`ray job submit -- python -m raystack.apps.jobs.workflow --config CFG run FILE` (or plan/export).
 
 Connects to the cluster of the job (RAY_ADDRESS) and runs the same code as the command.
 """
@@ -7,11 +7,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from apps.commands import workflow as command
+from raystack.apps.commands import workflow as command
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="apps.jobs.workflow", description=__doc__)
+    parser = argparse.ArgumentParser(prog="raystack.apps.jobs.workflow", description=__doc__)
     command.add_arguments(parser)
     args = parser.parse_args(argv)
     from raystack.cluster import connect

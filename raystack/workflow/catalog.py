@@ -15,7 +15,7 @@ from typing import Any, Callable
 from raystack.workflow.functions import resolve
 
 _STEPS = "raystack.workflow.steps"
-_PARTS = "actors.workflow.parts"
+_PARTS = "raystack.actors.workflow.parts"
 
 
 @dataclass

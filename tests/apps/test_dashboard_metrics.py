@@ -91,7 +91,7 @@ def scraped(run, shutdown, names: list[str]):
 
 
 def test_edit_metrics_during_a_run(ray_cluster, tmp_path):
-    from actors.edit import EDiTGroup
+    from raystack.actors.edit import EDiTGroup
     from tests.edit.test_edit_cluster import small_cfg
 
     group = EDiTGroup(small_cfg(tmp_path, steps=64, run={"eval_every": 4}))
@@ -107,7 +107,7 @@ def test_edit_metrics_during_a_run(ray_cluster, tmp_path):
 
 
 def test_mlora_metrics_during_a_run(ray_cluster, tmp_path):
-    from actors.mlora import LoRAPipeline
+    from raystack.actors.mlora import LoRAPipeline
     from tests.mlora.test_mlora_pipeline import _cfg
 
     cfg = _cfg(tmp_path)
@@ -126,7 +126,7 @@ def test_mlora_metrics_during_a_run(ray_cluster, tmp_path):
 
 
 def test_elastic_metrics_during_a_run(ray_cluster, tmp_path):
-    from actors.elastic import ElasticController
+    from raystack.actors.elastic import ElasticController
     from tests.elastic.test_elastic_cluster import make_cfg
 
     # both workers equally slowed (no straggler) so the run spans several metric exports
@@ -148,7 +148,7 @@ def test_elastic_metrics_during_a_run(ray_cluster, tmp_path):
 
 def test_workflow_step_states_during_a_run(ray_cluster):
     import raystack.workflow as W
-    from actors.workflow.runner import run_workflow
+    from raystack.actors.workflow.runner import run_workflow
     from tests.workflow.wf_toys import sleepy
 
     wf = W.Workflow("dash-metrics")

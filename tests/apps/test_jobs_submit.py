@@ -22,7 +22,7 @@ def test_up_submit_a_part_job_read_logs_then_down(tmp_path):
     port, dash = free_port_pair()
     env = {**os.environ, "RAYSTACK_HOME": str(tmp_path / "home"), "RAY_AUTH_MODE": "token"}
     env.pop("RAY_ADDRESS", None)
-    up = subprocess.run([sys.executable, "-m", "apps.cli", "up", "--port", str(port), "--dashboard-port", str(dash),
+    up = subprocess.run([sys.executable, "-m", "raystack.apps.cli", "up", "--port", str(port), "--dashboard-port", str(dash),
                          "--num-cpus", "2"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
     assert up.returncode == 0, up.stdout + up.stderr
     assert f"ray job submit --address http://127.0.0.1:{dash}" in up.stdout
@@ -35,7 +35,7 @@ def test_up_submit_a_part_job_read_logs_then_down(tmp_path):
             "run": {"out_dir": str(tmp_path / "edit-run"), "checkpoint_every": 0, "eval_every": 0,
                     "cpus_per_rank": 0.5}}))
         client = job_client(f"http://127.0.0.1:{dash}")
-        job = client.submit_job(entrypoint=f"{sys.executable} -m apps.jobs.edit --config {config}",
+        job = client.submit_job(entrypoint=f"{sys.executable} -m raystack.apps.jobs.edit --config {config}",
                                 runtime_env={"working_dir": str(ROOT),
                                              "excludes": [".venv", "runs", "benchmarks/results", ".git"]})
         deadline, status = time.time() + 240, None
@@ -49,7 +49,7 @@ def test_up_submit_a_part_job_read_logs_then_down(tmp_path):
         assert "| tokens_per_s |" in logs and "| val_loss |" in logs  # the summary table reached the log
         assert (tmp_path / "edit-run").exists()
     finally:
-        down = subprocess.run([sys.executable, "-m", "apps.cli", "down"], cwd=ROOT, env=env,
+        down = subprocess.run([sys.executable, "-m", "raystack.apps.cli", "down"], cwd=ROOT, env=env,
                               capture_output=True, text=True, timeout=90)
     assert down.returncode == 0 and "stopped the Ray head" in down.stdout
     with pytest.raises(ClusterUnreachableError):

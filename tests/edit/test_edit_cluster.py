@@ -25,7 +25,7 @@ def small_cfg(tmp_path, **over):
 
 
 def test_a_killed_replica_is_replaced_and_the_run_finishes(ray_cluster, tmp_path):
-    from actors.edit import EDiTGroup
+    from raystack.actors.edit import EDiTGroup
     cfg = small_cfg(tmp_path, steps=32)
     group = EDiTGroup(cfg)
     group.start()
@@ -47,7 +47,7 @@ def test_a_killed_replica_is_replaced_and_the_run_finishes(ray_cluster, tmp_path
 def test_run_writes_a_transformers_checkpoint_and_resume_continues_it(ray_cluster, tmp_path):
     from transformers import AutoModelForCausalLM
 
-    from actors.edit import run_edit
+    from raystack.actors.edit import run_edit
     first = run_edit(small_cfg(tmp_path, steps=12), progress=False)
     assert first.steps == 12 and first.replacements == 0
     assert first.tokens == 2 * 12 * 4 * 32
@@ -64,7 +64,7 @@ def test_run_writes_a_transformers_checkpoint_and_resume_continues_it(ray_cluste
 
 
 def test_device_cuda_on_a_cluster_without_gpus_fails_before_any_actor_starts(ray_cluster, tmp_path):
-    from actors.edit import EDiTGroup
+    from raystack.actors.edit import EDiTGroup
     group = EDiTGroup(small_cfg(tmp_path, run={"device": "cuda"}))
     with pytest.raises(ValueError, match="device: cuda, but the cluster has 0 GPUs"):
         group.start()

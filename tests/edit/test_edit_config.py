@@ -1,7 +1,7 @@
 """A bad EDiT config fails up front, naming the field, before any actor starts."""
 import pytest
 
-from apps.commands.edit import load_edit_config
+from raystack.apps.commands.edit import load_edit_config
 from raystack.config import ConfigError
 
 
@@ -30,7 +30,7 @@ def test_defaults_and_example_config_load():
 
 def test_cli_rejects_a_bad_config_before_connecting(monkeypatch, capsys):
     import raystack.cluster
-    from apps.cli import main
+    from raystack.apps.cli import main
 
     def never(*a, **k):
         raise AssertionError("connected to a cluster with a bad config")

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import ray
 
-from actors.elastic import ElasticController, ElasticJobError
-from actors.elastic.ps import ParameterServer, TableMoved
+from raystack.actors.elastic import ElasticController, ElasticJobError
+from raystack.actors.elastic.ps import ParameterServer, TableMoved
 from raystack.config import ConfigError, load_config
 from raystack.data.criteo import DataError
 from raystack.elastic.checkpoint import _default_shm

@@ -23,7 +23,7 @@ def test_dead_address_is_a_clear_error_within_seconds():
 def test_cli_reports_dead_ray_address(tmp_path):
     env = {**os.environ, "RAY_ADDRESS": "127.0.0.1:1", "RAYSTACK_HOME": str(tmp_path)}
     t0 = time.monotonic()
-    out = subprocess.run([sys.executable, "-m", "apps.cli", "status"], cwd=ROOT, env=env,
+    out = subprocess.run([sys.executable, "-m", "raystack.apps.cli", "status"], cwd=ROOT, env=env,
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2
     assert "no Ray cluster answers at 127.0.0.1:1" in out.stderr

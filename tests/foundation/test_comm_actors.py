@@ -5,7 +5,7 @@ import pytest
 import ray
 import torch
 
-from actors.collective import CommMember, form_comm_group
+from raystack.actors.collective import CommMember, form_comm_group
 from raystack.comm import NetworkModel
 
 pytestmark = pytest.mark.cluster

@@ -57,7 +57,7 @@ def test_target_module_missing_from_base_is_named():
 def test_cli_rejects_bad_yaml_before_any_actor(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("adapters:\n  - {name: x, r: -1}\ntasks:\n  - {adapter: x, dataset: reverse}\n")
-    proc = subprocess.run([sys.executable, "-m", "apps.cli", "mlora", "--config", str(bad)], cwd=ROOT,
+    proc = subprocess.run([sys.executable, "-m", "raystack.apps.cli", "mlora", "--config", str(bad)], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert "adapters[0].r" in proc.stderr and "Started a local Ray" not in proc.stderr

@@ -52,7 +52,7 @@ def _assert_same(result, reference, names):
 
 
 def test_two_stage_pipeline_matches_single_process_and_admits_live_jobs(ray_cluster, tmp_path, reference):
-    from actors.mlora import LoRAPipeline
+    from raystack.actors.mlora import LoRAPipeline
     from raystack.mlora.config import TaskConfig
 
     cfg = _cfg(tmp_path)
@@ -76,7 +76,7 @@ def test_two_stage_pipeline_matches_single_process_and_admits_live_jobs(ray_clus
 
 
 def test_killed_stage_restarts_and_adapters_resume_from_checkpoint(ray_cluster, tmp_path, reference):
-    from actors.mlora import LoRAPipeline
+    from raystack.actors.mlora import LoRAPipeline
 
     cfg = _cfg(tmp_path)
     pipe = LoRAPipeline(cfg, progress=False)
@@ -103,7 +103,7 @@ def test_killed_stage_restarts_and_adapters_resume_from_checkpoint(ray_cluster, 
 def test_rerun_reports_finished_adapters_and_ignores_checkpoints_of_another_config(ray_cluster, tmp_path):
     """Same output_dir twice: finished adapters are reported (not retrained, not dropped from the
     result); a changed adapter config does not resume from the old checkpoint."""
-    from actors.mlora import LoRAPipeline
+    from raystack.actors.mlora import LoRAPipeline
 
     def one(steps, r):
         return load_mlora_config({
@@ -130,7 +130,7 @@ def test_rerun_reports_finished_adapters_and_ignores_checkpoints_of_another_conf
 
 
 def test_device_cuda_on_a_cluster_without_gpus_fails_before_any_stage_starts(ray_cluster, tmp_path):
-    from actors.mlora import LoRAPipeline
+    from raystack.actors.mlora import LoRAPipeline
 
     cfg = _cfg(tmp_path)
     cfg.pipeline.device = "cuda"

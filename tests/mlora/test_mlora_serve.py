@@ -39,7 +39,7 @@ def _post(url: str, body: dict, adapter: str | None) -> tuple[int, dict | str]:
 def test_serve_multiplexes_adapters_over_http(ray_cluster, tmp_path):
     from ray import serve
 
-    from apps.serve_lora import LoRAServer
+    from raystack.apps.serve_lora import LoRAServer
 
     base = BatchLoRAModel(build_model("tiny-1m", seed=0)).eval()
     g = torch.Generator().manual_seed(0)

@@ -18,10 +18,10 @@ def test_every_catalog_step_has_typed_params_and_a_description():
 
 
 def test_part_step_without_the_part_raises_a_clear_error(monkeypatch):
-    from actors.workflow import parts
+    from raystack.actors.workflow import parts
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name.startswith("apps.jobs.") else real(name, *a))
+                        lambda name, *a: None if name.startswith("raystack.apps.jobs.") else real(name, *a))
     with pytest.raises(RuntimeError, match="part 'edit' is not installed"):
         parts.edit_pretrain(steps=10)
     with pytest.raises(RuntimeError, match="part 'mlora' is not installed"):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from apps.cli import main
+from raystack.apps.cli import main
 from raystack.config import ConfigError, load_config
 from raystack.workflow.config import WorkflowConfig
 

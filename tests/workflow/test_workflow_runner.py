@@ -8,7 +8,7 @@ import pytest
 import ray
 
 import wf_toys as T
-from actors.workflow.runner import WorkflowRunner, prepare_functions, run_workflow
+from raystack.actors.workflow.runner import WorkflowRunner, prepare_functions, run_workflow
 from raystack.workflow import ArtifactStore, Workflow
 from raystack.workflow.engine import children_count
 

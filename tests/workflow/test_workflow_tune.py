@@ -6,7 +6,7 @@ import pytest
 from ray import tune as rtune
 
 import wf_toys as T
-from actors.workflow.tune import tune
+from raystack.actors.workflow.tune import tune
 from raystack.workflow import Workflow, WorkflowError
 
 pytestmark = pytest.mark.cluster
