@@ -7,15 +7,29 @@
   FINISHED | ERRORED, calling a part's hooks;
 - :class:`Result` (``result.py``), experiment tracking (``tracking.py``), the part registry
   (``registry.py``) and the Python entry point (``run.py``).
-"""
-from raystack.runtime.controller import (Controller, ControllerState, Hooks, MetricsCallback, Progress,
-                                         RunFailedError, Transition)
-from raystack.runtime.group import ActorGroup, Call, MemberFailure, MemberSpec, PlacementSpec, Spawner
-from raystack.runtime.health import GroupStatus, Health, MemberStatus
-from raystack.runtime.policy import FailureEvent, FailurePolicy, Raise, Restart
-from raystack.runtime.result import Result, history_table
 
-__all__ = ["ActorGroup", "Call", "Controller", "ControllerState", "FailureEvent", "FailurePolicy",
-           "GroupStatus", "Health", "Hooks", "MemberFailure", "MemberSpec", "MemberStatus",
-           "MetricsCallback", "PlacementSpec", "Progress", "Raise", "Restart", "Result",
-           "RunFailedError", "Spawner", "Transition", "history_table"]
+Names are imported on first use, so importing one module (e.g. ``tracking`` from a config)
+does not load the others.
+"""
+from __future__ import annotations
+
+import importlib
+
+_WHERE = {
+    "Controller": "controller", "ControllerState": "controller", "Hooks": "controller",
+    "MetricsCallback": "controller", "Progress": "controller", "RunFailedError": "controller",
+    "Transition": "controller",
+    "ActorGroup": "group", "Call": "group", "MemberFailure": "group", "MemberSpec": "group",
+    "PlacementSpec": "group", "Spawner": "group",
+    "GroupStatus": "health", "Health": "health", "MemberStatus": "health",
+    "FailureEvent": "policy", "FailurePolicy": "policy", "Raise": "policy", "Restart": "policy",
+    "Result": "result", "history_table": "result",
+    "Run": "run", "run_part": "run",
+}
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str):
+    if name in _WHERE:
+        return getattr(importlib.import_module(f"raystack.runtime.{_WHERE[name]}"), name)
+    raise AttributeError(f"module 'raystack.runtime' has no attribute {name!r}")

@@ -2,9 +2,11 @@
 
 ``Controller.step()`` does one thing per call, depending on the state:
 
-- STARTING: the part's ``start()`` hook (reserve placement groups, spawn, form groups);
+- STARTING: the part's ``start()`` hook (reserve placement groups, spawn, form groups); a
+  hook that returns False is still waiting (e.g. for room) and is called again next step;
 - RUNNING: the part's ``advance()`` hook (EDiT: a segment; mLoRA: a window; elastic: one
-  poll and scale plan), whose :class:`Progress` feeds the tracking callbacks;
+  poll and scale plan), whose :class:`Progress` feeds the tracking callbacks; a Progress
+  with an ``error`` (the part cannot go on, e.g. a shard failed too often) -> ERRORED;
 - a failure (a :class:`MemberFailure` out of a hook, or failures a poll reported) is
   diagnosed with one batched health poll of the group, turned into a :class:`FailureEvent`
   and given to the :class:`FailurePolicy`: ``Raise`` -> ERRORED with the reason;
@@ -48,18 +50,20 @@ class ControllerState(enum.Enum):
 @dataclass(frozen=True)
 class Progress:
     """What one ``advance()`` did: finished?, the metrics of this step (one history row),
-    and failures a poll found without an exception (e.g. elastic's dead units)."""
+    failures a poll found without an exception (e.g. elastic's dead units), or an error that
+    ends the run."""
 
     done: bool = False
     step: int | None = None
     metrics: Mapping[str, float] = field(default_factory=dict)
     failures: tuple[FailureEvent, ...] = ()
+    error: str | None = None
 
 
 class Hooks(Protocol):
     """A part's strategy: what starting, one unit of work and a recovery mean for it."""
 
-    def start(self) -> None: ...
+    def start(self) -> bool | None: ...
     def advance(self) -> Progress: ...
     def recover(self, event: FailureEvent) -> None: ...
 
@@ -96,6 +100,7 @@ class Controller:
         self.transitions: list[Transition] = []
         self.recoveries = 0  # recoveries completed
         self.steps = 0  # advance() calls that returned
+        self.last_failure: BaseException | None = None  # the latest member failure seen
         self._pending: list[FailureEvent] = []
         self._delay = 0.0
 
@@ -107,14 +112,15 @@ class Controller:
             return state
         try:
             if state is ControllerState.STARTING:
-                self.hooks.start()
-                self._to(ControllerState.RUNNING, "started")
+                if self.hooks.start() is not False:
+                    self._to(ControllerState.RUNNING, "started")
             elif state is ControllerState.RUNNING:
                 self._advance()
             else:
                 self._recover()
                 return self.state
         except MemberFailure as exc:
+            self.last_failure = exc
             if state is ControllerState.STARTING:
                 self._error(f"start failed: {exc.reason}")
                 raise
@@ -130,9 +136,18 @@ class Controller:
         """Step until FINISHED; raise :class:`RunFailedError` if the run errored."""
         while not self.step().terminal:
             pass
-        if self.state is ControllerState.ERRORED:
-            raise RunFailedError(self.error)
+        self.raise_if_errored()
         return self.state
+
+    def raise_if_errored(self) -> None:
+        """Raise :class:`RunFailedError` (from the last member failure) if the run errored."""
+        if self.state is ControllerState.ERRORED:
+            raise RunFailedError(f"{self.name}: {self.error}") from self.last_failure
+
+    def adopt_running(self, why: str = "adopted a running job") -> None:
+        """Skip STARTING: the part's actors already run (a restarted driver took them over)."""
+        if self.state is ControllerState.STARTING:
+            self._to(ControllerState.RUNNING, why)
 
     def end(self, result) -> None:
         """Hand the run's result to the tracking callbacks (their ``on_end``)."""
@@ -147,7 +162,9 @@ class Controller:
             step = progress.step if progress.step is not None else self.steps
             for cb in self.callbacks:
                 cb.on_metrics(step, progress.metrics)
-        if progress.failures:
+        if progress.error is not None:
+            self._error(progress.error)
+        elif progress.failures:
             self._fail(list(progress.failures))
         elif progress.done:
             self._to(ControllerState.FINISHED, "done")
@@ -191,6 +208,7 @@ class Controller:
             for event in events:
                 self.hooks.recover(event)
         except MemberFailure as exc:
+            self.last_failure = exc
             self._fail([self.diagnose(exc)])
             return
         except BaseException as exc:
@@ -201,7 +219,7 @@ class Controller:
 
     def _error(self, why: str) -> None:
         self.error = why
-        logger.warning("%s: %s", self.name, why)
+        logger.info("%s: %s", self.name, why)  # the caller gets the error itself
         self._to(ControllerState.ERRORED, why)
 
     def _to(self, state: ControllerState, why: str) -> None:

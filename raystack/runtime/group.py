@@ -197,6 +197,11 @@ class ActorGroup:
         self.reserve(new)
         return replace(spec, placement=new.name, bundle=0)
 
+    def kill(self, key: str) -> None:
+        """Stop a member's actor; it stays a member (respawn or remove it next)."""
+        self.spawner.kill(self._members[key][1])
+        self._last[key] = Health.DEAD
+
     def remove(self, key: str) -> None:
         """Kill a member; release its placement group if no other member uses it."""
         spec, actor = self._members.pop(key)
