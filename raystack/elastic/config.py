@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from raystack.config import ConfigError
+from raystack.runtime.tracking import check_loggers
 
 
 @dataclass
@@ -110,8 +111,11 @@ class ElasticConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
     resources: ResourceConfig = field(default_factory=ResourceConfig)
     faults: FaultConfig = field(default_factory=FaultConfig)
+    # experiment tracking: tensorboard (under work_dir/name/tensorboard), mlflow, wandb
+    loggers: list[str] = field(default_factory=lambda: ["tensorboard"])
 
     def validate(self) -> None:
+        check_loggers(self.loggers)
         if self.epochs < 1:
             raise ConfigError("epochs", f"must be >= 1, got {self.epochs}")
         if not self.name.replace("-", "").replace("_", "").isalnum():
