@@ -58,6 +58,9 @@ class Progress:
     metrics: Mapping[str, float] = field(default_factory=dict)
     failures: tuple[FailureEvent, ...] = ()
     error: str | None = None
+    # (step, metrics) of steps completed before ``step`` in the same call (EDiT runs several
+    # segments per call): the callbacks get every one
+    earlier: tuple[tuple[int, Mapping[str, float]], ...] = ()
 
 
 class Hooks(Protocol):
@@ -158,10 +161,12 @@ class Controller:
     def _advance(self) -> None:
         progress = self.hooks.advance()
         self.steps += 1
+        rows = list(progress.earlier)
         if progress.metrics:
-            step = progress.step if progress.step is not None else self.steps
+            rows.append((progress.step if progress.step is not None else self.steps, progress.metrics))
+        for step, metrics in rows:
             for cb in self.callbacks:
-                cb.on_metrics(step, progress.metrics)
+                cb.on_metrics(step, metrics)
         if progress.error is not None:
             self._error(progress.error)
         elif progress.failures:
