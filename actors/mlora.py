@@ -15,6 +15,7 @@ last checkpoint. :class:`MLoRADriver` runs it for ``raystack.mlora.finetune(cfg)
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import time
@@ -271,7 +272,6 @@ class LoRAPipeline:
     def _fingerprint(self, name: str) -> str:
         """What a checkpoint must match to be resumed: base, adapter, task and dataset configs."""
         import hashlib
-        import json
 
         task = self.tasks[name]
         doc = {"base": self.cfg.base, "seed": self.cfg.seed, "adapter": config_to_dict(self.cfg.adapter(name)),
@@ -513,7 +513,10 @@ class MLoRADriver:
         if run.windows:
             metrics["idle_fraction"] = sum(sum(w.idle_fraction) / len(w.idle_fraction) for w in run.windows) \
                 / len(run.windows)
+        losses = Path(self.cfg.output_dir) / "losses.json"  # every step's loss, per adapter
+        losses.write_text(json.dumps(run.losses))
         artifacts = {f"adapter.{n}": d for n, d in run.adapters.items()}
+        artifacts["losses"] = str(losses)
         if "tensorboard" in self.cfg.loggers:
             artifacts["tensorboard"] = str(Path(self.cfg.output_dir) / TENSORBOARD_DIR)
         return Result("mlora", metrics, history_table(rows), str(Path(self.cfg.output_dir) / "adapters"),

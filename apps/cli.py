@@ -35,6 +35,8 @@ def _load(name: str):
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="raystack", description="Train large models on cheap, mixed and "
                                      "unreliable clusters, on Ray.")
+    parser.add_argument("--log-level", default=None, metavar="LEVEL",
+                        help="DEBUG, INFO, WARNING (default, or $RAYSTACK_LOG_LEVEL), ERROR")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, help_text in SUBCOMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
@@ -48,6 +50,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    from raystack.log import configure_logging
+    try:
+        configure_logging(args.log_level)
+    except ValueError as exc:
+        parser.error(f"--log-level: {exc}")
     if args.command is None:
         parser.print_help()
         return 2

@@ -25,20 +25,21 @@ def load_edit_config(path: str | None, overrides: list[str] | None = None):
 
 def run(args) -> int:
     cfg = load_edit_config(args.config, args.overrides)   # a bad config fails here, before Ray
-    from raystack.actors.edit import run_edit
+    import raystack.edit
     from raystack.cluster import connect
     info = connect(args.address)
     print(f"raystack edit: mode={cfg.mode} model={cfg.model} replicas={cfg.replicas} x shards={cfg.shards} "
           f"on {'the embedded local cluster' if info.embedded else info.address}")
     if info.dashboard_url:
         print(f"  dashboard: {info.dashboard_url} (metrics ray_raystack_edit_*)")
-    res = run_edit(cfg)
-    summary = {"steps": res.steps, "tokens": res.tokens, "seconds": round(res.seconds, 1),
-               "tokens_per_s": round(res.tokens_per_s, 1), "train_loss": round(res.train_loss, 4),
-               "val_loss": round(res.val_loss, 4), "sync_seconds_per_rank": round(res.sync_seconds, 2),
-               "allreduce_seconds_per_rank": round(res.dp_seconds, 2),
-               "outliers": res.outliers, "replacements": res.replacements,
-               "extra_state_bytes_per_rank": res.extra_state_bytes, "checkpoint": res.model_dir}
+    res = raystack.edit.pretrain(cfg)
+    m = res.metrics
+    summary = {"steps": int(m["steps"]), "tokens": int(m["tokens"]), "seconds": round(m["seconds"], 1),
+               "tokens_per_s": round(m["tokens_per_s"], 1), "train_loss": round(m["train_loss"], 4),
+               "val_loss": round(m["val_loss"], 4), "sync_seconds_per_rank": round(m["sync_seconds"], 2),
+               "allreduce_seconds_per_rank": round(m["dp_seconds"], 2),
+               "outliers": int(m["outliers"]), "replacements": int(m["replacements"]),
+               "extra_state_bytes_per_rank": int(m["extra_state_bytes"]), "checkpoint": res.checkpoint}
     if args.json:
         print(json.dumps(summary, indent=1))
     else:

@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
-
-from tqdm import tqdm
+from pathlib import Path
 
 from raystack.config import parse_overrides
 
@@ -25,7 +23,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    from raystack.actors.elastic import ElasticController
+    import raystack.elastic
     from raystack.cluster import connect
     from raystack.config import load_config
     from raystack.elastic.config import ElasticConfig
@@ -40,35 +38,20 @@ def run(args) -> int:
           + (f" ({cfg.resources.sim_nodes} simulated nodes)" if cfg.resources.sim_nodes else ""))
     if info.dashboard_url:
         print(f"  dashboard: {info.dashboard_url} (metrics ray_raystack_elastic_*)")
-    t0 = time.time()
-    ctl = ElasticController(cfg)
-    print(f"  data: {len(ctl.train_files)} training files, {ctl.total_rows} rows, "
-          f"{len(ctl.shards)} shards; held out: {ctl.eval_file}")
     r = cfg.resources
     print(f"  budget: {r.max_cpus} CPUs, <= {r.max_workers} workers, <= {r.max_ps} PS "
           f"({'autoscaling' if r.autoscale else 'fixed size'})")
-    bar = tqdm(total=ctl.total_rows * cfg.epochs, unit="sample", desc="elastic DLRM")
-    seen = {"events": 0}
-
-    def progress(s: dict) -> None:
-        bar.update(s["rows_done"] - bar.n)
-        c = s["config"]
-        if c is not None:
-            bar.set_postfix_str(f"{c.workers}w/{c.ps}ps {s['stage']} {s['samples_per_s']:.0f}/s")
-        for e in ctl.loop.events[seen["events"]:]:
-            tqdm.write(f"  [{e.time - t0:6.1f}s] {e.kind}: {e.detail}")
-        seen["events"] = len(ctl.loop.events)
-
-    try:
-        res = ctl.run(progress)
-    finally:
-        bar.close()
-        ctl.shutdown()
-    print(f"done in {res.seconds:.1f}s: {res.rows} samples ({res.samples_per_s:.0f}/s), "
-          f"AUC {res.auc:.4f} on held-out data")
-    print(f"  exactly-once audit: {res.lost} lost, {res.duplicated} duplicated samples")
-    print(f"  final config: {res.final_config}")
+    res = raystack.elastic.train(cfg)  # a progress bar, and what the controller changes as it happens
+    m = res.metrics
+    final = {k[len("final_"):]: v for k, v in m.items() if k.startswith("final_")}
+    print(f"done in {m['seconds']:.1f}s: {int(m['rows'])} samples ({m['samples_per_s']:.0f}/s), "
+          f"AUC {m['auc']:.4f} on held-out data (held out: {res.artifacts['eval_file']})")
+    print(f"  exactly-once audit: {int(m['lost'])} lost, {int(m['duplicated'])} duplicated samples")
+    print(f"  final config: {final}")
     if args.json:
+        events = json.loads(Path(res.artifacts["events"]).read_text())
         with open(args.json, "w") as fh:
-            json.dump(vars(res), fh, indent=2)
+            json.dump({**{k: m[k] for k in ("auc", "rows", "seconds", "samples_per_s", "lost", "duplicated")},
+                       "final_config": final, "events": events, "metrics": m, "checkpoint": res.checkpoint,
+                       "artifacts": res.artifacts}, fh, indent=2)
     return 0

@@ -40,26 +40,24 @@ def run(args: argparse.Namespace) -> int:
     from raystack.mlora.trainer import check_config
 
     check_config(cfg)
-    from raystack.actors.mlora import LoRAPipeline
+    import raystack.mlora
     from raystack.cluster import connect
 
     info = connect(args.address)
     print(f"[mlora] cluster {info.address}" + (f", dashboard {info.dashboard_url}" if info.dashboard_url else ""))
     t0 = time.perf_counter()
-    pipe = LoRAPipeline(cfg)
-    try:
-        result = pipe.run()
-    finally:
-        pipe.shutdown()
+    res = raystack.mlora.finetune(cfg)
     wall = time.perf_counter() - t0
-    print(f"[mlora] trained {len(result.adapters)} adapters in {wall:.1f}s "
-          f"({result.tokens / max(result.seconds, 1e-9):.0f} tokens/s, {result.restarts} stage restarts)")
-    summary = {"adapters": result.adapters, "seconds": wall, "restarts": result.restarts,
-               "final_loss": {n: (v[-1] if v else None) for n, v in result.losses.items()}}
+    m = res.metrics
+    adapters = {k.split(".", 1)[1]: v for k, v in res.artifacts.items() if k.startswith("adapter.")}
+    print(f"[mlora] trained {len(adapters)} adapters in {wall:.1f}s "
+          f"({m['tokens_per_s']:.0f} tokens/s, {int(m['restarts'])} stage restarts)")
+    summary = {"adapters": adapters, "seconds": wall, "restarts": int(m["restarts"]),
+               "final_loss": {k.split(".", 1)[1]: v for k, v in m.items() if k.startswith("loss.")}}
     if not args.no_eval:
         from raystack.mlora.trainer import evaluate_adapters
 
-        acc = evaluate_adapters(cfg, result.adapters)
+        acc = evaluate_adapters(cfg, adapters)
         summary["accuracy"] = acc
         print("| adapter | exact match before | after | token accuracy before | after |")
         print("| --- | --- | --- | --- | --- |")

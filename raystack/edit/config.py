@@ -7,6 +7,7 @@ from typing import Literal, Optional
 
 from raystack.config import ConfigError
 from raystack.devices import Device
+from raystack.runtime.tracking import check_loggers
 
 Mode = Literal["edit", "aedit", "diloco", "post_local_sgd", "sync"]
 
@@ -163,6 +164,8 @@ class EDiTConfig:
     data: DataConfig = field(default_factory=DataConfig)
     simulate: SimulateConfig = field(default_factory=SimulateConfig)
     run: RunConfig = field(default_factory=RunConfig)
+    # experiment tracking: tensorboard (under run.out_dir/tensorboard), mlflow, wandb
+    loggers: list[str] = field(default_factory=lambda: ["tensorboard"])
 
     @property
     def replicas(self) -> int:
@@ -170,6 +173,7 @@ class EDiTConfig:
 
     def validate(self) -> None:
         from raystack.models import MODEL_NAMES
+        check_loggers(self.loggers)
         if self.model not in MODEL_NAMES and not (Path(self.model) / "config.json").is_file():
             raise ConfigError("model", f"unknown model {self.model!r}; expected one of "
                               f"{list(MODEL_NAMES)} or a checkpoint directory")

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Literal, Optional
 
 from raystack.config import ConfigError, load_config
+from raystack.runtime.tracking import check_loggers
 from raystack.devices import Device
 from raystack.data.sft import SYNTHETIC_TASKS, Example, file_examples, synthetic_examples
 from raystack.mlora.batchlora import AdapterSpec
@@ -131,8 +132,11 @@ class MLoRAConfig:
     scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
     eval: bool = True
     steps: Optional[int] = None  # if set, every task's max_steps (e.g. from a workflow step)
+    # experiment tracking: tensorboard (under output_dir/tensorboard), mlflow, wandb
+    loggers: list[str] = field(default_factory=lambda: ["tensorboard"])
 
     def validate(self) -> None:
+        check_loggers(self.loggers)
         if self.steps is not None:
             if self.steps < 1:
                 raise ConfigError("steps", f"must be >= 1, got {self.steps}")
