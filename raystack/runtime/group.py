@@ -200,7 +200,8 @@ class ActorGroup:
     def kill(self, key: str) -> None:
         """Stop a member's actor; it stays a member (respawn or remove it next)."""
         self.spawner.kill(self._members[key][1])
-        self._last[key] = Health.DEAD
+        if not self._last.get(key, Health.ALIVE).failed:  # a lost node stays the reason
+            self._last[key] = Health.DEAD
 
     def remove(self, key: str) -> None:
         """Kill a member; release its placement group if no other member uses it."""
