@@ -39,7 +39,7 @@ from raystack.mlora.messages import StageStats
 from raystack.mlora.schedule import LaneWork, Op, lorapp_schedule
 from raystack.mlora.stage import MicroBatch, OptimSpec, StageModel, load_stage_base
 from raystack.mlora.trainer import build_base, check_config, make_jobs
-from raystack.runtime.controller import Controller, ControllerState, MetricsCallback, Progress, RunFailedError
+from raystack.runtime.controller import Controller, ControllerState, MetricsCallback, Progress
 from raystack.runtime.group import ActorGroup, Call, MemberSpec, PlacementSpec, Spawner
 from raystack.runtime.policy import FailureEvent, FailurePolicy
 from raystack.runtime.result import Result, history_table

@@ -12,11 +12,11 @@ whatever happened inside.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Protocol, Sequence
 
 from raystack.config import config_to_dict, load_config
 from raystack.runtime import registry
-from raystack.runtime.controller import ControllerState, MetricsCallback, RunFailedError
+from raystack.runtime.controller import Controller, ControllerState, MetricsCallback, RunFailedError
 from raystack.runtime.result import Result
 
 ConfigSource = Any  # the part's config object, a dict, a YAML path, or None (the defaults)
@@ -33,6 +33,18 @@ def load_part_config(part: str, source: ConfigSource = None):
     raise TypeError(f"{part}: expected a {cls.__name__}, a dict or a YAML path, got {type(source).__name__}")
 
 
+class Driver(Protocol):
+    """What the registry names for a part: built with the validated config (and tracking
+    callbacks); ``controller`` is its kernel Controller (None before the first step)."""
+
+    controller: Controller | None
+
+    def __init__(self, cfg, *, callbacks: Sequence[MetricsCallback] = (), progress: bool = True) -> None: ...
+    def step(self) -> ControllerState: ...
+    def result(self) -> Result: ...
+    def shutdown(self) -> None: ...
+
+
 class Run:
     """A part's run on the connected (or an embedded) Ray cluster; a context manager."""
 
@@ -40,7 +52,7 @@ class Run:
                  address: str | None = None) -> None:
         self.part, self.config = part, cfg
         self.progress, self.callbacks, self.address = progress, list(callbacks), address
-        self.driver = None
+        self.driver: Driver | None = None
         self._result: Result | None = None
         self._closed = False
 
@@ -78,13 +90,15 @@ class Run:
         return self.driver.step()
 
     def result(self) -> Result:
-        """Run to the end and return the result (raises RunFailedError if the run failed)."""
+        """Run to the end and return the result; if the run failed, raise the part's error (a
+        RunFailedError, e.g. ElasticJobError) saying why."""
         if self._result is None:
             while not self.step().terminal:
                 pass
-            if self.state is ControllerState.ERRORED:
+            result = self.driver.result()  # raises if the run errored
+            if self.state is ControllerState.ERRORED:  # a driver that did not: still an error
                 raise RunFailedError(f"{self.part} run failed: {self.driver.controller.error}")
-            self._result = self.driver.result()
+            self._result = result
             self.driver.controller.end(self._result)
         return self._result
 
