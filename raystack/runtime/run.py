@@ -7,7 +7,8 @@ the call runs to the end, cleans up and returns the :class:`Result`. With ``wait
 returns a :class:`Run`, a context manager: entering starts the run's actors, ``step()``
 advances it one controller step, ``result()`` runs it to the end, and leaving the ``with``
 block stops every actor and removes every placement group it made (detached ones too),
-whatever happened inside.
+whatever happened inside. A driver with a ``run_dir`` (its run's folder in the output location)
+gets that run's ``summary.json`` written however the run ends: finished, failed or interrupted.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from raystack.config import config_to_dict, load_config
 from raystack.runtime import registry
 from raystack.runtime.controller import Controller, ControllerState, MetricsCallback, RunFailedError
 from raystack.runtime.result import Result
+from raystack.runtime.storage import FAILED, FINISHED, INTERRUPTED, RunDir
 
 ConfigSource = Any  # the part's config object, a dict, a YAML path, or None (the defaults)
 
@@ -38,6 +40,7 @@ class Driver(Protocol):
     callbacks); ``controller`` is its kernel Controller (None before the first step)."""
 
     controller: Controller | None
+    run_dir: RunDir | None  # the run's folder (its summary.json is written by Run)
 
     def __init__(self, cfg, *, callbacks: Sequence[MetricsCallback] = (), progress: bool = True) -> None: ...
     def step(self) -> ControllerState: ...
@@ -55,6 +58,7 @@ class Run:
         self.driver: Driver | None = None
         self._result: Result | None = None
         self._closed = False
+        self._summarised = False
 
     def __enter__(self) -> "Run":
         self.start()
@@ -93,20 +97,41 @@ class Run:
         """Run to the end and return the result; if the run failed, raise the part's error (a
         RunFailedError, e.g. ElasticJobError) saying why."""
         if self._result is None:
-            while not self.step().terminal:
-                pass
-            result = self.driver.result()  # raises if the run errored
-            if self.state is ControllerState.ERRORED:  # a driver that did not: still an error
-                raise RunFailedError(f"{self.part} run failed: {self.driver.controller.error}")
+            try:
+                while not self.step().terminal:
+                    pass
+                result = self.driver.result()  # raises if the run errored
+                if self.state is ControllerState.ERRORED:  # a driver that did not: still an error
+                    raise RunFailedError(f"{self.part} run failed: {self.driver.controller.error}")
+            except BaseException as exc:
+                self._summarise(INTERRUPTED if isinstance(exc, KeyboardInterrupt) else FAILED,
+                                error=f"{type(exc).__name__}: {exc}")
+                raise
             self._result = result
+            self._summarise(FINISHED, metrics=result.metrics, artifacts=result.artifacts,
+                            checkpoint=result.checkpoint)
             self.driver.controller.end(self._result)
         return self._result
 
     def close(self) -> None:
-        """Stop the run's actors and remove its placement groups."""
+        """Stop the run's actors and remove its placement groups; a run that did not end says
+        so in its summary (interrupted)."""
         if self.driver is not None and not self._closed:
-            self.driver.shutdown()
+            try:
+                self.driver.shutdown()
+            finally:
+                self._summarise(INTERRUPTED, error="closed before the run ended")
         self._closed = True
+
+    def _summarise(self, status: str, **info) -> None:
+        """Write the run's summary.json once (the first outcome known is the one kept)."""
+        run_dir = getattr(self.driver, "run_dir", None)
+        if self._summarised or run_dir is None:
+            return
+        self._summarised = True
+        ctl = self.driver.controller
+        transitions = [f"{t.before.value}->{t.after.value}: {t.why}" for t in ctl.transitions] if ctl else []
+        run_dir.write_summary(status, transitions=transitions, **info)
 
 
 def run_part(part: str, cfg: ConfigSource = None, *, wait: bool = True, progress: bool = True,
