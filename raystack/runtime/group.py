@@ -33,6 +33,8 @@ class PlacementSpec:
     strategy: str = "PACK"  # PACK | SPREAD | STRICT_PACK | STRICT_SPREAD
     detached: bool = False
     ray_name: str = ""  # a Ray-wide name, so a restarted driver can find the group again
+    avoid_nodes: tuple[str, ...] = ()  # node ids no bundle may use (e.g. a node that may be lost)
+    target_node: str = ""  # a node id the group should prefer (soft: elsewhere if it cannot)
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,8 @@ class Spawner(Protocol):
     def wait(self, futures: Sequence[Any], timeout_s: float | None) -> list[Any]: ...
     def result(self, future: Any) -> Any: ...
     def classify(self, error: BaseException) -> Health | None: ...
+    def node_of(self, placement: Any, bundle: int) -> str | None: ...
+    def node_alive(self, node: str) -> bool: ...
 
 
 def short_error(error: BaseException, limit: int = 300) -> str:
@@ -114,6 +118,7 @@ class ActorGroup:
         self._members: dict[str, tuple[MemberSpec, Any]] = {}
         self._last: dict[str, Health] = {}  # each member's health in the latest poll or call
         self.respawns = 0  # members replaced over the group's life
+        self._moves = 0  # placement groups made to move members off a lost node
 
     # ---- placement groups ----------------------------------------------------------------------
     def reserve(self, *specs: PlacementSpec) -> list[Any]:
@@ -171,31 +176,79 @@ class ActorGroup:
     def respawn(self, keys: Iterable[str], *, spec_for: Callable[[MemberSpec], MemberSpec] | None = None,
                 fresh_placement: bool | None = None) -> list[str]:
         """Kill and start again each member in ``keys`` (same position, same spec unless
-        ``spec_for`` changes it). ``fresh_placement``: schedule the replacement in a new
-        placement group with the member's bundle (None: only if its node was lost, since
-        the old bundle still points at the dead node)."""
+        ``spec_for`` changes it).
+
+        ``fresh_placement``: schedule the replacements in new placement groups (None: only
+        members whose node was lost or may be: NODE_LOST, or UNREACHABLE on a node that is not
+        known alive, since the old bundle still points at that node until Ray declares it
+        dead). Members that shared a placement group get one new group together, with the
+        old strategy (a PACK replica stays packed), avoiding the nodes they were lost on; the
+        old group is released once no member uses it."""
         keys = list(keys)
+        specs: dict[str, MemberSpec] = {}
+        fresh: dict[str, list[str]] = {}  # old placement -> keys that move to a new one
+        suspects: set[str] = set()
         for key in keys:
             spec, old = self._members[key]
             self.spawner.kill(old)
-            if spec_for is not None:
-                spec = spec_for(spec)
-            fresh = fresh_placement if fresh_placement is not None else self._last.get(key) is Health.NODE_LOST
-            if fresh and spec.placement is not None:
-                spec = self._fresh_placement(spec)
+            new = spec_for(spec) if spec_for is not None else spec
+            specs[key] = new
+            if new.placement is None:
+                continue
+            node = self._node_of(spec)
+            move = fresh_placement if fresh_placement is not None else self._lost_node(key, node)
+            if move:
+                fresh.setdefault(new.placement, []).append(key)
+                if node is not None and (fresh_placement is None or not self.spawner.node_alive(node)):
+                    suspects.add(node)
+        for placement, moved in fresh.items():
+            specs.update(self._fresh_placement(placement, [specs[k] for k in moved], tuple(sorted(suspects))))
+        for key in keys:
+            spec = specs[key]
             pg = self._placements[spec.placement][1] if spec.placement is not None else None
+            old_placement = self._members[key][0].placement
             self._members[key] = (spec, self.spawner.spawn(spec, pg))
             self._last[key] = Health.ALIVE
             self.respawns += 1
-            logger.info("%s: respawned %s%s", self.name, key, " in a fresh placement group" if fresh else "")
+            if old_placement != spec.placement:
+                self._release_if_unused(old_placement)
+            logger.info("%s: respawned %s%s", self.name, key,
+                        f" in placement {spec.placement}" if old_placement != spec.placement else "")
         return keys
 
-    def _fresh_placement(self, spec: MemberSpec) -> MemberSpec:
-        old, _ = self._placements[spec.placement]
-        n = sum(name.startswith(old.name + "~") for name in self._placements) + 1
-        new = PlacementSpec(f"{old.name}~{n}", (old.bundles[spec.bundle],), old.strategy, old.detached)
+    def _node_of(self, spec: MemberSpec) -> str | None:
+        if spec.placement is None or spec.placement not in self._placements:
+            return None
+        try:
+            return self.spawner.node_of(self._placements[spec.placement][1], spec.bundle)
+        except Exception:  # noqa: BLE001 - the cluster cannot say: treat the node as unknown
+            return None
+
+    def _lost_node(self, key: str, node: str | None) -> bool:
+        """Whether a member's node was lost or may be (so its old bundle must not be reused)."""
+        last = self._last.get(key)
+        if last is Health.NODE_LOST:
+            return True
+        if last is Health.UNREACHABLE:
+            return node is None or not self.spawner.node_alive(node)
+        return node is not None and not self.spawner.node_alive(node)
+
+    def _fresh_placement(self, name: str, specs: list[MemberSpec], avoid: tuple[str, ...]) -> dict[str, MemberSpec]:
+        """One new placement group for ``specs`` (members of placement ``name``): their
+        bundles, the old strategy, avoiding ``avoid``; the specs moved into it, by key."""
+        old, _ = self._placements[name]
+        base = old.name.split("~")[0]
+        self._moves += 1
+        n = self._moves
+        new = replace(old, name=f"{base}~{n}", bundles=tuple(old.bundles[s.bundle] for s in specs),
+                      ray_name=f"{old.ray_name}~{n}" if old.ray_name else "", avoid_nodes=avoid, target_node="")
         self.reserve(new)
-        return replace(spec, placement=new.name, bundle=0)
+        return {s.key: replace(s, placement=new.name, bundle=i) for i, s in enumerate(specs)}
+
+    def _release_if_unused(self, placement: str | None) -> None:
+        if placement is not None and placement in self._placements and not any(
+                s.placement == placement for s, _ in self._members.values()):
+            self.release(placement)
 
     def kill(self, key: str) -> None:
         """Stop a member's actor; it stays a member (respawn or remove it next)."""
@@ -208,15 +261,17 @@ class ActorGroup:
         spec, actor = self._members.pop(key)
         self._last.pop(key, None)
         self.spawner.kill(actor)
-        if spec.placement is not None and spec.placement in self._placements and not any(
-                s.placement == spec.placement for s, _ in self._members.values()):
-            self.release(spec.placement)
+        self._release_if_unused(spec.placement)
 
     def handle(self, key: str) -> Any:
         return self._members[key][1]
 
     def spec(self, key: str) -> MemberSpec:
         return self._members[key][0]
+
+    def node(self, key: str) -> str | None:
+        """The node id a member's bundle is on (None: no placement group, or unknown)."""
+        return self._node_of(self._members[key][0])
 
     @property
     def keys(self) -> list[str]:

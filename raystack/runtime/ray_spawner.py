@@ -6,11 +6,13 @@ from typing import Any, Mapping, Sequence
 
 import ray
 from ray.exceptions import ActorUnavailableError, GetTimeoutError, RayActorError
-from ray.util.placement_group import placement_group, remove_placement_group
+from ray.util.placement_group import placement_group, placement_group_table, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from raystack.runtime.group import MemberSpec, PlacementSpec
 from raystack.runtime.health import Health
+
+NODE_ID_LABEL = "ray.io/node-id"  # the label Ray gives every node: its id
 
 # how Ray says an actor died with its node (the GCS' death cause), besides a preemption flag
 NODE_DEATH_MARKERS = ("node has died", "node died", "node is dead", "raylet died", "node was removed")
@@ -26,6 +28,11 @@ class RaySpawner:
         kw: dict[str, Any] = {"strategy": spec.strategy, "name": spec.ray_name}
         if spec.detached:
             kw["lifetime"] = "detached"
+        if spec.avoid_nodes:  # never back onto a node that was (or may be) lost
+            kw["bundle_label_selector"] = [{NODE_ID_LABEL: f"!in({','.join(spec.avoid_nodes)})"}
+                                           for _ in spec.bundles]
+        if spec.target_node:
+            kw["_soft_target_node_id"] = spec.target_node
         return placement_group([dict(b) for b in spec.bundles], **kw)
 
     def ready(self, placements: Sequence[Any], timeout_s: float) -> None:
@@ -78,6 +85,15 @@ class RaySpawner:
 
     def classify(self, error: BaseException) -> Health | None:
         return classify_ray_error(error)
+
+    def node_of(self, placement: Any, bundle: int) -> str | None:
+        """The node id the bundle was placed on (None: not placed, or unknown)."""
+        nodes = placement_group_table(placement).get("bundles_to_node_id", {})
+        return nodes.get(bundle) or None
+
+    def node_alive(self, node: str) -> bool:
+        """Whether the GCS still counts ``node`` among the alive nodes."""
+        return any(n["NodeID"] == node and n["Alive"] for n in ray.nodes())
 
 
 def classify_ray_error(error: BaseException) -> Health | None:

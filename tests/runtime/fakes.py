@@ -45,6 +45,7 @@ class FakeSpawner:
     actors: list = field(default_factory=list)
     killed: list = field(default_factory=list)
     fail_ready: bool = False
+    dead_nodes: set = field(default_factory=set)  # node names the cluster no longer counts alive
 
     def reserve(self, spec):
         pg = FakePlacement(spec)
@@ -89,6 +90,13 @@ class FakeSpawner:
         if isinstance(error, FakeActorDied):
             return Health.NODE_LOST if error.node_lost else Health.DEAD
         return None
+
+    def node_of(self, placement, bundle):
+        """A fake node per placement group: every bundle of a group shares its node."""
+        return f"node-of-{placement.spec.name}"
+
+    def node_alive(self, node):
+        return node not in self.dead_nodes
 
     def live(self, key):
         """The live actor of member ``key`` (the latest incarnation)."""

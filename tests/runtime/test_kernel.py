@@ -65,6 +65,31 @@ def test_respawn_replaces_the_actor_in_place_and_a_lost_node_gets_a_fresh_placem
     assert sp.live("w0").placement is old.placement and sp.live("w0").bundle == 0
 
 
+def test_members_lost_with_their_node_move_together_into_one_new_group_avoiding_it():
+    """A replica's ranks (one PACK group) lost with their node: one new PACK group with their
+    bundles, told to avoid the lost node; the old group is released. Unreachable members on a
+    node Ray still counts alive keep their bundle."""
+    sp = FakeSpawner()
+    g = ActorGroup("toy", sp)
+    g.reserve(PlacementSpec("replica-0", ({"CPU": 1.0}, {"CPU": 2.0}), "PACK"),
+              PlacementSpec("replica-1", ({"CPU": 1.0},), "PACK"))
+    g.spawn(*[MemberSpec(f"r{i}", Counter, placement="replica-0", bundle=i) for i in range(2)],
+            MemberSpec("r2", Counter, placement="replica-1"))
+    old = sp.placements[0]
+    for k in ("r0", "r1"):
+        sp.live(k).alive = False
+    sp.dead_nodes.add("node-of-replica-0")
+    sp.live("r2").hang = True                     # slow, on a node that is alive
+    g.poll(timeout_s=0.1)
+    g.respawn(["r0", "r1", "r2"])
+    new = sp.live("r0").placement
+    assert new is sp.live("r1").placement and new is not old and old.released
+    assert new.spec.strategy == "PACK" and new.spec.bundles == ({"CPU": 1.0}, {"CPU": 2.0})
+    assert new.spec.avoid_nodes == ("node-of-replica-0",)
+    assert [sp.live(k).bundle for k in ("r0", "r1")] == [0, 1]
+    assert sp.live("r2").placement is sp.placements[1]  # its node is alive: same bundle
+
+
 def test_shutdown_kills_every_member_and_releases_every_placement_group():
     g, sp = make_group()
     g.reserve(PlacementSpec("extra", ({"CPU": 1.0},), detached=True))
