@@ -378,7 +378,14 @@ class EDiTGroup:
 
 
 def run_edit(cfg: EDiTConfig, progress: bool = True, on_segment=None) -> RunResult:
-    """Start a group, run it to the end, shut it down (the Python API behind ``raystack edit``)."""
+    """Start a group, run it to the end, shut it down (the Python API behind ``raystack edit``).
+
+    The job is checked first (files, sizes, the cluster's resources): a refused job raises
+    `PreflightError` before any placement group or actor exists."""
+    from raystack.cluster import planned_resources
+    from raystack.preflight import preflight
+
+    preflight(cfg, planned_resources())
     group = EDiTGroup(cfg)
     group.start()
     try:

@@ -126,7 +126,12 @@ class LoRAPipeline:
 
     def __init__(self, cfg: MLoRAConfig, *, threads_per_stage: int = 1, progress: bool = True,
                  stage_options: dict | None = None) -> None:
-        check_config(cfg)  # fails before any actor starts
+        self.stage_options = stage_options or {"num_cpus": 1}
+        from raystack.cluster import planned_resources
+        from raystack.preflight.mlora import preflight_mlora
+
+        # base, datasets, sizes and the cluster's resources, checked before any actor starts
+        preflight_mlora(cfg, planned_resources(), stage_cpus=self.stage_options.get("num_cpus", 1))
         for d in cfg.datasets:  # actors and later reads may run in another directory
             if d.path is not None:
                 d.path = str(Path(d.path).resolve())
@@ -134,7 +139,6 @@ class LoRAPipeline:
         self.threads = threads_per_stage
         self.progress = progress
         self.devices = plan_devices(cfg.pipeline.device, cfg.pipeline.stages, cluster_gpus())
-        self.stage_options = stage_options or {"num_cpus": 1}
         if self.devices.uses_gpu:
             self.stage_options = {**self.stage_options, "num_gpus": self.devices.gpus_per_actor}
         meta = build_base(cfg, device="meta")

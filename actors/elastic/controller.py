@@ -139,9 +139,14 @@ class ElasticController:
 
 
 def train(cfg: ElasticConfig, progress: Callable[[dict], None] | None = None) -> ElasticResult:
-    """Run the job to the end on the connected Ray cluster; clean up its actors."""
+    """Run the job to the end on the connected Ray cluster; clean up its actors. The job is
+    checked first (data, sizes, the cluster's resources): a refused job raises `PreflightError`
+    before any actor or placement group exists."""
+    from raystack.cluster import connect, planned_resources
+    from raystack.preflight import preflight
+
+    preflight(cfg, planned_resources())  # before an embedded cluster starts, when none runs
     if not ray.is_initialized():
-        from raystack.cluster import connect
         connect()
     ctl = ElasticController(cfg)
     try:
