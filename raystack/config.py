@@ -260,6 +260,8 @@ def _convert(value: Any, tp: Any, field: str) -> Any:
     if tp is str:
         if not isinstance(value, str):
             raise ConfigError(field, f"expected str, {_got(value)}")
+        if "\x00" in value:  # no name, path or id may hold one (the OS refuses it in paths)
+            raise ConfigError(field, f"must not contain a NUL character, got {_shown(value)}")
         return value
     if tp is Path:
         if not isinstance(value, (str, Path)):

@@ -72,3 +72,38 @@ def output_override(part: str, directory: str) -> dict:
 
 def defaults_dict(part: str) -> dict:
     return config_to_dict(PARTS[part].config_class()())
+
+
+DOCS_DIR = CONFIG_DIR.parent / "docs"
+
+
+def doc_table_markers(part: str) -> tuple[str, str]:
+    return f"<!-- config:{part} -->", f"<!-- /config:{part} -->"
+
+
+def with_config_table(doc: str, part: str) -> str:
+    """``doc`` (docs/<part>.md) with the generated config table between its markers."""
+    from raystack.config_render import render_table
+
+    begin, end = doc_table_markers(part)
+    head, found, rest = doc.partition(begin)
+    if not found or end not in rest:
+        raise ValueError(f"docs/{part}.md lacks the markers {begin} ... {end}")
+    return f"{head}{begin}\n{render_table(PARTS[part].config_class())}{end}{rest.split(end, 1)[1]}"
+
+
+def write_generated_files() -> list[Path]:
+    """Regenerate configs/<part>.yaml and the config tables of docs/<part>.md (a source checkout)."""
+    written = []
+    for part in PARTS:
+        target = CONFIG_DIR / f"{part}.yaml"
+        target.write_text(render_part_yaml(part))
+        doc = DOCS_DIR / f"{part}.md"
+        doc.write_text(with_config_table(doc.read_text(), part))
+        written += [target, doc]
+    return written
+
+
+if __name__ == "__main__":  # python -m raystack.parts: refresh the generated config files and tables
+    for path in write_generated_files():
+        print(path)

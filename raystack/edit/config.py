@@ -23,7 +23,7 @@ DAY_S = 86_400.0
 class InnerConfig(ConfigBase):
     """The inner optimizer each replica steps on its own data."""
 
-    optimizer: Literal["adamw", "sgd"] = option("adamw", "inner optimizer")
+    optimizer: Literal["adamw", "sgd"] = option("adamw", "adamw or sgd")
     lr: float = option(2e-3, "peak learning rate", gt=0, le=10)
     weight_decay: float = option(0.1, "decoupled weight decay", ge=0, le=10)
     beta1: float = option(0.9, "AdamW beta1", ge=0, lt=1)
@@ -59,7 +59,7 @@ class OuterConfig(ConfigBase):
 class PenaltyConfig(ConfigBase):
     """The pseudo-gradient penalty (EDiT and A-EDiT only)."""
 
-    enabled: bool = option(True, "drop and down-weight anomalous pseudo-gradients")
+    enabled: bool = option(True, "EDiT / A-EDiT only: drop and down-weight anomalous pseudo-gradients")
     ewma_alpha: float = option(0.02, "EWMA weight of the norm statistics", gt=0, le=1)
     z_threshold: float = option(3.0, "z-score above which a pseudo-gradient is an outlier", gt=0, le=1000)
     warmup_syncs: int = option(5, "syncs before outliers can be flagged (the reference: 120)", ge=0, le=MAX_STEPS)
@@ -113,13 +113,13 @@ class RunConfig(ConfigBase):
     out_dir: str = option("runs/edit", "checkpoints and results go here")
     checkpoint_every: int = option(5, "syncs between checkpoints; 0: only at the end", ge=0, le=MAX_STEPS)
     eval_every: int = option(5, "syncs between validation losses; 0: only at the end", ge=0, le=MAX_STEPS)
-    resume: bool = option(False, "continue from out_dir/checkpoint if it exists")
+    resume: bool = option(False, "continue a finished or interrupted run from out_dir/checkpoint if it exists")
     seed: int = option(0, "model init and data order", ge=0, le=MAX_SEED)
     max_replacements: int = option(3, "replica actors replaced after a failure before giving up", ge=0, le=1000)
     comm_timeout_s: float = option(60.0, "collective timeout (s)", gt=0, le=DAY_S)
     cpus_per_rank: float = option(1.0, "Ray CPUs each rank reserves", gt=0, le=1024)
     threads_per_rank: int = option(1, "torch threads in each rank", ge=1, le=1024)
-    device: Device = option("auto", "auto (GPUs when the cluster has any), cpu or cuda")
+    device: Device = option("auto", "auto (GPUs when the cluster has any), cpu or cuda; a GPU per rank gives NCCL, fewer are shared over gloo")
     segments_per_call: int = option(8, "segments (syncs) a rank runs per driver call, at most", ge=1, le=10_000)
 
     def validate(self) -> None:
@@ -131,10 +131,10 @@ class RunConfig(ConfigBase):
 class EDiTConfig(ConfigBase):
     """An EDiT pretraining job: ``ranks`` processes in ``ranks // shards`` replicas."""
 
-    model: str = option("tiny-1m", "tiny-1m, tiny-20m, small-50m, or a transformers checkpoint directory")
+    model: str = option("tiny-1m", "tiny-1m, tiny-20m, small-50m, or a local transformers checkpoint directory")
     mode: Mode = option("edit", "edit, aedit, diloco, post_local_sgd or sync (plain data parallel)")
     ranks: int = option(2, "total ranks (processes)", ge=1, le=MAX_RANKS)
-    shards: int = option(1, "S: ranks per replica, each owning 1/S of every block", ge=1, le=MAX_RANKS)
+    shards: int = option(1, "S: ranks per replica, each owning 1/S of every block (must divide ranks)", ge=1, le=MAX_RANKS)
     steps: int = option(200, "inner steps per replica (A-EDiT: the mean over replicas)", ge=1, le=MAX_STEPS)
     inner: InnerConfig = option(doc="inner optimizer", factory=InnerConfig)
     sync: SyncConfig = option(doc="synchronisation", factory=SyncConfig)

@@ -15,7 +15,7 @@ DAY_S = 86_400.0
 class DataConfig(ConfigBase):
     """Criteo-schema Parquet: the user's files, or generated Criteo-like data."""
 
-    path: str | None = option(None, "Parquet files or a directory in the Criteo schema; null: generate")
+    path: str | None = option(None, "Parquet files or a directory in the Criteo schema (sample_id, label, I1..I13, C1..C26); null: generate")
     generate_rows: int = option(120_000, "rows of generated data", ge=1000, le=MAX_ROWS)
     generate_files: int = option(4, "generated files (the last one is held out for AUC)", ge=2, le=10_000)
     vocab: int = option(1000, "ids per categorical feature (rows of each embedding table)", ge=2, le=100_000_000)
@@ -23,6 +23,14 @@ class DataConfig(ConfigBase):
     out_dir: str = option("runs/elastic/data", "where generated data is written (reused when its digests match)")
     rows_per_shard: int = option(4096, "rows per data shard (the unit of exactly-once bookkeeping)", ge=1, le=MAX_ROWS)
     eval_rows: int = option(20_000, "held-out rows scored for AUC", ge=1, le=MAX_ROWS)
+
+    def validate(self) -> None:
+        problems = Problems()
+        if not self.out_dir.strip():
+            problems.add("out_dir", "must name a directory")
+        if self.path is not None and not self.path.strip():
+            problems.add("path", "must name Parquet files or a directory (or be null to generate data)")
+        problems.raise_if_any()
 
 
 @dataclass
@@ -33,8 +41,8 @@ class ModelConfig(ConfigBase):
     bottom: list[int] = option(doc="bottom MLP widths", factory=lambda: [64], ge=1, le=65_536)
     top: list[int] = option(doc="top MLP widths", factory=lambda: [64], ge=1, le=65_536)
     batch_size: int = option(512, "rows per worker step", ge=1, le=1_048_576)
-    lr_dense: float = option(0.01, "learning rate of the MLPs", gt=0, le=10)
-    lr_sparse: float = option(0.05, "learning rate of the embedding rows", gt=0, le=10)
+    lr_dense: float = option(0.01, "Adagrad learning rate of the MLPs", gt=0, le=10)
+    lr_sparse: float = option(0.05, "Adagrad learning rate of the embedding rows", gt=0, le=10)
     seed: int = option(0, "initialisation and generated-data seed", ge=0, le=MAX_SEED)
 
 
@@ -47,9 +55,9 @@ class ResourceConfig(ConfigBase):
     max_workers: int = option(4, "workers, at most", ge=1, le=MAX_UNITS)
     max_ps: int = option(2, "parameter servers, at most", ge=1, le=MAX_UNITS)
     cpu_choices: list[float] = option(doc="CPUs a worker or PS may get", factory=lambda: [1.0], gt=0, le=1024)
-    ray_cpus_per_cpu: float = option(0.25, "Ray logical CPUs reserved per planned CPU (2-core laptop)", gt=0, le=64)
+    ray_cpus_per_cpu: float = option(0.25, "Ray logical CPUs reserved per planned CPU (0.25 for a 2-core laptop, 1.0 on a real cluster)", gt=0, le=64)
     reserve_memory: bool = option(False, "put memory into the placement-group bundles")
-    sim_nodes: int = option(0, "> 0: pin units round-robin to custom resources sim_node_<k>", ge=0, le=MAX_UNITS)
+    sim_nodes: int = option(0, "> 0: pin units round-robin to custom resources sim_node_<k> (the CLI sets 3 on an embedded cluster)", ge=0, le=MAX_UNITS)
     autoscale: bool = option(True, "false: keep the initial config (fixed-size runs)")
     initial_workers: int = option(2, "workers of the first plan", ge=1, le=MAX_UNITS)
     initial_ps: int = option(1, "parameter servers of the first plan", ge=1, le=MAX_UNITS)
@@ -69,12 +77,12 @@ class ResourceConfig(ConfigBase):
 class FaultConfig(ConfigBase):
     """Checkpoints, stragglers and how many failures the job survives."""
 
-    checkpoint_every_s: float = option(2.0, "seconds between parameter-server checkpoints", gt=0, le=DAY_S)
-    straggler_factor: float = option(2.0, "a worker this many times slower than the median is a straggler",
+    checkpoint_every_s: float = option(2.0, "seconds between parameter-server flash checkpoints", gt=0, le=DAY_S)
+    straggler_factor: float = option(2.0, "straggler: a worker below the median rate / this factor (after straggler_min_rows rows)",
                                      gt=1, le=1000)
     straggler_min_rows: int = option(4096, "rows a worker trains before it can be called a straggler", ge=1, le=MAX_ROWS)
-    max_shard_failures: int = option(3, "failures of one shard before the job fails", ge=1, le=1000)
-    max_relaunches: int = option(5, "relaunches of a unit in a row, committing nothing, before the job fails",
+    max_shard_failures: int = option(3, "failures of one shard before the job stops, naming the file", ge=1, le=1000)
+    max_relaunches: int = option(5, "relaunches of a unit in a row without its worker committing a batch before the job stops",
                                  ge=1, le=1000)
     slow_workers: dict[str, float] = option(doc="unit id -> simulated slowdown (demos)", factory=dict, ge=1, le=1000)
 
@@ -83,7 +91,7 @@ class FaultConfig(ConfigBase):
 class ElasticConfig(ConfigBase):
     """An elastic DLRM job: data, model, resource budget, fault handling."""
 
-    name: str = option("elastic", "job name (letters, digits, - and _): actor and state names")
+    name: str = option("elastic", "job name (letters, digits, - and _): actor, placement-group and state names")
     epochs: int = option(1, "passes over the training data", ge=1, le=10_000)
     work_dir: str = option("runs/elastic", "shard state and parameter-server checkpoints go under work_dir/name")
     poll_s: float = option(0.5, "seconds between controller steps", gt=0, le=3600)

@@ -36,8 +36,8 @@ class DatasetConfig(ConfigBase):
     name: str = option("reverse", "the name tasks refer to")
     synthetic: Optional[str] = option(None, "built-in task: reverse, sort, copy or arithmetic (or set path)")
     path: Optional[str] = option(None, "a .json, .jsonl or .parquet file of records (or set synthetic)")
-    prompt_template: str = option("{prompt}", "prompt made from a record's fields, e.g. 'Q: {question}\\nA: '")
-    response_field: str = option("response", "record field holding the answer")
+    prompt_template: str = option("{prompt}", "Python format string over the record's fields, e.g. 'Q: {question}\\nA: '")
+    response_field: str = option("response", "record field holding the answer (the loss is on the answer + EOS only)")
     num_examples: int = option(2000, "synthetic only: examples generated", ge=1, le=MAX_EXAMPLES)
     eval_examples: int = option(64, "examples held out for accuracy (synthetic: another seed)", ge=1, le=1_000_000)
     seed: int = option(0, "synthetic data seed", ge=0, le=MAX_SEED)
@@ -62,12 +62,12 @@ class AdapterConfig(ConfigBase):
     r: int = option(8, "rank", ge=1, le=4096)
     alpha: float = option(16.0, "scaling numerator (scale = alpha / r)", gt=0, le=1e6)
     dropout: float = option(0.0, "dropout on the adapter's input", ge=0, lt=1)
-    target_modules: list[str] = option(doc="linear layers that get the adapter (lm_head too)",
+    target_modules: list[str] = option(doc="short names of the linear layers that get the adapter; must exist in the base (lm_head allowed)",
                                        factory=lambda: list(ALL_LINEAR))
-    optimizer: Literal["adamw", "sgd"] = option("adamw", "adamw or sgd")
+    optimizer: Literal["adamw", "sgd"] = option("adamw", "adamw or sgd (momentum 0.9)")
     lr: float = option(3e-3, "learning rate", gt=0, le=10)
     weight_decay: float = option(0.0, "weight decay", ge=0, le=10)
-    schedule: Literal["constant", "linear", "cosine"] = option("constant", "learning-rate schedule")
+    schedule: Literal["constant", "linear", "cosine"] = option("constant", "constant, linear or cosine decay after the linear warm-up")
     warmup_steps: int = option(0, "linear warm-up steps", ge=0, le=MAX_STEPS)
     seed: int = option(0, "initialisation seed", ge=0, le=MAX_SEED)
 
@@ -82,12 +82,12 @@ class TaskConfig(ConfigBase):
     adapter: str = option("a0", "the adapter trained")
     dataset: str = option("reverse", "the dataset it learns")
     batch_size: int = option(16, "rows per step", ge=1, le=MAX_BATCH)
-    micro_batch_size: int = option(16, "rows per micro-batch (batch_size / micro_batch_size per step)",
+    micro_batch_size: int = option(16, "rows per micro-batch; micro-batches per step = ceil(batch_size / micro_batch_size)",
                                    ge=1, le=MAX_BATCH)
     epochs: float = option(1.0, "passes over the dataset (when max_steps is null)", gt=0, le=1e6)
     max_steps: Optional[int] = option(None, "steps; overrides epochs when set", ge=1, le=MAX_STEPS)
     cutoff_len: int = option(32, "tokens per row (prompt + response), longer rows are cut", ge=1, le=MAX_SEQ_LEN)
-    save_steps: int = option(50, "steps between checkpoints", ge=1, le=MAX_STEPS)
+    save_steps: int = option(50, "checkpoint interval (checkpoints are also taken at every window end)", ge=1, le=MAX_STEPS)
     priority: int = option(0, "higher is admitted first", ge=-1000, le=1000)
 
     @property
@@ -99,16 +99,16 @@ class TaskConfig(ConfigBase):
 class PipelineConfig(ConfigBase):
     """How the base is split over stage actors and how jobs fill them."""
 
-    stages: int = option(2, "pipeline stage actors", ge=1, le=1024)
+    stages: int = option(2, "pipeline stage actors (1 CPU each)", ge=1, le=1024)
     balance: Literal["params", "measured"] = option("params", "split by parameter count or measured time")
     window_steps: int = option(20, "steps scheduled at once; checkpoints and admissions between windows",
                                ge=1, le=1_000_000)
     max_in_flight: Optional[int] = option(
-        None, "micro-batches between stage 0's forward and its backward; null: stages + 1", ge=1, le=4096)
+        None, "cap on micro-batches in flight on stage 0 (activation memory); null: stages + 1, enough to keep every stage busy", ge=1, le=4096)
     lanes: Optional[int] = option(
-        None, "lanes of jobs filling the pipeline; null: 2 x stages (fewer: wider micro-batches)", ge=1, le=4096)
+        None, "lanes of jobs filling the pipeline; null: 2 x stages; fewer lanes: wider BatchLoRA micro-batches, more activation memory", ge=1, le=4096)
     max_restarts: int = option(2, "restarts per stage actor failure before giving up", ge=0, le=1000)
-    device: Device = option("auto", "auto (GPUs when the cluster has any), cpu or cuda")
+    device: Device = option("auto", "auto (stages on GPUs when the cluster has any), cpu or cuda; activations cross stages as CPU tensors")
 
     @property
     def in_flight_cap(self) -> int:
@@ -120,17 +120,17 @@ class SchedulerConfig(ConfigBase):
     """Which queued jobs start, within a memory budget."""
 
     max_concurrent: int = option(8, "jobs training at once", ge=1, le=MAX_JOBS)
-    memory_budget_mb: float = option(4096.0, "activation memory the running jobs may use (MB)", gt=0, le=2**30)
-    strict_priority: bool = option(False, "never start a lower-priority job before a higher one")
+    memory_budget_mb: float = option(4096.0, "admission budget for the predicted activation memory of running jobs (MB)", gt=0, le=2**30)
+    strict_priority: bool = option(False, "a higher-priority job that does not fit blocks lower-priority ones")
 
 
 @dataclass
 class MLoRAConfig(ConfigBase):
     """An mLoRA job: adapters trained on datasets by tasks, over a pipelined base."""
 
-    base: str = option("tiny-1m", "tiny-1m, tiny-20m, small-50m, or a transformers checkpoint directory")
-    seed: int = option(0, "base initialisation and data order", ge=0, le=MAX_SEED)
-    output_dir: str = option("runs/mlora", "adapters, checkpoints and summary.json go here")
+    base: str = option("tiny-1m", "tiny-1m, tiny-20m, small-50m, or a local transformers checkpoint directory (Llama/Qwen2)")
+    seed: int = option(0, "base weights seed (named bases) and data order", ge=0, le=MAX_SEED)
+    output_dir: str = option("runs/mlora", "adapters/<name>/ (PEFT), checkpoints/<name>.pt and summary.json go here")
     datasets: list[DatasetConfig] = option(doc="datasets", factory=lambda: [
         DatasetConfig(name=t, synthetic=t, seed=i) for i, t in enumerate(SYNTHETIC_TASKS)])
     adapters: list[AdapterConfig] = option(doc="adapters", factory=lambda: [

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Optional
 
-from raystack.config import ConfigBase, ConfigError, option
+from raystack.config import ConfigBase, Problems, option
 
 
 @dataclass
@@ -33,5 +33,9 @@ class WorkflowConfig(ConfigBase):
     llm: LLMConfig = option(doc="optional model for `workflow plan`", factory=LLMConfig)
 
     def validate(self) -> None:
+        problems = Problems()
+        if not self.store.strip():
+            problems.add("store", "must name a directory or URI")
         if self.llm.url and not self.llm.model:
-            raise ConfigError("llm.model", "is required when llm.url is set")
+            problems.add("llm.model", "is required when llm.url is set")
+        problems.raise_if_any()
