@@ -83,7 +83,9 @@ class DataConfig(ConfigBase):
     def validate(self) -> None:
         problems = Problems()
         for i, p in enumerate(self.paths):
-            if not Path(p).exists():
+            if not p.strip():
+                problems.add(f"paths[{i}]", "must name a file or directory")
+            elif not Path(p).exists():
                 problems.add(f"paths[{i}]", f"no such file or directory: {p}")
         problems.raise_if_any()
 
@@ -154,15 +156,18 @@ class EDiTConfig(ConfigBase):
         if self.model not in MODEL_NAMES and not (Path(self.model) / "config.json").is_file():
             problems.add("model", f"unknown model {self.model!r}{did_you_mean(self.model, MODEL_NAMES)}; "
                          f"expected one of {list(MODEL_NAMES)} or a checkpoint directory")
-        if self.ranks % self.shards:
+        if self.shards < 1 or self.ranks < 1:
+            pass  # out of range: named by the field checks
+        elif self.ranks % self.shards:
             problems.add("shards", f"must divide ranks={self.ranks}, got {self.shards}")
-        elif self.simulate.slowdown and len(self.simulate.slowdown) != self.replicas:
-            problems.add("simulate.slowdown", f"needs one factor per replica ({self.replicas}), "
-                         f"got {len(self.simulate.slowdown)}")
-        for name in ("random_slow_replica", "spike_replica"):
-            if getattr(self.simulate, name) >= self.replicas and not self.ranks % self.shards:
-                problems.add(f"simulate.{name}", f"must be -1 or a replica in [0, {self.replicas - 1}], "
-                             f"got {getattr(self.simulate, name)}")
+        else:
+            if self.simulate.slowdown and len(self.simulate.slowdown) != self.replicas:
+                problems.add("simulate.slowdown", f"needs one factor per replica ({self.replicas}), "
+                             f"got {len(self.simulate.slowdown)}")
+            for name in ("random_slow_replica", "spike_replica"):
+                if getattr(self.simulate, name) >= self.replicas:
+                    problems.add(f"simulate.{name}", f"must be -1 or a replica in [0, {self.replicas - 1}], "
+                                 f"got {getattr(self.simulate, name)}")
         problems.raise_if_any()
 
     # -- what each mode means ------------------------------------------------------------------

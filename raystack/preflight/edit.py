@@ -1,6 +1,7 @@
 """Preflight of an EDiT job: model and data files, checkpoint to resume, sizes, cluster fit."""
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from raystack.preflight.resources import (PROCESS_OVERHEAD_BYTES, ClusterResourc
                                           transformer_activation_bytes)
 
 MAX_FILES_CHECKED = 256      # files of a data directory opened by the preflight (the rest are counted)
+MAX_FILES_LISTED = 100_000   # files of one data directory, at most
 CORPUS_BYTES_PER_BYTE = 9    # a rank holds the corpus as bytes and as int64 tokens
 
 
@@ -22,7 +24,12 @@ def check_data_path(path: Path, field: str, text_field: str) -> int:
     from raystack.data.corpus import DATA_SUFFIXES, TEXT_SUFFIXES
 
     if path.is_dir():
-        files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in DATA_SUFFIXES)
+        found = itertools.islice((p for p in path.rglob("*") if p.suffix.lower() in DATA_SUFFIXES and p.is_file()),
+                                 MAX_FILES_LISTED + 1)
+        files = sorted(found)
+        if len(files) > MAX_FILES_LISTED:
+            raise PreflightError(field, f"{path} holds more than {MAX_FILES_LISTED:,} data files; name the files or "
+                                        f"a smaller directory")
         if not files:
             raise PreflightError(field, f"{path} holds no data files ({', '.join(sorted(DATA_SUFFIXES))})")
         for f in files[:MAX_FILES_CHECKED]:
