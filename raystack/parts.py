@@ -37,14 +37,6 @@ PARTS: dict[str, PartSpec] = {p.name: p for p in (
 )}
 
 
-def part_of(cfg: Any) -> PartSpec:
-    """The part whose root config ``cfg`` is."""
-    for spec in PARTS.values():
-        if type(cfg).__name__ == spec.config.partition(":")[2] and type(cfg) is spec.config_class():
-            return spec
-    raise TypeError(f"not a part's config: {type(cfg).__name__}")
-
-
 def yaml_header(part: str) -> list[str]:
     """The comment lines at the top of ``configs/<part>.yaml`` and of ``--print-config``."""
     return [f"raystack {part}: {PARTS[part].summary}.",

@@ -1,9 +1,9 @@
 """The one config object of an EDiT job, with defaults that run on a laptop."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Literal
 
 from raystack.config import ConfigBase, ConfigError, Problems, did_you_mean, option
 from raystack.devices import Device

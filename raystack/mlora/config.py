@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Optional
 
-from raystack.config import ConfigBase, ConfigError, Problems, did_you_mean, load_config, option
+from raystack.config import ConfigBase, Problems, did_you_mean, load_config, option
 from raystack.devices import Device
 from raystack.data.sft import SYNTHETIC_TASKS, Example, file_examples, synthetic_examples
 from raystack.mlora.batchlora import AdapterSpec
@@ -25,7 +25,7 @@ MAX_STEPS = 10_000_000       # any count of steps
 MAX_BATCH = 65_536           # rows of one batch or micro-batch
 MAX_SEQ_LEN = 1_048_576      # tokens per row (the base's positions bound it further)
 MAX_JOBS = 1024              # datasets, adapters or tasks in one config
-MAX_EXAMPLES = 10_000_000    # generated examples of a synthetic dataset
+MAX_EXAMPLES = 1_000_000     # generated examples of a synthetic dataset
 MAX_SEED = 2**32 - 1
 
 
