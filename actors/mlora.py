@@ -127,6 +127,7 @@ class LoRAPipeline:
     def __init__(self, cfg: MLoRAConfig, *, threads_per_stage: int = 1, progress: bool = True,
                  stage_options: dict | None = None) -> None:
         self.stage_options = stage_options or {"num_cpus": 1}
+        self.devices = plan_devices(cfg.pipeline.device, cfg.pipeline.stages, cluster_gpus())
         from raystack.cluster import planned_resources
         from raystack.preflight.mlora import preflight_mlora
 
@@ -138,7 +139,6 @@ class LoRAPipeline:
         self.cfg = cfg
         self.threads = threads_per_stage
         self.progress = progress
-        self.devices = plan_devices(cfg.pipeline.device, cfg.pipeline.stages, cluster_gpus())
         if self.devices.uses_gpu:
             self.stage_options = {**self.stage_options, "num_gpus": self.devices.gpus_per_actor}
         meta = build_base(cfg, device="meta")

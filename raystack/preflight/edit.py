@@ -112,7 +112,8 @@ def preflight_edit(cfg: EDiTConfig, resources: ClusterResources | None = None) -
                              cfg.ranks * per_rank, per_rank, resources)
     if resources is not None:
         if cfg.run.device == "cuda" and resources.gpus < 1:
-            problems.add("run.device", f"cuda, but {resources.where} has no GPU; use auto or cpu")
+            problems.add("run.device", f"device: cuda, but the cluster has {resources.gpus:g} GPUs "
+                                          f"({resources.where}); use auto or cpu")
         check_fit(problems, resources, field="ranks", what=f"{cfg.ranks} ranks x run.cpus_per_rank="
                   f"{cfg.run.cpus_per_rank:g}", cpus=report.cpus, actor_cpus=cfg.run.cpus_per_rank,
                   memory=report.memory_bytes, actor_memory=per_rank)

@@ -86,7 +86,8 @@ def preflight_mlora(cfg: MLoRAConfig, resources: ClusterResources | None = None,
                              p.stages * PROCESS_OVERHEAD_BYTES + base + adapters + activations, per_stage, resources)
     if resources is not None:
         if p.device == "cuda" and resources.gpus < 1:
-            problems.add("pipeline.device", f"cuda, but {resources.where} has no GPU; use auto or cpu")
+            problems.add("pipeline.device", f"device: cuda, but the cluster has {resources.gpus:g} GPUs "
+                                          f"({resources.where}); use auto or cpu")
         check_fit(problems, resources, field="pipeline.stages", what=f"{p.stages} pipeline stages",
                   cpus=report.cpus, actor_cpus=stage_cpus, memory=report.memory_bytes, actor_memory=per_stage)
     raise_problems(problems)

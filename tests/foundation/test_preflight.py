@@ -184,7 +184,7 @@ def test_jobs_that_cannot_fit_the_cluster_are_refused():
 
     cases = [
         (EDiTConfig(ranks=4), "ranks: 4 ranks x run.cpus_per_rank=1 reserve 4 CPUs in all; a test cluster has 2"),
-        (EDiTConfig(run={"device": "cuda"}), "run.device: cuda, but a test cluster has no GPU"),
+        (EDiTConfig(run={"device": "cuda"}), "run.device: device: cuda, but the cluster has 0 GPUs (a test cluster)"),
         (EDiTConfig(model="tiny-20m", data={"batch_size": 4096, "seq_len": 1024, "max_bytes": 2**33}),
          "ranks: 2 ranks x run.cpus_per_rank=1 need about"),
         (MLoRAConfig(pipeline={"stages": 3}), "pipeline.stages: 3 pipeline stages reserve 3 CPUs"),
