@@ -64,6 +64,19 @@ def check_text_head(path: Path, field: str, what: str = "text") -> bytes:
     return head
 
 
+def read_json(path: Path, field: str, kind: type, what: str) -> Any:
+    """A whole JSON file that must hold a ``kind`` (``what`` names it in the error)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise _fail(field, f"{path} is not valid JSON: {exc}") from None
+    except OSError as exc:
+        raise _fail(field, f"{path}: cannot be read ({exc.strerror or exc})") from None
+    if not isinstance(data, kind):
+        raise _fail(field, f"{path} must hold {what}, got {type(data).__name__}")
+    return data
+
+
 def read_first_records(path: Path, field: str, n: int = FIRST_RECORDS) -> list[dict]:
     """The first ``n`` records of a .jsonl, .json (a list of objects) or .parquet file,
     after checking that the file is what its suffix says and not empty."""
@@ -75,13 +88,7 @@ def read_first_records(path: Path, field: str, n: int = FIRST_RECORDS) -> list[d
     check_text_head(path, field, "JSON text")
     records: list[Any] = []
     if suffix == ".json":
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise _fail(field, f"{path} is not valid JSON: {exc}") from None
-        if not isinstance(data, list):
-            raise _fail(field, f"{path} must hold a JSON list of records, got {type(data).__name__}")
-        records = data[:n]
+        records = read_json(path, field, list, "a JSON list of records")[:n]
     else:
         with path.open(encoding="utf-8", errors="strict") as fh:
             for number, line in enumerate(fh, 1):
@@ -202,12 +209,7 @@ def check_model_dir(path: Path, field: str) -> WeightsInfo | None:
     config = path / "config.json"
     if not config.is_file():
         raise _fail(field, f"{path} has no config.json; not a transformers checkpoint")
-    try:
-        conf = json.loads(config.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise _fail(field, f"{config} is not valid JSON: {exc}") from None
-    if not isinstance(conf, dict):
-        raise _fail(field, f"{config} must hold a JSON object")
+    read_json(config, field, dict, "a JSON object")
     single = path / "model.safetensors"
     if single.is_file():
         return check_safetensors(single, field)

@@ -185,7 +185,9 @@ class WorkflowIR:
 
     @classmethod
     def from_yaml(cls, text: str) -> "WorkflowIR":
-        return cls.from_dict(yaml.safe_load(text))
+        from raystack.config import load_yaml  # exponent numbers (2e-4) read as numbers
+
+        return cls.from_dict(load_yaml(text))
 
     def digest(self) -> str:
         return hashlib.sha256(self.to_json().encode()).hexdigest()

@@ -169,3 +169,12 @@ def test_multi_problem_error_survives_pickling():
         load_config(Job, {"lr": "x", "sync": {"h": 0}})
     clone = pickle.loads(pickle.dumps(e.value))
     assert clone.problems == e.value.problems and str(clone) == str(e.value)
+
+
+def test_workflow_ir_yaml_reads_exponent_numbers():
+    from raystack.workflow.ir import WorkflowIR
+
+    text = ("name: w\nsteps:\n- id: train\n  fn: raystack.workflow.steps:train_model\n"
+            "  params: {lr: 2e-4, epochs: 1e1}\n")
+    step = WorkflowIR.from_yaml(text).steps[0]
+    assert step.params == {"lr": 2e-4, "epochs": 10.0}
