@@ -387,15 +387,23 @@ class _Loader(yaml.SafeLoader):
     """PyYAML's safe loader, reading ``2e-4`` and ``1e5`` as numbers (YAML 1.2), not strings."""
 
 
-_Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
-    list("-+0123456789."))
+class _Dumper(yaml.SafeDumper):
+    """PyYAML's safe dumper, quoting strings such as ``'2e-4'`` that `load_yaml` reads as numbers."""
+
+
+_EXPONENT_FLOAT = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$")
+for _cls in (_Loader, _Dumper):
+    _cls.add_implicit_resolver("tag:yaml.org,2002:float", _EXPONENT_FLOAT, list("-+0123456789."))
 
 
 def load_yaml(text: str) -> Any:
     """Parse YAML text safely, numbers in exponent form included (``lr: 2e-4`` is 0.0002)."""
     return yaml.load(text, Loader=_Loader)  # noqa: S506 (a SafeLoader subclass)
+
+
+def dump_yaml(data: Any, **options: Any) -> str:
+    """``yaml.safe_dump`` whose output `load_yaml` reads back equal (``'2e-4'`` stays a string)."""
+    return yaml.dump(data, Dumper=_Dumper, **options)
 
 
 def read_yaml(path: str | Path) -> dict:
@@ -454,7 +462,7 @@ def save_config(obj: Any, path: str | Path) -> Path:
     """Write a config as YAML; `load_config(type(obj), path)` reads it back equal."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(config_to_dict(obj), sort_keys=False))
+    path.write_text(dump_yaml(config_to_dict(obj), sort_keys=False))
     return path
 
 

@@ -11,9 +11,7 @@ import dataclasses
 import typing
 from typing import Any, Literal, Sequence
 
-import yaml
-
-from raystack.config import field_bounds, field_doc
+from raystack.config import dump_yaml, field_bounds, field_doc
 
 COMMENT_COLUMN = 40  # YAML comments start here (or two spaces after a longer line)
 
@@ -27,8 +25,8 @@ def scalar(value: Any) -> str:
             text = f"{mantissa}.0e{exp}"
         return text
     if isinstance(value, (list, tuple, dict)):
-        return yaml.safe_dump(_plain(value), default_flow_style=True, width=10**6).strip()
-    text = yaml.safe_dump(value, default_flow_style=True, width=10**6)
+        return dump_yaml(_plain(value), default_flow_style=True, width=10**6).strip()
+    text = dump_yaml(value, default_flow_style=True, width=10**6)
     return text.removesuffix("\n").removesuffix("\n...").strip()
 
 

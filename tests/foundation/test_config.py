@@ -160,6 +160,9 @@ def test_yaml_and_set_read_exponent_numbers_as_numbers(tmp_path: Path):
         "lr": 1e-3, "sync": {"period_s": 5.0}, "name": "2e-4x"}
     with pytest.raises(ConfigError, match="list items"):
         parse_overrides(["tasks[0].lr=1"])
+    from raystack.config import dump_yaml, load_yaml
+    both = {"name": "2e-4", "lr": 2e-4, "tag": "1E5"}  # strings that look like numbers stay strings
+    assert load_yaml(dump_yaml(both)) == both
 
 
 def test_multi_problem_error_survives_pickling():
