@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextvars
 import dataclasses
 import difflib
+import functools
 import math
 import re
 import types
@@ -153,6 +154,12 @@ class ConfigBase:
     def __post_init__(self) -> None:
         if not _DEFER_CHECKS.get():
             check_config(self)
+
+
+@functools.lru_cache(maxsize=None)
+def _hints(cls: type) -> dict[str, Any]:
+    """A dataclass's resolved field annotations (resolved once per class)."""
+    return typing.get_type_hints(cls)
 
 
 def did_you_mean(word: Any, choices: Iterable[Any]) -> str:
@@ -300,7 +307,7 @@ def _dataclass_type(tp: Any) -> Any:
 def _build(cls: type[T], data: Mapping[str, Any], prefix: str, problems: Problems) -> T:
     """``cls`` from a mapping, unchecked: unknown and missing fields go to ``problems``;
     nested mappings become nested configs; every value is checked later by `check_config`."""
-    hints = typing.get_type_hints(cls)
+    hints = _hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
     kwargs = {}
     for name, value in data.items():
@@ -332,7 +339,7 @@ def _build(cls: type[T], data: Mapping[str, Any], prefix: str, problems: Problem
 def _check_tree(obj: Any, prefix: str, problems: Problems) -> bool:
     """Types, ranges, then ``validate()`` of every dataclass in the tree (children first).
     Returns whether the subtree's types were all right (``validate()`` runs only then)."""
-    hints = typing.get_type_hints(type(obj))
+    hints = _hints(type(obj))
     clean = True
     for f in dataclasses.fields(obj):
         path = _join(prefix, f.name)
