@@ -68,7 +68,7 @@ def test_every_entry_point_refuses_the_same_way(tmp_path, capsys, no_connect):
     """The job script and the Python entry function refuse what the CLI refuses."""
     import ray
 
-    from raystack.actors.edit import run_edit
+    import raystack.edit
     from raystack.apps.jobs.edit import main as job_main
     from raystack.edit.config import EDiTConfig
 
@@ -78,7 +78,7 @@ def test_every_entry_point_refuses_the_same_way(tmp_path, capsys, no_connect):
     assert err.startswith("raystack.apps.jobs.edit: error: data.paths[0]:")
     groups = dict(ray.util.placement_group_table()) if ray.is_initialized() else {}
     with pytest.raises(PreflightError, match="is binary"):
-        run_edit(EDiTConfig(data={"paths": [str(bad)]}))
+        raystack.edit.pretrain(EDiTConfig(data={"paths": [str(bad)]}))
     if ray.is_initialized():  # a session cluster of other tests: nothing was reserved on it
         assert dict(ray.util.placement_group_table()) == groups
 
