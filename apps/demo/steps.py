@@ -109,17 +109,30 @@ def serve_adapters(mlora: dict) -> dict:
 
     adapters_dir = str(Path(next(iter(mlora["adapters"].values()))).parent)
     app = LoRAServer.bind(base=mlora["base_dir"], adapters_dir=adapters_dir, max_new_tokens=12)
-    handle = serve.run(app, name="raystack-demo-lora", route_prefix=None)
+    started_serve = not serve_is_running()
     answers = {}
     try:
+        handle = serve.run(app, name="raystack-demo-lora", route_prefix=None)
         for task in mlora["tasks"]:
             name = f"{task}_lora"
             ex = synthetic_examples(task, 1, seed=12345)[0]
             out = handle.options(multiplexed_model_id=name).generate.remote([ex.prompt]).result(timeout_s=120)
             answers[name] = {"prompt": ex.prompt, "expected": ex.response, "completion": out[0]}
     finally:
-        serve.delete("raystack-demo-lora")
+        if started_serve:  # Serve's controller and proxy were started here: stop them too
+            serve.shutdown()
+        else:  # someone else's Serve instance: remove only this step's app
+            serve.delete("raystack-demo-lora")
     return {"answers": answers}
+
+
+def serve_is_running() -> bool:
+    """Whether a Ray Serve controller runs on the connected cluster."""
+    import ray
+    from ray.serve._private.constants import SERVE_CONTROLLER_NAME, SERVE_NAMESPACE
+
+    return any(a["name"] == SERVE_CONTROLLER_NAME and a["namespace"] == SERVE_NAMESPACE
+               for a in ray.util.list_named_actors(all_namespaces=True))
 
 
 def train_elastic(out_dir: str, rows: int = 60_000, kill_worker: bool = True) -> dict:

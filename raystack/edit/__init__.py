@@ -8,10 +8,12 @@ part registry, so this package never imports the actors).
 from __future__ import annotations
 
 
-def pretrain(cfg=None, *, wait: bool = True, progress: bool = True, callbacks=(), address: str | None = None):
+def pretrain(cfg=None, *, wait: bool = True, progress: bool = True, callbacks=(), address: str | None = None,
+             preflight: bool = True):
     """Pretrain with EDiT / A-EDiT: ``cfg`` is an :class:`~raystack.edit.config.EDiTConfig`, a
     dict or a YAML path, validated first. Returns the run's
     :class:`~raystack.runtime.result.Result` (history: one row per segment); with
     ``wait=False`` a :class:`~raystack.runtime.run.Run` to use as a context manager."""
     from raystack.runtime.run import run_part
-    return run_part("edit", cfg, wait=wait, progress=progress, callbacks=callbacks, address=address)
+    return run_part("edit", cfg, wait=wait, progress=progress, callbacks=callbacks, address=address,
+                    preflight=preflight)

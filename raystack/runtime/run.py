@@ -52,9 +52,10 @@ class Run:
     """A part's run on the connected (or an embedded) Ray cluster; a context manager."""
 
     def __init__(self, part: str, cfg, *, progress: bool = True, callbacks: Sequence[MetricsCallback] = (),
-                 address: str | None = None) -> None:
+                 address: str | None = None, preflight: bool = True) -> None:
         self.part, self.config = part, cfg
         self.progress, self.callbacks, self.address = progress, list(callbacks), address
+        self.preflight = preflight
         self.driver: Driver | None = None
         self._result: Result | None = None
         self._closed = False
@@ -74,6 +75,11 @@ class Run:
         if self.driver is None:
             import ray
 
+            if self.preflight:  # files, sizes and the cluster's resources, before anything starts
+                from raystack.cluster import planned_resources
+                from raystack.preflight import preflight
+                preflight(self.config, planned_resources(self.address))
+                self.preflight = False
             if not ray.is_initialized():
                 from raystack.cluster import connect
                 connect(self.address)
@@ -135,10 +141,13 @@ class Run:
 
 
 def run_part(part: str, cfg: ConfigSource = None, *, wait: bool = True, progress: bool = True,
-             callbacks: Sequence[MetricsCallback] = (), address: str | None = None) -> Result | Run:
-    """Validate ``cfg`` for ``part``; run it to the end (``wait``) or hand back the Run."""
+             callbacks: Sequence[MetricsCallback] = (), address: str | None = None,
+             preflight: bool = True) -> Result | Run:
+    """Validate ``cfg`` for ``part``; run it to the end (``wait``) or hand back the Run.
+    ``preflight=False`` skips the file and resource checks (for a caller that just ran them
+    against the same cluster, as the CLI does)."""
     config = load_part_config(part, cfg)
-    run = Run(part, config, progress=progress, callbacks=callbacks, address=address)
+    run = Run(part, config, progress=progress, callbacks=callbacks, address=address, preflight=preflight)
     if not wait:
         return run
     with run:
