@@ -6,18 +6,23 @@ PACK placement group (one bundle per rank). ``EDiTGroup`` gives the kernel
 ``advance`` drives the ranks segment by segment (inner steps up to the next sync; several
 segments per call, up to the next evaluation or checkpoint), evaluates and checkpoints;
 ``recover`` respawns the ranks a failed segment's health poll found dead (as many as
-``run.max_replacements`` allows, through the :class:`FailurePolicy`), re-forms the group, and
-the replacements and the survivors reload the last checkpoint (θ_sync, the outer state, the
-inner state and the data position). :class:`EDiTDriver` runs it for
-``raystack.edit.pretrain(cfg)``.
+``run.max_replacements`` allows, through the :class:`FailurePolicy`) in a fresh PACK group off
+the lost node, re-forms the collective group, and heals the replacements from a live replica:
+θ_sync, the outer momentum, the penalty and inner optimizer state and the data position as at
+the last sync, so the survivors keep their state and step counters and the replacement joins
+the next sync (only when no whole replica is left does every rank reload the last checkpoint).
+Every file goes through the run's folder in the storage location (``run.out_dir``, any pyarrow
+filesystem): ``<out_dir>/<run id>/checkpoint`` is published whole (written beside, then
+renamed). :class:`EDiTDriver` runs it for ``raystack.edit.pretrain(cfg)``.
 """
 from __future__ import annotations
 
 import json
 import logging
 import math
-import shutil
+import tempfile
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
@@ -36,7 +41,9 @@ from raystack.edit.replica import EDiTRank
 from raystack.runtime.controller import Controller, ControllerState, MetricsCallback, Progress
 from raystack.runtime.group import ActorGroup, MemberSpec, PlacementSpec, Spawner
 from raystack.runtime.policy import FailureEvent, FailurePolicy
+from raystack.runtime.ray_spawner import spread_nodes
 from raystack.runtime.result import Result, history_table
+from raystack.runtime.storage import RunDir, Storage, open_run, torch_bytes, torch_load_bytes
 from raystack.runtime.tracking import TENSORBOARD_DIR, make_loggers
 
 logger = logging.getLogger(__name__)
@@ -101,6 +108,31 @@ class EDiTWorker(CommMember):
         self.trainer = EDiTRank(self.cfg, model, self.comm, self._stream())
         return self.trainer.report()
 
+    def rejoin(self) -> SegmentReport:
+        """After the group re-formed around replaced ranks (collective: all ranks at once): a
+        replacement builds a fresh trainer; a survivor drops the sync its lost peer left half
+        done and rebuilds its trainer on the new group with its state as it is (nothing rolled
+        back), running first the sync that was due."""
+        if self.trainer is None:
+            return self.setup()
+        self.trainer.abort()
+        state = self.trainer.state_dict()
+        batches = self.trainer.batches
+        self.setup()
+        self.trainer.batches = batches
+        self.trainer.load_state_dict(state)
+        self.trainer.resume_pending_sync()
+        return self.trainer.report()
+
+    def heal_state(self) -> dict:
+        """This live rank's state as at its last sync, for a replacement (see EDiTRank.heal)."""
+        return self.trainer.heal_state()
+
+    def heal(self, *states: dict) -> SegmentReport:
+        """Take a lost rank's place from a live replica's states (one per shard, in order)."""
+        self.trainer.heal(list(states))
+        return self.trainer.report()
+
     def run_segment(self) -> SegmentReport:
         """Inner steps up to the next sync (or the end); a report of counters."""
         return self.trainer.run_segment()
@@ -123,19 +155,19 @@ class EDiTWorker(CommMember):
             return float("nan")
         return self.trainer.evaluate(self.val_batches)
 
-    def save(self, directory: str, write_model: bool) -> None:
-        """Write this rank's state (and, if asked, a transformers checkpoint of θ_sync)."""
-        state = self.trainer.state_dict()
-        path = Path(directory)
-        path.mkdir(parents=True, exist_ok=True)
-        torch.save(state, path / f"rank{self.rank}.pt")
+    def save(self, storage: Storage, folder: str, write_model: bool) -> None:
+        """Write this rank's state into ``folder`` of the run's storage (and, if asked, a
+        transformers checkpoint of θ_sync), never into this actor's working directory."""
+        storage.write_bytes(torch_bytes(self.trainer.state_dict()), folder, f"rank{self.rank}.pt")
         if write_model:
-            self.trainer.model.save_pretrained(path / "model")
+            with tempfile.TemporaryDirectory(prefix="raystack-model-") as tmp:
+                self.trainer.model.save_pretrained(tmp)
+                storage.upload(tmp, folder, "model")
 
-    def load(self, directory: str) -> SegmentReport:
-        """Restore this rank's state from a checkpoint directory."""
+    def load(self, storage: Storage, folder: str) -> SegmentReport:
+        """Restore this rank's state from a checkpoint folder of the run's storage."""
         device = next(self.trainer.model.parameters()).device  # a replacement may differ in device
-        state = torch.load(Path(directory) / f"rank{self.rank}.pt", weights_only=False, map_location=device)
+        state = torch_load_bytes(storage.read_bytes(folder, f"rank{self.rank}.pt"), map_location=device)
         self.trainer.load_state_dict(state)
         return self.trainer.report()
 
@@ -178,7 +210,7 @@ class EDiTGroup:
         self.cfg = cfg
         self.worker_cls = worker_cls or EDiTWorker
         self.cfg_dict = config_to_dict(cfg)
-        self.out_dir = Path(cfg.run.out_dir)
+        self.run_dir = self._open_run(cfg)
         self.group = ActorGroup("edit", spawner, poll_timeout_s=PING_TIMEOUT_S)
         self.callbacks = list(callbacks)
         self.devices = CPU_PLAN
@@ -216,8 +248,10 @@ class EDiTGroup:
         bundle = {"CPU": self.cfg.run.cpus_per_rank}
         if self.devices.uses_gpu:
             bundle["GPU"] = self.devices.gpus_per_actor
+        # a replica's ranks packed on one node (their links are local), replicas spread
+        targets = spread_nodes(self.cfg.replicas, bundle, self.cfg.shards)
         self.group.reserve(*[PlacementSpec(f"replica-{r}", tuple(dict(bundle) for _ in range(self.cfg.shards)),
-                                           "PACK") for r in range(self.cfg.replicas)])
+                                           "PACK", target_node=targets[r]) for r in range(self.cfg.replicas)])
         self.group.spawn(*[self._spec(rank) for rank in range(self.cfg.ranks)])
         self._form()
 
@@ -240,7 +274,7 @@ class EDiTGroup:
         if shape(cfg) != shape(self.cfg):
             raise ValueError("reconfigure keeps ranks, shards, cpus_per_rank and device; start a new group instead")
         self.cfg, self.cfg_dict = cfg, config_to_dict(cfg)
-        self.out_dir = Path(cfg.run.out_dir)
+        self.run_dir = self._open_run(cfg)
         self.history, self._segments = [], 0
         self.group.call("leave_comm")
         self.group.call("configure", self.cfg_dict)
@@ -254,31 +288,44 @@ class EDiTGroup:
         self.group.shutdown()
 
     # -- checkpoints -----------------------------------------------------------------------------
-    @property
-    def checkpoint_dir(self) -> Path:
-        return self.out_dir / CHECKPOINT
+    @staticmethod
+    def _open_run(cfg: EDiTConfig) -> RunDir:
+        return open_run(cfg.run.out_dir, "edit", run_id=cfg.run.run_id, resume=cfg.run.resume,
+                        field="run.out_dir", run_id_field="run.run_id")
 
-    def save_checkpoint(self) -> Path:
-        """All ranks write their state; rank 0 writes θ_sync as a transformers checkpoint."""
-        tmp = self.out_dir / (CHECKPOINT + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        self.group.call_each("save", {k: (str(tmp), rank == 0) for rank, k in enumerate(self.group.keys)})
-        (tmp / "driver.json").write_text(json.dumps({"segments": self._segments, "history": self.history,
-                                                     "config": self.cfg_dict}, indent=1))
-        shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
-        tmp.rename(self.checkpoint_dir)
+    @property
+    def storage(self) -> Storage:
+        """The run's own folder (``<run.out_dir>/<run id>``)."""
+        return self.run_dir.storage
+
+    @property
+    def checkpoint_dir(self) -> str:
+        """Where the last published checkpoint is (a path in the run's storage)."""
+        return self.storage.path(CHECKPOINT)
+
+    def has_checkpoint(self) -> bool:
+        return self.storage.exists(CHECKPOINT, "driver.json")
+
+    def save_checkpoint(self) -> str:
+        """All ranks write their state, rank 0 θ_sync as a transformers checkpoint, into a new
+        folder beside the last checkpoint; it then replaces it whole."""
+        tmp = f"{CHECKPOINT}.{uuid.uuid4().hex[:8]}.tmp"
+        self.group.call_each("save", {k: (self.storage, tmp, rank == 0) for rank, k in enumerate(self.group.keys)})
+        self.storage.write_json({"segments": self._segments, "history": self.history, "config": self.cfg_dict},
+                                tmp, "driver.json")
+        self.storage.publish_dir(self.storage.path(tmp), self.checkpoint_dir)
         return self.checkpoint_dir
 
     def load_checkpoint(self) -> None:
-        """Every rank reloads the last checkpoint (after a failure, or to resume)."""
-        meta = json.loads((self.checkpoint_dir / "driver.json").read_text())
+        """Every rank reloads the last checkpoint (to resume, or when no replica survived)."""
+        meta = self.storage.read_json(CHECKPOINT, "driver.json")
         if meta["config"]["ranks"] != self.cfg.ranks or meta["config"]["shards"] != self.cfg.shards:
             raise ValueError(f"checkpoint in {self.checkpoint_dir} is for ranks={meta['config']['ranks']}, "
                              f"shards={meta['config']['shards']}; this run has ranks={self.cfg.ranks}, "
                              f"shards={self.cfg.shards}")
         self._segments = meta["segments"]
         self.history = meta["history"]
-        self.group.call("load", str(self.checkpoint_dir))
+        self.group.call("load", self.storage, CHECKPOINT)
 
     # -- the run ---------------------------------------------------------------------------------
     def run(self, progress: bool = True, on_segment: Callable[["EDiTGroup", int], None] | None = None,
@@ -294,7 +341,7 @@ class EDiTGroup:
         started, and a fresh controller (and failure budget); step it with :meth:`step`."""
         self._on_segment = on_segment
         self.start()
-        if self.cfg.run.resume and self.checkpoint_dir.joinpath("driver.json").exists():
+        if self.run_dir.resumed and self.has_checkpoint():
             self.load_checkpoint()
         self._base_tokens = sum(r.tokens for r in self.group.call("report"))
         if progress:
@@ -327,7 +374,7 @@ class EDiTGroup:
             train_loss=_mean(reports, "loss"), val_loss=val, sync_seconds=_mean(reports, "sync_seconds"),
             dp_seconds=_mean(reports, "dp_seconds"), outliers=reports[0].outliers,
             replacements=self.replacements, extra_state_bytes=max(r.extra_state_bytes for r in reports),
-            model_dir=str(path / "model"), history=self.history)
+            model_dir=self.storage.path(CHECKPOINT, "model"), history=self.history)
 
     # -- hooks (called by the controller; ``start`` is above) ---------------------------------------
     def advance(self) -> Progress:
@@ -354,22 +401,42 @@ class EDiTGroup:
         return Progress(done=done, step=step, metrics=metrics, earlier=tuple(rows[:-1]))
 
     def recover(self, event: FailureEvent) -> None:
-        """Respawn the ranks that failed, re-form the group, and reload the last checkpoint
-        everywhere (the run starts over if there is none yet)."""
+        """Respawn the ranks that failed (off a lost node), re-form the group, and heal the
+        replacements from a live replica: the survivors keep their state and step counters.
+        Only if no whole replica is left does every rank reload the last checkpoint (the run
+        starts over if there is none yet)."""
         dead = list(event.members)
         keys = self.group.keys
+        source = self._heal_source(dead)
         self.group.respawn(dead, spec_for=lambda spec: self._spec(keys.index(spec.key)))
         self.replacements += len(dead)
         if dead:
             self._m_replaced.inc(len(dead))
-        self.group.call("leave_comm", keys=[k for k in keys if k not in dead])
-        self._form()
-        if self.checkpoint_dir.joinpath("driver.json").exists():
+        survivors = [k for k in keys if k not in dead]
+        self.group.call("leave_comm", keys=survivors)
+        form_comm_group(self.group, network=network_of(self.cfg), backend=self.devices.backend,
+                        timeout_s=self.cfg.run.comm_timeout_s)
+        if dead and source is not None:
+            self.group.call("rejoin")
+            states = [self.group.submit(k, "heal_state") for k in source]
+            self.group.gather([self.group.submit(k, "heal", *[c.future for c in states]) for k in dead])
+            logger.warning("edit: %s failed (%s); replaced and healed from %s, survivors kept their state",
+                           ", ".join(dead), event.reason, ", ".join(source))
+            return
+        self.group.call("setup")
+        if self.has_checkpoint():
             self.load_checkpoint()
         else:                               # no checkpoint yet: the run starts over
             self._segments, self.history = 0, []
         logger.warning("edit: %s failed (%s); replaced and resumed from the last checkpoint",
                        ", ".join(dead) or "a call", event.reason)
+
+    def _heal_source(self, dead: list[str]) -> list[str] | None:
+        """The ranks of a replica none of whose ranks failed (in shard order), or None."""
+        keys, S = self.group.keys, self.cfg.shards
+        lost = {keys.index(k) // S for k in dead}
+        live = [r for r in range(self.cfg.replicas) if r not in lost]
+        return [keys[live[0] * S + s] for s in range(S)] if live else None
 
     # -- segments --------------------------------------------------------------------------------
     def _segments_now(self, per_segment: bool) -> int:
@@ -442,8 +509,10 @@ class EDiTDriver:
     def __init__(self, cfg: EDiTConfig, *, callbacks: Sequence[MetricsCallback] = (),
                  progress: bool = True) -> None:
         self.cfg, self.progress = cfg, progress
-        loggers = make_loggers(cfg.loggers, cfg.run.out_dir, self.part, config_to_dict(cfg))
-        self.group = EDiTGroup(cfg, callbacks=[*callbacks, *loggers])
+        self.group = EDiTGroup(cfg, callbacks=callbacks)
+        self.run_dir = self.group.run_dir
+        self.group.callbacks.extend(make_loggers(cfg.loggers, self.run_dir.tracking_dir(), self.part,
+                                                 config_to_dict(cfg), run_name=self.run_dir.run_id))
 
     @property
     def controller(self) -> Controller | None:
@@ -459,9 +528,10 @@ class EDiTDriver:
         metrics = {k: float(getattr(s, k)) for k in ("steps", "tokens", "seconds", "tokens_per_s", "train_loss",
                                                       "val_loss", "sync_seconds", "dp_seconds", "outliers",
                                                       "replacements", "extra_state_bytes")}
-        artifacts = {"model": s.model_dir, "checkpoint": str(self.group.checkpoint_dir)}
+        artifacts = {"model": s.model_dir, "checkpoint": self.group.checkpoint_dir,
+                     "run": self.run_dir.storage.uri}
         if "tensorboard" in self.cfg.loggers:
-            artifacts["tensorboard"] = str(Path(self.cfg.run.out_dir) / TENSORBOARD_DIR)
+            artifacts["tensorboard"] = str(self.run_dir.tracking_dir() / TENSORBOARD_DIR)
         rows = [{**row, "val_loss": row.get("val_loss")} for row in s.history]
         return Result("edit", metrics, history_table(rows), s.model_dir, artifacts, config_to_dict(self.cfg))
 

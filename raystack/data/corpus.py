@@ -174,6 +174,16 @@ class BatchStream:
         idx = starts[:, None] + torch.arange(self.seq_len + 1)[None, :]
         return self.tokens[idx]
 
+    def skip(self, batches: int) -> None:
+        """Advance past ``batches`` batches without building them (a replacement rank takes
+        up its data position)."""
+        for _ in range(batches):
+            if self.cursor + self.batch_size > len(self._order):
+                self.epoch += 1
+                self.cursor = 0
+                self._order = self._epoch_order()
+            self.cursor += self.batch_size
+
     def state_dict(self) -> dict:
         return {"epoch": self.epoch, "cursor": self.cursor, "seed": self.seed, "rank": self.rank,
                 "world_size": self.world_size}

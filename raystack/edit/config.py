@@ -113,10 +113,13 @@ class SimulateConfig(ConfigBase):
 class RunConfig(ConfigBase):
     """Where results go and how the run survives failures."""
 
-    out_dir: str = option("runs/edit", "checkpoints and results go here")
+    out_dir: str = option("runs/edit", "output location, a directory or a pyarrow filesystem URI (s3://...); "
+                                       "each run writes under <out_dir>/<run id>")
     checkpoint_every: int = option(5, "syncs between checkpoints; 0: only at the end", ge=0, le=MAX_STEPS)
     eval_every: int = option(5, "syncs between validation losses; 0: only at the end", ge=0, le=MAX_STEPS)
-    resume: bool = option(False, "continue a finished or interrupted run from out_dir/checkpoint if it exists")
+    run_id: str = option("", "this run's folder in out_dir; empty: a new id; with resume: the run to continue "
+                             "(or latest)")
+    resume: bool = option(False, "continue the run named by run_id from its last checkpoint")
     seed: int = option(0, "model init and data order", ge=0, le=MAX_SEED)
     max_replacements: int = option(3, "replica actors replaced after a failure before giving up", ge=0, le=1000)
     comm_timeout_s: float = option(60.0, "collective timeout (s)", gt=0, le=DAY_S)
@@ -128,6 +131,8 @@ class RunConfig(ConfigBase):
     def validate(self) -> None:
         if not self.out_dir.strip():
             raise ConfigError("out_dir", "must name a directory")
+        if self.resume and not self.run_id.strip():
+            raise ConfigError("run_id", "name the run to resume (a run id in out_dir, or latest)")
 
 
 @dataclass

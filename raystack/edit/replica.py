@@ -86,6 +86,7 @@ class EDiTRank:
         self.layerwise = (LayerwiseSync([b.module for b in self.blocks], self, cfg.sync.prefetch)
                           if cfg.uses_layerwise else None)
         self.done = False
+        self._sync_first = False   # set by resume_pending_sync after a recovery
         if cfg.sync.warmup_steps == 0 and cfg.mode != "sync":
             self.reset_outer_state()
 
@@ -385,6 +386,10 @@ class EDiTRank:
     def run_segment(self) -> SegmentReport:
         """Inner steps until the next sync starts (or ``sync.h`` steps of warm-up), or the end."""
         start_step = self.counters.step
+        if self._sync_first:                      # a sync a lost peer interrupted, first
+            self._sync_first = False
+            if self.maybe_sync():
+                return self.report()
         while not self.done:
             self.train_step()
             if self.maybe_sync():
@@ -411,6 +416,58 @@ class EDiTRank:
         losses = [float(self.loss_fn(self.model, b)) for b in batches]
         self.model.train(was)
         return sum(losses) / max(1, len(losses))
+
+    # -- a lost peer: drop the sync in flight, heal a replacement from a live peer ----------------
+    def abort(self) -> None:
+        """Drop a sync or gradient reduction that a lost peer left half done (its collectives
+        failed); the state is kept as it is, so nothing this rank did is rolled back."""
+        self._handles.clear()
+        self._deltas = {}
+        self._grad_group, self._grad_work = None, {}
+        if self.layerwise is not None:
+            self.layerwise.active = False
+
+    def resume_pending_sync(self) -> None:
+        """After a recovery: if a sync was due when the peer was lost, run it before the next
+        step (every replica's step counter must agree on when syncs happen)."""
+        c = self.counters
+        self._sync_first = not self.in_warmup and not self.done and (
+            self.trigger.should_sync(c.steps_since_sync) or c.step >= self.cfg.steps)
+
+    def heal_state(self) -> dict:
+        """What a replacement for a lost rank with this rank's shard index takes from this live
+        rank: θ_sync, the outer momentum, the penalty and inner optimizer state, and the counters
+        as at the last sync (in warm-up, when every replica holds the same model, the model too)."""
+        c = self.counters
+        counters = {k: getattr(c, k) for k in c.__dataclass_fields__ if k not in ("losses", "times")}
+        warm = self.in_warmup
+        if not warm:
+            counters["step"] = c.step - c.steps_since_sync
+            counters["steps_since_sync"] = 0
+        return {"theta_sync": [t.clone() for t in self.theta_sync], "momentum": [t.clone() for t in self.momentum],
+                "penalty": self.penalty.state_dict(), "optimizer": self.optimizer.state_dict(),
+                "counters": counters, "model": self.model.state_dict() if warm else None}
+
+    def heal(self, states: list[dict]) -> None:
+        """Take a lost rank's place from a live replica's ``heal_state`` (one per shard, in
+        shard order): its state as at the last sync, this rank's own data stream advanced to
+        that step, and the model at θ_sync (the replica joins the next sync like the others)."""
+        mine = states[self.shard]
+        self.optimizer.load_state_dict(mine["optimizer"])
+        self.penalty.load_state_dict(mine["penalty"])
+        for k, v in mine["counters"].items():
+            setattr(self.counters, k, v)
+        if mine["model"] is not None:
+            self.model.load_state_dict(mine["model"])
+        else:
+            for b, blk in enumerate(self.blocks):
+                full = self.layouts[b].join([st["theta_sync"][b] for st in states])
+                unflatten_into(full.to(blk.params[0].device), blk.params)
+        self.theta_sync = [t.to(self.state_device) for t in mine["theta_sync"]]
+        self.momentum = [t.to(self.state_device) for t in mine["momentum"]]
+        self.batches.skip(self.counters.step)
+        self.done = False
+        self.trigger.reset()
 
     # -- checkpoints ---------------------------------------------------------------------------
     def state_dict(self) -> dict:

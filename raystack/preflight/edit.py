@@ -13,6 +13,7 @@ from raystack.preflight.llm import model_shape
 from raystack.preflight.report import PreflightReport, check_fit, raise_problems
 from raystack.preflight.resources import (PROCESS_OVERHEAD_BYTES, ClusterResources, adam_training_bytes,
                                           transformer_activation_bytes)
+from raystack.runtime.storage import StorageError, find_run
 
 MAX_FILES_CHECKED = 256      # files of a data directory opened by the preflight (the rest are counted)
 MAX_FILES_LISTED = 100_000   # files of one data directory, at most
@@ -50,9 +51,16 @@ def check_data_path(path: Path, field: str, text_field: str) -> int:
 
 
 def check_resume_checkpoint(cfg: EDiTConfig) -> None:
-    """With ``run.resume``, the checkpoint in ``run.out_dir`` (if any) must be whole and match."""
-    ckpt = Path(cfg.run.out_dir) / "checkpoint"
-    if not cfg.run.resume or not ckpt.exists():
+    """With ``run.resume``, the run ``run.run_id`` names must exist in ``run.out_dir``, and its
+    checkpoint (if any) must be whole and match."""
+    if not cfg.run.resume:
+        return
+    try:
+        run = find_run(cfg.run.out_dir, cfg.run.run_id, field="run.out_dir", run_id_field="run.run_id")
+    except StorageError as exc:
+        raise PreflightError("run.run_id", str(exc).split(": ", 1)[-1]) from None
+    ckpt = run.local_path("checkpoint")
+    if ckpt is None or not ckpt.exists():  # a remote location is read by the ranks themselves
         return
     field = "run.resume"
     try:

@@ -213,6 +213,15 @@ class RunDir:
     def local_path(self, *parts: str) -> Path | None:
         return self.storage.local_path(*parts)
 
+    def tracking_dir(self) -> Path:
+        """A local folder for files written by local libraries (TensorBoard event files): the
+        run's own folder on a local disk, else a folder under the system's temp directory."""
+        local = self.local_path()
+        if local is not None:
+            return local
+        import tempfile
+        return Path(tempfile.gettempdir()) / "raystack-runs" / self.part / self.run_id
+
     def summary(self) -> dict | None:
         """The run's summary.json, if it was written."""
         return self.storage.read_json(SUMMARY) if self.storage.exists(SUMMARY) else None
@@ -231,6 +240,21 @@ def latest_run(location: Storage) -> str | None:
     return location.read_text(LATEST).strip() if location.exists(LATEST) else None
 
 
+def find_run(location: str | Storage, run_id: str, *, field: str = "out_dir",
+             run_id_field: str = "run_id") -> RunDir:
+    """The existing run ``run_id`` (or ``latest``) names in ``location``; creates nothing.
+    Raises StorageError naming the field when there is none."""
+    loc = location if isinstance(location, Storage) else Storage(location, field=field)
+    if not run_id:
+        raise StorageError(f"{run_id_field}: name the run to resume (a run id in {loc.uri}, or 'latest')")
+    rid = latest_run(loc) if run_id == LATEST else run_id
+    if rid is None or not RUN_ID_PATTERN.match(rid) or not loc.is_dir(rid):
+        have = [n for n in loc.listdir() if loc.is_dir(n)]
+        raise StorageError(f"{run_id_field}: no run {run_id!r} in {loc.uri} to resume "
+                           f"(runs there: {have[-5:] or 'none'})")
+    return RunDir(loc, rid, "", resumed=True)
+
+
 def open_run(location: str | Storage, part: str, *, run_id: str = "", resume: bool = False,
              field: str = "out_dir", run_id_field: str = "run_id") -> RunDir:
     """The run folder of a part's run inside ``location``.
@@ -243,14 +267,7 @@ def open_run(location: str | Storage, part: str, *, run_id: str = "", resume: bo
     if run_id and run_id != LATEST and not RUN_ID_PATTERN.match(run_id):
         raise StorageError(f"{run_id_field}: expected letters, digits, '.', '_' or '-', got {run_id!r}")
     if resume:
-        if not run_id:
-            raise StorageError(f"{run_id_field}: name the run to resume (a run id in {loc.uri}, or 'latest')")
-        rid = latest_run(loc) if run_id == LATEST else run_id
-        if rid is None or not loc.is_dir(rid):
-            have = [n for n in loc.listdir() if loc.is_dir(n)]
-            raise StorageError(f"{run_id_field}: no run {run_id!r} in {loc.uri} to resume "
-                               f"(runs there: {have[-5:] or 'none'})")
-        run = RunDir(loc, rid, part, resumed=True)
+        run = RunDir(loc, find_run(loc, run_id, run_id_field=run_id_field).run_id, part, resumed=True)
     else:
         if run_id == LATEST:
             raise StorageError(f"{run_id_field}: 'latest' names an earlier run; set resume to continue it")

@@ -55,7 +55,7 @@ def test_run_writes_a_transformers_checkpoint_and_resume_continues_it(ray_cluste
     model = AutoModelForCausalLM.from_pretrained(first.model_dir)
     batch = torch.randint(0, 256, (1, 9))
     assert model(input_ids=batch).logits.shape == (1, 9, 259)
-    second = run_edit(small_cfg(tmp_path, steps=24, run={"resume": True}), progress=False)
+    second = run_edit(small_cfg(tmp_path, steps=24, run={"resume": True, "run_id": "latest"}), progress=False)
     assert second.steps == 24
     # the resumed run did 12 more steps per rank, not 24: it continued the data and counters
     assert [h["step"] for h in second.history][0] <= 12 < second.history[-1]["step"]

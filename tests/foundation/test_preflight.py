@@ -126,16 +126,18 @@ def test_resuming_from_a_damaged_or_mismatched_edit_checkpoint_is_refused(checkp
 
     from raystack.edit.config import EDiTConfig
 
-    ckpt = tmp_path / "run" / "checkpoint"
+    ckpt = tmp_path / "run" / "r1" / "checkpoint"   # run r1 in the output location
     _copy(checkpoint, ckpt / "model")
     (ckpt / "driver.json").write_text(json.dumps({"segments": 1, "history": [], "config": {"ranks": 2, "shards": 1}}))
     for rank in range(2):
         torch.save({"step": 1}, ckpt / f"rank{rank}.pt")
-    cfg = EDiTConfig(run={"out_dir": str(tmp_path / "run"), "resume": True})
+    cfg = EDiTConfig(run={"out_dir": str(tmp_path / "run"), "run_id": "r1", "resume": True})
     preflight(cfg, SMALL)  # whole and matching: accepted
     with pytest.raises(PreflightError, match=r"run.resume: checkpoint in .* is for ranks=2, shards=1; this run has ranks=4"):
-        preflight(EDiTConfig(ranks=4, run={"out_dir": str(tmp_path / "run"), "resume": True}),
+        preflight(EDiTConfig(ranks=4, run={"out_dir": str(tmp_path / "run"), "run_id": "r1", "resume": True}),
                   ClusterResources(4, 0, 8 * GB, 4, 0, 8 * GB))
+    with pytest.raises(PreflightError, match=r"run.run_id: no run 'r2' in .* to resume"):
+        preflight(EDiTConfig(run={"out_dir": str(tmp_path / "run"), "run_id": "r2", "resume": True}), SMALL)
     (ckpt / "rank1.pt").write_bytes((ckpt / "rank1.pt").read_bytes()[:40])
     with pytest.raises(PreflightError, match=r"rank1.pt is corrupt or truncated"):
         preflight(cfg, SMALL)

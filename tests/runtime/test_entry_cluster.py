@@ -4,6 +4,8 @@ placement group of its job, detached ones included. The elastic Ray controller a
 trace simulator step the same ElasticLoop."""
 from __future__ import annotations
 
+import json
+
 import pyarrow as pa
 import pytest
 import ray
@@ -28,7 +30,10 @@ def test_pretrain_returns_the_result_with_its_history_and_tensorboard_events(ray
     hist = res.to_pandas()
     assert list(hist["step"]) == sorted(hist["step"]) and hist["step"].iloc[-1] == 8
     assert hist["val_loss"].notna().sum() >= 1            # evaluated every 2 segments
-    assert res.checkpoint == res.artifacts["model"] and (tmp_path / "run" / "checkpoint" / "model").is_dir()
+    run_id = (tmp_path / "run" / "latest").read_text()    # the run's own folder in out_dir
+    assert res.checkpoint == res.artifacts["model"] and (tmp_path / "run" / run_id / "checkpoint" / "model").is_dir()
+    summary = json.loads((tmp_path / "run" / run_id / "summary.json").read_text())
+    assert summary["status"] == "finished" and summary["metrics"]["steps"] == 8
     tb = read_scalars(res.artifacts["tensorboard"])
     assert [s for s, _ in tb["train_loss"]] == list(hist["step"])  # every segment, also within a call
     assert [v for _, v in tb["train_loss"]] == pytest.approx(list(hist["loss"]))
