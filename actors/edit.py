@@ -115,12 +115,13 @@ class EDiTWorker(CommMember):
         back), running first the sync that was due."""
         if self.trainer is None:
             return self.setup()
-        self.trainer.abort()
-        state = self.trainer.state_dict()
-        batches = self.trainer.batches
+        old = self.trainer
+        old.abort()
+        state = old.state_dict()
         self.setup()
-        self.trainer.batches = batches
+        self.trainer.batches = old.batches
         self.trainer.load_state_dict(state)
+        self.trainer.counters.losses, self.trainer.counters.times = old.counters.losses, old.counters.times
         self.trainer.resume_pending_sync()
         return self.trainer.report()
 
@@ -248,10 +249,12 @@ class EDiTGroup:
         bundle = {"CPU": self.cfg.run.cpus_per_rank}
         if self.devices.uses_gpu:
             bundle["GPU"] = self.devices.gpus_per_actor
-        # a replica's ranks packed on one node (their links are local), replicas spread
+        # a replica's ranks packed on one node (their links are local), replicas aimed at
+        # distinct nodes; PACK (may span nodes) when no node can hold a whole replica
         targets = spread_nodes(self.cfg.replicas, bundle, self.cfg.shards)
         self.group.reserve(*[PlacementSpec(f"replica-{r}", tuple(dict(bundle) for _ in range(self.cfg.shards)),
-                                           "PACK", target_node=targets[r]) for r in range(self.cfg.replicas)])
+                                           "STRICT_PACK" if targets[r] else "PACK", target_node=targets[r])
+                             for r in range(self.cfg.replicas)])
         self.group.spawn(*[self._spec(rank) for rank in range(self.cfg.ranks)])
         self._form()
 

@@ -9,8 +9,11 @@ into lanes, builds one window's micro-batches, computes the schedule (a pure fun
 submits every stage's ops in schedule order; activations and gradients travel between stages
 as Ray objects. Between windows it checkpoints every adapter. When a window fails, the
 controller polls the stages once, the :class:`FailurePolicy` (``pipeline.max_restarts`` per
-stage) decides, and the recovery respawns the dead stages and resumes every adapter from its
-last checkpoint. :class:`MLoRADriver` runs it for ``raystack.mlora.finetune(cfg)``.
+stage) decides, and the recovery respawns the dead stages (a stage lost with its node on another
+node) and resumes every adapter from its last checkpoint. Every file goes through the run's own
+folder in the storage location (``output_dir``, any pyarrow filesystem): ``<output_dir>/<run
+id>/checkpoints/<adapter>.pt`` and ``adapters/<adapter>/`` (published whole); a fresh run never
+reads another run's files. :class:`MLoRADriver` runs it for ``raystack.mlora.finetune(cfg)``.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +36,7 @@ from raystack.data.tokenizer import ByteTokenizer
 from raystack.devices import cluster_gpus, local_device, plan_devices, to_cpu
 from raystack.mlora.balance import StagePlan, measured_costs, param_costs, partition
 from raystack.mlora.config import AdapterConfig, DatasetConfig, MLoRAConfig, TaskConfig
-from raystack.mlora.export import load_checkpoint, save_checkpoint, save_peft
+from raystack.mlora.export import save_peft
 from raystack.mlora.jobs import JobState, form_lanes, lane_step
 from raystack.mlora.memory import AdmissionObs, AdmissionPolicy, JobRequest, MemoryModel
 from raystack.mlora.messages import StageStats
@@ -43,6 +47,7 @@ from raystack.runtime.controller import Controller, ControllerState, MetricsCall
 from raystack.runtime.group import ActorGroup, Call, MemberSpec, PlacementSpec, Spawner
 from raystack.runtime.policy import FailureEvent, FailurePolicy
 from raystack.runtime.result import Result, history_table
+from raystack.runtime.storage import RunDir, open_run, torch_bytes, torch_load_bytes
 from raystack.runtime.tracking import TENSORBOARD_DIR, make_loggers
 
 logger = logging.getLogger(__name__)
@@ -172,7 +177,7 @@ class LoRAPipeline:
         self.memory = MemoryModel(prior)
         s = cfg.scheduler
         self.policy = AdmissionPolicy(self.memory, s.memory_budget_mb * 2**20, s.max_concurrent, s.strict_priority)
-        self.out = Path(cfg.output_dir)
+        self.use_output(cfg)
         self.group = ActorGroup("mlora", spawner, poll_timeout_s=STAGE_PING_TIMEOUT_S)
         self.pids: list[int] = []
         self.pending: list[tuple[TaskConfig, int]] = []
@@ -215,8 +220,21 @@ class LoRAPipeline:
         self.pending.append((task, self._arrivals))
         self._arrivals += 1
 
-    def _ckpt_path(self, name: str) -> Path:
-        return self.out / "checkpoints" / f"{name}.pt"
+    def use_output(self, cfg: MLoRAConfig) -> RunDir:
+        """Write from now on into a run folder of ``cfg.output_dir`` (a new one unless
+        ``cfg.resume`` names an earlier run); returns it."""
+        self.run_dir = open_run(cfg.output_dir, "mlora", run_id=cfg.run_id, resume=cfg.resume,
+                                field="output_dir", run_id_field="run_id")
+        self.store = self.run_dir.storage
+        return self.run_dir
+
+    @staticmethod
+    def _ckpt_path(name: str) -> tuple[str, str]:
+        return "checkpoints", f"{name}.pt"
+
+    def _load_checkpoint(self, name: str) -> dict | None:
+        path = self._ckpt_path(name)
+        return torch_load_bytes(self.store.read_bytes(*path)) if self.store.exists(*path) else None
 
     def _admit(self) -> None:
         reqs = {t.adapter: JobRequest(t.adapter, t.micro_batch_size, t.cutoff_len, t.priority, arr)
@@ -233,14 +251,14 @@ class LoRAPipeline:
                               adapters=self.cfg.adapters, tasks=[task])
             job = make_jobs(sub)[name]
             self.tasks[name] = task
-            ckpt = load_checkpoint(self._ckpt_path(name))
+            ckpt = self._load_checkpoint(name)
             if ckpt is not None and ckpt.get("fingerprint") != self._fingerprint(name):
-                logger.warning("%s: ignoring the checkpoint in %s, written for another config", name, self.out)
-                self._ckpt_path(name).unlink()  # a failure before this job's first checkpoint must not find it
+                logger.warning("%s: ignoring the checkpoint in %s, written for another config", name, self.store.uri)
+                self.store.delete_file(*self._ckpt_path(name))  # a failure before this job's first checkpoint must not find it
                 ckpt = None
             if ckpt is not None and ckpt.get("finished"):
                 self.finished.add(name)
-                self.resumed_done[name] = str(self.out / "adapters" / name)
+                self.resumed_done[name] = self.store.path("adapters", name)
                 continue
             self._install(job, ckpt)
             self.running[name] = job
@@ -263,10 +281,10 @@ class LoRAPipeline:
         per_job = {name: [p[name] for p in parts] for name in parts[0]}
         for name in per_job:
             job = self.running[name]
-            save_checkpoint(self._ckpt_path(name), {
+            self.store.write_bytes(torch_bytes({
                 "stages": per_job[name], "step": job.step, "losses": job.losses,
                 "batcher": job.batcher.state_dict(), "finished": job.done,
-                "fingerprint": self._fingerprint(name)})
+                "fingerprint": self._fingerprint(name)}), *self._ckpt_path(name))
         return per_job
 
     def _fingerprint(self, name: str) -> str:
@@ -283,7 +301,9 @@ class LoRAPipeline:
         state: dict[str, torch.Tensor] = {}
         for part in stage_parts:
             state.update(part["weights"])
-        return str(save_peft(self.out / "adapters" / name, self.cfg.adapter(name).spec(), state, self.cfg.base))
+        with tempfile.TemporaryDirectory(prefix="raystack-adapter-") as tmp:
+            save_peft(Path(tmp) / name, self.cfg.adapter(name).spec(), state, self.cfg.base)
+            return self.store.upload(Path(tmp) / name, "adapters", name)  # published whole
 
     # -- stages ---------------------------------------------------------------------------
     def _stage_spec(self, i: int) -> MemberSpec:
@@ -314,7 +334,7 @@ class LoRAPipeline:
         self.group.respawn(event.members)
         self.group.call("reset")
         for name, job in self.running.items():
-            ckpt = load_checkpoint(self._ckpt_path(name))
+            ckpt = self._load_checkpoint(name)
             if ckpt is None:  # failed before its first checkpoint: from the start (adapter
                 job.step, job.losses = 0, []  # initialisation and dropout streams are seeded)
                 job.batcher.load_state_dict(self._admitted[name])
@@ -489,8 +509,10 @@ class MLoRADriver:
     def __init__(self, cfg: MLoRAConfig, *, callbacks: Sequence[MetricsCallback] = (),
                  progress: bool = True) -> None:
         self.cfg = cfg
-        loggers = make_loggers(cfg.loggers, cfg.output_dir, self.part, config_to_dict(cfg))
-        self.pipeline = LoRAPipeline(cfg, progress=progress, callbacks=[*callbacks, *loggers])
+        self.pipeline = LoRAPipeline(cfg, progress=progress, callbacks=callbacks)
+        self.run_dir = self.pipeline.run_dir
+        self.pipeline.callbacks.extend(make_loggers(cfg.loggers, self.run_dir.tracking_dir(), self.part,
+                                                    config_to_dict(cfg), run_name=self.run_dir.run_id))
         self.pipeline.begin()
 
     @property
@@ -513,14 +535,15 @@ class MLoRADriver:
         if run.windows:
             metrics["idle_fraction"] = sum(sum(w.idle_fraction) / len(w.idle_fraction) for w in run.windows) \
                 / len(run.windows)
-        losses = Path(self.cfg.output_dir) / "losses.json"  # every step's loss, per adapter
-        losses.write_text(json.dumps(run.losses))
+        store = self.run_dir.storage
+        losses = store.write_json(run.losses, "losses.json")  # every step's loss, per adapter
         artifacts = {f"adapter.{n}": d for n, d in run.adapters.items()}
-        artifacts["losses"] = str(losses)
+        artifacts["losses"] = losses
+        artifacts["run"] = store.uri
         if "tensorboard" in self.cfg.loggers:
-            artifacts["tensorboard"] = str(Path(self.cfg.output_dir) / TENSORBOARD_DIR)
-        return Result("mlora", metrics, history_table(rows), str(Path(self.cfg.output_dir) / "adapters"),
-                      artifacts, config_to_dict(self.cfg))
+            artifacts["tensorboard"] = str(self.run_dir.tracking_dir() / TENSORBOARD_DIR)
+        return Result("mlora", metrics, history_table(rows), store.path("adapters"), artifacts,
+                      config_to_dict(self.cfg))
 
     def shutdown(self) -> None:
         self.pipeline.shutdown()

@@ -370,7 +370,7 @@ def run_pipeline(cfg, pipe=None):
         pipe = LoRAPipeline(cfg, progress=False)
         pipe.start()
     else:
-        pipe.out = Path(cfg.output_dir)
+        pipe.use_output(cfg)
         pipe.policy.max_concurrent = cfg.scheduler.max_concurrent
         pipe.cfg.pipeline.lanes = cfg.pipeline.lanes
         pipe.finished.clear()

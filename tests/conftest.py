@@ -11,6 +11,11 @@ os.environ.setdefault("RAY_DEDUP_LOGS", "0")
 os.environ.setdefault("RAY_metrics_report_interval_ms", "2000")
 
 
+def pytest_collection_modifyitems(config, items):
+    """Multi-node tests last: their simulated cluster replaces the embedded one for good."""
+    items.sort(key=lambda item: "tests/multinode/" in item.nodeid.replace("\\", "/"))
+
+
 @pytest.fixture(scope="session")
 def ray_cluster():
     """The embedded local cluster (4 logical CPUs, no dashboard), started once per session."""
@@ -18,6 +23,8 @@ def ray_cluster():
     from raystack.cluster import connect
 
     os.environ.pop("RAY_ADDRESS", None)
+    if ray.is_initialized():
+        ray.shutdown()
     info = connect(num_cpus=4, dashboard=False, log_to_driver=False, object_store_memory=512 * 1024**2)
     yield info
     ray.shutdown()

@@ -54,10 +54,9 @@ def run(args: argparse.Namespace) -> int:
         for name, a in acc.items():
             print(f"| {name} | {a['exact_before']:.2f} | {a['exact_after']:.2f} | "
                   f"{a['token_before']:.2f} | {a['token_after']:.2f} |")
-    from pathlib import Path
+    from raystack.runtime.storage import Storage
 
-    out = Path(cfg.output_dir) / "summary.json"
-    out.write_text(json.dumps(summary, indent=2))
-    print(f"[mlora] summary: {out}")
+    out = Storage(res.artifacts["run"]).write_json(summary, "report.json")  # in this run's own folder
+    print(f"[mlora] report: {out}")
     write_json(args.json_path, summary)
     return 0

@@ -131,7 +131,13 @@ class MLoRAConfig(ConfigBase):
 
     base: str = option("tiny-1m", "tiny-1m, tiny-20m, small-50m, or a local transformers checkpoint directory (Llama/Qwen2)")
     seed: int = option(0, "base weights seed (named bases) and data order", ge=0, le=MAX_SEED)
-    output_dir: str = option("runs/mlora", "adapters/<name>/ (PEFT), checkpoints/<name>.pt and summary.json go here")
+    output_dir: str = option("runs/mlora", "output location, a directory or a pyarrow filesystem URI: each run "
+                                           "writes adapters/<name>/ (PEFT), checkpoints/<name>.pt and summary.json "
+                                           "under <output_dir>/<run id>")
+    run_id: str = option("", "this run's folder in output_dir; empty: a new id; with resume: the run to continue "
+                             "(or latest)")
+    resume: bool = option(False, "continue the run named by run_id: finished adapters are reported, the others "
+                                 "resume from their checkpoints")
     datasets: list[DatasetConfig] = option(doc="datasets", factory=lambda: [
         DatasetConfig(name=t, synthetic=t, seed=i) for i, t in enumerate(SYNTHETIC_TASKS)])
     adapters: list[AdapterConfig] = option(doc="adapters", factory=lambda: [
@@ -175,6 +181,8 @@ def _validate(cfg: MLoRAConfig) -> None:
                      f"{list(MODEL_NAMES)} or a transformers checkpoint directory")
     if not cfg.output_dir.strip():
         problems.add("output_dir", "must name a directory")
+    if cfg.resume and not cfg.run_id.strip():
+        problems.add("run_id", "name the run to resume (a run id in output_dir, or latest)")
     for key in ("datasets", "adapters", "tasks"):
         if len(getattr(cfg, key)) > MAX_JOBS:
             problems.add(key, f"at most {MAX_JOBS} entries, got {len(getattr(cfg, key))}")

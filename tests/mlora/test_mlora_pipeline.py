@@ -101,13 +101,14 @@ def test_killed_stage_restarts_and_adapters_resume_from_checkpoint(ray_cluster, 
 
 
 def test_rerun_reports_finished_adapters_and_ignores_checkpoints_of_another_config(ray_cluster, tmp_path):
-    """Same output_dir twice: finished adapters are reported (not retrained, not dropped from the
-    result); a changed adapter config does not resume from the old checkpoint."""
+    """Resuming a run: finished adapters are reported (not retrained, not dropped from the result);
+    a changed adapter config does not resume from the old checkpoint. A fresh run into the same
+    output_dir gets its own folder and leaves the earlier run's files byte-identical."""
     from raystack.actors.mlora import LoRAPipeline
 
-    def one(steps, r):
+    def one(steps, r, **run):
         return load_mlora_config({
-            "base": "tiny-1m", "output_dir": str(tmp_path / "run"),
+            "base": "tiny-1m", "output_dir": str(tmp_path / "run"), **run,
             "datasets": [dict(name="copy", synthetic="copy", num_examples=32)],
             "adapters": [dict(name="cpy", r=r, alpha=4, target_modules=["q_proj"])],
             "tasks": [dict(adapter="cpy", dataset="copy", batch_size=2, micro_batch_size=2, max_steps=steps,
@@ -122,9 +123,14 @@ def test_rerun_reports_finished_adapters_and_ignores_checkpoints_of_another_conf
             pipe.shutdown()
 
     first = run_once(one(2, 2))
-    again = run_once(one(2, 2))
+    before = {p: p.read_bytes() for p in (tmp_path / "run").rglob("*") if p.is_file() and p.name != "latest"}
+    fresh = run_once(one(2, 2))                          # a fresh run: its own folder
+    assert fresh.windows and fresh.adapters["cpy"] != first.adapters["cpy"]
+    assert {p: p.read_bytes() for p in before} == before  # the first run's files untouched
+    resume = {"run_id": first.adapters["cpy"].split("/")[-3], "resume": True}
+    again = run_once(one(2, 2, **resume))
     assert again.adapters == first.adapters and again.windows == []  # reported, nothing retrained
-    changed = run_once(one(2, 4))
+    changed = run_once(one(2, 4, **resume))
     assert "cpy" in changed.adapters and changed.windows  # retrained at the new rank
     assert read_peft(changed.adapters["cpy"], "cpy")[0].r == 4
 

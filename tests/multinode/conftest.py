@@ -1,0 +1,32 @@
+"""One simulated multi-node cluster for every multi-node test: a head (the driver's node, no
+CPUs) and four nodes of 2 CPUs, each with its own working directory (no disk shared with the
+driver's), short node health checks. These tests run last in a session (tests/conftest.py
+orders them), after the embedded single-node cluster is shut down."""
+from __future__ import annotations
+
+import pytest
+
+from raystack.simcluster import SimulatedCluster
+
+NODES, CPUS = 4, 2.0
+
+
+@pytest.fixture(scope="session")
+def sim(tmp_path_factory):
+    import ray
+
+    if ray.is_initialized():  # the embedded cluster of the single-node tests
+        ray.shutdown()
+    cluster = SimulatedCluster(nodes=NODES, cpus_per_node=CPUS, node_dirs=str(tmp_path_factory.mktemp("nodes")))
+    cluster.start()
+    yield cluster
+    cluster.shutdown()
+
+
+@pytest.fixture
+def nodes(sim):
+    """The cluster with NODES nodes again before a test (a test may have removed some)."""
+    while len(sim.members) < NODES:
+        sim.add(cpus=CPUS)
+    sim.wait_for_nodes()
+    return sim
