@@ -8,7 +8,6 @@ held-out file and audits the sample ids. ``raystack.elastic.train(cfg)`` runs it
 """
 from __future__ import annotations
 
-import json
 import logging
 import time
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ from raystack.elastic.shards import make_shards
 from raystack.elastic.stragglers import StragglerDetector
 from raystack.runtime.controller import Controller, ControllerState, MetricsCallback, RunFailedError
 from raystack.runtime.result import Result, history_table
+from raystack.runtime.storage import RunDir, Storage, find_run, open_run
 from raystack.runtime.tracking import TENSORBOARD_DIR, make_loggers
 
 logger = logging.getLogger(__name__)
@@ -53,9 +53,9 @@ class ElasticResult:
 
 def prepare_data(cfg: ElasticConfig) -> tuple[list[tuple[str, int]], str]:
     """(training files with row counts, held-out file)."""
-    d = cfg.data
-    files = list_files(d.path) if d.path else generate(
-        Path(d.out_dir), d.generate_rows, d.generate_files, d.vocab, d.zipf_s, cfg.model.seed)
+    d = cfg.data  # absolute here: workers on other nodes do not share the driver's directory
+    files = list_files(str(Path(d.path).resolve())) if d.path else generate(
+        Path(d.out_dir).resolve(), d.generate_rows, d.generate_files, d.vocab, d.zipf_s, cfg.model.seed)
     if len(files) < 2:
         raise ElasticJobError("need >= 2 Parquet files: the last one is held out for AUC")
     return files[:-1], files[-1][0]
@@ -76,7 +76,8 @@ class ElasticController:
         self.train_files, self.eval_file = prepare_data(cfg)
         self.shards = make_shards(self.train_files, cfg.data.rows_per_shard)
         self.total_rows = sum(n for _, n in self.train_files)
-        self.backend = RayBackend(cfg, self.spec, self.shards, self.total_rows, adopt=adopt)
+        self.run_dir = self._run_dir(cfg, adopt)
+        self.backend = RayBackend(cfg, self.spec, self.shards, self.total_rows, self.run_dir, adopt=adopt)
         r = cfg.resources
         budget = Budget(r.max_cpus, r.max_mem_gb, r.max_workers, r.max_ps, tuple(r.cpu_choices))
         default = JobConfig(r.initial_workers, r.initial_ps, r.cpu_choices[0], r.cpu_choices[0],
@@ -94,6 +95,18 @@ class ElasticController:
         if adopt:  # carry on with the running units, skip the initial plan
             self.loop.adopt(self.backend.units)
             self.planner.adopt(Stage.WARMUP if r.autoscale else Stage.RUNTIME)
+
+    @staticmethod
+    def _run_dir(cfg: ElasticConfig, adopt: bool) -> RunDir:
+        """This job's run folder in ``<work_dir>/<name>``: a new one, or (adopting a running
+        job) the one its ShardService names."""
+        location = Storage(cfg.work_dir, field="work_dir").child(cfg.name)
+        if adopt:
+            import ray
+
+            state = ray.get(ray.get_actor(f"{cfg.name}-shards").get_controller_state.remote())
+            return find_run(location, state["run_id"])
+        return open_run(location, "elastic", run_id=cfg.run_id, field="work_dir")
 
     @property
     def controller(self) -> Controller:
@@ -141,11 +154,17 @@ class ElasticController:
                 "plans": sum(e.kind == "plan" for e in self.loop.events)}
 
     def finish(self, seconds: float, t0: float = 0.0) -> ElasticResult:
+        """Evaluate and audit the trained job; raises ElasticJobError if any sample was lost or
+        trained twice (a job that lost samples never reports success)."""
         counts = self.backend.audit()
         rows = int(counts.sum())
+        lost, duplicated = int((counts == 0).sum()), int((counts > 1).sum())
+        if lost or duplicated:
+            raise ElasticJobError(f"job {self.cfg.name}: the audit found {lost} samples never trained and "
+                                  f"{duplicated} trained more than once (of {len(counts)})")
         return ElasticResult(
             auc=self.evaluate(), rows=rows, seconds=seconds, samples_per_s=rows / seconds,
-            lost=int((counts == 0).sum()), duplicated=int((counts > 1).sum()),
+            lost=lost, duplicated=duplicated,
             final_config=dict(vars(self.loop.config)) if self.loop.config else {},
             events=[f"{e.time - t0:.1f}s {e.kind}: {e.detail}" for e in self.loop.events],
             recoveries_s=list(self.backend.recoveries))
@@ -183,8 +202,8 @@ class ElasticDriver:
         return self.job.controller if self.job is not None else None
 
     @property
-    def out_dir(self) -> Path:
-        return Path(self.cfg.work_dir) / self.cfg.name
+    def run_dir(self) -> RunDir | None:
+        return self.job.run_dir if self.job is not None else None
 
     def step(self) -> ControllerState:
         """One poll of the job (the first builds the data, the ShardService and the plan);
@@ -192,8 +211,8 @@ class ElasticDriver:
         if self.job is None:
             self._t0 = time.time()
             self.job = ElasticController(self.cfg, callbacks=self.callbacks)
-            loggers = make_loggers(self.cfg.loggers, self.out_dir, self.part, config_to_dict(self.cfg),
-                                   run_name=self.cfg.name)
+            loggers = make_loggers(self.cfg.loggers, self.run_dir.tracking_dir(), self.part,
+                                   config_to_dict(self.cfg), run_name=f"{self.cfg.name}-{self.run_dir.run_id}")
             self.job.controller.callbacks.extend(loggers)
             logger.info("elastic %s: %d training files, %d rows, %d shards; held out: %s", self.cfg.name,
                         len(self.job.train_files), self.job.total_rows, len(self.job.shards),
@@ -232,8 +251,8 @@ class ElasticDriver:
             self._bar.close()
         seconds = time.time() - self._t0
         res = self._outcome = job.finish(seconds, self._t0)
-        events = self.out_dir / "events.json"
-        events.write_text(json.dumps(res.events, indent=1))
+        store = self.run_dir.storage
+        events = store.write_json(res.events, "events.json")
         c = res.final_config
         metrics = {"auc": res.auc, "rows": res.rows, "seconds": res.seconds,
                    "samples_per_s": res.samples_per_s, "lost": res.lost, "duplicated": res.duplicated,
@@ -242,11 +261,14 @@ class ElasticDriver:
                    **{f"final_{k}": float(v) for k, v in c.items()}}
         if res.recoveries_s:
             metrics["recovery_max_s"] = max(res.recoveries_s)
-        artifacts = {"events": str(events), "eval_file": job.eval_file,
-                     "data": str(Path(self.cfg.data.path or self.cfg.data.out_dir))}
+        restores = job.backend.restores
+        metrics["ps_restores"] = float(len(restores))
+        metrics["rows_redone"] = float(sum(r.rows_redone for r in restores))
+        artifacts = {"events": events, "eval_file": job.eval_file, "run": store.uri,
+                     "data": str(Path(self.cfg.data.path or self.cfg.data.out_dir).resolve())}
         if "tensorboard" in self.cfg.loggers:
-            artifacts["tensorboard"] = str(self.out_dir / TENSORBOARD_DIR)
-        return Result("elastic", metrics, history_table(job.history), str(job.backend.dir / "ckpt"),
+            artifacts["tensorboard"] = str(self.run_dir.tracking_dir() / TENSORBOARD_DIR)
+        return Result("elastic", metrics, history_table(job.history), store.path("ps"),
                       artifacts, config_to_dict(self.cfg))
 
     def shutdown(self) -> None:

@@ -1,6 +1,14 @@
 """ParameterServer actor: embedding tables (sparse Adagrad), and on PS 0 the dense network,
-the commit fence and the sample-id audit. Flash-checkpointed; restores itself on restart.
-Table ids are 0..n-1; :data:`~raystack.elastic.messages.DENSE` stands for the dense network."""
+the commit fence and the sample-id audit. Table ids are 0..n-1;
+:data:`~raystack.elastic.messages.DENSE` stands for the dense network.
+
+Checkpoints are the job's consistent cuts: the controller parks every worker at a batch
+boundary, then every PS takes ``snapshot(cid)`` (an in-memory copy, persisted to the run's
+storage in the background) while the ShardService records its ledger under the same ``cid``.
+A PS that Ray restarts (its process or its node was lost) loads the newest complete cut and
+stays frozen (refusing pushes and pulls, which workers retry) until the controller has rolled
+every PS and the ledger back to that same cut (``restore``), so the ledger, the audit and the
+model state agree again."""
 from __future__ import annotations
 
 import os
@@ -13,6 +21,12 @@ from raystack import metrics
 from raystack.elastic.checkpoint import FlashCheckpointer
 from raystack.elastic.dlrm import DLRMDense, DLRMSpec, adagrad_rows, init_table, undo_adagrad_rows
 from raystack.elastic.messages import DENSE, PSStats
+from raystack.runtime.storage import Storage
+
+
+class PSFrozen(RuntimeError):
+    """This PS was restarted and waits for the controller to restore the job's last cut:
+    retry later (the worker that gets this is fenced and replaced before then)."""
 
 
 class TableMoved(RuntimeError):
@@ -27,15 +41,14 @@ class ParameterServer:
     """Holds embedding tables ``tables``; ``dense=True`` also holds the dense network."""
 
     def __init__(self, name: str, spec: DLRMSpec, tables: list[int], dense: bool, lr_sparse: float,
-                 lr_dense: float, ckpt_dir: str, total_rows: int, seed: int = 0,
-                 ckpt_every_s: float = 2.0) -> None:
+                 lr_dense: float, storage: Storage, total_rows: int, seed: int = 0,
+                 job: str = "") -> None:
         import torch
 
         torch.set_num_threads(1)
         self.name, self.spec, self.lr, self.lr_dense = name, spec, lr_sparse, lr_dense
-        self.ckpt = FlashCheckpointer(name, ckpt_dir)
-        self.ckpt_every_s = ckpt_every_s
-        self.version, self._last_ckpt = 0, time.time()
+        self.ckpt = FlashCheckpointer(name, storage)
+        self.version = 0  # the last cut this PS took or was restored to
         self.w: dict[int, np.ndarray] = {}
         self.acc: dict[int, np.ndarray] = {}
         self.touched: dict[int, np.ndarray] = {}
@@ -50,19 +63,15 @@ class ParameterServer:
         # back by rollback(), so the batch's rows, trained again elsewhere, update once
         self.undo: dict[int, dict[str, tuple]] = {}
         self._cpu0, self._t0 = time.process_time(), time.time()
-        snap = self.ckpt.restore()
-        self.restored = snap is not None
-        if snap is not None:
-            self._load(snap)
+        self._initial = (tables, dense, seed, total_rows)
+        # restarted by Ray (its process or node was lost): back to the job's last complete cut,
+        # frozen until the controller has rolled the others and the ledger back to it too
+        self.restored = self.frozen = ray.get_runtime_context().was_current_actor_reconstructed
+        if self.restored:
+            cid = ray.get(ray.get_actor(f"{job}-shards").checkpoint_version.remote()) if job else 0
+            self._reset(cid)
         else:
-            for t in tables:
-                self._add_table(t, init_table(spec, t, seed), None)
-            if dense:
-                model = DLRMDense(spec, seed)
-                self.dense = {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
-                self.dense_acc = {k: np.zeros_like(v) for k, v in self.dense.items()}
-                self.audit = np.zeros(total_rows, dtype=np.int32)
-            self._checkpoint()
+            self._reset(0)
         self._m_rows = metrics.gauge("elastic_ps_touched_rows", "embedding rows touched", ("ps",))
 
     # ---- state ---------------------------------------------------------------------------
@@ -99,14 +108,31 @@ class ParameterServer:
         self.fenced |= {str(w) for w in s.get("fenced", ())}
         self.version = int(s["__version__"])
 
-    def _checkpoint(self) -> float:
-        self.version += 1
-        self._last_ckpt = time.time()
-        return self.ckpt.save(self._state(), self.version)
+    def _reset(self, cid: int) -> None:
+        """This PS's state at cut ``cid`` (0: its initial state, made from the seed)."""
+        self.w, self.acc, self.touched, self.dense, self.dense_acc = {}, {}, {}, {}, {}
+        self.applied, self.undo, self.sealed = {}, {}, set()
+        self.audit = np.zeros(0, dtype=np.int32)
+        snap = self.ckpt.load(cid) if cid > 0 else None
+        if cid > 0 and snap is None:
+            raise RuntimeError(f"{self.name}: no snapshot of cut {cid} in {self.ckpt.storage.uri}")
+        if snap is not None:
+            snap["__version__"] = np.array(cid)
+            self._load(snap)
+            return
+        tables, dense, seed, total_rows = self._initial
+        for t in tables:
+            self._add_table(t, init_table(self.spec, t, seed), None)
+        if dense:
+            model = DLRMDense(self.spec, seed)
+            self.dense = {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
+            self.dense_acc = {k: np.zeros_like(v) for k, v in self.dense.items()}
+            self.audit = np.zeros(total_rows, dtype=np.int32)
+        self.version = 0
 
-    def _maybe_checkpoint(self) -> None:
-        if time.time() - self._last_ckpt >= self.ckpt_every_s:
-            self._checkpoint()
+    def _check_live(self) -> None:
+        if self.frozen:
+            raise PSFrozen(f"{self.name} was restarted and waits for the job's restore")
 
     def _check_owned(self, tables) -> None:
         gone = sorted(t for t in tables if t in self.sealed or (t != DENSE and t not in self.w))
@@ -116,6 +142,7 @@ class ParameterServer:
     # ---- sparse ----------------------------------------------------------------------------
     def pull(self, req: dict[int, np.ndarray]) -> dict[int, np.ndarray]:
         """Rows ``req[t]`` (unique ids) of each table ``t`` (an exported one may still be read)."""
+        self._check_live()
         self._check_owned([t for t in req if t not in self.w])
         return {t: self.w[t][ids] for t, ids in req.items()}
 
@@ -125,13 +152,13 @@ class ParameterServer:
 
         ``tag`` = (worker, lease, upto) of the batch: the push is kept until the worker's next
         one, so :meth:`rollback` can take it back if that batch never commits."""
+        self._check_live()
         self._check_owned(grads)
         for t, (ids, g) in grads.items():
             step = adagrad_rows(self.w[t], self.acc[t], ids, g, self.lr)
             self.touched[t][ids] = True
             if tag is not None:
                 self.undo.setdefault(t, {})[tag[0]] = (tag[1], tag[2], ids, g, step)
-        self._maybe_checkpoint()
 
     def rollback(self, worker_id: str, committed: dict[int, int]) -> int:
         """``worker_id`` is fenced and ``committed`` maps its leases to the offsets its dense
@@ -150,6 +177,7 @@ class ParameterServer:
 
     # ---- dense, fence, audit (PS 0) ------------------------------------------------------
     def pull_dense(self) -> dict[str, np.ndarray]:
+        self._check_live()
         return self.dense
 
     def push_dense(self, worker_id: str, lease_id: int, upto: int, sample_ids: np.ndarray,
@@ -157,13 +185,13 @@ class ParameterServer:
         """Apply a batch's dense update: the batch's commit point. False if the lease is fenced."""
         if worker_id in self.fenced:
             return False
+        self._check_live()
         self._check_owned([DENSE])
         for k, g in grads.items():
             self.dense_acc[k] += g * g
             self.dense[k] -= self.lr_dense * g / (np.sqrt(self.dense_acc[k]) + 1e-8)
         np.add.at(self.audit, sample_ids, 1)
         self.applied[lease_id] = (worker_id, upto)
-        self._maybe_checkpoint()
         return True
 
     def fence(self, worker_id: str) -> dict[int, int]:
@@ -188,7 +216,6 @@ class ParameterServer:
         s = {k: np.array(v, copy=True) for k, v in s.items()}
         s["__version__"] = np.array(self.version)
         self._load(s)
-        self._checkpoint()
 
     def export_tables(self, tables: list[int]) -> dict[int, tuple]:
         """Tables for their new owner; from now on this PS refuses updates to them."""
@@ -200,7 +227,6 @@ class ParameterServer:
             self._add_table(t, w.copy(), a.copy(), tc.copy())
             self.undo[t] = dict(undo)  # the last pushes move with the table, for rollback()
             self.sealed.discard(t)  # a table may come back to a PS that gave it away
-        self._checkpoint()
 
     def drop_tables(self, tables: list[int]) -> None:
         for t in tables:
@@ -208,7 +234,6 @@ class ParameterServer:
             self.acc.pop(t, None)
             self.touched.pop(t, None)
             self.undo.pop(t, None)
-        self._checkpoint()
 
     def tables(self) -> dict[int, np.ndarray]:
         return self.w
@@ -225,10 +250,27 @@ class ParameterServer:
         self._m_rows.set(rows, tags={"ps": self.name})
         mem_gb = rows * self.spec.dim * 4 * 2 / 1e9
         return PSStats(self.name, sorted(self.w), util, mem_gb, self.restored, self.version, os.getpid(),
-                       self.ckpt.last_copy_s)
+                       self.ckpt.last_copy_s, self.frozen, self.ckpt.persisted_version, self.ckpt.error)
 
-    def checkpoint_now(self) -> float:
-        """Force a flash checkpoint; returns the in-memory copy time (seconds)."""
-        s = self._checkpoint()
-        self.ckpt.flush()
-        return s
+    # ---- the job's consistent cuts ---------------------------------------------------------
+    def snapshot(self, cid: int) -> float:
+        """Take cut ``cid`` (workers are parked): an in-memory copy, persisted in the background;
+        returns the copy seconds."""
+        self.version = cid
+        return self.ckpt.save(self._state(), cid)
+
+    def persisted(self) -> int:
+        """The newest cut this PS has on storage."""
+        return self.ckpt.persisted_version
+
+    def flush(self) -> int:
+        """Wait until every cut taken is on storage; returns the newest."""
+        return self.ckpt.flush()
+
+    def restore(self, cid: int, fence: list[str]) -> int:
+        """Back to cut ``cid`` (dropping everything applied since), refusing from now on the
+        worker incarnations in ``fence``; thaws a restarted PS. Returns ``cid``."""
+        self._reset(cid)
+        self.fenced |= set(fence)
+        self.frozen = False
+        return cid

@@ -1,42 +1,54 @@
 """ShardService actor: the exactly-once shard ledger, the embedding routing table, per-worker
-rates and drain flags. Its state is written to a file after every change, so a restarted
-ShardService (``max_restarts``) carries on where it stopped. It answers with the typed
-messages of ``raystack.elastic.messages`` (PullReply, CommitReply, ShardStats)."""
+rates and drain flags. Its state is written to the run's storage after every change, so a
+restarted ShardService (``max_restarts``) carries on where it stopped. It answers with the typed
+messages of ``raystack.elastic.messages`` (PullReply, CommitReply, ShardStats).
+
+For the job's consistent cuts it also pauses the workers (replies say ``pause``; a worker parks
+at its next batch boundary and says so with ``park``), keeps the ledger of each cut
+(``snapshot``), names the newest cut every PS has persisted (``checkpoint_version``) and rolls
+the ledger back to a cut (``rollback``) when the parameter servers are restored to it."""
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections import deque
-from pathlib import Path
 
 import ray
 
 from raystack import metrics
 from raystack.elastic.messages import CommitReply, PullReply, ShardStats
 from raystack.elastic.shards import Shard, ShardFailedError, ShardLedger, StaleLeaseError
+from raystack.runtime.storage import Storage
+
+STATE_FILE = "shards.json"
+KEEP_CUTS = 3  # ledgers of the newest cuts kept (the complete one and those being persisted)
 
 
 @ray.remote(max_restarts=-1, max_task_retries=-1)
 class ShardService:
-    def __init__(self, state_path: str, shards: list[Shard], max_failures: int, epochs: int,
+    def __init__(self, storage: Storage, shards: list[Shard], max_failures: int, epochs: int,
                  job: str = "") -> None:
-        self.path = Path(state_path)
+        self.storage = storage
         self.epochs = epochs
         self.rates: dict[str, deque] = {}
         self.first_commit: dict[str, float] = {}
         self.draining: set[str] = set()
-        self.restarted = self.path.exists()
+        self.paused, self.parked = False, set()
+        self.restarted = storage.exists(STATE_FILE)
         if self.restarted:
-            d = json.loads(self.path.read_text())
+            d = storage.read_json(STATE_FILE)
             self.ledger = ShardLedger.from_state_dict(d["ledger"])
             self.routing, self.routing_version = {int(k): v for k, v in d["routing"].items()}, d["rv"]
             self.error, self.epoch_rows, self.controller = d["error"], d["epoch_rows"], d["controller"]
             self.draining = set(d.get("draining", []))
+            self.cuts = {int(k): v for k, v in d.get("cuts", {}).items()}
+            self.complete = d.get("complete", 0)
         else:
             self.ledger = ShardLedger(shards, max_failures=max_failures)
             self.routing, self.routing_version, self.error = {}, 0, None
             self.epoch_rows, self.controller = 0, {}
+            self.cuts: dict[int, dict] = {0: self._cut()}  # cut 0: the job's start
+            self.complete = 0
             self._save()
         self._tags = {"job": job}
         self._m_shards = metrics.gauge("elastic_shards_done", "shards finished this epoch", ("job",))
@@ -45,13 +57,11 @@ class ShardService:
     def _save(self) -> None:
         d = {"ledger": self.ledger.state_dict(), "routing": self.routing, "rv": self.routing_version,
              "error": self.error, "epoch_rows": self.epoch_rows, "controller": self.controller,
-             "draining": sorted(self.draining)}
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(d))
-        os.replace(tmp, self.path)
+             "draining": sorted(self.draining), "cuts": self.cuts, "complete": self.complete}
+        self.storage.write_json(d, STATE_FILE)  # atomic: written beside, then renamed
 
     def _reply(self, cls, worker_id: str, **kw):
-        return cls(self.routing_version, worker_id in self.draining, self.error, **kw)
+        return cls(self.routing_version, worker_id in self.draining, self.error, pause=self.paused, **kw)
 
     def _next_epoch(self) -> None:
         if self.ledger.finished and self.ledger.epoch + 1 < self.epochs:
@@ -61,7 +71,7 @@ class ShardService:
 
     def pull(self, worker_id: str) -> PullReply:
         lease = None
-        if worker_id not in self.draining and self.error is None:
+        if worker_id not in self.draining and self.error is None and not self.paused:
             self._next_epoch()
             lease = self.ledger.pull(worker_id)
             self._save()
@@ -119,6 +129,62 @@ class ShardService:
 
     def get_controller_state(self) -> dict:
         return self.controller
+
+    # ---- the job's consistent cuts -----------------------------------------------------------
+    def pause(self) -> None:
+        """Ask every worker to park at its next batch boundary (replies say ``pause``)."""
+        self.paused, self.parked = True, set()
+
+    def park(self, worker_id: str) -> None:
+        """``worker_id`` stopped between batches (its last batch committed, or none held)."""
+        if self.paused:
+            self.parked.add(worker_id)
+
+    def is_paused(self) -> bool:
+        return self.paused
+
+    def parked_workers(self) -> list[str]:
+        return sorted(self.parked)
+
+    def resume(self) -> None:
+        self.paused, self.parked = False, set()
+
+    def _cut(self) -> dict:
+        return {"ledger": self.ledger.state_dict(), "epoch_rows": self.epoch_rows,
+                "routing": {str(k): v for k, v in self.routing.items()}}
+
+    def snapshot(self, cid: int) -> None:
+        """Record the ledger as of cut ``cid`` (taken while the workers are parked)."""
+        self.cuts[cid] = self._cut()
+        keep = set(sorted(self.cuts)[-KEEP_CUTS:]) | {self.complete}
+        self.cuts = {c: v for c, v in self.cuts.items() if c in keep}
+        self._save()
+
+    def mark_complete(self, cid: int) -> None:
+        """Every parameter server has persisted cut ``cid``: it is the one to restore to."""
+        if cid in self.cuts and cid > self.complete:
+            self.complete = cid
+            self._save()
+
+    def checkpoint_version(self) -> int:
+        """The newest complete cut (0: the job's start)."""
+        return self.complete
+
+    def rollback(self, cid: int) -> int:
+        """The ledger back to cut ``cid``: rows committed since are trained again. Every lease
+        is taken back (their workers are replaced). Returns the rows rolled back."""
+        before = self.epoch_rows + self.ledger.rows_done
+        cut = self.cuts[cid]
+        self.ledger = ShardLedger.from_state_dict(cut["ledger"])
+        self.epoch_rows = cut["epoch_rows"]
+        for lease in self.ledger.active_leases():
+            self.ledger.release(lease.worker_id)
+        if cut["routing"]:
+            self.routing = {int(k): v for k, v in cut["routing"].items()}
+        self.routing_version += 1
+        self.rates.clear()
+        self._save()
+        return before - (self.epoch_rows + self.ledger.rows_done)
 
     def _finished(self) -> bool:
         return self.ledger.finished and self.ledger.epoch + 1 >= self.epochs

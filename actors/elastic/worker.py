@@ -11,7 +11,7 @@ import numpy as np
 import ray
 from ray.exceptions import RayActorError
 
-from raystack.actors.elastic.ps import TableMoved
+from raystack.actors.elastic.ps import PSFrozen, TableMoved
 from raystack import metrics
 from raystack.data.criteo import DataError, read_rows
 from raystack.elastic.dlrm import DLRMDense, DLRMSpec, forward_backward
@@ -22,7 +22,8 @@ try:
 except ImportError:  # pragma: no cover
     ActorUnavailableError = RayActorError
 
-_RETRY = (RayActorError, ActorUnavailableError, TableMoved)
+_RETRY = (RayActorError, ActorUnavailableError, TableMoved, PSFrozen)
+PARK_POLL_S = 0.02  # how often a parked worker asks whether the checkpoint is done
 
 
 @ray.remote(max_restarts=0)
@@ -67,6 +68,9 @@ class DLRMWorker:
                 self._maybe_route(r.routing_version)
                 if r.drain or r.error:
                     break
+                if r.pause and r.lease is None:
+                    self._park()
+                    continue
                 lease = r.lease
                 if lease is None:
                     if r.finished:
@@ -103,11 +107,19 @@ class DLRMWorker:
             self._m_rows.inc(len(b), tags={"job": self.job, "worker": self.worker_id})
             self._maybe_route(rep.routing_version)
             off = upto
+            if rep.pause:
+                self._park()
             if rep.drain:
                 if off < lease.end:
                     ray.get(self.ss.release.remote(self.worker_id))
                 return False
         return True
+
+    def _park(self) -> None:
+        """Stay between batches while the controller takes a checkpoint of the job."""
+        ray.get(self.ss.park.remote(self.worker_id))
+        while not self._stop.is_set() and ray.get(self.ss.is_paused.remote()):
+            time.sleep(PARK_POLL_S)
 
     def _maybe_route(self, version: int) -> None:
         if version != self.routing_version:

@@ -1,95 +1,82 @@
-"""Flash checkpoint: copy state to memory in milliseconds, persist it in the background.
+"""Flash checkpoint: copy state in memory in milliseconds, persist it to storage in the background.
 
-``save`` deep-copies a dict of numpy arrays (the only blocking part), then a background thread
-writes it to a shared-memory directory (``/dev/shm``: survives the process, not the node) and
-then to a disk directory. ``restore`` returns the newest complete snapshot of the two.
+``save(state, version)`` deep-copies a dict of numpy arrays (the only blocking part); a
+background thread then writes it through the run's :class:`~raystack.runtime.storage.Storage`
+(any pyarrow filesystem: never the memory or the disk of the node that may die) as
+``<name>/v<version>.npz``, atomically, keeping the newest ``keep`` versions.
+``persisted_version`` says which version is safe to rely on; ``load(version)`` reads one back.
 """
 from __future__ import annotations
 
-import os
+import io
 import queue
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 
+from raystack.runtime.storage import Storage
 
-def _default_shm() -> Path:
-    return Path("/dev/shm") if Path("/dev/shm").is_dir() else Path("/tmp")
+KEEP_VERSIONS = 3  # versions kept per owner: the one relied on and those being written
+
+
+def _file(version: int) -> str:
+    return f"v{version:010d}.npz"
 
 
 class FlashCheckpointer:
-    """Snapshots of one state owner (e.g. one PS) named ``name``."""
+    """Snapshots of one state owner (e.g. one PS) named ``name``, in ``storage``."""
 
-    def __init__(self, name: str, disk_dir: str | Path, shm_dir: str | Path | None = None) -> None:
-        self.name = name
-        self.disk = Path(disk_dir)
-        self.shm = Path(shm_dir) if shm_dir else _default_shm() / "raystack-flash"
-        self.disk.mkdir(parents=True, exist_ok=True)
-        self.shm.mkdir(parents=True, exist_ok=True)
-        self._q: queue.Queue = queue.Queue(maxsize=1)
+    def __init__(self, name: str, storage: Storage, keep: int = KEEP_VERSIONS) -> None:
+        self.name, self.storage, self.keep = name, storage, keep
+        self._q: queue.Queue = queue.Queue()
         self._thread = threading.Thread(target=self._writer, daemon=True)
         self._thread.start()
         self.last_copy_s = 0.0
         self.persisted_version = -1
+        self.error: str | None = None
 
     def save(self, state: dict[str, np.ndarray], version: int) -> float:
-        """Copy ``state`` to memory and queue it for persistence; returns the copy seconds.
-
-        If the writer is still busy with an older snapshot, that one is replaced."""
+        """Copy ``state`` in memory and queue it for persistence; returns the copy seconds."""
         t0 = time.perf_counter()
         snap = {k: np.array(v, copy=True) for k, v in state.items()}
-        snap["__version__"] = np.array(version)
         self.last_copy_s = time.perf_counter() - t0
-        try:
-            self._q.get_nowait()
-        except queue.Empty:
-            pass
-        self._q.put(snap)
+        self._q.put((version, snap))
         return self.last_copy_s
-
-    def _write(self, d: Path, snap: dict) -> None:
-        tmp = d / f".{self.name}.tmp.npz"
-        with open(tmp, "wb") as fh:
-            np.savez(fh, **snap)
-        os.replace(tmp, d / f"{self.name}.npz")
 
     def _writer(self) -> None:
         while True:
-            snap = self._q.get()
-            if snap is None:
-                return
-            self._write(self.shm, snap)
-            self._write(self.disk, snap)
-            self.persisted_version = int(snap["__version__"])
-
-    def flush(self, timeout_s: float = 10.0) -> None:
-        """Wait until the queued snapshot is persisted."""
-        t0 = time.time()
-        while not self._q.empty() and time.time() - t0 < timeout_s:
-            time.sleep(0.005)
-        time.sleep(0.01)
-
-    def restore(self) -> dict[str, np.ndarray] | None:
-        """The newest complete snapshot (shared memory first, disk if newer), or None."""
-        best, best_v = None, -1
-        for d in (self.shm, self.disk):
-            p = d / f"{self.name}.npz"
-            if not p.exists():
-                continue
+            version, snap = self._q.get()
             try:
-                with np.load(p) as z:
-                    snap = {k: z[k] for k in z.files}
-            except Exception:
-                continue  # a torn write: the other tier has a complete one
-            v = int(snap.pop("__version__"))
-            if v > best_v:
-                best, best_v = snap, v
-        if best is not None:
-            best["__version__"] = np.array(best_v)
-        return best
+                buf = io.BytesIO()
+                np.savez(buf, **snap)
+                self.storage.write_bytes(buf.getvalue(), self.name, _file(version))
+                self.persisted_version = max(self.persisted_version, version)
+                for old in self.versions()[:-self.keep]:
+                    self.storage.delete_file(self.name, _file(old))
+            except Exception as exc:  # noqa: BLE001 - reported by the owner's stats
+                self.error = f"{type(exc).__name__}: {exc}"
+            finally:
+                self._q.task_done()
 
-    def remove(self) -> None:
-        for d in (self.shm, self.disk):
-            (d / f"{self.name}.npz").unlink(missing_ok=True)
+    def flush(self) -> int:
+        """Wait until every queued snapshot is persisted; returns the newest persisted version."""
+        self._q.join()
+        return self.persisted_version
+
+    def versions(self) -> list[int]:
+        """The versions on storage, oldest first."""
+        return sorted(int(n[1:-4]) for n in self.storage.listdir(self.name)
+                      if n.startswith("v") and n.endswith(".npz"))
+
+    def load(self, version: int | None = None) -> dict[str, np.ndarray] | None:
+        """Snapshot ``version`` (default: the newest on storage), or None if there is none."""
+        if version is None:
+            have = self.versions()
+            if not have:
+                return None
+            version = have[-1]
+        if not self.storage.exists(self.name, _file(version)):
+            return None
+        with np.load(io.BytesIO(self.storage.read_bytes(self.name, _file(version))), allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}

@@ -78,7 +78,8 @@ class ResourceConfig(ConfigBase):
 class FaultConfig(ConfigBase):
     """Checkpoints, stragglers and how many failures the job survives."""
 
-    checkpoint_every_s: float = option(2.0, "seconds between parameter-server flash checkpoints", gt=0, le=DAY_S)
+    checkpoint_every_s: float = option(2.0, "seconds between consistent checkpoints (every PS and the ledger, "
+                                             "workers parked at a batch boundary)", gt=0, le=DAY_S)
     straggler_factor: float = option(2.0, "straggler: a worker below the median rate / this factor (after straggler_min_rows rows)",
                                      gt=1, le=1000)
     straggler_min_rows: int = option(4096, "rows a worker trains before it can be called a straggler", ge=1, le=MAX_ROWS)
@@ -94,7 +95,10 @@ class ElasticConfig(ConfigBase):
 
     name: str = option("elastic", "job name (letters, digits, - and _): actor, placement-group and state names")
     epochs: int = option(1, "passes over the training data", ge=1, le=10_000)
-    work_dir: str = option("runs/elastic", "shard state and parameter-server checkpoints go under work_dir/name")
+    work_dir: str = option("runs/elastic", "output location, a directory or a pyarrow filesystem URI: each run "
+                                           "writes its shard ledger, PS checkpoints and events under "
+                                           "<work_dir>/<name>/<run id>")
+    run_id: str = option("", "this run's folder in work_dir/name; empty: a new id")
     poll_s: float = option(0.5, "seconds between controller steps", gt=0, le=3600)
     measure_s: float = option(6.0, "seconds a configuration is measured before the planner judges it", gt=0, le=DAY_S)
     settle_s: float = option(3.0, "seconds after a change before measuring", ge=0, le=DAY_S)

@@ -25,6 +25,7 @@ class PullReply(Message):
     error: str | None  # the job failed (e.g. a shard failed too often): stop
     lease: Lease | None = None
     finished: bool = False  # every row of every epoch is committed
+    pause: bool = False  # a checkpoint is being taken: park at this batch boundary
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,7 @@ class CommitReply(Message):
     error: str | None
     ok: bool = True  # False: the lease was taken back (the worker was fenced)
     shard_done: bool = False
+    pause: bool = False  # a checkpoint is being taken: park at this batch boundary
 
 
 @dataclass(frozen=True)
@@ -78,3 +80,6 @@ class PSStats(Message):
     version: int
     pid: int
     ckpt_copy_s: float
+    frozen: bool = False  # restarted: waits for the controller to restore the job's last cut
+    persisted: int = -1  # the newest cut on storage
+    ckpt_error: str | None = None  # the background writer's last error

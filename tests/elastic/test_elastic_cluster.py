@@ -13,9 +13,9 @@ from raystack.actors.elastic import ElasticController, ElasticJobError
 from raystack.actors.elastic.ps import ParameterServer, TableMoved
 from raystack.config import ConfigError, load_config
 from raystack.data.criteo import DataError
-from raystack.elastic.checkpoint import _default_shm
 from raystack.elastic.config import ElasticConfig
 from raystack.elastic.dlrm import DLRMSpec
+from raystack.runtime.storage import Storage
 
 pytestmark = pytest.mark.cluster
 
@@ -83,18 +83,22 @@ def test_ten_worker_kills_lose_and_duplicate_nothing(ray_cluster, data_dir, faul
 
 
 @pytest.mark.slow
-def test_ps_kill_restores_from_flash_checkpoint_and_training_continues(ray_cluster, data_dir):
+def test_ps_kill_restores_the_last_cut_and_every_sample_is_trained_once(ray_cluster, data_dir):
     state = {"killed": False}
 
     def killer(ctl):
-        if not state["killed"] and ray.get(ctl.backend.ss.stats.remote())["rows_done"] > 5000:
+        if not state["killed"] and ray.get(ctl.backend.ss.stats.remote()).rows_done > 5000:
             ps = next(a for u, a in ctl.backend.actors.items() if u.startswith("ps"))
             ray.kill(ps, no_restart=False)
-            state["killed"], state["ps"] = True, ps
+            state["killed"], state["rows"] = True, ray.get(ctl.backend.ss.stats.remote()).rows_done
 
     res, ctl = run(make_cfg(data_dir, "pskill"), on_step=killer)
     assert state["killed"]
-    assert res.rows > 0 and res.auc > 0.6
+    restores = ctl.backend.restores
+    assert len(restores) == 1 and restores[0].cut >= 1, restores   # back to a cut, not to the start
+    assert restores[0].rows_redone <= state["rows"]
+    assert res.rows == 36_000 and res.lost == 0 and res.duplicated == 0
+    assert res.auc > 0.6
 
 
 def test_shard_service_restart_carries_on_exactly_once(ray_cluster, data_dir):
@@ -165,10 +169,10 @@ def test_worker_kills_during_autoscale_resizes_finish_exactly_once(ray_cluster, 
 @contextlib.contextmanager
 def two_ps(tmp_path, prefix):
     """A small spec, a PS holding every table and the dense net, and an empty PS; killed and
-    their flash checkpoints removed afterwards."""
+    their checkpoints are in the test's own folder."""
     spec = DLRMSpec(vocab=50, dim=4, bottom=(8,), top=(8,))
     job = f"{prefix}{uuid.uuid4().hex[:8]}"
-    kw = dict(spec=spec, lr_sparse=0.05, lr_dense=0.01, ckpt_dir=str(tmp_path), total_rows=100)
+    kw = dict(spec=spec, lr_sparse=0.05, lr_dense=0.01, storage=Storage(tmp_path), total_rows=100)
     full = ParameterServer.remote(f"{job}-ps-0", tables=list(range(spec.n_tables)), dense=True, **kw)
     empty = ParameterServer.remote(f"{job}-ps-1", tables=[], dense=False, **kw)
     try:
@@ -176,8 +180,6 @@ def two_ps(tmp_path, prefix):
     finally:
         for a in (full, empty):
             ray.kill(a)
-        for f in _default_shm().joinpath("raystack-flash").glob(f"{job}-*.npz"):
-            f.unlink(missing_ok=True)
 
 
 def test_ps_handover_leaves_the_new_ps_writable_and_the_old_one_refusing(ray_cluster, tmp_path):

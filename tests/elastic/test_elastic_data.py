@@ -5,6 +5,7 @@ import pytest
 from raystack.data.criteo import (DataError, auc, convert_criteo_tsv, generate, list_files,
                                   read_rows)
 from raystack.elastic.checkpoint import FlashCheckpointer
+from raystack.runtime.storage import Storage
 from raystack.elastic.dlrm import DLRMDense, DLRMSpec, forward_backward, init_table
 
 
@@ -52,17 +53,19 @@ def test_auc_of_perfect_random_and_tied_scores():
     assert auc(y, np.array([0.9, 0.8, 0.2, 0.1])) == 0.0
 
 
-def test_flash_checkpoint_restores_the_newest_snapshot(tmp_path):
-    ck = FlashCheckpointer("ps-x", tmp_path / "disk", tmp_path / "shm")
+def test_flash_checkpoint_persists_each_version_to_storage_and_loads_any_kept_one(tmp_path):
+    ck = FlashCheckpointer("ps-x", Storage(tmp_path), keep=2)
     a = np.arange(10.0)
     ck.save({"w": a}, version=1)
     a[:] = 7.0  # the copy is taken at save time
     ck.save({"w": a}, version=2)
+    assert ck.flush() == 2 and ck.persisted_version == 2
+    again = FlashCheckpointer("ps-x", Storage(tmp_path))  # another process, another node
+    assert (again.load()["w"] == 7.0).all() and (again.load(1)["w"] == np.arange(10.0)).all()
+    ck.save({"w": a + 1}, version=3)
     ck.flush()
-    again = FlashCheckpointer("ps-x", tmp_path / "disk", tmp_path / "shm").restore()
-    assert int(again["__version__"]) == 2 and (again["w"] == 7.0).all()
-    (tmp_path / "shm" / "ps-x.npz").write_bytes(b"torn")  # a torn shm file: disk still works
-    assert (FlashCheckpointer("ps-x", tmp_path / "disk", tmp_path / "shm").restore()["w"] == 7).all()
+    assert again.versions() == [2, 3] and again.load(1) is None   # the oldest dropped
+    assert not [p for p in (tmp_path / "ps-x").iterdir() if p.suffix == ".tmp"]
 
 
 def test_dlrm_gradients_reach_only_the_rows_in_the_batch():
