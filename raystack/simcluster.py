@@ -78,6 +78,10 @@ class SimulatedCluster:
     node_dirs: str | None = None       # give each node its own working directory under here
     object_store_bytes: int = 80 * 1024**2
     head_args: Mapping[str, Any] = field(default_factory=dict)
+    # node types Ray's autoscaler (fake multi-node provider) may launch beside the static nodes:
+    # name -> {"resources": {...}, "max_workers": n}; empty: no autoscaler
+    autoscale_node_types: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    idle_timeout_minutes: float = 0.05
 
     def __post_init__(self) -> None:
         self.cluster = None
@@ -93,6 +97,8 @@ class SimulatedCluster:
         self.dashboard_port = free_port()
         head = {"num_cpus": self.head_cpus, "object_store_memory": self.object_store_bytes,
                 "include_dashboard": True, "dashboard_port": self.dashboard_port, **self.head_args}
+        if self.autoscale_node_types:
+            head.update(self._autoscaling_head())
         if sys_cfg:
             head["_system_config"] = dict(sys_cfg)
         self.cluster = Cluster(initialize_head=True, head_node_args=head)
@@ -102,6 +108,16 @@ class SimulatedCluster:
             self.connect()
         self.wait_for_nodes()
         return self
+
+    def _autoscaling_head(self) -> dict:
+        """Head arguments that run Ray's autoscaler over the fake multi-node provider."""
+        port = free_port()
+        cfg = fake_autoscaling_config(f"127.0.0.1:{port}", self.autoscale_node_types, head_cpus=self.head_cpus,
+                                      idle_timeout_minutes=self.idle_timeout_minutes)
+        path = Path(tempfile.mkdtemp(prefix="raystack-autoscale-")) / "autoscaling.json"
+        path.write_text(json.dumps(cfg))
+        os.environ["RAY_FAKE_CLUSTER"] = "1"  # the head's autoscaler (a child process) needs it
+        return {"gcs_server_port": port, "autoscaling_config": str(path)}
 
     def connect(self) -> None:
         import ray
@@ -166,16 +182,42 @@ class SimulatedCluster:
         raise TimeoutError(f"node {node_id[:8]} was not declared dead within {timeout_s:g}s")
 
     def shutdown(self) -> None:
+        """Stop the nodes the autoscaler launched (asked to, then by process id), then the
+        cluster this object started."""
         import ray
 
+        launched = self._autoscaler_processes()
         if ray.is_initialized():
+            if self.autoscale_node_types:
+                with contextlib.suppress(Exception):
+                    from ray.autoscaler.sdk import request_resources
+                    request_resources(bundles=[])
+                    deadline = time.time() + 30
+                    while autoscaled_nodes() and time.time() < deadline:
+                        time.sleep(0.5)
             ray.shutdown()
         if os.environ.get("RAY_ADDRESS") == getattr(self.cluster, "address", None):
             os.environ.pop("RAY_ADDRESS")
         if self.cluster is not None:
             self.cluster.shutdown()
             self.cluster = None
+        for proc in launched:  # raylets the autoscaler started and that outlived it
+            with contextlib.suppress(Exception):
+                if proc.is_running():
+                    proc.kill()
         self.members.clear()
+
+    def _autoscaler_processes(self) -> list:
+        """Every process below the head's autoscaler (the nodes it launched)."""
+        if self.cluster is None or not self.autoscale_node_types:
+            return []
+        import psutil
+
+        out = []
+        for info in self.cluster.head_node.all_processes.get("monitor", []):
+            with contextlib.suppress(psutil.Error):
+                out += psutil.Process(info.process.pid).children(recursive=True)
+        return out
 
     def __enter__(self) -> "SimulatedCluster":
         return self.start()
@@ -231,24 +273,13 @@ def fake_autoscaling_config(gcs_address: str, node_types: Mapping[str, Mapping[s
     }
 
 
-def start_fake_autoscaling(node_types: Mapping[str, Mapping[str, Any]], *, head_cpus: float = 0,
-                           idle_timeout_minutes: float = 0.05, config_dir: str | None = None,
-                           short_health_check: bool = True) -> SimulatedCluster:
-    """A :class:`SimulatedCluster` with no static nodes whose head runs Ray's autoscaler over
-    the fake multi-node provider; its nodes are launched by the autoscaler on demand. Sets
-    ``RAY_FAKE_CLUSTER=1`` in this process (the head's monitor inherits it)."""
-    port = free_port()
-    gcs = f"127.0.0.1:{port}"
-    cfg = fake_autoscaling_config(gcs, node_types, head_cpus=head_cpus,
-                                  idle_timeout_minutes=idle_timeout_minutes)
-    d = Path(config_dir or tempfile.mkdtemp(prefix="raystack-autoscale-"))
-    d.mkdir(parents=True, exist_ok=True)
-    path = d / "autoscaling.json"
-    path.write_text(json.dumps(cfg))
-    os.environ["RAY_FAKE_CLUSTER"] = "1"
-    sim = SimulatedCluster(nodes=0, head_cpus=head_cpus, short_health_check=short_health_check,
-                           head_args={"port": port, "autoscaling_config": str(path)})
-    return sim.start()
+def start_fake_autoscaling(node_types: Mapping[str, Mapping[str, Any]], *, nodes: int = 0, head_cpus: float = 0,
+                           idle_timeout_minutes: float = 0.05, short_health_check: bool = True) -> SimulatedCluster:
+    """A :class:`SimulatedCluster` (``nodes`` static nodes) whose head runs Ray's autoscaler
+    over the fake multi-node provider, launching nodes of ``node_types`` on demand. Sets
+    ``RAY_FAKE_CLUSTER=1`` in this process (the head's autoscaler inherits it)."""
+    return SimulatedCluster(nodes=nodes, head_cpus=head_cpus, short_health_check=short_health_check,
+                            autoscale_node_types=node_types, idle_timeout_minutes=idle_timeout_minutes).start()
 
 
 def autoscaled_nodes() -> list[dict]:

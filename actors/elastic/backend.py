@@ -54,6 +54,10 @@ DRAIN_TIMEOUT_S = 15.0  # a removed worker gets this long to finish its batch
 CUT_TIMEOUT_S = 5.0  # workers that do not park within this long: the cut is tried again later
 
 
+class CapacityError(RuntimeError):
+    """The cluster (with its autoscaler) could not give a plan's units room in time."""
+
+
 @dataclass(frozen=True)
 class Restore:
     """The job rolled back to a consistent cut after a parameter server was lost."""
@@ -81,7 +85,8 @@ class RayBackend:
         self.total_rows = total_rows
         self.run_dir = run_dir  # every file of the job: <work_dir>/<name>/<run id>/
         self.store = run_dir.storage
-        self.group = ActorGroup(f"elastic:{self.job}", spawner, poll_timeout_s=STATUS_TIMEOUT_S)
+        self.group = ActorGroup(f"elastic:{self.job}", spawner, poll_timeout_s=STATUS_TIMEOUT_S,
+                                ready_timeout_s=cfg.resources.capacity_timeout_s)
         self.units: dict[str, UnitSpec] = {}
         self.inc: dict[str, int] = {}
         self.kill_times: dict[str, float] = {}  # worker id of the replacement -> kill detected
@@ -200,7 +205,15 @@ class RayBackend:
                  **{u.unit_id: u for u in plan.launch}}
         request_capacity([self._bundle(u) for u in after.values()])  # before the groups are needed
         targets = self._targets(list(plan.launch))
-        self.group.reserve(*[self._pg_spec(u, targets.get(u.unit_id, "")) for u in plan.launch])  # all at once
+        try:
+            self.group.reserve(*[self._pg_spec(u, targets.get(u.unit_id, "")) for u in plan.launch])  # all at once
+        except TimeoutError as exc:  # none of the plan's groups is left behind
+            r = self.cfg.resources
+            raise CapacityError(
+                f"resources: the budget cannot be placed: {len(plan.launch)} units of "
+                f"{[self._bundle(u) for u in plan.launch][:2]}... (cpu_choices={r.cpu_choices} x "
+                f"ray_cpus_per_cpu={r.ray_cpus_per_cpu:g}, max_cpus={r.max_cpus:g}) found no room within "
+                f"resources.capacity_timeout_s={r.capacity_timeout_s:g}s ({exc})") from None
         for u in new_ps:
             dense = first and u.index == 0
             tables = ([t for t in range(self.spec.n_tables) if t % len(new_ps) == u.index]

@@ -145,9 +145,9 @@ def train_elastic(out_dir: str, rows: int = 60_000, kill_worker: bool = True) ->
         "name": "demo-dlrm", "work_dir": str(Path(out_dir) / "elastic"),
         "data": {"generate_rows": rows, "generate_files": 4, "vocab": 1000, "rows_per_shard": 4096,
                  "out_dir": str(Path(out_dir) / "criteo")},
-        # Sized once by the planner, then held: a worker kill while the planner is also resizing
-        # can stall the job (an open elastic bug), so the demo shows failover at a fixed size.
-        "resources": {"max_cpus": 3.0, "max_workers": 3, "max_ps": 2, "autoscale": False},
+        # The planner sizes and resizes the job within the budget while a worker is killed (a
+        # kill during a resize no longer stalls the job); capacity is asked of the autoscaler.
+        "resources": {"max_cpus": 3.0, "max_workers": 3, "max_ps": 2, "autoscale": True},
         "timeout_s": 600.0,
     }, wait=False, progress=False)
     killed: list[str] = []

@@ -60,6 +60,8 @@ class ResourceConfig(ConfigBase):
     reserve_memory: bool = option(False, "put memory into the placement-group bundles")
     sim_nodes: int = option(0, "> 0: pin units round-robin to custom resources sim_node_<k> (the CLI sets 3 on an embedded cluster)", ge=0, le=MAX_UNITS)
     autoscale: bool = option(True, "false: keep the initial config (fixed-size runs)")
+    capacity_timeout_s: float = option(120.0, "seconds a plan's placement groups may wait for room (an autoscaler "
+                                              "launching nodes) before the job fails naming the budget", gt=0, le=DAY_S)
     initial_workers: int = option(2, "workers of the first plan", ge=1, le=MAX_UNITS)
     initial_ps: int = option(1, "parameter servers of the first plan", ge=1, le=MAX_UNITS)
 

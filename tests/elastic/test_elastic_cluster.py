@@ -267,3 +267,22 @@ def test_bad_config_names_the_field():
         load_config(ElasticConfig, {"resources": {"max_workers": "many"}})
     with pytest.raises(ConfigError, match="faults.straggler_factor"):
         load_config(ElasticConfig, {"faults": {"straggler_factor": 0.5}})
+
+
+def test_an_error_from_the_capacity_request_stops_the_job_and_leaves_nothing(ray_cluster, tmp_path, monkeypatch):
+    import ray.autoscaler.sdk
+
+    def refuse(**kw):
+        raise RuntimeError("autoscaler refused the request")
+
+    monkeypatch.setattr(ray.autoscaler.sdk, "request_resources", refuse)
+    with pytest.raises(RuntimeError, match="autoscaler refused the request"):
+        ctl = ElasticController(make_cfg(tmp_path, "refused"))
+        try:
+            ctl.run()
+        finally:
+            monkeypatch.undo()  # the shutdown's own request (clearing the floor) may go through
+            ctl.shutdown()
+    assert not [pg for pg in ray.util.placement_group_table().values()
+                if pg["name"].startswith("refused-") and pg["state"] != "REMOVED"]
+    assert not [a for a in ray.util.list_named_actors() if a.startswith("refused-")]

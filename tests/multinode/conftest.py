@@ -1,7 +1,9 @@
 """One simulated multi-node cluster for every multi-node test: a head (the driver's node, no
 CPUs) and four nodes of 2 CPUs, each with its own working directory (no disk shared with the
-driver's), short node health checks. These tests run last in a session (tests/conftest.py
-orders them), after the embedded single-node cluster is shut down."""
+driver's), short node health checks; the head runs Ray's autoscaler over the fake multi-node
+provider, which may launch up to three "big" nodes of 4 CPUs (bundles too large for the static
+nodes ask for them). These tests run last in a session (tests/conftest.py orders them), after
+the embedded single-node cluster is shut down."""
 from __future__ import annotations
 
 import pytest
@@ -9,6 +11,7 @@ import pytest
 from raystack.simcluster import SimulatedCluster
 
 NODES, CPUS = 4, 2.0
+BIG = {"big": {"resources": {"CPU": 4}, "max_workers": 3}}  # what the autoscaler may launch
 
 
 @pytest.fixture(scope="session")
@@ -17,7 +20,8 @@ def sim(tmp_path_factory):
 
     if ray.is_initialized():  # the embedded cluster of the single-node tests
         ray.shutdown()
-    cluster = SimulatedCluster(nodes=NODES, cpus_per_node=CPUS, node_dirs=str(tmp_path_factory.mktemp("nodes")))
+    cluster = SimulatedCluster(nodes=NODES, cpus_per_node=CPUS, node_dirs=str(tmp_path_factory.mktemp("nodes")),
+                               autoscale_node_types=BIG)
     cluster.start()
     yield cluster
     cluster.shutdown()
