@@ -192,6 +192,8 @@ class ActorGroup:
             spec, old = self._members[key]
             self.spawner.kill(old)
             new = spec_for(spec) if spec_for is not None else spec
+            if new.placement not in self._placements and spec.placement in self._placements:
+                new = replace(new, placement=spec.placement, bundle=spec.bundle)  # it moved earlier
             specs[key] = new
             if new.placement is None:
                 continue

@@ -88,6 +88,9 @@ def test_members_lost_with_their_node_move_together_into_one_new_group_avoiding_
     assert new.spec.avoid_nodes == ("node-of-replica-0",)
     assert [sp.live(k).bundle for k in ("r0", "r1")] == [0, 1]
     assert sp.live("r2").placement is sp.placements[1]  # its node is alive: same bundle
+    # a spec rebuilt from the original one (placement "replica-0", released) follows the move
+    g.respawn(["r1"], spec_for=lambda s: MemberSpec("r1", Counter, placement="replica-0", bundle=1))
+    assert sp.live("r1").placement is new and sp.live("r1").bundle == 1
 
 
 def test_shutdown_kills_every_member_and_releases_every_placement_group():
