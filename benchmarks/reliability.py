@@ -16,7 +16,8 @@ and the final quality against a fault-free run in the same invocation:
   steps the survivors ran twice (0 by design); loss ratio = final val loss / fault-free.
 - mLoRA (2 stages, 2 adapters, tiny-1m): the lost stage restarts elsewhere and the adapters
   resume from their last checkpoints; recovery = removal -> the end of the first window after
-  it (a whole window of training included); tokens redone; max |weight - fault-free|.
+  it (a whole window of training included); windows redone (the failed one); max |weight -
+  the single-process reference| (the same weights a fault-free run gives, tested).
 - elastic (2 workers + 2 PS, one per node): the nodes of the dense PS and of a worker are lost
   together; recovery = removal -> the first batch committed by a replacement worker; rows
   redone (committed after the last consistent cut); lost / duplicated by sample id; AUC delta.
@@ -122,10 +123,13 @@ def mlora_cfg(out: Path):
 
 
 def mlora_arm(sim, root: Path, repeats: int) -> dict:
-    import torch
-
     from raystack.actors.mlora import LoRAPipeline
     from raystack.mlora.export import read_peft
+    from raystack.mlora.jobs import form_lanes
+    from raystack.mlora.trainer import train_single_process
+
+    stage, _ = train_single_process(mlora_cfg(root / "mlora-ref"), lanes=form_lanes(["cpy", "rev"], 2))
+    reference = {n: stage.model.adapter_state(n) for n in ("cpy", "rev")}
 
     def run(lose: bool):
         ensure_nodes(sim)
@@ -143,19 +147,16 @@ def mlora_arm(sim, root: Path, repeats: int) -> dict:
             pipe.shutdown()
         return res, seen
 
-    clean, _ = run(False)
-    out: dict = {"recovery_s": [], "tokens_redone": [], "max_weight_diff": []}
+    out: dict = {"recovery_s": [], "windows_redone": [], "max_weight_diff": []}
     for _ in range(repeats):
         res, seen = run(True)
         out["recovery_s"].append(min(t for t in seen["ends"] if t > seen["t"]) - seen["t"])
-        out["tokens_redone"].append(res.tokens - clean.tokens)
+        out["windows_redone"].append(res.restarts)
         diff = 0.0
-        for name in ("rev", "cpy"):
-            a, b = read_peft(res.adapters[name], name)[1], read_peft(clean.adapters[name], name)[1]
-            diff = max(diff, max(float((a[k] - b[k]).abs().max()) for k in a))
+        for name, ref in reference.items():
+            got = read_peft(res.adapters[name], name)[1]
+            diff = max(diff, max(float((got[k] - ref[k]).abs().max()) for k in ref))
         out["max_weight_diff"].append(diff)
-        out["restarts"] = res.restarts
-    del torch
     return out
 
 
@@ -237,7 +238,7 @@ def autoscale_arm(sim, root: Path, rows: int) -> dict:
 def main() -> int:
     args = parse_args(__doc__.splitlines()[0])
     q = args.quick
-    steps, rows, repeats = (24, 12_000, 1) if q else (48, 24_000, 3)
+    steps, rows, repeats = (24, 12_000, 1) if q else (48, 24_000, 3)  # quick: node-loss arms only
     report = Report("reliability", q, {"edit_steps": steps, "elastic_rows": rows, "repeats": repeats,
                                        "nodes": 4, "cpus_per_node": 2})
     report.note("Simulated: 4 nodes of 2 logical CPUs as separate raylets on one 2-core machine, each with its "
@@ -246,7 +247,7 @@ def main() -> int:
     root = Path(tempfile.mkdtemp(prefix="raystack-reliability-"))
     sim = start_cluster(SHORT, root)
     try:
-        edit = report.arm("edit_short", **edit_arm(sim, root, steps, repeats, fault_free=True))
+        edit = report.arm("edit_short", **edit_arm(sim, root, steps, repeats, fault_free=not q))
         ml = report.arm("mlora_short", **mlora_arm(sim, root, repeats))
         el = report.arm("elastic_short", **elastic_arm(sim, root, rows, repeats, fault_free=not q))
         scale = report.arm("autoscaler", **autoscale_arm(sim, root, rows)) if not q else None
@@ -268,10 +269,11 @@ def main() -> int:
                   "EDiT recovery time over torchft's heal-from-live-peer on the same model and link (no torchft arm yet)")
     report.target("edit_survivor_rollback_steps", max(edit["survivor_steps_redone"]), "==", 0,
                   "steps the surviving replica ran twice after the node loss")
-    report.target("edit_loss_ratio", statistics.mean(edit["val_loss"]) / edit["val_loss_fault_free"], "<=", 1.05,
-                  "final val loss after a node loss over the fault-free run's")
+    if "val_loss_fault_free" in edit:
+        report.target("edit_loss_ratio", statistics.mean(edit["val_loss"]) / edit["val_loss_fault_free"], "<=", 1.05,
+                      "final val loss after a node loss over the fault-free run's")
     report.target("mlora_max_weight_diff", max(ml["max_weight_diff"]), "<=", 1e-5,
-                  "adapter weights after a stage's node loss vs the fault-free run (max abs)")
+                  "adapter weights after a stage's node loss vs the single-process reference (max abs)")
     report.target("elastic_lost", max(el["lost"]), "==", 0, "samples never trained (audit by sample id)")
     report.target("elastic_duplicated", max(el["duplicated"]), "==", 0, "samples trained twice")
     report.target("elastic_recovery_p95_s", el["recovery_p95_s"], "<=", 10.0,

@@ -3,10 +3,12 @@
 Ray starts each task when its input ObjectRefs are ready, so independent steps run at once
 up to the cluster's resources. Each task calls :func:`raystack.workflow.engine.execute_step`
 (cache lookup, ``when`` conditions and ``while`` loops decided at run time, the step's
-timeout); retries are Ray's own (``max_retries`` with ``retry_exceptions``). Before submitting,
+timeout); retries are Ray's own (``max_retries`` with ``retry_exceptions``), and a step whose
+worker or node is lost is retried even when its ``retries`` is 0 (``NODE_LOSS_RETRIES``). Before submitting,
 the driver walks the graph and leaves out every step whose artifact is already stored and
 intact, so an unchanged re-run submits nothing. Large workflows are split into parts, each
-run by its own :class:`WorkflowRunner` actor.
+run by its own :class:`WorkflowRunner` actor; a runner lost with its node is replaced and its
+part runs again, served from the cache up to where it stopped.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from raystack.workflow.ir import StepSpec, WorkflowIR, topo_order
 from raystack.workflow.split import split, sub_workflow
 
 _SITE = (sysconfig.get_paths()["purelib"], sysconfig.get_paths()["stdlib"])
+NODE_LOSS_RETRIES = 2  # runs of a step again after its worker or node died (not its own errors)
+RUNNER_RESTARTS = 2  # times a part runs again after its runner was lost
 _OURS = ("raystack", "actors", "apps")
 
 
@@ -107,8 +111,10 @@ def known_from_cache(ir: WorkflowIR, store: ArtifactStore | None, verify: bool =
 
 def _options(spec: StepSpec, workflow: str) -> dict[str, Any]:
     r = dict(spec.resources)
-    opts: dict[str, Any] = {"name": f"{workflow}:{spec.id}", "max_retries": spec.retries,
-                            "retry_exceptions": True, "num_cpus": r.pop("num_cpus", 1)}
+    # Ray retries a task whose worker or node died up to max_retries; its own exceptions only
+    # with retry_exceptions: a step without retries still survives a lost node
+    opts: dict[str, Any] = {"name": f"{workflow}:{spec.id}", "max_retries": max(spec.retries, NODE_LOSS_RETRIES),
+                            "retry_exceptions": spec.retries > 0, "num_cpus": r.pop("num_cpus", 1)}
     if "num_gpus" in r:
         opts["num_gpus"] = r.pop("num_gpus")
     if "memory" in r:
@@ -247,6 +253,7 @@ def _run_split(ir, functions, store, reuse, budget, max_runners, bar) -> tuple[d
     running: dict[Any, tuple[int, Any]] = {}
     free = list(runners)
     todo = list(parts)
+    lost: dict[int, int] = {}  # part -> runs lost with their runner
     by_id = ir.by_id()
     try:
         while todo or running:
@@ -260,17 +267,31 @@ def _run_split(ir, functions, store, reuse, budget, max_runners, bar) -> tuple[d
                 r = free.pop()
                 ref = r.run_part.remote(sub.to_dict(), functions, store,
                                         {d: results[d] for d in need}, reuse)
-                running[ref] = (p.index, r)
+                running[ref] = (p, r)
             if not running:
                 if todo and not any(p.depends_on <= done for p in todo):
                     break
                 continue
             ready, _ = ray.wait(list(running), num_returns=1)
-            idx, r = running.pop(ready[0])
-            part_results, part_failed = ray.get(ready[0])
+            p, r = running.pop(ready[0])
+            try:
+                part_results, part_failed = ray.get(ready[0])
+            except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError) as exc:
+                # the runner (or its node) was lost: a new runner runs the part again, and the
+                # steps it had finished are served from the cache
+                ray.kill(r)
+                lost[p.index] = lost.get(p.index, 0) + 1
+                if lost[p.index] > RUNNER_RESTARTS:
+                    failed.update({s: f"runner lost {lost[p.index]} times: {type(exc).__name__}" for s in p.steps})
+                    done.add(p.index)
+                else:
+                    todo.insert(0, p)
+                runners.append(WorkflowRunner.remote())
+                free.append(runners[-1])
+                continue
             results.update(part_results)
             failed.update(part_failed)
-            done.add(idx)
+            done.add(p.index)
             free.append(r)
             if bar is not None:
                 bar.update(len(part_results) + len(part_failed))
