@@ -10,7 +10,7 @@ node dead).
 Per part, from the node's removal: the time until the job trains again, the work done twice,
 and the final quality against a fault-free run in the same invocation:
 
-- EDiT (4 ranks = 2 replicas x 2 shards, tiny-1m, simulated link 0 latency / unlimited
+- EDiT (4 ranks = 2 replicas x 2 shards; --quick: 2 x 1; tiny-1m, simulated link 0 latency / unlimited
   bandwidth): the replica on the lost node is replaced on another node and healed from the live
   replica; recovery = removal -> the replacement's first inner step; survivors' rollback =
   steps the survivors ran twice (0 by design); loss ratio = final val loss / fault-free.
@@ -61,40 +61,40 @@ def ensure_nodes(sim, n: int = 4) -> None:
 
 
 # ---- EDiT -----------------------------------------------------------------------------------------
-def edit_cfg(out: Path, steps: int):
+def edit_cfg(out: Path, steps: int, shards: int):
     from raystack.config import load_config
     from raystack.edit.config import EDiTConfig
 
     return load_config(EDiTConfig, {
-        "model": "tiny-1m", "mode": "edit", "ranks": 4, "shards": 2, "steps": steps,
+        "model": "tiny-1m", "mode": "edit", "ranks": 2 * shards, "shards": shards, "steps": steps,
         "sync": {"h": 6, "warmup_steps": 6}, "penalty": {"warmup_syncs": 1}, "loggers": [],
         "data": {"max_bytes": 300_000, "batch_size": 4, "seq_len": 32, "eval_batches": 4},
         "run": {"out_dir": str(out), "checkpoint_every": 0, "eval_every": 0, "comm_timeout_s": 60.0,
                 "segments_per_call": 1}})
 
 
-def edit_arm(sim, root: Path, steps: int, repeats: int, fault_free: bool) -> dict:
+def edit_arm(sim, root: Path, steps: int, repeats: int, fault_free: bool, shards: int = 2) -> dict:
     from raystack.actors.edit import EDiTGroup
 
     out: dict = {"recovery_s": [], "survivor_steps_redone": [], "replacement_steps_redone": [], "val_loss": []}
     ensure_nodes(sim)
-    group = EDiTGroup(edit_cfg(root / "edit", steps))
+    group = EDiTGroup(edit_cfg(root / "edit", steps, shards))
     try:
         group.start()
         if fault_free:
             out["val_loss_fault_free"] = group.run(progress=False, save=False).val_loss
         for _ in range(repeats):
             ensure_nodes(sim)
-            group.reconfigure(edit_cfg(root / "edit", steps))
+            group.reconfigure(edit_cfg(root / "edit", steps, shards))
             where = sim.actor_nodes(dict(zip(group.group.keys, group.workers)))
             seen: dict = {}
 
             def lose(g, segment, where=where, seen=seen):
-                if segment == steps // 12 and not seen:          # mid-run, after warm-up
+                if segment == 3 and not seen:                     # mid-run, after warm-up
                     seen["step"] = min(r.step for r in g.group.call("report"))
-                    seen["t"] = sim.remove(where["rank-2"])
+                    seen["t"] = sim.remove(where[f"rank-{shards}"])
             res = group.run(progress=False, on_segment=lose, save=False)
-            _, times = group.group.ask("rank-2", "losses")       # the replacement's steps
+            _, times = group.group.ask(f"rank-{shards}", "losses")  # the replacement's steps
             survivor, _ = group.group.ask("rank-0", "losses")
             out["recovery_s"].append(times[0] - seen["t"])
             out["survivor_steps_redone"].append(len(survivor) - steps)
@@ -238,7 +238,7 @@ def autoscale_arm(sim, root: Path, rows: int) -> dict:
 def main() -> int:
     args = parse_args(__doc__.splitlines()[0])
     q = args.quick
-    steps, rows, repeats = (24, 12_000, 1) if q else (48, 24_000, 3)  # quick: node-loss arms only
+    steps, rows, repeats = (48, 12_000, 1) if q else (48, 24_000, 3)  # quick: node-loss arms only
     report = Report("reliability", q, {"edit_steps": steps, "elastic_rows": rows, "repeats": repeats,
                                        "nodes": 4, "cpus_per_node": 2})
     report.note("Simulated: 4 nodes of 2 logical CPUs as separate raylets on one 2-core machine, each with its "
@@ -247,7 +247,8 @@ def main() -> int:
     root = Path(tempfile.mkdtemp(prefix="raystack-reliability-"))
     sim = start_cluster(SHORT, root)
     try:
-        edit = report.arm("edit_short", **edit_arm(sim, root, steps, repeats, fault_free=not q))
+        edit = report.arm("edit_short", **edit_arm(sim, root, steps, repeats, fault_free=not q,
+                                                   shards=1 if q else 2))
         ml = report.arm("mlora_short", **mlora_arm(sim, root, repeats))
         el = report.arm("elastic_short", **elastic_arm(sim, root, rows, repeats, fault_free=not q))
         scale = report.arm("autoscaler", **autoscale_arm(sim, root, rows)) if not q else None

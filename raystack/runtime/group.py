@@ -179,9 +179,8 @@ class ActorGroup:
         ``spec_for`` changes it).
 
         ``fresh_placement``: schedule the replacements in new placement groups (None: only
-        members whose node was lost or may be: NODE_LOST, or UNREACHABLE on a node that is not
-        known alive, since the old bundle still points at that node until Ray declares it
-        dead). Members that shared a placement group get one new group together, with the
+        members whose node was lost or may be: NODE_LOST or UNREACHABLE, since the old bundle
+        still points at that node until Ray declares it dead). Members that shared a placement group get one new group together, with the
         old strategy (a PACK replica stays packed), avoiding the nodes they were lost on; the
         old group is released once no member uses it."""
         keys = list(keys)
@@ -202,7 +201,7 @@ class ActorGroup:
             if move:
                 fresh.setdefault(new.placement, []).append(key)
                 if node is not None and (fresh_placement is None or not self.spawner.node_alive(node)):
-                    suspects.add(node)
+                    suspects.add(node)  # a member moved only to start afresh keeps its node allowed
         for placement, moved in fresh.items():
             specs.update(self._fresh_placement(placement, [specs[k] for k in moved], tuple(sorted(suspects))))
         for key in keys:
@@ -227,12 +226,11 @@ class ActorGroup:
             return None
 
     def _lost_node(self, key: str, node: str | None) -> bool:
-        """Whether a member's node was lost or may be (so its old bundle must not be reused)."""
-        last = self._last.get(key)
-        if last is Health.NODE_LOST:
+        """Whether a member's node was lost or may be (so its old bundle must not be reused):
+        NODE_LOST, UNREACHABLE (Ray may not have declared its node dead yet: a new group that
+        avoids the node does not wait for that), or a node the cluster no longer counts alive."""
+        if self._last.get(key) in (Health.NODE_LOST, Health.UNREACHABLE):
             return True
-        if last is Health.UNREACHABLE:
-            return node is None or not self.spawner.node_alive(node)
         return node is not None and not self.spawner.node_alive(node)
 
     def _fresh_placement(self, name: str, specs: list[MemberSpec], avoid: tuple[str, ...]) -> dict[str, MemberSpec]:

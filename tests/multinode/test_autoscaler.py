@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 def cfg_for(tmp_path, name, ray_cpus_per_cpu, **resources):
     return load_config(ElasticConfig, {
         "name": name, "work_dir": str(tmp_path / "work"), "poll_s": 0.3,
-        "data": {"generate_rows": 12_000, "generate_files": 3, "out_dir": str(tmp_path / "data"),
+        "data": {"generate_rows": 8_000, "generate_files": 2, "out_dir": str(tmp_path / "data"),
                  "rows_per_shard": 2048},
         "resources": {"autoscale": False, "initial_workers": 1, "initial_ps": 1,
                       "ray_cpus_per_cpu": ray_cpus_per_cpu, "max_cpus": 8, **resources}})
@@ -53,7 +53,7 @@ def test_capacity_requests_scale_the_cluster_up_and_down_and_an_unreachable_budg
         time.sleep(0.5)
     assert not autoscaled_nodes()
 
-    bad = cfg_for(tmp_path, "never", 8.0, capacity_timeout_s=8.0)   # 8 CPUs a unit: no node type
+    bad = cfg_for(tmp_path, "never", 8.0, capacity_timeout_s=4.0)   # 8 CPUs a unit: no node type
     with pytest.raises(CapacityError, match=r"resources: the budget cannot be placed.*ray_cpus_per_cpu=8"):
         ctl = ElasticController(bad)
         try:

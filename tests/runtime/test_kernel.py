@@ -67,8 +67,8 @@ def test_respawn_replaces_the_actor_in_place_and_a_lost_node_gets_a_fresh_placem
 
 def test_members_lost_with_their_node_move_together_into_one_new_group_avoiding_it():
     """A replica's ranks (one PACK group) lost with their node: one new PACK group with their
-    bundles, told to avoid the lost node; the old group is released. Unreachable members on a
-    node Ray still counts alive keep their bundle."""
+    bundles, told to avoid the lost node; the old group is released. An unreachable member
+    moves too (Ray may not have declared its node dead yet), away from its node."""
     sp = FakeSpawner()
     g = ActorGroup("toy", sp)
     g.reserve(PlacementSpec("replica-0", ({"CPU": 1.0}, {"CPU": 2.0}), "PACK"),
@@ -79,15 +79,17 @@ def test_members_lost_with_their_node_move_together_into_one_new_group_avoiding_
     for k in ("r0", "r1"):
         sp.live(k).alive = False
     sp.dead_nodes.add("node-of-replica-0")
-    sp.live("r2").hang = True                     # slow, on a node that is alive
+    sp.live("r2").hang = True                     # no answer: its node may be gone
     g.poll(timeout_s=0.1)
     g.respawn(["r0", "r1", "r2"])
     new = sp.live("r0").placement
     assert new is sp.live("r1").placement and new is not old and old.released
     assert new.spec.strategy == "PACK" and new.spec.bundles == ({"CPU": 1.0}, {"CPU": 2.0})
-    assert new.spec.avoid_nodes == ("node-of-replica-0",)
+    assert new.spec.avoid_nodes == ("node-of-replica-0", "node-of-replica-1")  # every suspect node
     assert [sp.live(k).bundle for k in ("r0", "r1")] == [0, 1]
-    assert sp.live("r2").placement is sp.placements[1]  # its node is alive: same bundle
+    moved = sp.live("r2").placement
+    assert moved is not sp.placements[1] and sp.placements[1].released
+    assert set(moved.spec.avoid_nodes) == {"node-of-replica-0", "node-of-replica-1"}
     # a spec rebuilt from the original one (placement "replica-0", released) follows the move
     g.respawn(["r1"], spec_for=lambda s: MemberSpec("r1", Counter, placement="replica-0", bundle=1))
     assert sp.live("r1").placement is new and sp.live("r1").bundle == 1
