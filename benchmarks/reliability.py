@@ -13,7 +13,9 @@ and the final quality against a fault-free run in the same invocation:
 - EDiT (4 ranks = 2 replicas x 2 shards; --quick: 2 x 1; tiny-1m, simulated link 0 latency / unlimited
   bandwidth): the replica on the lost node is replaced on another node and healed from the live
   replica; recovery = removal -> the replacement's first inner step; survivors' rollback =
-  steps the survivors ran twice (0 by design); loss ratio = final val loss / fault-free.
+  steps the survivors ran twice (0 by design); replacement steps redone = steps the lost
+  replica had reached (at least) past the sync the replacement took over at; loss ratio =
+  final val loss / fault-free.
 - mLoRA (2 stages, 2 adapters, tiny-1m): the lost stage restarts elsewhere and the adapters
   resume from their last checkpoints; recovery = removal -> the end of the first window after
   it (a whole window of training included); windows redone (the failed one); max |weight -
@@ -98,7 +100,8 @@ def edit_arm(sim, root: Path, steps: int, repeats: int, fault_free: bool, shards
             survivor, _ = group.group.ask("rank-0", "losses")
             out["recovery_s"].append(times[0] - seen["t"])
             out["survivor_steps_redone"].append(len(survivor) - steps)
-            out["replacement_steps_redone"].append(len(times) - (steps - seen["step"]))
+            healed_at = steps - len(times)           # the step the replacement took over at
+            out["replacement_steps_redone"].append(max(0, seen["step"] - healed_at))
             out["val_loss"].append(res.val_loss)
     finally:
         group.shutdown()
