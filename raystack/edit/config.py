@@ -91,11 +91,12 @@ class PenaltyConfig:
 
 @dataclass
 class DataConfig:
-    """Byte-level text: the standard-library corpus by default, or local files."""
+    """Text in the model's tokens: the standard-library corpus by default, or local files."""
 
     paths: list[str] = field(default_factory=list)   # empty: the Python standard library sources
     text_field: str = "text"
-    max_bytes: int = 2_000_000
+    max_bytes: int = 2_000_000       # the standard-library corpus only
+    cache_dir: Optional[str] = None  # token shards (null: ~/.cache/raystack/tokens); shared by ranks
     val_fraction: float = 0.05
     batch_size: int = 8              # sequences per rank per step
     seq_len: int = 128
@@ -151,7 +152,8 @@ class RunConfig:
 class EDiTConfig:
     """An EDiT pretraining job: ``ranks`` processes in ``ranks // shards`` replicas."""
 
-    model: str = "tiny-1m"
+    model: str = "tiny-1m"          # built-in name, checkpoint directory or Hub id (HF cache)
+    tokenizer: Optional[str] = None  # null: the model's own; "byte"; or a tokenizer directory / Hub id
     mode: Mode = "edit"
     ranks: int = 2                   # total ranks (processes)
     shards: int = 1                  # S: ranks per replica, each owning 1/S of every block
@@ -169,10 +171,8 @@ class EDiTConfig:
         return self.ranks // self.shards
 
     def validate(self) -> None:
-        from raystack.models import MODEL_NAMES
-        if self.model not in MODEL_NAMES and not (Path(self.model) / "config.json").is_file():
-            raise ConfigError("model", f"unknown model {self.model!r}; expected one of "
-                              f"{list(MODEL_NAMES)} or a checkpoint directory")
+        from raystack.models.tokenizer import check_tokenizer_fits
+        check_tokenizer_fits(self.model, self.tokenizer)  # model and tokenizer resolve, ids fit
         if self.ranks < 1:
             raise ConfigError("ranks", f"must be >= 1, got {self.ranks}")
         if self.shards < 1 or self.ranks % self.shards:

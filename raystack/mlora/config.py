@@ -15,7 +15,8 @@ from typing import Any, Literal, Optional
 
 from raystack.config import ConfigError, load_config
 from raystack.devices import Device
-from raystack.data.sft import SYNTHETIC_TASKS, Example, file_examples, synthetic_examples
+from raystack.data.sft import (SYNTHETIC_TASKS, Example, chat_examples, check_dataset_fields, file_examples,
+                               synthetic_examples)
 from raystack.mlora.batchlora import AdapterSpec
 
 ALL_LINEAR = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
@@ -23,26 +24,33 @@ ALL_LINEAR = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "d
 
 @dataclass
 class DatasetConfig:
-    """A named dataset: a built-in synthetic task, or a JSON/JSONL/Parquet file."""
+    """A named dataset: a built-in synthetic task, or a JSON/JSONL/Parquet file of records
+    read with a prompt template (``format: template``) or as chat ``messages`` rendered with
+    the tokenizer's chat template (``format: chat``)."""
 
     name: str = "reverse"
     synthetic: Optional[str] = None  # reverse | sort | copy | arithmetic
     path: Optional[str] = None
-    prompt_template: str = "{prompt}"
-    response_field: str = "response"
+    format: Literal["template", "chat"] = "template"
+    prompt_template: str = "{prompt}"  # template: a Python format string over the record's fields
+    response_field: str = "response"  # template: the answer field
+    messages_field: str = "messages"  # chat: the field holding [{role, content}, ...]
     num_examples: int = 2000  # synthetic only
     eval_examples: int = 64  # held out for accuracy (synthetic: generated with another seed)
     seed: int = 0
 
-    def examples(self) -> list[Example]:
+    def examples(self, tokenizer: Any = None) -> list[Example]:
+        """The examples (``tokenizer`` renders chat records; the byte tokenizer by default)."""
         if self.synthetic is not None:
             return synthetic_examples(self.synthetic, self.num_examples, seed=self.seed)
+        if self.format == "chat":
+            return chat_examples(self.path, tokenizer, self.messages_field)
         return file_examples(self.path, self.prompt_template, self.response_field)
 
-    def eval_set(self) -> list[Example]:
+    def eval_set(self, tokenizer: Any = None) -> list[Example]:
         if self.synthetic is not None:
             return synthetic_examples(self.synthetic, self.eval_examples, seed=self.seed + 10_007)
-        return self.examples()[: self.eval_examples]
+        return self.examples(tokenizer)[: self.eval_examples]
 
 
 @dataclass
@@ -76,7 +84,8 @@ class TaskConfig:
     micro_batch_size: int = 16  # batch_size / micro_batch_size micro-batches per step
     epochs: float = 1.0
     max_steps: Optional[int] = None  # overrides epochs when set
-    cutoff_len: int = 32
+    cutoff_len: int = 32  # tokens per example at most (longer ones are cut)
+    packing: bool = False  # pack a micro-batch's examples into rows of cutoff_len (else: pad)
     save_steps: int = 50
     priority: int = 0
 
@@ -114,7 +123,8 @@ class SchedulerConfig:
 
 @dataclass
 class MLoRAConfig:
-    base: str = "tiny-1m"
+    base: str = "tiny-1m"  # built-in name, checkpoint directory or Hub id (HF cache)
+    tokenizer: Optional[str] = None  # null: the base's own; "byte"; or a tokenizer directory / Hub id
     seed: int = 0
     output_dir: str = "runs/mlora"
     datasets: list[DatasetConfig] = field(default_factory=lambda: [
@@ -164,6 +174,7 @@ def _validate(cfg: MLoRAConfig) -> None:
                 raise ConfigError(f"{f}.path", f"dataset file {d.path} does not exist")
             if p.suffix.lower() not in (".json", ".jsonl", ".parquet"):
                 raise ConfigError(f"{f}.path", f"unsupported format {p.suffix!r}; use .json, .jsonl or .parquet")
+            check_dataset_fields(p, d.format, d.prompt_template, d.response_field, d.messages_field, f)
         if d.num_examples < 1:
             raise ConfigError(f"{f}.num_examples", "must be >= 1")
     anames: set[str] = set()
@@ -213,8 +224,13 @@ def _validate(cfg: MLoRAConfig) -> None:
         raise ConfigError("scheduler.max_concurrent", "must be >= 1")
 
 
-def check_against_model(cfg: MLoRAConfig, linear_names: set[str], num_units: int) -> None:
-    """Checks that need the base model's structure (target modules exist, enough layers)."""
+def check_against_model(cfg: MLoRAConfig, linear_names: set[str], num_units: int, tokenizer: Any = None) -> None:
+    """Checks that need the base model's structure (target modules exist, enough layers) and
+    its tokenizer (chat datasets need a chat template)."""
+    for i, d in enumerate(cfg.datasets):
+        if d.path is not None and d.format == "chat" and not getattr(tokenizer, "chat_template", None):
+            raise ConfigError(f"datasets[{i}].format", f"chat needs a tokenizer with a chat template; the tokenizer "
+                                                       f"of base {cfg.base!r} has none (set tokenizer: to one that has)")
     for i, a in enumerate(cfg.adapters):
         missing = [m for m in a.target_modules if m not in linear_names]
         if missing:
