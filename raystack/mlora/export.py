@@ -208,7 +208,10 @@ def read_adapter(directory: str | os.PathLike, name: str) -> PeftAdapter:
     for key in [k for k in tensors if k.endswith(".base_layer.weight")]:
         # peft saves a targeted lm_head's (or embedding's) own weights beside its LoRA
         base_layers[key[len(_PREFIX):-len(".base_layer.weight")]] = tensors.pop(key)
-    state = peft_to_state(tensors)
+    try:
+        state = peft_to_state(tensors)
+    except AdapterFormatError as exc:
+        raise AdapterFormatError(f"{d}: {exc}") from None
     paths = frozenset(k.rpartition(".")[0] for k in state)
     spec = AdapterSpec(
         name=name, kind="dora" if cfg.get("use_dora") else "lora", r=int(cfg["r"]),

@@ -10,13 +10,23 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import logging
 from typing import Any
 
 from raystack.config import ConfigError
-from raystack.data.tokenizer import default_byte_tokenizer
+from raystack.data.tokenizer import ByteTokenizer, default_byte_tokenizer
 from raystack.models.load import TOKENIZER_FILES, load_model_config, resolve_model, resolve_source
 
 BYTE = "byte"
+log = logging.getLogger(__name__)
+
+
+def _byte_vocabulary(config: Any) -> bool:
+    """A checkpoint raystack wrote from a built-in model before it saved tokenizers."""
+    tok = ByteTokenizer
+    return (getattr(config, "vocab_size", None), getattr(config, "pad_token_id", None),
+            getattr(config, "bos_token_id", None), getattr(config, "eos_token_id", None)) == \
+        (tok.vocab_size, tok.pad_id, tok.bos_id, tok.eos_id)
 
 
 def tokenizer_name(model: str, tokenizer: str | None) -> str:
@@ -38,6 +48,9 @@ def load_tokenizer(model: str, tokenizer: str | None = None, field: str = "token
         from pathlib import Path
 
         if not any((Path(source.path) / n).is_file() for n in TOKENIZER_FILES):
+            if _byte_vocabulary(load_model_config(model, model_field)):
+                log.warning("%s has no tokenizer files but raystack's byte vocabulary: using the byte tokenizer", model)
+                return default_byte_tokenizer()
             raise ConfigError(field, f"model {model!r} has no tokenizer files ({', '.join(TOKENIZER_FILES)}) in "
                                      f"{source.path}; set {field}: to a tokenizer directory or Hub id")
     else:

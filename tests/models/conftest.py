@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import random
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -45,20 +46,27 @@ def texts() -> list[str]:
 
 
 @pytest.fixture(scope="session")
-def bpe_tokenizer(texts):
+def tokenizer_corpus(texts) -> list[str]:
+    """What the tokenizers learn from: the stories, the questions, and some Python sources."""
+    root = Path(sysconfig.get_paths()["stdlib"])
+    sources = [(root / f"{name}.py").read_text() for name in ("textwrap", "string", "shlex", "glob", "fnmatch")]
+    return texts + [f"{r['question']} {r['answer']}" for r in qa_records(False) + qa_records(True)] + sources
+
+
+@pytest.fixture(scope="session")
+def bpe_tokenizer(tokenizer_corpus):
     from raystack.data.tokenizer import train_tokenizer
 
-    qa = [f"{r['question']} {r['answer']}" for r in qa_records(False) + qa_records(True)]
-    tok = train_tokenizer(texts + qa, "bpe", vocab_size=300, extra_special=("<|im_start|>", "<|im_end|>"))
+    tok = train_tokenizer(tokenizer_corpus, "bpe", vocab_size=400, extra_special=("<|im_start|>", "<|im_end|>"))
     tok.chat_template = CHATML
     return tok
 
 
 @pytest.fixture(scope="session")
-def unigram_tokenizer(texts):
+def unigram_tokenizer(tokenizer_corpus):
     from raystack.data.tokenizer import train_tokenizer
 
-    return train_tokenizer(texts, "unigram", vocab_size=200)
+    return train_tokenizer(tokenizer_corpus, "unigram", vocab_size=300)
 
 
 def save_checkpoint(directory: Path, model: torch.nn.Module, tokenizer) -> str:
