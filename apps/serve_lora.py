@@ -17,9 +17,10 @@ generates and serves concurrent requests. The legacy route stays: POST ``{"promp
 or ``{"prompts": [...]}`` with the header ``serve_multiplexed_model_id: <adapter>`` (greedy).
 
     curl localhost:8000/v1/completions -d '{"model": "qa-lora", "prompt": "Q: ...", "max_tokens": 16}'
-"""
 
-from __future__ import annotations
+FastAPI reads the route handlers' annotations at runtime, so this module does not use
+``from __future__ import annotations``.
+"""
 
 import asyncio
 import json
