@@ -250,7 +250,8 @@ class LoRAPipeline:
         for part in stage_parts:
             state.update(part["weights"])
         ref = base_reference(self.cfg.base, self.cfg.seed)  # the base as given, and its weights' hash
-        return str(save_peft(self.out / "adapters" / name, self.cfg.adapter(name).spec(), state, ref))
+        return str(save_peft(self.out / "adapters" / name, self.cfg.adapter(name).spec(), state, ref,
+                             tokenizer_of(self.cfg)))
 
     # -- stages ---------------------------------------------------------------------------
     def _start_stage(self, i: int) -> Any:

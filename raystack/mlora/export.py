@@ -140,15 +140,18 @@ def peft_to_state(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
 
 
 def save_peft(directory: str | os.PathLike, spec: AdapterSpec, state: dict[str, torch.Tensor],
-              base_name: BaseRef | str | None = None) -> Path:
+              base_name: BaseRef | str | None = None, tokenizer: Any = None) -> Path:
     """Write one adapter in the PEFT format; returns the directory. ``base_name``: the base as
-    the user gave it, or a :class:`BaseRef` with its weights' hash."""
+    the user gave it, or a :class:`BaseRef` with its weights' hash; ``tokenizer`` (the base's)
+    is saved beside it, as trainers do, so ``AutoTokenizer`` loads the directory too."""
     ref = base_name if isinstance(base_name, BaseRef) else BaseRef(base_name)
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     meta = {"format": "pt", **({META_BASE: ref.name} if ref.name else {}), **({META_SHA: ref.sha256} if ref.sha256 else {})}
     save_file(state_to_peft(state), str(d / WEIGHTS_FILE), metadata=meta)
     (d / CONFIG_FILE).write_text(json.dumps(peft_config(spec, ref), indent=2))
+    if tokenizer is not None:
+        tokenizer.save_pretrained(d)
     return d
 
 

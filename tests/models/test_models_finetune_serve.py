@@ -69,7 +69,8 @@ def test_the_adapter_lowers_answer_loss_and_loads_in_peft_anywhere(trained, tmp_
     with safe_open(str(tmp_path / "copied" / "adapter_model.safetensors"), "pt") as f:
         assert f.metadata()["raystack.base_sha256"] == base_reference(qwen2_dir).sha256
     tuned = peft.AutoPeftModelForCausalLM.from_pretrained(str(tmp_path / "copied")).eval()  # finds its base
-    tok = AutoTokenizer.from_pretrained(qwen2_dir)
+    tok = AutoTokenizer.from_pretrained(tmp_path / "copied")  # the base's tokenizer, saved beside the adapter
+    assert tok.get_vocab() == AutoTokenizer.from_pretrained(qwen2_dir).get_vocab()
     base = AutoModelForCausalLM.from_pretrained(qwen2_dir).eval()
     heldout = qa_records(held_out=True)
     before, after = _answer_loss(base, tok, heldout), _answer_loss(tuned, tok, heldout)
