@@ -38,12 +38,20 @@ openai_api = FastAPI(title="raystack LoRA server")
 
 
 def _params(body: dict, default_max_tokens: int) -> Any:
+    """OpenAI's sampling fields (absent or null: OpenAI's defaults) as SamplingParams."""
     from raystack.models.generate import SamplingParams
 
-    stop = body.get("stop") or ()
-    return SamplingParams(max_new_tokens=int(body.get("max_tokens") or body.get("max_new_tokens") or default_max_tokens),
-                          temperature=float(body.get("temperature", 1.0)), top_p=float(body.get("top_p", 1.0)),
-                          stop=(stop,) if isinstance(stop, str) else tuple(stop), seed=body.get("seed"))
+    def get(key: str, default: Any) -> Any:
+        return default if body.get(key) is None else body[key]
+
+    stop = get("stop", ())
+    try:
+        return SamplingParams(max_new_tokens=int(get("max_tokens", get("max_new_tokens", default_max_tokens))),
+                              temperature=float(get("temperature", 1.0)), top_p=float(get("top_p", 1.0)),
+                              stop=(stop,) if isinstance(stop, str) else tuple(stop),
+                              seed=None if body.get("seed") is None else int(body["seed"]))
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"bad sampling parameters: {exc}") from None
 
 
 @serve.deployment(ray_actor_options={"num_cpus": 1}, max_ongoing_requests=16)
@@ -112,7 +120,10 @@ class LoRAServer:
             while (delta := await loop.run_in_executor(self.pool, next, deltas, None)) is not None:
                 yield {"text": delta.text, "finish_reason": delta.finish_reason}
         finally:
-            deltas.close()
+            try:
+                deltas.close()  # the client went away: end the generation, release the adapter
+            except ValueError:  # a step is still running in the pool: it ends when collected
+                pass
 
     async def generate(self, prompts: list[str], max_new_tokens: int | None = None) -> list[str]:
         """Greedy completions of several prompts (the legacy route)."""

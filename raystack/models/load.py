@@ -66,7 +66,7 @@ def _has_any(directory: Path, names: tuple[str, ...]) -> bool:
 
 
 def _looks_like_path(text: str) -> bool:
-    return text.startswith(("/", "./", "../", "~")) or text.endswith("/") or os.sep + os.sep in text
+    return text.startswith(("/", ".", "~")) or text.endswith("/")
 
 
 def _hub_snapshot(repo_id: str) -> tuple[Path | None, str]:

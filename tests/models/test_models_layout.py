@@ -111,3 +111,21 @@ def test_unknown_families_are_refused_by_name():
 
     with pytest.raises(ValueError, match="model_type 'gpt_neox' is not supported"):
         layout_of(GPTNeoXConfig())
+
+
+@pytest.mark.parametrize("family", ["qwen2", "gpt2"])
+def test_edit_blocks_cover_every_parameter_once_in_forward_order(family):
+    """EDiT syncs a model block by block: every parameter in exactly one block (tied embeddings
+    once), each block's hook module run in order by the model's own forward."""
+    from raystack.edit.shard import llama_blocks
+
+    model = _tiny(family)
+    blocks = llama_blocks(model)
+    owned = [id(p) for b in blocks for p in b.params]
+    assert len(owned) == len(set(owned)) == len(list(model.parameters()))
+    order: list[str] = []
+    handles = [b.module.register_forward_pre_hook(lambda m, a, name=b.name: order.append(name)) for b in blocks]
+    model(input_ids=torch.zeros(1, 4, dtype=torch.long))
+    for h in handles:
+        h.remove()
+    assert order == [b.name for b in blocks] and order[0] == "embed" and order[-1] == "head" and len(order) == 5
