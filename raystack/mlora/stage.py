@@ -79,6 +79,17 @@ def _release_freed_memory() -> None:
         pass
 
 
+def _without_dropout(base: nn.Module) -> None:
+    """Switch off the frozen base's own dropout (GPT-2 has some; Llama-like configs may set an
+    attention dropout), so every split of the base computes the same numbers in training; the
+    adapters keep their own seeded dropout."""
+    for m in base.modules():
+        if isinstance(m, nn.Dropout):
+            m.p = 0.0
+        if isinstance(getattr(m, "attention_dropout", None), float):
+            m.attention_dropout = 0.0
+
+
 class StageModel:
     """Units ``[start, end)`` of ``base`` plus adapters; forward/backward/step of micro-batches."""
 
@@ -93,9 +104,7 @@ class StageModel:
         # drop what this stage does not own, so a stage holds only its slice of the base
         self.layer_ids = [i for i in range(n_layers) if start <= i + 1 < end]
         self.layout.keep_units(base, start, end)
-        for m in base.modules():  # the frozen base runs without dropout (GPT-2 has some), so any
-            if isinstance(m, nn.Dropout):  # split of it computes the same numbers; adapters keep
-                m.p = 0.0  # their own seeded dropout
+        _without_dropout(base)
         self.base = base
         self.device = next(base.parameters()).device
         _release_freed_memory()

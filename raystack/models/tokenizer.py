@@ -69,7 +69,8 @@ def check_tokenizer_fits(model: str, tokenizer: str | None = None, field: str = 
     """Load the tokenizer and check its ids fit the model's embeddings; returns the tokenizer.
     A larger vocabulary than the embedding table is a ConfigError naming both sizes (a
     smaller one is fine: checkpoints often pad their embeddings)."""
-    rows = int(load_model_config(model, model_field).vocab_size)
+    config = load_model_config(model, model_field)
+    rows = int(getattr(config, "get_text_config", lambda: config)().vocab_size)
     tok = load_tokenizer(model, tokenizer, field, model_field)
     if len(tok) > rows:
         raise ConfigError(field, f"{tokenizer_name(model, tokenizer)} has {len(tok):,} tokens, but model {model!r} "
