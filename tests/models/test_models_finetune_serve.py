@@ -32,9 +32,9 @@ def trained(ray_cluster, tmp_path_factory, qwen2_dir, qa_files):
                       "response_field": "answer"}],
         "adapters": [{"name": "qa", "r": 8, "alpha": 16, "lr": 2e-2, "seed": 1,
                       "target_modules": ["q_proj", "v_proj", "up_proj", "down_proj", "lm_head"]}],
-        "tasks": [{"adapter": "qa", "dataset": "qa", "batch_size": 12, "micro_batch_size": 6, "max_steps": 24,
+        "tasks": [{"adapter": "qa", "dataset": "qa", "batch_size": 12, "micro_batch_size": 6, "max_steps": 16,
                    "cutoff_len": 32, "packing": True}],
-        "pipeline": {"stages": 2, "window_steps": 12}})
+        "pipeline": {"stages": 2, "window_steps": 8}})
     pipe = LoRAPipeline(cfg, progress=False)
     try:
         result = pipe.run()

@@ -85,7 +85,7 @@ def test_edit_pretrains_a_llama_checkpoint_with_its_own_tokenizer(ray_cluster, t
 
     data = _files(tmp_path / "data", texts)
     cfg = load_config(EDiTConfig, {
-        "model": llama_dir, "mode": "edit", "ranks": 2, "steps": 40, "sync": {"h": 4, "warmup_steps": 4},
+        "model": llama_dir, "mode": "edit", "ranks": 2, "steps": 16, "sync": {"h": 4, "warmup_steps": 4},
         "inner": {"lr": 1e-2, "lr_warmup_steps": 4}, "penalty": {"warmup_syncs": 1},
         "data": {"paths": [str(data)], "batch_size": 4, "seq_len": 48, "eval_batches": 2,
                  "cache_dir": str(tmp_path / "cache")},
@@ -98,4 +98,4 @@ def test_edit_pretrains_a_llama_checkpoint_with_its_own_tokenizer(ray_cluster, t
     assert after < before - 1.0, (before, after)
     saved, own = AutoTokenizer.from_pretrained(result.model_dir), AutoTokenizer.from_pretrained(llama_dir)
     assert saved(heldout[0])["input_ids"] == own(heldout[0])["input_ids"]
-    assert result.tokens == 2 * 40 * 4 * 48  # tokens of the model's tokenizer, packed: no padding
+    assert result.tokens == 2 * 16 * 4 * 48  # tokens of the model's tokenizer, packed: no padding
