@@ -100,25 +100,23 @@ class LoRAServer:
             raise ValueError("'prompt' must be a string")
         return self.engine.prompt_ids(prompt), False
 
-    async def complete(self, request: dict) -> dict:
-        """One completion: ``{"text", "finish_reason", "prompt_tokens", "completion_tokens"}``."""
+    async def complete(self, request: dict) -> Any:
+        """One completion (a `raystack.models.generate.Generation`)."""
         adapter = await self._adapter()
         ids, chat = self._prompt(request)
         params = _params(request, self.max_new_tokens)
-        out = await asyncio.get_running_loop().run_in_executor(
+        return await asyncio.get_running_loop().run_in_executor(
             self.pool, lambda: self.engine.complete(ids, params, adapter, chat))
-        return {"text": out.text, "finish_reason": out.finish_reason, "prompt_tokens": out.prompt_tokens,
-                "completion_tokens": out.completion_tokens}
 
     async def stream(self, request: dict):
-        """The completion as it is generated: ``{"text", "finish_reason"}`` deltas."""
+        """The completion as it is generated (`raystack.models.generate.TextDelta` pieces)."""
         adapter = await self._adapter()
         ids, chat = self._prompt(request)
         deltas = self.engine.stream(ids, _params(request, self.max_new_tokens), adapter, chat)
         loop = asyncio.get_running_loop()
         try:
             while (delta := await loop.run_in_executor(self.pool, next, deltas, None)) is not None:
-                yield {"text": delta.text, "finish_reason": delta.finish_reason}
+                yield delta
         finally:
             try:
                 deltas.close()  # the client went away: end the generation, release the adapter
@@ -130,7 +128,7 @@ class LoRAServer:
         outs = []
         for p in prompts:
             out = await self.complete({"prompt": p, "temperature": 0.0, "max_tokens": max_new_tokens})
-            outs.append(out["text"])
+            outs.append(out.text)
         return outs
 
     async def __call__(self, request: Any) -> Any:
@@ -204,22 +202,22 @@ class OpenAIRouter:
             return _error(404, str(exc), "model_not_found")
         except ValueError as exc:
             return _error(400, str(exc).splitlines()[-1], "invalid_request")
-        choice = ({"index": 0, "message": {"role": "assistant", "content": out["text"]}} if chat
-                  else {"index": 0, "text": out["text"], "logprobs": None})
-        choice["finish_reason"] = out["finish_reason"]
-        usage = {"prompt_tokens": out["prompt_tokens"], "completion_tokens": out["completion_tokens"],
-                 "total_tokens": out["prompt_tokens"] + out["completion_tokens"]}
+        choice = ({"index": 0, "message": {"role": "assistant", "content": out.text}} if chat
+                  else {"index": 0, "text": out.text, "logprobs": None})
+        choice["finish_reason"] = out.finish_reason
+        usage = {"prompt_tokens": out.prompt_tokens, "completion_tokens": out.completion_tokens,
+                 "total_tokens": out.prompt_tokens + out.completion_tokens}
         return {"id": rid, "object": kind, "created": created, "model": model or self.base,
                 "choices": [choice], "usage": usage}
 
-    async def _events(self, first: dict, chunks: Any, rid: str, created: int, model: str | None, chat: bool):
+    async def _events(self, first: Any, chunks: Any, rid: str, created: int, model: str | None, chat: bool):
         kind = "chat.completion.chunk" if chat else "text_completion"
 
-        def event(delta: dict) -> str:
+        def event(delta: Any) -> str:
             if chat:
-                choice = {"index": 0, "delta": {"content": delta["text"]}, "finish_reason": delta["finish_reason"]}
+                choice = {"index": 0, "delta": {"content": delta.text}, "finish_reason": delta.finish_reason}
             else:
-                choice = {"index": 0, "text": delta["text"], "finish_reason": delta["finish_reason"]}
+                choice = {"index": 0, "text": delta.text, "finish_reason": delta.finish_reason}
             doc = {"id": rid, "object": kind, "created": created, "model": model or self.base, "choices": [choice]}
             return f"data: {json.dumps(doc)}\n\n"
 

@@ -51,7 +51,7 @@ class TextDelta:
     tokens: int = 0  # tokens generated so far
 
 
-@dataclass
+@dataclass(frozen=True)
 class Generation:
     """A finished generation."""
 
