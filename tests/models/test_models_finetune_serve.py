@@ -62,7 +62,7 @@ def test_the_adapter_lowers_answer_loss_and_loads_in_peft_anywhere(trained, tmp_
 
     from raystack.mlora.batchlora import BatchLoRAModel, segments_for
     from raystack.mlora.export import base_reference, load_peft_adapter
-    from tests.models.conftest import qa_records
+    from tests.models.models_helpers import qa_records
 
     config = json.loads((shutil.copytree(trained, tmp_path / "copied") / "adapter_config.json").read_text())
     assert config["base_model_name_or_path"] == qwen2_dir and config["peft_version"] == peft.__version__

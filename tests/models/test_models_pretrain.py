@@ -13,7 +13,7 @@ import torch
 
 from raystack.data import BatchStream
 from raystack.data.pretrain import DataSources, open_token_corpus
-from tests.models.conftest import story
+from tests.models.models_helpers import story
 
 
 def _files(root, texts):
