@@ -51,12 +51,13 @@ def network_of(cfg: EDiTConfig) -> NetworkModel:
     return NetworkModel(cfg.simulate.latency_s, bw if bw > 0 else math.inf)
 
 
-def load_corpus(cfg: EDiTConfig):
-    """The training corpus named by ``cfg.data``."""
-    from raystack.data import corpus_from_files, stdlib_corpus
-    if cfg.data.paths:
-        return corpus_from_files(cfg.data.paths, cfg.data.text_field, cfg.data.val_fraction)
-    return stdlib_corpus(cfg.data.max_bytes, cfg.data.val_fraction)
+def load_corpus(cfg: EDiTConfig, progress: bool = False):
+    """The corpus named by ``cfg.data`` in the tokens of the model's tokenizer: memory-mapped
+    token shards, tokenized once (here if no earlier run or rank did)."""
+    from raystack.data.pretrain import DataSources, open_token_corpus
+    d = cfg.data
+    return open_token_corpus(DataSources(tuple(d.paths), d.text_field, d.max_bytes, d.val_fraction),
+                             cfg.model, cfg.tokenizer, d.cache_dir, progress)
 
 
 class EDiTWorker(CommMember):
@@ -131,6 +132,7 @@ class EDiTWorker(CommMember):
         torch.save(state, path / f"rank{self.rank}.pt")
         if write_model:
             self.trainer.model.save_pretrained(path / "model")
+            self.corpus.tokenizer.save_pretrained(path / "model")
 
     def load(self, directory: str) -> SegmentReport:
         """Restore this rank's state from a checkpoint directory."""
@@ -209,9 +211,11 @@ class EDiTGroup:
 
     # -- lifecycle -------------------------------------------------------------------------------
     def start(self) -> None:
-        """Reserve resources, start the actors, form the comm group, build the trainers (once)."""
+        """Tokenize the corpus (once; a progress bar here), reserve resources, start the actors,
+        form the comm group, build the trainers (once)."""
         if len(self.group):
             return
+        load_corpus(self.cfg, progress=True)
         self.devices = plan_devices(self.cfg.run.device, self.cfg.ranks, cluster_gpus())
         bundle = {"CPU": self.cfg.run.cpus_per_rank}
         if self.devices.uses_gpu:

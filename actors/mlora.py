@@ -28,17 +28,18 @@ import torch
 
 from raystack import metrics
 from raystack.config import config_to_dict
-from raystack.data.tokenizer import ByteTokenizer
 from raystack.devices import cluster_gpus, local_device, plan_devices, to_cpu
 from raystack.mlora.balance import StagePlan, measured_costs, param_costs, partition
 from raystack.mlora.config import AdapterConfig, DatasetConfig, MLoRAConfig, TaskConfig
-from raystack.mlora.export import load_checkpoint, save_checkpoint, save_peft
+from raystack.mlora.export import base_reference, load_checkpoint, save_checkpoint, save_peft
 from raystack.mlora.jobs import JobState, form_lanes, lane_step
 from raystack.mlora.memory import AdmissionObs, AdmissionPolicy, JobRequest, MemoryModel
 from raystack.mlora.messages import StageStats
 from raystack.mlora.schedule import LaneWork, Op, lorapp_schedule
-from raystack.mlora.stage import MicroBatch, OptimSpec, StageModel, load_stage_base
-from raystack.mlora.trainer import build_base, check_config, make_jobs
+from raystack.mlora.stage import MicroBatch, OptimSpec, StageModel, load_stage
+from raystack.mlora.trainer import build_base, check_config, make_jobs, tokenizer_of
+from raystack.models.layout import layout_of
+from raystack.models.tokenizer import pad_token_id
 from raystack.runtime.controller import Controller, ControllerState, MetricsCallback, Progress
 from raystack.runtime.group import ActorGroup, Call, MemberSpec, PlacementSpec, Spawner
 from raystack.runtime.policy import FailureEvent, FailurePolicy
@@ -58,10 +59,7 @@ class PipelineStage:
     def __init__(self, cfg: dict, start: int, end: int, index: int, threads: int = 1) -> None:
         torch.set_num_threads(threads)
         self.index = index
-        if Path(cfg["base"]).is_dir() and any(Path(cfg["base"]).glob("*.safetensors")):
-            base = load_stage_base(cfg["base"], start, end)  # only this stage's tensors
-        else:
-            base = build_base(MLoRAConfig(base=cfg["base"], seed=cfg["seed"]))
+        base = load_stage(cfg["base"], cfg["seed"], start, end)  # only this stage's tensors where it can
         base.to(local_device(cfg.get("device", "auto")))  # cuda when the pipeline gave this stage a GPU
         self.stage = StageModel(base, start, end)
         self.busy = 0.0
@@ -153,6 +151,8 @@ class LoRAPipeline:
             if d.path is not None:
                 d.path = str(Path(d.path).resolve())
         self.cfg = cfg
+        self.stage_base = str(Path(cfg.base).resolve()) if Path(cfg.base).is_dir() else cfg.base  # as actors see it
+        self.pad_id = pad_token_id(tokenizer_of(cfg))
         self.threads = threads_per_stage
         self.progress = progress
         self.callbacks = list(callbacks)
@@ -166,7 +166,7 @@ class LoRAPipeline:
         else:
             costs = param_costs(meta)
         self.plan = partition(costs, cfg.pipeline.stages)
-        self.n_layers = len(meta.model.layers)
+        self.n_layers = layout_of(meta).num_units(meta) - 2
         hidden, heads = meta.config.hidden_size, meta.config.num_attention_heads
         prior = (0.0, 4.0 * hidden * 16 * self.n_layers, 4.0 * heads * 3 * self.n_layers)
         self.memory = MemoryModel(prior)
@@ -229,8 +229,8 @@ class LoRAPipeline:
         for name in decision.start:
             task = next(t for t, _ in self.pending if t.adapter == name)
             self.pending = [(t, a) for t, a in self.pending if t.adapter != name]
-            sub = MLoRAConfig(base=self.cfg.base, seed=self.cfg.seed, datasets=self.cfg.datasets,
-                              adapters=self.cfg.adapters, tasks=[task])
+            sub = MLoRAConfig(base=self.cfg.base, tokenizer=self.cfg.tokenizer, seed=self.cfg.seed,
+                              datasets=self.cfg.datasets, adapters=self.cfg.adapters, tasks=[task])
             job = make_jobs(sub)[name]
             self.tasks[name] = task
             ckpt = load_checkpoint(self._ckpt_path(name))
@@ -274,7 +274,8 @@ class LoRAPipeline:
         import hashlib
 
         task = self.tasks[name]
-        doc = {"base": self.cfg.base, "seed": self.cfg.seed, "adapter": config_to_dict(self.cfg.adapter(name)),
+        doc = {"base": self.cfg.base, "tokenizer": self.cfg.tokenizer, "seed": self.cfg.seed,
+               "adapter": config_to_dict(self.cfg.adapter(name)),
                "task": config_to_dict(task), "dataset": config_to_dict(self.cfg.dataset(task.dataset))}
         return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
@@ -283,12 +284,14 @@ class LoRAPipeline:
         state: dict[str, torch.Tensor] = {}
         for part in stage_parts:
             state.update(part["weights"])
-        return str(save_peft(self.out / "adapters" / name, self.cfg.adapter(name).spec(), state, self.cfg.base))
+        ref = base_reference(self.cfg.base, self.cfg.seed)  # the base as given, and its weights' hash
+        return str(save_peft(self.out / "adapters" / name, self.cfg.adapter(name).spec(), state, ref,
+                             tokenizer_of(self.cfg)))
 
     # -- stages ---------------------------------------------------------------------------
     def _stage_spec(self, i: int) -> MemberSpec:
         a, b = self.plan.bounds[i]
-        base = {"base": self.cfg.base, "seed": self.cfg.seed, "device": self.cfg.pipeline.device}
+        base = {"base": self.stage_base, "seed": self.cfg.seed, "device": self.cfg.pipeline.device}
         return MemberSpec(f"stage-{i}", PipelineStage, (base, a, b, i, self.threads),
                           options=self.stage_options, placement=STAGES, bundle=i)
 
@@ -412,7 +415,7 @@ class LoRAPipeline:
                   *(min(jobs[n].remaining for n in lane) for lane in lanes))
         data = []  # per lane: per step: micro-batches
         for li, lane in enumerate(lanes):
-            data.append([lane_step(li, k, [jobs[n] for n in lane], ByteTokenizer.pad_id) for k in range(cap)])
+            data.append([lane_step(li, k, [jobs[n] for n in lane], self.pad_id) for k in range(cap)])
         costs = [c / max(self.plan.costs) for c in self.plan.costs]
         sched = lorapp_schedule(d, [LaneWork(cap, len(steps[0])) for steps in data],
                                 forward_cost=costs, backward_cost=[2 * c for c in costs],

@@ -438,6 +438,9 @@ def main() -> None:
                 "per-arm figures are medians (val_loss: seed 0's, val_loss_seeds: each seed's), "
                 "speed-up targets the median of per-repeat paired ratios, loss targets the mean over "
                 "seeds of paired ratios; other arms ran once, seed 0")
+    from _edit_tokenize import tokenizing_pass
+
+    tokenizing_pass(report, quick)
     report.write()
 
 

@@ -11,6 +11,8 @@ wider lanes (two adapters' rows per micro-batch: faster matmuls, more activation
 (a) on 1 thread for its first two adapters, to measure how well peft scales to 2 threads here
 (the ceiling of a 2-stage pipeline over (a) is about 2 / that scaling).
 Also (c') 8 adapters of 1-2 rows each: BatchLoRA vs the same adapters stepped one by one.
+And the real-text setting (benchmarks/_mlora_real_text.py): arms (a)-(e) again on a Qwen2-shaped
+base with a trained BPE tokenizer and standard-library text records, in real tokens per second.
 
     python benchmarks/mlora.py [--quick]
 """
@@ -52,6 +54,9 @@ def make_base(directory: Path, hidden: int, layers: int, inter: int, heads: int)
                       tie_word_embeddings=False)
     torch.manual_seed(0)
     LlamaForCausalLM(cfg).save_pretrained(directory)
+    from raystack.models.tokenizer import load_tokenizer
+
+    load_tokenizer("tiny-1m").save_pretrained(directory)  # the byte vocabulary, as a real tokenizer
     return str(directory)
 
 
@@ -358,6 +363,9 @@ def main() -> None:
                 "processes (raylet, GCS, idle pooled workers), the same for every arm, are not counted.")
     report.note("No simulation: real processes on this machine (2 shared cores); the base is random-initialised "
                 f"({n_params / 1e6:.0f}M parameters), data are fixed-length byte sequences.")
+    from _mlora_real_text import real_text_setting
+
+    real_text_setting(report, q, tmp, run_arm, run_pipeline, mlora_cfg)
     report.write()
     shutil.rmtree(tmp, ignore_errors=True)
 

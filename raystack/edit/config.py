@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Optional
 
-from raystack.config import ConfigBase, ConfigError, Problems, did_you_mean, option
+from raystack.config import ConfigBase, ConfigError, Problems, option
 from raystack.devices import Device
 from raystack.runtime.tracking import check_loggers
 
@@ -70,12 +70,13 @@ class PenaltyConfig(ConfigBase):
 
 @dataclass
 class DataConfig(ConfigBase):
-    """Byte-level text: the standard-library corpus by default, or local files."""
+    """Text in the model's tokens: the standard-library corpus by default, or local files."""
 
     paths: list[str] = option(doc="text/JSON/JSONL/Parquet files or directories; []: the Python "
                               "standard library sources", factory=list)
     text_field: str = option("text", "JSON/JSONL/Parquet field holding the text")
     max_bytes: int = option(2_000_000, "bytes of the standard-library corpus to read", ge=1, le=2**36)
+    cache_dir: Optional[str] = option(None, "token shards, shared by the ranks (null: ~/.cache/raystack/tokens)")
     val_fraction: float = option(0.05, "share of documents held out for validation", gt=0, le=0.5)
     batch_size: int = option(8, "sequences per rank per step", ge=1, le=MAX_BATCH)
     seq_len: int = option(128, "tokens per sequence", ge=1, le=MAX_SEQ_LEN)
@@ -134,7 +135,10 @@ class RunConfig(ConfigBase):
 class EDiTConfig(ConfigBase):
     """An EDiT pretraining job: ``ranks`` processes in ``ranks // shards`` replicas."""
 
-    model: str = option("tiny-1m", "tiny-1m, tiny-20m, small-50m, or a local transformers checkpoint directory")
+    model: str = option("tiny-1m", "tiny-1m, tiny-20m, small-50m, a local transformers checkpoint directory, "
+                        "or a Hub id in the Hugging Face cache")
+    tokenizer: Optional[str] = option(None, "null: the model's own (built-in models: bytes); 'byte'; or a "
+                                      "tokenizer directory / Hub id")
     mode: Mode = option("edit", "edit, aedit, diloco, post_local_sgd or sync (plain data parallel)")
     ranks: int = option(2, "total ranks (processes)", ge=1, le=MAX_RANKS)
     shards: int = option(1, "S: ranks per replica, each owning 1/S of every block (must divide ranks)", ge=1, le=MAX_RANKS)
@@ -154,15 +158,16 @@ class EDiTConfig(ConfigBase):
         return self.ranks // self.shards
 
     def validate(self) -> None:
-        from raystack.models import MODEL_NAMES
+        from raystack.models.tokenizer import check_tokenizer_fits
         problems = Problems()
         try:
             check_loggers(self.loggers)
         except ConfigError as exc:
             problems.add_error(exc)
-        if self.model not in MODEL_NAMES and not (Path(self.model) / "config.json").is_file():
-            problems.add("model", f"unknown model {self.model!r}{did_you_mean(self.model, MODEL_NAMES)}; "
-                         f"expected one of {list(MODEL_NAMES)} or a checkpoint directory")
+        try:
+            check_tokenizer_fits(self.model, self.tokenizer)  # model and tokenizer resolve, ids fit
+        except ConfigError as exc:
+            problems.add_error(exc)
         if self.shards < 1 or self.ranks < 1:
             pass  # out of range: named by the field checks
         elif self.ranks % self.shards:

@@ -28,16 +28,15 @@ class Block:
 
 
 def llama_blocks(model: nn.Module) -> list[Block]:
-    """Blocks of a transformers Llama model: embeddings, each decoder layer, final norm + head.
+    """Blocks of a transformers causal LM (Llama, Qwen2, Mistral, GPT-2: see
+    `raystack.models.layout`): embeddings, each decoder layer, final norm + head.
 
     A parameter is owned by the first block that holds it (tied embeddings sync once). Any
     parameter not under those modules joins the head block, so every parameter is synced.
     """
-    base = model.model
-    specs: list[tuple[str, nn.Module, list[nn.Module]]] = [("embed", base.embed_tokens, [base.embed_tokens])]
-    for i, layer in enumerate(base.layers):
-        specs.append((f"layer{i}", layer, [layer]))
-    specs.append(("head", base.norm, [base.norm, model.lm_head]))
+    from raystack.models.layout import layout_of
+    units = layout_of(model, strict=False).units(model)  # the hook goes on a unit's first module
+    specs = [(name.replace("layer.", "layer"), mods[0], mods) for name, mods in units]
     return partition_blocks(model, specs)
 
 

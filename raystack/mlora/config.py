@@ -16,7 +16,8 @@ from typing import Any, Literal, Optional
 from raystack.config import ConfigBase, ConfigError, Problems, did_you_mean, load_config, option
 from raystack.runtime.tracking import check_loggers
 from raystack.devices import Device
-from raystack.data.sft import SYNTHETIC_TASKS, Example, file_examples, synthetic_examples
+from raystack.data.sft import (SYNTHETIC_TASKS, Example, chat_examples, check_dataset_fields, file_examples,
+                               synthetic_examples)
 from raystack.mlora.batchlora import AdapterSpec
 
 ALL_LINEAR = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
@@ -32,26 +33,37 @@ MAX_SEED = 2**32 - 1
 
 @dataclass
 class DatasetConfig(ConfigBase):
-    """A named dataset: a built-in synthetic task, or a JSON/JSONL/Parquet file."""
+    """A named dataset: a built-in synthetic task, or a JSON/JSONL/Parquet file of records
+    read with a prompt template (``format: template``) or as chat ``messages`` rendered with
+    the tokenizer's chat template (``format: chat``)."""
 
     name: str = option("reverse", "the name tasks refer to")
     synthetic: Optional[str] = option(None, "built-in task: reverse, sort, copy or arithmetic (or set path)")
     path: Optional[str] = option(None, "a .json, .jsonl or .parquet file of records (or set synthetic)")
-    prompt_template: str = option("{prompt}", "Python format string over the record's fields, e.g. 'Q: {question}\\nA: '")
-    response_field: str = option("response", "record field holding the answer (the loss is on the answer + EOS only)")
+    format: Literal["template", "chat"] = option("template", "template: prompt_template + response_field; chat: "
+                                                 "messages rendered with the tokenizer's chat template")
+    prompt_template: str = option("{prompt}", "template: Python format string over the record's fields, e.g. "
+                                  "'Q: {question}\\nA: '")
+    response_field: str = option("response", "template: record field holding the answer (the loss is on the "
+                                 "answer + EOS only)")
+    messages_field: str = option("messages", "chat: record field holding [{role, content}, ...] (the loss is on "
+                                 "the assistant turns)")
     num_examples: int = option(2000, "synthetic only: examples generated", ge=1, le=MAX_EXAMPLES)
     eval_examples: int = option(64, "examples held out for accuracy (synthetic: another seed)", ge=1, le=1_000_000)
     seed: int = option(0, "synthetic data seed", ge=0, le=MAX_SEED)
 
-    def examples(self) -> list[Example]:
+    def examples(self, tokenizer: Any = None) -> list[Example]:
+        """The examples (``tokenizer`` renders chat records; the byte tokenizer by default)."""
         if self.synthetic is not None:
             return synthetic_examples(self.synthetic, self.num_examples, seed=self.seed)
+        if self.format == "chat":
+            return chat_examples(self.path, tokenizer, self.messages_field)
         return file_examples(self.path, self.prompt_template, self.response_field)
 
-    def eval_set(self) -> list[Example]:
+    def eval_set(self, tokenizer: Any = None) -> list[Example]:
         if self.synthetic is not None:
             return synthetic_examples(self.synthetic, self.eval_examples, seed=self.seed + 10_007)
-        return self.examples()[: self.eval_examples]
+        return self.examples(tokenizer)[: self.eval_examples]
 
 
 @dataclass
@@ -88,6 +100,7 @@ class TaskConfig(ConfigBase):
     epochs: float = option(1.0, "passes over the dataset (when max_steps is null)", gt=0, le=1e6)
     max_steps: Optional[int] = option(None, "steps; overrides epochs when set", ge=1, le=MAX_STEPS)
     cutoff_len: int = option(32, "tokens per row (prompt + response), longer rows are cut", ge=1, le=MAX_SEQ_LEN)
+    packing: bool = option(False, "pack a micro-batch's examples into rows of cutoff_len (else: pad each)")
     save_steps: int = option(50, "checkpoint interval (checkpoints are also taken at every window end)", ge=1, le=MAX_STEPS)
     priority: int = option(0, "higher is admitted first", ge=-1000, le=1000)
 
@@ -129,7 +142,10 @@ class SchedulerConfig(ConfigBase):
 class MLoRAConfig(ConfigBase):
     """An mLoRA job: adapters trained on datasets by tasks, over a pipelined base."""
 
-    base: str = option("tiny-1m", "tiny-1m, tiny-20m, small-50m, or a local transformers checkpoint directory (Llama/Qwen2)")
+    base: str = option("tiny-1m", "tiny-1m, tiny-20m, small-50m, a local transformers checkpoint directory "
+                       "(Llama, Qwen2, Mistral, GPT-2 families), or a Hub id in the Hugging Face cache")
+    tokenizer: Optional[str] = option(None, "null: the base's own (built-in bases: bytes); 'byte'; or a "
+                                      "tokenizer directory / Hub id")
     seed: int = option(0, "base weights seed (named bases) and data order", ge=0, le=MAX_SEED)
     output_dir: str = option("runs/mlora", "adapters/<name>/ (PEFT), checkpoints/<name>.pt and summary.json go here")
     datasets: list[DatasetConfig] = option(doc="datasets", factory=lambda: [
@@ -163,16 +179,17 @@ class MLoRAConfig(ConfigBase):
 
 
 def _validate(cfg: MLoRAConfig) -> None:
-    from raystack.models import MODEL_NAMES
+    from raystack.models.load import resolve_model
 
     problems = Problems()
     try:
         check_loggers(cfg.loggers)
     except ConfigError as exc:
         problems.add_error(exc)
-    if cfg.base not in MODEL_NAMES and not (Path(cfg.base) / "config.json").is_file():
-        problems.add("base", f"unknown base {cfg.base!r}{did_you_mean(cfg.base, MODEL_NAMES)}; expected one of "
-                     f"{list(MODEL_NAMES)} or a transformers checkpoint directory")
+    try:
+        resolve_model(cfg.base, "base")  # a built-in name, a checkpoint directory or a cached Hub id
+    except ConfigError as exc:
+        problems.add_error(exc)
     if not cfg.output_dir.strip():
         problems.add("output_dir", "must name a directory")
     for key in ("datasets", "adapters", "tasks"):
@@ -195,6 +212,11 @@ def _validate(cfg: MLoRAConfig) -> None:
                 problems.add(f"{f}.path", f"dataset file {d.path} does not exist")
             elif p.suffix.lower() not in (".json", ".jsonl", ".parquet"):
                 problems.add(f"{f}.path", f"unsupported format {p.suffix!r}; use .json, .jsonl or .parquet")
+            else:
+                try:
+                    check_dataset_fields(p, d.format, d.prompt_template, d.response_field, d.messages_field, f)
+                except ConfigError as exc:
+                    problems.add_error(exc)
     anames: set[str] = set()
     for i, a in enumerate(cfg.adapters):
         f = f"adapters[{i}]"
@@ -222,9 +244,14 @@ def _validate(cfg: MLoRAConfig) -> None:
     problems.raise_if_any()
 
 
-def check_against_model(cfg: MLoRAConfig, linear_names: set[str], num_units: int) -> None:
-    """Checks that need the base model's structure (target modules exist, enough layers)."""
+def check_against_model(cfg: MLoRAConfig, linear_names: set[str], num_units: int, tokenizer: Any = None) -> None:
+    """Checks that need the base model's structure (target modules exist, enough layers) and
+    its tokenizer (chat datasets need a chat template)."""
     problems = Problems()
+    for i, d in enumerate(cfg.datasets):
+        if d.path is not None and d.format == "chat" and not getattr(tokenizer, "chat_template", None):
+            problems.add(f"datasets[{i}].format", f"chat needs a tokenizer with a chat template; the tokenizer "
+                                                  f"of base {cfg.base!r} has none (set tokenizer: to one that has)")
     for i, a in enumerate(cfg.adapters):
         missing = [m for m in a.target_modules if m not in linear_names]
         if missing:

@@ -1,12 +1,11 @@
 """Preflight of an mLoRA job: base checkpoint, dataset files and fields, sizes, cluster fit."""
 from __future__ import annotations
 
-import string
 from pathlib import Path
 
 from raystack.config import Problems, check_config
 from raystack.mlora.config import MLoRAConfig
-from raystack.preflight.files import PreflightError, read_first_records, require_fields
+from raystack.preflight.files import PreflightError, read_first_records
 from raystack.preflight.llm import ModelShape, model_shape
 from raystack.preflight.report import PreflightReport, check_fit, raise_problems
 from raystack.preflight.resources import (PROCESS_OVERHEAD_BYTES, ClusterResources, adam_training_bytes,
@@ -15,32 +14,15 @@ from raystack.preflight.resources import (PROCESS_OVERHEAD_BYTES, ClusterResourc
 STAGE_CPUS = 1.0   # what each pipeline stage actor reserves (LoRAPipeline's default stage options)
 
 
-def template_fields(template: str, field: str) -> list[str]:
-    """The record fields a ``str.format`` prompt template uses (``{a}``, ``{a[0]}``, ``{a.b}``)."""
-    try:
-        names = [name for _, name, _, _ in string.Formatter().parse(template) if name is not None]
-    except ValueError as exc:
-        raise PreflightError(field, f"is not a valid template ({exc}): {template!r}") from None
-    out = []
-    for name in names:
-        root = name.split(".")[0].split("[")[0]
-        if not root or root.isdigit():
-            raise PreflightError(field, f"placeholders must name record fields, got {{{name}}} in {template!r}")
-        out.append(root)
-    return out
-
-
 def check_dataset_files(cfg: MLoRAConfig, problems: Problems) -> None:
-    """Each file dataset opens, holds records, and has the fields its template and response use."""
+    """Each file dataset opens and holds records (text, not binary; JSON that parses). Its
+    fields against the template, answer or messages field were checked with the config
+    (``raystack.data.sft.check_dataset_fields``)."""
     for i, d in enumerate(cfg.datasets):
         if d.path is None:
             continue
-        where = f"datasets[{i}]"
         try:
-            fields = template_fields(d.prompt_template, f"{where}.prompt_template")
-            records = read_first_records(Path(d.path), f"{where}.path")
-            require_fields(records, fields, Path(d.path), f"{where}.prompt_template")
-            require_fields(records, [d.response_field], Path(d.path), f"{where}.response_field")
+            read_first_records(Path(d.path), f"datasets[{i}].path")
         except PreflightError as exc:
             problems.add_error(exc)
 

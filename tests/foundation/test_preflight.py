@@ -68,7 +68,7 @@ def test_every_entry_point_refuses_the_same_way(tmp_path, capsys, no_connect):
     """The job script and the Python entry function refuse what the CLI refuses."""
     import ray
 
-    from raystack.actors.edit import run_edit
+    import raystack.edit
     from raystack.apps.jobs.edit import main as job_main
     from raystack.edit.config import EDiTConfig
 
@@ -78,7 +78,7 @@ def test_every_entry_point_refuses_the_same_way(tmp_path, capsys, no_connect):
     assert err.startswith("raystack.apps.jobs.edit: error: data.paths[0]:")
     groups = dict(ray.util.placement_group_table()) if ray.is_initialized() else {}
     with pytest.raises(PreflightError, match="is binary"):
-        run_edit(EDiTConfig(data={"paths": [str(bad)]}))
+        raystack.edit.pretrain(EDiTConfig(data={"paths": [str(bad)]}))
     if ray.is_initialized():  # a session cluster of other tests: nothing was reserved on it
         assert dict(ray.util.placement_group_table()) == groups
 
@@ -88,8 +88,11 @@ def checkpoint(tmp_path_factory) -> Path:
     """A tiny Llama saved with save_pretrained, as a user's checkpoint directory is."""
     from raystack.models import build_model
 
+    from raystack.data.tokenizer import default_byte_tokenizer
+
     path = tmp_path_factory.mktemp("ckpt") / "tiny"
     build_model("tiny-1m").save_pretrained(path)
+    default_byte_tokenizer().save_pretrained(path)  # a checkpoint comes with its tokenizer
     return path
 
 
@@ -150,7 +153,7 @@ def test_mlora_dataset_fields_are_checked_against_the_template(tmp_path, capsys,
             "adapters": [{"name": "qa_lora"}], "tasks": [{"adapter": "qa_lora", "dataset": "qa"}]}
     cfg.write_text(json.dumps(base))
     err = refused(["mlora", "--config", str(cfg)], capsys)
-    assert "datasets[0].prompt_template" in err and "no field 'topic'" in err and str(data) in err
+    assert "datasets[0].prompt_template" in err and "{topic}" in err and str(data) in err
     base["datasets"][0].update(prompt_template="Q: {question}\nA: ", response_field="reply")
     cfg.write_text(json.dumps(base))
     assert "datasets[0].response_field" in refused(["mlora", "--config", str(cfg)], capsys)
