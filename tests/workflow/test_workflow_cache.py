@@ -11,8 +11,8 @@ import torch
 
 import wf_toys as T
 from raystack.workflow import ArtifactStore, Workflow, run_local
-from raystack.workflow.cache import (CacheEntry, CorruptArtifact, CoulerPolicy, LRUPolicy,
-                                     TraceAccess, replay)
+from raystack.workflow.eviction import CacheEntry, CoulerPolicy, LRUPolicy, TraceAccess, replay
+from raystack.workflow.store import CorruptArtifact
 from raystack.workflow.ir import Ref, StepSpec, WorkflowIR
 from raystack.workflow.split import split, sub_workflow
 
@@ -28,7 +28,7 @@ def test_store_round_trips_formats(tmp_path):
         "tensors": {"w": torch.ones(2), "b": torch.zeros(3)},
         "array": np.arange(5, dtype=np.int64),
         "json": {"a": [1, 2.5, None, "s"]},
-        "pickle": {1: (2, 3)},
+        "bundle": {"train": pa.table({"x": [1.0]}), "n": 3, "w": torch.ones(2)},
     }
     fmts = {}
     for k, v in values.items():
@@ -40,10 +40,13 @@ def test_store_round_trips_formats(tmp_path):
             assert all(torch.equal(got[n], v[n]) for n in v)
         elif isinstance(v, np.ndarray):
             assert (got == v).all()
+        elif k == "bundle":
+            assert got["train"] == v["train"] and got["n"] == 3 and torch.equal(got["w"], v["w"])
         else:
             assert got == v
     assert fmts["table"] == "parquet" and fmts["tensor"].startswith("safetensors")
     assert fmts["array"] == "safetensors-numpy" and fmts["json"] == "json"
+    assert fmts["bundle"] == "bundle"
 
 
 def test_corrupted_artifact_detected_and_recomputed(tmp_path):
