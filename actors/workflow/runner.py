@@ -307,7 +307,8 @@ def _run_exits(ir, functions, results, status, failed, context) -> dict[str, Ste
             _pickle_by_value_if_needed(fn)
             args = [results[d] for d in spec.deps() if d in results]
             refs[spec.id] = _step_task.options(**_options(spec, ir.name)).remote(
-                spec, fn, None, 1, runner_kwargs(fn, context, status), context, *args)
+                spec, fn, None, 1, runner_kwargs(fn, context.for_step(spec.id, None), status),
+                context, *args)
     got, errs = _collect(refs)
     out.update(got)
     failed.update(errs)

@@ -34,20 +34,29 @@ class RunContext:
     out_dir: str                          # files written by steps go under here, per step
     delete_paths: tuple[str, ...] = ()    # from the user's config only
     status: str = ""                      # "succeeded" / "failed" for exit handlers
+    tiny: bool = False                    # a dry run: part steps shrink to tiny sizes
+    step_id: str = ""                     # the step being run (set per step by the engine)
+    step_key: str = ""                    # its cache key, when it has one
 
-    def step_dir(self, step_id: str, key: str | None = None) -> str:
-        """A directory for one step's files: per cache key when cached, else per run."""
-        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in step_id)
-        d = Path(self.out_dir) / self.workflow / (f"{safe}-{key[:12]}" if key else f"{safe}-{self.run_id}")
+    def step_dir(self) -> str:
+        """A directory for the current step's files: one per cache key when the step has one
+        (a re-run with other inputs never writes over an earlier run's files), else per run."""
+        sid = self.step_id or "step"
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in sid)
+        tag = self.step_key[:12] if self.step_key else self.run_id
+        d = Path(self.out_dir) / self.workflow / f"{safe}-{tag}"
         d.mkdir(parents=True, exist_ok=True)
         return str(d)
+
+    def for_step(self, step_id: str, key: str | None) -> "RunContext":
+        return replace(self, step_id=step_id, step_key=key or "")
 
     def with_status(self, status: str) -> "RunContext":
         return replace(self, status=status)
 
 
 def new_context(workflow: str, scratch_root: str | None = None, out_dir: str | None = None,
-                delete_paths: tuple[str, ...] | list[str] = ()) -> RunContext:
+                delete_paths: tuple[str, ...] | list[str] = (), tiny: bool = False) -> RunContext:
     """A fresh run: a new id and an empty scratch directory of its own."""
     run_id = uuid.uuid4().hex[:12]
     if scratch_root is None:
@@ -58,7 +67,8 @@ def new_context(workflow: str, scratch_root: str | None = None, out_dir: str | N
     out = str(Path(out_dir or os.path.join(scratch, "out")).resolve())
     for p in delete_paths:
         check_delete_root(p)
-    return RunContext(workflow, run_id, scratch, out, tuple(str(Path(p).resolve()) for p in delete_paths))
+    return RunContext(workflow, run_id, scratch, out,
+                      tuple(str(Path(p).resolve()) for p in delete_paths), tiny=tiny)
 
 
 def check_delete_root(path: str) -> None:

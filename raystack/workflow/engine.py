@@ -200,7 +200,7 @@ def execute_step(spec: StepSpec, fn: Callable, inputs: dict[str, StepResult],
         kwargs = map_refs(spec.params, lambda r: _pick(inputs[r.step].load(store), r.key))
     except (CorruptArtifact, UnsafeArtifact) as e:
         raise StepFailed(spec.id, f"input artifact refused: {e}") from e
-    kwargs.update(runner_kwargs(fn, context))
+    kwargs.update(runner_kwargs(fn, context.for_step(spec.id, key) if context else None))
     kwargs.update(extra or {})
     t0 = time.perf_counter()
     out, iterations = _call(spec, fn, kwargs, tuner)
@@ -308,7 +308,8 @@ def run_local(ir: WorkflowIR, functions: dict[str, Callable] | None = None,
             fn = resolve(spec.fn, functions, allow)
             try:
                 exits[spec.id] = execute_step(spec, fn, results, None,
-                                              extra=runner_kwargs(fn, ctx, status), context=ctx)
+                                              extra=runner_kwargs(fn, ctx.for_step(spec.id, None), status),
+                                              context=ctx)
             except Exception as e:  # noqa: BLE001
                 failed[spec.id] = f"{type(e).__name__}: {e}"
     return RunReport(ir.name, status, results, failed, time.perf_counter() - t0, store, exits,

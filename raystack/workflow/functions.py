@@ -25,7 +25,8 @@ def fn_path(fn: Callable) -> str:
 
 
 # The step catalog's modules: importable by name from any workflow.
-CATALOG_MODULES = ("raystack.workflow.steps", "raystack.actors.workflow.parts")
+CATALOG_MODULES = ("raystack.workflow.steps", "raystack.workflow.table_steps",
+                   "raystack.actors.workflow.parts", "raystack.apps.workflow_serve")
 
 
 def permitted(module: str, allow: Sequence[str] = ()) -> bool:
