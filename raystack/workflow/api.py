@@ -139,9 +139,11 @@ class Workflow:
 
     # -- constructs --------------------------------------------------------------------------
     @contextlib.contextmanager
-    def when(self, out: Out, op: str = "truthy", value: Any = None) -> Iterator[None]:
-        """Steps added inside run only if ``out <op> value`` holds at run time."""
-        cond = Condition(out.ref, op, value)
+    def when(self, out: Out, op: str = "truthy", value: Any = None,
+             negate: bool = False) -> Iterator[None]:
+        """Steps added inside run only if ``out <op> value`` holds at run time (with
+        ``negate``: only if it does not)."""
+        cond = Condition(out.ref, op, value, negate)
         self._when.append(cond)
         try:
             yield
@@ -244,7 +246,8 @@ class Workflow:
         return sid
 
 
-_OPTION_NAMES = ("after", "retries", "timeout_s", "resources", "cache", "ignore", "description")
+_OPTION_NAMES = ("after", "retries", "timeout_s", "resources", "cache", "ignore", "description",
+                 "span")
 
 
 def validate(ir: WorkflowIR, functions: dict[str, Callable] | None = None,
