@@ -23,7 +23,8 @@ from raystack import metrics
 from raystack.workflow.api import validate
 from raystack.workflow.context import RunContext, new_context
 from raystack.workflow.engine import (RunReport, StepFailed, StepResult, cacheable,
-                                      children_count, execute_step, runner_kwargs, step_key)
+                                      children_count, execute_step, runner_kwargs, step_key,
+                                      with_code_hashes)
 from raystack.workflow.eviction import POLICIES
 from raystack.workflow.functions import resolve
 from raystack.workflow.ir import StepSpec, WorkflowIR, topo_order
@@ -224,6 +225,7 @@ def run_workflow(ir: WorkflowIR, *, functions: dict[str, Callable] | None = None
     t0 = time.perf_counter()
     validate(ir, functions, allow=allow)
     functions = prepare_functions(ir, functions, allow)
+    ir = with_code_hashes(ir, functions)
     context = context or new_context(ir.name)
     reuse = children_count(ir)
     main = ir.main_steps()

@@ -23,7 +23,6 @@ import hashlib
 import inspect
 from typing import Any, Callable, Iterator, Sequence
 
-from raystack.workflow.codehash import code_fingerprint
 from raystack.workflow.functions import (check_params, fn_path, has_side_effect, resolve,
                                          step_options)
 from raystack.workflow.ir import (Condition, Loop, Ref, StepSpec, TuneSpec, WorkflowError,
@@ -82,22 +81,24 @@ class Workflow:
         self._when: list[Condition] = []
         self._last_when: list[Condition] | None = None
         self._group: str | None = None
-        self._fingerprints: dict[str, str] = {}
 
     # -- steps -------------------------------------------------------------------------------
     def step(self, fn: Callable, *, id: str | None = None, after: Sequence[Out | str] = (),
              retries: int | None = None, timeout_s: float | None = None,
              resources: dict[str, float] | None = None, cache: bool | None = None,
              ignore: Sequence[str] = (), description: str = "", side_effect: bool = False,
-             tune: TuneSpec | None = None, span: str = "", **params: Any) -> Out:
+             tune: TuneSpec | None = None, span: str = "", args: dict[str, Any] | None = None,
+             **params: Any) -> Out:
         """Add a step calling ``fn(**params)``; returns a handle to its output.
 
         ``tune``: search some parameters with Ray Tune and keep the best trial's output.
+        ``args``: parameters whose names are also step options (e.g. the elastic part's
+        ``resources`` config section), passed to the function, not to the runner.
         """
         return Out(self._add(fn, id=id, after=after, retries=retries, timeout_s=timeout_s,
                              resources=resources, cache=cache, ignore=ignore,
-                             description=description, params=params, side_effect=side_effect,
-                             tune=tune, span=span))
+                             description=description, params={**(args or {}), **params},
+                             side_effect=side_effect, tune=tune, span=span))
 
     def map(self, fn: Callable, items: Sequence[Any], *, over: str, id: str | None = None,
             **kwargs: Any) -> list[Out]:
@@ -124,18 +125,19 @@ class Workflow:
         key, op, value = (tuple(until) + (None, None, None))[:3]
         lp = Loop(max_iterations=int(max_iterations), carry=carry, until_key=key,
                   until_op=op or "truthy", until_value=value)
-        return Out(self._add(fn, id=id, loop=lp, params=kwargs,
-                             **{k: kwargs.pop(k) for k in list(kwargs) if k in _OPTION_NAMES}))
+        opts = {k: kwargs.pop(k) for k in list(kwargs) if k in _OPTION_NAMES}
+        args = kwargs.pop("args", None) or {}
+        return Out(self._add(fn, id=id, loop=lp, params={**args, **kwargs}, **opts))
 
     def on_exit(self, fn: Callable, *, kind: str = "always", id: str | None = None,
-                span: str = "", **params: Any) -> Out:
+                span: str = "", args: dict[str, Any] | None = None, **params: Any) -> Out:
         """An exit handler run after the main graph: ``always``, on ``failure`` or ``success``.
 
         A parameter named ``workflow_status`` receives "succeeded" or "failed".
         """
         if kind not in ("always", "failure", "success"):
             raise WorkflowError(id or "", f"exit kind {kind!r}; expected always|failure|success")
-        return Out(self._add(fn, id=id, exit=kind, params=params, span=span))
+        return Out(self._add(fn, id=id, exit=kind, params={**(args or {}), **params}, span=span))
 
     # -- constructs --------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -213,8 +215,6 @@ class Workflow:
             raise WorkflowError(id or "", f"a step needs a function, got {fn!r}")
         opts = step_options(fn)
         path = fn_path(fn)
-        if path not in self._fingerprints:
-            self._fingerprints[path] = code_fingerprint(fn)
         self._fns[path] = fn
         ir_params = {k: _to_ir_value(v) for k, v in params.items()}
         after_ids = [a.step_id if isinstance(a, Out) else str(a) for a in after]
@@ -239,7 +239,7 @@ class Workflow:
             timeout_s=timeout_s if timeout_s is not None else opts.get("timeout_s"),
             resources=dict(resources if resources is not None else opts.get("resources", {})),
             cache=bool(cache if cache is not None else opts.get("cache", True)),
-            ignore=list(ignore or opts.get("ignore", [])), code_hash=self._fingerprints[path],
+            ignore=list(ignore or opts.get("ignore", [])),
             description=description or (fn.__doc__ or "").strip().split("\n")[0],
             side_effect=bool(side_effect or opts.get("side_effect", False)), tune=tune, span=span)
         self._steps.append(spec)

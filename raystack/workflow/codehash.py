@@ -50,12 +50,22 @@ def library_version(top: str) -> str:
         return ""
 
 
+@lru_cache(maxsize=8192)
+def _source_of(path: str, mtime_ns: int, module: str, qualname: str, target: Any) -> bytes:
+    """The source of ``target`` as the file at ``path`` holds it at ``mtime_ns`` (memoised:
+    finding a class's source parses its whole module)."""
+    linecache.checkcache(path)  # the file may have been edited since it was read
+    return textwrap.dedent(inspect.getsource(target)).encode()
+
+
 def _source(obj: Any) -> bytes:
     target = inspect.unwrap(obj) if callable(obj) else obj
     try:
         path = inspect.getsourcefile(target)
         if path:
-            linecache.checkcache(path)  # the file may have been edited since it was read
+            import os
+            return _source_of(path, os.stat(path).st_mtime_ns, getattr(target, "__module__", ""),
+                              getattr(target, "__qualname__", ""), target)
         return textwrap.dedent(inspect.getsource(target)).encode()
     except (OSError, TypeError):
         code = getattr(target, "__code__", None)

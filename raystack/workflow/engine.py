@@ -14,10 +14,11 @@ import logging
 import signal
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Literal, Sequence
 
 from raystack.workflow.cache import cache_key
+from raystack.workflow.codehash import code_fingerprint
 from raystack.workflow.context import RUN_CONTEXT_PARAM, STATUS_PARAM, RunContext, new_context
 from raystack.workflow.formats import UnsafeArtifact, UnstorableOutput, output_digest
 from raystack.workflow.functions import has_side_effect, resolve
@@ -256,6 +257,14 @@ class RunReport:
         return self.results[step_id].load(self.store)
 
 
+def with_code_hashes(ir: WorkflowIR, functions: dict[str, Callable]) -> WorkflowIR:
+    """A copy of ``ir`` whose steps carry the fingerprint of the code their function reaches,
+    computed here from the functions that will run (never taken from an IR file)."""
+    hashes = {path: code_fingerprint(fn) for path, fn in functions.items()
+              if any(s.fn == path for s in ir.steps)}
+    return replace(ir, steps=[replace(s, code_hash=hashes.get(s.fn, "")) for s in ir.steps])
+
+
 def children_count(ir: WorkflowIR) -> dict[str, int]:
     """How many steps consume each step (its downstream reuse)."""
     n = {s.id: 0 for s in ir.steps}
@@ -277,6 +286,8 @@ def run_local(ir: WorkflowIR, functions: dict[str, Callable] | None = None,
     t0 = time.perf_counter()
     validate(ir, functions, allow=allow)
     functions = ir.registry(functions)
+    functions = {s.fn: resolve(s.fn, functions, allow) for s in ir.steps}
+    ir = with_code_hashes(ir, functions)
     ctx = context or new_context(ir.name)
     by_id = ir.by_id()
     order = topo_order(ir)

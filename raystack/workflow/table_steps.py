@@ -65,8 +65,15 @@ def load_data(path: str) -> pa.Table:
 
 
 def clean_data(data: pa.Table, drop_nulls: bool = True) -> pa.Table:
-    """Drop rows with missing values."""
-    return data.drop_null() if drop_nulls else data
+    """Drop rows with missing values (nulls, and NaN in float columns)."""
+    if not drop_nulls:
+        return data
+    data = data.drop_null()
+    keep = np.ones(data.num_rows, dtype=bool)
+    for name in data.column_names:
+        if pa.types.is_floating(data.column(name).type):
+            keep &= ~np.isnan(data.column(name).to_numpy(zero_copy_only=False))
+    return data if keep.all() else data.filter(pa.array(keep))
 
 
 def impute(data: pa.Table, strategy: Literal["mean", "median", "zero"] = "mean") -> pa.Table:
@@ -139,7 +146,7 @@ def join(left: pa.Table, right: pa.Table, on: Optional[str] = None,
     for t, side in ((left, "left"), (right, "right")):
         if on not in t.column_names:
             raise ValueError(f"join: the {side} table has no column {on!r}")
-    return left.join(right, keys=on, join_type=how)
+    return left.join(right, keys=on, join_type=how, right_suffix="_right")
 
 
 def aggregate(data: pa.Table, by: Optional[str] = None,

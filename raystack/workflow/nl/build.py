@@ -108,8 +108,7 @@ class _Wiring:
     def wire(self) -> list[DraftStep]:
         for s in self.draft.steps:
             e = CATALOG[s.entry]
-            if not s.inputs:
-                self._wire_one(s, e)
+            self._wire_one(s, e)
             self.out.append(s)
         return self.out
 
@@ -232,7 +231,7 @@ def _add(wf: Workflow, s: DraftStep, e: CatalogEntry, outs: dict[str, Any]) -> t
     with _constructs(wf, s, outs):
         if s.exit is not None:
             kw = {p: (v[0] if isinstance(v, list) and len(v) == 1 else v) for p, v in ins.items()}
-            o = wf.on_exit(fn, kind=s.exit, id=s.label, span=s.span, **kw, **s.params)
+            o = wf.on_exit(fn, kind=s.exit, id=s.label, span=s.span, args={**kw, **s.params})
             return o, [o.step_id]
         fan = {p: v for p, v in ins.items() if isinstance(v, list)
                and not e.inputs.get(p, "").endswith("*")}
@@ -247,14 +246,14 @@ def _add(wf: Workflow, s: DraftStep, e: CatalogEntry, outs: dict[str, Any]) -> t
                 raise PlanRefused([f"{s.label}: a loop over several inputs is not supported"])
             o = wf.loop(fn, max_iterations=s.loop.max_iterations, carry=e.loop_carry,
                         until=(s.loop.metric, s.loop.op, s.loop.value), id=s.label,
-                        **ins, **s.params, **opts)
+                        args={**ins, **s.params}, **opts)
             return o, [o.step_id]
         if s.map is not None:
             if fan:
                 raise PlanRefused([f"{s.label}: a map over a step that is already fanned out"])
             param, values = s.map
-            o = wf.map(fn, list(values), over=param, id=s.label, tune=s.tune, **ins, **s.params,
-                       **opts)
+            o = wf.map(fn, list(values), over=param, id=s.label, tune=s.tune,
+                       args={**ins, **s.params}, **opts)
             return o, [x.step_id for x in o]
         if fan:
             n = {len(v) for v in fan.values()}
@@ -264,8 +263,8 @@ def _add(wf: Workflow, s: DraftStep, e: CatalogEntry, outs: dict[str, Any]) -> t
             with wf.group(f"map:{s.label}"):
                 for i in range(n.pop()):
                     kw = {p: (v[i] if p in fan else v) for p, v in ins.items()}
-                    res.append(wf.step(fn, id=f"{s.label}[{i}]", tune=s.tune, **kw, **s.params,
-                                       **opts))
+                    res.append(wf.step(fn, id=f"{s.label}[{i}]", tune=s.tune,
+                                       args={**kw, **s.params}, **opts))
             return res, [x.step_id for x in res]
-        o = wf.step(fn, id=s.label, tune=s.tune, **ins, **s.params, **opts)
+        o = wf.step(fn, id=s.label, tune=s.tune, args={**ins, **s.params}, **opts)
         return o, [o.step_id]

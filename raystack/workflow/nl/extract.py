@@ -358,11 +358,16 @@ def mlora_finetune(text: Text, lo: int, hi: int, f: Found) -> None:
     if m:
         rank = int(_num(text, m.group("n"))) if m.groupdict().get("n") else int(m.group("r"))
     n_adapters = None
-    m = _search(text, lo, hi, r"(?P<n>NUM\d+)\s+(?:\S+\s+){0,3}?adapters?", "adapters")
-    if m:
-        n_adapters = int(_num(text, m.group("n")))
-        if not 1 <= n_adapters <= MAX_ADAPTERS:
-            raise PlanRefused([f"{n_adapters} adapters: between 1 and {MAX_ADAPTERS}"])
+    for tok in text.tokens[lo:hi]:  # "2 rank-8 DoRA adapters": the count a few words before
+        if tok.low.startswith("adapter"):
+            num = next((x for x in reversed(text.tokens[max(lo, tok.i - 4):tok.i])
+                        if x.kind == "num" and (not x.used or x.used == text.claim)), None)
+            if num is not None:
+                text.mark([num], "adapters")
+                n_adapters = int(float(num.value()))
+                if not 1 <= n_adapters <= MAX_ADAPTERS:
+                    raise PlanRefused([f"{n_adapters} adapters: between 1 and {MAX_ADAPTERS}"])
+            break
     from raystack.config import config_to_dict
     from raystack.mlora.config import MLoRAConfig
     tasks = []

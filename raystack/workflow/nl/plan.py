@@ -26,7 +26,7 @@ class PlanRefused(WorkflowError):
         super().__init__("", f"cannot plan this request ({self.kind}): " + "; ".join(self.reasons))
 
     def __reduce__(self):
-        return (PlanRefused, (self.reasons, self.kind))
+        return (type(self), (self.reasons, self.kind))
 
 
 @dataclass(frozen=True)
