@@ -60,6 +60,26 @@ def _scheduler(scheduler: str | TrialScheduler, max_t: int, grace: int) -> Trial
                         "ray.tune TrialScheduler")
 
 
+def _quiet_loggers() -> list:
+    """Logger callbacks that write nothing, for Tune's CSV and TensorBoard loggers: Tune adds
+    its loggers only when none of each type is given, so passing these keeps those files off
+    for one search without any process-wide setting. The JSON logger stays: the ResultGrid
+    reads each trial's results from it."""
+    from ray.tune.logger import CSVLoggerCallback, TBXLoggerCallback
+
+    out = []
+    for base in (CSVLoggerCallback, TBXLoggerCallback):
+        quiet = type(f"Quiet{base.__name__}", (base,), {
+            "__init__": lambda self: None, "log_trial_start": lambda self, trial: None,
+            "log_trial_result": lambda self, iteration, trial, result: None,
+            "log_trial_end": lambda self, trial, failed=False: None,
+            "on_trial_result": lambda self, *a, **k: None, "on_trial_complete": lambda self, *a, **k: None,
+            "on_trial_start": lambda self, *a, **k: None, "on_trial_error": lambda self, *a, **k: None,
+            "on_experiment_end": lambda self, *a, **k: None, "setup": lambda self, *a, **k: None})
+        out.append(quiet())
+    return out
+
+
 class _Tally(rtune.Callback):
     """Counts reported iterations and the best metric seen per trial, in the driver."""
 
@@ -135,7 +155,7 @@ def tune(target: Callable | Workflow | WorkflowIR, search_space: dict[str, Any],
          search_alg: Searcher | SearchAlgorithm | None = None,
          callbacks: Sequence[rtune.Callback] = (), storage_path: str | None = None,
          name: str | None = None, tune_config: dict[str, Any] | None = None,
-         run_config: dict[str, Any] | None = None) -> TuneResult:
+         run_config: dict[str, Any] | None = None, trial_logs: bool = True) -> TuneResult:
     """Run a Ray Tune search over ``target``; returns the best config, accounting and the
     ``ResultGrid``.
 
@@ -143,6 +163,8 @@ def tune(target: Callable | Workflow | WorkflowIR, search_space: dict[str, Any],
     ``search_alg``: any Tune searcher (default: a seeded random/grid generator, so schedulers
     can be compared on the same trials). ``scheduler``: "asha", "fifo" or a TrialScheduler.
     ``tune_config`` / ``run_config``: further ``TuneConfig`` / ``RunConfig`` fields.
+    ``trial_logs=False``: Tune writes no per-trial CSV or TensorBoard files for this search
+    (the JSON results the ResultGrid reads are kept).
     """
     if mode not in ("max", "min"):
         raise WorkflowError("", f"mode must be 'max' or 'min', got {mode!r}")
@@ -166,7 +188,7 @@ def tune(target: Callable | Workflow | WorkflowIR, search_space: dict[str, Any],
               max_concurrent_trials=max_concurrent)
     tc.update(tune_config or {})
     rc = dict(storage_path=storage_path, name=name, verbose=0, log_to_file=False,
-              callbacks=[tally, *callbacks])
+              callbacks=[tally, *callbacks, *([] if trial_logs else _quiet_loggers())])
     rc.update(run_config or {})
     tuner = rtune.Tuner(rtune.with_resources(trainable, res), param_space=search_space,
                         tune_config=rtune.TuneConfig(**tc), run_config=rtune.RunConfig(**rc))
@@ -197,7 +219,7 @@ def search_step(fn: Callable, kwargs: dict[str, Any], spec: TuneSpec,
         return {spec.metric: metric_of(out, spec.metric)}
     res = tune(trial, grid_space, spec.metric, mode=spec.mode,
                scheduler="fifo" if spec.scheduler == "fifo" else "asha", num_samples=1,
-               resources=resources or {"cpu": 0.5}, fixed=kwargs)
+               resources=resources or {"cpu": 0.5}, fixed=kwargs, trial_logs=False)
     best = configs[res.best_config["trial"]]
     out = fn(**kwargs, **best)  # the best trial's output, made here to hand downstream
     return out, {"best_config": best, "best_metric": res.best_metric, "trials": res.trials,
