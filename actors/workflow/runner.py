@@ -198,6 +198,8 @@ class WorkflowRunner:
                  store: ArtifactStore | None, given: dict[str, StepResult],
                  reuse: dict[str, int], context: RunContext | None = None) -> tuple[dict, dict]:
         ir = WorkflowIR.from_dict(ir_dict)
+        if any(not s.code_hash for s in ir.steps):  # keys need the code the steps reach
+            ir = with_code_hashes(ir, functions)
         known, refs = _submit(ir, functions, store, given, reuse, context)
         results, failed = _collect(refs)
         own = {k: v for k, v in known.items() if k not in given}
