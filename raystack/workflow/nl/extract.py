@@ -205,6 +205,12 @@ def plot(text: Text, lo: int, hi: int, f: Found) -> None:
         f.set("column", m.group("c"))
 
 
+def report(text: Text, lo: int, hi: int, f: Found) -> None:
+    """A report's file, and the metrics it names (they say what it reports)."""
+    _path_param(text, lo, hi, f, "path", None, "output file")
+    consume(text, lo, hi, rf"\b(?:(?:its|the|their)\s+)?(?:{METRIC_RX})\b", "report")
+
+
 def file_out(param: str = "path", exts: tuple[str, ...] | None = None) -> Callable:
     def ex(text: Text, lo: int, hi: int, f: Found) -> None:
         _path_param(text, lo, hi, f, param, exts, "output file")
@@ -248,7 +254,7 @@ def _set_map(f: Found, param: str, values: list) -> None:
     f.map = (param, values)
 
 
-def metric_param(param: str = "metric") -> Callable:
+def metric_param(param: str = "metric", with_mode: bool = False) -> Callable:
     def ex(text: Text, lo: int, hi: int, f: Found) -> None:
         m = _search(text, lo, hi, rf"\b(?:by|using|on|with|in\s+terms\s+of|via|according\s+to|"
                                   rf"based\s+on)\s+(?:the\s+|its\s+|their\s+)?(?:highest\s+|best\s+|lowest\s+)?"
@@ -258,7 +264,7 @@ def metric_param(param: str = "metric") -> Callable:
             if name == "score":
                 return
             f.set(param, name)
-            if param == "metric" and name in ("loss", "error", "logloss"):
+            if with_mode and name in ("loss", "error", "logloss"):
                 f.params["mode"] = "min"
     return ex
 
@@ -275,6 +281,7 @@ def deploy_model(text: Text, lo: int, hi: int, f: Found) -> None:
 
 
 def notify(text: Text, lo: int, hi: int, f: Found) -> None:
+    consume(text, lo, hi, r"\b(?:(?:a|an|the)\s+)?(?:notification|message|alert|note|e-?mail|ping)\b", "notify")
     m = _search(text, lo, hi, r"(?P<q>QUOTE\d+)", "message")
     if m:
         f.set("message", text.literal(m.group("q")).value())
@@ -470,9 +477,9 @@ def serve_adapters(text: Text, lo: int, hi: int, f: Found) -> None:
 EXTRACTORS: dict[str, Callable[[Text, int, int, Found], None]] = {
     "make_dataset": make_dataset, "load_data": load_data, "load_checkpoint": load_checkpoint,
     "impute": impute, "sample": sample, "split_data": split_data, "join": join,
-    "aggregate": aggregate, "plot": plot, "save_report": file_out("path"),
+    "aggregate": aggregate, "plot": plot, "save_report": report,
     "write_table": file_out("path", TABLE_EXT), "export_model": file_out("path"),
-    "train_model": train_model, "evaluate_model": metric_param(), "select_best": metric_param(),
+    "train_model": train_model, "evaluate_model": metric_param(), "select_best": metric_param(with_mode=True),
     "deploy_model": deploy_model, "notify": notify, "cleanup": cleanup,
     "edit_pretrain": edit_pretrain, "mlora_finetune": mlora_finetune,
     "elastic_dlrm": elastic_dlrm, "serve_adapters": serve_adapters,

@@ -69,7 +69,7 @@ EXIT_CUES = [
      r"(?:outcome|result|whether\s+it\s+succeeds(?:\s+or\s+(?:fails|not))?))?|in\s+any\s+case|in\s+all\s+cases|"
      r"come\s+what\s+may|succeed\s+or\s+fail|even\s+if\s+(?:it|something|anything)\s+fails)\b", "always"),
 ]
-END_PHRASES = (r"\b(?:at\s+the\s+(?:very\s+)?end|when\s+(?:it|everything|the\s+(?:run|workflow|pipeline|job))\s+"
+END_PHRASES = (r"\b(?:(?:when|once)\s+(?:it\s+is\s+|it's\s+|everything\s+is\s+)?(?:finished|complete|completed|done)|at\s+the\s+(?:very\s+)?end|when\s+(?:it|everything|the\s+(?:run|workflow|pipeline|job))\s+"
                r"(?:finishes|is\s+(?:done|finished|over)|completes|ends|has\s+finished)|when\s+done|"
                r"once\s+(?:it\s+is|it's|everything\s+is)\s+(?:done|finished)|when\s+the\s+run\s+ends|"
                r"after\s+(?:everything|all\s+steps|it\s+all)|at\s+the\s+close)\b")
@@ -98,7 +98,7 @@ afterwards afterward later thereafter subsequently lastly
 the same everything thing things stuff
 pretrained trained fitted tuned cleaned processed prepared deduplicated normalized sampled
 winning chosen selected best 's counts totals sums averages statistics stats checkpoint
-checkpoints top winner
+checkpoints top winner i'd i'll i'm we'd we'll we're you'd like love wish grab
 """.split())
 # head nouns after which unknown words are read as describing the data or model
 HEAD_NOUNS = set("""

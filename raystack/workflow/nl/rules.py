@@ -72,7 +72,7 @@ TRIGGERS: list[tuple[str, str]] = [
     ("sample", r"\b(?:randomly\s+)?(?:sub-?sampl\w*|down-?sampl\w*|sample)\s+(?=NUM|PCT|the\b|a\b|an\b|it\b|them\b|down\b|rows\b)"),
     ("sample", r"\b(?:take|draw|pick|select|keep|grab|use)\s+(?:a\s+|an\s+)?(?:random\s+)?(?:PCT\d+\s+|NUM\d+\s+)?(?:random\s+)?(?:sample|subset|fraction|portion)\b"),
     ("sample", r"\b(?:take|draw|pick|select|keep|grab)\s+(?:a\s+|an\s+)?(?:random\s+)?(?:PCT\d+|NUM\d+)\s+(?:random\s+)?(?:rows|records|of)\b"),
-    ("join", r"\b(?:join|joins|joined|joining|merge|merges|merged|merging|combine|combines|combined)\b"
+    ("join", r"(?<!the )(?<!a )\b(?:join|joins|joined|joining|merge|merges|merged|merging|combine|combines|combined)\b"
              r"(?:\s+(?:them|the\s+two(?:\s+tables)?|both(?:\s+tables)?|the\s+tables|these|those))?"),
     ("aggregate", rf"\b(?:sum|sums|total|totals|count|counts|average|averages|avg|tally|add\s+up)\w*\s+{skip(3)}(?:per|by|for\s+each)\s+(?!NUM)\w+"),
     ("aggregate", r"\b(?:aggregat\w*|group\w*\s+by|roll\s*up|summari[sz]e\w*\s+(?=\w+\s+(?:per|by)\b))\b"),
@@ -85,6 +85,7 @@ TRIGGERS: list[tuple[str, str]] = [
     ("save_report", rf"\b(?:write|writes|save|saves|store|produce|create|generate|dump|output|export|log|record|put)\w*\s+{skip(3)}"
                     r"(?:report|results|result|metrics|scores|findings)\b(?:\s+(?:to|in|into|as|at)\s+FILE\d+)?"
                     r"|\breport\s+(?:to|in|into|as)\s+FILE\d+"),
+    ("save_report", rf"\breport\s+{skip(3)}(?:to|in|into|as)\s+FILE\d+"),
     ("write_table", rf"\b(?:write|writes|save|saves|store|stores|export|dump|persist|output|put)\w*\s+{skip(4)}(?:to|as|into|in)\s+(?P<f>FILE\d+)"),
     ("export_model", rf"\b(?:export|exports|save|saves|write|writes|store|dump|serialize|persist)\w*\s+{skip(4)}(?:to|as|into|in)\s+(?P<f>FILE\d+)"),
     ("select_best", rf"\b(?:select|pick|choose|keep|take|find|identify|determine|retain|get)\w*\s+{skip(2)}(?:best|winner|winning|top|better|"
@@ -93,6 +94,8 @@ TRIGGERS: list[tuple[str, str]] = [
              r"sweep|search)\b"),
     ("train_model", rf"\b(?:train|trains|trained|training|fit|fits|fitted|fitting|learn|build|builds|estimate|develop|"
                     rf"create|make|produce|retrain\w*|re-train\w*)\s+{skip(5)}{MODEL_NOUN}\b"),
+    ("train_model", rf"\b{MODEL_NOUN}\s+(?:should|must|will|is|gets|has\s+to|needs\s+to)?\s*(?:be\s+)?"
+                    r"(?:trained|fitted|fit|built|learned)\b"),
     ("evaluate_model", r"\b(?:evaluat\w*|assess\w*|score|scores|test|tests|validate|validates|measure|measures|benchmark|benchmarks|check)\b"),
     ("deploy_model", r"\b(?:deploy\w*|publish\w*|ship|ships|release|promote|(?<!ray )serve|push\w*\s+(?:it\s+|them\s+)?to\s+production|"
                      r"roll\s+out|put\s+(?:it\s+)?(?:in|into)\s+production)\b(?:\s+(?:to|into)\s+production)?"),
@@ -103,8 +106,8 @@ TRIGGERS: list[tuple[str, str]] = [
     ("make_dataset", r"\b(?:synthetic|toy|random|fake|dummy|artificial|simulated)\s+(?:\w+\s+)?(?:data|dataset|rows|samples|examples|table|records)\b"
                      r"|\bgenerated\s+(?:data|dataset)\b"),
     ("load_data", rf"\b(?:load|loads|loaded|loading|read|reads|reading|ingest\w*|import\w*|open|take|use|using|fetch|pull|start\s+with|"
-                  rf"starting\s+with|get|for)\b\s+{skip(7)}FILE\d+(?:\s*,\s*FILE\d+)*(?:\s*,?\s*(?:and|or)\s+FILE\d+)?"),
-    ("load_data", r"\b(?:from|in|at)\s+FILE\d+"),
+                  rf"starting\s+with|get|for|grab|bring\s+in|pick\s+up)\b\s+{skip(7)}FILE\d+(?:\s*,\s*FILE\d+)*(?:\s*,?\s*(?:and|or)\s+FILE\d+)?"),
+    ("load_data", r"\b(?:from|in|at|on)\s+FILE\d+"),
     ("load_data", r"\b(?:load|read|ingest|open|import)\s+(?:it|them|each(?:\s+one)?|every\s+one|the\s+files?)\b"),
 ]
 _TRIGGERS = [(e, re.compile(p)) for e, p in TRIGGERS]
@@ -278,10 +281,19 @@ class RulePlanner:
                 entry_found = entry_here
                 prev = t.tokens[toks[0].i - 1].low if toks[0].i > lo else ""
                 act = Action(entry_found, toks[0].i, hi, toks[-1].i + 1, si,
-                             prepositional=prev in PREPOSITIONS)
+                             prepositional=prev in PREPOSITIONS or toks[0].low in PREPOSITIONS)
                 act.has_file = any(x.kind == "path" for x in toks)
                 found.append(act)
         found.sort(key=lambda a: a.lo)
+        parts = ("elastic_dlrm", "edit_pretrain", "mlora_finetune")
+        for k in range(len(found) - 1, 0, -1):  # "train a DLRM on the data in data/criteo/"
+            a = found[k]
+            if a.entry == "load_data" and found[k - 1].entry in parts and \
+                    t.tokens[a.lo].low in ("from", "in", "at", "on"):
+                for x in t.tokens[a.lo:a.trig_end]:
+                    if x.used == "load_data":
+                        x.used = ""
+                del found[k]
         merged: list[Action] = []
         for a in found:  # several phrases of one step ("use EDiT local SGD to pre-train an LLM")
             if merged and merged[-1].entry == a.entry and (

@@ -22,7 +22,7 @@ _PATH = (r"(?:~|\.{1,2})?/?(?:[\w\-]+/)+(?:[\w\-.]*[\w\-])?|(?:~|\.{1,2})/(?:[\w
          r"|[\w\-]+(?:\.[\w\-]+)*\.(?:csv|tsv|parquet|pq|jsonl?|ya?ml|txt|png|jpe?g|svg|pdf|npz|pt|bin|safetensors|md|html|log)\b")
 _NUM = r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:e[-+]?\d+)?(?:\s*%|k\b|m\b)?|[-+]?\.\d+"
 _WORD = r"[A-Za-z][A-Za-z0-9_]*(?:-[A-Za-z0-9_]+)*(?:'[A-Za-z]+)?"
-_PUNCT = r"[.,;:!?()\[\]{}&|<>=*+]"
+_PUNCT = r">=|<=|==|!=|[.,;:!?()\[\]{}&|<>=*+≥≤]"
 _TOKEN = re.compile(f"(?P<quote>{_QUOTE})|(?P<addr>{_ADDR})|(?P<ratio>{_RATIO})|(?P<path>{_PATH})"
                     f"|(?P<num>{_NUM})|(?P<word>{_WORD})|(?P<punct>{_PUNCT})", re.I)
 NOT_PATHS = {"train/test", "train/validation", "test/train", "and/or", "train/val", "input/output"}
