@@ -112,7 +112,7 @@ CATALOG: dict[str, CatalogEntry] = {e.name: e for e in [
     _e("evaluate_model", _STEPS, "evaluate_model", "evaluate a model on the test set",
        inputs={"model": MODEL, "data": SPLIT}, output=EVALUATION, metrics=CLASSIFIER_METRICS),
     _e("select_best", _STEPS, "select_best", "pick the best of several evaluations",
-       inputs={"results": EVALUATION + "*"}, output=EVALUATION, metrics=CLASSIFIER_METRICS),
+       inputs={"results": f"{EVALUATION}|{MODEL}*"}, output=EVALUATION, metrics=CLASSIFIER_METRICS),
     _e("export_model", _STEPS, "export_model", "write a model to a file",
        inputs={"model": f"{EVALUATION}|{MODEL}"}, output=FILE),
     _e("deploy_model", _STEPS, "deploy_model", "deploy (publish) a model",

@@ -94,6 +94,7 @@ def _path_param(text: Text, lo: int, hi: int, f: Found, param: str, exts: tuple[
 
 # -- per step ---------------------------------------------------------------------------------
 def make_dataset(text: Text, lo: int, hi: int, f: Found) -> None:
+    consume(text, lo, hi, r"\b(?:synthetic|toy|random|fake|dummy|artificial|simulated|generated)\b(?!\s+seed)", "data")
     noun = r"(?:synthetic\s+|random\s+|toy\s+|fake\s+|generated\s+)?(?:rows?|samples?|examples?|records?|points?|observations?|instances?)"
     m = _search(text, lo, hi, rf"(?P<l>{NUMLIST})\s+{noun}", "rows")
     if m:
@@ -157,6 +158,8 @@ def sample(text: Text, lo: int, hi: int, f: Found) -> None:
 
 
 def split_data(text: Text, lo: int, hi: int, f: Found) -> None:
+    consume(text, lo, hi, r"\b(?:into\s+)?(?:(?:a|the)\s+)?(?:training|train)\s+(?:and|/)\s+(?:test(?:ing)?|validation|eval)"
+                          r"(?:\s+(?:sets?|splits?|portions?|parts?|data))?|\b(?:ratio|proportion)\b", "split")
     m = _search(text, lo, hi, r"(?P<r>RATIO\d+)", "ratio")
     if m:
         a, b = (int(x) for x in re.findall(r"\d+", text.literal(m.group("r")).text))
@@ -256,15 +259,17 @@ def _set_map(f: Found, param: str, values: list) -> None:
 
 def metric_param(param: str = "metric", with_mode: bool = False) -> Callable:
     def ex(text: Text, lo: int, hi: int, f: Found) -> None:
-        m = _search(text, lo, hi, rf"\b(?:by|using|on|with|in\s+terms\s+of|via|according\s+to|"
-                                  rf"based\s+on)\s+(?:the\s+|its\s+|their\s+)?(?:highest\s+|best\s+|lowest\s+)?"
+        m = _search(text, lo, hi, rf"\b(?P<how>by|using|on|with|in\s+terms\s+of|via|according\s+to|based\s+on|"
+                                  rf"higher|highest|best|better|greater|top|lower|lowest|smaller|smallest)\s+"
+                                  rf"(?:the\s+|its\s+|their\s+)?(?:highest\s+|best\s+|lowest\s+|test\s+)?"
                                   rf"(?P<m>{METRIC_RX})\b", "metric")
         if m:
             name = metric_of(m.group("m"))
             if name == "score":
                 return
             f.set(param, name)
-            if with_mode and name in ("loss", "error", "logloss"):
+            if with_mode and (name in ("loss", "error", "logloss")
+                              or m.group("how") in ("lower", "lowest", "smaller", "smallest")):
                 f.params["mode"] = "min"
     return ex
 

@@ -90,6 +90,8 @@ TRIGGERS: list[tuple[str, str]] = [
     ("export_model", rf"\b(?:export|exports|save|saves|write|writes|store|dump|serialize|persist)\w*\s+{skip(4)}(?:to|as|into|in)\s+(?P<f>FILE\d+)"),
     ("select_best", rf"\b(?:select|pick|choose|keep|take|find|identify|determine|retain|get)\w*\s+{skip(2)}(?:best|winner|winning|top|better|"
                     r"strongest|highest[- ]scoring|top-performing|best-performing)\b(?:\s+(?:one|model|classifier|of\s+them|result|performer))?"),
+    ("select_best", rf"\b(?:select|pick|choose|keep|take|use)\s+(?:whichever|the\s+one)\s+(?:one\s+)?(?:has|scores|gets|is|with)\s+"
+                    r"(?:the\s+)?(?:higher|highest|best|better|greater|top)\b"),
     ("tune", r"\b(?:tune|tunes|tuning|hyper-?parameter\s+(?:search|tuning|optimi[sz]ation|sweep)|grid\s+search|random\s+search|"
              r"sweep|search)\b"),
     ("train_model", rf"\b(?:train|trains|trained|training|fit|fits|fitted|fitting|learn|build|builds|estimate|develop|"
@@ -107,11 +109,11 @@ TRIGGERS: list[tuple[str, str]] = [
                      r"|\bgenerated\s+(?:data|dataset)\b"),
     ("load_data", rf"\b(?:load|loads|loaded|loading|read|reads|reading|ingest\w*|import\w*|open|take|use|using|fetch|pull|start\s+with|"
                   rf"starting\s+with|get|for|grab|bring\s+in|pick\s+up)\b\s+{skip(7)}FILE\d+(?:\s*,\s*FILE\d+)*(?:\s*,?\s*(?:and|or)\s+FILE\d+)?"),
-    ("load_data", r"\b(?:from|in|at|on)\s+FILE\d+"),
+    ("load_data", r"\b(?:from|in|at|on|of)\s+FILE\d+"),
     ("load_data", r"\b(?:load|read|ingest|open|import)\s+(?:it|them|each(?:\s+one)?|every\s+one|the\s+files?)\b"),
 ]
 _TRIGGERS = [(e, re.compile(p)) for e, p in TRIGGERS]
-PREPOSITIONS = {"on", "from", "using", "with", "over", "in", "via"}
+PREPOSITIONS = {"on", "from", "using", "with", "over", "in", "via", "of", "at"}
 EVAL_OBJECTS = {"it", "them", "the", "each", "every", "both", "all", "this", "that", "these", "those",
                 "model", "models", "on", "how", "its", "their", "against", "one", "classifier", "every"}
 
@@ -289,7 +291,7 @@ class RulePlanner:
         for k in range(len(found) - 1, 0, -1):  # "train a DLRM on the data in data/criteo/"
             a = found[k]
             if a.entry == "load_data" and found[k - 1].entry in parts and \
-                    t.tokens[a.lo].low in ("from", "in", "at", "on"):
+                    t.tokens[a.lo].low in ("from", "in", "at", "on", "of"):
                 for x in t.tokens[a.lo:a.trig_end]:
                     if x.used == "load_data":
                         x.used = ""
