@@ -133,6 +133,7 @@ def load_checkpoint(text: Text, lo: int, hi: int, f: Found) -> None:
 
 
 def impute(text: Text, lo: int, hi: int, f: Found) -> None:
+    consume(text, lo, hi, r"\b(?:missing|null|nan|empty|blank)\s+[a-z_]\w*", "impute")
     m = _search(text, lo, hi, r"(?:with|using|by)\s+(?:the\s+)?(?:column\s+|feature\s+|per-column\s+)?"
                               r"(?P<s>means?|medians?|zeros?|averages?|NUM\d+)", "strategy")
     if m:
@@ -212,6 +213,7 @@ def report(text: Text, lo: int, hi: int, f: Found) -> None:
     """A report's file, and the metrics it names (they say what it reports)."""
     _path_param(text, lo, hi, f, "path", None, "output file")
     consume(text, lo, hi, rf"\b(?:(?:its|the|their)\s+)?(?:{METRIC_RX})\b", "report")
+    consume(text, lo, hi, r"\b(?:summary|final|short|brief|full|detailed|json|markdown|html|text)\b", "report")
 
 
 def file_out(param: str = "path", exts: tuple[str, ...] | None = None) -> Callable:

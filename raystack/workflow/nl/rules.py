@@ -409,9 +409,9 @@ class RulePlanner:
                                    "which parameter it tunes"])
             t.mark(pm[1], "tune")
             param = names[re.sub(r"\s+", " ", pm[0].group("p"))]
-            lm = next(t.finditer(rf"(?P<l>{L.NUMLIST})", lo, hi, free_only=True), None)
             rm = next(t.finditer(r"between\s+(?P<a>NUM\d+)\s+and\s+(?P<b>NUM\d+)|from\s+(?P<c>NUM\d+)\s+to\s+(?P<d>NUM\d+)",
                                  lo, hi, free_only=True), None)
+            lm = None if rm is not None else next(t.finditer(rf"(?P<l>{L.NUMLIST})", lo, hi, free_only=True), None)
             if lm is not None:
                 t.mark(lm[1], "tune values")
                 space = {param: [number(float(t.literal(x).value())) for x in re.findall(r"(?:NUM|PCT)\d+", lm[0].group("l"))]}
@@ -456,7 +456,8 @@ class RulePlanner:
                     raise PlanRefused(["an exit handler cue names no step to run"])
                 targets[0].step.exit = c.data["kind"]
             elif c.kind == "retry":
-                tgt = before[-1] if before else (after[0] if after else None)
+                earlier = [a for a in actions if a.sentence < c.sentence and not a.prepositional]
+                tgt = before[-1] if before else (after[0] if after else (earlier[-1] if earlier else None))
                 if tgt is None:
                     raise PlanRefused(["retries asked for, but for no step"])
                 tgt.step.retries = c.data["n"]
@@ -498,8 +499,7 @@ class RulePlanner:
         "then"); "In parallel, A and B" groups the steps after it, up to the next "then"."""
         seq = [x.lo for x in cues if x.sentence == c.sentence and x.kind == "seq"]
         commas = [x.lo for x in cues if x.sentence == c.sentence and x.kind == "comma"]
-        trailing = before and not any(before[-1].lo < x < c.lo for x in seq) and \
-            not any(before[-1].lo < x < c.lo for x in commas if x != c.hi)
+        trailing = bool(before) and before[-1].hi > c.lo
         if trailing:
             start = max([x for x in seq + commas if x < before[-1].lo] or [-1])
             group = [a for a in before if a.lo > start]
@@ -509,6 +509,8 @@ class RulePlanner:
         for a in group:
             if a.step.exit is None:
                 a.step.concurrent = f"par{c.sentence}"
+                for x in a.extra:
+                    x.concurrent = a.step.concurrent
 
     def _resolve_conditions(self, actions: list[Action]) -> None:
         for i, a in enumerate(actions):

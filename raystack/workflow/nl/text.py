@@ -26,6 +26,14 @@ _PUNCT = r">=|<=|==|!=|[.,;:!?()\[\]{}&|<>=*+≥≤]"
 _TOKEN = re.compile(f"(?P<quote>{_QUOTE})|(?P<addr>{_ADDR})|(?P<ratio>{_RATIO})|(?P<path>{_PATH})"
                     f"|(?P<num>{_NUM})|(?P<word>{_WORD})|(?P<punct>{_PUNCT})", re.I)
 NOT_PATHS = {"train/test", "train/validation", "test/train", "and/or", "train/val", "input/output"}
+NUMBER_WORDS = {w: i for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve".split())}
+NUMBER_WORDS.update({"fifteen": 15, "twenty": 20, "thirty": 30, "fifty": 50, "hundred": 100})
+# a number word counts as a number only before one of these (else "the best one" would be 1)
+UNIT_WORDS = set("""epoch epochs step steps worker workers rank ranks replica replicas adapter adapters
+row rows sample samples example examples feature features time times trial trials retry retries
+round rounds iteration iterations model models node nodes gpu gpus parameter server servers
+lora dora file files""".split())
 PLACEHOLDER = {"quote": "QUOTE", "addr": "ADDR", "ratio": "RATIO", "path": "FILE", "num": "NUM",
                "pct": "PCT"}
 
@@ -45,6 +53,8 @@ class Token:
 
     def value(self) -> float | str:
         """The literal's value: a number (percentages as fractions), a path, quoted text."""
+        if self.kind == "num" and self.low in NUMBER_WORDS:
+            return float(NUMBER_WORDS[self.low])
         if self.kind == "num":
             t = self.text.lower().replace(",", "")
             mult = 1000.0 if t.endswith("k") else 1e6 if t.endswith("m") else 1.0
@@ -90,6 +100,10 @@ class Text:
                 t.tokens.append(Token(len(t.tokens), s[-2:], kind, m.end() - 2, m.end()))
                 continue
             t.tokens.append(Token(len(t.tokens), s, kind, m.start(), m.end()))
+        for k, tok in enumerate(t.tokens):  # "one epoch", "two workers"
+            if tok.kind == "word" and tok.low in NUMBER_WORDS and k + 1 < len(t.tokens) \
+                    and t.tokens[k + 1].low in UNIT_WORDS:
+                tok.kind = "num"
         parts, pos = [], 0
         for tok in t.tokens:
             piece = (f"{PLACEHOLDER[tok.kind]}{tok.i}" if tok.kind in PLACEHOLDER
