@@ -130,9 +130,13 @@ class _Wiring:
             if pname in s.params:          # given literally (e.g. mLoRA's base path)
                 continue
             found = [p for p in self.producers(kinds, len(self.out)) if p.label not in tables_used]
-            if _many and found:  # a list input takes every result since the last such step
+            if _many and found:  # a list input takes every result since the last such step,
                 last = max((i for i, x in enumerate(self.out) if x.entry == s.entry), default=-1)
-                since = [p for p in found if self.out.index(p) > last]
+                since = []           # of the first kind it accepts that has any
+                for k in kinds:
+                    since = [p for p in found if self.out.index(p) > last and CATALOG[p.entry].output == k]
+                    if since:
+                        break
                 if since:
                     s.inputs[pname] = [p.label for p in since] if len(since) > 1 else since[0].label
                     continue
