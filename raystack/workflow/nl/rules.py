@@ -74,7 +74,8 @@ TRIGGERS: list[tuple[str, str]] = [
     ("sample", r"\b(?:take|draw|pick|select|keep|grab)\s+(?:a\s+|an\s+)?(?:random\s+)?(?:PCT\d+|NUM\d+)\s+(?:random\s+)?(?:rows|records|of)\b"),
     ("join", r"(?<!the )(?<!a )\b(?:join|joins|joined|joining|merge|merges|merged|merging|combine|combines|combined)\b"
              r"(?:\s+(?:them|the\s+two(?:\s+tables)?|both(?:\s+tables)?|the\s+tables|these|those))?"),
-    ("aggregate", rf"\b(?:sum|sums|total|totals|count|counts|average|averages|avg|tally|add\s+up)\w*\s+{skip(3)}(?:per|by|for\s+each)\s+(?!NUM)\w+"),
+    ("aggregate", rf"\b(?:(?:compute|calculate|get|find|work\s+out|report)\s+(?:the\s+)?)?(?:sum|sums|total|totals|count|counts|"
+                  rf"average|averages|avg|mean|tally|add\s+up)\w*\s+{skip(3)}(?:per|by|for\s+each)\s+(?!NUM)\w+"),
     ("aggregate", r"\b(?:aggregat\w*|group\w*\s+by|roll\s*up|summari[sz]e\w*\s+(?=\w+\s+(?:per|by)\b))\b"),
     ("stats", rf"\b(?:compute|calculate|get|produce|report|show|print|collect|gather|derive|generate)\s+{skip(2)}"
               r"(?:summary\s+|descriptive\s+|basic\s+|column\s+|some\s+)?(?:statistics|stats)\b"),
@@ -111,6 +112,7 @@ TRIGGERS: list[tuple[str, str]] = [
                   rf"starting\s+with|get|for|grab|bring\s+in|pick\s+up)\b\s+{skip(7)}FILE\d+(?:\s*,\s*FILE\d+)*(?:\s*,?\s*(?:and|or)\s+FILE\d+)?"),
     ("load_data", r"\b(?:from|in|at|on|of)\s+FILE\d+"),
     ("load_data", r"\b(?:load|read|ingest|open|import)\s+(?:it|them|each(?:\s+one)?|every\s+one|the\s+files?)\b"),
+    ("load_data", r"\bFILE\d+"),   # a data file named as the object of another step ("split iris.csv")
 ]
 _TRIGGERS = [(e, re.compile(p)) for e, p in TRIGGERS]
 PREPOSITIONS = {"on", "from", "using", "with", "over", "in", "via", "of", "at"}
@@ -283,7 +285,8 @@ class RulePlanner:
                 entry_found = entry_here
                 prev = t.tokens[toks[0].i - 1].low if toks[0].i > lo else ""
                 act = Action(entry_found, toks[0].i, hi, toks[-1].i + 1, si,
-                             prepositional=prev in PREPOSITIONS or toks[0].low in PREPOSITIONS)
+                             prepositional=prev in PREPOSITIONS or toks[0].low in PREPOSITIONS
+                             or (entry_found == "load_data" and len(toks) == 1))
                 act.has_file = any(x.kind == "path" for x in toks)
                 found.append(act)
         found.sort(key=lambda a: a.lo)
@@ -303,9 +306,13 @@ class RulePlanner:
                     or (a.entry == "load_data" and not (a.has_file and merged[-1].has_file))):
                 continue
             merged.append(a)
-        bounds = sorted({a.lo for a in merged} | {c.lo for c in cues if c.kind in ("cond", "else", "exit")}
-                        | {hi})
+        embedded = {id(a) for a in merged if a.entry == "load_data" and a.trig_end - a.lo == 1}
+        bounds = sorted({a.lo for a in merged if id(a) not in embedded}
+                        | {c.lo for c in cues if c.kind in ("cond", "else", "exit")} | {hi})
         for k, a in enumerate(merged):
+            if id(a) in embedded:  # a bare file name: its own word only, the rest stays its verb's
+                a.hi, a.zlo = a.trig_end, a.lo
+                continue
             a.hi = next(b for b in bounds if b > a.lo)
             a.zlo = lo if k == 0 else a.lo  # words before the sentence's first step are its own
         return merged
