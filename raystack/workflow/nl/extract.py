@@ -147,6 +147,10 @@ def impute(text: Text, lo: int, hi: int, f: Found) -> None:
         f.set("strategy", s)
 
 
+def clean_data(text: Text, lo: int, hi: int, f: Found) -> None:
+    consume(text, lo, hi, r"\b(?:missing|null|nan|empty|incomplete|blank)\s+[a-z_]\w*", "clean")
+
+
 def sample(text: Text, lo: int, hi: int, f: Found) -> None:
     m = _search(text, lo, hi, r"(?P<p>PCT\d+)", "fraction") or \
         _search(text, lo, hi, r"fraction\s*(?:of|=)?\s*(?P<p>NUM\d+)", "fraction")
@@ -398,6 +402,10 @@ def mlora_finetune(text: Text, lo: int, hi: int, f: Found) -> None:
     if base:
         text.mark(base[:1], "base")
         f.set("base", base[0].text)
+    else:
+        m = _search(text, lo, hi, r"\b(?P<m>" + "|".join(MODEL_NAMES) + r")\b", "base")
+        if m:
+            f.set("base", m.group("m"))
     if n_adapters is None and not tasks and kind is None and rank is None and lr is None:
         return
     d = config_to_dict(MLoRAConfig())
@@ -483,7 +491,7 @@ def serve_adapters(text: Text, lo: int, hi: int, f: Found) -> None:
 
 EXTRACTORS: dict[str, Callable[[Text, int, int, Found], None]] = {
     "make_dataset": make_dataset, "load_data": load_data, "load_checkpoint": load_checkpoint,
-    "impute": impute, "sample": sample, "split_data": split_data, "join": join,
+    "impute": impute, "clean_data": clean_data, "sample": sample, "split_data": split_data, "join": join,
     "aggregate": aggregate, "plot": plot, "save_report": report,
     "write_table": file_out("path", TABLE_EXT), "export_model": file_out("path"),
     "train_model": train_model, "evaluate_model": metric_param(), "select_best": metric_param(with_mode=True),

@@ -98,7 +98,7 @@ afterwards afterward later thereafter subsequently lastly
 the same everything thing things stuff
 pretrained trained fitted tuned cleaned processed prepared deduplicated normalized sampled
 winning chosen selected best 's counts totals sums averages statistics stats checkpoint
-checkpoints top winner i'd i'll i'm we'd we'll we're you'd like love wish grab
+checkpoints top winner i'd i'll i'm we'd we'll we're you'd like love wish grab back
 """.split())
 # head nouns after which unknown words are read as describing the data or model
 HEAD_NOUNS = set("""

@@ -80,9 +80,9 @@ TRIGGERS: list[tuple[str, str]] = [
     ("stats", rf"\b(?:compute|calculate|get|produce|report|show|print|collect|gather|derive|generate)\s+{skip(2)}"
               r"(?:summary\s+|descriptive\s+|basic\s+|column\s+|some\s+)?(?:statistics|stats)\b"),
     ("stats", rf"\b(?:describe|profile|summari[sz]e)\w*\b(?:\s+{skip(3)}with\s+(?:summary\s+)?(?:statistics|stats))?|\b(?:summary|descriptive)\s+(?:statistics|stats)\b"),
+    ("plot", r"\b(?:make|create|produce|generate)\s+(?:a|an)\s+(?:histogram|bar\s+chart|chart|graph|plot|figure)\b"),
     ("plot", r"\b(?:plot|plots|plotted|plotting|chart|charts|charted|graph|graphs|visuali[sz]\w*|draw|render)\b"
              r"(?:\s+(?:a|an|the)?\s*(?:histogram|bar\s+chart|chart|graph|plot|line\s+chart|figure))?"),
-    ("plot", r"\b(?:make|create|produce|generate)\s+(?:a|an)\s+(?:histogram|bar\s+chart|chart|graph|plot|figure)\b"),
     ("save_report", rf"\b(?:write|writes|save|saves|store|produce|create|generate|dump|output|export|log|record|put)\w*\s+{skip(3)}"
                     r"(?:report|results|result|metrics|scores|findings)\b(?:\s+(?:to|in|into|as|at)\s+FILE\d+)?"
                     r"|\breport\s+(?:to|in|into|as)\s+FILE\d+"),
@@ -283,7 +283,10 @@ class RulePlanner:
                 mark = [x for x in toks if x.i not in skipped]
                 t.mark(mark, entry_here)
                 entry_found = entry_here
-                prev = t.tokens[toks[0].i - 1].low if toks[0].i > lo else ""
+                j = toks[0].i - 1
+                while j > lo and t.tokens[j].low in ("a", "an", "the", "some", "our", "my"):
+                    j -= 1  # "on a synthetic dataset": the preposition before the article
+                prev = t.tokens[j].low if j >= lo and toks[0].i > lo else ""
                 act = Action(entry_found, toks[0].i, hi, toks[-1].i + 1, si,
                              prepositional=prev in PREPOSITIONS or toks[0].low in PREPOSITIONS
                              or (entry_found == "load_data" and len(toks) == 1))
@@ -559,6 +562,10 @@ class RulePlanner:
 
     # -- accounting -----------------------------------------------------------------------------
     def _account(self, t: Text) -> None:
+        ordinal = re.search(r"\b(?:on|with|using|against|from|to|into)\s+the\s+(?:first|second|third|former|latter|"
+                            r"other)(?:\s+one)?\b", t.masked)
+        if ordinal:  # "train on the first and evaluate on the second": which is which is a guess
+            raise PlanRefused([f"cannot tell which step {ordinal.group(0)!r} refers to"])
         unsupported = [x for x in t.tokens if x.low in L.UNSUPPORTED]
         if unsupported:
             raise PlanRefused([f"no catalog step does {t.span_text(r)!r}" for r in t.runs(unsupported)])
