@@ -119,8 +119,7 @@ class EDiTWorker(CommMember):
         path = Path(directory)
         path.mkdir(parents=True, exist_ok=True)
         torch.save(state, path / f"rank{self.rank}.pt")
-        if write_model:
-            self.trainer.model.save_pretrained(path / "model")
+        self.trainer.save_pretrained(path / "model", write=write_model)   # full sharding gathers first
 
     def load(self, directory: str) -> dict:
         """Restore this rank's state from a checkpoint directory."""

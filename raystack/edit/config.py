@@ -9,6 +9,7 @@ from raystack.config import ConfigError
 from raystack.devices import Device
 
 Mode = Literal["edit", "aedit", "diloco", "post_local_sgd", "sync"]
+Compression = Literal["none", "fp16", "bf16", "int8"]     # codecs of raystack.comm.compress
 
 
 @dataclass
@@ -42,10 +43,16 @@ class SyncConfig:
     layerwise: bool = True           # EDiT/A-EDiT: sync each block in its own forward pre-hook
     prefetch: bool = True            # launch block l+1's collective while block l computes
     state_on_cpu: bool = False       # keep θ_sync and the outer momentum on CPU
+    overlap_steps: int = 0           # τ: inner steps a block's outer update runs behind its sync
+                                     # (EDiT; 0: applied in the next forward, the paper's method)
+    compression: Compression = "none"    # pseudo-gradients on the wire: fp16, bf16 or int8
+    error_feedback: bool = True      # carry what compression lost into the next sync
 
     def validate(self) -> None:
         if self.h < 1:
             raise ConfigError("h", f"must be >= 1, got {self.h}")
+        if not 0 <= self.overlap_steps < self.h:
+            raise ConfigError("overlap_steps", f"must be in [0, h={self.h}), got {self.overlap_steps}")
         if self.t_seconds <= 0:
             raise ConfigError("t_seconds", f"must be > 0, got {self.t_seconds}")
         if self.min_steps < 1:
@@ -155,6 +162,7 @@ class EDiTConfig:
     mode: Mode = "edit"
     ranks: int = 2                   # total ranks (processes)
     shards: int = 1                  # S: ranks per replica, each owning 1/S of every block
+    full_shard: bool = False         # shard parameters, gradients and AdamW state too (FSDP2)
     steps: int = 200                 # inner steps per replica (A-EDiT: the mean over replicas)
     inner: InnerConfig = field(default_factory=InnerConfig)
     sync: SyncConfig = field(default_factory=SyncConfig)
@@ -184,6 +192,15 @@ class EDiTConfig:
                               f"got {len(self.simulate.slowdown)}")
         if any(f < 1 for f in self.simulate.slowdown):
             raise ConfigError("simulate.slowdown", "factors must be >= 1")
+        if self.sync.overlap_steps and not self.uses_layerwise:
+            raise ConfigError("sync.overlap_steps", f"needs mode edit with sync.layerwise on, got mode "
+                              f"{self.mode} (layerwise={self.sync.layerwise})")
+        if self.sync.overlap_steps and self.mode == "aedit":
+            raise ConfigError("sync.overlap_steps", "needs mode edit (A-EDiT agrees on each sync before "
+                              "it starts), got mode aedit")
+        if self.full_shard and self.shards < 2:
+            raise ConfigError("full_shard", f"needs shards >= 2 (ranks per replica to shard over), "
+                              f"got shards={self.shards}")
 
     # -- what each mode means ------------------------------------------------------------------
     @property
@@ -193,6 +210,11 @@ class EDiTConfig:
     @property
     def uses_layerwise(self) -> bool:
         return self.mode in ("edit", "aedit") and self.sync.layerwise
+
+    @property
+    def overlap_steps(self) -> int:
+        """τ of the overlapped outer update (0 outside EDiT's layer-wise sync)."""
+        return self.sync.overlap_steps if self.uses_layerwise else 0
 
     @property
     def outer_lr(self) -> float:
