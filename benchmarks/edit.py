@@ -82,7 +82,7 @@ class BenchWorker(EDiTWorker):
         for step in range(cfg.steps):
             t0 = time.perf_counter()
             for g in opt.param_groups:
-                g["lr"] = c.lr * min(1.0, (step + 1) / max(1, c.lr_warmup_steps))
+                g["lr"] = c.lr_at(step, cfg.steps)
             loss = lm_loss(ddp, stream.next_batch())
             factor = sim.slowdown[self.rank] if sim.slowdown else 1.0
             if self.rank == sim.random_slow_replica and rng.random() < sim.random_slow_prob:
@@ -178,7 +178,7 @@ class TorchFTWorker:
                     backup_device=torch.device("cpu"), pin_memory=False):
             for step in range(cfg.steps):
                 for g in inner.param_groups:
-                    g["lr"] = c.lr * min(1.0, (step + 1) / max(1, c.lr_warmup_steps))
+                    g["lr"] = c.lr_at(step, cfg.steps)
                 t0 = time.perf_counter()
                 loss = lm_loss(model, stream.next_batch())
                 inner.zero_grad()

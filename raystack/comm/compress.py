@@ -69,17 +69,17 @@ class Int8Codec:
         scale = rows.abs().amax(dim=1) / INT8_MAX
         safe = torch.where(scale > 0, scale, torch.ones_like(scale))
         q = torch.round(rows / safe[:, None]).clamp_(-INT8_MAX, INT8_MAX).to(torch.int8)
-        return torch.cat([q.reshape(-1).view(torch.uint8), scale.view(torch.uint8)])
+        return torch.cat([q.reshape(-1)[:flat.numel()].view(torch.uint8), scale.view(torch.uint8)])
 
     def decode(self, payload: torch.Tensor, numel: int) -> torch.Tensor:
         nb = self._blocks(numel)
-        q = payload[:nb * self.block].view(torch.int8).view(nb, self.block)
-        scale = payload[nb * self.block:].view(torch.float32)
-        return (q.to(torch.float32) * scale[:, None]).reshape(-1)[:numel]
+        q = torch.zeros(nb * self.block, dtype=torch.float32, device=payload.device)
+        q[:numel] = payload[:numel].view(torch.int8).to(torch.float32)
+        scale = payload[numel:].clone().view(torch.float32)   # aligned copy of the scale bytes
+        return (q.view(nb, self.block) * scale[:, None]).reshape(-1)[:numel]
 
     def payload_bytes(self, numel: int) -> int:
-        nb = self._blocks(numel)
-        return nb * self.block + 4 * nb
+        return numel + 4 * self._blocks(numel)
 
 
 def make_codec(name: str) -> Codec | None:

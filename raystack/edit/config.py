@@ -1,6 +1,7 @@
 """The one config object of an EDiT job, with defaults that run on a laptop."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Optional
@@ -24,12 +25,26 @@ class InnerConfig:
     momentum: float = 0.0            # sgd only
     grad_clip: float = 1.0           # <= 0: no clipping
     lr_warmup_steps: int = 20        # linear learning-rate ramp
+    lr_decay: Literal["none", "cosine"] = "none"   # after the ramp, over the run's steps
+    lr_min_ratio: float = 0.1        # cosine: the last step's lr over lr
 
     def validate(self) -> None:
         if self.lr <= 0:
             raise ConfigError("lr", f"must be > 0, got {self.lr}")
         if self.lr_warmup_steps < 0:
             raise ConfigError("lr_warmup_steps", f"must be >= 0, got {self.lr_warmup_steps}")
+        if not 0 <= self.lr_min_ratio <= 1:
+            raise ConfigError("lr_min_ratio", f"must be in [0, 1], got {self.lr_min_ratio}")
+
+    def lr_at(self, step: int, total_steps: int) -> float:
+        """The inner learning rate of 0-based ``step`` in a run of ``total_steps``: a linear ramp
+        over ``lr_warmup_steps``, then constant or a cosine decay to ``lr_min_ratio`` x lr."""
+        ramp = min(1.0, (step + 1) / max(1, self.lr_warmup_steps))
+        if self.lr_decay == "none" or step < self.lr_warmup_steps:
+            return self.lr * ramp
+        span = max(1, total_steps - self.lr_warmup_steps)
+        progress = min(1.0, (step - self.lr_warmup_steps) / span)
+        return self.lr * (self.lr_min_ratio + (1 - self.lr_min_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
 @dataclass

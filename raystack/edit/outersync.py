@@ -103,6 +103,7 @@ class OuterSync:
         self.theta_sync: list[torch.Tensor] = []
         self.momentum: list[torch.Tensor] = []
         self.round: SyncRound | None = None
+        self.last_decisions: list[BlockDecision] = []   # the penalty's verdict at the latest sync
         self.peak_round_bytes = 0                  # most bytes a round held (Δ buffers, anchors)
 
     # -- state ---------------------------------------------------------------------------------
@@ -184,7 +185,7 @@ class OuterSync:
                 decisions.append(d)
                 self.counters.outliers += len(d.outliers)
                 self.counters.skipped_blocks += int(d.skip)
-            self.round.decisions = decisions
+            self.round.decisions = self.last_decisions = decisions
 
     def _ensure_decided(self) -> None:
         if self.round.decisions is None:

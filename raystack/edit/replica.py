@@ -154,8 +154,7 @@ class EDiTRank:
         return self.cfg.mode == "sync" or self.counters.step < self.cfg.sync.warmup_steps
 
     def _lr_now(self) -> float:
-        c = self.cfg.inner
-        lr = c.lr * min(1.0, (self.counters.step + 1) / max(1, c.lr_warmup_steps))
+        lr = self.cfg.inner.lr_at(self.counters.step, self.cfg.steps)
         if self._spiking():
             lr *= self.cfg.simulate.spike_lr_mult
         return lr
