@@ -152,6 +152,8 @@ class RunResult:
     extra_state_bytes: int
     model_dir: str
     history: list[dict] = field(default_factory=list)
+    wire_bytes: dict = field(default_factory=dict)     # per rank (mean): outer, network, local
+    memory: dict = field(default_factory=dict)         # per rank (max): params, grads, optimizer, outer, ...
 
 
 class EDiTGroup:
@@ -353,7 +355,9 @@ class EDiTGroup:
             dp_seconds=sum(r["dp_seconds"] for r in reports) / len(reports),
             outliers=reports[0]["outliers"], replacements=self.replacements,
             extra_state_bytes=max(r["extra_state_bytes"] for r in reports),
-            model_dir=str(path / "model"), history=self.history)
+            model_dir=str(path / "model"), history=self.history,
+            wire_bytes={k: sum(r["wire_bytes"][k] for r in reports) // len(reports) for k in reports[0]["wire_bytes"]},
+            memory={k: max(r["memory"][k] for r in reports) for k in reports[0]["memory"]})
 
     def _record(self, reports: list[dict], t0: float, bar) -> None:
         loss = sum(r["loss"] for r in reports) / len(reports)

@@ -38,7 +38,9 @@ def run(args) -> int:
                "val_loss": round(res.val_loss, 4), "sync_seconds_per_rank": round(res.sync_seconds, 2),
                "allreduce_seconds_per_rank": round(res.dp_seconds, 2),
                "outliers": res.outliers, "replacements": res.replacements,
-               "extra_state_bytes_per_rank": res.extra_state_bytes, "checkpoint": res.model_dir}
+               "extra_state_bytes_per_rank": res.extra_state_bytes,
+               "wire_bytes_per_rank": res.wire_bytes, "memory_bytes_per_rank": res.memory,
+               "checkpoint": res.model_dir}
     if args.json:
         print(json.dumps(summary, indent=1))
     else:

@@ -150,7 +150,7 @@ class OuterSync:
                     delta = current
                     torch.sub(ts, delta, out=delta)
                 deltas[b] = delta
-                sq.append(delta.square().sum())
+                sq.append(torch.dot(delta, delta))     # one pass, no temporary
             partial = torch.stack(sq).to(torch.float64).tolist() if sq else []
             meta = torch.tensor(list(meta_prefix) + partial, dtype=torch.float64)
         with self.timer.phase("meta"):
@@ -246,7 +246,7 @@ class OuterSync:
                 t1 = time.perf_counter()
                 self.timer.phases["wait"] += t1 - t0
                 if self.cfg.uses_penalty and self.cfg.penalty.clip > 0:
-                    sq = dbar.square().sum().reshape(1).to(torch.float64)
+                    sq = torch.dot(dbar, dbar).reshape(1).to(torch.float64)
                     if self.replica_comm is not None:
                         sq = self.replica_comm.all_reduce(sq, op="sum")
                     coef = clip_coefficient(float(sq.sqrt()), self.cfg.penalty.clip)
@@ -260,7 +260,7 @@ class OuterSync:
             if anchor is None:
                 self.shards.write(b, ts)
             else:                             # keep the steps run since the sync point
-                self.shards.add(b, ts.to(anchor.device) - anchor)
+                self.shards.add(b, torch.sub(ts.to(anchor.device), anchor, out=anchor))
             self.timer.phases["write"] += time.perf_counter() - t0
             r.applied.add(b)
             if len(r.applied) == self.num_blocks:

@@ -43,6 +43,7 @@ class Counters:
     tokens: int = 0
     losses: list[float] = field(default_factory=list)
     times: list[float] = field(default_factory=list)   # wall clock (time.time) at each step's end
+    exposed: list[float] = field(default_factory=list)  # sync_seconds at each step's end
 
 
 class EDiTRank:
@@ -201,6 +202,7 @@ class EDiTRank:
         value = float(loss.detach())
         self.counters.losses.append(value)
         self.counters.times.append(time.time())
+        self.counters.exposed.append(self.counters.sync_seconds)
         if self.cfg.mode != "sync" and self.counters.step == self.cfg.sync.warmup_steps:
             self.reset_outer_state()          # local SGD starts from the synchronous warm-up
             self.counters.steps_since_sync = 0
@@ -423,7 +425,7 @@ class EDiTRank:
                 "optimizer": self.optimizer.state_dict(),
                 **self.outer.state_dict(),
                 "penalty": self.penalty.state_dict(),
-                "counters": {k: getattr(c, k) for k in c.__dataclass_fields__ if k not in ("losses", "times")},
+                "counters": {k: getattr(c, k) for k in c.__dataclass_fields__ if k not in ("losses", "times", "exposed")},
                 "data": self.batches.state_dict(), "done": self.done}
 
     def load_state_dict(self, state: dict) -> None:
