@@ -50,10 +50,13 @@ def arm_config(arm: str, model: str, size: dict, seed: int, quick: bool) -> dict
            "penalty": {"warmup_syncs": 2},
            "data": {"max_bytes": 300_000 if quick else 4_000_000, "batch_size": size["batch"], "seq_len": size["seq"]},
            "run": {"seed": seed}}
-    mode = {"ddp": "sync", "edit_overlap": "edit", "edit_fp16": "edit", "edit_int8": "edit"}.get(arm, arm)
+    mode = {"ddp": "sync", "edit_overlap": "edit", "edit_fp16": "edit", "edit_int8": "edit",
+            "edit_nopenalty": "edit"}.get(arm, arm)
     cfg["mode"] = "diloco" if arm.startswith("torchft") else mode
     if arm == "edit_overlap":
         cfg["sync"]["overlap_steps"] = min(TAU, h - 1)
+    if arm == "edit_nopenalty":                 # not a default arm: what the penalty costs (--arms)
+        cfg["penalty"]["enabled"] = False
     if arm in ("edit_fp16", "edit_int8"):
         cfg["sync"]["compression"] = arm.split("_")[1]
     return cfg
@@ -322,8 +325,12 @@ def main() -> None:
         p.add_argument("--only", choices=["tiny-1m", "tiny-20m"], action="append", help="run only these models"),
         p.add_argument("--seeds", default=None, help="comma-separated seeds (default: 0,1,2 on tiny-1m, 0 on tiny-20m)"),
         p.add_argument("--arms", default=None, help="comma-separated arms (default: all of the model's)"),
-        p.add_argument("--workers", type=int, default=2, help="jobs at a time (processes)")))
-    sizes = QUICK if args.quick else FULL
+        p.add_argument("--workers", type=int, default=2, help="jobs at a time (processes)"),
+        p.add_argument("--steps", type=int, default=None, help="steps per replica (default: the model's)")))
+    sizes = {m: dict(v) for m, v in (QUICK if args.quick else FULL).items()}
+    if args.steps:
+        for v in sizes.values():
+            v["steps"] = args.steps
     models = [m for m in sizes if not args.only or m in args.only]
     jobs = []
     for model in models:
