@@ -40,13 +40,17 @@ QUICK_ARMS = ["ddp", "edit", "edit_overlap", "edit_fp16", "edit_int8", "torchft_
 EVAL_BATCHES, EVAL_ROWS, EVAL_SEQ = 8, 8, 64
 
 
-def arm_config(arm: str, model: str, size: dict, seed: int, quick: bool) -> dict:
+OUTER = (0.7, 0.8)       # outer Nesterov (lr, momentum) of every arm with one (--outer to screen others)
+
+
+def arm_config(arm: str, model: str, size: dict, seed: int, quick: bool, outer: tuple = OUTER) -> dict:
     """The EDiT config dict of one job (torchft arms read the shared fields from it too)."""
     h = 4 if quick else H
     cfg = {"model": model, "ranks": 2, "shards": 1, "steps": size["steps"],
            "inner": {"lr": 3e-3 if model == "tiny-1m" else 1e-3, "lr_warmup_steps": 4 if quick else 50,
                      "lr_decay": "cosine", "lr_min_ratio": 0.1},
            "sync": {"h": h, "warmup_steps": 2 if quick else 25, "min_steps": 2},
+           "outer": {"lr": outer[0], "momentum": outer[1]},
            "penalty": {"warmup_syncs": 2},
            "data": {"max_bytes": 300_000 if quick else 4_000_000, "batch_size": size["batch"], "seq_len": size["seq"]},
            "run": {"seed": seed}}
@@ -326,7 +330,8 @@ def main() -> None:
         p.add_argument("--seeds", default=None, help="comma-separated seeds (default: 0,1,2 on tiny-1m, 0 on tiny-20m)"),
         p.add_argument("--arms", default=None, help="comma-separated arms (default: all of the model's)"),
         p.add_argument("--workers", type=int, default=2, help="jobs at a time (processes)"),
-        p.add_argument("--steps", type=int, default=None, help="steps per replica (default: the model's)")))
+        p.add_argument("--steps", type=int, default=None, help="steps per replica (default: the model's)"),
+        p.add_argument("--outer", default=None, help="outer lr,momentum (default %s,%s)" % OUTER)))
     sizes = {m: dict(v) for m, v in (QUICK if args.quick else FULL).items()}
     if args.steps:
         for v in sizes.values():
@@ -338,7 +343,8 @@ def main() -> None:
         seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else sizes[model]["seeds"]
         for seed in seeds:
             for arm in arms:
-                jobs.append((arm, arm_config(arm, model, sizes[model], seed, args.quick), sizes[model]["evals"]))
+                outer = tuple(float(x) for x in args.outer.split(",")) if args.outer else OUTER
+                jobs.append((arm, arm_config(arm, model, sizes[model], seed, args.quick, outer), sizes[model]["evals"]))
     report = Report("edit_quality", args.quick, {"H": 4 if args.quick else H, "tau": TAU, "torchft_fragments": FRAGMENTS,
                                                  "torchft_fragment_sync_delay": STREAMING_DELAY, "sizes": sizes,
                                                  "jobs": [(a, c["model"], c["run"]["seed"]) for a, c, _ in jobs]})
