@@ -158,9 +158,67 @@ def llama_fragments(model, count: int) -> list:
     return [torch.nn.ModuleList(mods[i:i + cut]) for i in range(0, len(mods), cut)]
 
 
+def torchft_manager(replica_id: str, lighthouse: str, model, min_replicas: int = 2, timeout_s: float = 60.0):
+    """A torchft Manager for one replica (world size 1): its own TCPStore and gloo ProcessGroup,
+    joined to ``lighthouse``; returns the manager and the store (keep it alive)."""
+    from datetime import timedelta
+
+    import torch.distributed as dist
+    from torchft import Manager, ProcessGroupGloo
+    store = dist.TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False)
+    t = timedelta(seconds=timeout_s)
+    manager = Manager(pg=ProcessGroupGloo(timeout=t), min_replica_size=min_replicas, use_async_quorum=False,
+                      load_state_dict=lambda sd: model.load_state_dict(sd["model"]),
+                      state_dict=lambda: {"model": model.state_dict()}, replica_id=replica_id,
+                      store_addr="127.0.0.1", store_port=store.port, rank=0, world_size=1,
+                      lighthouse_addr=lighthouse, timeout=t, quorum_timeout=t, connect_timeout=t)
+    return manager, store
+
+
+def torchft_train(cfg, model, fragments: list, manager, stream, delay: int = 0, slow_s: float = 0.0,
+                  on_step=None) -> dict:
+    """Train ``cfg.steps`` inner steps under torchft's DiLoCo (Streaming DiLoCo when there are
+    several ``fragments``, with ``delay`` as fragment_sync_delay): the same AdamW, learning-rate
+    schedule and clipping as raystack's arms. ``slow_s`` sleeps each step (a simulated straggler);
+    ``on_step(step, diloco)`` runs after each step. Per step: loss, wall time, sync time so far."""
+    from torchft.local_sgd import DiLoCo
+
+    from raystack.models import lm_loss
+    c = cfg.inner
+    inner = torch.optim.AdamW(model.parameters(), lr=c.lr, betas=(c.beta1, c.beta2), weight_decay=c.weight_decay)
+    outer = [torch.optim.SGD(f.parameters(), lr=cfg.outer.lr, momentum=cfg.outer.momentum, nesterov=True)
+             for f in fragments]
+    losses, times, exposed = [], [], []
+    sync_s, stepped = 0.0, [0.0]
+    # registered before DiLoCo's own post-step hook, so it marks the end of AdamW's update:
+    # what follows inside inner.step() is DiLoCo's sync work
+    mark = inner.register_step_post_hook(lambda *_: stepped.__setitem__(0, time.perf_counter()))
+    with DiLoCo(manager, fragments, inner, outer if len(fragments) > 1 else outer[0], sync_every=cfg.sync.h,
+                backup_device=torch.device("cpu"), pin_memory=False, fragment_sync_delay=delay) as diloco:
+        for step in range(cfg.steps):
+            for g in inner.param_groups:
+                g["lr"] = c.lr_at(step, cfg.steps)
+            loss = lm_loss(model, stream.next_batch())
+            inner.zero_grad()
+            loss.backward()
+            if c.grad_clip > 0:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), c.grad_clip)
+            if slow_s > 0:
+                time.sleep(slow_s)
+            inner.step()                 # DiLoCo's hooks prepare and perform the syncs here
+            sync_s += time.perf_counter() - stepped[0]
+            losses.append(float(loss.detach()))
+            times.append(time.time())
+            exposed.append(sync_s)
+            if on_step is not None:
+                on_step(step, diloco)
+    mark.remove()
+    return {"losses": losses, "times": times, "exposed": exposed}
+
+
 class TorchFTWorker:
     """One replica of torchft 0.2.0's DiLoCo or Streaming DiLoCo (the peers a user would pick
-    today): its own TCPStore, a gloo ProcessGroup, a Manager joined to the driver's lighthouse."""
+    today), on the driver's lighthouse; its Manager.allreduce delayed by the simulated link."""
 
     def __init__(self, cfg: dict, replica: int, lighthouse: str) -> None:
         torch.set_num_threads(1)
@@ -175,29 +233,13 @@ class TorchFTWorker:
     def run(self, step_s: float, fragments: int = 1, delay: int = 0) -> dict:
         """Train the budget; ``fragments`` > 1 is Streaming DiLoCo with ``delay`` as its
         fragment_sync_delay. Returns per-step losses, times and the blocking sync time."""
-        from datetime import timedelta
-
-        import torch.distributed as dist
-        from torchft import Manager, ProcessGroupGloo
-        from torchft.local_sgd import DiLoCo
-
         from raystack.data import BatchStream
         from raystack.models import build_model, lm_loss
-        cfg, c, sim = self.cfg, self.cfg.inner, self.cfg.simulate
+        cfg, sim = self.cfg, self.cfg.simulate
         model = build_model(cfg.model, seed=cfg.run.seed)
-        frags = [model] if fragments == 1 else llama_fragments(model, fragments)
-        inner = torch.optim.AdamW(model.parameters(), lr=c.lr, betas=(c.beta1, c.beta2), weight_decay=c.weight_decay)
-        outer = [torch.optim.SGD(f.parameters(), lr=cfg.outer.lr, momentum=cfg.outer.momentum, nesterov=True)
-                 for f in frags]
-        store = dist.TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False)
-        manager = Manager(pg=ProcessGroupGloo(timeout=timedelta(seconds=60)), min_replica_size=2,
-                          use_async_quorum=False, load_state_dict=lambda sd: model.load_state_dict(sd["model"]),
-                          state_dict=lambda: {"model": model.state_dict()}, replica_id=f"edit_bench_{self.replica}",
-                          store_addr="127.0.0.1", store_port=store.port, rank=0, world_size=1,
-                          lighthouse_addr=self.lighthouse, timeout=timedelta(seconds=60),
-                          quorum_timeout=timedelta(seconds=60), connect_timeout=timedelta(seconds=60))
-        net = NetworkModel(sim.latency_s, sim.bandwidth_bytes_per_s if sim.bandwidth_bytes_per_s > 0 else math.inf)
-        link = SimulatedLink(net)
+        manager, _store = torchft_manager(f"edit_bench_{self.replica}", self.lighthouse, model)
+        link = SimulatedLink(NetworkModel(sim.latency_s, sim.bandwidth_bytes_per_s if sim.bandwidth_bytes_per_s > 0
+                                          else math.inf))
         plain = manager.allreduce
         sent = [0]
 
@@ -209,34 +251,11 @@ class TorchFTWorker:
         manager.allreduce = delayed
         stream = BatchStream(self.corpus.train, cfg.data.batch_size, cfg.data.seq_len, seed=cfg.run.seed,
                              rank=self.replica, world_size=cfg.ranks)
-        losses, times, blocked = [], [], []
-        sync_s = 0.0
-        stepped = [0.0]
-        # registered before DiLoCo's own post-step hook, so it marks the end of AdamW's update:
-        # what follows inside inner.step() is DiLoCo's sync work
-        mark = inner.register_step_post_hook(lambda *_: stepped.__setitem__(0, time.perf_counter()))
-        with DiLoCo(manager, frags, inner, outer if fragments > 1 else outer[0], sync_every=cfg.sync.h,
-                    backup_device=torch.device("cpu"), pin_memory=False, fragment_sync_delay=delay):
-            for step in range(cfg.steps):
-                for g in inner.param_groups:
-                    g["lr"] = c.lr_at(step, cfg.steps)
-                loss = lm_loss(model, stream.next_batch())
-                inner.zero_grad()
-                loss.backward()
-                if c.grad_clip > 0:
-                    torch.nn.utils.clip_grad_norm_(model.parameters(), c.grad_clip)
-                factor = sim.slowdown[self.replica] if sim.slowdown else 1.0
-                if factor > 1:
-                    time.sleep(step_s * (factor - 1))
-                inner.step()                 # DiLoCo's hooks prepare and perform the syncs here
-                sync_s += time.perf_counter() - stepped[0]
-                losses.append(float(loss.detach()))
-                times.append(time.time())
-                blocked.append(sync_s)
-        mark.remove()
+        factor = sim.slowdown[self.replica] if sim.slowdown else 1.0
+        out = torchft_train(cfg, model, [model] if fragments == 1 else llama_fragments(model, fragments), manager,
+                            stream, delay, slow_s=step_s * (factor - 1))
         with torch.no_grad():
             val = BatchStream(self.corpus.val, cfg.data.batch_size, cfg.data.seq_len, seed=12345)
             vl = [float(lm_loss(model, val.next_batch())) for _ in range(cfg.data.eval_batches)]
         manager.shutdown()
-        return {"losses": losses, "times": times, "exposed": blocked, "val_loss": sum(vl) / len(vl),
-                "wire_bytes": sent[0]}
+        return {**out, "val_loss": sum(vl) / len(vl), "wire_bytes": sent[0]}

@@ -14,7 +14,6 @@ Parts run separately: ``--only tiny-1m`` / ``--only tiny-20m``, ``--seeds 0,1``,
 from __future__ import annotations
 
 import concurrent.futures as cf
-import math
 import multiprocessing as mp
 import statistics
 import threading
@@ -35,8 +34,8 @@ SMOOTH = 64              # steps in the running mean of the training-loss curves
 # per model: steps per replica, seeds, batch rows x sequence length, evaluations per run
 FULL = {"tiny-1m": {"steps": 2000, "seeds": [0, 1, 2], "batch": 4, "seq": 32, "evals": 8},
         "tiny-20m": {"steps": 500, "seeds": [0], "batch": 2, "seq": 64, "evals": 5}}
-QUICK = {"tiny-1m": {"steps": 40, "seeds": [0], "batch": 4, "seq": 32, "evals": 2}}
-QUICK_ARMS = ["ddp", "edit", "edit_overlap", "edit_fp16", "edit_int8", "torchft_streaming"]
+QUICK = {"tiny-1m": {"steps": 32, "seeds": [0], "batch": 4, "seq": 32, "evals": 2}}
+QUICK_ARMS = ["ddp", "edit_overlap", "edit_int8", "torchft_streaming"]    # every code path, small
 EVAL_BATCHES, EVAL_ROWS, EVAL_SEQ = 8, 8, 64
 
 
@@ -194,18 +193,15 @@ def _run_torchft(arm: str, cfg, evals: int) -> dict:
     per job), a gloo ProcessGroup per replica, replicas as threads; the same model, data, inner
     and outer optimizer and learning-rate schedule as the other arms; no synchronous warm-up
     (torchft has none). Evaluated on the global parameters (each fragment's last synced copy)."""
-    from datetime import timedelta
+    import copy
 
     import torch
-    import torch.distributed as dist
-    from torchft import Manager, ProcessGroupGloo
     from torchft.coordination import LighthouseServer
-    from torchft.local_sgd import DiLoCo
 
+    from _edit_workers import llama_fragments, torchft_manager, torchft_train
     from raystack.data import BatchStream
-    from raystack.models import build_model, lm_loss
+    from raystack.models import build_model
     corpus, val = _data(cfg)
-    c = cfg.inner
     R = cfg.replicas
     streaming = arm == "torchft_streaming"
     models = [build_model(cfg.model, seed=cfg.run.seed) for _ in range(R)]
@@ -213,63 +209,40 @@ def _run_torchft(arm: str, cfg, evals: int) -> dict:
     results: dict[int, dict] = {}
     errors: list = []
     every = max(cfg.sync.h, (cfg.steps // evals) // cfg.sync.h * cfg.sync.h)
+    tokens_per_step = R * cfg.data.batch_size * cfg.data.seq_len
 
-    def fragments_of(model):
-        if not streaming:
-            return [model]
-        base = model.model
-        mods = [base.embed_tokens, *base.layers, base.norm, model.lm_head]
-        cut = math.ceil(len(mods) / FRAGMENTS)
-        return [torch.nn.ModuleList(mods[i:i + cut]) for i in range(0, len(mods), cut)]
+    def fragments_of(model) -> list:
+        return llama_fragments(model, FRAGMENTS) if streaming else [model]
 
-    def global_model(diloco, model):
-        """A copy of the model holding each fragment's global (last synced) parameters."""
-        import copy
+    def global_loss(diloco, model) -> float:
+        """Validation loss of a copy of the model holding each fragment's global (last synced)
+        parameters, which torchft keeps per fragment."""
         g = copy.deepcopy(model)
-        frags, gfrags = fragments_of(model), fragments_of(g)
         with torch.no_grad():
-            for i, (f, gf) in enumerate(zip(frags, gfrags)):
-                saved = diloco._fragments[i].original_parameters       # torchft keeps them per fragment
+            for i, (f, gf) in enumerate(zip(fragments_of(model), fragments_of(g))):
+                saved = diloco._fragments[i].original_parameters
                 for (name, _), gp in zip(f.named_parameters(), gf.parameters()):
                     gp.copy_(saved[name])
-        return g
+        return _mean_loss(g, val)
 
     def replica(i: int) -> None:
         try:
             torch.set_num_threads(1)
             model = models[i]
-            inner = torch.optim.AdamW(model.parameters(), lr=c.lr, betas=(c.beta1, c.beta2), weight_decay=c.weight_decay)
-            outer = [torch.optim.SGD(f.parameters(), lr=cfg.outer.lr, momentum=cfg.outer.momentum, nesterov=True)
-                     for f in fragments_of(model)]
-            store = dist.TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False)
-            manager = Manager(
-                pg=ProcessGroupGloo(timeout=timedelta(seconds=120)), min_replica_size=R, use_async_quorum=False,
-                load_state_dict=lambda sd: model.load_state_dict(sd["model"]), state_dict=lambda: {"model": model.state_dict()},
-                replica_id=f"quality_{i}", store_addr="127.0.0.1", store_port=store.port, rank=0, world_size=1,
-                lighthouse_addr=lighthouse.address(), timeout=timedelta(seconds=120),
-                quorum_timeout=timedelta(seconds=120), connect_timeout=timedelta(seconds=60))
+            manager, _store = torchft_manager(f"quality_{i}", lighthouse.address(), model, R, timeout_s=120)
             stream = BatchStream(corpus.train, cfg.data.batch_size, cfg.data.seq_len, seed=cfg.run.seed, rank=i,
                                  world_size=cfg.ranks)
-            losses, curve = [], []
-            with DiLoCo(manager, fragments_of(model), inner, outer, sync_every=cfg.sync.h,
-                        backup_device=torch.device("cpu"), pin_memory=False,
-                        fragment_sync_delay=min(STREAMING_DELAY, cfg.sync.h // FRAGMENTS - 1) if streaming else 0) as diloco:
-                for step in range(cfg.steps):
-                    for g in inner.param_groups:
-                        g["lr"] = c.lr_at(step, cfg.steps)
-                    loss = lm_loss(model, stream.next_batch())
-                    inner.zero_grad()
-                    loss.backward()
-                    if c.grad_clip > 0:
-                        torch.nn.utils.clip_grad_norm_(model.parameters(), c.grad_clip)
-                    inner.step()          # the DiLoCo hooks sync here
-                    losses.append(float(loss.detach()))
-                    if i == 0 and (step + 1) % every == 0 and step + 1 < cfg.steps:
-                        curve.append([(step + 1) * R * cfg.data.batch_size * cfg.data.seq_len,
-                                      _mean_loss(global_model(diloco, model), val)])
-                final = _mean_loss(global_model(diloco, model), val) if i == 0 else None
+            curve, final = [], [None]
+
+            def on_step(step: int, diloco) -> None:
+                if i == 0 and (step + 1) % every == 0 and step + 1 < cfg.steps:
+                    curve.append([(step + 1) * tokens_per_step, global_loss(diloco, model)])
+                if i == 0 and step + 1 == cfg.steps:
+                    final[0] = global_loss(diloco, model)
+            out = torchft_train(cfg, model, fragments_of(model), manager, stream,
+                                min(STREAMING_DELAY, cfg.sync.h // FRAGMENTS - 1) if streaming else 0, on_step=on_step)
             manager.shutdown()
-            results[i] = {"losses": losses, "curve": curve, "final": final}
+            results[i] = {"losses": out["losses"], "curve": curve, "final": final[0]}
         except BaseException as exc:     # noqa: BLE001 - re-raised below
             errors.append(exc)
 
@@ -283,7 +256,7 @@ def _run_torchft(arm: str, cfg, evals: int) -> dict:
         lighthouse.shutdown()
     if errors:
         raise errors[0]
-    tokens = R * cfg.steps * cfg.data.batch_size * cfg.data.seq_len
+    tokens = cfg.steps * tokens_per_step
     return {"val_loss": results[0]["final"], "tokens": tokens, "curve": results[0]["curve"] + [[tokens, results[0]["final"]]],
             "train": _smooth_curve([results[i]["losses"] for i in range(R)], cfg.data.batch_size * cfg.data.seq_len),
             "steps_per_replica": [cfg.steps] * R, "syncs": cfg.steps // cfg.sync.h, "outliers": 0,

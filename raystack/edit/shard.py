@@ -112,20 +112,20 @@ def flatten(params: list[nn.Parameter]) -> torch.Tensor:
 @torch.no_grad()
 def unflatten_into(flat: torch.Tensor, params: list[torch.Tensor]) -> None:
     """Copy a flat vector back into the parameters (or tensors), in order."""
-    offset = 0
-    for p in params:
-        n = p.numel()
-        p.copy_(flat[offset:offset + n].view_as(p).to(p.dtype))
-        offset += n
+    _scatter(flat, params, torch.Tensor.copy_)
 
 
 @torch.no_grad()
 def add_into(flat: torch.Tensor, params: list[torch.Tensor]) -> None:
     """Add a flat vector to the parameters (or tensors), in order."""
+    _scatter(flat, params, torch.Tensor.add_)
+
+
+def _scatter(flat: torch.Tensor, params: list[torch.Tensor], op) -> None:
     offset = 0
     for p in params:
         n = p.numel()
-        p.add_(flat[offset:offset + n].view_as(p).to(p.dtype))
+        op(p, flat[offset:offset + n].view_as(p).to(p.dtype))
         offset += n
 
 

@@ -14,39 +14,39 @@ from raystack.edit.config import EDiTConfig
 from raystack.edit.localcomm import run_in_threads
 from raystack.edit.replica import EDiTRank
 from raystack.edit.shard import Block
-from test_edit_equivalence import ReplicaBatches, tiny_llama
+from test_edit_equivalence import ReplicaBatches, run, tiny_llama
 
 torch.set_num_threads(1)
 GOLDEN = Path(__file__).parent / "golden" / "edit_870b627.json"
 
 
-def _config(extra: dict) -> EDiTConfig:
-    base = {"model": "tiny-1m", "mode": "edit", "steps": 12,
-            "inner": {"optimizer": "adamw", "lr": 0.01, "weight_decay": 0.1, "grad_clip": 1.0, "lr_warmup_steps": 2},
-            "sync": {"warmup_steps": 2, "h": 3}, "penalty": {"warmup_syncs": 0, "clip": 0.5}}
+BASE = {"mode": "edit", "inner": {"optimizer": "adamw", "lr": 0.01, "weight_decay": 0.1, "grad_clip": 1.0,
+                                   "lr_warmup_steps": 2},
+        "sync": {"warmup_steps": 2, "h": 3}, "penalty": {"warmup_syncs": 0, "clip": 0.5}}
+
+
+def _overrides(extra: dict) -> dict:
+    out = {k: dict(v) for k, v in BASE.items() if isinstance(v, dict)}
+    out["mode"] = BASE["mode"]
     for k, v in extra.items():
-        base[k] = {**base.get(k, {}), **v} if isinstance(v, dict) else v
-    return load_config(EDiTConfig, base)
+        out[k] = {**out.get(k, {}), **v} if isinstance(v, dict) else v
+    return out
 
 
-def _record(cfg: EDiTConfig) -> list[dict]:
+def _config(extra: dict) -> EDiTConfig:
+    return load_config(EDiTConfig, {"model": "tiny-1m", "steps": 12, **_overrides(extra)})
+
+
+def _record(extra: dict) -> list[dict]:
     """Per-step losses and fixed random projections of the final parameters, every rank (the
     golden file's format)."""
-    def rank_fn(comm):
-        replica, shard = divmod(comm.rank, cfg.shards)
-        r = EDiTRank(cfg, tiny_llama(), comm, ReplicaBatches(replica, shard, cfg.shards))
-        losses = []
-        while not r.done:
-            losses.append(r.train_step())
-            r.maybe_sync()
-        r.flush()
+    out = []
+    for params, losses, r in run(_overrides(extra), steps=12):
         g = torch.Generator().manual_seed(7)
-        proj = []
-        for p in r.model.parameters():
-            v = p.detach().reshape(-1)
-            proj.append([float(v @ torch.randn(v.numel(), generator=g, dtype=v.dtype)) for _ in range(2)])
-        return {"losses": losses, "projections": proj, "syncs": r.counters.syncs, "outliers": r.counters.outliers}
-    return run_in_threads(cfg.ranks, rank_fn)
+        proj = [[float(p.reshape(-1) @ torch.randn(p.numel(), generator=g, dtype=p.dtype)) for _ in range(2)]
+                for p in params]
+        out.append({"losses": losses, "projections": proj, "syncs": r.counters.syncs, "outliers": r.counters.outliers})
+    return out
 
 
 GOLDEN_CASES = {"edit_r2_s1": {"ranks": 2}, "edit_r4_s2": {"ranks": 4, "shards": 2},
@@ -60,7 +60,7 @@ def test_overlap_zero_equals_todays_edit_step_for_step(case):
     AdamW, warm-up, penalty with clipping, S = 2, a spiking replica): every rank's loss at every
     step, and its final parameters."""
     golden = json.loads(GOLDEN.read_text())["cases"][case]
-    got = _record(_config({**GOLDEN_CASES[case], "sync": {"overlap_steps": 0}}))
+    got = _record({**GOLDEN_CASES[case], "sync": {"overlap_steps": 0}})
     for want, have in zip(golden, got):
         assert have["syncs"] == want["syncs"] and have["outliers"] == want["outliers"]
         assert len(have["losses"]) == len(want["losses"]) == 12
