@@ -107,8 +107,9 @@ class EDiTWorker(CommMember):
 
     def evaluate(self, compute: bool = True) -> float:
         """Validation loss of θ_sync (collective: completes a pending sync on every rank; only
-        ranks asked to ``compute`` run the validation batches)."""
-        if not compute:
+        ranks asked to ``compute`` run the validation batches; with full sharding every rank
+        does, as the sharded forward is itself collective)."""
+        if not compute and not self.cfg.full_shard:
             self.trainer.flush()
             return float("nan")
         return self.trainer.evaluate(self.val_batches)
