@@ -34,8 +34,8 @@ SMOOTH = 64              # steps in the running mean of the training-loss curves
 # per model: steps per replica, seeds, batch rows x sequence length, evaluations per run
 FULL = {"tiny-1m": {"steps": 2000, "seeds": [0, 1, 2], "batch": 4, "seq": 32, "evals": 8},
         "tiny-20m": {"steps": 500, "seeds": [0], "batch": 2, "seq": 64, "evals": 5}}
-QUICK = {"tiny-1m": {"steps": 32, "seeds": [0], "batch": 4, "seq": 32, "evals": 2}}
-QUICK_ARMS = ["ddp", "edit_overlap", "edit_int8", "torchft_streaming"]    # every code path, small
+QUICK = {"tiny-1m": {"steps": 24, "seeds": [0], "batch": 4, "seq": 32, "evals": 2}}
+QUICK_ARMS = ["ddp", "edit_int8", "torchft_streaming"]    # the job kinds, small (overlap: the speed benchmark)
 EVAL_BATCHES, EVAL_ROWS, EVAL_SEQ = 8, 8, 64
 
 
@@ -302,7 +302,9 @@ def main() -> None:
         p.add_argument("--only", choices=["tiny-1m", "tiny-20m"], action="append", help="run only these models"),
         p.add_argument("--seeds", default=None, help="comma-separated seeds (default: 0,1,2 on tiny-1m, 0 on tiny-20m)"),
         p.add_argument("--arms", default=None, help="comma-separated arms (default: all of the model's)"),
-        p.add_argument("--workers", type=int, default=2, help="jobs at a time (processes)"),
+        p.add_argument("--workers", type=int, default=None,
+                       help="jobs at a time, each in its own process (default 2; 0: one by one in this process, "
+                            "the default with --quick)"),
         p.add_argument("--steps", type=int, default=None, help="steps per replica (default: the model's)"),
         p.add_argument("--outer", default=None, help="outer lr,momentum (default %s,%s)" % OUTER)))
     sizes = {m: dict(v) for m, v in (QUICK if args.quick else FULL).items()}
@@ -325,13 +327,19 @@ def main() -> None:
     # longest first: tiny-20m jobs, then the rest in order
     jobs.sort(key=lambda j: j[1]["model"] != "tiny-20m")
     results: list[dict] = []
-    with cf.ProcessPoolExecutor(max_workers=args.workers, mp_context=mp.get_context("spawn")) as pool:
-        futures = {pool.submit(run_job, *job): job for job in jobs}
-        for fut in cf.as_completed(futures):
-            res = fut.result()
-            results.append(res)
-            print(f"{res['model']:8s} {res['arm']:18s} seed {res['seed']}  val {res['val_loss']:.4f}  "
-                  f"{res['seconds']:6.1f} s  ({time.perf_counter() - started:6.0f} s in)", flush=True)
+
+    def done(res: dict) -> None:
+        results.append(res)
+        print(f"{res['model']:8s} {res['arm']:18s} seed {res['seed']}  val {res['val_loss']:.4f}  "
+              f"{res['seconds']:6.1f} s  ({time.perf_counter() - started:6.0f} s in)", flush=True)
+    workers = args.workers if args.workers is not None else (0 if args.quick else 2)
+    if workers == 0:
+        for job in jobs:
+            done(run_job(*job))
+    else:
+        with cf.ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as pool:
+            for fut in cf.as_completed([pool.submit(run_job, *job) for job in jobs]):
+                done(fut.result())
     out_dir = report.out.parent
     out_dir.mkdir(parents=True, exist_ok=True)
     for model in models:
@@ -379,7 +387,7 @@ def main() -> None:
                               "<=", 0.505, "pseudo-gradient bytes on the wire, int8 over fp16 (raystack.comm count; int8 "
                               f"carries one fp32 scale per 1024 elements, so half is {0.5 * (1 + 4 / 1024):.4f})")
     report.note("replicas as threads of one process over an in-process comm (no network model: loss does not "
-                "depend on it), two jobs at a time; every arm trains replicas x steps x batch tokens")
+                f"depend on it), {workers or 1} job(s) at a time; every arm trains replicas x steps x batch tokens")
     h = 4 if args.quick else H
     report.note(f"H = {h}; edit_overlap applies each block's outer update {min(TAU, h - 1)} inner steps after its "
                 f"sync; torchft_streaming: {FRAGMENTS} fragments, fragment_sync_delay "
