@@ -36,7 +36,7 @@ from raystack.config import config_to_dict, load_config
 from raystack.edit.config import EDiTConfig
 
 PARTS = ("speed", "stragglers", "memory")
-TAU = 5                       # edit_overlap at r = 4: the wire (~4 steps) hides behind 5 steps
+TAU = 4                       # edit_overlap: at r = 4 the wire (~4 steps) hides behind 4 steps (as in edit_quality)
 STREAMING_FRAGMENTS = 2
 STREAMING_DELAYS = [0, 1, 2, 4, 7]    # fragment_sync_delay values tried (< H / fragments)
 SPEED_GOALS = {0.25: 0.97, 1.0: 1.2, 4.0: 3.0}
@@ -76,6 +76,7 @@ def main() -> None:
     base = {"model": "tiny-1m", "ranks": 2, "shards": 1, "steps": steps,
             "inner": {"lr": 3e-3, "lr_warmup_steps": 10},
             "sync": {"h": H, "warmup_steps": warmup, "min_steps": 2},
+            "outer": {"lr": 0.7, "momentum": 0.5},      # as in edit_quality
             "penalty": {"warmup_syncs": 1},
             "data": {"max_bytes": 300_000 if quick else 1_000_000, "batch_size": 4,
                      "seq_len": 32 if quick else 64, "eval_batches": 2 if quick else 4},
