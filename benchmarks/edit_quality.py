@@ -396,8 +396,9 @@ def main() -> None:
     report.note("replicas as threads of one process over an in-process comm (no network model: loss does not "
                 f"depend on it), {workers or 1} job(s) at a time; every arm trains replicas x steps x batch tokens")
     h = 4 if args.quick else H
+    warm = {c["model"]: c["sync"]["warmup_steps"] for _, c, _ in jobs}
     report.note(f"every local-SGD arm: outer Nesterov (lr, momentum) = {args.outer or OUTER}, the first "
-                f"{'--warmup' if args.warmup is not None else f'{WARMUP_FRACTION:.0%} of the'} steps synchronous "
+                f"{', '.join(f'{n} ({m})' for m, n in warm.items())} steps synchronous "
                 "(torchft's arms: none), inner AdamW with a linear ramp and a cosine decay to 10%; the outer optimizer "
                 "and the warm-up were chosen on seeds 10-12 at 1,000 steps, not on the benchmark's seeds")
     report.note(f"H = {h}; edit_overlap applies each block's outer update {min(args.tau, h - 1)} inner steps after its "
