@@ -63,14 +63,15 @@ def main() -> None:
     args = parse_args("EDiT / A-EDiT vs DDP, Post Local SGD, DiLoCo, torchft (speed, simulated network)", lambda p: (
         p.add_argument("--no-torchft", action="store_true", help="skip the torchft arms"),
         p.add_argument("--only", choices=PARTS, action="append", help="run only these parts"),
-        p.add_argument("--repeats", type=int, default=None, help="timed repeats (repeat k uses seed k; default 3)")))
+        p.add_argument("--repeats", type=int, default=None, help="timed repeats (repeat k uses seed k; default 3)"),
+        p.add_argument("--r", default=None, help="comma-separated r values of the speed part (default 0.25,1,4)")))
     quick = args.quick
     parts = args.only or list(PARTS)
     H = 4 if quick else 16
     warmup = 4 if quick else 8
     windows = 4 if quick else 6
     steps = warmup + H * windows
-    rs = [4.0] if quick else [0.25, 1.0, 4.0]
+    rs = [float(x) for x in args.r.split(",")] if args.r else [4.0] if quick else [0.25, 1.0, 4.0]
     repeats = args.repeats or (1 if quick else 3)
     tau = min(TAU, H - 1)
     base = {"model": "tiny-1m", "ranks": 2, "shards": 1, "steps": steps,
