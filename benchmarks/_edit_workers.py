@@ -3,6 +3,7 @@ the DDP baseline and reports per-step traces, and one replica of torchft's (Stre
 Every arm's collectives go through the same simulated link (raystack.comm's NetworkModel)."""
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 import statistics
@@ -72,7 +73,7 @@ class BenchWorker(EDiTWorker):
         """Per step: loss, wall time at its end, exposed sync so far; and the rank's report."""
         c = self.trainer.counters
         return {"losses": list(c.losses), "times": list(c.times), "exposed": list(c.exposed),
-                "report": self.trainer.report()}
+                "report": dataclasses.asdict(self.trainer.report())}
 
     def compute_alone(self, steps: int) -> float:
         """Median seconds of one inner step (forward, backward, AdamW) with no communication."""

@@ -175,9 +175,9 @@ def _run_edit(cfg, evals: int) -> dict:
     total = sum(r["tokens"] for r in ranks)
     return {"val_loss": ranks[0]["final"], "tokens": total, "curve": curve + [[total, ranks[0]["final"]]],
             "train": _smooth_curve([r["losses"] for r in ranks], tokens_per_step),
-            "steps_per_replica": [len(r["losses"]) for r in ranks], "syncs": rep["syncs"],
-            "outliers": rep["outliers"], "outer_bytes_per_rank": rep["wire_bytes"]["outer"],
-            "extra_state_bytes": rep["extra_state_bytes"]}
+            "steps_per_replica": [len(r["losses"]) for r in ranks], "syncs": rep.syncs,
+            "outliers": rep.outliers, "outer_bytes_per_rank": rep.wire_bytes["outer"],
+            "extra_state_bytes": rep.extra_state_bytes}
 
 
 def _smooth_curve(per_replica: list[list[float]], tokens_per_step: int, points: int = 100) -> list[list[float]]:

@@ -21,6 +21,7 @@ from raystack.edit.config import EDiTConfig
 from raystack.edit.fsdp import FsdpShards, local_tensor, shard_blocks
 from raystack.edit.layerwise import LayerwiseSync
 from raystack.edit.memory import model_state_bytes, peak_rss_bytes
+from raystack.edit.messages import SegmentReport
 from raystack.edit.outersync import META_DONE, META_STEPS, META_STOP, ExposedTimer, OuterSync
 from raystack.edit.penalty import PseudoGradientPenalty
 from raystack.edit.shard import Block, ReplicatedShards, ShardLayout, llama_block_specs, llama_blocks
@@ -368,7 +369,7 @@ class EDiTRank:
                 self._finish_pending()
 
     # -- driving -------------------------------------------------------------------------------
-    def run_segment(self) -> dict:
+    def run_segment(self) -> SegmentReport:
         """Inner steps until the next sync starts (or ``sync.h`` steps of warm-up), or the end."""
         start_step = self.counters.step
         while not self.done:
@@ -395,16 +396,15 @@ class EDiTRank:
         return {**self.state_bytes, "outer": self.extra_state_bytes(),
                 "in_flight": self.outer.peak_round_bytes, "peak_rss": peak_rss_bytes()}
 
-    def report(self) -> dict:
+    def report(self) -> SegmentReport:
         c = self.counters
-        return {"rank": self.rank, "replica": self.replica, "step": c.step, "syncs": c.syncs,
-                "tokens": c.tokens, "loss": c.losses[-1] if c.losses else float("nan"),
-                "outliers": c.outliers, "skipped_blocks": c.skipped_blocks,
-                "sync_seconds": c.sync_seconds, "dp_seconds": c.dp_seconds,
-                "compute_seconds": c.compute_seconds,
-                "done": self.done, "extra_state_bytes": self.extra_state_bytes(),
-                "wall": time.time(), "phases": dict(self.phases),
-                "wire_bytes": self.wire_bytes(), "memory": self.memory()}
+        return SegmentReport(
+            rank=self.rank, replica=self.replica, step=c.step, syncs=c.syncs, tokens=c.tokens,
+            loss=c.losses[-1] if c.losses else float("nan"), outliers=c.outliers,
+            skipped_blocks=c.skipped_blocks, sync_seconds=c.sync_seconds, dp_seconds=c.dp_seconds,
+            compute_seconds=c.compute_seconds, done=self.done,
+            extra_state_bytes=self.extra_state_bytes(), wall=time.time(), phases=dict(self.phases),
+            wire_bytes=self.wire_bytes(), memory=self.memory())
 
     @torch.no_grad()
     def evaluate(self, batches: list[torch.Tensor]) -> float:
