@@ -181,7 +181,7 @@ def _linear_run(compression: str, feedback: bool, coefs: list[list[torch.Tensor]
             r.train_step()
             if r.maybe_sync():
                 thetas.append([t.clone() for t in r.theta_sync])
-        return thetas, r.report()["wire_bytes"]["outer"]
+        return thetas, r.report().wire_bytes["outer"]
     return run_in_threads(2, rank_fn), H * lr
 
 
