@@ -313,6 +313,11 @@ def main() -> None:
         p.add_argument("--outer", default=None, help="outer lr,momentum (default %s,%s)" % OUTER),
         p.add_argument("--warmup", type=int, default=None, help=f"synchronous steps first (default {WARMUP_FRACTION:.0%} of the steps)"),
         p.add_argument("--tau", type=int, default=TAU, help=f"edit_overlap's tau (default {TAU})")))
+    try:
+        import torchft  # noqa: F401
+        skip: set[str] = set()
+    except ImportError:
+        skip = {"torchft_diloco", "torchft_streaming"}
     sizes = {m: dict(v) for m, v in (QUICK if args.quick else FULL).items()}
     if args.steps:
         for v in sizes.values():
@@ -323,13 +328,15 @@ def main() -> None:
         arms = args.arms.split(",") if args.arms else (QUICK_ARMS if args.quick else ARMS_1M if model == "tiny-1m" else ARMS_20M)
         seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else sizes[model]["seeds"]
         for seed in seeds:
-            for arm in arms:
+            for arm in [a for a in arms if a not in skip]:
                 outer = tuple(float(x) for x in args.outer.split(",")) if args.outer else OUTER
                 jobs.append((arm, arm_config(arm, model, sizes[model], seed, args.quick, outer, args.warmup, args.tau), sizes[model]["evals"]))
     report = Report("edit_quality", args.quick, {"H": 4 if args.quick else H, "tau": args.tau,
                                                  "outer": args.outer or OUTER, "torchft_fragments": FRAGMENTS,
                                                  "torchft_fragment_sync_delay": STREAMING_DELAY, "sizes": sizes,
                                                  "jobs": [(a, c["model"], c["run"]["seed"]) for a, c, _ in jobs]})
+    if skip:
+        report.note("torchft not installed (pip install torchft==0.2.0): its arms were skipped")
     started = time.perf_counter()
     # longest first: tiny-20m jobs, then the rest in order
     jobs.sort(key=lambda j: j[1]["model"] != "tiny-20m")
