@@ -118,8 +118,9 @@ class EDiTWorker(CommMember):
 
     def evaluate(self, compute: bool = True) -> float:
         """Validation loss of θ_sync (collective: completes a pending sync on every rank; only
-        ranks asked to ``compute`` run the validation batches)."""
-        if not compute:
+        ranks asked to ``compute`` run the validation batches; with full sharding every rank
+        does, as the sharded forward is itself collective)."""
+        if not compute and not self.cfg.full_shard:
             self.trainer.flush()
             return float("nan")
         return self.trainer.evaluate(self.val_batches)
@@ -130,8 +131,8 @@ class EDiTWorker(CommMember):
         path = Path(directory)
         path.mkdir(parents=True, exist_ok=True)
         torch.save(state, path / f"rank{self.rank}.pt")
+        self.trainer.save_pretrained(path / "model", write=write_model)   # full sharding gathers first
         if write_model:
-            self.trainer.model.save_pretrained(path / "model")
             self.corpus.tokenizer.save_pretrained(path / "model")
 
     def load(self, directory: str) -> SegmentReport:
@@ -165,6 +166,8 @@ class EDiTSummary:
     extra_state_bytes: int
     model_dir: str
     history: list[dict] = field(default_factory=list)
+    wire_bytes: dict = field(default_factory=dict)     # per rank (mean): outer, network, local
+    memory: dict = field(default_factory=dict)         # per rank (max): params, grads, optimizer, outer, ...
 
 
 def _mean(reports: Sequence[SegmentReport], name: str) -> float:
@@ -331,7 +334,9 @@ class EDiTGroup:
             train_loss=_mean(reports, "loss"), val_loss=val, sync_seconds=_mean(reports, "sync_seconds"),
             dp_seconds=_mean(reports, "dp_seconds"), outliers=reports[0].outliers,
             replacements=self.replacements, extra_state_bytes=max(r.extra_state_bytes for r in reports),
-            model_dir=str(path / "model"), history=self.history)
+            model_dir=str(path / "model"), history=self.history,
+            wire_bytes={k: sum(r.wire_bytes[k] for r in reports) // len(reports) for k in reports[0].wire_bytes},
+            memory={k: max(r.memory[k] for r in reports) for k in reports[0].memory})
 
     # -- hooks (called by the controller; ``start`` is above) ---------------------------------------
     def advance(self) -> Progress:
@@ -463,6 +468,8 @@ class EDiTDriver:
         metrics = {k: float(getattr(s, k)) for k in ("steps", "tokens", "seconds", "tokens_per_s", "train_loss",
                                                       "val_loss", "sync_seconds", "dp_seconds", "outliers",
                                                       "replacements", "extra_state_bytes")}
+        metrics.update({f"wire_bytes_{k}": float(v) for k, v in s.wire_bytes.items()})    # per rank, sent
+        metrics.update({f"memory_{k}": float(v) for k, v in s.memory.items()})             # per rank, held
         artifacts = {"model": s.model_dir, "checkpoint": str(self.group.checkpoint_dir)}
         if "tensorboard" in self.cfg.loggers:
             artifacts["tensorboard"] = str(Path(self.cfg.run.out_dir) / TENSORBOARD_DIR)
