@@ -11,29 +11,69 @@ one and every adapter resumes from its last checkpoint.
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+import psutil
 import ray
 import torch
 
 from raystack import metrics
+from raystack.comm.network import NetworkModel
 from raystack.config import config_to_dict
 from raystack.data.tokenizer import ByteTokenizer
 from raystack.devices import cluster_gpus, local_device, plan_devices, to_cpu
 from raystack.mlora.balance import StagePlan, measured_costs, param_costs, partition
+from raystack.mlora.batchlora import AdapterSpec, Segment
 from raystack.mlora.config import AdapterConfig, DatasetConfig, MLoRAConfig, TaskConfig
 from raystack.mlora.export import load_checkpoint, save_checkpoint, save_peft
 from raystack.mlora.jobs import JobState, form_lanes, lane_step
-from raystack.mlora.memory import AdmissionObs, AdmissionPolicy, JobRequest, MemoryModel
-from raystack.mlora.schedule import LaneWork, Op, lorapp_schedule
+from raystack.mlora.link import InboundLink, Transfer
+from raystack.mlora.memory import (MB, AdmissionPolicy, JobRequest, PipelineMemoryModel, StageLoad,
+                                   activation_prior, calibration_shapes, job_request)
+from raystack.mlora.probe import MemoryProbe, release_freed_memory, trim_heap
+from raystack.mlora.quantize import QuantReport, quantize_base
+from raystack.mlora.schedule import LaneWork, lorapp_schedule
 from raystack.mlora.stage import MicroBatch, OptimSpec, StageModel, load_stage_base
 from raystack.mlora.trainer import build_base, check_config, make_jobs
 
 ACTOR_ERRORS = (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError)
+PROBE_ADAPTER = "memory_probe"  # the throwaway adapter a stage measures its activations with
+
+
+@dataclass(frozen=True)
+class StageInfo:
+    """A started stage: its process and its memory before any adapter."""
+
+    pid: int
+    node_id: str
+    runtime_bytes: int  # footprint before the base was loaded (0 on a GPU)
+    fixed_bytes: int  # with its base slice loaded (and quantised), no adapter
+    capacity_bytes: int  # its device's memory: the host's RAM, or the GPU's
+    quantized: QuantReport | None = None
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """What one micro-batch of each probe shape kept for backward, and the peak they reached."""
+
+    samples: list[tuple[int, int, int]]  # (rows, tokens, bytes saved for backward)
+    resident_bytes: int  # before the probe micro-batches
+    peak_bytes: int
+    fixed_bytes: int  # after, with the probe adapter dropped
+
+
+@dataclass(frozen=True)
+class StageStats:
+    busy_s: float
+    activations: list[tuple[int, int, int]]  # (rows, tokens, bytes saved for backward) per forward
+    peak_bytes: int  # since the previous stats() call
+    resident_bytes: int  # now, after freed memory went back to the OS
+    link_wait_s: float  # waiting for the simulated link, in total
 
 
 @ray.remote(max_restarts=0)
@@ -43,17 +83,53 @@ class PipelineStage:
     def __init__(self, cfg: dict, start: int, end: int, index: int, threads: int = 1) -> None:
         torch.set_num_threads(threads)
         self.index = index
+        device = local_device(cfg.get("device", "auto"))
+        self.probe = MemoryProbe(device)
+        build_base(MLoRAConfig(base=cfg["base"]), device="meta")  # imports the model code: runtime, not base
+        runtime = self.probe.current()
         if Path(cfg["base"]).is_dir() and any(Path(cfg["base"]).glob("*.safetensors")):
             base = load_stage_base(cfg["base"], start, end)  # only this stage's tensors
         else:
             base = build_base(MLoRAConfig(base=cfg["base"], seed=cfg["seed"]))
-        base.to(local_device(cfg.get("device", "auto")))  # cuda when the pipeline gave this stage a GPU
+        quantized = quantize_base(base, cfg["quantize"]) if cfg.get("quantize") else None
+        base.to(device)  # cuda when the pipeline gave this stage a GPU
         self.stage = StageModel(base, start, end)
+        release_freed_memory()
+        self.probe.reset_peak()
+        capacity = (torch.cuda.get_device_properties(device).total_memory if self.probe.on_gpu
+                    else psutil.virtual_memory().total)
+        self.info = StageInfo(os.getpid(), ray.get_runtime_context().get_node_id(), runtime, self.probe.current(),
+                              capacity, quantized)
+        network = NetworkModel(cfg.get("link_latency_s", 0.0), cfg.get("link_bandwidth_bytes_per_s") or math.inf)
+        self.simulate_link = not network.is_ideal
+        self.from_prev, self.from_next = InboundLink(network), InboundLink(network)
         self.busy = 0.0
         self._busy_metric = metrics.counter("mlora_stage_busy_seconds", "compute seconds per stage", ("stage",))
 
-    def ready(self) -> int:
-        return os.getpid()
+    def ready(self) -> StageInfo:
+        return self.info
+
+    def calibrate(self, shapes: list[tuple[int, int]], targets: list[str], r: int) -> Calibration:
+        """Run one throwaway micro-batch of each ``(rows, tokens)`` shape forward and backward
+        with a probe adapter on ``targets``: the memory model's first activation samples."""
+        st, conf = self.stage, self.stage.base.config
+        st.add_adapter(AdapterSpec(PROBE_ADAPTER, r=r, alpha=float(r), target_modules=tuple(targets)), OptimSpec())
+        release_freed_memory()
+        resident = self.probe.current()
+        self.probe.reset_peak()
+        g = torch.Generator().manual_seed(self.index)
+        for i, (rows, seq) in enumerate(shapes):
+            x = (torch.randint(0, conf.vocab_size, (rows, seq), generator=g) if st.first
+                 else torch.randn(rows, seq, conf.hidden_size, generator=g))
+            labels = torch.randint(0, conf.vocab_size, (rows, seq), generator=g) if st.last else None
+            mb = MicroBatch(("calibrate", i), [Segment(PROBE_ADAPTER, 0, rows)], {PROBE_ADAPTER: float(rows * seq)})
+            out = st.forward(mb, x, labels)
+            st.backward(mb, None if st.last else torch.randn(out.shape, generator=g))
+        peak = self.probe.peak()
+        samples, st.activation_bytes = st.activation_bytes[-len(shapes):], []
+        st.remove_adapter(PROBE_ADAPTER)
+        release_freed_memory()
+        return Calibration(samples, resident, peak, self.probe.current())
 
     def add_adapter(self, cfg: dict, optim: OptimSpec, ckpt: dict | None = None) -> None:
         a = AdapterConfig(**cfg)
@@ -67,17 +143,23 @@ class PipelineStage:
     def adapters(self) -> list[str]:
         return list(self.stage.steps)
 
-    def forward(self, mb: MicroBatch, x: torch.Tensor, labels: torch.Tensor | None = None) -> Any:
+    def forward(self, mb: MicroBatch, x: torch.Tensor | Transfer, labels: torch.Tensor | None = None) -> Any:
+        x = self.from_prev.receive(x)
         t = time.perf_counter()
         out = self.stage.forward(mb, x, labels)
         self._account(time.perf_counter() - t)
-        return to_cpu(out)  # activations travel between stages through the object store
+        return self._send(to_cpu(out))  # activations travel between stages through the object store
 
-    def backward(self, mb: MicroBatch, grad: torch.Tensor | None = None) -> torch.Tensor | None:
+    def backward(self, mb: MicroBatch, grad: torch.Tensor | Transfer | None = None) -> Any:
+        grad = self.from_next.receive(grad)
         t = time.perf_counter()
         out = self.stage.backward(mb, grad)
         self._account(time.perf_counter() - t)
-        return to_cpu(out)
+        return self._send(to_cpu(out))
+
+    def _send(self, out: Any) -> Any:
+        """Stamp a tensor for the next stage when the link between stages is simulated."""
+        return Transfer.send(out) if self.simulate_link and isinstance(out, torch.Tensor) else out
 
     def _account(self, dt: float) -> None:
         self.busy += dt
@@ -86,15 +168,35 @@ class PipelineStage:
     def checkpoint(self, names: list[str]) -> dict[str, dict]:
         return to_cpu({n: self.stage.checkpoint(n) for n in names})
 
-    def stats(self) -> dict:
+    def stats(self) -> StageStats:
+        """Compute time so far, activation samples and peak memory since the last call (which
+        starts a new peak window, after returning freed memory to the OS)."""
         samples, self.stage.activation_bytes = self.stage.activation_bytes, []
-        return {"busy_s": self.busy, "activations": samples, "pid": os.getpid()}
+        peak = self.probe.peak()
+        trim_heap()
+        self.probe.reset_peak()
+        return StageStats(self.busy, samples, peak, self.probe.current(),
+                          self.from_prev.waited_s + self.from_next.waited_s)
 
     def reset(self) -> None:
         """Drop in-flight activations and all adapters (before a restore)."""
         self.stage.saved.clear()
         for name in list(self.stage.steps):
             self.stage.remove_adapter(name)
+
+
+@dataclass(frozen=True)
+class StagePeak:
+    """A stage's peak memory in one window: predicted before it ran, and measured."""
+
+    predicted_bytes: float
+    measured_bytes: int
+    budget_bytes: float
+
+    @property
+    def error(self) -> float:
+        """(predicted - measured) / measured."""
+        return self.predicted_bytes / self.measured_bytes - 1.0 if self.measured_bytes else 0.0
 
 
 @dataclass
@@ -104,6 +206,8 @@ class WindowReport:
     tokens: int
     idle_fraction: list[float]
     losses: dict[str, float]
+    jobs: tuple[str, ...] = ()  # the jobs that ran in the window
+    memory: list[StagePeak] = field(default_factory=list)  # per stage
 
 
 @dataclass
@@ -115,6 +219,9 @@ class RunResult:
     plan: StagePlan | None = None
     seconds: float = 0.0
     completion_s: dict[str, float] = field(default_factory=dict)
+    admitted_window: dict[str, int] = field(default_factory=dict)  # the window a job first ran in
+    finished_window: dict[str, int] = field(default_factory=dict)  # the window it finished in
+    refused: dict[str, str] = field(default_factory=dict)  # jobs that can never fit: why, with the numbers
 
     @property
     def tokens(self) -> int:
@@ -144,11 +251,21 @@ class LoRAPipeline:
             costs = param_costs(meta)
         self.plan = partition(costs, cfg.pipeline.stages)
         self.n_layers = len(meta.model.layers)
-        hidden, heads = meta.config.hidden_size, meta.config.num_attention_heads
-        prior = (0.0, 4.0 * hidden * 16 * self.n_layers, 4.0 * heads * 3 * self.n_layers)
-        self.memory = MemoryModel(prior)
+        self.meta = meta
+        sizes = param_costs(meta)  # fp32 bytes of each stage's base, until the stage measures itself
+        fixed_prior = [4.0 * sum(sizes[a:b]) for a, b in self.plan.bounds]
+        self.memory = PipelineMemoryModel(
+            cfg.pipeline.stages, fixed_prior, activation_prior(meta, self.plan.bounds), stage_costs=self.plan.costs,
+            max_lanes=cfg.pipeline.lanes, in_flight_cap=cfg.pipeline.in_flight_cap, window_steps=cfg.pipeline.window_steps)
         s = cfg.scheduler
-        self.policy = AdmissionPolicy(self.memory, s.memory_budget_mb * 2**20, s.max_concurrent, s.strict_priority)
+        budget = math.inf if s.memory_budget_mb is None else s.memory_budget_mb * MB  # None: set at start()
+        self.policy = AdmissionPolicy(self.memory, [budget] * cfg.pipeline.stages, s.max_concurrent,
+                                      s.strict_priority, s.memory_margin)
+        self.refused: dict[str, str] = {}
+        self.admitted_window: dict[str, int] = {}
+        self.finished_window: dict[str, int] = {}
+        self._window_index = 0
+        self._waiting: dict[str, str] = {}
         self.out = Path(cfg.output_dir)
         self.stages: list[Any] = []
         self.pending: list[tuple[TaskConfig, int]] = []
@@ -182,14 +299,22 @@ class LoRAPipeline:
     def _ckpt_path(self, name: str) -> Path:
         return self.out / "checkpoints" / f"{name}.pt"
 
+    def _request(self, task: TaskConfig, arrival: int = 0) -> JobRequest:
+        return job_request(task, self.cfg.adapter(task.adapter), self.meta, self.plan.bounds, arrival)
+
     def _admit(self) -> None:
-        reqs = {t.adapter: JobRequest(t.adapter, t.micro_batch_size, t.cutoff_len, t.priority, arr)
-                for t, arr in self.pending}
-        running = [JobRequest(n, self.tasks[n].micro_batch_size, self.tasks[n].cutoff_len, self.tasks[n].priority)
-                   for n in self.running]
-        decision = self.policy.decide(AdmissionObs(running, list(reqs.values())))
-        if not decision.start and not self.running and self.pending:
-            decision.start.append(min(reqs.values(), key=lambda r: (-r.priority, r.arrival)).name)  # never starve
+        """Start the pending jobs the admission policy lets in; refuse those that can never fit."""
+        decision = self.policy.decide([self._request(self.tasks[n]) for n in self.running],
+                                      [self._request(t, arr) for t, arr in self.pending])
+        for name, why in decision.refused.items():
+            self.refused[name] = why
+            self.pending = [(t, a) for t, a in self.pending if t.adapter != name]
+            self._log(f"refused {why}")
+        if self.pending and not self.running and not decision.start:
+            raise RuntimeError(f"no pending job can start on an idle pipeline: {decision.waiting}")
+        for name in sorted(set(decision.waiting) - set(self._waiting)):
+            self._log(f"{name} waits: {decision.waiting[name]}")
+        self._waiting = decision.waiting
         for name in decision.start:
             task = next(t for t, _ in self.pending if t.adapter == name)
             self.pending = [(t, a) for t, a in self.pending if t.adapter != name]
@@ -208,6 +333,7 @@ class LoRAPipeline:
                 continue
             self._install(job, ckpt)
             self.running[name] = job
+            self.admitted_window.setdefault(name, self._window_index)
             if ckpt is None:  # no checkpoint needed: a failure before its first one starts it over
                 self._admitted[name] = job.batcher.state_dict()
             self._log(f"admitted {name} ({job.total_steps} steps, from step {job.step})")
@@ -240,6 +366,7 @@ class LoRAPipeline:
 
         task = self.tasks[name]
         doc = {"base": self.cfg.base, "seed": self.cfg.seed, "adapter": config_to_dict(self.cfg.adapter(name)),
+               **({"quantize": self.cfg.quantize} if self.cfg.quantize else {}),
                "task": config_to_dict(task), "dataset": config_to_dict(self.cfg.dataset(task.dataset))}
         return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
@@ -253,14 +380,36 @@ class LoRAPipeline:
     # -- stages ---------------------------------------------------------------------------
     def _start_stage(self, i: int) -> Any:
         a, b = self.plan.bounds[i]
-        base = {"base": self.cfg.base, "seed": self.cfg.seed, "device": self.cfg.pipeline.device}
+        p = self.cfg.pipeline
+        base = {"base": self.cfg.base, "seed": self.cfg.seed, "device": p.device, "quantize": self.cfg.quantize,
+                "link_latency_s": p.link_latency_s, "link_bandwidth_bytes_per_s": p.link_bandwidth_bytes_per_s}
         return PipelineStage.options(**self.stage_options).remote(base, a, b, i, self.threads)
 
     def start(self) -> None:
+        """Start the stage actors and measure each one's memory before the first admission."""
         self.stages = [self._start_stage(i) for i in range(self.cfg.pipeline.stages)]
-        self.pids = ray.get([st.ready.remote() for st in self.stages])
+        self.stage_info: list[StageInfo] = ray.get([st.ready.remote() for st in self.stages])
+        self.pids = [info.pid for info in self.stage_info]
+        self._calibrate()
         self._log(f"{len(self.stages)} stages, units per stage {self.plan.bounds} (balanced by {self.cfg.pipeline.balance}, "
-                  f"imbalance {self.plan.imbalance:.2f})")
+                  f"imbalance {self.plan.imbalance:.2f}); memory per stage (MB, base / budget): "
+                  + ", ".join(f"{f / MB:.0f} / {b / MB:.0f}" for f, b in zip(self.memory.fixed, self.policy.budgets)))
+
+    def _calibrate(self) -> None:
+        """Each stage's footprint, first activation samples and peak ratio, and, when the
+        config sets no budget, each stage's share of its node's (or GPU's) memory."""
+        targets = sorted({m for a in self.cfg.adapters for m in a.target_modules})
+        r = max(a.r for a in self.cfg.adapters)
+        shapes = calibration_shapes(max(t.cutoff_len for t in self.cfg.tasks))
+        for i, cal in enumerate(ray.get([st.calibrate.remote(shapes, targets, r) for st in self.stages])):
+            self.memory.observe_activations(i, cal.samples)
+            largest = max(self.memory.activations[i].predict(rows, seq) for rows, seq, _ in cal.samples)
+            self.memory.observe_peak(i, StageLoad(cal.resident_bytes, 0.0, largest, largest, 1.0), cal.peak_bytes)
+            self.memory.set_fixed(i, cal.fixed_bytes)
+        if self.cfg.scheduler.memory_budget_mb is None:
+            sharing = [sum(o.node_id == info.node_id for o in self.stage_info) for info in self.stage_info]
+            share = [self.devices.gpus_per_actor if self.devices.uses_gpu else 1.0 / n for n in sharing]
+            self.policy.budgets = [info.capacity_bytes * f for info, f in zip(self.stage_info, share)]
 
     def _recover(self) -> None:
         for i, st in enumerate(self.stages):
@@ -285,10 +434,12 @@ class LoRAPipeline:
         if not self.stages:
             self.start()
         result = RunResult(plan=self.plan)
+        self.admitted_window, self.finished_window, self.refused = {}, {}, {}
         t0 = time.perf_counter()
         window = 0
         max_restarts = self.cfg.pipeline.max_restarts * len(self.stages)
         while self.pending or self.running:
+            self._window_index = window
             self._admit()
             if not self.running:
                 continue
@@ -307,6 +458,7 @@ class LoRAPipeline:
             for name in done:
                 result.adapters[name] = self._export(name, parts[name])
                 result.completion_s[name] = time.perf_counter() - t0
+                self.finished_window[name] = window
                 self.finished.add(name)
                 self._log(f"{name} finished: exported to {result.adapters[name]}")
             ray.get([st.remove_adapter.remote(name) for name in done for st in self.stages])
@@ -320,6 +472,8 @@ class LoRAPipeline:
                 on_window(window, self)
         result.adapters.update({n: d for n, d in self.resumed_done.items() if n not in result.adapters})
         result.seconds = time.perf_counter() - t0
+        result.admitted_window, result.finished_window = dict(self.admitted_window), dict(self.finished_window)
+        result.refused = dict(self.refused)
         return result
 
     def _window(self, window: int, after_submit: Callable | None) -> tuple[WindowReport, list]:
@@ -338,7 +492,10 @@ class LoRAPipeline:
         sched = lorapp_schedule(d, [LaneWork(cap, len(steps[0])) for steps in data],
                                 forward_cost=costs, backward_cost=[2 * c for c in costs],
                                 max_in_flight=self.cfg.pipeline.in_flight_cap)
-        busy0 = [s["busy_s"] for s in ray.get([st.stats.remote() for st in self.stages])]
+        shapes = {op: tuple(data[op.lane][op.step][op.micro][1].shape) for op in sched.order[0]}
+        predicted = self.memory.predict_order(sched.order, shapes.__getitem__,
+                                              [self._request(self.tasks[n]) for n in jobs])
+        busy0 = [s.busy_s for s in ray.get([st.stats.remote() for st in self.stages])]  # also starts a peak window
         t0 = time.perf_counter()
         refs: dict[tuple, Any] = {}
         puts: dict[tuple, tuple] = {}
@@ -380,18 +537,21 @@ class LoRAPipeline:
                 self._loss_gauge.set(jobs[n].losses[-1], tags={"adapter": n})
                 self._step_gauge.set(jobs[n].step, tags={"adapter": n})
         stats = ray.get([st.stats.remote() for st in self.stages])
-        for st_stats in stats:
-            for rows, seq, nbytes in st_stats["activations"]:
-                self.memory.observe(rows, seq, nbytes)
-        idle = [max(0.0, 1.0 - (s["busy_s"] - b) / seconds) for s, b in zip(stats, busy0)]
+        peaks = [StagePeak(p.total, s.peak_bytes, b) for p, s, b in zip(predicted, stats, self.policy.budgets)]
+        for i, (st_stats, p) in enumerate(zip(stats, predicted)):
+            self.memory.observe_activations(i, st_stats.activations)
+            self.memory.observe_peak(i, p, st_stats.peak_bytes)
+        idle = [max(0.0, 1.0 - (s.busy_s - b) / seconds) for s, b in zip(stats, busy0)]
         for i, f in enumerate(idle):
             self._idle.set(f, tags={"stage": str(i)})
         self._tokens.inc(tokens)
         last = {n: jobs[n].losses[-1] for n in jobs}
         self._log(f"window {window}: {cap} steps x {len(lanes)} lanes in {seconds:.1f}s, "
                   f"{tokens / seconds:.0f} tok/s, idle {['%.2f' % f for f in idle]} | "
-                  + " ".join(f"{n}@{jobs[n].step}/{jobs[n].total_steps}={v:.3f}" for n, v in last.items()))
-        return WindowReport(window, seconds, tokens, idle, last), ckpt_refs
+                  + " ".join(f"{n}@{jobs[n].step}/{jobs[n].total_steps}={v:.3f}" for n, v in last.items())
+                  + " | peak MB (predicted/measured) " + ", ".join(
+                      f"{p.predicted_bytes / MB:.0f}/{p.measured_bytes / MB:.0f}" for p in peaks))
+        return WindowReport(window, seconds, tokens, idle, last, tuple(sorted(jobs)), peaks), ckpt_refs
 
     def shutdown(self) -> None:
         for st in self.stages:

@@ -24,6 +24,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from raystack.mlora.frozen import FrozenLinear, dtype_device
+
 AdapterKind = Literal["lora", "dora"]
 DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj")
 
@@ -68,17 +70,17 @@ def _stable_seed(*parts: object) -> int:
 class AdapterWeights(nn.Module):
     """One adapter's trainable tensors on one linear layer: A [r, in], B [out, r], DoRA magnitude."""
 
-    def __init__(self, spec: AdapterSpec, base: nn.Linear, path: str) -> None:
+    def __init__(self, spec: AdapterSpec, base: nn.Linear | FrozenLinear, path: str) -> None:
         super().__init__()
         self.spec = spec
+        dtype, device = dtype_device(base)
         g = torch.Generator().manual_seed(_stable_seed(spec.seed, spec.name, path, "init"))
-        a = torch.empty(spec.r, base.in_features, dtype=base.weight.dtype)
+        a = torch.empty(spec.r, base.in_features, dtype=dtype)
         bound = 1.0 / math.sqrt(base.in_features)  # kaiming_uniform(a=sqrt(5)) bound, as nn.Linear
         a.uniform_(-bound, bound, generator=g)
         # Initialised on the CPU generator (the same numbers on every device), then moved to the base's device.
-        self.lora_A = nn.Parameter(a.to(base.weight.device))
-        self.lora_B = nn.Parameter(torch.zeros(base.out_features, spec.r, dtype=base.weight.dtype,
-                                               device=base.weight.device))
+        self.lora_A = nn.Parameter(a.to(device))
+        self.lora_B = nn.Parameter(torch.zeros(base.out_features, spec.r, dtype=dtype, device=device))
         if spec.kind == "dora":
             with torch.no_grad():
                 norm = torch.linalg.norm(base.weight.detach() + spec.scaling * (self.lora_B @ self.lora_A), dim=1)
@@ -115,9 +117,10 @@ class AdapterWeights(nn.Module):
 
 
 class BatchLoRALinear(nn.Module):
-    """A frozen ``nn.Linear`` plus any number of adapters, each applied to its own rows."""
+    """A frozen ``nn.Linear`` (or quantised/sharded :class:`FrozenLinear`) plus any number of
+    adapters, each applied to its own rows."""
 
-    def __init__(self, base: nn.Linear, path: str, ctx: BatchContext) -> None:
+    def __init__(self, base: nn.Linear | FrozenLinear, path: str, ctx: BatchContext) -> None:
         super().__init__()
         self.base = base
         self.path = path
@@ -175,7 +178,7 @@ class BatchLoRAModel(nn.Module):
         found = []
         for name, module in self.base_model.named_modules():
             short = name.rsplit(".", 1)[-1]
-            if short in spec.target_modules and isinstance(module, (nn.Linear, BatchLoRALinear)):
+            if short in spec.target_modules and isinstance(module, (nn.Linear, FrozenLinear, BatchLoRALinear)):
                 found.append((name, module))
         return found
 
@@ -186,7 +189,7 @@ class BatchLoRAModel(nn.Module):
         if not spec.name.isidentifier():
             raise ValueError(f"adapter name {spec.name!r} must be an identifier")
         for name, module in self._targets(spec):
-            if isinstance(module, nn.Linear):
+            if not isinstance(module, BatchLoRALinear):
                 parent_name, _, child = name.rpartition(".")
                 parent = self.base_model.get_submodule(parent_name) if parent_name else self.base_model
                 module = BatchLoRALinear(module, name, self.ctx)

@@ -9,10 +9,12 @@ synthetic tasks on the tiny base.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Optional
 
+from raystack.comm.network import NetworkModel
 from raystack.config import ConfigError, load_config
 from raystack.devices import Device
 from raystack.data.sft import SYNTHETIC_TASKS, Example, file_examples, synthetic_examples
@@ -99,22 +101,36 @@ class PipelineConfig:
     lanes: Optional[int] = None
     max_restarts: int = 2  # per stage actor failure, before giving up
     device: Device = "auto"  # auto: stages on GPUs when the cluster has any
+    # simulated link between consecutive stages (activations forward, gradients back), for
+    # experiments: per-transfer latency and bandwidth; 0 bandwidth means unlimited
+    link_latency_s: float = 0.0
+    link_bandwidth_bytes_per_s: float = 0.0
 
     @property
     def in_flight_cap(self) -> int:
         return self.max_in_flight if self.max_in_flight is not None else self.stages + 1
 
+    @property
+    def link(self) -> NetworkModel:
+        """The simulated link between consecutive stages (ideal unless the link fields say)."""
+        bw = self.link_bandwidth_bytes_per_s
+        return NetworkModel(self.link_latency_s, bw if bw > 0 else math.inf)
+
 
 @dataclass
 class SchedulerConfig:
     max_concurrent: int = 8
-    memory_budget_mb: float = 4096.0
+    # each stage's memory budget: peak RSS of the stage process on the CPU, peak CUDA allocator
+    # bytes on a GPU; None: the stage's share of its node's memory (CPU) or of its GPU
+    memory_budget_mb: Optional[float] = None
+    memory_margin: float = 0.1  # admit only if predicted peak x (1 + margin) <= budget
     strict_priority: bool = False
 
 
 @dataclass
 class MLoRAConfig:
     base: str = "tiny-1m"
+    quantize: Optional[Literal["int8"]] = None  # the frozen base's linear layers; adapters stay full precision
     seed: int = 0
     output_dir: str = "runs/mlora"
     datasets: list[DatasetConfig] = field(default_factory=lambda: [
@@ -211,6 +227,16 @@ def _validate(cfg: MLoRAConfig) -> None:
         raise ConfigError("pipeline.max_in_flight", "must be >= 1 (or null for stages + 1)")
     if cfg.scheduler.max_concurrent < 1:
         raise ConfigError("scheduler.max_concurrent", "must be >= 1")
+    if cfg.scheduler.memory_budget_mb is not None and cfg.scheduler.memory_budget_mb <= 0:
+        raise ConfigError("scheduler.memory_budget_mb", f"must be > 0 (or null for the device's share), "
+                                                        f"got {cfg.scheduler.memory_budget_mb}")
+    if cfg.scheduler.memory_margin < 0:
+        raise ConfigError("scheduler.memory_margin", f"must be >= 0, got {cfg.scheduler.memory_margin}")
+    if cfg.pipeline.link_latency_s < 0:
+        raise ConfigError("pipeline.link_latency_s", f"must be >= 0, got {cfg.pipeline.link_latency_s}")
+    if cfg.pipeline.link_bandwidth_bytes_per_s < 0:
+        raise ConfigError("pipeline.link_bandwidth_bytes_per_s",
+                          f"must be > 0, or 0 for unlimited, got {cfg.pipeline.link_bandwidth_bytes_per_s}")
 
 
 def check_against_model(cfg: MLoRAConfig, linear_names: set[str], num_units: int) -> None:

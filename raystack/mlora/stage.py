@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from raystack.mlora.batchlora import AdapterSpec, BatchLoRAModel, Segment, per_adapter_loss
+from raystack.mlora.probe import SavedTensorMeter, release_freed_memory
 
 
 @dataclass(frozen=True)
@@ -64,18 +65,6 @@ class MicroBatch:
     step_adapters: tuple[str, ...] = ()  # adapters whose step ends with this micro-batch
 
 
-def _release_freed_memory() -> None:
-    """Return the dropped layers' memory to the OS (glibc keeps freed heap otherwise)."""
-    import ctypes
-    import gc
-
-    gc.collect()
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except OSError:
-        pass
-
-
 class StageModel:
     """Units ``[start, end)`` of ``base`` plus adapters; forward/backward/step of micro-batches."""
 
@@ -99,7 +88,7 @@ class StageModel:
             base.lm_head = None
         self.base = base
         self.device = next(base.parameters()).device
-        _release_freed_memory()
+        release_freed_memory()  # the dropped layers' memory back to the OS
         self.model = BatchLoRAModel(base).train()
         self.optims: dict[str, torch.optim.Optimizer] = {}
         self.optim_specs: dict[str, OptimSpec] = {}
@@ -162,18 +151,12 @@ class StageModel:
         if labels is not None:
             labels = labels.to(self.device)
         inp = x if self.first else x.detach().requires_grad_(True)
-        saved = [0]
-
-        def pack(t: torch.Tensor) -> torch.Tensor:
-            saved[0] += t.numel() * t.element_size()
-            return t
-
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), self.model.segments(mb.segments):
+        with SavedTensorMeter(self.model) as saved, self.model.segments(mb.segments):
             out = self._run(inp)
             if self.last:
                 losses = per_adapter_loss(out, labels, mb.segments, mb.denominators)
                 out = sum(losses.values())
-        self.activation_bytes.append((int(x.shape[0]), int(x.shape[1]), saved[0]))
+        self.activation_bytes.append((int(x.shape[0]), int(x.shape[1]), saved.bytes))
         self.saved[mb.key] = (None if self.first else inp, out)
         if self.last:
             return {k: v.item() for k, v in losses.items()}

@@ -1,0 +1,131 @@
+"""Quantised frozen bases for LoRA training: int8 weight-only, applied after loading.
+
+:func:`quantize_base` swaps the ``nn.Linear`` layers of a loaded model's decoder layers for
+:class:`Int8Linear` (symmetric int8 per output row, one float scale per row: a quarter of the
+fp32 bytes). The embedding, the norms and ``lm_head`` stay in full precision, as QLoRA leaves
+them; adapters train in full precision on top; exported adapters load on the full-precision
+base unchanged (they hold only A, B and DoRA magnitudes).
+
+The forward turns one layer's int8 weight into the activations' dtype, multiplies, and drops
+it: a dense transient of one layer at a time. On this CPU that ran a 128x1024 by 1024x2816
+product in 8.3 ms against 6.3 ms in fp32, while ``torch.ops.aten._weight_int8pack_mm`` (the
+int8 weight-only kernel torch ships for decoding) took 549 ms in fp32 and 13.8 ms with bf16
+activations at that size: it is built for a few rows, not training micro-batches. The
+backward gives the input's gradient only (the weight is frozen) and converts the weight again
+rather than keeping a float copy for it.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from raystack.mlora.frozen import FrozenLinear
+
+log = logging.getLogger(__name__)
+
+QUANT_MODES = ("int8",)
+INT8_MAX = 127
+
+
+class _Int8LinearFn(torch.autograd.Function):
+    """``y = (x q^T) * scale + bias`` with ``q`` int8; gradient for ``x`` only."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, q: torch.Tensor, scale: torch.Tensor,
+                bias: torch.Tensor | None) -> torch.Tensor:
+        ctx.save_for_backward(q, scale)
+        y = F.linear(x, q.to(x.dtype)) * scale.to(x.dtype)
+        return y if bias is None else y + bias.to(x.dtype)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, None, None, None]:
+        q, scale = ctx.saved_tensors
+        if not ctx.needs_input_grad[0]:
+            return None, None, None, None
+        return (grad * scale.to(grad.dtype)) @ q.to(grad.dtype), None, None, None
+
+
+class Int8Linear(FrozenLinear):
+    """A frozen linear layer stored as int8 with one scale per output row."""
+
+    def __init__(self, qweight: torch.Tensor, scale: torch.Tensor, bias: torch.Tensor | None,
+                 dtype: torch.dtype) -> None:
+        super().__init__()
+        self.out_features, self.in_features = qweight.shape
+        self.register_buffer("qweight", qweight)
+        self.register_buffer("scale", scale)
+        self.register_buffer("bias", bias)
+        self._dtype = dtype
+
+    @classmethod
+    def from_linear(cls, linear: nn.Linear) -> "Int8Linear":
+        """Quantise ``linear``'s weight: ``round(w / s)`` with ``s = max|w_row| / 127``."""
+        w = linear.weight.detach()
+        scale = (w.abs().amax(dim=1).float() / INT8_MAX).clamp(min=torch.finfo(torch.float32).tiny)
+        q = torch.round(w.float() / scale[:, None]).clamp(-INT8_MAX, INT8_MAX).to(torch.int8)
+        bias = None if linear.bias is None else linear.bias.detach().clone()
+        return cls(q, scale, bias, w.dtype)
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self._dtype
+
+    @property
+    def device(self) -> torch.device:
+        return self.qweight.device
+
+    @property
+    def weight(self) -> torch.Tensor:
+        return (self.qweight.to(torch.float32) * self.scale[:, None]).to(self._dtype)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return _Int8LinearFn.apply(x, self.qweight, self.scale, self.bias)
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}, int8 per-row"
+
+
+@dataclass(frozen=True)
+class QuantReport:
+    """What :func:`quantize_base` changed."""
+
+    mode: str
+    layers: int  # linear layers swapped
+    bytes_before: int  # their weights' bytes in the original dtype
+    bytes_after: int  # int8 weights + scales (+ biases)
+
+    @property
+    def ratio(self) -> float:
+        return self.bytes_after / self.bytes_before if self.bytes_before else 1.0
+
+
+def quantize_base(model: nn.Module, mode: str = "int8") -> QuantReport:
+    """Swap every ``nn.Linear`` inside ``model.model.layers`` (the decoder layers; a pipeline
+    stage's missing layers are skipped) for its quantised form, in place, one at a time."""
+    if mode not in QUANT_MODES:
+        raise ValueError(f"quantize must be one of {list(QUANT_MODES)}, got {mode!r}")
+    count = before = after = 0
+    for layer in model.model.layers:
+        for name, module in list(layer.named_modules()):
+            if not isinstance(module, nn.Linear):
+                continue
+            parent_name, _, child = name.rpartition(".")
+            parent = layer.get_submodule(parent_name) if parent_name else layer
+            q = Int8Linear.from_linear(module)
+            setattr(parent, child, q)
+            count += 1
+            before += sum(p.numel() * p.element_size() for p in module.parameters())
+            after += sum(b.numel() * b.element_size() for b in q.buffers())
+    for p in model.parameters():  # what stayed in full precision is frozen too
+        p.requires_grad_(False)
+        # copied off a memory-mapped checkpoint: while any tensor maps the file, the pages of
+        # the replaced float weights stay resident too (a stage held 613 MB, not 417 MB)
+        p.data = p.data.clone()
+    log.info("quantised %d linear layers to %s: %.1f MB -> %.1f MB", count, mode, before / 2**20, after / 2**20)
+    return QuantReport(mode, count, before, after)
