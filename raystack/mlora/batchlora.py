@@ -49,11 +49,13 @@ class AdapterSpec:
 
 @dataclass(frozen=True)
 class Segment:
-    """Rows ``[start, end)`` of the batch belong to adapter ``adapter``."""
+    """Rows ``[start, end)`` of the batch belong to adapter ``adapter``; ``length``: how many
+    positions they would have alone (None: all), when a shared micro-batch pads them further."""
 
     adapter: str
     start: int
     end: int
+    length: int | None = None
 
 
 @dataclass
@@ -89,14 +91,21 @@ class AdapterWeights(nn.Module):
             self.magnitude = None
         self.dropout_rng = torch.Generator().manual_seed(_stable_seed(spec.seed, spec.name, path, "dropout"))
 
-    def delta(self, x: torch.Tensor, base: nn.Linear, base_out: torch.Tensor, training: bool) -> torch.Tensor:
-        """The adapter's additive update on its rows ``x`` (``base_out`` = base(x) on those rows)."""
+    def delta(self, x: torch.Tensor, base: nn.Linear | FrozenLinear, base_out: torch.Tensor, training: bool,
+              length: int | None = None) -> torch.Tensor:
+        """The adapter's additive update on its rows ``x`` (``base_out`` = base(x) on those rows;
+        positions from ``length`` on are padding another adapter's longer rows added)."""
         spec = self.spec
         dropped = training and spec.dropout > 0.0
         if dropped:
-            # The mask comes from the adapter's CPU generator, so it is the same on CPU and GPU.
-            keep = (torch.rand(x.shape, generator=self.dropout_rng) >= spec.dropout).to(x.device, x.dtype)
-            x = x * keep / (1.0 - spec.dropout)
+            # The mask comes from the adapter's CPU generator, so it is the same on CPU and GPU,
+            # and is drawn for the adapter's own positions only: the same masks alone or batched.
+            pad = 0 if length is None or x.dim() < 3 else x.shape[-2] - length
+            keep = (torch.rand((*x.shape[:-2], x.shape[-2] - pad, x.shape[-1]) if pad else x.shape,
+                               generator=self.dropout_rng) >= spec.dropout).to(x.dtype)
+            if pad:
+                keep = torch.cat([keep, keep.new_ones((*x.shape[:-2], pad, x.shape[-1]))], dim=-2)
+            x = x * keep.to(x.device) / (1.0 - spec.dropout)
         lora = F.linear(F.linear(x, self.lora_A), self.lora_B)
         if self.magnitude is None:
             return lora * spec.scaling
@@ -146,7 +155,7 @@ class BatchLoRALinear(nn.Module):
             if s.start > pos:
                 pieces.append(out.new_zeros((s.start - pos, *out.shape[1:])))
             w = self.adapters[s.adapter]
-            pieces.append(w.delta(x[s.start : s.end], self.base, out[s.start : s.end], self.training))
+            pieces.append(w.delta(x[s.start : s.end], self.base, out[s.start : s.end], self.training, s.length))
             pos = s.end
         if pos < n:
             pieces.append(out.new_zeros((n - pos, *out.shape[1:])))

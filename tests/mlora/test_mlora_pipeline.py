@@ -6,6 +6,7 @@ import pytest
 import ray
 import torch
 
+from raystack.config import config_to_dict
 from raystack.mlora.config import load_mlora_config
 from raystack.mlora.export import read_peft
 from raystack.mlora.jobs import form_lanes
@@ -139,3 +140,25 @@ def test_device_cuda_on_a_cluster_without_gpus_fails_before_any_stage_starts(ray
     cfg.pipeline.device = "bogus"
     with pytest.raises(ValueError, match="device must be 'auto', 'cpu' or 'cuda'"):
         LoRAPipeline(cfg, progress=False)
+
+
+def test_one_lane_carries_three_adapters_rows_through_two_stages_as_if_each_trained_alone(ray_cluster, tmp_path):
+    """BatchLoRA inside the stages: with one lane, every micro-batch holds the rows of three
+    adapters (LoRA with dropout, DoRA, LoRA with SGD and a schedule); each adapter ends with the
+    weights it gets trained alone in one process."""
+    from raystack.actors.mlora import LoRAPipeline
+
+    cfg = _cfg(tmp_path)  # rev: 6 steps of 2 micro-batches, srt: 6 of 1, cpy: 3 of 2
+    cfg.pipeline.lanes = 1
+    pipe = LoRAPipeline(cfg, progress=False)
+    try:
+        result = pipe.run()
+    finally:
+        pipe.shutdown()
+    assert result.windows[0].lanes == (("cpy", "rev", "srt"),)  # three adapters' rows in each micro-batch
+    alone = {}
+    for task in cfg.tasks:
+        solo = load_mlora_config({**config_to_dict(cfg), "tasks": [config_to_dict(task)]})
+        stage, _ = train_single_process(solo)
+        alone[task.adapter] = stage.model.adapter_state(task.adapter)
+    _assert_same(result, alone, ["cpy", "rev", "srt"])
