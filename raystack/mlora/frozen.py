@@ -39,3 +39,11 @@ def dtype_device(linear: nn.Module) -> tuple[torch.dtype, torch.device]:
     if isinstance(linear, FrozenLinear):
         return linear.dtype, linear.device
     return linear.weight.dtype, linear.weight.device
+
+
+def copy_off_checkpoint(model: nn.Module) -> None:
+    """Copy every parameter into the process's own memory. A stage loaded from a safetensors
+    file maps it: while any tensor maps the file, the pages of weights since replaced (by
+    quantised or sharded forms) stay resident too (a 4-layer stage held 613 MB, not 417 MB)."""
+    for p in model.parameters():
+        p.data = p.data.clone()
