@@ -52,11 +52,12 @@ def test_int8_base_logits_within_the_stated_bound_of_fp32():
     assert 1e-4 < rms < LOGIT_RMS_BOUND and kl < KL_BOUND
 
 
-def test_int8_layers_give_adapters_the_gradients_of_their_dequantised_weights():
+@pytest.mark.parametrize("block", [2**21, 1000])  # whole layers; blocks of 7 rows of 128 or 2 of 352
+def test_int8_layers_give_adapters_the_gradients_of_their_dequantised_weights(block):
     """The int8 layer's own backward (input gradient only) against autograd through nn.Linear
     holding the same, dequantised weights: adapters train identically."""
     int8 = build_model("tiny-1m")
-    quantize_base(int8)
+    quantize_base(int8, block=block)
     dense = copy.deepcopy(int8)
     for layer in dense.model.layers:
         for name, m in list(layer.named_modules()):
