@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-import psutil
 import ray
 import torch
 
@@ -28,13 +27,13 @@ from raystack.config import config_to_dict
 from raystack.data.tokenizer import ByteTokenizer
 from raystack.devices import cluster_gpus, local_device, plan_devices, to_cpu
 from raystack.mlora.balance import StagePlan, measured_costs, param_costs, partition
-from raystack.mlora.batchlora import AdapterSpec, Segment
 from raystack.mlora.config import AdapterConfig, DatasetConfig, MLoRAConfig, TaskConfig
 from raystack.mlora.export import load_checkpoint, save_checkpoint, save_peft
 from raystack.mlora.jobs import JobState, form_lanes, lane_step
 from raystack.mlora.link import InboundLink, Transfer
-from raystack.mlora.memory import (MB, AdmissionPolicy, JobRequest, PipelineMemoryModel, StageLoad,
-                                   activation_prior, calibration_shapes, job_request)
+from raystack.mlora.footprint import Calibration, calibrate, default_budgets, device_capacity
+from raystack.mlora.memory import (MB, AdmissionPolicy, JobRequest, PipelineMemoryModel, activation_prior,
+                                   calibration_shapes, job_request)
 from raystack.mlora.probe import MemoryProbe, release_freed_memory, trim_heap
 from raystack.mlora.quantize import QuantReport, quantize_base
 from raystack.mlora.schedule import LaneWork, lorapp_schedule
@@ -42,7 +41,6 @@ from raystack.mlora.stage import MicroBatch, OptimSpec, StageModel, load_stage_b
 from raystack.mlora.trainer import build_base, check_config, make_jobs
 
 ACTOR_ERRORS = (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError)
-PROBE_ADAPTER = "memory_probe"  # the throwaway adapter a stage measures its activations with
 
 
 @dataclass(frozen=True)
@@ -55,16 +53,6 @@ class StageInfo:
     fixed_bytes: int  # with its base slice loaded (and quantised), no adapter
     capacity_bytes: int  # its device's memory: the host's RAM, or the GPU's
     quantized: QuantReport | None = None
-
-
-@dataclass(frozen=True)
-class Calibration:
-    """What one micro-batch of each probe shape kept for backward, and the peak they reached."""
-
-    samples: list[tuple[int, int, int]]  # (rows, tokens, bytes saved for backward)
-    resident_bytes: int  # before the probe micro-batches
-    peak_bytes: int
-    fixed_bytes: int  # after, with the probe adapter dropped
 
 
 @dataclass(frozen=True)
@@ -95,11 +83,8 @@ class PipelineStage:
         base.to(device)  # cuda when the pipeline gave this stage a GPU
         self.stage = StageModel(base, start, end)
         release_freed_memory()
-        self.probe.reset_peak()
-        capacity = (torch.cuda.get_device_properties(device).total_memory if self.probe.on_gpu
-                    else psutil.virtual_memory().total)
         self.info = StageInfo(os.getpid(), ray.get_runtime_context().get_node_id(), runtime, self.probe.current(),
-                              capacity, quantized)
+                              device_capacity(device), quantized)
         network = NetworkModel(cfg.get("link_latency_s", 0.0), cfg.get("link_bandwidth_bytes_per_s") or math.inf)
         self.simulate_link = not network.is_ideal
         self.from_prev, self.from_next = InboundLink(network), InboundLink(network)
@@ -110,27 +95,8 @@ class PipelineStage:
         return self.info
 
     def calibrate(self, shapes: list[tuple[int, int]], targets: list[str], r: int) -> Calibration:
-        """Run one throwaway micro-batch of each ``(rows, tokens)`` shape forward and backward
-        with a probe adapter on ``targets``: the memory model's first activation samples."""
-        st, conf = self.stage, self.stage.base.config
-        st.add_adapter(AdapterSpec(PROBE_ADAPTER, r=r, alpha=float(r), target_modules=tuple(targets)), OptimSpec())
-        g = torch.Generator().manual_seed(self.index)
-        for measured in (False, True):  # the first pass pays one-off costs (thread pools, caches)
-            release_freed_memory()
-            resident = self.probe.current()
-            self.probe.reset_peak()
-            for i, (rows, seq) in enumerate(shapes):
-                x = (torch.randint(0, conf.vocab_size, (rows, seq), generator=g) if st.first
-                     else torch.randn(rows, seq, conf.hidden_size, generator=g))
-                labels = torch.randint(0, conf.vocab_size, (rows, seq), generator=g) if st.last else None
-                mb = MicroBatch(("calibrate", i), [Segment(PROBE_ADAPTER, 0, rows)], {PROBE_ADAPTER: float(rows * seq)})
-                out = st.forward(mb, x, labels)
-                st.backward(mb, None if st.last else torch.randn(out.shape, generator=g))
-        peak = self.probe.peak()
-        samples, st.activation_bytes = st.activation_bytes[-len(shapes):], []
-        st.remove_adapter(PROBE_ADAPTER)
-        release_freed_memory()
-        return Calibration(samples, resident, peak, self.probe.current())
+        """The memory model's first samples: throwaway micro-batches of each shape."""
+        return calibrate(self.stage, self.probe, shapes, targets, r, seed=self.index)
 
     def add_adapter(self, cfg: dict, optim: OptimSpec, ckpt: dict | None = None) -> None:
         a = AdapterConfig(**cfg)
@@ -407,14 +373,11 @@ class LoRAPipeline:
         r = max(a.r for a in self.cfg.adapters)
         shapes = calibration_shapes(max(t.cutoff_len for t in self.cfg.tasks))
         for i, cal in enumerate(ray.get([st.calibrate.remote(shapes, targets, r) for st in self.stages])):
-            self.memory.observe_activations(i, cal.samples)
-            largest = max(self.memory.activations[i].predict(rows, seq) for rows, seq, _ in cal.samples)
-            self.memory.observe_peak(i, StageLoad(cal.resident_bytes, 0.0, largest, largest, 1.0), cal.peak_bytes)
-            self.memory.set_fixed(i, cal.fixed_bytes)
+            self.memory.calibrate(i, cal)
         if self.cfg.scheduler.memory_budget_mb is None:
-            sharing = [sum(o.node_id == info.node_id for o in self.stage_info) for info in self.stage_info]
-            share = [self.devices.gpus_per_actor if self.devices.uses_gpu else 1.0 / n for n in sharing]
-            self.policy.budgets = [info.capacity_bytes * f for info, f in zip(self.stage_info, share)]
+            self.policy.budgets = default_budgets([i.capacity_bytes for i in self.stage_info],
+                                                  [i.node_id for i in self.stage_info],
+                                                  self.devices.gpus_per_actor if self.devices.uses_gpu else None)
 
     def _recover(self) -> None:
         for i, st in enumerate(self.stages):

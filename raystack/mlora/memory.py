@@ -33,6 +33,7 @@ import numpy as np
 from torch import nn
 
 from raystack.mlora.config import AdapterConfig, TaskConfig
+from raystack.mlora.footprint import Calibration
 from raystack.mlora.jobs import form_lanes
 from raystack.mlora.schedule import LaneWork, Op, lorapp_schedule
 
@@ -189,6 +190,14 @@ class PipelineMemoryModel:
     def set_fixed(self, stage: int, nbytes: float) -> None:
         """The stage's measured footprint with its base and no adapter."""
         self.fixed[stage] = float(nbytes)
+
+    def calibrate(self, stage: int, cal: Calibration) -> None:
+        """Learn from a stage's calibration: activation samples, a first peak ratio (one
+        micro-batch in flight: held and working are the same bytes), the footprint."""
+        self.observe_activations(stage, cal.samples)
+        largest = max(self.activations[stage].predict(rows, seq) for rows, seq, _ in cal.samples)
+        self.observe_peak(stage, StageLoad(cal.resident_bytes, 0.0, largest, largest, 1.0), cal.peak_bytes)
+        self.set_fixed(stage, cal.fixed_bytes)
 
     def observe_activations(self, stage: int, samples: Sequence[tuple[int, int, float]]) -> None:
         """``(rows, tokens, bytes saved for backward)`` of micro-batches the stage ran."""
