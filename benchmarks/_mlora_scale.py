@@ -48,6 +48,21 @@ class ScaleBench:
         return ray.get(ray.remote(self.make_base).options(num_cpus=0.01).remote(self.tmp / name, **size))
 
 
+def _measured_run(ctx: ScaleBench, cfg) -> tuple:
+    """A fresh pipeline for ``cfg``, run with the driver's and the stages' RSS sampled;
+    returns the result, the pipeline (stopped) and the peak bytes."""
+    from raystack.actors.mlora import LoRAPipeline
+
+    pipe = LoRAPipeline(cfg, progress=False)
+    try:
+        pipe.start()
+        with PeakRSS([ctx.driver_pid, *pipe.pids], alone=[ctx.driver_pid]) as mem:
+            res = pipe.run()
+    finally:
+        pipe.shutdown()
+    return res, pipe, mem.peak_bytes
+
+
 def _params(base: str) -> int:
     from transformers import AutoConfig, AutoModelForCausalLM
 
@@ -197,8 +212,6 @@ def _peft_drift(base: str, adapters: dict[str, str]) -> dict:
 
 
 def run_int8(ctx: ScaleBench) -> Report:
-    from raystack.actors.mlora import LoRAPipeline
-
     q = ctx.quick
     size = dict(hidden=128, layers=4, inter=352, heads=4) if q else INT8_BASE
     steps, batch, micro, seq = (2, 2, 1, 32) if q else INT8_RUN
@@ -211,13 +224,7 @@ def run_int8(ctx: ScaleBench) -> Report:
         cfg = ctx.mlora_cfg(base, data, str(ctx.tmp / f"q_{arm}"), steps, batch, micro, seq)
         cfg.quantize = quant
         cfg.adapters = [type(a)(**{**a.__dict__, "lr": 1e-3}) for a in cfg.adapters]  # enough to move the loss
-        pipe = LoRAPipeline(cfg, progress=False)
-        try:
-            pipe.start()
-            with PeakRSS([ctx.driver_pid, *pipe.pids], alone=[ctx.driver_pid]) as mem:
-                res = pipe.run()
-        finally:
-            pipe.shutdown()
+        res, pipe, peak_bytes = _measured_run(ctx, cfg)
         peaks = [max(w.memory[s].measured_bytes for w in res.windows) for s in range(2)]
         runtime = [info.runtime_bytes for info in pipe.stage_info]
         runs[arm] = dict(seconds=res.seconds, tokens_per_s=res.tokens / res.seconds, answer_loss=_answer_loss(res),
@@ -225,7 +232,7 @@ def run_int8(ctx: ScaleBench) -> Report:
                          stage_runtime_mb=[r / MB for r in runtime],
                          stage_above_runtime_mb=[(p - r) / MB for p, r in zip(peaks, runtime)],
                          stage_fixed_mb=[f / MB for f in pipe.memory.fixed],  # after calibration: weights paged in
-                         total_peak_mb=mem.peak_bytes / MB, adapters=res.adapters,
+                         total_peak_mb=peak_bytes / MB, adapters=res.adapters,
                          quantized_mb=[(i.quantized.bytes_before / MB, i.quantized.bytes_after / MB)
                                        if i.quantized else None for i in pipe.stage_info])
         print(f"(int8) {arm}: {res.seconds:.1f}s, loss {runs[arm]['answer_loss']:.4f}, stage above runtime "
@@ -249,7 +256,6 @@ def run_int8(ctx: ScaleBench) -> Report:
 
 # -- fsdp -------------------------------------------------------------------------------------
 def run_fsdp(ctx: ScaleBench) -> Report:
-    from raystack.actors.mlora import LoRAPipeline
     from raystack.actors.mlora_fsdp import FSDPLoRATrainer
     from raystack.comm import NetworkModel
 
@@ -271,16 +277,10 @@ def run_fsdp(ctx: ScaleBench) -> Report:
         return cfg
 
     def pipeline(stages: int, network: NetworkModel, tag: str) -> dict:
-        pipe = LoRAPipeline(cfg_for(f"pp_{tag}", stages, network), progress=False)
-        try:
-            pipe.start()
-            with PeakRSS([ctx.driver_pid, *pipe.pids], alone=[ctx.driver_pid]) as mem:
-                res = pipe.run()
-        finally:
-            pipe.shutdown()
+        res, _, peak_bytes = _measured_run(ctx, cfg_for(f"pp_{tag}", stages, network))
         return dict(seconds=res.seconds, tokens_per_s=res.tokens / res.seconds,
                     mean_completion_s=statistics.mean(res.completion_s.values()), losses=res.losses,
-                    peak_memory_mb=mem.peak_bytes / MB)
+                    peak_memory_mb=peak_bytes / MB)
 
     def fsdp(world: int, network: NetworkModel, tag: str) -> dict:
         trainer = FSDPLoRATrainer(cfg_for(f"fsdp_{tag}", 2, network), world, network)

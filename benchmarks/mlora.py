@@ -437,7 +437,7 @@ def run_pipeline(cfg, pipe=None):
     else:
         pipe.out = Path(cfg.output_dir)
         pipe.policy.max_concurrent = cfg.scheduler.max_concurrent
-        pipe.cfg.pipeline.lanes = cfg.pipeline.lanes
+        pipe.cfg.pipeline.lanes = pipe.memory.max_lanes = cfg.pipeline.lanes
         pipe.finished.clear()
         for t in cfg.tasks:
             pipe.add_task(t)
