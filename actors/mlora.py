@@ -133,6 +133,7 @@ class PipelineStage:
         self._busy_metric.inc(dt, tags={"stage": str(self.index)})
 
     def checkpoint(self, names: list[str]) -> dict[str, dict]:
+        trim_heap()  # the window's freed activations: else the copies below come on top (-190 MB, 607M int8 base)
         return to_cpu({n: self.stage.checkpoint(n) for n in names})
 
     def stats(self) -> StageStats:
