@@ -260,14 +260,19 @@ def run_int8(ctx: ScaleBench) -> Report:
 
 
 # -- fsdp -------------------------------------------------------------------------------------
+FSDP_BASE = dict(hidden=512, layers=4, inter=1408, heads=8)  # 13M parameters, 12.8 MB a layer
+FSDP_RUN = (4, 4, 2, 64)  # steps, batch rows, micro-batch rows (the pipeline's), tokens
+# the link: one decoder layer's weights take r x one FSDP step of compute to move (0: ideal)
+FSDP_LINKS = [0.0, 0.1, 0.3, 1.0]
+FSDP_WORLDS = (2, 4)  # FSDP workers, and pipeline stages, at the slowest link
 def run_fsdp(ctx: ScaleBench) -> Report:
     from raystack.actors.mlora_fsdp import FSDPLoRATrainer
     from raystack.comm import NetworkModel
 
     q = ctx.quick
-    size = dict(hidden=128, layers=4, inter=352, heads=4) if q else dict(hidden=512, layers=4, inter=1408, heads=8)
-    steps, batch, micro, seq = (2, 2, 1, 32) if q else (4, 4, 2, 64)
-    ratios = [1.0] if q else [0.0, 0.1, 0.3, 1.0]
+    size = dict(hidden=128, layers=4, inter=352, heads=4) if q else FSDP_BASE
+    steps, batch, micro, seq = (2, 2, 1, 32) if q else FSDP_RUN
+    ratios = [1.0] if q else FSDP_LINKS
     base = ctx.base("fsdp_base", **size)
     data = ctx.make_data(ctx.tmp, n=64, seq=seq)
     report = Report("mlora", q, {"base": size, "base_params": _params(base), "steps": steps, "batch": batch,
@@ -317,8 +322,8 @@ def run_fsdp(ctx: ScaleBench) -> Report:
                      "fsdp_2": f2}
         print(f"(fsdp) link {r}: pipeline {p2['seconds']:.1f}s, fsdp(2) {f2['seconds']:.1f}s", flush=True)
     top = max(ratios)
-    worlds = (2,) if q else (2, 4)
-    if not q:
+    worlds = (2,) if q else FSDP_WORLDS
+    if 4 in worlds:
         net = NetworkModel(0.0, layer_bytes / (top * step_s))
         points[top]["fsdp_4"] = fsdp(4, net, "4")
         points[top]["pipeline_4"] = pipeline(4, net, "4")
