@@ -266,16 +266,18 @@ def main() -> None:
     ctx = ScaleBench(args.quick, tmp, make_base, mlora_cfg, make_data, driver_pid())
     runners = {"base": lambda: run_base(args.quick, tmp), "admission": lambda: run_admission(ctx),
                "int8": lambda: run_int8(ctx), "fsdp": lambda: run_fsdp(ctx)}
-    reports = {}
+    reports, seconds = {}, {}
     for part in PARTS:
         if part in parts:
             print(f"=== {part}", flush=True)
+            t0 = time.perf_counter()
             reports[part] = runners[part]()
-    write_merged(reports, args.quick)
+            seconds[part] = round(time.perf_counter() - t0, 1)
+    write_merged(reports, seconds, args.quick)
     shutil.rmtree(tmp, ignore_errors=True)
 
 
-def write_merged(reports: dict[str, Report], quick: bool) -> None:
+def write_merged(reports: dict[str, Report], seconds: dict[str, float], quick: bool) -> None:
     """One results file for all parts: the parts run now replace their own figures; the others'
     are kept from the file (when it holds a run of the same kind, full or quick)."""
     merged = Report("mlora", quick)
@@ -298,7 +300,7 @@ def write_merged(reports: dict[str, Report], quick: bool) -> None:
     for part, rep in reports.items():
         d = rep.as_dict()
         sections[part] = {"arms": list(rep.arms), "targets": list(rep.targets), "notes": rep.notes, "date": d["date"],
-                          "seconds": d["seconds"], "config": rep.config}
+                          "seconds": seconds[part], "config": rep.config}
         merged.arms.update(rep.arms)
         merged.targets.update(rep.targets)
         merged.notes.extend(rep.notes)
