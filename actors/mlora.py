@@ -293,15 +293,8 @@ class LoRAPipeline:
             sub = MLoRAConfig(base=self.cfg.base, seed=self.cfg.seed, datasets=self.cfg.datasets,
                               adapters=self.cfg.adapters, tasks=[task])
             job = make_jobs(sub)[name]
-            self.tasks[name] = task
-            ckpt = load_checkpoint(self._ckpt_path(name))
-            if ckpt is not None and ckpt.get("fingerprint") != self._fingerprint(name):
-                self._log(f"{name}: ignoring the checkpoint in {self.out}, written for another config")
-                self._ckpt_path(name).unlink()  # a failure before this job's first checkpoint must not find it
-                ckpt = None
+            ckpt = self._own_checkpoint(task)
             if ckpt is not None and ckpt.get("finished"):
-                self.finished.add(name)
-                self.resumed_done[name] = str(self.out / "adapters" / name)
                 continue
             self._install(job, ckpt)
             self.running[name] = job
@@ -309,6 +302,21 @@ class LoRAPipeline:
             if ckpt is None:  # no checkpoint needed: a failure before its first one starts it over
                 self._admitted[name] = job.batcher.state_dict()
             self._log(f"admitted {name} ({job.total_steps} steps, from step {job.step})")
+
+    def _own_checkpoint(self, task: TaskConfig) -> dict | None:
+        """The job's checkpoint in ``output_dir`` if written for this config (another config's is
+        deleted); a job it marks finished is recorded as done in an earlier run."""
+        name = task.adapter
+        self.tasks[name] = task
+        ckpt = load_checkpoint(self._ckpt_path(name))
+        if ckpt is not None and ckpt.get("fingerprint") != self._fingerprint(name):
+            self._log(f"{name}: ignoring the checkpoint in {self.out}, written for another config")
+            self._ckpt_path(name).unlink()  # a failure before this job's first checkpoint must not find it
+            return None
+        if ckpt is not None and ckpt.get("finished"):
+            self.finished.add(name)
+            self.resumed_done[name] = str(self.out / "adapters" / name)
+        return ckpt
 
     def _install(self, job: JobState, ckpt: dict | None) -> None:
         acfg = config_to_dict(self.cfg.adapter(job.name))
@@ -400,7 +408,11 @@ class LoRAPipeline:
     def run(self, on_window: Callable[[int, "LoRAPipeline"], None] | None = None,
             after_submit: Callable[[int, "LoRAPipeline"], None] | None = None) -> RunResult:
         """Train until every job (including ones added meanwhile) is done; returns the result."""
-        if not self.stages:
+        for task, _ in list(self.pending):  # done in an earlier run into output_dir: reported, no actor started
+            ckpt = self._own_checkpoint(task)
+            if ckpt is not None and ckpt.get("finished"):
+                self.pending = [(t, a) for t, a in self.pending if t.adapter != task.adapter]
+        if not self.stages and (self.pending or self.running):
             self.start()
         result = RunResult(plan=self.plan)
         self.admitted_window, self.finished_window, self.refused = {}, {}, {}

@@ -6,7 +6,6 @@ import pytest
 import ray
 import torch
 
-from raystack.config import config_to_dict
 from raystack.mlora.config import load_mlora_config
 from raystack.mlora.export import read_peft
 from raystack.mlora.jobs import form_lanes
@@ -52,11 +51,17 @@ def _assert_same(result, reference, names):
         assert any(not torch.equal(ref[k], torch.zeros_like(ref[k])) for k in ref if k.endswith("lora_B"))
 
 
-def test_two_stage_pipeline_matches_single_process_and_admits_live_jobs(ray_cluster, tmp_path, reference):
+def test_shared_lane_through_two_stages_trains_each_adapter_as_alone_and_admits_live_jobs(ray_cluster, tmp_path,
+                                                                                         reference):
+    """One lane: every micro-batch carries three adapters' rows (LoRA with dropout, DoRA, LoRA
+    with SGD and a schedule; BatchLoRA inside each stage) through 2 stage actors, and a fourth
+    job joins the lane while they run; each adapter ends with the weights it gets trained in a
+    lane of its own in one process. (One job per lane, the default, is the killed-stage test's.)"""
     from raystack.actors.mlora import LoRAPipeline
     from raystack.mlora.config import TaskConfig
 
     cfg = _cfg(tmp_path)
+    cfg.pipeline.lanes = 1
     pipe = LoRAPipeline(cfg, progress=False)
     added = []
 
@@ -71,6 +76,7 @@ def test_two_stage_pipeline_matches_single_process_and_admits_live_jobs(ray_clus
     finally:
         pipe.shutdown()
     assert added == [1] and result.restarts == 0
+    assert [w.lanes for w in result.windows[:2]] == [(("cpy", "rev", "srt"),), (("add", "rev", "srt"),)]
     assert sorted(result.adapters) == ["add", "cpy", "rev", "srt"]
     assert all(len(result.losses[n]) == s for n, s in [("rev", 6), ("srt", 6), ("cpy", 3), ("add", 3)])
     _assert_same(result, reference, ["add", "cpy", "rev", "srt"])
@@ -141,24 +147,3 @@ def test_device_cuda_on_a_cluster_without_gpus_fails_before_any_stage_starts(ray
     with pytest.raises(ValueError, match="device must be 'auto', 'cpu' or 'cuda'"):
         LoRAPipeline(cfg, progress=False)
 
-
-def test_one_lane_carries_three_adapters_rows_through_two_stages_as_if_each_trained_alone(ray_cluster, tmp_path):
-    """BatchLoRA inside the stages: with one lane, every micro-batch holds the rows of three
-    adapters (LoRA with dropout, DoRA, LoRA with SGD and a schedule); each adapter ends with the
-    weights it gets trained alone in one process."""
-    from raystack.actors.mlora import LoRAPipeline
-
-    cfg = _cfg(tmp_path)  # rev: 6 steps of 2 micro-batches, srt: 6 of 1, cpy: 3 of 2
-    cfg.pipeline.lanes = 1
-    pipe = LoRAPipeline(cfg, progress=False)
-    try:
-        result = pipe.run()
-    finally:
-        pipe.shutdown()
-    assert result.windows[0].lanes == (("cpy", "rev", "srt"),)  # three adapters' rows in each micro-batch
-    alone = {}
-    for task in cfg.tasks:
-        solo = load_mlora_config({**config_to_dict(cfg), "tasks": [config_to_dict(task)]})
-        stage, _ = train_single_process(solo)
-        alone[task.adapter] = stage.model.adapter_state(task.adapter)
-    _assert_same(result, alone, ["cpy", "rev", "srt"])
