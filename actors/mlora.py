@@ -34,7 +34,7 @@ from raystack.mlora.link import InboundLink, Transfer
 from raystack.mlora.footprint import Calibration, calibrate, default_budgets, device_capacity
 from raystack.mlora.memory import (MB, AdmissionPolicy, JobRequest, PipelineMemoryModel, activation_prior,
                                    calibration_shapes, job_request)
-from raystack.mlora.probe import MemoryProbe, release_freed_memory, trim_heap
+from raystack.mlora.probe import MemoryProbe, trim_heap
 from raystack.mlora.quantize import QuantReport, quantize_base
 from raystack.mlora.schedule import LaneWork, lorapp_schedule
 from raystack.mlora.stage import MicroBatch, OptimSpec, StageModel, load_stage_base
@@ -81,8 +81,7 @@ class PipelineStage:
             base = build_base(MLoRAConfig(base=cfg["base"], seed=cfg["seed"]))
         quantized = quantize_base(base, cfg["quantize"]) if cfg.get("quantize") else None
         base.to(device)  # cuda when the pipeline gave this stage a GPU
-        self.stage = StageModel(base, start, end)
-        release_freed_memory()
+        self.stage = StageModel(base, start, end)  # (which returns the dropped layers' memory to the OS)
         self.info = StageInfo(os.getpid(), ray.get_runtime_context().get_node_id(), runtime, self.probe.current(),
                               device_capacity(device), quantized)
         network = NetworkModel(cfg.get("link_latency_s", 0.0), cfg.get("link_bandwidth_bytes_per_s") or math.inf)
