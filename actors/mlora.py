@@ -84,7 +84,7 @@ class PipelineStage:
         self.stage = StageModel(base, start, end)  # (which returns the dropped layers' memory to the OS)
         self.info = StageInfo(os.getpid(), ray.get_runtime_context().get_node_id(), runtime, self.probe.current(),
                               device_capacity(device), quantized)
-        network = NetworkModel(cfg.get("link_latency_s", 0.0), cfg.get("link_bandwidth_bytes_per_s") or math.inf)
+        network = cfg.get("link") or NetworkModel()
         self.simulate_link = not network.is_ideal
         self.from_prev, self.from_next = InboundLink(network), InboundLink(network)
         self.busy = 0.0
@@ -361,7 +361,7 @@ class LoRAPipeline:
         a, b = self.plan.bounds[i]
         p = self.cfg.pipeline
         base = {"base": self.cfg.base, "seed": self.cfg.seed, "device": p.device, "quantize": self.cfg.quantize,
-                "link_latency_s": p.link_latency_s, "link_bandwidth_bytes_per_s": p.link_bandwidth_bytes_per_s}
+                "link": p.link}
         return PipelineStage.options(**self.stage_options).remote(base, a, b, i, self.threads)
 
     def start(self) -> None:
