@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from mlora_helpers import tiny_llama
+from mlora_helpers import tiny_gpt2, tiny_llama
 from raystack.mlora.batchlora import AdapterSpec
 from raystack.mlora.config import AdapterConfig, TaskConfig
 from raystack.mlora.jobs import form_lanes
@@ -67,14 +67,18 @@ def test_lanes_and_shapes_match_the_pipelines():
     assert [req.rows(m) for m in range(4)] == [2, 2, 1, 0] and req.seq_len == 16
 
 
-@pytest.mark.parametrize("optimizer,dora", [("adamw", False), ("sgd", True)])
-def test_adapter_state_bytes_match_a_trained_stage(optimizer, dora):
-    base = tiny_llama(layers=4)
+FAMILIES = {"llama": (tiny_llama, ("q_proj", "down_proj", "lm_head")),
+            "gpt2": (tiny_gpt2, ("c_attn", "c_fc", "lm_head"))}  # GPT-2: Conv1D layers, [in, out] weights
+
+
+@pytest.mark.parametrize("family,optimizer,dora", [("llama", "adamw", False), ("llama", "sgd", True),
+                                                   ("gpt2", "adamw", True)])
+def test_adapter_state_bytes_match_a_trained_stage(family, optimizer, dora):
+    make, targets = FAMILIES[family]
     bounds = [(0, 3), (3, 6)]
-    targets = ("q_proj", "down_proj", "lm_head")
-    predicted = adapter_state_bytes(base, bounds, targets, r=4, dora=dora, optimizer=optimizer)
+    predicted = adapter_state_bytes(make(layers=4), bounds, targets, r=4, dora=dora, optimizer=optimizer)
     for s, (a, b) in enumerate(bounds):
-        st = StageModel(tiny_llama(layers=4), a, b)
+        st = StageModel(make(layers=4), a, b)
         st.add_adapter(AdapterSpec("a", "dora" if dora else "lora", r=4, target_modules=targets), OptimSpec(optimizer))
         params = st.model.adapter_parameters("a")
         for p in params:

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import copy
 
+import pytest
 import torch
 
-from mlora_helpers import tiny_llama
-from raystack.mlora.batchlora import AdapterSpec, segments_for
+from mlora_helpers import tiny_gpt2, tiny_llama
+from raystack.mlora.batchlora import AdapterSpec, is_linear, segments_for
 from raystack.mlora.sharding import ShardedBase, ShardedLinear, split_rows
 from raystack.mlora.stage import MicroBatch, OptimSpec, StageModel
+from raystack.models.layout import layout_of
 
-SPECS = [AdapterSpec("a", r=4, alpha=8, target_modules=("q_proj", "v_proj", "down_proj"), seed=1),
-         AdapterSpec("b", "dora", r=2, alpha=4, target_modules=("o_proj", "up_proj"), seed=2)]
+SPECS = {"llama": [AdapterSpec("a", r=4, alpha=8, target_modules=("q_proj", "v_proj", "down_proj"), seed=1),
+                   AdapterSpec("b", "dora", r=2, alpha=4, target_modules=("o_proj", "up_proj"), seed=2)],
+         "gpt2": [AdapterSpec("a", r=4, alpha=8, target_modules=("c_attn", "c_proj"), seed=1),  # Conv1D layers
+                  AdapterSpec("b", "dora", r=2, alpha=4, target_modules=("c_fc",), seed=2)]}
 LAYERS, STEPS, WORLD = 3, 2, 2
 
 
@@ -32,8 +36,10 @@ def _batch(step):
     return MicroBatch((step,), segs, denominators), ids, labels
 
 
-def test_sharded_workers_train_adapters_as_one_process_holding_at_most_two_layers():
-    base = tiny_llama(layers=LAYERS)
+@pytest.mark.parametrize("family", ["llama", "gpt2"])
+def test_sharded_workers_train_adapters_as_one_process_holding_at_most_two_layers(family):
+    base = (tiny_llama if family == "llama" else tiny_gpt2)(layers=LAYERS)
+    specs = SPECS[family]
     units = LAYERS + 2
     whole = StageModel(copy.deepcopy(base), 0, units)
     chunks = {}
@@ -44,10 +50,11 @@ def test_sharded_workers_train_adapters_as_one_process_holding_at_most_two_layer
         ranks.append(StageModel(model, 0, units))
         for i, shard in enumerate(shardings[-1].shards):
             chunks[(i, rank)] = shard.chunk
-    assert isinstance(ranks[0].base.model.layers[0].mlp.down_proj, ShardedLinear)
+    first = layout_of(ranks[0].base).layers(ranks[0].base)[0]  # every linear of a layer is sharded
+    assert {type(m) for m in first.modules() if is_linear(m)} == {ShardedLinear}
     assert all(s.chunk.numel() * WORLD >= s.offsets[-1] for s in shardings[0].shards)
     for st in [whole, *ranks]:
-        for spec in SPECS:
+        for spec in specs:
             st.add_adapter(spec, OptimSpec("sgd", lr=0.05))  # linear in the gradient: no Adam amplification of rounding
     for sb in shardings:  # DoRA's initial magnitudes needed every layer's weights
         sb.finish()
@@ -60,14 +67,14 @@ def test_sharded_workers_train_adapters_as_one_process_holding_at_most_two_layer
             st.backward(part[0])
             sb.finish()
             assert all(s.full is None for s in sb.shards)  # nothing stays gathered between steps
-        for spec in SPECS:  # the all-reduce of the adapters' gradients
+        for spec in specs:  # the all-reduce of the adapters' gradients
             for ps in zip(*(st.model.adapter_parameters(spec.name) for st in ranks)):
                 total = sum(p.grad for p in ps)
                 for p in ps:
                     p.grad = total.clone()
         for st in ranks:
             st.step_adapters(["a", "b"])
-    for spec in SPECS:
+    for spec in specs:
         ref = whole.model.adapter_state(spec.name)
         for st in ranks:
             got = st.model.adapter_state(spec.name)
