@@ -11,7 +11,7 @@ import pytest
 from raystack.mlora.config import load_mlora_config
 from raystack.mlora.memory import MB, job_request
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 SEQ = 256  # tokens per row: activations large against the tiny base
 
