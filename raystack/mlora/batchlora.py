@@ -25,6 +25,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from raystack.mlora.frozen import FrozenLinear, dtype_device
+
 AdapterKind = Literal["lora", "dora"]
 ADAPTER_TENSORS = ("lora_A", "lora_B", "magnitude", "lora_B_bias")  # names in adapter_state keys
 DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj")
@@ -83,29 +85,34 @@ def _pattern_value(patterns: Sequence[tuple[str, float]], path: str, default: fl
 
 
 def layer_dims(module: nn.Module) -> tuple[int, int]:
-    """(in features, out features) of a linear layer (``nn.Linear`` or GPT-2's ``Conv1D``)."""
-    if isinstance(module, nn.Linear):
+    """(in features, out features) of a linear layer (``nn.Linear``, a :class:`FrozenLinear`
+    or GPT-2's ``Conv1D``)."""
+    if isinstance(module, (nn.Linear, FrozenLinear)):
         return module.in_features, module.out_features
     return module.nx, module.nf  # transformers Conv1D: weight [in, out]
 
 
 def dense_weight(module: nn.Module) -> torch.Tensor:
-    """The layer's weight as [out, in], whichever way the layer stores it."""
-    return module.weight if isinstance(module, nn.Linear) else module.weight.t()
+    """The layer's weight as [out, in], whichever way the layer stores it (a quantised or
+    sharded :class:`FrozenLinear` materialises it)."""
+    return module.weight if isinstance(module, (nn.Linear, FrozenLinear)) else module.weight.t()
 
 
 def is_linear(module: nn.Module) -> bool:
-    """A layer BatchLoRA can adapt: ``nn.Linear``, or ``Conv1D`` (a transposed linear)."""
-    return isinstance(module, nn.Linear) or type(module).__name__ == "Conv1D"
+    """A layer BatchLoRA can adapt: ``nn.Linear``, ``Conv1D`` (a transposed linear), or a
+    :class:`FrozenLinear` (a base layer stored quantised or sharded)."""
+    return isinstance(module, (nn.Linear, FrozenLinear)) or type(module).__name__ == "Conv1D"
 
 
 @dataclass(frozen=True)
 class Segment:
-    """Rows ``[start, end)`` of the batch belong to adapter ``adapter``."""
+    """Rows ``[start, end)`` of the batch belong to adapter ``adapter``; ``length``: how many
+    positions they would have alone (None: all), when a shared micro-batch pads them further."""
 
     adapter: str
     start: int
     end: int
+    length: int | None = None
 
 
 @dataclass
@@ -128,15 +135,15 @@ class AdapterWeights(nn.Module):
         self.spec = spec
         self.r, self.scaling = spec.rank_for(path), spec.scaling_for(path)
         in_f, out_f = layer_dims(base)
-        weight = base.weight
+        dtype, device = dtype_device(base)  # a quantised base computes (and its adapters train) in its float dtype
         g = torch.Generator().manual_seed(_stable_seed(spec.seed, spec.name, path, "init"))
-        a = torch.empty(self.r, in_f, dtype=weight.dtype)
+        a = torch.empty(self.r, in_f, dtype=dtype)
         bound = 1.0 / math.sqrt(in_f)  # kaiming_uniform(a=sqrt(5)) bound, as nn.Linear
         a.uniform_(-bound, bound, generator=g)
         # Initialised on the CPU generator (the same numbers on every device), then moved to the base's device.
-        self.lora_A = nn.Parameter(a.to(weight.device))
-        self.lora_B = nn.Parameter(torch.zeros(out_f, self.r, dtype=weight.dtype, device=weight.device))
-        self.lora_B_bias = (nn.Parameter(torch.zeros(out_f, dtype=weight.dtype, device=weight.device))
+        self.lora_A = nn.Parameter(a.to(device))
+        self.lora_B = nn.Parameter(torch.zeros(out_f, self.r, dtype=dtype, device=device))
+        self.lora_B_bias = (nn.Parameter(torch.zeros(out_f, dtype=dtype, device=device))
                             if spec.lora_bias else None)
         if spec.kind == "dora":
             with torch.no_grad():
@@ -146,14 +153,21 @@ class AdapterWeights(nn.Module):
             self.magnitude = None
         self.dropout_rng = torch.Generator().manual_seed(_stable_seed(spec.seed, spec.name, path, "dropout"))
 
-    def delta(self, x: torch.Tensor, base: nn.Module, base_out: torch.Tensor, training: bool) -> torch.Tensor:
-        """The adapter's additive update on its rows ``x`` (``base_out`` = base(x) on those rows)."""
+    def delta(self, x: torch.Tensor, base: nn.Module, base_out: torch.Tensor, training: bool,
+              length: int | None = None) -> torch.Tensor:
+        """The adapter's additive update on its rows ``x`` (``base_out`` = base(x) on those rows;
+        positions from ``length`` on are padding another adapter's longer rows added)."""
         spec = self.spec
         dropped = training and spec.dropout > 0.0
         if dropped:
-            # The mask comes from the adapter's CPU generator, so it is the same on CPU and GPU.
-            keep = (torch.rand(x.shape, generator=self.dropout_rng) >= spec.dropout).to(x.device, x.dtype)
-            x = x * keep / (1.0 - spec.dropout)
+            # The mask comes from the adapter's CPU generator, so it is the same on CPU and GPU,
+            # and is drawn for the adapter's own positions only: the same masks alone or batched.
+            pad = 0 if length is None or x.dim() < 3 else x.shape[-2] - length
+            keep = (torch.rand((*x.shape[:-2], x.shape[-2] - pad, x.shape[-1]) if pad else x.shape,
+                               generator=self.dropout_rng) >= spec.dropout).to(x.dtype)
+            if pad:
+                keep = torch.cat([keep, keep.new_ones((*x.shape[:-2], pad, x.shape[-1]))], dim=-2)
+            x = x * keep.to(x.device) / (1.0 - spec.dropout)
         lora = F.linear(F.linear(x, self.lora_A), self.lora_B, self.lora_B_bias)
         if self.magnitude is None:
             return lora * self.scaling
@@ -175,7 +189,8 @@ class AdapterWeights(nn.Module):
 
 
 class BatchLoRALinear(nn.Module):
-    """A frozen linear layer plus any number of adapters, each applied to its own rows."""
+    """A frozen linear layer (``nn.Linear``, GPT-2's ``Conv1D``, or a quantised/sharded
+    :class:`FrozenLinear`) plus any number of adapters, each applied to its own rows."""
 
     def __init__(self, base: nn.Module, path: str, ctx: BatchContext) -> None:
         super().__init__()
@@ -203,7 +218,7 @@ class BatchLoRALinear(nn.Module):
             if s.start > pos:
                 pieces.append(out.new_zeros((s.start - pos, *out.shape[1:])))
             w = self.adapters[s.adapter]
-            pieces.append(w.delta(x[s.start : s.end], self.base, out[s.start : s.end], self.training))
+            pieces.append(w.delta(x[s.start : s.end], self.base, out[s.start : s.end], self.training, s.length))
             pos = s.end
         if pos < n:
             pieces.append(out.new_zeros((n - pos, *out.shape[1:])))

@@ -9,10 +9,12 @@ synthetic tasks on the tiny base.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Optional
 
+from raystack.comm.network import NetworkModel
 from raystack.config import ConfigBase, ConfigError, Problems, did_you_mean, load_config, option
 from raystack.runtime.tracking import check_loggers
 from raystack.devices import Device
@@ -123,18 +125,33 @@ class PipelineConfig(ConfigBase):
         None, "lanes of jobs filling the pipeline; null: 2 x stages; fewer lanes: wider BatchLoRA micro-batches, more activation memory", ge=1, le=4096)
     max_restarts: int = option(2, "restarts per stage actor failure before giving up", ge=0, le=1000)
     device: Device = option("auto", "auto (stages on GPUs when the cluster has any), cpu or cuda; activations cross stages as CPU tensors")
+    link_latency_s: float = option(0.0, "simulated link between consecutive stages (activations forward, gradients "
+                                   "back), for experiments: seconds per transfer", ge=0, le=3600)
+    link_bandwidth_bytes_per_s: float = option(0.0, "simulated link between stages: bytes per second; 0: unlimited",
+                                               ge=0, le=1e15)
 
     @property
     def in_flight_cap(self) -> int:
         return self.max_in_flight if self.max_in_flight is not None else self.stages + 1
 
+    @property
+    def link(self) -> NetworkModel:
+        """The simulated link between consecutive stages (ideal unless the link fields say)."""
+        bw = self.link_bandwidth_bytes_per_s
+        return NetworkModel(self.link_latency_s, bw if bw > 0 else math.inf)
+
 
 @dataclass
 class SchedulerConfig(ConfigBase):
-    """Which queued jobs start, within a memory budget."""
+    """Which queued jobs start, within each stage's memory budget."""
 
     max_concurrent: int = option(8, "jobs training at once", ge=1, le=MAX_JOBS)
-    memory_budget_mb: float = option(4096.0, "admission budget for the predicted activation memory of running jobs (MB)", gt=0, le=2**30)
+    memory_budget_mb: Optional[float] = option(
+        None, "each stage's peak memory (MB): RSS of the stage process on the CPU, CUDA allocator bytes on a GPU; "
+        "null: the stage's share of its node's memory (CPU) or of its GPU. Jobs that do not fit wait; a job that "
+        "never fits is refused", gt=0, le=2**30)
+    memory_margin: float = option(0.1, "admit a job only if every stage's predicted peak x (1 + margin) fits its budget",
+                                  ge=0, le=10)
     strict_priority: bool = option(False, "a higher-priority job that does not fit blocks lower-priority ones")
 
 
@@ -144,6 +161,8 @@ class MLoRAConfig(ConfigBase):
 
     base: str = option("tiny-1m", "tiny-1m, tiny-20m, small-50m, a local transformers checkpoint directory "
                        "(Llama, Qwen2, Mistral, GPT-2 families), or a Hub id in the Hugging Face cache")
+    quantize: Optional[Literal["int8"]] = option(None, "int8: the frozen base's decoder linear layers stored int8 "
+                                                 "(per-row scales); adapters stay full precision; null: as loaded")
     tokenizer: Optional[str] = option(None, "null: the base's own (built-in bases: bytes); 'byte'; or a "
                                       "tokenizer directory / Hub id")
     seed: int = option(0, "base weights seed (named bases) and data order", ge=0, le=MAX_SEED)

@@ -99,7 +99,7 @@ def lane_step(lane: int, step: int, jobs: Sequence[JobState], pad_id: int
                 ids, labels, positions = splits[j.name][m]
                 id_parts.append((ids, positions))
                 label_parts.append(labels)
-                segs.append(Segment(j.name, pos, pos + ids.shape[0]))
+                segs.append(Segment(j.name, pos, pos + ids.shape[0], ids.shape[1]))  # its own length: exact dropout
                 pos += ids.shape[0]
                 if m == len(splits[j.name]) - 1:
                     names.append(j.name)

@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from raystack.mlora.batchlora import AdapterSpec, BatchLoRAModel, Segment, per_adapter_loss
+from raystack.mlora.probe import SavedTensorMeter, release_freed_memory
 from raystack.models.layout import layout_of
 
 
@@ -67,18 +68,6 @@ class MicroBatch:
     positions: torch.Tensor | None = None
 
 
-def _release_freed_memory() -> None:
-    """Return the dropped layers' memory to the OS (glibc keeps freed heap otherwise)."""
-    import ctypes
-    import gc
-
-    gc.collect()
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except OSError:
-        pass
-
-
 def _without_dropout(base: nn.Module) -> None:
     """Switch off the frozen base's own dropout (GPT-2 has some; Llama-like configs may set an
     attention dropout), so every split of the base computes the same numbers in training; the
@@ -107,7 +96,7 @@ class StageModel:
         _without_dropout(base)
         self.base = base
         self.device = next(base.parameters()).device
-        _release_freed_memory()
+        release_freed_memory()  # the dropped layers' memory back to the OS
         self.model = BatchLoRAModel(base).train()
         self.optims: dict[str, torch.optim.Optimizer] = {}
         self.optim_specs: dict[str, OptimSpec] = {}
@@ -166,19 +155,13 @@ class StageModel:
         if labels is not None:
             labels = labels.to(self.device)
         inp = x if self.first else x.detach().requires_grad_(True)
-        saved = [0]
-
-        def pack(t: torch.Tensor) -> torch.Tensor:
-            saved[0] += t.numel() * t.element_size()
-            return t
-
         positions = None if mb.positions is None else mb.positions.to(self.device)
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), self.model.segments(mb.segments):
+        with SavedTensorMeter(self.model) as saved, self.model.segments(mb.segments):
             out = self._run(inp, positions)
             if self.last:
                 losses = per_adapter_loss(out, labels, mb.segments, mb.denominators)
                 out = sum(losses.values())
-        self.activation_bytes.append((int(x.shape[0]), int(x.shape[1]), saved[0]))
+        self.activation_bytes.append((int(x.shape[0]), int(x.shape[1]), saved.bytes))
         self.saved[mb.key] = (None if self.first else inp, out)
         if self.last:
             return {k: v.item() for k, v in losses.items()}

@@ -18,6 +18,7 @@ from raystack.data.sft import SFTBatcher, exact_match, greedy_generate
 from raystack.mlora.batchlora import BatchLoRAModel, Segment, linear_module_names
 from raystack.mlora.config import MLoRAConfig, check_against_model
 from raystack.mlora.jobs import JobState, lane_step
+from raystack.mlora.quantize import quantize_base
 from raystack.mlora.stage import OptimSpec, StageModel
 from raystack.models.layout import layout_of
 from raystack.models.tokenizer import check_tokenizer_fits, load_tokenizer, pad_token_id
@@ -94,6 +95,8 @@ def train_single_process(cfg: MLoRAConfig, *, lanes: list[list[str]] | None = No
     """
     torch.manual_seed(cfg.seed)
     base = base if base is not None else build_base(cfg)
+    if cfg.quantize:  # the frozen base's linear layers, after loading (adapters stay full precision)
+        quantize_base(base, cfg.quantize)
     stage = StageModel(base, 0, layout_of(base).num_units(base))
     jobs = make_jobs(cfg)
     for name, job in jobs.items():

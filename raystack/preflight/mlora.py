@@ -12,6 +12,7 @@ from raystack.preflight.resources import (PROCESS_OVERHEAD_BYTES, ClusterResourc
                                           transformer_activation_bytes)
 
 STAGE_CPUS = 1.0   # what each pipeline stage actor reserves (LoRAPipeline's default stage options)
+BYTES_PER_WEIGHT = {None: 4.0, "int8": 1.0}  # the base's decoder weights as stored (``quantize``)
 
 
 def check_dataset_files(cfg: MLoRAConfig, problems: Problems) -> None:
@@ -39,6 +40,13 @@ def adapter_parameters(cfg: MLoRAConfig, shape: ModelShape) -> int:
     return total
 
 
+def base_bytes(cfg: MLoRAConfig, shape: ModelShape) -> float:
+    """The frozen base's bytes as the stages hold it: fp32, or with ``quantize: int8`` the
+    decoder layers at a byte a weight (the embeddings and head, counted untied, stay fp32)."""
+    outside_layers = min(2.0 * shape.vocab * shape.hidden, float(shape.parameters))
+    return 4.0 * outside_layers + BYTES_PER_WEIGHT[cfg.quantize] * (shape.parameters - outside_layers)
+
+
 def preflight_mlora(cfg: MLoRAConfig, resources: ClusterResources | None = None,
                     stage_cpus: float = STAGE_CPUS) -> PreflightReport:
     """Check an mLoRA job before any actor starts (``stage_cpus``: what each stage actor
@@ -61,7 +69,7 @@ def preflight_mlora(cfg: MLoRAConfig, resources: ClusterResources | None = None,
     activations = max(transformer_activation_bytes(t.micro_batch_size, t.cutoff_len, shape.hidden, shape.layers,
                                                    shape.heads, shape.vocab) for t in cfg.tasks) * in_flight
     adapters = adam_training_bytes(adapter_parameters(cfg, shape))
-    base = 4.0 * shape.parameters
+    base = base_bytes(cfg, shape)
     per_stage = PROCESS_OVERHEAD_BYTES + (base + adapters + activations) / p.stages
     gpus = float(p.stages) if p.device == "cuda" else 0.0
     report = PreflightReport("mlora", p.stages, p.stages * stage_cpus, gpus,
