@@ -173,7 +173,7 @@ def run(args) -> int:
                 for n, p in row["params"].items():
                     print(f"    {n}: {p}")
             return 0
-    except (WorkflowError, ConfigError) as e:
+    except WorkflowError as e:  # a ConfigError goes to the CLI's one-line handler (the job scripts' prog too)
         print(f"raystack workflow {cmd}: error: {e}", file=sys.stderr)
         return 2
     return 2
