@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Literal, Optional
 
 from raystack.comm.network import NetworkModel
-from raystack.config import ConfigBase, ConfigError, Problems, did_you_mean, load_config, option
+from raystack.config import ConfigBase, Problems, did_you_mean, load_config, option
 from raystack.runtime.tracking import check_loggers, loggers_option
 from raystack.devices import Device
 from raystack.data.sft import (SYNTHETIC_TASKS, Example, chat_examples, check_dataset_fields, file_examples,
