@@ -58,12 +58,13 @@ def network_of(cfg: EDiTConfig) -> NetworkModel:
     return NetworkModel(cfg.simulate.latency_s, bw if bw > 0 else math.inf)
 
 
-def load_corpus(cfg: EDiTConfig):
-    """The training corpus named by ``cfg.data``."""
-    from raystack.data import corpus_from_files, stdlib_corpus
-    if cfg.data.paths:
-        return corpus_from_files(cfg.data.paths, cfg.data.text_field, cfg.data.val_fraction)
-    return stdlib_corpus(cfg.data.max_bytes, cfg.data.val_fraction)
+def load_corpus(cfg: EDiTConfig, progress: bool = False):
+    """The corpus named by ``cfg.data`` in the tokens of the model's tokenizer: memory-mapped
+    token shards, tokenized once (here if no earlier run or rank did)."""
+    from raystack.data.pretrain import DataSources, open_token_corpus
+    d = cfg.data
+    return open_token_corpus(DataSources(tuple(d.paths), d.text_field, d.max_bytes, d.val_fraction),
+                             cfg.model, cfg.tokenizer, d.cache_dir, progress)
 
 
 class EDiTWorker(CommMember):
@@ -129,9 +130,9 @@ class EDiTWorker(CommMember):
         """This live rank's state as at its last sync, for a replacement (see EDiTRank.heal)."""
         return self.trainer.heal_state()
 
-    def heal(self, *states: dict) -> SegmentReport:
-        """Take a lost rank's place from a live replica's states (one per shard, in order)."""
-        self.trainer.heal(list(states))
+    def heal(self, state: dict) -> SegmentReport:
+        """Take a lost rank's place from the heal state of a live rank with its shard index."""
+        self.trainer.heal(state)
         return self.trainer.report()
 
     def run_segment(self) -> SegmentReport:
@@ -150,19 +151,22 @@ class EDiTWorker(CommMember):
 
     def evaluate(self, compute: bool = True) -> float:
         """Validation loss of θ_sync (collective: completes a pending sync on every rank; only
-        ranks asked to ``compute`` run the validation batches)."""
-        if not compute:
+        ranks asked to ``compute`` run the validation batches; with full sharding every rank
+        does, as the sharded forward is itself collective)."""
+        if not compute and not self.cfg.full_shard:
             self.trainer.flush()
             return float("nan")
         return self.trainer.evaluate(self.val_batches)
 
     def save(self, storage: Storage, folder: str, write_model: bool) -> None:
         """Write this rank's state into ``folder`` of the run's storage (and, if asked, a
-        transformers checkpoint of θ_sync), never into this actor's working directory."""
+        transformers checkpoint of θ_sync and the tokenizer), never into this actor's working
+        directory."""
         storage.write_bytes(torch_bytes(self.trainer.state_dict()), folder, f"rank{self.rank}.pt")
-        if write_model:
-            with tempfile.TemporaryDirectory(prefix="raystack-model-") as tmp:
-                self.trainer.model.save_pretrained(tmp)
+        with tempfile.TemporaryDirectory(prefix="raystack-model-") as tmp:
+            self.trainer.save_pretrained(tmp, write=write_model)   # full sharding gathers first
+            if write_model:
+                self.corpus.tokenizer.save_pretrained(tmp)
                 storage.upload(tmp, folder, "model")
 
     def load(self, storage: Storage, folder: str) -> SegmentReport:
@@ -196,6 +200,8 @@ class EDiTSummary:
     extra_state_bytes: int
     model_dir: str
     history: list[dict] = field(default_factory=list)
+    wire_bytes: dict = field(default_factory=dict)     # per rank (mean): outer, network, local
+    memory: dict = field(default_factory=dict)         # per rank (max): params, grads, optimizer, outer, ...
 
 
 def _mean(reports: Sequence[SegmentReport], name: str) -> float:
@@ -242,9 +248,11 @@ class EDiTGroup:
 
     # -- lifecycle -------------------------------------------------------------------------------
     def start(self) -> None:
-        """Reserve resources, start the actors, form the comm group, build the trainers (once)."""
+        """Tokenize the corpus (once; a progress bar here), reserve resources, start the actors,
+        form the comm group, build the trainers (once)."""
         if len(self.group):
             return
+        load_corpus(self.cfg, progress=True)
         self.devices = plan_devices(self.cfg.run.device, self.cfg.ranks, cluster_gpus())
         bundle = {"CPU": self.cfg.run.cpus_per_rank}
         if self.devices.uses_gpu:
@@ -377,7 +385,9 @@ class EDiTGroup:
             train_loss=_mean(reports, "loss"), val_loss=val, sync_seconds=_mean(reports, "sync_seconds"),
             dp_seconds=_mean(reports, "dp_seconds"), outliers=reports[0].outliers,
             replacements=self.replacements, extra_state_bytes=max(r.extra_state_bytes for r in reports),
-            model_dir=self.storage.path(CHECKPOINT, "model"), history=self.history)
+            model_dir=self.storage.path(CHECKPOINT, "model"), history=self.history,
+            wire_bytes={k: sum(r.wire_bytes[k] for r in reports) // len(reports) for k in reports[0].wire_bytes},
+            memory={k: max(r.memory[k] for r in reports) for k in reports[0].memory})
 
     # -- hooks (called by the controller; ``start`` is above) ---------------------------------------
     def advance(self) -> Progress:
@@ -421,8 +431,9 @@ class EDiTGroup:
                         timeout_s=self.cfg.run.comm_timeout_s)
         if dead and source is not None:
             self.group.call("rejoin")
-            states = [self.group.submit(k, "heal_state") for k in source]
-            self.group.gather([self.group.submit(k, "heal", *[c.future for c in states]) for k in dead])
+            states = [self.group.submit(k, "heal_state") for k in source]   # in shard order
+            self.group.gather([self.group.submit(k, "heal", states[keys.index(k) % self.cfg.shards].future)
+                               for k in dead])
             logger.warning("edit: %s failed (%s); replaced and healed from %s, survivors kept their state",
                            ", ".join(dead), event.reason, ", ".join(source))
             return
@@ -435,9 +446,13 @@ class EDiTGroup:
                        ", ".join(dead) or "a call", event.reason)
 
     def _heal_source(self, dead: list[str]) -> list[str] | None:
-        """The ranks of a replica none of whose ranks failed (in shard order), or None."""
+        """The ranks of a replica none of whose ranks failed (in shard order), or None: when no
+        replica is left whole, when a replica lost only some of its ranks (its survivors hold
+        a half-done step), or with full sharding."""
         keys, S = self.group.keys, self.cfg.shards
         lost = {keys.index(k) // S for k in dead}
+        if self.cfg.full_shard or any(sum(keys.index(k) // S == r for k in dead) < S for r in lost):
+            return None
         live = [r for r in range(self.cfg.replicas) if r not in lost]
         return [keys[live[0] * S + s] for s in range(S)] if live else None
 
@@ -531,6 +546,8 @@ class EDiTDriver:
         metrics = {k: float(getattr(s, k)) for k in ("steps", "tokens", "seconds", "tokens_per_s", "train_loss",
                                                       "val_loss", "sync_seconds", "dp_seconds", "outliers",
                                                       "replacements", "extra_state_bytes")}
+        metrics.update({f"wire_bytes_{k}": float(v) for k, v in s.wire_bytes.items()})    # per rank, sent
+        metrics.update({f"memory_{k}": float(v) for k, v in s.memory.items()})             # per rank, held
         artifacts = {"model": s.model_dir, "checkpoint": self.group.checkpoint_dir,
                      "run": self.run_dir.storage.uri}
         if "tensorboard" in self.cfg.loggers:

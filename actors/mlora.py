@@ -1,17 +1,20 @@
 """mLoRA on Ray: PipelineStage actors and the LoRAPipeline strategy that runs the LoRAPP schedule.
 
 Each :class:`PipelineStage` actor holds one contiguous slice of the frozen base (chosen by
-stage balancing) plus every running adapter's weights and optimizers for that slice. The
-stages are the members of one kernel :class:`ActorGroup` (a SPREAD placement group, one
-bundle per stage). :class:`LoRAPipeline` is the part's strategy over the kernel
-:class:`Controller`: each RUNNING step admits jobs (scheduler + memory model), groups them
-into lanes, builds one window's micro-batches, computes the schedule (a pure function) and
-submits every stage's ops in schedule order; activations and gradients travel between stages
-as Ray objects. Between windows it checkpoints every adapter. When a window fails, the
-controller polls the stages once, the :class:`FailurePolicy` (``pipeline.max_restarts`` per
-stage) decides, and the recovery respawns the dead stages (a stage lost with its node on another
-node) and resumes every adapter from its last checkpoint. Every file goes through the run's own
-folder in the storage location (``output_dir``, any pyarrow filesystem): ``<output_dir>/<run
+stage balancing; stored int8 with ``quantize: int8``) plus every running adapter's weights and
+optimizers for that slice, and measures its own memory. The stages are the members of one
+kernel :class:`ActorGroup` (a SPREAD placement group, one bundle per stage). :class:`LoRAPipeline`
+is the part's strategy over the kernel :class:`Controller`: starting, it spawns the stages and
+calibrates the per-stage memory model on them; each RUNNING step admits the jobs whose predicted
+peak fits every stage's budget (refusing those that never can), groups them into lanes, builds
+one window's micro-batches, computes the schedule (a pure function) and submits every stage's
+ops in schedule order; activations and gradients travel between stages as Ray objects (delayed
+as over a network when ``pipeline.link_*`` simulate one). Between windows it checkpoints every
+adapter and fits the memory model to the peaks measured. When a window fails, the controller
+polls the stages once, the :class:`FailurePolicy` (``pipeline.max_restarts`` per stage)
+decides, and the recovery respawns the dead stages (a stage lost with its node on another node)
+and resumes every adapter from its last checkpoint. Every file goes through the run's own folder
+in the storage location (``output_dir``, any pyarrow filesystem): ``<output_dir>/<run
 id>/checkpoints/<adapter>.pt`` and ``adapters/<adapter>/`` (published whole); a fresh run never
 reads another run's files. :class:`MLoRADriver` runs it for ``raystack.mlora.finetune(cfg)``.
 """
@@ -20,10 +23,10 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -31,24 +34,34 @@ import ray
 import torch
 
 from raystack import metrics
+from raystack.comm.network import NetworkModel
 from raystack.config import config_to_dict
-from raystack.data.tokenizer import ByteTokenizer
 from raystack.devices import cluster_gpus, local_device, plan_devices, to_cpu
-from raystack.mlora.balance import StagePlan, measured_costs, param_costs, partition
+from raystack.mlora.balance import measured_costs, param_costs, partition
 from raystack.mlora.config import AdapterConfig, DatasetConfig, MLoRAConfig, TaskConfig
-from raystack.mlora.export import save_peft
+from raystack.mlora.export import base_reference, save_peft
+from raystack.mlora.footprint import Calibration, calibrate, default_budgets, device_capacity
 from raystack.mlora.jobs import JobState, form_lanes, lane_step
-from raystack.mlora.memory import AdmissionObs, AdmissionPolicy, JobRequest, MemoryModel
-from raystack.mlora.messages import StageStats
+from raystack.mlora.link import InboundLink, Transfer
+from raystack.mlora.memory import (MB, AdmissionPolicy, JobRequest, PipelineMemoryModel, activation_prior,
+                                   calibration_shapes, job_request)
+from raystack.mlora.messages import StageInfo, StageStats
+from raystack.mlora.probe import MemoryProbe, trim_heap
+from raystack.mlora.quantize import quantize_base
+from raystack.mlora.report import PipelineRun, StagePeak, WindowReport
 from raystack.mlora.schedule import LaneWork, Op, lorapp_schedule
-from raystack.mlora.stage import MicroBatch, OptimSpec, StageModel, load_stage_base
-from raystack.mlora.trainer import build_base, check_config, make_jobs
+from raystack.mlora.stage import MicroBatch, OptimSpec, StageModel, load_stage
+from raystack.mlora.trainer import build_base, check_config, make_jobs, tokenizer_of
+from raystack.models import meta_model
+from raystack.models.tokenizer import pad_token_id
 from raystack.runtime.controller import Controller, ControllerState, MetricsCallback, Progress
 from raystack.runtime.group import ActorGroup, Call, MemberSpec, PlacementSpec, Spawner
 from raystack.runtime.policy import FailureEvent, FailurePolicy
 from raystack.runtime.result import Result, history_table
 from raystack.runtime.storage import RunDir, open_run, torch_bytes, torch_load_bytes
 from raystack.runtime.tracking import TENSORBOARD_DIR, make_loggers
+
+__all__ = ["LoRAPipeline", "MLoRADriver", "PipelineRun", "PipelineStage", "StagePeak", "WindowReport"]
 
 logger = logging.getLogger(__name__)
 
@@ -63,20 +76,31 @@ class PipelineStage:
     def __init__(self, cfg: dict, start: int, end: int, index: int, threads: int = 1) -> None:
         torch.set_num_threads(threads)
         self.index = index
-        if Path(cfg["base"]).is_dir() and any(Path(cfg["base"]).glob("*.safetensors")):
-            base = load_stage_base(cfg["base"], start, end)  # only this stage's tensors
-        else:
-            base = build_base(MLoRAConfig(base=cfg["base"], seed=cfg["seed"]))
-        base.to(local_device(cfg.get("device", "auto")))  # cuda when the pipeline gave this stage a GPU
-        self.stage = StageModel(base, start, end)
+        device = local_device(cfg.get("device", "auto"))  # cuda when the pipeline gave this stage a GPU
+        self.probe = MemoryProbe(device)
+        meta_model(cfg["base"], field="base")  # imports the model code: the runtime's memory, not the base's
+        runtime = self.probe.current()
+        base = load_stage(cfg["base"], cfg["seed"], start, end)  # only this stage's tensors where it can
+        quantized = quantize_base(base, cfg["quantize"]) if cfg.get("quantize") else None
+        base.to(device)
+        self.stage = StageModel(base, start, end)  # (which returns the dropped layers' memory to the OS)
+        self.info = StageInfo(os.getpid(), ray.get_runtime_context().get_node_id(), runtime, self.probe.current(),
+                              device_capacity(device), quantized)
+        network = cfg.get("link") or NetworkModel()
+        self.simulate_link = not network.is_ideal
+        self.from_prev, self.from_next = InboundLink(network), InboundLink(network)
         self.busy = 0.0
         self._busy_metric = metrics.counter("mlora_stage_busy_seconds", "compute seconds per stage", ("stage",))
 
-    def ready(self) -> int:
-        return os.getpid()
+    def ready(self) -> StageInfo:
+        return self.info
 
     def ping(self) -> int:
         return self.index
+
+    def calibrate(self, shapes: list[tuple[int, int]], targets: list[str], r: int) -> Calibration:
+        """The memory model's first samples: throwaway micro-batches of each shape."""
+        return calibrate(self.stage, self.probe, shapes, targets, r, seed=self.index)
 
     def add_adapter(self, cfg: dict, optim: OptimSpec, ckpt: dict | None = None) -> None:
         a = AdapterConfig(**cfg)
@@ -90,60 +114,47 @@ class PipelineStage:
     def adapters(self) -> list[str]:
         return list(self.stage.steps)
 
-    def forward(self, mb: MicroBatch, x: torch.Tensor, labels: torch.Tensor | None = None) -> Any:
+    def forward(self, mb: MicroBatch, x: torch.Tensor | Transfer, labels: torch.Tensor | None = None) -> Any:
+        x = self.from_prev.receive(x)
         t = time.perf_counter()
         out = self.stage.forward(mb, x, labels)
         self._account(time.perf_counter() - t)
-        return to_cpu(out)  # activations travel between stages through the object store
+        return self._send(to_cpu(out))  # activations travel between stages through the object store
 
-    def backward(self, mb: MicroBatch, grad: torch.Tensor | None = None) -> torch.Tensor | None:
+    def backward(self, mb: MicroBatch, grad: torch.Tensor | Transfer | None = None) -> Any:
+        grad = self.from_next.receive(grad)
         t = time.perf_counter()
         out = self.stage.backward(mb, grad)
         self._account(time.perf_counter() - t)
-        return to_cpu(out)
+        return self._send(to_cpu(out))
+
+    def _send(self, out: Any) -> Any:
+        """Stamp a tensor for the next stage when the link between stages is simulated."""
+        return Transfer.send(out) if self.simulate_link and isinstance(out, torch.Tensor) else out
 
     def _account(self, dt: float) -> None:
         self.busy += dt
         self._busy_metric.inc(dt, tags={"stage": str(self.index)})
 
     def checkpoint(self, names: list[str]) -> dict[str, dict]:
+        trim_heap()  # the window's freed activations: else the copies below come on top (-190 MB, 607M int8 base)
         return to_cpu({n: self.stage.checkpoint(n) for n in names})
 
     def stats(self) -> StageStats:
+        """Compute time so far, activation samples and peak memory since the last call (which
+        starts a new peak window, after returning freed memory to the OS)."""
         samples, self.stage.activation_bytes = self.stage.activation_bytes, []
-        return StageStats(self.busy, samples, os.getpid())
+        peak = self.probe.peak()
+        trim_heap()
+        self.probe.reset_peak()
+        return StageStats(self.busy, samples, os.getpid(), peak, self.probe.current(),
+                          self.from_prev.waited_s + self.from_next.waited_s)
 
     def reset(self) -> None:
         """Drop in-flight activations and all adapters (before a restore)."""
         self.stage.saved.clear()
         for name in list(self.stage.steps):
             self.stage.remove_adapter(name)
-
-
-@dataclass(frozen=True)
-class WindowReport:
-    window: int
-    seconds: float
-    tokens: int
-    idle_fraction: list[float]
-    losses: dict[str, float]
-
-
-@dataclass
-class PipelineRun:
-    """What one ``LoRAPipeline.run()`` did (``raystack.mlora.finetune`` turns it into a Result)."""
-
-    adapters: dict[str, str] = field(default_factory=dict)  # name -> exported PEFT dir
-    losses: dict[str, list[float]] = field(default_factory=dict)
-    windows: list[WindowReport] = field(default_factory=list)
-    restarts: int = 0
-    plan: StagePlan | None = None
-    seconds: float = 0.0
-    completion_s: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def tokens(self) -> int:
-        return sum(w.tokens for w in self.windows)
 
 
 class LoRAPipeline:
@@ -158,6 +169,8 @@ class LoRAPipeline:
             if d.path is not None:
                 d.path = str(Path(d.path).resolve())
         self.cfg = cfg
+        self.stage_base = str(Path(cfg.base).resolve()) if Path(cfg.base).is_dir() else cfg.base  # as actors see it
+        self.pad_id = pad_token_id(tokenizer_of(cfg))
         self.threads = threads_per_stage
         self.progress = progress
         self.callbacks = list(callbacks)
@@ -165,26 +178,31 @@ class LoRAPipeline:
         self.stage_options = stage_options or {"num_cpus": 1}
         if self.devices.uses_gpu:
             self.stage_options = {**self.stage_options, "num_gpus": self.devices.gpus_per_actor}
-        meta = build_base(cfg, device="meta")
+        self.meta = meta = build_base(cfg, device="meta")
+        sizes = param_costs(meta)
         if cfg.pipeline.balance == "measured":  # time each unit's forward+backward here, once
             costs = measured_costs(build_base(cfg), seq=max(t.cutoff_len for t in cfg.tasks))
         else:
-            costs = param_costs(meta)
+            costs = sizes
         self.plan = partition(costs, cfg.pipeline.stages)
-        self.n_layers = len(meta.model.layers)
-        hidden, heads = meta.config.hidden_size, meta.config.num_attention_heads
-        prior = (0.0, 4.0 * hidden * 16 * self.n_layers, 4.0 * heads * 3 * self.n_layers)
-        self.memory = MemoryModel(prior)
-        s = cfg.scheduler
-        self.policy = AdmissionPolicy(self.memory, s.memory_budget_mb * 2**20, s.max_concurrent, s.strict_priority)
+        fixed_prior = [4.0 * sum(sizes[a:b]) for a, b in self.plan.bounds]  # fp32 bytes, until a stage measures itself
+        p, s = cfg.pipeline, cfg.scheduler
+        self.memory = PipelineMemoryModel(p.stages, fixed_prior, activation_prior(meta, self.plan.bounds),
+                                          stage_costs=self.plan.costs, max_lanes=p.lanes,
+                                          in_flight_cap=p.in_flight_cap, window_steps=p.window_steps)
+        budget = math.inf if s.memory_budget_mb is None else s.memory_budget_mb * MB  # None: set at start()
+        self.policy = AdmissionPolicy(self.memory, [budget] * p.stages, s.max_concurrent, s.strict_priority,
+                                      s.memory_margin)
         self.use_output(cfg)
         self.group = ActorGroup("mlora", spawner, poll_timeout_s=STAGE_PING_TIMEOUT_S)
         self.pids: list[int] = []
+        self.stage_info: list[StageInfo] = []
         self.pending: list[tuple[TaskConfig, int]] = []
         self.running: dict[str, JobState] = {}
         self.finished: set[str] = set()
         self.resumed_done: dict[str, str] = {}  # finished in an earlier run: name -> exported dir
         self._admitted: dict[str, dict] = {}  # data position at admission of jobs started from scratch
+        self._waiting: dict[str, str] = {}  # pending jobs the scheduler holds back: why
         self.tasks: dict[str, TaskConfig] = {}
         self._arrivals = 0
         self.controller: Controller | None = None
@@ -236,35 +254,64 @@ class LoRAPipeline:
         path = self._ckpt_path(name)
         return torch_load_bytes(self.store.read_bytes(*path)) if self.store.exists(*path) else None
 
+    def _request(self, task: TaskConfig, arrival: int = 0) -> JobRequest:
+        return job_request(task, self.cfg.adapter(task.adapter), self.meta, self.plan.bounds, arrival)
+
     def _admit(self) -> None:
-        reqs = {t.adapter: JobRequest(t.adapter, t.micro_batch_size, t.cutoff_len, t.priority, arr)
-                for t, arr in self.pending}
-        running = [JobRequest(n, self.tasks[n].micro_batch_size, self.tasks[n].cutoff_len, self.tasks[n].priority)
-                   for n in self.running]
-        decision = self.policy.decide(AdmissionObs(running, list(reqs.values())))
-        if not decision.start and not self.running and self.pending:
-            decision.start.append(min(reqs.values(), key=lambda r: (-r.priority, r.arrival)).name)  # never starve
-        for name in decision.start:
-            task = next(t for t, _ in self.pending if t.adapter == name)
+        """Start the pending jobs the admission policy lets in; refuse those that can never fit."""
+        decision = self.policy.decide([self._request(self.tasks[n]) for n in self.running],
+                                      [self._request(t, arr) for t, arr in self.pending])
+        for name, why in decision.refused.items():
+            self._result.refused[name] = why
             self.pending = [(t, a) for t, a in self.pending if t.adapter != name]
-            sub = MLoRAConfig(base=self.cfg.base, seed=self.cfg.seed, datasets=self.cfg.datasets,
-                              adapters=self.cfg.adapters, tasks=[task])
-            job = make_jobs(sub)[name]
-            self.tasks[name] = task
-            ckpt = self._load_checkpoint(name)
-            if ckpt is not None and ckpt.get("fingerprint") != self._fingerprint(name):
-                logger.warning("%s: ignoring the checkpoint in %s, written for another config", name, self.store.uri)
-                self.store.delete_file(*self._ckpt_path(name))  # a failure before this job's first checkpoint must not find it
-                ckpt = None
+            logger.warning("refused %s", why)
+        if self.pending and not self.running and not decision.start:
+            raise RuntimeError(f"no pending job can start on an idle pipeline: {decision.waiting}")
+        for name in sorted(set(decision.waiting) - set(self._waiting)):
+            logger.info("%s waits: %s", name, decision.waiting[name])
+        self._waiting = decision.waiting
+        for name in decision.start:
+            self._start_job(next(t for t, _ in self.pending if t.adapter == name))
+
+    def _start_job(self, task: TaskConfig) -> None:
+        """Install an admitted job's adapter on every stage (from its checkpoint, if any)."""
+        name = task.adapter
+        self.pending = [(t, a) for t, a in self.pending if t.adapter != name]
+        sub = MLoRAConfig(base=self.cfg.base, tokenizer=self.cfg.tokenizer, seed=self.cfg.seed,
+                          datasets=self.cfg.datasets, adapters=self.cfg.adapters, tasks=[task])
+        job = make_jobs(sub)[name]
+        ckpt = self._own_checkpoint(task)
+        if ckpt is not None and ckpt.get("finished"):
+            return
+        self._install(job, ckpt)
+        self.running[name] = job
+        self._result.admitted_window.setdefault(name, self._window_no)
+        if ckpt is None:  # no checkpoint needed: a failure before its first one starts it over
+            self._admitted[name] = job.batcher.state_dict()
+        logger.info("admitted %s (%d steps, from step %d)", name, job.total_steps, job.step)
+
+    def _own_checkpoint(self, task: TaskConfig) -> dict | None:
+        """The job's checkpoint in this run's folder if written for this config (another config's
+        is deleted); a job it marks finished is recorded as done in the run being resumed."""
+        name = task.adapter
+        self.tasks[name] = task
+        ckpt = self._load_checkpoint(name)
+        if ckpt is not None and ckpt.get("fingerprint") != self._fingerprint(name):
+            logger.warning("%s: ignoring the checkpoint in %s, written for another config", name, self.store.uri)
+            self.store.delete_file(*self._ckpt_path(name))  # a failure before this job's first checkpoint must not find it
+            return None
+        if ckpt is not None and ckpt.get("finished"):
+            self.finished.add(name)
+            self.resumed_done[name] = self.store.path("adapters", name)
+        return ckpt
+
+    def _skip_finished(self) -> None:
+        """Drop pending jobs that finished in an earlier run into ``output_dir`` (reported as
+        done; no stage starts for them)."""
+        for task, _ in list(self.pending):
+            ckpt = self._own_checkpoint(task)
             if ckpt is not None and ckpt.get("finished"):
-                self.finished.add(name)
-                self.resumed_done[name] = self.store.path("adapters", name)
-                continue
-            self._install(job, ckpt)
-            self.running[name] = job
-            if ckpt is None:  # no checkpoint needed: a failure before its first one starts it over
-                self._admitted[name] = job.batcher.state_dict()
-            logger.info("admitted %s (%d steps, from step %d)", name, job.total_steps, job.step)
+                self.pending = [(t, a) for t, a in self.pending if t.adapter != task.adapter]
 
     def _install(self, job: JobState, ckpt: dict | None) -> None:
         acfg = config_to_dict(self.cfg.adapter(job.name))
@@ -288,11 +335,14 @@ class LoRAPipeline:
         return per_job
 
     def _fingerprint(self, name: str) -> str:
-        """What a checkpoint must match to be resumed: base, adapter, task and dataset configs."""
+        """What a checkpoint must match to be resumed: base (and its quantisation), adapter,
+        task and dataset configs."""
         import hashlib
 
         task = self.tasks[name]
-        doc = {"base": self.cfg.base, "seed": self.cfg.seed, "adapter": config_to_dict(self.cfg.adapter(name)),
+        doc = {"base": self.cfg.base, "tokenizer": self.cfg.tokenizer, "seed": self.cfg.seed,
+               **({"quantize": self.cfg.quantize} if self.cfg.quantize else {}),
+               "adapter": config_to_dict(self.cfg.adapter(name)),
                "task": config_to_dict(task), "dataset": config_to_dict(self.cfg.dataset(task.dataset))}
         return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
@@ -301,20 +351,24 @@ class LoRAPipeline:
         state: dict[str, torch.Tensor] = {}
         for part in stage_parts:
             state.update(part["weights"])
+        ref = base_reference(self.cfg.base, self.cfg.seed)  # the base as given, and its weights' hash
         with tempfile.TemporaryDirectory(prefix="raystack-adapter-") as tmp:
-            save_peft(Path(tmp) / name, self.cfg.adapter(name).spec(), state, self.cfg.base)
+            save_peft(Path(tmp) / name, self.cfg.adapter(name).spec(), state, ref, tokenizer_of(self.cfg))
             return self.store.upload(Path(tmp) / name, "adapters", name)  # published whole
 
     # -- stages ---------------------------------------------------------------------------
     def _stage_spec(self, i: int) -> MemberSpec:
         a, b = self.plan.bounds[i]
-        base = {"base": self.cfg.base, "seed": self.cfg.seed, "device": self.cfg.pipeline.device}
+        p = self.cfg.pipeline
+        base = {"base": self.stage_base, "seed": self.cfg.seed, "device": p.device, "quantize": self.cfg.quantize,
+                "link": p.link}
         return MemberSpec(f"stage-{i}", PipelineStage, (base, a, b, i, self.threads),
                           options=self.stage_options, placement=STAGES, bundle=i)
 
     def start(self) -> None:
-        """Start the stage actors (one bundle each in a SPREAD placement group), if not yet."""
-        if len(self.group):
+        """Start the stage actors (one bundle each in a SPREAD placement group), if not yet and
+        if there is work, and measure each one's memory before the first admission."""
+        if len(self.group) or not (self.pending or self.running):
             return
         bundle = {"CPU": float(self.stage_options.get("num_cpus", 1))}
         if self.stage_options.get("num_gpus"):
@@ -322,16 +376,36 @@ class LoRAPipeline:
         self.group.reserve(PlacementSpec(STAGES, tuple(dict(bundle) for _ in range(self.cfg.pipeline.stages)),
                                          "SPREAD"))
         self.group.spawn(*[self._stage_spec(i) for i in range(self.cfg.pipeline.stages)])
-        self.pids = self.group.call("ready")
-        logger.info("%d stages, units per stage %s (balanced by %s, imbalance %.2f)", len(self.stages),
-                    self.plan.bounds, self.cfg.pipeline.balance, self.plan.imbalance)
+        self.stage_info = self.group.call("ready")
+        self.pids = [info.pid for info in self.stage_info]
+        self._calibrate()
+        logger.info("%d stages, units per stage %s (balanced by %s, imbalance %.2f); memory per stage "
+                    "(MB, base / budget): %s", len(self.stages), self.plan.bounds, self.cfg.pipeline.balance,
+                    self.plan.imbalance, ", ".join(f"{f / MB:.0f} / {b / MB:.0f}"
+                                                   for f, b in zip(self.memory.fixed, self.policy.budgets)))
+
+    def _calibrate(self) -> None:
+        """Each stage's footprint, first activation samples and peak ratio, and, when the
+        config sets no budget, each stage's share of its node's (or GPU's) memory."""
+        targets = sorted({m for a in self.cfg.adapters for m in a.target_modules})
+        r = max(a.r for a in self.cfg.adapters)
+        shapes = calibration_shapes(max(t.cutoff_len for t in self.cfg.tasks))
+        for i, cal in enumerate(self.group.call("calibrate", shapes, targets, r)):
+            self.memory.calibrate(i, cal)
+        if self.cfg.scheduler.memory_budget_mb is None:
+            self.policy.budgets = default_budgets([i.capacity_bytes for i in self.stage_info],
+                                                  [i.node_id for i in self.stage_info],
+                                                  self.devices.gpus_per_actor if self.devices.uses_gpu else None)
 
     def recover(self, event: FailureEvent) -> None:
         """Respawn the stages that died, drop every stage's adapters and in-flight activations,
         and resume each running job from its last checkpoint (or from its start)."""
         self._result.restarts += 1
         logger.warning("window %d failed (%s); restoring from checkpoints", self._window_no, event.describe())
-        self.group.respawn(event.members)
+        respawned = self.group.respawn(event.members)
+        for key, info in zip(respawned, self.group.call("ready", keys=respawned)):
+            i = self.group.keys.index(key)
+            self.stage_info[i], self.pids[i] = info, info.pid
         self.group.call("reset")
         for name, job in self.running.items():
             ckpt = self._load_checkpoint(name)
@@ -356,6 +430,7 @@ class LoRAPipeline:
         self._on_window, self._after_submit = on_window, after_submit
         self._result = PipelineRun(plan=self.plan)
         self._t0, self._window_no = time.perf_counter(), 0
+        self._skip_finished()
         budget = self.cfg.pipeline.max_restarts * self.cfg.pipeline.stages
         policy = FailurePolicy(budget, field="pipeline.max_restarts x stages", per="event")
         self.controller = Controller(self, policy, group=self.group, callbacks=self.callbacks, name="mlora")
@@ -391,6 +466,7 @@ class LoRAPipeline:
         for name in done:
             result.adapters[name] = self._export(name, parts[name])
             result.completion_s[name] = time.perf_counter() - self._t0
+            result.finished_window[name] = window
             self.finished.add(name)
             logger.info("%s finished: exported to %s", name, result.adapters[name])
         for name in done:
@@ -404,11 +480,7 @@ class LoRAPipeline:
         self._show(report)
         if self._on_window:
             self._on_window(self._window_no, self)
-        metrics = {"tokens": float(report.tokens), "seconds": report.seconds,
-                   "tokens_per_s": report.tokens / max(report.seconds, 1e-9),
-                   **{f"idle/stage{i}": f for i, f in enumerate(report.idle_fraction)},
-                   **{f"loss/{n}": v for n, v in report.losses.items()}}
-        return Progress(done=not (self.pending or self.running), step=window, metrics=metrics)
+        return Progress(done=not (self.pending or self.running), step=window, metrics=report.metrics())
 
     def _show(self, report: WindowReport) -> None:
         if self._bar is None:
@@ -432,12 +504,15 @@ class LoRAPipeline:
                   *(min(jobs[n].remaining for n in lane) for lane in lanes))
         data = []  # per lane: per step: micro-batches
         for li, lane in enumerate(lanes):
-            data.append([lane_step(li, k, [jobs[n] for n in lane], ByteTokenizer.pad_id) for k in range(cap)])
+            data.append([lane_step(li, k, [jobs[n] for n in lane], self.pad_id) for k in range(cap)])
         costs = [c / max(self.plan.costs) for c in self.plan.costs]
         sched = lorapp_schedule(d, [LaneWork(cap, len(steps[0])) for steps in data],
                                 forward_cost=costs, backward_cost=[2 * c for c in costs],
                                 max_in_flight=self.cfg.pipeline.in_flight_cap)
-        busy0 = [s.busy_s for s in self.group.call("stats")]
+        shapes = {op: tuple(data[op.lane][op.step][op.micro][1].shape) for op in sched.order[0]}
+        predicted = self.memory.predict_order(sched.order, shapes.__getitem__,
+                                              [self._request(self.tasks[n]) for n in jobs])
+        busy0 = [s.busy_s for s in self.group.call("stats")]  # also starts each stage's peak window
         t0 = time.perf_counter()
         calls: dict[tuple, Call] = {}
         puts: dict[tuple, tuple] = {}
@@ -479,18 +554,21 @@ class LoRAPipeline:
                 self._loss_gauge.set(jobs[n].losses[-1], tags={"adapter": n})
                 self._step_gauge.set(jobs[n].step, tags={"adapter": n})
         stats: list[StageStats] = self.group.call("stats")
-        for st_stats in stats:
-            for rows, seq, nbytes in st_stats.activations:
-                self.memory.observe(rows, seq, nbytes)
+        peaks = [StagePeak(p.total, s.peak_bytes, b) for p, s, b in zip(predicted, stats, self.policy.budgets)]
+        for i, (st_stats, p) in enumerate(zip(stats, predicted)):
+            self.memory.observe_activations(i, st_stats.activations)
+            self.memory.observe_peak(i, p, st_stats.peak_bytes)
         idle = [max(0.0, 1.0 - (s.busy_s - b) / seconds) for s, b in zip(stats, busy0)]
         for i, f in enumerate(idle):
             self._idle.set(f, tags={"stage": str(i)})
         self._tokens.inc(tokens)
         last = {n: jobs[n].losses[-1] for n in jobs}
-        logger.info("window %d: %d steps x %d lanes in %.1fs, %.0f tok/s, idle %s | %s", window, cap, len(lanes),
-                    seconds, tokens / seconds, ["%.2f" % f for f in idle],
-                    " ".join(f"{n}@{jobs[n].step}/{jobs[n].total_steps}={v:.3f}" for n, v in last.items()))
-        return WindowReport(window, seconds, tokens, idle, last), ckpt_calls
+        logger.info("window %d: %d steps x %d lanes in %.1fs, %.0f tok/s, idle %s | %s | peak MB "
+                    "(predicted/measured) %s", window, cap, len(lanes), seconds, tokens / seconds,
+                    ["%.2f" % f for f in idle],
+                    " ".join(f"{n}@{jobs[n].step}/{jobs[n].total_steps}={v:.3f}" for n, v in last.items()),
+                    ", ".join(f"{p.predicted_bytes / MB:.0f}/{p.measured_bytes / MB:.0f}" for p in peaks))
+        return WindowReport(window, seconds, tokens, idle, last, tuple(map(tuple, lanes)), peaks), ckpt_calls
 
     def shutdown(self) -> None:
         """Stop the stage actors and release their placement group."""
@@ -524,26 +602,16 @@ class MLoRADriver:
 
     def result(self) -> Result:
         run = self.pipeline.finish()
-        rows = [{"window": w.window, "seconds": w.seconds, "tokens": w.tokens,
-                 "tokens_per_s": w.tokens / max(w.seconds, 1e-9),
-                 **{f"idle_stage{i}": f for i, f in enumerate(w.idle_fraction)},
-                 **{f"loss.{n}": v for n, v in w.losses.items()}} for w in run.windows]
-        metrics = {"seconds": run.seconds, "tokens": float(run.tokens),
-                   "tokens_per_s": run.tokens / max(run.seconds, 1e-9), "restarts": float(run.restarts),
-                   "adapters": float(len(run.adapters)),
-                   **{f"loss.{n}": v[-1] for n, v in run.losses.items() if v}}
-        if run.windows:
-            metrics["idle_fraction"] = sum(sum(w.idle_fraction) / len(w.idle_fraction) for w in run.windows) \
-                / len(run.windows)
         store = self.run_dir.storage
-        losses = store.write_json(run.losses, "losses.json")  # every step's loss, per adapter
         artifacts = {f"adapter.{n}": d for n, d in run.adapters.items()}
-        artifacts["losses"] = losses
+        artifacts["losses"] = store.write_json(run.losses, "losses.json")  # every step's loss, per adapter
         artifacts["run"] = store.uri
+        if run.refused:  # jobs that can never fit a stage's memory budget, with the numbers
+            artifacts["refused"] = store.write_json(run.refused, "refused.json")
         if "tensorboard" in self.cfg.loggers:
             artifacts["tensorboard"] = str(self.run_dir.tracking_dir() / TENSORBOARD_DIR)
-        return Result("mlora", metrics, history_table(rows), store.path("adapters"), artifacts,
-                      config_to_dict(self.cfg))
+        return Result("mlora", run.summary(), history_table(run.history_rows()), store.path("adapters"),
+                      artifacts, config_to_dict(self.cfg))
 
     def shutdown(self) -> None:
         self.pipeline.shutdown()

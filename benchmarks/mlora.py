@@ -1,6 +1,11 @@
-"""mLoRA benchmark: 4 adapters on one base, five ways, in one run.
+"""mLoRA benchmark: 4 adapters on one base, five ways; and mLoRA at a user's scale.
 
-Arms (same base, same data, same steps; every arm may use both cores as well as it can):
+Parts (``--only base,admission,int8,fsdp``; default all; a part run alone replaces only its own
+figures in the results file): ``base`` is described here; ``admission`` (memory-gated admission
+on a queue of 10 jobs), ``int8`` (a quantised base) and ``fsdp`` (the pipeline against FSDP over
+a simulated link) in ``benchmarks/_mlora_scale.py``.
+
+Arms of the base part (same base, same data, same steps; every arm may use both cores as well as it can):
   (a) peft_sequential  peft adapters trained one after another in one process (2 threads)
   (b) peft_4_actors    4 Ray actors, each with its own base copy, one adapter each (1 thread each)
   (c) batchlora_1      BatchLoRA: all 4 adapters in one batch, one actor (2 threads)
@@ -11,8 +16,10 @@ wider lanes (two adapters' rows per micro-batch: faster matmuls, more activation
 (a) on 1 thread for its first two adapters, to measure how well peft scales to 2 threads here
 (the ceiling of a 2-stage pipeline over (a) is about 2 / that scaling).
 Also (c') 8 adapters of 1-2 rows each: BatchLoRA vs the same adapters stepped one by one.
+And the real-text setting (benchmarks/_mlora_real_text.py): arms (a)-(e) again on a Qwen2-shaped
+base with a trained BPE tokenizer and standard-library text records, in real tokens per second.
 
-    python benchmarks/mlora.py [--quick]
+    python benchmarks/mlora.py [--quick] [--only PART[,PART...]]
 """
 
 from __future__ import annotations
@@ -52,6 +59,9 @@ def make_base(directory: Path, hidden: int, layers: int, inter: int, heads: int)
                       tie_word_embeddings=False)
     torch.manual_seed(0)
     LlamaForCausalLM(cfg).save_pretrained(directory)
+    from raystack.models.tokenizer import load_tokenizer
+
+    load_tokenizer("tiny-1m").save_pretrained(directory)  # the byte vocabulary, as a real tokenizer
     return str(directory)
 
 
@@ -238,22 +248,80 @@ def run_arm(name: str, workers_threads: list[int], fn) -> dict:
     return out
 
 
+PARTS = ("base", "admission", "int8", "fsdp")
+
+
 def main() -> None:
-    args = parse_args(__doc__.splitlines()[0])
-    q = args.quick
-    size = dict(hidden=128, layers=4, inter=352, heads=4) if q else dict(hidden=1024, layers=8, inter=2816, heads=16)
-    # Full: 128 tokens per micro-batch, so a stage's matmuls are compute-bound rather than
-    # dominated by reading the weights (16-token micro-batches measured that, not the pipeline).
-    steps, batch, micro, seq, repeats = (2, 2, 1, 32, 1) if q else (6, 4, 2, 64, 3)
+    args = parse_args(__doc__.splitlines()[0], extra=lambda p: p.add_argument(
+        "--only", default=",".join(PARTS),
+        help=f"comma-separated parts to run, of {','.join(PARTS)}; the others' figures are kept from the results file"))
+    parts = [p for p in args.only.split(",") if p]
+    unknown = sorted(set(parts) - set(PARTS))
+    if unknown:
+        raise SystemExit(f"--only: unknown part(s) {unknown}; expected some of {list(PARTS)}")
     from raystack.cluster import connect
+
+    from _mlora_scale import ScaleBench, run_admission, run_fsdp, run_int8
 
     root = str(Path(__file__).resolve().parent.parent)  # actors import the project too
     os.environ["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH")])])
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     connect(num_cpus=8, dashboard=False, log_to_driver=False)
+    tmp = Path(tempfile.mkdtemp(prefix="mlora_bench_"))
+    ctx = ScaleBench(args.quick, tmp, make_base, mlora_cfg, make_data, driver_pid())
+    runners = {"base": lambda: run_base(args.quick, tmp), "admission": lambda: run_admission(ctx),
+               "int8": lambda: run_int8(ctx), "fsdp": lambda: run_fsdp(ctx)}
+    reports, seconds = {}, {}
+    for part in PARTS:
+        if part in parts:
+            print(f"=== {part}", flush=True)
+            t0 = time.perf_counter()
+            reports[part] = runners[part]()
+            seconds[part] = round(time.perf_counter() - t0, 1)
+    write_merged(reports, seconds, args.quick)
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def write_merged(reports: dict[str, Report], seconds: dict[str, float], quick: bool) -> None:
+    """One results file for all parts: the parts run now replace their own figures; the others'
+    are kept from the file (when it holds a run of the same kind, full or quick)."""
+    merged = Report("mlora", quick)
+    sections: dict[str, dict] = {}
+    old = json.loads(merged.out.read_text()) if merged.out.exists() else {}
+    if old.get("quick") == quick:
+        # files written before the parts existed hold the base part only
+        old_sections = old.get("config", {}).get("sections") or {"base": {"arms": list(old.get("arms", {})),
+                                                         "targets": list(old.get("targets", {})),
+                                                         "notes": old.get("notes", []), "date": old.get("date"),
+                                                         "seconds": old.get("seconds"), "config": old.get("config", {})}}
+        for part, sec in old_sections.items():
+            if part in reports:
+                continue
+            sections[part] = sec
+            merged.arms.update({k: old["arms"][k] for k in sec["arms"] if k in old.get("arms", {})})
+            merged.targets.update({k: old["targets"][k] for k in sec["targets"] if k in old.get("targets", {})})
+            merged.notes.extend(sec["notes"])
+            merged.config[part] = sec.get("config", {})
+    for part, rep in reports.items():
+        d = rep.as_dict()
+        sections[part] = {"arms": list(rep.arms), "targets": list(rep.targets), "notes": rep.notes, "date": d["date"],
+                          "seconds": seconds[part], "config": rep.config}
+        merged.arms.update(rep.arms)
+        merged.targets.update(rep.targets)
+        merged.notes.extend(rep.notes)
+        merged.config[part] = rep.config
+    merged.config["sections"] = sections
+    merged.write()
+
+
+def run_base(q: bool, tmp: Path) -> Report:
+    """The five arms on 4 adapters (the part the module docstring describes)."""
+    size = dict(hidden=128, layers=4, inter=352, heads=4) if q else dict(hidden=1024, layers=8, inter=2816, heads=16)
+    # Full: 128 tokens per micro-batch, so a stage's matmuls are compute-bound rather than
+    # dominated by reading the weights (16-token micro-batches measured that, not the pipeline).
+    steps, batch, micro, seq, repeats = (2, 2, 1, 32, 1) if q else (6, 4, 2, 64, 3)
     if q:
         _POOL.extend(BenchWorker.options(num_cpus=0.01).remote(1) for _ in range(4))
-    tmp = Path(tempfile.mkdtemp(prefix="mlora_bench_"))
     # The base is built and saved in a short-lived task, so the driver (counted in every arm's
     # memory) never holds a copy of it.
     base = ray.get(ray.remote(make_base).options(num_cpus=0.01).remote(tmp / "base", **size))
@@ -341,6 +409,8 @@ def main() -> None:
                 f"{2 / scaling['speedup']:.2f}x (a) at equal per-token efficiency.")
     report.arm("small_adapters_8", **small, speedup=small["one_by_one"] / small["batched"])
     report.arm("peft_load_check", **check_peft(base, tmp, runs))
+    report.arm("spread_per_repeat", d_vs_a=[a["seconds"] / d["seconds"] for a, d in zip(runs["a"], runs["d"])],
+               d_vs_ideal=[max(i) / r["seconds"] for i, r in zip(ideals, runs["d"])])
     report.target("d_vs_a_tokens", tps["d"] / tps["a"], ">=", 1.1, "(d) pipeline tokens/s over (a) peft sequential")
     report.target("d_vs_ideal", statistics.median(max(i) / r["seconds"] for i, r in zip(ideals, runs["d"])), ">=", 0.9,
                   "(d) tokens/s over its ideal (max stage compute), median of per-repeat pairs")
@@ -358,8 +428,13 @@ def main() -> None:
                 "processes (raylet, GCS, idle pooled workers), the same for every arm, are not counted.")
     report.note("No simulation: real processes on this machine (2 shared cores); the base is random-initialised "
                 f"({n_params / 1e6:.0f}M parameters), data are fixed-length byte sequences.")
-    report.write()
-    shutil.rmtree(tmp, ignore_errors=True)
+    from _mlora_real_text import real_text_setting
+
+    real_text_setting(report, q, tmp, run_arm, run_pipeline, mlora_cfg)
+    for w in _POOL:
+        ray.kill(w)
+    _POOL.clear()
+    return report
 
 
 def run_pipeline(cfg, pipe=None):
@@ -372,7 +447,7 @@ def run_pipeline(cfg, pipe=None):
     else:
         pipe.use_output(cfg)
         pipe.policy.max_concurrent = cfg.scheduler.max_concurrent
-        pipe.cfg.pipeline.lanes = cfg.pipeline.lanes
+        pipe.cfg.pipeline.lanes = pipe.memory.max_lanes = cfg.pipeline.lanes
         pipe.finished.clear()
         for t in cfg.tasks:
             pipe.add_task(t)

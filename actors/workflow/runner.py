@@ -17,18 +17,21 @@ import sys
 import sysconfig
 import time
 from dataclasses import replace
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import ray
 
 from raystack import metrics
 from raystack.workflow.api import validate
-from raystack.workflow.cache import ArtifactStore
-from raystack.workflow.engine import (RunReport, StepFailed, StepResult, children_count,
-                                      execute_step, status_kwargs, step_key)
+from raystack.workflow.context import RunContext, new_context
+from raystack.workflow.engine import (RunReport, StepFailed, StepResult, cacheable,
+                                      children_count, execute_step, runner_kwargs, step_key,
+                                      with_code_hashes)
+from raystack.workflow.eviction import POLICIES
 from raystack.workflow.functions import resolve
 from raystack.workflow.ir import StepSpec, WorkflowIR, topo_order
 from raystack.workflow.split import split, sub_workflow
+from raystack.workflow.store import ArtifactStore
 
 _SITE = (sysconfig.get_paths()["purelib"], sysconfig.get_paths()["stdlib"])
 NODE_LOSS_RETRIES = 2  # runs of a step again after its worker or node died (not its own errors)
@@ -49,25 +52,33 @@ def _pickle_by_value_if_needed(fn: Callable) -> None:
             pass
 
 
-def prepare_functions(ir: WorkflowIR, functions: dict[str, Callable] | None = None
-                      ) -> dict[str, Callable]:
-    """Every step function of ``ir`` resolved here, ready to ship to workers and runners."""
+def prepare_functions(ir: WorkflowIR, functions: dict[str, Callable] | None = None,
+                      allow: Sequence[str] = ()) -> dict[str, Callable]:
+    """Every step function of ``ir`` resolved here (catalog, registry or ``allow``ed modules
+    only), ready to ship to workers and runners: they never import a function by name."""
     out = {}
+    registry = ir.registry(functions)
     for s in ir.steps:
         if s.fn not in out:
-            out[s.fn] = resolve(s.fn, functions)
+            out[s.fn] = resolve(s.fn, registry, allow)
             _pickle_by_value_if_needed(out[s.fn])
     return out
 
 
+def _ray_tuner(fn: Callable, kwargs: dict, spec, call) -> tuple[Any, dict]:
+    from raystack.actors.workflow.tune import search_step
+    return search_step(fn, kwargs, spec)
+
+
 @ray.remote
 def _step_task(spec: StepSpec, fn: Callable, store: ArtifactStore | None, reuse: int,
-               extra: dict, *inputs: StepResult) -> StepResult:
+               extra: dict, context: RunContext | None, *inputs: StepResult) -> StepResult:
     """One step as a Ray task; ``inputs`` arrive resolved from upstream ObjectRefs."""
     if "torch" in sys.modules:  # steps share few cores: keep torch to one thread
         sys.modules["torch"].set_num_threads(1)
     try:
-        return execute_step(spec, fn, {r.step: r for r in inputs}, store, reuse=reuse, extra=extra)
+        return execute_step(spec, fn, {r.step: r for r in inputs}, store, reuse=reuse,
+                            extra=extra, context=context, tuner=_ray_tuner)
     except StepFailed:
         raise
     except Exception as e:  # noqa: BLE001 - name the step in the error Ray reports
@@ -81,11 +92,12 @@ _EXECUTED = metrics.counter("workflow_steps_executed", "Workflow steps executed 
 
 
 def known_from_cache(ir: WorkflowIR, store: ArtifactStore | None, verify: bool = True,
-                     given: dict[str, StepResult] | None = None) -> dict[str, StepResult]:
+                     given: dict[str, StepResult] | None = None,
+                     functions: dict[str, Callable] | None = None) -> dict[str, StepResult]:
     """Steps whose result is already stored (and intact), found without running anything.
 
-    A step is known when every upstream step is known and its key is stored. Corrupted
-    artifacts are deleted here so the step recomputes.
+    A step is known when every upstream step is known, it has no side effect, and its key is
+    stored. Corrupted or refused artifacts are deleted here so the step recomputes.
     """
     known: dict[str, StepResult] = dict(given or {})
     if store is None:
@@ -93,7 +105,8 @@ def known_from_cache(ir: WorkflowIR, store: ArtifactStore | None, verify: bool =
     by_id = ir.by_id()
     for sid in topo_order(ir, set(known)):
         spec = by_id[sid]
-        if spec.exit is not None or not spec.cache or sid in known:
+        fn = (functions or {}).get(spec.fn)
+        if spec.exit is not None or not cacheable(spec, fn) or sid in known:
             continue
         if any(d not in known for d in spec.deps()):
             continue
@@ -124,10 +137,11 @@ def _options(spec: StepSpec, workflow: str) -> dict[str, Any]:
     return opts
 
 
-def _submit(ir: WorkflowIR, functions: dict[str, Callable] | None, store: ArtifactStore | None,
-            given: dict[str, StepResult], reuse: dict[str, int]) -> tuple[dict, dict]:
+def _submit(ir: WorkflowIR, functions: dict[str, Callable], store: ArtifactStore | None,
+            given: dict[str, StepResult], reuse: dict[str, int],
+            context: RunContext | None) -> tuple[dict, dict]:
     """Submit every main step that is not already known; returns (known, step id -> ref)."""
-    known = known_from_cache(ir, store, given=given)
+    known = known_from_cache(ir, store, given=given, functions=functions)
     by_id = ir.by_id()
     fn_refs: dict[str, Any] = {}
     store_ref = ray.put(store)
@@ -137,12 +151,12 @@ def _submit(ir: WorkflowIR, functions: dict[str, Callable] | None, store: Artifa
         if spec.exit is not None or sid in known:
             continue
         if spec.fn not in fn_refs:
-            fn = resolve(spec.fn, functions)
+            fn = functions[spec.fn]
             _pickle_by_value_if_needed(fn)
             fn_refs[spec.fn] = ray.put(fn)
         args = [refs[d] if d in refs else known[d] for d in spec.deps()]
         refs[sid] = _step_task.options(**_options(spec, ir.name)).remote(
-            spec, fn_refs[spec.fn], store_ref, reuse.get(sid, 1), {}, *args)
+            spec, fn_refs[spec.fn], store_ref, reuse.get(sid, 1), {}, context, *args)
     return known, refs
 
 
@@ -186,11 +200,13 @@ def _collect(refs: dict[str, Any], progress: Any = None,
 class WorkflowRunner:
     """Runs one sub-workflow (a part of a split workflow) as Ray tasks it owns."""
 
-    def run_part(self, ir_dict: dict, functions: dict[str, Callable] | None,
+    def run_part(self, ir_dict: dict, functions: dict[str, Callable],
                  store: ArtifactStore | None, given: dict[str, StepResult],
-                 reuse: dict[str, int]) -> tuple[dict, dict]:
+                 reuse: dict[str, int], context: RunContext | None = None) -> tuple[dict, dict]:
         ir = WorkflowIR.from_dict(ir_dict)
-        known, refs = _submit(ir, functions, store, given, reuse)
+        if any(not s.code_hash for s in ir.steps):  # keys need the code the steps reach
+            ir = with_code_hashes(ir, functions)
+        known, refs = _submit(ir, functions, store, given, reuse, context)
         results, failed = _collect(refs)
         own = {k: v for k, v in known.items() if k not in given}
         results.update(own)
@@ -202,25 +218,31 @@ class WorkflowRunner:
 def run_workflow(ir: WorkflowIR, *, functions: dict[str, Callable] | None = None,
                  store: ArtifactStore | None = None, progress: bool = True,
                  split_budget: int | None = None, max_runners: int = 4,
-                 eviction: str = "couler") -> RunReport:
+                 eviction: str = "couler", allow: Sequence[str] = (),
+                 context: RunContext | None = None) -> RunReport:
     """Run ``ir`` on the connected Ray cluster; returns the RunReport.
 
     ``store``: the artifact store (None disables caching). ``split_budget``: above this many
-    steps the workflow is split into parts, each run by a WorkflowRunner actor.
+    steps the workflow is split into parts, each run by a WorkflowRunner actor. ``allow``:
+    modules beyond the catalog whose functions the IR may name. ``context``: the run's scratch
+    space, output directory and deletable paths (default: a fresh temporary scratch space).
     """
     if not ray.is_initialized():
         from raystack.cluster import connect
         connect()
     t0 = time.perf_counter()
-    validate(ir, functions)
-    functions = prepare_functions(ir, functions)
+    validate(ir, functions, allow=allow)
+    functions = prepare_functions(ir, functions, allow)
+    ir = with_code_hashes(ir, functions)
+    context = context or new_context(ir.name)
     reuse = children_count(ir)
     main = ir.main_steps()
     bar = _bar(len(main), ir.name) if progress else None
     if split_budget is not None and len(main) > split_budget:
-        results, failed = _run_split(ir, functions, store, reuse, split_budget, max_runners, bar)
+        results, failed = _run_split(ir, functions, store, reuse, split_budget, max_runners, bar,
+                                     context)
     else:
-        known, refs = _submit(ir, functions, store, {}, reuse)
+        known, refs = _submit(ir, functions, store, {}, reuse, context)
         if bar is not None:
             bar.update(len(known))
 
@@ -232,19 +254,19 @@ def run_workflow(ir: WorkflowIR, *, functions: dict[str, Callable] | None = None
     if bar is not None:
         bar.close()
     status = "failed" if failed else "succeeded"
-    exits = _run_exits(ir, functions, results, status, failed)
-    rep = RunReport(ir.name, status, results, failed, time.perf_counter() - t0, store, exits)
+    exits = _run_exits(ir, functions, results, status, failed, context)
+    rep = RunReport(ir.name, status, results, failed, time.perf_counter() - t0, store, exits,
+                    context)
     _record_metrics(rep)
     if store is not None:
         used = [r.key for r in results.values() if r.key and r.status in ("cached", "done")]
         store.touch(used)
-        if store.capacity_bytes is not None:
-            from raystack.workflow.cache import POLICIES
-            store.enforce(POLICIES[eviction](), protect=used)
+        store.enforce(POLICIES[eviction](), protect=used)
     return rep
 
 
-def _run_split(ir, functions, store, reuse, budget, max_runners, bar) -> tuple[dict, dict]:
+def _run_split(ir, functions, store, reuse, budget, max_runners, bar,
+               context) -> tuple[dict, dict]:
     parts = split(ir, max_steps=budget)
     runners = [WorkflowRunner.remote() for _ in range(min(max_runners, len(parts)))]
     results: dict[str, StepResult] = {}
@@ -266,7 +288,7 @@ def _run_split(ir, functions, store, reuse, budget, max_runners, bar) -> tuple[d
                     continue
                 r = free.pop()
                 ref = r.run_part.remote(sub.to_dict(), functions, store,
-                                        {d: results[d] for d in need}, reuse)
+                                        {d: results[d] for d in need}, reuse, context)
                 running[ref] = (p, r)
             if not running:
                 if todo and not any(p.depends_on <= done for p in todo):
@@ -301,16 +323,17 @@ def _run_split(ir, functions, store, reuse, budget, max_runners, bar) -> tuple[d
     return results, failed
 
 
-def _run_exits(ir, functions, results, status, failed) -> dict[str, StepResult]:
+def _run_exits(ir, functions, results, status, failed, context) -> dict[str, StepResult]:
     out = {}
     refs = {}
     for spec in ir.exit_steps():
         if spec.exit == "always" or (spec.exit == "failure") == bool(failed):
-            fn = resolve(spec.fn, functions)
+            fn = functions[spec.fn]
             _pickle_by_value_if_needed(fn)
             args = [results[d] for d in spec.deps() if d in results]
             refs[spec.id] = _step_task.options(**_options(spec, ir.name)).remote(
-                spec, fn, None, 1, status_kwargs(fn, status), *args)
+                spec, fn, None, 1, runner_kwargs(fn, context.for_step(spec.id, None), status),
+                context, *args)
     got, errs = _collect(refs)
     out.update(got)
     failed.update(errs)

@@ -50,7 +50,7 @@ def run(args) -> int:
 
     from raystack.actors.workflow.runner import run_workflow
     from raystack.cluster import connect
-    from raystack.workflow.cache import ArtifactStore
+    from raystack.workflow.store import ArtifactStore
 
     t0 = time.time()
     info = connect(args.address, num_cpus=8, log_to_driver=False)

@@ -36,7 +36,10 @@ def run(args) -> int:
                "val_loss": round(m["val_loss"], 4), "sync_seconds_per_rank": round(m["sync_seconds"], 2),
                "allreduce_seconds_per_rank": round(m["dp_seconds"], 2),
                "outliers": int(m["outliers"]), "replacements": int(m["replacements"]),
-               "extra_state_bytes_per_rank": int(m["extra_state_bytes"]), "checkpoint": res.checkpoint}
+               "extra_state_bytes_per_rank": int(m["extra_state_bytes"]),
+               "wire_bytes_per_rank": {k[len("wire_bytes_"):]: int(v) for k, v in m.items() if k.startswith("wire_bytes_")},
+               "memory_bytes_per_rank": {k[len("memory_"):]: int(v) for k, v in m.items() if k.startswith("memory_")},
+               "checkpoint": res.checkpoint}
     print("\n| what | value |\n| --- | --- |")
     for k, v in summary.items():
         print(f"| {k} | {v} |")

@@ -115,9 +115,18 @@ class CommGroup:
     def device(self) -> torch.device:
         return torch.device("cuda", torch.cuda.current_device()) if self.backend == "nccl" else torch.device("cpu")
 
-    def subgroup(self, ranks: Sequence[int], network: NetworkModel | None = None) -> "CommGroup | None":
+    @property
+    def process_group(self):
+        """The torch.distributed process group under this group (for torch's own parallelism,
+        e.g. a DeviceMesh for FSDP2); its ops bypass this group's accounting and network model."""
+        return self._pg
+
+    def subgroup(self, ranks: Sequence[int], network: NetworkModel | None = None,
+                 tag: str = "") -> "CommGroup | None":
         """A group over `ranks` of this world. Every rank of the world must call this with the same
-        `ranks`; members get a CommGroup (rank = position in `ranks`), non-members get None."""
+        `ranks`; members get a CommGroup (rank = position in `ranks`), non-members get None.
+        Every call makes a new group (its own process group and simulated link), so ops on two
+        groups over the same ranks never need a common order; `tag` only names it."""
         ranks = list(ranks)
         pg = dist.new_group(ranks=ranks, backend=self.backend)
         me = dist.get_rank()

@@ -1,7 +1,10 @@
-"""Byte-level text corpora for pretraining, and a checkpointable batch stream.
+"""Text corpora for pretraining: documents from files, and a checkpointable batch stream.
 
 The default corpus is the Python standard library's own source files: real text present on
 every machine with Python. A user's own text, JSONL or Parquet files work the same way.
+`iter_documents` streams any of them; `stdlib_corpus` / `corpus_from_files` hold their bytes
+in memory (small corpora, byte models); `raystack.data.pretrain` tokenizes them once into
+token shards. `BatchStream` cuts windows from one token array or from many shards.
 """
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ import json
 import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -33,7 +36,7 @@ class Corpus:
         return f"Corpus(train={len(self.train):,} bytes, val={len(self.val):,} bytes)"
 
 
-def _is_validation(key: str, val_fraction: float) -> bool:
+def is_validation_document(key: str, val_fraction: float) -> bool:
     """Deterministic, machine-independent split: a document's key hashed to [0, 1)."""
     h = int.from_bytes(hashlib.sha1(key.encode("utf-8")).digest()[:8], "big")
     return h / 2**64 < val_fraction
@@ -46,7 +49,7 @@ def _assemble(docs: Iterable[tuple[str, bytes]], val_fraction: float, max_bytes:
     for key, data in docs:
         if max_bytes is not None and total >= max_bytes:
             break
-        (val if _is_validation(key, val_fraction) else train).append(data + SEPARATOR)
+        (val if is_validation_document(key, val_fraction) else train).append(data + SEPARATOR)
         total += len(data) + len(SEPARATOR)
     if not train:
         raise ConfigError("data", "the corpus has no training text")
@@ -56,15 +59,19 @@ def _assemble(docs: Iterable[tuple[str, bytes]], val_fraction: float, max_bytes:
                   np.frombuffer(b"".join(val), dtype=np.uint8).copy())
 
 
-def stdlib_corpus(max_bytes: int | None = 4_000_000, val_fraction: float = 0.05) -> Corpus:
-    """The standard library's .py sources (sorted by path, so the split is reproducible)."""
+def stdlib_files() -> list[tuple[str, Path]]:
+    """The standard library's .py sources as ``(key, path)``, sorted by path (a reproducible order)."""
     root = Path(sysconfig.get_paths()["stdlib"])
     files = sorted(p for p in root.rglob("*.py") if "site-packages" not in p.parts and "test" not in p.parts)
+    return [(str(p.relative_to(root)), p) for p in files]
 
+
+def stdlib_corpus(max_bytes: int | None = 4_000_000, val_fraction: float = 0.05) -> Corpus:
+    """The standard library's .py sources (sorted by path, so the split is reproducible)."""
     def docs():
-        for p in files:
+        for key, p in stdlib_files():
             try:
-                yield str(p.relative_to(root)), p.read_bytes()
+                yield key, p.read_bytes()
             except OSError:
                 continue
     return _assemble(docs(), val_fraction, max_bytes)
@@ -72,56 +79,74 @@ def stdlib_corpus(max_bytes: int | None = 4_000_000, val_fraction: float = 0.05)
 
 def read_documents(path: str | Path, text_field: str = "text") -> list[str]:
     """The documents in a text file, a JSONL/JSON file, a Parquet file, or a directory of those."""
+    return list(iter_documents(path, text_field))
+
+
+def data_files(path: str | Path) -> list[Path]:
+    """The files a data path stands for: itself, or a directory's data files in sorted order."""
     path = Path(path)
     if not path.exists():
         raise ConfigError("data.paths", f"no such file or directory: {path}")
     if path.is_dir():
-        out: list[str] = []
-        for p in sorted(path.rglob("*")):
-            if p.is_file() and p.suffix in DATA_SUFFIXES:
-                out.extend(read_documents(p, text_field))
-        return out
+        return [p for p in sorted(path.rglob("*")) if p.is_file() and p.suffix.lower() in DATA_SUFFIXES]
+    return [path]
+
+
+def iter_documents(path: str | Path, text_field: str = "text") -> Iterator[str]:
+    """The documents of ``path`` (see `read_documents`), read as a stream: a JSONL file line by
+    line, a Parquet file batch by batch, so a large file is never in memory at once."""
+    for p in data_files(path):
+        yield from _file_documents(p, text_field)
+
+
+def _file_documents(path: Path, text_field: str) -> Iterator[str]:
     suffix = path.suffix.lower()
     if suffix in TEXT_SUFFIXES:
-        return [path.read_text(encoding="utf-8", errors="replace")]
-    if suffix in (".jsonl", ".json"):
-        return _read_json_docs(path, text_field)
-    if suffix == ".parquet":
-        import pyarrow.parquet as pq
+        yield path.read_text(encoding="utf-8", errors="replace")
+    elif suffix == ".jsonl":
+        with path.open(encoding="utf-8") as f:
+            for n, line in enumerate(f, 1):
+                if line.strip():
+                    yield _record_text(_json_line(path, n, line), path, n, text_field)
+    elif suffix == ".json":
         try:
-            table = pq.read_table(path)
-        except Exception as exc:  # pyarrow raises several types for a bad file
-            raise ConfigError("data.paths", f"{path} is not a readable Parquet file: {exc}") from None
-        if text_field not in table.column_names:
-            raise ConfigError("data.text_field", f"{path} has no column {text_field!r}; columns: {table.column_names}")
-        return [str(v) for v in table.column(text_field).to_pylist() if v is not None]
-    raise ConfigError("data.paths", f"{path}: unsupported file type {suffix!r}; expected one of {sorted(DATA_SUFFIXES)}")
-
-
-def _read_json_docs(path: Path, text_field: str) -> list[str]:
-    text = path.read_text(encoding="utf-8")
-    if path.suffix.lower() == ".json":
-        try:
-            records = json.loads(text)
+            records = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
             raise ConfigError("data.paths", f"{path} is not valid JSON: {exc}") from None
         if not isinstance(records, list):
             raise ConfigError("data.paths", f"{path} must hold a list of records")
+        for n, rec in enumerate(records, 1):
+            yield _record_text(rec, path, n, text_field)
+    elif suffix == ".parquet":
+        yield from _parquet_documents(path, text_field)
     else:
-        records = []
-        for n, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise ConfigError("data.paths", f"{path} line {n} is not valid JSON: {exc}") from None
-    out = []
-    for n, rec in enumerate(records, 1):
-        if not isinstance(rec, dict) or text_field not in rec:
-            raise ConfigError("data.text_field", f"{path} record {n} has no field {text_field!r}")
-        out.append(str(rec[text_field]))
-    return out
+        raise ConfigError("data.paths", f"{path}: unsupported file type {suffix!r}; expected one of {sorted(DATA_SUFFIXES)}")
+
+
+def _json_line(path: Path, n: int, line: str) -> Any:
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise ConfigError("data.paths", f"{path} line {n} is not valid JSON: {exc}") from None
+
+
+def _record_text(rec: Any, path: Path, n: int, text_field: str) -> str:
+    if not isinstance(rec, dict) or text_field not in rec:
+        raise ConfigError("data.text_field", f"{path} record {n} has no field {text_field!r}")
+    return str(rec[text_field])
+
+
+def _parquet_documents(path: Path, text_field: str) -> Iterator[str]:
+    import pyarrow.parquet as pq
+
+    try:
+        pf = pq.ParquetFile(path)
+    except Exception as exc:  # pyarrow raises several types for a bad file
+        raise ConfigError("data.paths", f"{path} is not a readable Parquet file: {exc}") from None
+    if text_field not in pf.schema_arrow.names:
+        raise ConfigError("data.text_field", f"{path} has no column {text_field!r}; columns: {pf.schema_arrow.names}")
+    for batch in pf.iter_batches(columns=[text_field], batch_size=4096):
+        yield from (str(v) for v in batch.column(0).to_pylist() if v is not None)
 
 
 def corpus_from_files(paths: Sequence[str | Path], text_field: str = "text", val_fraction: float = 0.05,
@@ -135,24 +160,30 @@ def corpus_from_files(paths: Sequence[str | Path], text_field: str = "text", val
 
 
 class BatchStream:
-    """Fixed-length windows of a token array, in a seeded order, resumable from `state_dict()`.
+    """Fixed-length windows of token arrays, in a seeded order, resumable from `state_dict()`.
 
-    Each epoch shuffles the window starts with (seed, epoch); rank r of world_size w takes every
-    w-th window, so data-parallel ranks see disjoint data. `next_batch()` returns a LongTensor of
-    shape [batch_size, seq_len + 1] (inputs are [:, :-1], targets [:, 1:]).
+    ``tokens`` is one array or a list of shards (memory-mapped token shards stay on disk: only
+    the windows a rank reads are touched, and a batch is copied out when it is taken). Windows
+    never cross a shard boundary. Each epoch shuffles the windows with (seed, epoch); rank r of
+    world_size w takes every w-th window, so data-parallel ranks see disjoint data.
+    `next_batch()` returns a LongTensor [batch_size, seq_len + 1] (inputs [:, :-1], targets [:, 1:]).
     """
 
-    def __init__(self, tokens: np.ndarray, batch_size: int, seq_len: int, seed: int = 0,
+    def __init__(self, tokens: np.ndarray | Sequence[np.ndarray], batch_size: int, seq_len: int, seed: int = 0,
                  rank: int = 0, world_size: int = 1):
         if batch_size < 1 or seq_len < 1:
             raise ConfigError("data", f"batch_size and seq_len must be >= 1, got {batch_size}, {seq_len}")
         if not 0 <= rank < world_size:
             raise ConfigError("data", f"rank must be in [0, {world_size}), got {rank}")
-        n_windows = (len(tokens) - 1) // seq_len
+        shards = [tokens] if isinstance(tokens, (np.ndarray, torch.Tensor)) else list(tokens)
+        self.shards = [np.asarray(s) for s in shards]  # no copy for arrays and memory maps
+        per_shard = [max(len(s) - 1, 0) // seq_len for s in self.shards]
+        self._first = np.cumsum([0, *per_shard])  # window index where each shard starts
+        n_windows = int(self._first[-1])
         if n_windows < world_size * batch_size:
-            raise ConfigError("data", f"{len(tokens):,} tokens make {n_windows} windows of {seq_len}; "
+            total = sum(len(s) for s in self.shards)
+            raise ConfigError("data", f"{total:,} tokens make {n_windows} windows of {seq_len}; "
                                       f"need at least {world_size * batch_size}")
-        self.tokens = torch.from_numpy(np.asarray(tokens).astype(np.int64))
         self.batch_size, self.seq_len = batch_size, seq_len
         self.seed, self.rank, self.world_size = seed, rank, world_size
         self.n_windows = n_windows
@@ -164,15 +195,19 @@ class BatchStream:
         order = torch.randperm(self.n_windows, generator=g)
         return order[self.rank::self.world_size]
 
+    def _window(self, w: int) -> np.ndarray:
+        s = int(np.searchsorted(self._first, w, side="right")) - 1
+        start = (w - int(self._first[s])) * self.seq_len
+        return self.shards[s][start:start + self.seq_len + 1]
+
     def next_batch(self) -> torch.Tensor:
         if self.cursor + self.batch_size > len(self._order):
             self.epoch += 1
             self.cursor = 0
             self._order = self._epoch_order()
-        starts = self._order[self.cursor:self.cursor + self.batch_size] * self.seq_len
+        windows = self._order[self.cursor:self.cursor + self.batch_size].tolist()
         self.cursor += self.batch_size
-        idx = starts[:, None] + torch.arange(self.seq_len + 1)[None, :]
-        return self.tokens[idx]
+        return torch.from_numpy(np.stack([self._window(w) for w in windows]).astype(np.int64))
 
     def skip(self, batches: int) -> None:
         """Advance past ``batches`` batches without building them (a replacement rank takes

@@ -1,15 +1,17 @@
 """The one config object of an EDiT job, with defaults that run on a laptop."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Optional
 
-from raystack.config import ConfigBase, ConfigError, Problems, did_you_mean, option
+from raystack.config import ConfigBase, ConfigError, Problems, option
 from raystack.devices import Device
-from raystack.runtime.tracking import check_loggers
+from raystack.runtime.tracking import check_loggers, loggers_option
 
 Mode = Literal["edit", "aedit", "diloco", "post_local_sgd", "sync"]
+Compression = Literal["none", "fp16", "bf16", "int8"]     # codecs of raystack.comm.compress
 
 
 MAX_RANKS = 4096             # ranks (processes) of one job
@@ -32,6 +34,19 @@ class InnerConfig(ConfigBase):
     momentum: float = option(0.0, "SGD momentum (sgd only)", ge=0, lt=1)
     grad_clip: float = option(1.0, "max gradient norm; 0: no clipping", ge=0, le=1e6)
     lr_warmup_steps: int = option(20, "steps of linear learning-rate ramp", ge=0, le=MAX_STEPS)
+    lr_decay: Literal["none", "cosine"] = option("none", "after the ramp: none, or cosine decay to "
+                                                 "lr_min_ratio x lr over the run's steps")
+    lr_min_ratio: float = option(0.1, "cosine: the last step's lr over lr", ge=0, le=1)
+
+    def lr_at(self, step: int, total_steps: int) -> float:
+        """The inner learning rate of 0-based ``step`` in a run of ``total_steps``: a linear ramp
+        over ``lr_warmup_steps``, then constant or a cosine decay to ``lr_min_ratio`` x lr."""
+        ramp = min(1.0, (step + 1) / max(1, self.lr_warmup_steps))
+        if self.lr_decay == "none" or step < self.lr_warmup_steps:
+            return self.lr * ramp
+        span = max(1, total_steps - self.lr_warmup_steps)
+        progress = min(1.0, (step - self.lr_warmup_steps) / span)
+        return self.lr * (self.lr_min_ratio + (1 - self.lr_min_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
 @dataclass
@@ -45,6 +60,15 @@ class SyncConfig(ConfigBase):
     layerwise: bool = option(True, "EDiT/A-EDiT: sync each block in its own forward pre-hook")
     prefetch: bool = option(True, "launch block l+1's collective while block l computes")
     state_on_cpu: bool = option(False, "keep theta_sync and the outer momentum on the CPU")
+    overlap_steps: int = option(0, "tau: inner steps a block's outer update is applied after its sync "
+                                "(mode edit; 0: in the next forward, the paper's method; must be < h)",
+                                ge=0, le=100_000)
+    compression: Compression = option("none", "pseudo-gradients on the wire: none (fp32), fp16, bf16 or int8")
+    error_feedback: bool = option(True, "carry what compression lost into the next sync")
+
+    def validate(self) -> None:
+        if self.overlap_steps >= self.h:
+            raise ConfigError("overlap_steps", f"must be in [0, h={self.h}), got {self.overlap_steps}")
 
 
 @dataclass
@@ -70,12 +94,13 @@ class PenaltyConfig(ConfigBase):
 
 @dataclass
 class DataConfig(ConfigBase):
-    """Byte-level text: the standard-library corpus by default, or local files."""
+    """Text in the model's tokens: the standard-library corpus by default, or local files."""
 
     paths: list[str] = option(doc="text/JSON/JSONL/Parquet files or directories; []: the Python "
                               "standard library sources", factory=list)
     text_field: str = option("text", "JSON/JSONL/Parquet field holding the text")
     max_bytes: int = option(2_000_000, "bytes of the standard-library corpus to read", ge=1, le=2**36)
+    cache_dir: Optional[str] = option(None, "token shards, shared by the ranks (null: ~/.cache/raystack/tokens)")
     val_fraction: float = option(0.05, "share of documents held out for validation", gt=0, le=0.5)
     batch_size: int = option(8, "sequences per rank per step", ge=1, le=MAX_BATCH)
     seq_len: int = option(128, "tokens per sequence", ge=1, le=MAX_SEQ_LEN)
@@ -139,10 +164,15 @@ class RunConfig(ConfigBase):
 class EDiTConfig(ConfigBase):
     """An EDiT pretraining job: ``ranks`` processes in ``ranks // shards`` replicas."""
 
-    model: str = option("tiny-1m", "tiny-1m, tiny-20m, small-50m, or a local transformers checkpoint directory")
+    model: str = option("tiny-1m", "tiny-1m, tiny-20m, small-50m, a local transformers checkpoint directory, "
+                        "or a Hub id in the Hugging Face cache")
+    tokenizer: Optional[str] = option(None, "null: the model's own (built-in models: bytes); 'byte'; or a "
+                                      "tokenizer directory / Hub id")
     mode: Mode = option("edit", "edit, aedit, diloco, post_local_sgd or sync (plain data parallel)")
     ranks: int = option(2, "total ranks (processes)", ge=1, le=MAX_RANKS)
     shards: int = option(1, "S: ranks per replica, each owning 1/S of every block (must divide ranks)", ge=1, le=MAX_RANKS)
+    full_shard: bool = option(False, "shard parameters, gradients and AdamW state over the S ranks too "
+                              "(FSDP2; needs shards >= 2)")
     steps: int = option(200, "inner steps per replica (A-EDiT: the mean over replicas)", ge=1, le=MAX_STEPS)
     inner: InnerConfig = option(doc="inner optimizer", factory=InnerConfig)
     sync: SyncConfig = option(doc="synchronisation", factory=SyncConfig)
@@ -151,23 +181,17 @@ class EDiTConfig(ConfigBase):
     data: DataConfig = option(doc="training text", factory=DataConfig)
     simulate: SimulateConfig = option(doc="simulated network and stragglers", factory=SimulateConfig)
     run: RunConfig = option(doc="outputs and fault tolerance", factory=RunConfig)
-    loggers: list[str] = option(doc="experiment tracking: tensorboard (under run.out_dir/tensorboard), mlflow, wandb",
-                                factory=lambda: ["tensorboard"])
+    loggers: list[str] = loggers_option("run.out_dir")
 
     @property
     def replicas(self) -> int:
         return self.ranks // self.shards
 
     def validate(self) -> None:
-        from raystack.models import MODEL_NAMES
+        from raystack.models.tokenizer import check_tokenizer_fits
         problems = Problems()
-        try:
-            check_loggers(self.loggers)
-        except ConfigError as exc:
-            problems.add_error(exc)
-        if self.model not in MODEL_NAMES and not (Path(self.model) / "config.json").is_file():
-            problems.add("model", f"unknown model {self.model!r}{did_you_mean(self.model, MODEL_NAMES)}; "
-                         f"expected one of {list(MODEL_NAMES)} or a checkpoint directory")
+        problems.collect(check_loggers, self.loggers)
+        problems.collect(check_tokenizer_fits, self.model, self.tokenizer)  # model and tokenizer resolve, ids fit
         if self.shards < 1 or self.ranks < 1:
             pass  # out of range: named by the field checks
         elif self.ranks % self.shards:
@@ -180,6 +204,11 @@ class EDiTConfig(ConfigBase):
                 if getattr(self.simulate, name) >= self.replicas:
                     problems.add(f"simulate.{name}", f"must be -1 or a replica in [0, {self.replicas - 1}], "
                                  f"got {getattr(self.simulate, name)}")
+        if self.sync.overlap_steps and (self.mode != "edit" or not self.sync.layerwise):
+            problems.add("sync.overlap_steps", f"needs mode edit with sync.layerwise on (A-EDiT agrees on a "
+                         f"sync before it starts), got mode {self.mode} (layerwise={self.sync.layerwise})")
+        if self.full_shard and self.shards < 2:
+            problems.add("full_shard", f"needs shards >= 2 (ranks per replica to shard over), got shards={self.shards}")
         problems.raise_if_any()
 
     # -- what each mode means ------------------------------------------------------------------
@@ -190,6 +219,11 @@ class EDiTConfig(ConfigBase):
     @property
     def uses_layerwise(self) -> bool:
         return self.mode in ("edit", "aedit") and self.sync.layerwise
+
+    @property
+    def overlap_steps(self) -> int:
+        """tau of the overlapped outer update (0 outside EDiT's layer-wise sync)."""
+        return self.sync.overlap_steps if self.uses_layerwise else 0
 
     @property
     def outer_lr(self) -> float:

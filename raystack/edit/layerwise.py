@@ -4,6 +4,10 @@ On a sync step each block is synced right before its own forward, and the next b
 collective is launched while the current block computes. The class knows nothing of the
 math: it calls ``launch(b)`` (start block b's async collective) and ``finish(b)`` (wait for it,
 apply the outer step, write θ_sync into the block) on a syncer object.
+
+With a delay of τ forwards (the overlapped outer update), the first τ forwards after the sync
+only call ``progress()`` (let the syncer start what is ready, never blocking); the blocks are
+finished in the pre-hooks of forward τ + 1.
 """
 from __future__ import annotations
 
@@ -19,6 +23,8 @@ class BlockSyncer(Protocol):
 
     def finish(self, block: int) -> None: ...
 
+    def progress(self) -> None: ...
+
 
 class LayerwiseSync:
     """Installs one forward pre-hook per block module; armed by :meth:`arm` for one forward."""
@@ -31,15 +37,21 @@ class LayerwiseSync:
         self._finished: set[int] = set()
         self.active = False
         self.order: list[tuple[str, int]] = []   # ("launch"|"finish", block): for tests/tracing
-        self._handles = [m.register_forward_pre_hook(self._hook_for(i)) for i, m in enumerate(modules)]
+        self._delay = 0                          # forwards to let pass before finishing
+        self._forwards = 0                       # forwards started since arm()
+        # prepend: run before other pre-hooks (FSDP2 gathers a block's shards in its own)
+        self._handles = [m.register_forward_pre_hook(self._hook_for(i), prepend=True)
+                         for i, m in enumerate(modules)]
 
-    def arm(self, launch_first: bool = True) -> None:
-        """Sync every block during the next forward (optionally start block 0's collective now)."""
+    def arm(self, launch_first: bool = True, delay_forwards: int = 0) -> None:
+        """Sync every block during the forward ``delay_forwards`` + 1 from now (with no delay,
+        optionally start block 0's collective now)."""
         self._launched.clear()
         self._finished.clear()
         self.order.clear()
         self.active = True
-        if launch_first:
+        self._delay, self._forwards = delay_forwards, 0
+        if launch_first and delay_forwards == 0:
             self._launch(0)
 
     def flush(self) -> None:
@@ -75,6 +87,11 @@ class LayerwiseSync:
     def _hook_for(self, b: int):
         def hook(module, args):
             if not self.active:
+                return None
+            if b == 0:
+                self._forwards += 1
+            if self._forwards <= self._delay:    # an overlapped update: not due in this forward
+                self.syncer.progress()
                 return None
             # Blocks run in order; a block whose hook did not fire (unused module) is done here.
             for earlier in range(b + 1):

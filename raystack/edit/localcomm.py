@@ -2,7 +2,8 @@
 
 It offers the same calls the EDiT code uses (``all_reduce``, ``all_gather``, ``broadcast``
 with ``async_op``, ``subgroup``, ``rank``, ``world_size``, ``stats``), so the EDiT math can be
-run and checked in one process (tests, notebooks) without Ray or torch.distributed.
+run and checked in one process (tests, notebooks) without Ray or torch.distributed. Bytes are
+counted as ``raystack.comm.CommGroup`` counts them (ring algorithm), with no network model.
 """
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from collections import defaultdict
 from typing import Any
 
 import torch
+
+from raystack.comm.network import ring_bytes
 
 
 class _World:
@@ -22,17 +25,27 @@ class _World:
         self.slots: dict[int, dict[int, torch.Tensor]] = defaultdict(dict)
         self.results: dict[int, Any] = {}
         self.taken: dict[int, int] = defaultdict(int)
-        self.subworlds: dict[tuple[int, ...], "_World"] = {}
+        self.subworlds: dict[tuple, "_World"] = {}
 
 
 class LocalHandle:
     """Returned by async ops; ``wait()`` returns the op's result."""
 
-    def __init__(self, fn) -> None:
+    def __init__(self, fn, ready) -> None:
         self._fn = fn
+        self._ready = ready
+        self._done = False
+        self._result = None
+
+    def is_completed(self) -> bool:
+        """True once every rank has posted its part (never blocks)."""
+        return self._done or self._ready()
 
     def wait(self):
-        return self._fn()
+        if not self._done:
+            self._result = self._fn()
+            self._done = True
+        return self._result
 
 
 class LocalComm:
@@ -60,7 +73,7 @@ class LocalComm:
         self._seq += 1
         st = self._stats[op]
         st["count"] += 1
-        st["bytes"] += t.numel() * t.element_size()
+        st["bytes"] += ring_bytes(op, t.numel() * t.element_size(), self.world_size)
         with w.cond:
             w.slots[seq][self.rank] = t.detach().clone()
             w.cond.notify_all()
@@ -80,7 +93,11 @@ class LocalComm:
             if isinstance(res, list):
                 return [x.clone() for x in res]
             return res.clone()
-        return LocalHandle(wait)
+
+        def ready() -> bool:
+            with w.cond:
+                return len(w.slots.get(seq, ())) == w.size or seq in w.results
+        return LocalHandle(wait, ready)
 
     def all_reduce(self, t: torch.Tensor, op: str = "sum", async_op: bool = False):
         """Sum (or average) of every rank's tensor."""
@@ -100,9 +117,15 @@ class LocalComm:
         h = self._post("broadcast", t, lambda parts: parts[src])
         return h if async_op else h.wait()
 
-    def subgroup(self, ranks: list[int], network=None):
-        """Group over ``ranks`` (call on every rank, same order); None if not a member."""
-        key = tuple(ranks)
+    @property
+    def process_group(self):
+        """No torch.distributed group behind threads (FSDP2 needs processes)."""
+        return None
+
+    def subgroup(self, ranks: list[int], network=None, tag: str = ""):
+        """Group over ``ranks`` (call on every rank, same order); None if not a member. Groups
+        over the same ranks with different ``tag`` are independent (own op order)."""
+        key = (tuple(ranks), tag)
         with self._world.cond:
             sub = self._world.subworlds.get(key)
             if sub is None:
@@ -110,7 +133,7 @@ class LocalComm:
                 self._world.subworlds[key] = sub
         if self.rank not in ranks:
             return None
-        return LocalComm(sub, ranks.index(self.rank), key, self.timeout_s)
+        return LocalComm(sub, ranks.index(self.rank), tuple(ranks), self.timeout_s)
 
     def stats(self) -> dict:
         return {k: dict(v) for k, v in self._stats.items()}

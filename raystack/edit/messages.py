@@ -25,3 +25,5 @@ class SegmentReport(Message):
     extra_state_bytes: int         # θ_sync and momentum this rank keeps
     wall: float                    # time.time() when the report was made
     phases: dict[str, float] = field(default_factory=dict)  # where the exposed sync time went
+    wire_bytes: dict[str, int] = field(default_factory=dict)  # sent: outer (pseudo-gradients), network, local
+    memory: dict[str, int] = field(default_factory=dict)      # held: params, grads, optimizer, outer, in_flight, peak_rss

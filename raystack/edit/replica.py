@@ -3,14 +3,14 @@
 ``EDiTRank`` holds a model, its inner optimizer and the rank's shard of the outer state, and
 talks to the other ranks through a comm object (``raystack.comm.CommGroup`` in actors, or
 ``LocalComm`` in tests). Global rank g belongs to replica g // S and owns shard g % S of every
-block; it syncs its shard with the same shard rank of the other replicas.
+block; it syncs its shard with the same shard rank of the other replicas. The outer sync itself
+(per-block pipeline, outer optimizer, compression) is ``raystack.edit.outersync.OuterSync``.
 """
 from __future__ import annotations
 
 import math
 import random
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import torch
@@ -18,11 +18,13 @@ from torch import nn
 
 from raystack.comm.network import NetworkModel
 from raystack.edit.config import EDiTConfig
+from raystack.edit.fsdp import FsdpShards, local_tensor, shard_blocks
 from raystack.edit.layerwise import LayerwiseSync
+from raystack.edit.memory import model_state_bytes, peak_rss_bytes
 from raystack.edit.messages import SegmentReport
-from raystack.edit.outer import nesterov_step
-from raystack.edit.penalty import BlockDecision, PseudoGradientPenalty, clip_coefficient
-from raystack.edit.shard import Block, ShardLayout, flatten, llama_blocks, unflatten_into
+from raystack.edit.outersync import META_DONE, META_STEPS, META_STOP, ExposedTimer, OuterSync
+from raystack.edit.penalty import PseudoGradientPenalty
+from raystack.edit.shard import Block, ReplicatedShards, ShardLayout, llama_block_specs, llama_blocks
 from raystack.edit.trigger import StepTrigger, TimeTrigger, accept_sync, split_by_rate
 from raystack.models import lm_loss
 
@@ -42,6 +44,7 @@ class Counters:
     tokens: int = 0
     losses: list[float] = field(default_factory=list)
     times: list[float] = field(default_factory=list)   # wall clock (time.time) at each step's end
+    exposed: list[float] = field(default_factory=list)  # sync_seconds at each step's end
 
 
 class EDiTRank:
@@ -59,31 +62,40 @@ class EDiTRank:
         if comm.world_size != cfg.ranks:
             raise ValueError(f"comm has {comm.world_size} ranks, config says ranks={cfg.ranks}")
         self.replica, self.shard = divmod(self.rank, S)
+        replicas = [[r * S + s for s in range(S)] for r in range(R)]
         # ranks of a replica share a fast local link (FSDP-style); replicas talk over the network
-        self.replica_comm = (self._member_of([[r * S + s for s in range(S)] for r in range(R)], local=True)
-                             if S > 1 else None)
-        self.sync_comm = self._member_of([[r * S + s for r in range(R)] for s in range(S)])
+        self.replica_comm = self._member_of(replicas, local=True) if S > 1 else None
+        sync_comm = self._member_of([[r * S + s for r in range(R)] for s in range(S)])
+        if cfg.full_shard:
+            if blocks is not None:
+                raise ValueError("full_shard shards the model's own blocks (llama_block_specs); "
+                                 "custom blocks are not supported")
+            fsdp_comm = self._member_of(replicas, local=True, tag="fsdp")
+            if fsdp_comm.process_group is None:
+                raise ValueError("full_shard needs ranks as processes on torch.distributed "
+                                 "(raystack.comm.CommGroup); an in-process LocalComm cannot shard")
+            shard_blocks(model, llama_block_specs(model), fsdp_comm.process_group)
         self.blocks = blocks if blocks is not None else llama_blocks(model)
         self.layouts = [ShardLayout(b.numel, S, self.shard) for b in self.blocks]
+        self.shards = FsdpShards(self.blocks) if cfg.full_shard else ReplicatedShards(
+            self.blocks, self.layouts, self.replica_comm)
         self.optimizer = self._make_optimizer()
         self.penalty = PseudoGradientPenalty(
             len(self.blocks), cfg.uses_penalty, cfg.penalty.ewma_alpha, cfg.penalty.z_threshold,
             cfg.penalty.warmup_syncs, cfg.penalty.temperature, cfg.penalty.clip)
         self.trigger = TimeTrigger(cfg.sync.t_seconds) if cfg.mode == "aedit" else StepTrigger(cfg.sync.h)
         self.device = next(model.parameters()).device
-        self.state_device = torch.device("cpu") if cfg.sync.state_on_cpu else self.device
-        self.theta_sync: list[torch.Tensor] = []
-        self.momentum: list[torch.Tensor] = []
         self.counters = Counters()
-        self.decisions: list[BlockDecision] = []
-        self._handles: dict[int, object] = {}
-        self._deltas: dict[int, torch.Tensor] = {}   # Δ of each block, computed once per sync
-        self._timing = False                          # inside an exposed-sync timed region
         # where the exposed sync time went (seconds, this run): not checkpointed
-        self.phases = {"decide": 0.0, "meta": 0.0, "launch": 0.0, "wait": 0.0, "outer": 0.0, "write": 0.0}
+        self.timer = ExposedTimer(self.counters)
+        self.outer = OuterSync(cfg, self.shards, len(self.blocks), self.replica, sync_comm, self.comm,
+                               self.replica_comm, self.penalty, self.counters, self.timer,
+                               torch.device("cpu") if cfg.sync.state_on_cpu else self.device)
+        self.state_bytes: dict[str, int] = {}        # model state held at the last measured step
         self._rng = random.Random(cfg.run.seed * 1000 + self.rank)
-        self._install_grad_hooks()
-        self.layerwise = (LayerwiseSync([b.module for b in self.blocks], self, cfg.sync.prefetch)
+        if not cfg.full_shard:                        # FSDP reduce-scatters within the replica itself
+            self._install_grad_hooks()
+        self.layerwise = (LayerwiseSync([b.module for b in self.blocks], self.outer, cfg.sync.prefetch)
                           if cfg.uses_layerwise else None)
         self.done = False
         self._sync_first = False   # set by resume_pending_sync after a recovery
@@ -91,10 +103,10 @@ class EDiTRank:
             self.reset_outer_state()
 
     # -- setup ---------------------------------------------------------------------------------
-    def _member_of(self, groups: list[list[int]], local: bool = False):
+    def _member_of(self, groups: list[list[int]], local: bool = False, tag: str = ""):
         mine = None
         for ranks in groups:
-            g = self.comm.subgroup(ranks, network=NetworkModel()) if local else self.comm.subgroup(ranks)
+            g = self.comm.subgroup(ranks, network=NetworkModel() if local else None, tag=tag)
             if self.rank in ranks:
                 mine = g
         return mine
@@ -106,21 +118,38 @@ class EDiTRank:
             return torch.optim.SGD(params, lr=c.lr, momentum=c.momentum, weight_decay=c.weight_decay)
         return torch.optim.AdamW(params, lr=c.lr, betas=(c.beta1, c.beta2), weight_decay=c.weight_decay)
 
-    def _local_shard(self, b: int) -> torch.Tensor:
-        """A fresh tensor: this rank's shard of block b's current parameters (flat)."""
-        flat, lay = flatten(self.blocks[b].params), self.layouts[b]
-        if lay.world == 1 and lay.padded == lay.numel:
-            return flat                       # flatten already copied: no second copy
-        return lay.take(flat)
+    @property
+    def sync_comm(self):
+        """The group of this rank's shard rank across the replicas (the outer sync's link)."""
+        return self.outer.sync_comm
+
+    @sync_comm.setter
+    def sync_comm(self, comm) -> None:
+        self.outer.sync_comm = comm
+
+    @property
+    def theta_sync(self) -> list[torch.Tensor]:
+        """This rank's shard of θ_sync, per block."""
+        return self.outer.theta_sync
+
+    @property
+    def momentum(self) -> list[torch.Tensor]:
+        """This rank's shard of the outer momentum, per block."""
+        return self.outer.momentum
+
+    @property
+    def phases(self) -> dict[str, float]:
+        """Where the exposed sync time went, by phase (seconds, this run)."""
+        return self.timer.phases
 
     def reset_outer_state(self) -> None:
         """θ_sync ← the current parameters (this rank's shard); outer momentum ← 0."""
-        self.theta_sync = [self._local_shard(b).to(self.state_device) for b in range(len(self.blocks))]
-        self.momentum = [torch.zeros_like(t) for t in self.theta_sync]
+        self.outer.reset()
 
     def extra_state_bytes(self) -> int:
-        """Bytes of θ_sync and momentum this rank keeps (2·P/S elements)."""
-        return sum(t.numel() * t.element_size() for t in self.theta_sync + self.momentum)
+        """Bytes of θ_sync and momentum this rank keeps (2·P/S elements), plus error-feedback
+        residuals when compression uses them."""
+        return self.outer.extra_state_bytes()
 
     # -- inner step ----------------------------------------------------------------------------
     @property
@@ -128,11 +157,9 @@ class EDiTRank:
         return self.cfg.mode == "sync" or self.counters.step < self.cfg.sync.warmup_steps
 
     def _lr_now(self) -> float:
-        c = self.cfg.inner
-        lr = c.lr * min(1.0, (self.counters.step + 1) / max(1, c.lr_warmup_steps))
-        sim = self.cfg.simulate
-        if self.replica == sim.spike_replica and sim.spike_start <= self.counters.step < sim.spike_start + sim.spike_steps:
-            lr *= sim.spike_lr_mult
+        lr = self.cfg.inner.lr_at(self.counters.step, self.cfg.steps)
+        if self._spiking():
+            lr *= self.cfg.simulate.spike_lr_mult
         return lr
 
     def _spiking(self) -> bool:
@@ -148,16 +175,23 @@ class EDiTRank:
         t0 = time.perf_counter()
         sync_before = self.counters.sync_seconds + self.counters.dp_seconds
         loss = self.loss_fn(self.model, batch)
-        self._grad_group = self.comm if self.in_warmup else self.replica_comm
-        self._grad_left = [len(b.params) for b in self.blocks]
-        self._grad_work = {}
+        if not self.cfg.full_shard:
+            self._grad_group = self.comm if self.in_warmup else self.replica_comm
+            self._grad_left = [len(b.params) for b in self.blocks]
+            self._grad_work = {}
         loss.backward()          # each block's gradient all-reduce starts as soon as it is ready
-        self._reduce_grads()
+        if self.cfg.full_shard:
+            if self.in_warmup:   # FSDP averaged within the replica; average across replicas too
+                self._average_shard_grads()
+        else:
+            self._reduce_grads()
         if self.cfg.inner.grad_clip > 0:
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.inner.grad_clip)
         for g in self.optimizer.param_groups:
             g["lr"] = self._lr_now()
         self.optimizer.step()
+        if self.counters.steps_since_sync == 0 or not self.state_bytes:
+            self.state_bytes = model_state_bytes(self.model, self.optimizer)   # grads still held here
         self.optimizer.zero_grad(set_to_none=True)
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)  # time the step's kernels, not their launch
@@ -170,10 +204,13 @@ class EDiTRank:
         value = float(loss.detach())
         self.counters.losses.append(value)
         self.counters.times.append(time.time())
+        self.counters.exposed.append(self.counters.sync_seconds)
         if self.cfg.mode != "sync" and self.counters.step == self.cfg.sync.warmup_steps:
             self.reset_outer_state()          # local SGD starts from the synchronous warm-up
             self.counters.steps_since_sync = 0
             self.trigger.reset()
+        if self.outer.pending:                # an overlapped update: start what is ready
+            self.outer.progress()
         return value
 
     def _simulate_slowness(self, compute: float) -> None:
@@ -235,6 +272,25 @@ class EDiTRank:
         self.counters.dp_seconds += time.perf_counter() - t0
         self._grad_group, self._grad_work = None, {}
 
+    def _average_shard_grads(self) -> None:
+        """Full sharding, synchronous steps: average each block's gradient shards across the
+        replicas (the same shard rank of each; FSDP already averaged within the replica)."""
+        if self.cfg.replicas == 1:
+            return
+        t0 = time.perf_counter()
+        work = []
+        for blk in self.blocks:
+            grads = [local_tensor(p.grad) for p in blk.params if p.grad is not None]
+            if grads:
+                flat = torch.cat([g.reshape(-1) for g in grads])
+                work.append((grads, self.sync_comm.all_reduce(flat, op="avg", async_op=True)))
+        for grads, handle in work:
+            flat, offset = handle.wait(), 0
+            for g in grads:
+                g.copy_(flat[offset:offset + g.numel()].view_as(g))
+                offset += g.numel()
+        self.counters.dp_seconds += time.perf_counter() - t0
+
     # -- the sync decision ---------------------------------------------------------------------
     def maybe_sync(self) -> bool:
         """After a step: start a sync if it is due (and agreed); returns True if one started.
@@ -255,132 +311,63 @@ class EDiTRank:
             proposed = float(self.replica_comm.all_reduce(flag, op="sum")) > 0
         if not proposed:
             return False
-        with self._exposed():
-            return self._exchange_and_decide(want_stop)
+        with self.timer.exposed():
+            if self.outer.pending:            # the budget ended inside an overlapped update's window
+                self._finish_pending()
+            return self._start_sync(want_stop)
 
-    @contextmanager
-    def _exposed(self):
-        """Time a region of outer-sync work the rank is blocked on (counted once when nested:
-        the blocking sync's launch/finish run inside the decision's region)."""
-        if self._timing:
-            yield
-            return
-        self._timing = True
-        t0 = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.counters.sync_seconds += time.perf_counter() - t0
-            self._timing = False
-
-    def _exchange_and_decide(self, want_stop: bool) -> bool:
+    def _start_sync(self, want_stop: bool) -> bool:
         c = self.counters
         S, R = self.cfg.shards, self.cfg.replicas
-        t0 = time.perf_counter()
-        # Δ of every block, once: its norm goes into the decision, the tensor into launch(b)
-        self._deltas = {}
-        sq = []
-        for b, (blk, lay, ts) in enumerate(zip(self.blocks, self.layouts, self.theta_sync)):
-            delta = self._local_shard(b).to(ts.device)
-            torch.sub(ts, delta, out=delta)
-            self._deltas[b] = delta
-            sq.append(delta.square().sum())
-        partial = torch.stack(sq).to(torch.float64).tolist()
-        meta = torch.tensor([float(c.steps_since_sync), float(c.step), 1.0 if want_stop else 0.0] + partial,
-                            dtype=torch.float64)
-        t1 = time.perf_counter()
-        rows = self.comm.all_gather(meta)
-        t2 = time.perf_counter()
-        self.phases["meta"] += t2 - t1
-        steps = [int(rows[r * S][0]) for r in range(R)]
-        total = sum(float(rows[r * S][1]) for r in range(R))
-        if self.cfg.mode == "aedit":
-            stop = total >= self.cfg.steps * R
-        else:
-            stop = any(float(rows[r * S][2]) > 0 for r in range(R))
-        need = 1 if stop else (self.cfg.sync.min_steps if self.cfg.mode == "aedit" else 1)
-        if not accept_sync(steps, need):
-            self._deltas = {}
-            if stop:                  # nothing ran since the last sync: just stop
-                self.done = True
-            return False
-        self.decisions = []
-        for b in range(len(self.blocks)):
-            norms = [math.sqrt(sum(float(rows[r * S + s][3 + b]) for s in range(S))) for r in range(R)]
+        self.outer.begin([float(c.steps_since_sync), float(c.step), 1.0 if want_stop else 0.0])
+        stop, quota = False, None
+        if self.cfg.mode == "aedit" or want_stop or self.layerwise is None:
+            # agree now: A-EDiT's steps decide whether the sync happens; a last sync or a
+            # blocking one (DiLoCo, Post Local SGD) needs the decision before anything else
+            rows = self.outer.wait_meta()
+            steps = [int(rows[r * S][META_STEPS]) for r in range(R)]
+            total = sum(float(rows[r * S][META_DONE]) for r in range(R))
             if self.cfg.mode == "aedit":
-                norms = [g / max(n, 1) for g, n in zip(norms, steps)]   # per inner step
-                d = self.penalty.decide(b, norms, steps)
+                stop = total >= self.cfg.steps * R
             else:
-                d = self.penalty.decide(b, norms)
-            self.decisions.append(d)
-            c.outliers += len(d.outliers)
-            c.skipped_blocks += int(d.skip)
+                stop = any(float(rows[r * S][META_STOP]) > 0 for r in range(R))
+            need = 1 if stop else (self.cfg.sync.min_steps if self.cfg.mode == "aedit" else 1)
+            if not accept_sync(steps, need):
+                self.outer.cancel()
+                if stop:                  # nothing ran since the last sync: just stop
+                    self.done = True
+                return False
+            self.outer.decide(rows, steps if self.cfg.mode == "aedit" else None)
+            if self.cfg.mode == "aedit" and not stop:
+                left, window = int(math.ceil(self.cfg.steps * R - total)), sum(steps)
+                if left <= window:
+                    # the last window: the budget left, split by each replica's speed in the window
+                    # just ended, as step quotas (so it ends at once with a single final sync)
+                    quota = split_by_rate(left, steps)[self.replica]
+        # else EDiT's step trigger: every replica syncs at this step; the decision's all-gather
+        # completes in the background and the forward's pre-hooks pick it up
         c.syncs += 1
         c.steps_since_sync = 0
-        quota = None
-        if self.cfg.mode == "aedit" and not stop:
-            left, window = int(math.ceil(self.cfg.steps * R - total)), sum(steps)
-            if left <= window:
-                # the last window: the budget left, split by each replica's speed in the window
-                # just ended, as step quotas (so it ends at once with a single final sync)
-                quota = split_by_rate(left, steps)[self.replica]
         self.trigger.reset(quota=quota)
-        self.phases["decide"] += (t1 - t0) + (time.perf_counter() - t2)
         if self.layerwise is not None and not stop:
-            self.layerwise.arm(launch_first=True)
+            self.layerwise.arm(launch_first=True, delay_forwards=self.cfg.overlap_steps)
+            self.outer.progress()
         else:
-            for b in range(len(self.blocks)):
-                self.launch(b)
-            for b in range(len(self.blocks)):
-                self.finish(b)
+            self.outer.complete()
         self.done = stop
         return True
 
-    # -- the per-block sync (called by LayerwiseSync or directly) ---------------------------------
-    def launch(self, b: int) -> None:
-        """Start block b's weighted all-reduce of pseudo-gradients across replicas."""
-        with self._exposed():
-            t0 = time.perf_counter()
-            d = self.decisions[b]
-            delta = self._deltas.pop(b)   # computed for every block at the decision
-            if not d.skip:
-                delta.mul_(d.weights[self.replica])
-                self._handles[b] = self.sync_comm.all_reduce(delta, op="sum", async_op=True)
-            self.phases["launch"] += time.perf_counter() - t0
-
-    def finish(self, b: int) -> None:
-        """Wait for block b, clip, step the outer optimizer, and write θ_sync into the block."""
-        with self._exposed():
-            d = self.decisions[b]
-            ts = self.theta_sync[b]
-            t0 = time.perf_counter()
-            if not d.skip:
-                dbar = self._handles.pop(b).wait()
-                t1 = time.perf_counter()
-                self.phases["wait"] += t1 - t0
-                if self.cfg.uses_penalty and self.cfg.penalty.clip > 0:
-                    sq = dbar.square().sum().reshape(1).to(torch.float64)
-                    if self.replica_comm is not None:
-                        sq = self.replica_comm.all_reduce(sq, op="sum")
-                    coef = clip_coefficient(float(sq.sqrt()), self.cfg.penalty.clip)
-                    if coef != 1.0:
-                        dbar.mul_(coef)       # dbar is this rank's own buffer
-                nesterov_step(ts, self.momentum[b], dbar, self.cfg.outer_lr, self.cfg.outer_momentum,
-                              self.cfg.outer.nesterov)
-                t0 = time.perf_counter()
-                self.phases["outer"] += t0 - t1
-            if self.replica_comm is not None:
-                full = self.layouts[b].join(self.replica_comm.all_gather(ts))
-            else:
-                full = ts
-            unflatten_into(full.to(self.blocks[b].params[0].device), self.blocks[b].params)
-            self.phases["write"] += time.perf_counter() - t0
+    def _finish_pending(self) -> None:
+        """Apply a started sync now (an evaluation, a checkpoint or the end comes first)."""
+        if self.layerwise is not None and self.layerwise.active:
+            self.layerwise.flush()
+        self.outer.complete()
 
     def flush(self) -> None:
         """Complete a pending layer-wise sync now (before eval, checkpoint or the end)."""
-        if self.layerwise is not None and self.layerwise.active:
-            with self._exposed():
-                self.layerwise.flush()
+        if self.outer.pending or (self.layerwise is not None and self.layerwise.active):
+            with self.timer.exposed():
+                self._finish_pending()
 
     # -- driving -------------------------------------------------------------------------------
     def run_segment(self) -> SegmentReport:
@@ -398,6 +385,22 @@ class EDiTRank:
                 break
         return self.report()
 
+    def wire_bytes(self) -> dict[str, int]:
+        """Bytes this rank sent: over the network (``outer``: pseudo-gradients; ``network``: those
+        plus the decisions' all-gathers and synchronous gradient all-reduces) and within its
+        replica (``local``), as counted by the comm layer (FSDP2's own collectives excluded)."""
+        def total(comm) -> int:
+            return int(sum(s["bytes"] for s in comm.stats().values())) if comm is not None else 0
+        outer = total(self.sync_comm)
+        return {"outer": outer, "network": outer + total(self.comm), "local": total(self.replica_comm)}
+
+    def memory(self) -> dict[str, int]:
+        """What this rank holds: parameters, gradients and optimizer state (at the last measured
+        step, gradients still held), the outer state, the most a sync round held in flight, and
+        the process's peak RSS (all thread-ranks of a process together)."""
+        return {**self.state_bytes, "outer": self.extra_state_bytes(),
+                "in_flight": self.outer.peak_round_bytes, "peak_rss": peak_rss_bytes()}
+
     def report(self) -> SegmentReport:
         c = self.counters
         return SegmentReport(
@@ -405,7 +408,8 @@ class EDiTRank:
             loss=c.losses[-1] if c.losses else float("nan"), outliers=c.outliers,
             skipped_blocks=c.skipped_blocks, sync_seconds=c.sync_seconds, dp_seconds=c.dp_seconds,
             compute_seconds=c.compute_seconds, done=self.done,
-            extra_state_bytes=self.extra_state_bytes(), wall=time.time(), phases=dict(self.phases))
+            extra_state_bytes=self.extra_state_bytes(), wall=time.time(), phases=dict(self.phases),
+            wire_bytes=self.wire_bytes(), memory=self.memory())
 
     @torch.no_grad()
     def evaluate(self, batches: list[torch.Tensor]) -> float:
@@ -421,8 +425,7 @@ class EDiTRank:
     def abort(self) -> None:
         """Drop a sync or gradient reduction that a lost peer left half done (its collectives
         failed); the state is kept as it is, so nothing this rank did is rolled back."""
-        self._handles.clear()
-        self._deltas = {}
+        self.outer.cancel()
         self._grad_group, self._grad_work = None, {}
         if self.layerwise is not None:
             self.layerwise.active = False
@@ -436,35 +439,34 @@ class EDiTRank:
 
     def heal_state(self) -> dict:
         """What a replacement for a lost rank with this rank's shard index takes from this live
-        rank: θ_sync, the outer momentum, the penalty and inner optimizer state, and the counters
-        as at the last sync (in warm-up, when every replica holds the same model, the model too)."""
+        rank: the outer state (θ_sync, momentum), the penalty and inner optimizer state, and the
+        counters as at the last sync (in warm-up, when every replica holds the same model, the
+        model too)."""
         c = self.counters
-        counters = {k: getattr(c, k) for k in c.__dataclass_fields__ if k not in ("losses", "times")}
+        counters = {k: getattr(c, k) for k in c.__dataclass_fields__ if k not in ("losses", "times", "exposed")}
         warm = self.in_warmup
         if not warm:
             counters["step"] = c.step - c.steps_since_sync
             counters["steps_since_sync"] = 0
-        return {"theta_sync": [t.clone() for t in self.theta_sync], "momentum": [t.clone() for t in self.momentum],
-                "penalty": self.penalty.state_dict(), "optimizer": self.optimizer.state_dict(),
-                "counters": counters, "model": self.model.state_dict() if warm else None}
+        return {"outer": self.outer.state_dict(), "penalty": self.penalty.state_dict(),
+                "optimizer": self.optimizer.state_dict(), "counters": counters,
+                "model": self.model.state_dict() if warm else None}
 
-    def heal(self, states: list[dict]) -> None:
-        """Take a lost rank's place from a live replica's ``heal_state`` (one per shard, in
-        shard order): its state as at the last sync, this rank's own data stream advanced to
-        that step, and the model at θ_sync (the replica joins the next sync like the others)."""
-        mine = states[self.shard]
-        self.optimizer.load_state_dict(mine["optimizer"])
-        self.penalty.load_state_dict(mine["penalty"])
-        for k, v in mine["counters"].items():
+    def heal(self, state: dict) -> None:
+        """Take a lost rank's place from a live rank's :meth:`heal_state` (same shard index): its
+        state as at the last sync, this rank's own data stream advanced to that step, and the
+        model at θ_sync (a collective over this replica: every rank of it heals at once). The
+        replica then joins the next sync like the others."""
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.penalty.load_state_dict(state["penalty"])
+        for k, v in state["counters"].items():
             setattr(self.counters, k, v)
-        if mine["model"] is not None:
-            self.model.load_state_dict(mine["model"])
+        self.outer.load_state_dict(state["outer"])
+        if state["model"] is not None:
+            self.model.load_state_dict(state["model"])
         else:
-            for b, blk in enumerate(self.blocks):
-                full = self.layouts[b].join([st["theta_sync"][b] for st in states])
-                unflatten_into(full.to(blk.params[0].device), blk.params)
-        self.theta_sync = [t.to(self.state_device) for t in mine["theta_sync"]]
-        self.momentum = [t.to(self.state_device) for t in mine["momentum"]]
+            for b in range(len(self.blocks)):
+                self.shards.write(b, self.outer.theta_sync[b])
         self.batches.skip(self.counters.step)
         self.done = False
         self.trigger.reset()
@@ -476,18 +478,16 @@ class EDiTRank:
         c = self.counters
         return {"model": {k: v.clone() for k, v in self.model.state_dict().items()},
                 "optimizer": self.optimizer.state_dict(),
-                "theta_sync": [t.clone() for t in self.theta_sync],
-                "momentum": [t.clone() for t in self.momentum],
+                **self.outer.state_dict(),
                 "penalty": self.penalty.state_dict(),
-                "counters": {k: getattr(c, k) for k in c.__dataclass_fields__ if k not in ("losses", "times")},
+                "counters": {k: getattr(c, k) for k in c.__dataclass_fields__ if k not in ("losses", "times", "exposed")},
                 "data": self.batches.state_dict(), "done": self.done}
 
     def load_state_dict(self, state: dict) -> None:
         """Restore from :meth:`state_dict` (of this rank, or of a peer with the same shard)."""
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
-        self.theta_sync = [t.to(self.state_device) for t in state["theta_sync"]]
-        self.momentum = [t.to(self.state_device) for t in state["momentum"]]
+        self.outer.load_state_dict(state)
         self.penalty.load_state_dict(state["penalty"])
         for k, v in state["counters"].items():
             setattr(self.counters, k, v)
@@ -497,3 +497,23 @@ class EDiTRank:
         if self.layerwise is not None:
             self.layerwise.active = False
         self.trigger.reset()
+
+    def full_state_dict(self) -> dict[str, torch.Tensor]:
+        """The whole model's parameters and buffers on every rank (with full sharding a
+        collective over the replica: every rank of it must call this)."""
+        out = {}
+        for k, v in self.model.state_dict().items():
+            full = getattr(v, "full_tensor", None)
+            out[k] = (full() if full is not None else v).detach().clone()
+        return out
+
+    def save_pretrained(self, path, write: bool = True) -> None:
+        """Write the model as a transformers checkpoint (``write`` False: only take part in the
+        gathering a fully sharded replica needs)."""
+        if not self.cfg.full_shard:
+            if write:
+                self.model.save_pretrained(path)
+            return
+        state = self.full_state_dict()
+        if write:
+            self.model.save_pretrained(path, state_dict=state)

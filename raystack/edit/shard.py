@@ -4,14 +4,21 @@ A block is a module synced as one unit (embeddings, each transformer layer, the 
 parameters are viewed as one flat vector of ``numel`` elements, padded to a multiple of S;
 rank s owns elements ``[s·c, (s+1)·c)`` with ``c = ceil(numel / S)``. Rank s keeps θ_sync and
 the outer momentum of its shard only: 2·P/S extra elements per rank.
+
+How a rank reads and writes its shard of a block depends on who holds the parameters:
+:class:`ReplicatedShards` (every rank of a replica holds the whole model) or, with the model
+itself sharded by FSDP2, ``raystack.edit.fsdp.FsdpShards``; both follow :class:`BlockShards`.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Protocol
 
 import torch
 from torch import nn
+
+BlockSpec = tuple[str, nn.Module, list[nn.Module]]    # (name, module whose pre-hook syncs it, owned modules)
 
 
 @dataclass
@@ -27,21 +34,26 @@ class Block:
         return sum(p.numel() for p in self.params)
 
 
+def llama_block_specs(model: nn.Module) -> list[BlockSpec]:
+    """The sync units of a transformers causal LM (Llama, Qwen2, Mistral, GPT-2: see
+    `raystack.models.layout`): embeddings, each decoder layer, final norm + LM head (a unit's
+    block is synced in its first module's pre-hook)."""
+    from raystack.models.layout import layout_of
+    units = layout_of(model, strict=False).units(model)
+    return [(name.replace("layer.", "layer"), mods[0], mods) for name, mods in units]
+
+
 def llama_blocks(model: nn.Module) -> list[Block]:
-    """Blocks of a transformers Llama model: embeddings, each decoder layer, final norm + head.
+    """Blocks of a transformers causal LM (Llama, Qwen2, Mistral, GPT-2: see
+    `raystack.models.layout`): embeddings, each decoder layer, final norm + head.
 
     A parameter is owned by the first block that holds it (tied embeddings sync once). Any
     parameter not under those modules joins the head block, so every parameter is synced.
     """
-    base = model.model
-    specs: list[tuple[str, nn.Module, list[nn.Module]]] = [("embed", base.embed_tokens, [base.embed_tokens])]
-    for i, layer in enumerate(base.layers):
-        specs.append((f"layer{i}", layer, [layer]))
-    specs.append(("head", base.norm, [base.norm, model.lm_head]))
-    return partition_blocks(model, specs)
+    return partition_blocks(model, llama_block_specs(model))
 
 
-def partition_blocks(model: nn.Module, specs: list[tuple[str, nn.Module, list[nn.Module]]]) -> list[Block]:
+def partition_blocks(model: nn.Module, specs: list[BlockSpec]) -> list[Block]:
     """Blocks from ``(name, hook_module, owned_modules)``; leftover parameters go to the last."""
     seen: set[int] = set()
     blocks: list[Block] = []
@@ -97,10 +109,57 @@ def flatten(params: list[nn.Parameter]) -> torch.Tensor:
 
 
 @torch.no_grad()
-def unflatten_into(flat: torch.Tensor, params: list[nn.Parameter]) -> None:
-    """Copy a flat vector back into the parameters, in order."""
+def unflatten_into(flat: torch.Tensor, params: list[torch.Tensor]) -> None:
+    """Copy a flat vector back into the parameters (or tensors), in order."""
+    _scatter(flat, params, torch.Tensor.copy_)
+
+
+@torch.no_grad()
+def add_into(flat: torch.Tensor, params: list[torch.Tensor]) -> None:
+    """Add a flat vector to the parameters (or tensors), in order."""
+    _scatter(flat, params, torch.Tensor.add_)
+
+
+def _scatter(flat: torch.Tensor, params: list[torch.Tensor], op) -> None:
     offset = 0
     for p in params:
         n = p.numel()
-        p.copy_(flat[offset:offset + n].view_as(p).to(p.dtype))
+        op(p, flat[offset:offset + n].view_as(p).to(p.dtype))
         offset += n
+
+
+class BlockShards(Protocol):
+    """This rank's shard of every block's parameters, as flat vectors."""
+
+    def read(self, b: int) -> torch.Tensor:
+        """A fresh flat copy of this rank's shard of block b's current parameters."""
+
+    def write(self, b: int, shard: torch.Tensor) -> None:
+        """Set this rank's shard of block b (every rank of the replica calls it together)."""
+
+    def add(self, b: int, shard: torch.Tensor) -> None:
+        """Add to this rank's shard of block b (every rank of the replica calls it together)."""
+
+
+class ReplicatedShards:
+    """Every rank of a replica holds the whole block; rank s owns slice s of its flat vector.
+    A write gathers the S slices over the replica's local link and sets the whole block."""
+
+    def __init__(self, blocks: list[Block], layouts: list[ShardLayout], replica_comm=None) -> None:
+        self.blocks, self.layouts, self.replica_comm = blocks, layouts, replica_comm
+
+    def read(self, b: int) -> torch.Tensor:
+        flat, lay = flatten(self.blocks[b].params), self.layouts[b]
+        if lay.world == 1 and lay.padded == lay.numel:
+            return flat                       # flatten already copied: no second copy
+        return lay.take(flat)
+
+    def _full(self, b: int, shard: torch.Tensor) -> torch.Tensor:
+        full = self.layouts[b].join(self.replica_comm.all_gather(shard)) if self.replica_comm is not None else shard
+        return full.to(self.blocks[b].params[0].device)
+
+    def write(self, b: int, shard: torch.Tensor) -> None:
+        unflatten_into(self._full(b, shard), self.blocks[b].params)
+
+    def add(self, b: int, shard: torch.Tensor) -> None:
+        add_into(self._full(b, shard), self.blocks[b].params)

@@ -14,6 +14,8 @@ from typing import Callable, Sequence
 import torch
 from torch import nn
 
+from raystack.models.layout import layout_of
+
 
 @dataclass(frozen=True)
 class StagePlan:
@@ -61,46 +63,36 @@ def partition(costs: Sequence[float], num_stages: int) -> StagePlan:
     return StagePlan(bounds, [prefix[b] - prefix[a] for a, b in bounds])
 
 
-def llama_units(model: nn.Module) -> list[tuple[str, list[nn.Module]]]:
-    """The pipeline units of a transformers Llama-family causal LM, in order:
-    ``embed``, ``layer.0`` ... ``layer.{n-1}``, ``head`` (final norm + lm_head)."""
-    inner = model.model
-    units: list[tuple[str, list[nn.Module]]] = [("embed", [inner.embed_tokens])]
-    units += [(f"layer.{i}", [layer]) for i, layer in enumerate(inner.layers)]
-    units.append(("head", [inner.norm, model.lm_head]))
-    return units
+def model_units(model: nn.Module) -> list[tuple[str, list[nn.Module]]]:
+    """The pipeline units of a causal LM, in order: ``embed``, ``layer.0`` ... ``layer.{n-1}``,
+    ``head`` (final norm + lm_head); see :mod:`raystack.models.layout`."""
+    return layout_of(model).units(model)
 
 
 def param_costs(model: nn.Module) -> list[float]:
     """Parameter count of each unit (tied weights counted where used)."""
-    return [float(sum(p.numel() for m in mods for p in m.parameters())) for _, mods in llama_units(model)]
+    return [float(sum(p.numel() for m in mods for p in m.parameters())) for _, mods in model_units(model)]
 
 
 def measured_costs(model: nn.Module, batch: int = 4, seq: int = 64, repeats: int = 3,
                    timer: Callable[[], float] = time.perf_counter) -> list[float]:
     """Median forward+backward seconds of each unit on a random batch (base weights frozen,
     gradients taken with respect to the unit's input, as in LoRA training)."""
-    from transformers.masking_utils import create_causal_mask
-
-    inner = model.model
-    cfg = model.config
-    ids = torch.randint(0, cfg.vocab_size, (batch, seq))
+    layout = layout_of(model)
+    ids = torch.randint(0, model.config.vocab_size, (batch, seq))
     pos = torch.arange(seq).unsqueeze(0)
     out = []
-    for name, mods in llama_units(model):
+    for name, mods in model_units(model):
         times = []
         for _ in range(repeats):
-            h = inner.embed_tokens(ids).detach().requires_grad_(True)
+            h = layout.embed(model, ids, pos).detach().requires_grad_(True)
             t0 = timer()
             if name == "embed":
-                y = mods[0](ids).sum()
-                y = y + h.sum()
+                y = layout.embed(model, ids, pos).sum() + h.sum()
             elif name == "head":
-                y = model.lm_head(inner.norm(h)).sum()
+                y = layout.head(model, h).sum()
             else:
-                mask = create_causal_mask(config=cfg, inputs_embeds=h, attention_mask=None, cache=None, position_ids=pos)
-                pe = inner.rotary_emb(h, position_ids=pos)
-                y = mods[0](h, attention_mask=mask, position_embeddings=pe, position_ids=pos).sum()
+                y = layout.run_layer(mods[0], h, layout.layer_inputs(model, h, pos)(int(name.split(".")[1]))).sum()
             y.backward()
             times.append(timer() - t0)
         out.append(sorted(times)[len(times) // 2])

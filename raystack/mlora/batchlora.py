@@ -15,6 +15,7 @@ pipeline stages.
 from __future__ import annotations
 
 import math
+import re
 import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -24,13 +25,24 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from raystack.mlora.frozen import FrozenLinear, dtype_device
+
 AdapterKind = Literal["lora", "dora"]
+ADAPTER_TENSORS = ("lora_A", "lora_B", "magnitude", "lora_B_bias")  # names in adapter_state keys
 DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj")
 
 
 @dataclass(frozen=True)
 class AdapterSpec:
-    """What an adapter is: its type, rank, scaling, dropout, targets and seed."""
+    """What an adapter is: its type, rank, scaling, dropout, targets and seed.
+
+    The optional fields carry what peft can write beyond that (``raystack.mlora.export``
+    reads them from ``adapter_config.json``): per-module ranks and alphas (peft's
+    ``rank_pattern``/``alpha_pattern``, keys matched against the end of a module path),
+    rank-stabilised scaling α/√r (``use_rslora``), a trained bias on B (``lora_bias``), and
+    an explicit set of module paths (``modules``; e.g. only some layers) instead of every
+    module whose short name is in ``target_modules``.
+    """
 
     name: str
     kind: AdapterKind = "lora"
@@ -39,19 +51,68 @@ class AdapterSpec:
     dropout: float = 0.0
     target_modules: tuple[str, ...] = DEFAULT_TARGETS
     seed: int = 0
+    rank_pattern: tuple[tuple[str, int], ...] = ()
+    alpha_pattern: tuple[tuple[str, float], ...] = ()
+    use_rslora: bool = False
+    lora_bias: bool = False
+    modules: frozenset[str] | None = None
 
     @property
     def scaling(self) -> float:
-        return self.alpha / self.r
+        return self.scaling_for("")
+
+    def targets(self, path: str) -> bool:
+        """Whether the module at ``path`` carries this adapter."""
+        if self.modules is not None:
+            return path in self.modules
+        return path.rsplit(".", 1)[-1] in self.target_modules
+
+    def rank_for(self, path: str) -> int:
+        return int(_pattern_value(self.rank_pattern, path, self.r))
+
+    def scaling_for(self, path: str) -> float:
+        """The update's scale on the module at ``path``: α/r, or α/√r with rsLoRA."""
+        r, alpha = self.rank_for(path), float(_pattern_value(self.alpha_pattern, path, self.alpha))
+        return alpha / math.sqrt(r) if self.use_rslora else alpha / r
+
+
+def _pattern_value(patterns: Sequence[tuple[str, float]], path: str, default: float) -> float:
+    """peft's rule: the first pattern that matches the end of the module path wins."""
+    for pattern, value in patterns:
+        if path and re.match(rf"(.*\.)?({pattern})$", path):
+            return value
+    return default
+
+
+def layer_dims(module: nn.Module) -> tuple[int, int]:
+    """(in features, out features) of a linear layer (``nn.Linear``, a :class:`FrozenLinear`
+    or GPT-2's ``Conv1D``)."""
+    if isinstance(module, (nn.Linear, FrozenLinear)):
+        return module.in_features, module.out_features
+    return module.nx, module.nf  # transformers Conv1D: weight [in, out]
+
+
+def dense_weight(module: nn.Module) -> torch.Tensor:
+    """The layer's weight as [out, in], whichever way the layer stores it (a quantised or
+    sharded :class:`FrozenLinear` materialises it)."""
+    return module.weight if isinstance(module, (nn.Linear, FrozenLinear)) else module.weight.t()
+
+
+def is_linear(module: nn.Module) -> bool:
+    """A layer BatchLoRA can adapt: ``nn.Linear``, ``Conv1D`` (a transposed linear), or a
+    :class:`FrozenLinear` (a base layer stored quantised or sharded)."""
+    return isinstance(module, (nn.Linear, FrozenLinear)) or type(module).__name__ == "Conv1D"
 
 
 @dataclass(frozen=True)
 class Segment:
-    """Rows ``[start, end)`` of the batch belong to adapter ``adapter``."""
+    """Rows ``[start, end)`` of the batch belong to adapter ``adapter``; ``length``: how many
+    positions they would have alone (None: all), when a shared micro-batch pads them further."""
 
     adapter: str
     start: int
     end: int
+    length: int | None = None
 
 
 @dataclass
@@ -66,46 +127,59 @@ def _stable_seed(*parts: object) -> int:
 
 
 class AdapterWeights(nn.Module):
-    """One adapter's trainable tensors on one linear layer: A [r, in], B [out, r], DoRA magnitude."""
+    """One adapter's trainable tensors on one linear layer: A [r, in], B [out, r], DoRA magnitude,
+    and with ``lora_bias`` a bias of B [out]."""
 
-    def __init__(self, spec: AdapterSpec, base: nn.Linear, path: str) -> None:
+    def __init__(self, spec: AdapterSpec, base: nn.Module, path: str) -> None:
         super().__init__()
         self.spec = spec
+        self.r, self.scaling = spec.rank_for(path), spec.scaling_for(path)
+        in_f, out_f = layer_dims(base)
+        dtype, device = dtype_device(base)  # a quantised base computes (and its adapters train) in its float dtype
         g = torch.Generator().manual_seed(_stable_seed(spec.seed, spec.name, path, "init"))
-        a = torch.empty(spec.r, base.in_features, dtype=base.weight.dtype)
-        bound = 1.0 / math.sqrt(base.in_features)  # kaiming_uniform(a=sqrt(5)) bound, as nn.Linear
+        a = torch.empty(self.r, in_f, dtype=dtype)
+        bound = 1.0 / math.sqrt(in_f)  # kaiming_uniform(a=sqrt(5)) bound, as nn.Linear
         a.uniform_(-bound, bound, generator=g)
         # Initialised on the CPU generator (the same numbers on every device), then moved to the base's device.
-        self.lora_A = nn.Parameter(a.to(base.weight.device))
-        self.lora_B = nn.Parameter(torch.zeros(base.out_features, spec.r, dtype=base.weight.dtype,
-                                               device=base.weight.device))
+        self.lora_A = nn.Parameter(a.to(device))
+        self.lora_B = nn.Parameter(torch.zeros(out_f, self.r, dtype=dtype, device=device))
+        self.lora_B_bias = (nn.Parameter(torch.zeros(out_f, dtype=dtype, device=device))
+                            if spec.lora_bias else None)
         if spec.kind == "dora":
             with torch.no_grad():
-                norm = torch.linalg.norm(base.weight.detach() + spec.scaling * (self.lora_B @ self.lora_A), dim=1)
+                norm = torch.linalg.norm(dense_weight(base).detach() + self.scaling * (self.lora_B @ self.lora_A), dim=1)
             self.magnitude = nn.Parameter(norm.clone())
         else:
             self.magnitude = None
         self.dropout_rng = torch.Generator().manual_seed(_stable_seed(spec.seed, spec.name, path, "dropout"))
 
-    def delta(self, x: torch.Tensor, base: nn.Linear, base_out: torch.Tensor, training: bool) -> torch.Tensor:
-        """The adapter's additive update on its rows ``x`` (``base_out`` = base(x) on those rows)."""
+    def delta(self, x: torch.Tensor, base: nn.Module, base_out: torch.Tensor, training: bool,
+              length: int | None = None) -> torch.Tensor:
+        """The adapter's additive update on its rows ``x`` (``base_out`` = base(x) on those rows;
+        positions from ``length`` on are padding another adapter's longer rows added)."""
         spec = self.spec
         dropped = training and spec.dropout > 0.0
         if dropped:
-            # The mask comes from the adapter's CPU generator, so it is the same on CPU and GPU.
-            keep = (torch.rand(x.shape, generator=self.dropout_rng) >= spec.dropout).to(x.device, x.dtype)
-            x = x * keep / (1.0 - spec.dropout)
-        lora = F.linear(F.linear(x, self.lora_A), self.lora_B)
+            # The mask comes from the adapter's CPU generator, so it is the same on CPU and GPU,
+            # and is drawn for the adapter's own positions only: the same masks alone or batched.
+            pad = 0 if length is None or x.dim() < 3 else x.shape[-2] - length
+            keep = (torch.rand((*x.shape[:-2], x.shape[-2] - pad, x.shape[-1]) if pad else x.shape,
+                               generator=self.dropout_rng) >= spec.dropout).to(x.dtype)
+            if pad:
+                keep = torch.cat([keep, keep.new_ones((*x.shape[:-2], pad, x.shape[-1]))], dim=-2)
+            x = x * keep.to(x.device) / (1.0 - spec.dropout)
+        lora = F.linear(F.linear(x, self.lora_A), self.lora_B, self.lora_B_bias)
         if self.magnitude is None:
-            return lora * spec.scaling
+            return lora * self.scaling
         # DoRA: W' = m * (W + sBA) / ||W + sBA||_row, the norm treated as a constant (DoRA sec. 4.3).
-        weight_norm = torch.linalg.norm(base.weight + spec.scaling * (self.lora_B @ self.lora_A).detach(), dim=1)
+        weight = dense_weight(base)
+        weight_norm = torch.linalg.norm(weight + self.scaling * (self.lora_B @ self.lora_A).detach(), dim=1)
         scale = (self.magnitude / weight_norm.detach()).view(*([1] * (x.dim() - 1)), -1)
         if dropped:
-            plain = F.linear(x, base.weight)
+            plain = F.linear(x, weight)
         else:
             plain = base_out if base.bias is None else base_out - base.bias
-        return (scale - 1) * plain + scale * lora * spec.scaling
+        return (scale - 1) * plain + scale * lora * self.scaling
 
     def rng_state(self) -> torch.Tensor:
         return self.dropout_rng.get_state()
@@ -115,9 +189,10 @@ class AdapterWeights(nn.Module):
 
 
 class BatchLoRALinear(nn.Module):
-    """A frozen ``nn.Linear`` plus any number of adapters, each applied to its own rows."""
+    """A frozen linear layer (``nn.Linear``, GPT-2's ``Conv1D``, or a quantised/sharded
+    :class:`FrozenLinear`) plus any number of adapters, each applied to its own rows."""
 
-    def __init__(self, base: nn.Linear, path: str, ctx: BatchContext) -> None:
+    def __init__(self, base: nn.Module, path: str, ctx: BatchContext) -> None:
         super().__init__()
         self.base = base
         self.path = path
@@ -143,7 +218,7 @@ class BatchLoRALinear(nn.Module):
             if s.start > pos:
                 pieces.append(out.new_zeros((s.start - pos, *out.shape[1:])))
             w = self.adapters[s.adapter]
-            pieces.append(w.delta(x[s.start : s.end], self.base, out[s.start : s.end], self.training))
+            pieces.append(w.delta(x[s.start : s.end], self.base, out[s.start : s.end], self.training, s.length))
             pos = s.end
         if pos < n:
             pieces.append(out.new_zeros((n - pos, *out.shape[1:])))
@@ -151,8 +226,8 @@ class BatchLoRALinear(nn.Module):
 
 
 def linear_module_names(model: nn.Module) -> set[str]:
-    """The short names (``q_proj``...) of the model's ``nn.Linear`` modules, the possible targets."""
-    return {name.rsplit(".", 1)[-1] for name, m in model.named_modules() if isinstance(m, nn.Linear)}
+    """The short names (``q_proj``...) of the model's linear modules, the possible targets."""
+    return {name.rsplit(".", 1)[-1] for name, m in model.named_modules() if is_linear(m)}
 
 
 class BatchLoRAModel(nn.Module):
@@ -174,8 +249,7 @@ class BatchLoRAModel(nn.Module):
     def _targets(self, spec: AdapterSpec) -> list[tuple[str, nn.Module]]:
         found = []
         for name, module in self.base_model.named_modules():
-            short = name.rsplit(".", 1)[-1]
-            if short in spec.target_modules and isinstance(module, (nn.Linear, BatchLoRALinear)):
+            if spec.targets(name) and (is_linear(module) or isinstance(module, BatchLoRALinear)):
                 found.append((name, module))
         return found
 
@@ -186,7 +260,7 @@ class BatchLoRAModel(nn.Module):
         if not spec.name.isidentifier():
             raise ValueError(f"adapter name {spec.name!r} must be an identifier")
         for name, module in self._targets(spec):
-            if isinstance(module, nn.Linear):
+            if not isinstance(module, BatchLoRALinear):
                 parent_name, _, child = name.rpartition(".")
                 parent = self.base_model.get_submodule(parent_name) if parent_name else self.base_model
                 module = BatchLoRALinear(module, name, self.ctx)
@@ -204,6 +278,13 @@ class BatchLoRAModel(nn.Module):
     def lora_layers(self) -> list[BatchLoRALinear]:
         return [m for m in self.base_model.modules() if isinstance(m, BatchLoRALinear)]
 
+    def base_weight(self, path: str) -> torch.Tensor:
+        """The frozen weight of the base's module at ``path``, as [out, in] for linear layers."""
+        module = self.base_model.get_submodule(path)
+        if isinstance(module, BatchLoRALinear):
+            module = module.base
+        return dense_weight(module) if is_linear(module) else module.weight
+
     def adapter_weights(self, name: str) -> dict[str, AdapterWeights]:
         """``{module path: weights}`` of one adapter, in model order."""
         return {m.path: m.adapters[name] for m in self.lora_layers() if name in m.adapters}
@@ -212,13 +293,14 @@ class BatchLoRAModel(nn.Module):
         return [p for w in self.adapter_weights(name).values() for p in w.parameters()]
 
     def adapter_state(self, name: str) -> dict[str, torch.Tensor]:
-        """Flat tensors ``{"<path>.lora_A": ..., "<path>.lora_B": ..., "<path>.magnitude": ...}``."""
+        """Flat tensors ``{"<path>.lora_A": ..., "<path>.lora_B": ..., "<path>.magnitude": ...}``
+        (and ``"<path>.lora_B_bias"`` with ``lora_bias``)."""
         out: dict[str, torch.Tensor] = {}
         for path, w in self.adapter_weights(name).items():
-            out[f"{path}.lora_A"] = w.lora_A.detach().clone()
-            out[f"{path}.lora_B"] = w.lora_B.detach().clone()
-            if w.magnitude is not None:
-                out[f"{path}.magnitude"] = w.magnitude.detach().clone()
+            for kind in ADAPTER_TENSORS:
+                t = getattr(w, kind)
+                if t is not None:
+                    out[f"{path}.{kind}"] = t.detach().clone()
         return out
 
     def load_adapter_state(self, name: str, state: dict[str, torch.Tensor], strict: bool = True) -> None:

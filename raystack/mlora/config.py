@@ -9,14 +9,17 @@ synthetic tasks on the tiny base.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Optional
 
-from raystack.config import ConfigBase, ConfigError, Problems, did_you_mean, load_config, option
-from raystack.runtime.tracking import check_loggers
+from raystack.comm.network import NetworkModel
+from raystack.config import ConfigBase, Problems, did_you_mean, load_config, option
+from raystack.runtime.tracking import check_loggers, loggers_option
 from raystack.devices import Device
-from raystack.data.sft import SYNTHETIC_TASKS, Example, file_examples, synthetic_examples
+from raystack.data.sft import (SYNTHETIC_TASKS, Example, chat_examples, check_dataset_fields, file_examples,
+                               synthetic_examples)
 from raystack.mlora.batchlora import AdapterSpec
 
 ALL_LINEAR = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
@@ -32,26 +35,37 @@ MAX_SEED = 2**32 - 1
 
 @dataclass
 class DatasetConfig(ConfigBase):
-    """A named dataset: a built-in synthetic task, or a JSON/JSONL/Parquet file."""
+    """A named dataset: a built-in synthetic task, or a JSON/JSONL/Parquet file of records
+    read with a prompt template (``format: template``) or as chat ``messages`` rendered with
+    the tokenizer's chat template (``format: chat``)."""
 
     name: str = option("reverse", "the name tasks refer to")
     synthetic: Optional[str] = option(None, "built-in task: reverse, sort, copy or arithmetic (or set path)")
     path: Optional[str] = option(None, "a .json, .jsonl or .parquet file of records (or set synthetic)")
-    prompt_template: str = option("{prompt}", "Python format string over the record's fields, e.g. 'Q: {question}\\nA: '")
-    response_field: str = option("response", "record field holding the answer (the loss is on the answer + EOS only)")
+    format: Literal["template", "chat"] = option("template", "template: prompt_template + response_field; chat: "
+                                                 "messages rendered with the tokenizer's chat template")
+    prompt_template: str = option("{prompt}", "template: Python format string over the record's fields, e.g. "
+                                  "'Q: {question}\\nA: '")
+    response_field: str = option("response", "template: record field holding the answer (the loss is on the "
+                                 "answer + EOS only)")
+    messages_field: str = option("messages", "chat: record field holding [{role, content}, ...] (the loss is on "
+                                 "the assistant turns)")
     num_examples: int = option(2000, "synthetic only: examples generated", ge=1, le=MAX_EXAMPLES)
     eval_examples: int = option(64, "examples held out for accuracy (synthetic: another seed)", ge=1, le=1_000_000)
     seed: int = option(0, "synthetic data seed", ge=0, le=MAX_SEED)
 
-    def examples(self) -> list[Example]:
+    def examples(self, tokenizer: Any = None) -> list[Example]:
+        """The examples (``tokenizer`` renders chat records; the byte tokenizer by default)."""
         if self.synthetic is not None:
             return synthetic_examples(self.synthetic, self.num_examples, seed=self.seed)
+        if self.format == "chat":
+            return chat_examples(self.path, tokenizer, self.messages_field)
         return file_examples(self.path, self.prompt_template, self.response_field)
 
-    def eval_set(self) -> list[Example]:
+    def eval_set(self, tokenizer: Any = None) -> list[Example]:
         if self.synthetic is not None:
             return synthetic_examples(self.synthetic, self.eval_examples, seed=self.seed + 10_007)
-        return self.examples()[: self.eval_examples]
+        return self.examples(tokenizer)[: self.eval_examples]
 
 
 @dataclass
@@ -88,6 +102,7 @@ class TaskConfig(ConfigBase):
     epochs: float = option(1.0, "passes over the dataset (when max_steps is null)", gt=0, le=1e6)
     max_steps: Optional[int] = option(None, "steps; overrides epochs when set", ge=1, le=MAX_STEPS)
     cutoff_len: int = option(32, "tokens per row (prompt + response), longer rows are cut", ge=1, le=MAX_SEQ_LEN)
+    packing: bool = option(False, "pack a micro-batch's examples into rows of cutoff_len (else: pad each)")
     save_steps: int = option(50, "checkpoint interval (checkpoints are also taken at every window end)", ge=1, le=MAX_STEPS)
     priority: int = option(0, "higher is admitted first", ge=-1000, le=1000)
 
@@ -110,18 +125,33 @@ class PipelineConfig(ConfigBase):
         None, "lanes of jobs filling the pipeline; null: 2 x stages; fewer lanes: wider BatchLoRA micro-batches, more activation memory", ge=1, le=4096)
     max_restarts: int = option(2, "restarts per stage actor failure before giving up", ge=0, le=1000)
     device: Device = option("auto", "auto (stages on GPUs when the cluster has any), cpu or cuda; activations cross stages as CPU tensors")
+    link_latency_s: float = option(0.0, "simulated link between consecutive stages (activations forward, gradients "
+                                   "back), for experiments: seconds per transfer", ge=0, le=3600)
+    link_bandwidth_bytes_per_s: float = option(0.0, "simulated link between stages: bytes per second; 0: unlimited",
+                                               ge=0, le=1e15)
 
     @property
     def in_flight_cap(self) -> int:
         return self.max_in_flight if self.max_in_flight is not None else self.stages + 1
 
+    @property
+    def link(self) -> NetworkModel:
+        """The simulated link between consecutive stages (ideal unless the link fields say)."""
+        bw = self.link_bandwidth_bytes_per_s
+        return NetworkModel(self.link_latency_s, bw if bw > 0 else math.inf)
+
 
 @dataclass
 class SchedulerConfig(ConfigBase):
-    """Which queued jobs start, within a memory budget."""
+    """Which queued jobs start, within each stage's memory budget."""
 
     max_concurrent: int = option(8, "jobs training at once", ge=1, le=MAX_JOBS)
-    memory_budget_mb: float = option(4096.0, "admission budget for the predicted activation memory of running jobs (MB)", gt=0, le=2**30)
+    memory_budget_mb: Optional[float] = option(
+        None, "each stage's peak memory (MB): RSS of the stage process on the CPU, CUDA allocator bytes on a GPU; "
+        "null: the stage's share of its node's memory (CPU) or of its GPU. Jobs that do not fit wait; a job that "
+        "never fits is refused", gt=0, le=2**30)
+    memory_margin: float = option(0.1, "admit a job only if every stage's predicted peak x (1 + margin) fits its budget",
+                                  ge=0, le=10)
     strict_priority: bool = option(False, "a higher-priority job that does not fit blocks lower-priority ones")
 
 
@@ -129,7 +159,12 @@ class SchedulerConfig(ConfigBase):
 class MLoRAConfig(ConfigBase):
     """An mLoRA job: adapters trained on datasets by tasks, over a pipelined base."""
 
-    base: str = option("tiny-1m", "tiny-1m, tiny-20m, small-50m, or a local transformers checkpoint directory (Llama/Qwen2)")
+    base: str = option("tiny-1m", "tiny-1m, tiny-20m, small-50m, a local transformers checkpoint directory "
+                       "(Llama, Qwen2, Mistral, GPT-2 families), or a Hub id in the Hugging Face cache")
+    quantize: Optional[Literal["int8"]] = option(None, "int8: the frozen base's decoder linear layers stored int8 "
+                                                 "(per-row scales); adapters stay full precision; null: as loaded")
+    tokenizer: Optional[str] = option(None, "null: the base's own (built-in bases: bytes); 'byte'; or a "
+                                      "tokenizer directory / Hub id")
     seed: int = option(0, "base weights seed (named bases) and data order", ge=0, le=MAX_SEED)
     output_dir: str = option("runs/mlora", "output location, a directory or a pyarrow filesystem URI: each run "
                                            "writes adapters/<name>/ (PEFT), checkpoints/<name>.pt and summary.json "
@@ -152,8 +187,7 @@ class MLoRAConfig(ConfigBase):
     scheduler: SchedulerConfig = option(doc="admission scheduler", factory=SchedulerConfig)
     eval: bool = option(True, "report accuracy before and after")
     steps: Optional[int] = option(None, "if set, every task's max_steps (e.g. from a workflow step)", ge=1, le=MAX_STEPS)
-    loggers: list[str] = option(doc="experiment tracking: tensorboard (under output_dir/tensorboard), mlflow, wandb",
-                                factory=lambda: ["tensorboard"])
+    loggers: list[str] = loggers_option("output_dir")
 
     def validate(self) -> None:
         if self.steps is not None:
@@ -169,16 +203,11 @@ class MLoRAConfig(ConfigBase):
 
 
 def _validate(cfg: MLoRAConfig) -> None:
-    from raystack.models import MODEL_NAMES
+    from raystack.models.load import resolve_model
 
     problems = Problems()
-    try:
-        check_loggers(cfg.loggers)
-    except ConfigError as exc:
-        problems.add_error(exc)
-    if cfg.base not in MODEL_NAMES and not (Path(cfg.base) / "config.json").is_file():
-        problems.add("base", f"unknown base {cfg.base!r}{did_you_mean(cfg.base, MODEL_NAMES)}; expected one of "
-                     f"{list(MODEL_NAMES)} or a transformers checkpoint directory")
+    problems.collect(check_loggers, cfg.loggers)
+    problems.collect(resolve_model, cfg.base, "base")  # a built-in name, a checkpoint directory or a cached Hub id
     if not cfg.output_dir.strip():
         problems.add("output_dir", "must name a directory")
     if cfg.resume and not cfg.run_id.strip():
@@ -203,6 +232,9 @@ def _validate(cfg: MLoRAConfig) -> None:
                 problems.add(f"{f}.path", f"dataset file {d.path} does not exist")
             elif p.suffix.lower() not in (".json", ".jsonl", ".parquet"):
                 problems.add(f"{f}.path", f"unsupported format {p.suffix!r}; use .json, .jsonl or .parquet")
+            else:
+                problems.collect(check_dataset_fields, p, d.format, d.prompt_template, d.response_field,
+                                 d.messages_field, f)
     anames: set[str] = set()
     for i, a in enumerate(cfg.adapters):
         f = f"adapters[{i}]"
@@ -230,9 +262,14 @@ def _validate(cfg: MLoRAConfig) -> None:
     problems.raise_if_any()
 
 
-def check_against_model(cfg: MLoRAConfig, linear_names: set[str], num_units: int) -> None:
-    """Checks that need the base model's structure (target modules exist, enough layers)."""
+def check_against_model(cfg: MLoRAConfig, linear_names: set[str], num_units: int, tokenizer: Any = None) -> None:
+    """Checks that need the base model's structure (target modules exist, enough layers) and
+    its tokenizer (chat datasets need a chat template)."""
     problems = Problems()
+    for i, d in enumerate(cfg.datasets):
+        if d.path is not None and d.format == "chat" and not getattr(tokenizer, "chat_template", None):
+            problems.add(f"datasets[{i}].format", f"chat needs a tokenizer with a chat template; the tokenizer "
+                                                  f"of base {cfg.base!r} has none (set tokenizer: to one that has)")
     for i, a in enumerate(cfg.adapters):
         missing = [m for m in a.target_modules if m not in linear_names]
         if missing:

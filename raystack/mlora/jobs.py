@@ -59,36 +59,56 @@ def _pad_cat(parts: Sequence[torch.Tensor], fill: int) -> torch.Tensor:
     return torch.cat([torch.nn.functional.pad(p, (0, length - p.shape[1]), value=fill) for p in parts])
 
 
+def _positions_cat(parts: Sequence[tuple[torch.Tensor, torch.Tensor | None]]) -> torch.Tensor | None:
+    """The positions of concatenated rows (None if no part is packed): a padded part counts
+    0..L-1, and every row's padding goes on counting from its last position."""
+    if all(pos is None for _, pos in parts):
+        return None
+    length = max(ids.shape[1] for ids, _ in parts)
+    rows = []
+    for ids, pos in parts:
+        if pos is None:
+            pos = torch.arange(ids.shape[1]).expand(ids.shape[0], -1)
+        extra = length - pos.shape[1]
+        tail = pos[:, -1:] + 1 + torch.arange(extra).unsqueeze(0)
+        rows.append(torch.cat([pos, tail], dim=1))
+    return torch.cat(rows)
+
+
 def lane_step(lane: int, step: int, jobs: Sequence[JobState], pad_id: int
               ) -> list[tuple[MicroBatch, torch.Tensor, torch.Tensor]]:
     """Take the next batch of every (unfinished) job of a lane and build its micro-batches.
 
-    Advances each job's data position (not its step counter, which counts finished steps).
+    Each job's micro-batch of examples is padded to its longest example, or packed into rows
+    (``tasks[].packing``). Advances each job's data position (not its step counter, which
+    counts finished steps).
     """
-    batches = {j.name: j.batcher.next_batch() for j in jobs}
+    examples = {j.name: j.batcher.next_examples() for j in jobs}
     splits = {}
     for j in jobs:
-        ids, labels = batches[j.name]
-        splits[j.name] = list(zip(ids.split(j.micro_batch_size), labels.split(j.micro_batch_size)))
+        pairs, size = examples[j.name], j.micro_batch_size
+        splits[j.name] = [j.batcher.collate(pairs[k:k + size]) for k in range(0, len(pairs), size)]
     n_micro = max(len(v) for v in splits.values())
-    denominators = {j.name: float(max(int((batches[j.name][1] != IGNORE).sum()), 1)) for j in jobs}
+    denominators = {j.name: float(max(sum(t != IGNORE for _, labels in examples[j.name] for t in labels), 1))
+                    for j in jobs}
     out = []
     for m in range(n_micro):
-        names, ids_parts, label_parts, segs, pos = [], [], [], [], 0
+        names, id_parts, label_parts, segs, pos = [], [], [], [], 0
         for j in jobs:
             if m < len(splits[j.name]):
-                ids, labels = splits[j.name][m]
-                ids_parts.append(ids)
+                ids, labels, positions = splits[j.name][m]
+                id_parts.append((ids, positions))
                 label_parts.append(labels)
-                segs.append(Segment(j.name, pos, pos + ids.shape[0]))
+                segs.append(Segment(j.name, pos, pos + ids.shape[0], ids.shape[1]))  # its own length: exact dropout
                 pos += ids.shape[0]
                 if m == len(splits[j.name]) - 1:
                     names.append(j.name)
         mb = MicroBatch(key=(lane, step, m), segments=segs, denominators=denominators,
-                        step_adapters=tuple(names) if m == n_micro - 1 else ())
-        out.append((mb, _pad_cat(ids_parts, pad_id), _pad_cat(label_parts, IGNORE)))
+                        step_adapters=tuple(names) if m == n_micro - 1 else (),
+                        positions=_positions_cat(id_parts))
+        out.append((mb, _pad_cat([ids for ids, _ in id_parts], pad_id), _pad_cat(label_parts, IGNORE)))
     # adapters whose last micro-batch came earlier still step at the lane's last micro-batch
     last_mb = out[-1][0]
-    out[-1] = (MicroBatch(last_mb.key, last_mb.segments, denominators, tuple(j.name for j in jobs)),
+    out[-1] = (MicroBatch(last_mb.key, last_mb.segments, denominators, tuple(j.name for j in jobs), last_mb.positions),
                out[-1][1], out[-1][2])
     return out

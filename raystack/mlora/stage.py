@@ -1,7 +1,8 @@
 """One pipeline stage's computation: a slice of the base model with BatchLoRA adapters.
 
-A :class:`StageModel` owns pipeline units ``[start, end)`` of a Llama-family causal LM (unit 0
-is the embedding, units 1..n the decoder layers, unit n+1 the final norm and head). It runs
+A :class:`StageModel` owns pipeline units ``[start, end)`` of a causal LM (unit 0 is the
+embedding, units 1..n the decoder layers, unit n+1 the final norm and head; the families and
+where they keep these parts are in :mod:`raystack.models.layout`). It runs
 micro-batches forward (keeping what backward needs), backward (given the gradient of its
 output), and steps each adapter's own optimizer once a step's gradients are all back. With
 all units it is the single-process BatchLoRA trainer; the pipeline actors wrap one each.
@@ -11,16 +12,16 @@ Nothing here knows about Ray.
 from __future__ import annotations
 
 import copy
-import functools
-import inspect
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import torch
 from torch import nn
 
 from raystack.mlora.batchlora import AdapterSpec, BatchLoRAModel, Segment, per_adapter_loss
+from raystack.mlora.probe import SavedTensorMeter, release_freed_memory
+from raystack.models.layout import layout_of
 
 
 @dataclass(frozen=True)
@@ -62,26 +63,28 @@ class MicroBatch:
     segments: list[Segment]
     denominators: dict[str, float]  # per adapter: loss tokens over the whole step's batch
     step_adapters: tuple[str, ...] = ()  # adapters whose step ends with this micro-batch
+    # [B, L] position of each token in its own example, when rows pack several examples
+    # (positions restart at 0: attention stays within each example); None: 0..L-1
+    positions: torch.Tensor | None = None
 
 
-def _release_freed_memory() -> None:
-    """Return the dropped layers' memory to the OS (glibc keeps freed heap otherwise)."""
-    import ctypes
-    import gc
-
-    gc.collect()
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except OSError:
-        pass
+def _without_dropout(base: nn.Module) -> None:
+    """Switch off the frozen base's own dropout (GPT-2 has some; Llama-like configs may set an
+    attention dropout), so every split of the base computes the same numbers in training; the
+    adapters keep their own seeded dropout."""
+    for m in base.modules():
+        if isinstance(m, nn.Dropout):
+            m.p = 0.0
+        if isinstance(getattr(m, "attention_dropout", None), float):
+            m.attention_dropout = 0.0
 
 
 class StageModel:
     """Units ``[start, end)`` of ``base`` plus adapters; forward/backward/step of micro-batches."""
 
     def __init__(self, base: nn.Module, start: int, end: int) -> None:
-        inner = base.model
-        n_layers = len(inner.layers)
+        self.layout = layout_of(base)
+        n_layers = len(self.layout.layers(base))
         self.n_units = n_layers + 2
         if not 0 <= start < end <= self.n_units:
             raise ValueError(f"bad unit range [{start}, {end}) for {self.n_units} units")
@@ -89,17 +92,11 @@ class StageModel:
         self.first, self.last = start == 0, end == self.n_units
         # drop what this stage does not own, so a stage holds only its slice of the base
         self.layer_ids = [i for i in range(n_layers) if start <= i + 1 < end]
-        for i in range(n_layers):
-            if i not in self.layer_ids:
-                inner.layers[i] = nn.Identity()
-        if not self.first:
-            inner.embed_tokens = None
-        if not self.last:
-            inner.norm = None
-            base.lm_head = None
+        self.layout.keep_units(base, start, end)
+        _without_dropout(base)
         self.base = base
         self.device = next(base.parameters()).device
-        _release_freed_memory()
+        release_freed_memory()  # the dropped layers' memory back to the OS
         self.model = BatchLoRAModel(base).train()
         self.optims: dict[str, torch.optim.Optimizer] = {}
         self.optim_specs: dict[str, OptimSpec] = {}
@@ -138,21 +135,17 @@ class StageModel:
         self.steps[name] = int(ckpt["step"])
 
     # -- compute --------------------------------------------------------------------------
-    def _run(self, x: torch.Tensor) -> torch.Tensor:
-        from transformers.masking_utils import create_causal_mask
-
-        inner = self.base.model
-        h = inner.embed_tokens(x) if self.first else x
-        pos = torch.arange(h.shape[1], device=h.device).unsqueeze(0)
+    def _run(self, x: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
+        lay, base = self.layout, self.base
+        pos = positions if positions is not None else torch.arange(x.shape[1], device=x.device).unsqueeze(0)
+        h = lay.embed(base, x, pos) if self.first else x
         if self.layer_ids:
-            mask = create_causal_mask(**_mask_kwargs(create_causal_mask, self.base.config, h, pos))
-            pe = inner.rotary_emb(h, position_ids=pos)
+            inputs = lay.layer_inputs(base, h, pos)
+            layers = lay.layers(base)
             for i in self.layer_ids:
-                h = inner.layers[i](h, attention_mask=mask, position_embeddings=pe, position_ids=pos)
-                if isinstance(h, tuple):  # transformers 4.x layers return (hidden_states, ...)
-                    h = h[0]
+                h = lay.run_layer(layers[i], h, inputs(i))
         if self.last:
-            h = self.base.lm_head(inner.norm(h))
+            h = lay.head(base, h)
         return h
 
     def forward(self, mb: MicroBatch, x: torch.Tensor, labels: torch.Tensor | None = None) -> Any:
@@ -162,18 +155,13 @@ class StageModel:
         if labels is not None:
             labels = labels.to(self.device)
         inp = x if self.first else x.detach().requires_grad_(True)
-        saved = [0]
-
-        def pack(t: torch.Tensor) -> torch.Tensor:
-            saved[0] += t.numel() * t.element_size()
-            return t
-
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), self.model.segments(mb.segments):
-            out = self._run(inp)
+        positions = None if mb.positions is None else mb.positions.to(self.device)
+        with SavedTensorMeter(self.model) as saved, self.model.segments(mb.segments):
+            out = self._run(inp, positions)
             if self.last:
                 losses = per_adapter_loss(out, labels, mb.segments, mb.denominators)
                 out = sum(losses.values())
-        self.activation_bytes.append((int(x.shape[0]), int(x.shape[1]), saved[0]))
+        self.activation_bytes.append((int(x.shape[0]), int(x.shape[1]), saved.bytes))
         self.saved[mb.key] = (None if self.first else inp, out)
         if self.last:
             return {k: v.item() for k, v in losses.items()}
@@ -216,31 +204,28 @@ class StageModel:
         return total
 
 
-@functools.lru_cache(maxsize=None)
-def _params_of(fn: Callable) -> frozenset[str]:
-    return frozenset(inspect.signature(fn).parameters)
+def load_stage(base: str, seed: int, start: int, end: int) -> nn.Module:
+    """The frozen base of a stage owning units ``[start, end)``: only those tensors when the
+    base is a safetensors checkpoint (a local directory or a Hub snapshot), else the whole
+    model (a built-in one, built from ``seed``), which :class:`StageModel` then slices."""
+    from pathlib import Path
 
+    from raystack.models import build_model, resolve_model
 
-def _mask_kwargs(create_causal_mask: Callable, config: Any, h: torch.Tensor, pos: torch.Tensor) -> dict:
-    """Arguments of transformers' ``create_causal_mask`` for a no-cache forward, whichever
-    release is installed (4.5x names ``input_embeds``/``past_key_values``/``cache_position``,
-    5.x ``inputs_embeds``/``cache``)."""
-    params = _params_of(create_causal_mask)
-    kw: dict[str, Any] = {"config": config, "attention_mask": None, "position_ids": pos}
-    kw["inputs_embeds" if "inputs_embeds" in params else "input_embeds"] = h
-    for name in ("cache", "past_key_values"):
-        if name in params:
-            kw[name] = None
-    if "cache_position" in params:
-        kw["cache_position"] = torch.arange(h.shape[1], device=h.device)
-    return kw
+    source = resolve_model(base, field="base")
+    if not source.builtin and any(Path(source.path).glob("*.safetensors")):
+        return load_stage_base(source.path, start, end)
+    model = build_model(base, seed=seed, field="base")
+    for p in model.parameters():
+        p.requires_grad_(False)
+    return model
 
 
 def load_stage_base(path: str, start: int, end: int) -> nn.Module:
     """Load only units ``[start, end)`` of a local safetensors checkpoint (the rest stays on
     the meta device and is dropped by :class:`StageModel`), so a stage never holds the
     whole base in memory. Weights of the model's dtype stay memory-mapped from the file
-    (copy-on-write), like ``from_pretrained``'s."""
+    (copy-on-write), like ``from_pretrained``'s. Any family of :mod:`raystack.models.layout`."""
     from pathlib import Path
 
     from safetensors import safe_open
@@ -250,29 +235,27 @@ def load_stage_base(path: str, start: int, end: int) -> nn.Module:
     if not files:
         raise FileNotFoundError(f"{path}: no .safetensors files to load a stage from")
     config = AutoConfig.from_pretrained(path)
+    layout = layout_of(config)
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(config)
-    inner, n_layers = model.model, config.num_hidden_layers
-    for i in range(n_layers):
-        if not start <= i + 1 < end:
-            inner.layers[i] = nn.Identity()
-    first, last = start == 0, end == n_layers + 2
-    if not first:
-        inner.embed_tokens = None
-    if not last:
-        inner.norm, model.lm_head = None, None
+    every_name = {n for n, _ in model.named_parameters(remove_duplicate=False)}
+    layout.keep_units(model, start, end)
     model.to_empty(device="cpu")
-    inner.rotary_emb = type(inner.rotary_emb)(config=config)  # non-persistent buffers: recompute
+    layout.rebuild_buffers(model)  # non-persistent buffers (rotary frequencies): recompute
     wanted = dict(model.named_parameters(remove_duplicate=False))
+    tied_head = getattr(config, "tie_word_embeddings", False) and f"{layout.head_name}.weight" in wanted
+    prefix = getattr(model, "base_model_prefix", "")
     loaded: set[str] = set()
     for f in files:
         with safe_open(str(f), framework="pt") as sf:
             for key in sf.keys():
-                targets = [key] if key in wanted else []
-                if key == "model.embed_tokens.weight" and "lm_head.weight" in wanted and config.tie_word_embeddings:
-                    targets.append("lm_head.weight")
-                for name in targets:
-                    t, param = sf.get_tensor(key), wanted[name]
+                # older GPT-2 files name their keys without the model's ``transformer.`` prefix
+                name = f"{prefix}.{key}" if key not in every_name and f"{prefix}.{key}" in every_name else key
+                targets = [name] if name in wanted else []
+                if name == layout.embedding_weight_name() and tied_head:
+                    targets.append(f"{layout.head_name}.weight")
+                for target in targets:
+                    t, param = sf.get_tensor(key), wanted[target]
                     with torch.no_grad():
                         if t.dtype == param.dtype and t.shape == param.shape:
                             # keep the tensor safetensors maps from the file, as from_pretrained
@@ -282,7 +265,7 @@ def load_stage_base(path: str, start: int, end: int) -> nn.Module:
                             param.data = t
                         else:
                             param.copy_(t)  # another dtype: convert
-                    loaded.add(name)
+                    loaded.add(target)
     missing = set(wanted) - loaded
     if missing:
         raise KeyError(f"{path}: checkpoint lacks {sorted(missing)[:3]}")

@@ -1,15 +1,12 @@
-"""Llama-family models from transformers: named tiny configs built offline, or a local checkpoint.
+"""The built-in Llama models: named tiny configs built offline from a seed, and the LM loss.
 
 The named configs use the byte vocabulary of `raystack.data.ByteTokenizer`, so they need no
-tokenizer file and no download. A directory path loads any local transformers causal LM
-checkpoint (a real Llama or Qwen2 directory works the same way).
+tokenizer file and no download. Local checkpoints and Hub ids load in `raystack.models.load`.
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import torch
-from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM, PreTrainedModel
+from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedModel
 
 from raystack.config import ConfigError
 from raystack.data.tokenizer import ByteTokenizer
@@ -38,14 +35,9 @@ def model_config(name: str, max_position_embeddings: int = 1024) -> LlamaConfig:
     )
 
 
-def build_model(name_or_path: str = "tiny-1m", *, seed: int = 0, dtype: torch.dtype = torch.float32) -> PreTrainedModel:
-    """A fresh model of a named size (weights from `seed`), or one loaded from a local directory."""
-    path = Path(name_or_path)
-    if name_or_path not in _SIZES and path.is_dir():
-        if not (path / "config.json").is_file():
-            raise ConfigError("model", f"{path} has no config.json; not a transformers checkpoint")
-        return AutoModelForCausalLM.from_pretrained(path, torch_dtype=dtype, local_files_only=True)
-    config = model_config(name_or_path)
+def builtin_model(name: str, *, seed: int = 0, dtype: torch.dtype = torch.float32) -> PreTrainedModel:
+    """A fresh built-in model of a named size, its weights drawn from ``seed``."""
+    config = model_config(name)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = LlamaForCausalLM(config)

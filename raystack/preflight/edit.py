@@ -17,7 +17,6 @@ from raystack.runtime.storage import StorageError, find_run
 
 MAX_FILES_CHECKED = 256      # files of a data directory opened by the preflight (the rest are counted)
 MAX_FILES_LISTED = 100_000   # files of one data directory, at most
-CORPUS_BYTES_PER_BYTE = 9    # a rank holds the corpus as bytes and as int64 tokens
 
 
 def check_data_path(path: Path, field: str, text_field: str) -> int:
@@ -111,8 +110,8 @@ def preflight_edit(cfg: EDiTConfig, resources: ClusterResources | None = None) -
     extra_state = 8.0 * shape.parameters / cfg.shards   # theta_sync and outer momentum, 1/S each
     per_rank = (PROCESS_OVERHEAD_BYTES + adam_training_bytes(shape.parameters, cfg.inner.optimizer) + extra_state
                 + transformer_activation_bytes(d.batch_size, d.seq_len, shape.hidden, shape.layers, shape.heads,
-                                               shape.vocab)
-                + CORPUS_BYTES_PER_BYTE * corpus_bytes)
+                                               shape.vocab))
+    # the corpus is not counted per rank: ranks memory-map its token shards (page cache, shared)
     gpus = 0.0
     if cfg.run.device == "cuda" or (cfg.run.device == "auto" and resources is not None and resources.gpus >= 1):
         gpus = min(float(cfg.ranks), resources.gpus if resources is not None else float(cfg.ranks))

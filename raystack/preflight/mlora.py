@@ -1,46 +1,29 @@
 """Preflight of an mLoRA job: base checkpoint, dataset files and fields, sizes, cluster fit."""
 from __future__ import annotations
 
-import string
 from pathlib import Path
 
 from raystack.config import Problems, check_config
 from raystack.mlora.config import MLoRAConfig
-from raystack.preflight.files import PreflightError, read_first_records, require_fields
+from raystack.preflight.files import PreflightError, read_first_records
 from raystack.preflight.llm import ModelShape, model_shape
 from raystack.preflight.report import PreflightReport, check_fit, raise_problems
 from raystack.preflight.resources import (PROCESS_OVERHEAD_BYTES, ClusterResources, adam_training_bytes,
                                           transformer_activation_bytes)
 
 STAGE_CPUS = 1.0   # what each pipeline stage actor reserves (LoRAPipeline's default stage options)
-
-
-def template_fields(template: str, field: str) -> list[str]:
-    """The record fields a ``str.format`` prompt template uses (``{a}``, ``{a[0]}``, ``{a.b}``)."""
-    try:
-        names = [name for _, name, _, _ in string.Formatter().parse(template) if name is not None]
-    except ValueError as exc:
-        raise PreflightError(field, f"is not a valid template ({exc}): {template!r}") from None
-    out = []
-    for name in names:
-        root = name.split(".")[0].split("[")[0]
-        if not root or root.isdigit():
-            raise PreflightError(field, f"placeholders must name record fields, got {{{name}}} in {template!r}")
-        out.append(root)
-    return out
+BYTES_PER_WEIGHT = {None: 4.0, "int8": 1.0}  # the base's decoder weights as stored (``quantize``)
 
 
 def check_dataset_files(cfg: MLoRAConfig, problems: Problems) -> None:
-    """Each file dataset opens, holds records, and has the fields its template and response use."""
+    """Each file dataset opens and holds records (text, not binary; JSON that parses). Its
+    fields against the template, answer or messages field were checked with the config
+    (``raystack.data.sft.check_dataset_fields``)."""
     for i, d in enumerate(cfg.datasets):
         if d.path is None:
             continue
-        where = f"datasets[{i}]"
         try:
-            fields = template_fields(d.prompt_template, f"{where}.prompt_template")
-            records = read_first_records(Path(d.path), f"{where}.path")
-            require_fields(records, fields, Path(d.path), f"{where}.prompt_template")
-            require_fields(records, [d.response_field], Path(d.path), f"{where}.response_field")
+            read_first_records(Path(d.path), f"datasets[{i}].path")
         except PreflightError as exc:
             problems.add_error(exc)
 
@@ -55,6 +38,13 @@ def adapter_parameters(cfg: MLoRAConfig, shape: ModelShape) -> int:
             layers = 1 if m == "lm_head" else shape.layers
             total += a.r * (shape.hidden + wide) * layers + (wide * layers if a.type == "dora" else 0)
     return total
+
+
+def base_bytes(cfg: MLoRAConfig, shape: ModelShape) -> float:
+    """The frozen base's bytes as the stages hold it: fp32, or with ``quantize: int8`` the
+    decoder layers at a byte a weight (the embeddings and head, counted untied, stay fp32)."""
+    outside_layers = min(2.0 * shape.vocab * shape.hidden, float(shape.parameters))
+    return 4.0 * outside_layers + BYTES_PER_WEIGHT[cfg.quantize] * (shape.parameters - outside_layers)
 
 
 def preflight_mlora(cfg: MLoRAConfig, resources: ClusterResources | None = None,
@@ -79,7 +69,7 @@ def preflight_mlora(cfg: MLoRAConfig, resources: ClusterResources | None = None,
     activations = max(transformer_activation_bytes(t.micro_batch_size, t.cutoff_len, shape.hidden, shape.layers,
                                                    shape.heads, shape.vocab) for t in cfg.tasks) * in_flight
     adapters = adam_training_bytes(adapter_parameters(cfg, shape))
-    base = 4.0 * shape.parameters
+    base = base_bytes(cfg, shape)
     per_stage = PROCESS_OVERHEAD_BYTES + (base + adapters + activations) / p.stages
     gpus = float(p.stages) if p.device == "cuda" else 0.0
     report = PreflightReport("mlora", p.stages, p.stages * stage_cpus, gpus,

@@ -23,9 +23,10 @@ import hashlib
 import inspect
 from typing import Any, Callable, Iterator, Sequence
 
-from raystack.workflow.functions import check_params, code_fingerprint, fn_path, resolve
-from raystack.workflow.ir import (Condition, Loop, Ref, StepSpec, WorkflowError, WorkflowIR,
-                                  canonical_params, topo_order)
+from raystack.workflow.functions import (check_params, fn_path, has_side_effect, resolve,
+                                         step_options)
+from raystack.workflow.ir import (Condition, Loop, Ref, StepSpec, TuneSpec, WorkflowError,
+                                  WorkflowIR, canonical_params, iter_refs, topo_order)
 
 
 class Out:
@@ -49,7 +50,9 @@ class Out:
 
 
 def step(fn: Callable | None = None, **options: Any):
-    """Decorator giving a function default step options (retries, timeout_s, resources...)."""
+    """Decorator giving a function default step options (retries, timeout_s, resources,
+    ``side_effect=True`` for a function that changes the world outside the run: it is then
+    never served from the cache)."""
     def wrap(f: Callable) -> Callable:
         f.__raystack_step_options__ = dict(options)  # type: ignore[attr-defined]
         return f
@@ -83,11 +86,19 @@ class Workflow:
     def step(self, fn: Callable, *, id: str | None = None, after: Sequence[Out | str] = (),
              retries: int | None = None, timeout_s: float | None = None,
              resources: dict[str, float] | None = None, cache: bool | None = None,
-             ignore: Sequence[str] = (), description: str = "", **params: Any) -> Out:
-        """Add a step calling ``fn(**params)``; returns a handle to its output."""
+             ignore: Sequence[str] = (), description: str = "", side_effect: bool = False,
+             tune: TuneSpec | None = None, span: str = "", args: dict[str, Any] | None = None,
+             **params: Any) -> Out:
+        """Add a step calling ``fn(**params)``; returns a handle to its output.
+
+        ``tune``: search some parameters with Ray Tune and keep the best trial's output.
+        ``args``: parameters whose names are also step options (e.g. the elastic part's
+        ``resources`` config section), passed to the function, not to the runner.
+        """
         return Out(self._add(fn, id=id, after=after, retries=retries, timeout_s=timeout_s,
                              resources=resources, cache=cache, ignore=ignore,
-                             description=description, params=params))
+                             description=description, params={**(args or {}), **params},
+                             side_effect=side_effect, tune=tune, span=span))
 
     def map(self, fn: Callable, items: Sequence[Any], *, over: str, id: str | None = None,
             **kwargs: Any) -> list[Out]:
@@ -114,24 +125,27 @@ class Workflow:
         key, op, value = (tuple(until) + (None, None, None))[:3]
         lp = Loop(max_iterations=int(max_iterations), carry=carry, until_key=key,
                   until_op=op or "truthy", until_value=value)
-        return Out(self._add(fn, id=id, loop=lp, params=kwargs,
-                             **{k: kwargs.pop(k) for k in list(kwargs) if k in _OPTION_NAMES}))
+        opts = {k: kwargs.pop(k) for k in list(kwargs) if k in _OPTION_NAMES}
+        args = kwargs.pop("args", None) or {}
+        return Out(self._add(fn, id=id, loop=lp, params={**args, **kwargs}, **opts))
 
     def on_exit(self, fn: Callable, *, kind: str = "always", id: str | None = None,
-                **params: Any) -> Out:
+                span: str = "", args: dict[str, Any] | None = None, **params: Any) -> Out:
         """An exit handler run after the main graph: ``always``, on ``failure`` or ``success``.
 
         A parameter named ``workflow_status`` receives "succeeded" or "failed".
         """
         if kind not in ("always", "failure", "success"):
             raise WorkflowError(id or "", f"exit kind {kind!r}; expected always|failure|success")
-        return Out(self._add(fn, id=id, exit=kind, params=params))
+        return Out(self._add(fn, id=id, exit=kind, params={**(args or {}), **params}, span=span))
 
     # -- constructs --------------------------------------------------------------------------
     @contextlib.contextmanager
-    def when(self, out: Out, op: str = "truthy", value: Any = None) -> Iterator[None]:
-        """Steps added inside run only if ``out <op> value`` holds at run time."""
-        cond = Condition(out.ref, op, value)
+    def when(self, out: Out, op: str = "truthy", value: Any = None,
+             negate: bool = False) -> Iterator[None]:
+        """Steps added inside run only if ``out <op> value`` holds at run time (with
+        ``negate``: only if it does not)."""
+        cond = Condition(out.ref, op, value, negate)
         self._when.append(cond)
         try:
             yield
@@ -169,21 +183,37 @@ class Workflow:
         """``module:qualname`` -> function, for the runner (covers unimportable functions)."""
         return dict(self._fns)
 
-    def build(self, validate_ir: bool = True) -> WorkflowIR:
+    def steps(self) -> list[StepSpec]:
+        """The steps added so far, in order."""
+        return list(self._steps)
+
+    @contextlib.contextmanager
+    def group(self, name: str) -> Iterator[None]:
+        """Steps added inside belong to the construct ``name`` (``map:x``, ``concurrent:y``)."""
+        prev = self._group
+        self._group = name
+        try:
+            yield
+        finally:
+            self._group = prev
+
+    def build(self, validate_ir: bool = True, allow: Sequence[str] = ()) -> WorkflowIR:
         """The IR of the workflow; validated (cycles, inputs, types) unless told otherwise."""
-        ir = WorkflowIR(self.name, [s for s in self._steps], description=self.description)
+        ir = WorkflowIR(self.name, [s for s in self._steps], description=self.description,
+                        functions=dict(self._fns))
         if validate_ir:
-            validate(ir, self._fns)
+            validate(ir, allow=allow)
         return ir
 
     def _add(self, fn: Callable, *, id: str | None, params: dict[str, Any],
              after: Sequence[Out | str] = (), retries: int | None = None,
              timeout_s: float | None = None, resources: dict[str, float] | None = None,
              cache: bool | None = None, ignore: Sequence[str] = (), description: str = "",
-             loop: Loop | None = None, exit: str | None = None) -> str:
+             loop: Loop | None = None, exit: str | None = None, side_effect: bool = False,
+             tune: TuneSpec | None = None, span: str = "") -> str:
         if not callable(fn):
             raise WorkflowError(id or "", f"a step needs a function, got {fn!r}")
-        opts = dict(getattr(fn, "__raystack_step_options__", {}))
+        opts = step_options(fn)
         path = fn_path(fn)
         self._fns[path] = fn
         ir_params = {k: _to_ir_value(v) for k, v in params.items()}
@@ -191,7 +221,7 @@ class Workflow:
         when = list(self._when) if exit is None else []
         if id is None:
             content = "|".join([path, canonical_params(ir_params), ",".join(after_ids),
-                                repr(when), repr(loop), str(exit)])
+                                repr(when), repr(loop), str(exit), repr(tune)])
             base = f"{getattr(fn, '__name__', 'step')}-{hashlib.sha256(content.encode()).hexdigest()[:8]}"
             sid, n = base, 2
             while sid in self._ids:
@@ -209,21 +239,27 @@ class Workflow:
             timeout_s=timeout_s if timeout_s is not None else opts.get("timeout_s"),
             resources=dict(resources if resources is not None else opts.get("resources", {})),
             cache=bool(cache if cache is not None else opts.get("cache", True)),
-            ignore=list(ignore or opts.get("ignore", [])), code_hash=code_fingerprint(fn),
-            description=description or (fn.__doc__ or "").strip().split("\n")[0])
+            ignore=list(ignore or opts.get("ignore", [])),
+            description=description or (fn.__doc__ or "").strip().split("\n")[0],
+            side_effect=bool(side_effect or opts.get("side_effect", False)), tune=tune, span=span)
         self._steps.append(spec)
         return sid
 
 
-_OPTION_NAMES = ("after", "retries", "timeout_s", "resources", "cache", "ignore", "description")
+_OPTION_NAMES = ("after", "retries", "timeout_s", "resources", "cache", "ignore", "description",
+                 "span")
 
 
-def validate(ir: WorkflowIR, functions: dict[str, Callable] | None = None) -> list[str]:
+def validate(ir: WorkflowIR, functions: dict[str, Callable] | None = None,
+             allow: Sequence[str] = ()) -> list[str]:
     """Check the IR before anything runs; returns the topological order.
 
     Errors (WorkflowError, naming the step): duplicate ids, a dependency cycle, an input from
     an unknown step, a condition on a step that is not upstream, an exit handler used as an
-    input, an unknown/missing parameter or a parameter of the wrong type, a bad loop or retry.
+    input, a function outside the catalog and ``allow`` (see :func:`functions.resolve`), an
+    unknown/missing/reserved parameter or one of the wrong type, a part step's config field
+    that its part rejects, a bad loop, retry or tune. A step whose function is marked as a
+    side effect is marked so here too, whatever the IR said.
     """
     seen: set[str] = set()
     for s in ir.steps:
@@ -245,10 +281,28 @@ def validate(ir: WorkflowIR, functions: dict[str, Callable] | None = None) -> li
                 raise WorkflowError(s.id, f"resource {k!r} must be a number >= 0, got {v!r}")
         if s.loop is not None and s.loop.max_iterations < 1:
             raise WorkflowError(s.id, "loop.max_iterations must be >= 1")
-        fn = resolve(s.fn, functions)
-        later: tuple[str, ...] = ("workflow_status",) if s.exit else ()
-        check_params(s.id, fn, s.params, provided_later=later)
+        try:
+            fn = resolve(s.fn, ir.registry(functions), allow)
+        except WorkflowError as e:
+            raise WorkflowError(s.id, e.message) from None
+        if has_side_effect(fn):
+            s.side_effect = True
+        check_params(s.id, fn, s.params)
+        sig = inspect.signature(fn).parameters
         if s.loop is not None and s.loop.carry is not None:
-            if s.loop.carry not in inspect.signature(fn).parameters:
+            if s.loop.carry not in sig:
                 raise WorkflowError(s.id, f"loop carry {s.loop.carry!r} is not a parameter")
+        if s.tune is not None:
+            unknown = [p for p in s.tune.space if p not in sig]
+            if unknown:
+                raise WorkflowError(s.id, f"tune space names {unknown}, not parameters of "
+                                    f"{fn.__qualname__}")
+            if s.side_effect:
+                raise WorkflowError(s.id, "a step with side effects cannot be tuned")
+        check = step_options(fn).get("check")
+        if check is not None:  # e.g. a part step: its config dataclass validates the fields
+            try:
+                check({k: v for k, v in s.params.items() if not any(True for _ in iter_refs(v))})
+            except (ValueError, TypeError) as e:
+                raise WorkflowError(s.id, str(e)) from None
     return order

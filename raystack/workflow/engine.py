@@ -1,19 +1,37 @@
-"""Executing one step (cache lookup, run-time conditions, bounded loops, timeouts) and a
+"""Executing one step (cache lookup, run-time conditions, bounded loops, tuning, timeouts) and a
 local in-process executor. The Ray runner (``actors.workflow``) calls :func:`execute_step`
-inside each Ray task, so the semantics are the same in both."""
+inside each Ray task, so the semantics are the same in both.
+
+Side-effect steps (deploy, notify, cleanup, files written for people) always run: their
+effect is outside the store, so a stored record of an earlier run proves nothing. A cached
+output holding typed artifacts is served only while their files are intact.
+"""
 
 from __future__ import annotations
 
+import inspect
+import logging
 import signal
 import threading
 import time
-from dataclasses import dataclass, field
-from typing import Any, Callable, Literal
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Literal, Sequence
 
-from raystack.workflow.cache import ArtifactStore, CorruptArtifact, cache_key
-from raystack.workflow.functions import resolve
+from raystack.workflow.cache import cache_key
+from raystack.workflow.codehash import code_fingerprint
+from raystack.workflow.context import RUN_CONTEXT_PARAM, STATUS_PARAM, RunContext, new_context
+from raystack.workflow.formats import UnsafeArtifact, UnstorableOutput, output_digest
+from raystack.workflow.functions import has_side_effect, resolve
 from raystack.workflow.ir import (StepSpec, WorkflowError, WorkflowIR, canonical_params,
                                   iter_refs, map_refs, topo_order)
+from raystack.workflow.store import ArtifactStore, CorruptArtifact
+from raystack.workflow.tuning import search_local
+
+log = logging.getLogger(__name__)
+
+# A tuned step's search: (fn, kwargs, spec, call) -> (best output, tune info).
+Tuner = Callable[..., tuple[Any, dict]]
+
 
 class StepTimeout(Exception):
     """A step ran past its ``timeout_s``."""
@@ -76,7 +94,8 @@ def step_key(spec: StepSpec, inputs: dict[str, StepResult]) -> str | None:
         if d is None:
             return None
         digests.append(f"{name}:{r.step}:{r.key}:{d}")
-    params = canonical_params(spec.params, spec.ignore) + "|" + repr(spec.loop)
+    params = (canonical_params(spec.params, spec.ignore) + "|" + repr(spec.loop) + "|"
+              + repr(spec.tune))
     return cache_key(spec.code_hash or spec.fn, params, digests)
 
 
@@ -111,14 +130,54 @@ def call_with_timeout(fn: Callable, kwargs: dict, timeout_s: float | None) -> An
     return box["v"]
 
 
+def runner_kwargs(fn: Callable, ctx: RunContext | None, status: str = "") -> dict[str, Any]:
+    """The reserved parameters ``fn`` declares, filled by the runner (never by a workflow)."""
+    params = inspect.signature(fn).parameters
+    out: dict[str, Any] = {}
+    if RUN_CONTEXT_PARAM in params and ctx is not None:
+        out[RUN_CONTEXT_PARAM] = ctx.with_status(status) if status else ctx
+    if STATUS_PARAM in params and status:
+        out[STATUS_PARAM] = status
+    return out
+
+
+def cacheable(spec: StepSpec, fn: Callable | None = None) -> bool:
+    """Whether the step's output may be served from (and written to) the store."""
+    return spec.cache and not spec.side_effect and not (fn is not None and has_side_effect(fn))
+
+
+def _call(spec: StepSpec, fn: Callable, kwargs: dict, tuner: Tuner | None) -> tuple[Any, int]:
+    """Call the step (tuned, looped or once); returns (output, iterations)."""
+    def once(f: Callable, kw: dict) -> Any:
+        return call_with_timeout(f, kw, spec.timeout_s)
+
+    if spec.tune is not None:
+        out, info = (tuner or search_local)(fn, kwargs, spec.tune, once)
+        if isinstance(out, dict):
+            out = {**out, "tune": info}
+        return out, info.get("trials", 1)
+    if spec.loop is None:
+        return once(fn, kwargs), 1
+    out, iterations = None, 0
+    for iterations in range(1, spec.loop.max_iterations + 1):
+        out = once(fn, kwargs)
+        if spec.loop.done(out):
+            break
+        if spec.loop.carry:
+            kwargs[spec.loop.carry] = out
+    return out, iterations
+
+
 def execute_step(spec: StepSpec, fn: Callable, inputs: dict[str, StepResult],
                  store: ArtifactStore | None, *, reuse: int = 1,
-                 extra: dict[str, Any] | None = None) -> StepResult:
+                 extra: dict[str, Any] | None = None, context: RunContext | None = None,
+                 tuner: Tuner | None = None) -> StepResult:
     """Run one step given its upstream results: skip, hit the cache, or execute and store.
 
     Skips when an input or condition step was skipped or a ``when`` condition is false;
-    returns a cached result (value not loaded) when the key is stored and intact; otherwise
-    calls the function (looping while the loop's condition is unmet) and stores the output.
+    returns a cached result (value not loaded) when the key is stored and intact and the step
+    has no side effect; otherwise calls the function (tuned, or looping while the loop's
+    condition is unmet) and stores the output when it fits a data format.
     """
     if any(inputs[d].status == "skipped" for d in spec.deps() if d in inputs):
         return StepResult(spec.id, "skipped")
@@ -130,39 +189,32 @@ def execute_step(spec: StepSpec, fn: Callable, inputs: dict[str, StepResult],
         if not c.evaluate(x):
             return StepResult(spec.id, "skipped")
     upstream = sum(inputs[d].cost_s for d in spec.deps() if d in inputs)
+    use_cache = store is not None and cacheable(spec, fn)
     key = step_key(spec, inputs) if store is not None else None
-    if key is not None and spec.cache:
+    if key is not None and use_cache:
         m = store.meta(key)
         if m is not None:
             if store.verify(key):
                 return StepResult(spec.id, "cached", key, m.digest, cost_s=m.compute_s + upstream)
-            store.delete(key)  # corrupted: recompute
-    kwargs = map_refs(spec.params, lambda r: _pick(inputs[r.step].load(store), r.key))
+            store.delete(key)  # corrupted, unsafe or its files are gone: recompute
+    try:
+        kwargs = map_refs(spec.params, lambda r: _pick(inputs[r.step].load(store), r.key))
+    except (CorruptArtifact, UnsafeArtifact) as e:
+        raise StepFailed(spec.id, f"input artifact refused: {e}") from e
+    kwargs.update(runner_kwargs(fn, context.for_step(spec.id, key) if context else None))
     kwargs.update(extra or {})
     t0 = time.perf_counter()
-    iterations = 0
-    try:
-        if spec.loop is None:
-            out = call_with_timeout(fn, kwargs, spec.timeout_s)
-            iterations = 1
-        else:
-            out = None
-            for iterations in range(1, spec.loop.max_iterations + 1):
-                out = call_with_timeout(fn, kwargs, spec.timeout_s)
-                if spec.loop.done(out):
-                    break
-                if spec.loop.carry:
-                    kwargs[spec.loop.carry] = out
-    except CorruptArtifact as e:
-        raise StepFailed(spec.id, f"input artifact corrupted: {e}") from e
+    out, iterations = _call(spec, fn, kwargs, tuner)
     seconds = time.perf_counter() - t0
     digest = None
-    if store is not None and key is not None and spec.cache:
-        m = store.put(key, spec.id, out, compute_s=seconds, upstream_cost_s=upstream, reuse=reuse)
-        digest = m.digest
-    elif store is not None:
-        from raystack.workflow.cache import digest_bytes, serialize
-        digest = digest_bytes(serialize(out)[1])
+    if use_cache and key is not None:
+        try:
+            digest = store.put(key, spec.id, out, compute_s=seconds, upstream_cost_s=upstream,
+                               reuse=reuse).digest
+        except UnstorableOutput as e:
+            log.warning("step %s: %s", spec.id, e)
+    if digest is None and store is not None:
+        digest = output_digest(out)
     return StepResult(spec.id, "done", key, digest, out, True, seconds, seconds + upstream,
                       iterations)
 
@@ -178,6 +230,7 @@ class RunReport:
     seconds: float = 0.0
     store: ArtifactStore | None = field(default=None, repr=False)
     exits: dict[str, StepResult] = field(default_factory=dict)  # exit handlers that ran
+    context: RunContext | None = field(default=None, repr=False)
 
     def _with(self, status: str) -> list[str]:
         return [k for k, r in self.results.items() if r.status == status]
@@ -204,6 +257,14 @@ class RunReport:
         return self.results[step_id].load(self.store)
 
 
+def with_code_hashes(ir: WorkflowIR, functions: dict[str, Callable]) -> WorkflowIR:
+    """A copy of ``ir`` whose steps carry the fingerprint of the code their function reaches,
+    computed here from the functions that will run (never taken from an IR file)."""
+    hashes = {path: code_fingerprint(fn) for path, fn in functions.items()
+              if any(s.fn == path for s in ir.steps)}
+    return replace(ir, steps=[replace(s, code_hash=hashes.get(s.fn, "")) for s in ir.steps])
+
+
 def children_count(ir: WorkflowIR) -> dict[str, int]:
     """How many steps consume each step (its downstream reuse)."""
     n = {s.id: 0 for s in ir.steps}
@@ -214,9 +275,20 @@ def children_count(ir: WorkflowIR) -> dict[str, int]:
 
 
 def run_local(ir: WorkflowIR, functions: dict[str, Callable] | None = None,
-              store: ArtifactStore | None = None) -> RunReport:
-    """Run a workflow in this process, in dependency order (dry runs, Tune trials, tests)."""
+              store: ArtifactStore | None = None, *, allow: Sequence[str] = (),
+              context: RunContext | None = None, tuner: Tuner | None = None) -> RunReport:
+    """Run a workflow in this process, in dependency order (dry runs, Tune trials, tests).
+
+    ``allow``: modules (beyond the catalog) whose functions the IR may name. ``context``: the
+    run's scratch space and output directory (default: a fresh temporary scratch directory).
+    """
+    from raystack.workflow.api import validate
     t0 = time.perf_counter()
+    validate(ir, functions, allow=allow)
+    functions = ir.registry(functions)
+    functions = {s.fn: resolve(s.fn, functions, allow) for s in ir.steps}
+    ir = with_code_hashes(ir, functions)
+    ctx = context or new_context(ir.name)
     by_id = ir.by_id()
     order = topo_order(ir)
     reuse = children_count(ir)
@@ -228,11 +300,12 @@ def run_local(ir: WorkflowIR, functions: dict[str, Callable] | None = None,
             continue
         if any(d in failed or d not in results for d in spec.deps()):
             continue
-        fn = resolve(spec.fn, functions)
+        fn = resolve(spec.fn, functions, allow)
         attempts = spec.retries + 1
         for attempt in range(attempts):
             try:
-                results[sid] = execute_step(spec, fn, results, store, reuse=reuse[sid])
+                results[sid] = execute_step(spec, fn, results, store, reuse=reuse[sid],
+                                            context=ctx, tuner=tuner)
                 break
             except Exception as e:  # noqa: BLE001 - recorded as the step's failure
                 if attempt == attempts - 1:
@@ -243,15 +316,12 @@ def run_local(ir: WorkflowIR, functions: dict[str, Callable] | None = None,
     exits: dict[str, StepResult] = {}
     for spec in ir.exit_steps():
         if spec.exit == "always" or (spec.exit == "failure") == bool(failed):
-            fn = resolve(spec.fn, functions)
-            extra = status_kwargs(fn, status)
+            fn = resolve(spec.fn, functions, allow)
             try:
-                exits[spec.id] = execute_step(spec, fn, results, None, extra=extra)
+                exits[spec.id] = execute_step(spec, fn, results, None,
+                                              extra=runner_kwargs(fn, ctx.for_step(spec.id, None), status),
+                                              context=ctx)
             except Exception as e:  # noqa: BLE001
                 failed[spec.id] = f"{type(e).__name__}: {e}"
-    return RunReport(ir.name, status, results, failed, time.perf_counter() - t0, store, exits)
-
-
-def status_kwargs(fn: Callable, status: str) -> dict[str, Any]:
-    import inspect
-    return {"workflow_status": status} if "workflow_status" in inspect.signature(fn).parameters else {}
+    return RunReport(ir.name, status, results, failed, time.perf_counter() - t0, store, exits,
+                     ctx)

@@ -1,23 +1,30 @@
-"""Export the IR to an Argo Workflows manifest (the original Couler target). Pure function.
+"""Export the IR to an Argo Workflows manifest that runs (the original Couler target). Pure.
 
-Each step becomes a ``script`` template running its Python function in a container, with
-its literal parameters as Argo input parameters; the ``main`` template is a DAG whose tasks
-carry ``dependencies``, ``when`` expressions on upstream results, ``retryStrategy``,
-``activeDeadlineSeconds`` and resource requests. Exit handlers go under ``onExit``. A bounded
-loop runs inside its step's script (as it does on Ray).
+Every step is a ``container`` template running ``python -m raystack.workflow.argo_step`` in
+the project's image (``DEFAULT_IMAGE``, built from the repository's Dockerfile; ``image=`` for
+another). Literal parameters are typed Argo input parameters holding JSON (an int stays an
+int, a list a list); outputs travel as Argo artifacts: the step's output as a file in a data
+format (``result``, a directory with ``data`` and ``format``) plus its scalars as an output
+parameter (``value``) for ``when`` expressions. A reference to an upstream output becomes an
+input artifact taken from that task, a list of references one input artifact per element.
+The ``main`` DAG carries dependencies, ``when`` on upstream values, ``retryStrategy``,
+``activeDeadlineSeconds`` and resources; exit handlers run under ``onExit``; a bounded loop
+runs inside its step's container, as it does on Ray.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Sequence
 
 import yaml
 
-from raystack.workflow.ir import Condition, StepSpec, WorkflowIR, is_ref, iter_refs, topo_order
+from raystack.workflow.argo_step import IN_DIR, OUT_DIR, RESULT, VALUE
+from raystack.workflow.ir import (Condition, Ref, StepSpec, WorkflowIR, as_ref, is_ref,
+                                  iter_refs, topo_order)
 
-DEFAULT_IMAGE = "python:3.11-slim"
+DEFAULT_IMAGE = "raystack:0.1.0"        # docker build -t raystack:0.1.0 .  (the repo's Dockerfile)
 _ARGO_OPS = {"==": "==", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 
 
@@ -27,16 +34,17 @@ def _name(step_id: str) -> str:
     return n[:60] or "step"
 
 
-def _result(ref_step: str) -> str:
-    return "{{tasks.%s.outputs.result}}" % _name(ref_step)
+def _value_expr(ref: Ref) -> str:
+    task = _name(ref.step)
+    if ref.key is None:
+        return f"fromJSON(tasks['{task}'].outputs.parameters.value)"
+    return f"jsonpath(tasks['{task}'].outputs.parameters.value, '$.{ref.key}')"
 
 
 def _when(conds: list[Condition]) -> str | None:
     parts = []
     for c in conds:
-        lhs = _result(c.ref.step)
-        if c.ref.key is not None:
-            lhs = "{{=jsonpath(tasks['%s'].outputs.result, '$.%s')}}" % (_name(c.ref.step), c.ref.key)
+        lhs = _value_expr(c.ref)
         if c.op == "truthy":
             expr = f"{lhs} == true"
         elif c.op == "falsy":
@@ -44,48 +52,59 @@ def _when(conds: list[Condition]) -> str | None:
         else:
             expr = f"{lhs} {_ARGO_OPS[c.op]} {json.dumps(c.value)}"
         parts.append(f"!({expr})" if c.negate else expr)
-    return " && ".join(parts) if parts else None
+    return "{{=" + " && ".join(parts) + "}}" if parts else None
 
 
-def _script(step: StepSpec, image: str) -> str:
-    mod, qual = step.fn.split(":", 1)
-    lines = [
-        "import json, sys",
-        f"from {mod} import {qual.split('.')[0]} as _f",
-        "params = json.loads(sys.argv[1])",
-    ]
+def _inputs(step: StepSpec) -> tuple[list[tuple[str, Any]], list[tuple[str, Ref]]]:
+    """(literal params, artifact inputs as (argument name, ref)) of a step."""
+    literals, arts = [], []
+    for k, v in step.params.items():
+        if is_ref(v):
+            arts.append((k, as_ref(v)))
+        elif isinstance(v, list) and v and all(is_ref(x) for x in v):
+            arts += [(f"{k}[{i}]", as_ref(x)) for i, x in enumerate(v)]
+        elif any(True for _ in iter_refs(v)):
+            raise ValueError(f"step {step.id!r}: parameter {k!r} mixes references and literals; "
+                             "Argo export needs a reference or a list of references")
+        else:
+            literals.append((k, v))
+    return literals, arts
+
+
+def _art_name(arg: str) -> str:
+    return re.sub(r"[^a-z0-9-]+", "-", arg.lower()).strip("-")
+
+
+def _template(step: StepSpec, image: str, workflow: str, allow: Sequence[str]) -> dict:
+    literals, arts = _inputs(step)
+    args = ["-m", "raystack.workflow.argo_step", "--fn", step.fn, "--step", step.id,
+            "--workflow", workflow]
+    params = []
+    for k, v in literals:
+        params.append({"name": f"p-{_art_name(k)}", "value": json.dumps(v)})
+        args += ["--param", f"{k}={{{{inputs.parameters.p-{_art_name(k)}}}}}"]
+    in_arts = []
+    for arg, _ref in arts:
+        path = f"{IN_DIR}/{_art_name(arg)}"
+        in_arts.append({"name": _art_name(arg), "path": path})
+        args += ["--input", f"{arg}={path}"]
     if step.loop is not None:
         lp = step.loop
-        x = f"out[{lp.until_key!r}]" if lp.until_key is not None else "out"
-        test = {"truthy": f"bool({x})", "falsy": f"not {x}"}.get(
-            lp.until_op, f"{x} {lp.until_op} {lp.until_value!r}")
-        lines += [f"for _i in range({lp.max_iterations}):", "    out = _f(**params)",
-                  f"    if {test}:", "        break"]
-        if lp.carry:
-            lines.append(f"    params[{lp.carry!r}] = out")
-    else:
-        lines.append("out = _f(**params)")
-    lines.append("print(json.dumps(out, default=str))")
-    return "\n".join(lines) + "\n"
-
-
-def _param_value(v: Any) -> str:
-    if is_ref(v):
-        from raystack.workflow.ir import as_ref
-        return _result(as_ref(v).step)
-    if isinstance(v, (list, dict)) and any(True for _ in iter_refs(v)):
-        from raystack.workflow.ir import map_refs
-        return json.dumps(map_refs(v, lambda r: _result(r.step)))
-    return json.dumps(v)
-
-
-def _template(step: StepSpec, image: str) -> dict:
-    t: dict[str, Any] = {
-        "name": _name(step.id),
-        "inputs": {"parameters": [{"name": "params"}]},
-        "script": {"image": image, "command": ["python"],
-                   "args": ["{{inputs.parameters.params}}"], "source": _script(step, image)},
-    }
+        args += ["--loop", json.dumps({"max_iterations": lp.max_iterations, "carry": lp.carry,
+                                       "until_key": lp.until_key, "until_op": lp.until_op,
+                                       "until_value": lp.until_value})]
+    for m in allow:
+        args += ["--allow", m]
+    t: dict[str, Any] = {"name": _name(step.id), "inputs": {}, "outputs": {
+        "artifacts": [{"name": RESULT, "path": f"{OUT_DIR}/{RESULT}"}],
+        "parameters": [{"name": "value", "valueFrom": {"path": f"{OUT_DIR}/{VALUE}"}}]},
+        "container": {"image": image, "command": ["python"], "args": args}}
+    if params:
+        t["inputs"]["parameters"] = params
+    if in_arts:
+        t["inputs"]["artifacts"] = in_arts
+    if not t["inputs"]:
+        del t["inputs"]
     res = {}
     if step.resources.get("num_cpus"):
         res["cpu"] = str(step.resources["num_cpus"])
@@ -94,7 +113,7 @@ def _template(step: StepSpec, image: str) -> dict:
     if step.resources.get("memory"):
         res["memory"] = str(int(step.resources["memory"]))
     if res:
-        t["script"]["resources"] = {"requests": res, "limits": dict(res)}
+        t["container"]["resources"] = {"requests": res, "limits": dict(res)}
     if step.retries:
         t["retryStrategy"] = {"limit": str(step.retries), "retryPolicy": "Always"}
     if step.timeout_s:
@@ -102,13 +121,21 @@ def _template(step: StepSpec, image: str) -> dict:
     return t
 
 
-def _task(step: StepSpec) -> dict:
-    params = "{" + ", ".join(f"{json.dumps(k)}: {_param_value(v)}"
-                             for k, v in step.params.items()) + "}"
-    task: dict[str, Any] = {"name": _name(step.id), "template": _name(step.id),
-                            "arguments": {"parameters": [{"name": "params", "value": params}]}}
+def _task(step: StepSpec, with_deps: bool = True) -> dict:
+    literals, arts = _inputs(step)
+    task: dict[str, Any] = {"name": _name(step.id), "template": _name(step.id)}
+    arguments: dict[str, Any] = {}
+    if literals:
+        arguments["parameters"] = [{"name": f"p-{_art_name(k)}", "value": json.dumps(v)}
+                                   for k, v in literals]
+    if arts:
+        arguments["artifacts"] = [{"name": _art_name(arg),
+                                   "from": f"{{{{tasks.{_name(ref.step)}.outputs.artifacts.{RESULT}}}}}"}
+                                  for arg, ref in arts]
+    if arguments:
+        task["arguments"] = arguments
     deps = [_name(d) for d in step.deps()]
-    if deps:
+    if deps and with_deps:
         task["dependencies"] = deps
     w = _when(step.when)
     if w:
@@ -116,7 +143,8 @@ def _task(step: StepSpec) -> dict:
     return task
 
 
-def to_argo(ir: WorkflowIR, image: str = DEFAULT_IMAGE, namespace: str | None = None) -> dict:
+def to_argo(ir: WorkflowIR, image: str = DEFAULT_IMAGE, namespace: str | None = None,
+            allow: Sequence[str] = ()) -> dict:
     """The Argo ``Workflow`` manifest (a dict) for ``ir``."""
     by_id = ir.by_id()
     order = topo_order(ir)
@@ -128,13 +156,12 @@ def to_argo(ir: WorkflowIR, image: str = DEFAULT_IMAGE, namespace: str | None = 
         meta["namespace"] = namespace
     spec: dict[str, Any] = {"entrypoint": "main",
                             "templates": [{"name": "main", "dag": {"tasks": [_task(s) for s in main]}}]}
-    spec["templates"] += [_template(s, image) for s in main + exits]
+    spec["templates"] += [_template(s, image, ir.name, allow) for s in main + exits]
     if exits:
         spec["onExit"] = "exit-handler"
         tasks = []
         for s in exits:
-            t = _task(s)
-            t.pop("dependencies", None)
+            t = _task(s, with_deps=False)
             if s.exit == "failure":
                 t["when"] = "{{workflow.status}} != Succeeded"
             elif s.exit == "success":
@@ -145,6 +172,7 @@ def to_argo(ir: WorkflowIR, image: str = DEFAULT_IMAGE, namespace: str | None = 
             "spec": spec}
 
 
-def to_argo_yaml(ir: WorkflowIR, image: str = DEFAULT_IMAGE, namespace: str | None = None) -> str:
+def to_argo_yaml(ir: WorkflowIR, image: str = DEFAULT_IMAGE, namespace: str | None = None,
+                 allow: Sequence[str] = ()) -> str:
     """The Argo manifest as YAML text (stable key order, for golden files)."""
-    return yaml.safe_dump(to_argo(ir, image, namespace), sort_keys=False, width=100)
+    return yaml.safe_dump(to_argo(ir, image, namespace, allow), sort_keys=False, width=100)

@@ -1,14 +1,20 @@
-"""Step functions: their ``module:qualname`` path, code fingerprint and parameter type checks."""
+"""Step functions: their ``module:qualname`` path, which ones a workflow may name, and parameter
+type checks.
+
+An IR or plan names functions as text, so naming must not be a way to run arbitrary code:
+:func:`resolve` imports a function only from the step catalog's modules or from modules the user
+listed (``allow_modules`` in the workflow config, or ``allow=`` in the Python API); any other
+``module:function`` (``os:system``) is refused before anything runs. Functions handed over as
+objects by a Python workflow (the registry) are the user's own code and need no listing.
+"""
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import inspect
 import sys
-import textwrap
 import typing
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from raystack.workflow.ir import WorkflowError, is_ref, iter_refs
 
@@ -18,13 +24,38 @@ def fn_path(fn: Callable) -> str:
     return f"{fn.__module__}:{fn.__qualname__}"
 
 
-def resolve(path: str, registry: dict[str, Callable] | None = None) -> Callable:
-    """The function behind ``module:qualname`` (from ``registry`` first, else by import)."""
+# The step catalog's modules: importable by name from any workflow.
+CATALOG_MODULES = ("raystack.workflow.steps", "raystack.workflow.table_steps",
+                   "raystack.actors.workflow.parts", "raystack.apps.workflow_serve")
+
+
+def permitted(module: str, allow: Sequence[str] = ()) -> bool:
+    """True when functions of ``module`` may be imported by name: a catalog module, or one the
+    user allowed (an exact module name, or ``pkg.*`` for a package and everything under it)."""
+    for a in (*CATALOG_MODULES, *allow):
+        if a.endswith(".*"):
+            if module == a[:-2] or module.startswith(a[:-1]):
+                return True
+        elif module == a:
+            return True
+    return False
+
+
+def resolve(path: str, registry: dict[str, Callable] | None = None,
+            allow: Sequence[str] = ()) -> Callable:
+    """The function behind ``module:qualname``: from ``registry`` first, else imported if its
+    module is a catalog module or in ``allow``; WorkflowError otherwise."""
     if registry and path in registry:
         return registry[path]
-    if ":" not in path:
+    if not isinstance(path, str) or ":" not in path:
         raise WorkflowError("", f"step function {path!r} is not of the form 'module:qualname'")
     mod_name, qual = path.split(":", 1)
+    if not permitted(mod_name, allow):
+        raise WorkflowError("", f"step function {path!r} is not in the step catalog and its "
+                            f"module {mod_name!r} is not in allow_modules; list the module in "
+                            "the workflow config to run its functions")
+    if qual.startswith("_") or any(p.startswith("__") for p in qual.split(".")):
+        raise WorkflowError("", f"step function {path!r}: private names cannot be steps")
     try:
         obj: Any = sys.modules.get(mod_name) or importlib.import_module(mod_name)
         for part in qual.split("."):
@@ -34,19 +65,14 @@ def resolve(path: str, registry: dict[str, Callable] | None = None) -> Callable:
     return obj
 
 
-def code_fingerprint(fn: Callable) -> str:
-    """A hash of the function's source (or bytecode when the source is unavailable).
+def step_options(fn: Callable) -> dict[str, Any]:
+    """Options a function was decorated with (``@raystack.workflow.step(...)``)."""
+    return dict(getattr(fn, "__raystack_step_options__", {}))
 
-    Changes when the step's code changes; independent of line numbers and file location.
-    """
-    target = inspect.unwrap(fn)
-    try:
-        src = textwrap.dedent(inspect.getsource(target))
-        payload = src.encode()
-    except (OSError, TypeError):
-        code = getattr(target, "__code__", None)
-        payload = (code.co_code + repr(code.co_consts).encode()) if code else repr(target).encode()
-    return hashlib.sha256(payload).hexdigest()[:16]
+
+def has_side_effect(fn: Callable) -> bool:
+    """True for functions marked as changing the world outside the run."""
+    return bool(step_options(fn).get("side_effect", False))
 
 
 def _matches(value: Any, tp: Any) -> bool:
@@ -91,6 +117,11 @@ def check_params(step_id: str, fn: Callable, params: dict[str, Any],
 
     References (step outputs) are checked for presence only: their values exist at run time.
     """
+    from raystack.workflow.context import RESERVED_PARAMS
+    for name in params:
+        if name in RESERVED_PARAMS:
+            raise WorkflowError(step_id, f"parameter {name!r} is set by the runner, not by a "
+                                "workflow")
     sig = inspect.signature(fn)
     try:
         hints = typing.get_type_hints(fn)
@@ -105,7 +136,7 @@ def check_params(step_id: str, fn: Callable, params: dict[str, Any],
         if p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
             continue
         if name not in params:
-            if p.default is p.empty and name not in provided_later:
+            if p.default is p.empty and name not in provided_later and name not in RESERVED_PARAMS:
                 raise WorkflowError(step_id, f"missing input {name!r} for {fn.__qualname__}")
             continue
         v = params[name]

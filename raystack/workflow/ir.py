@@ -5,8 +5,12 @@ with JSON parameters; a parameter value may hold references to other steps' outp
 (``{"$ref": step_id, "$key": optional item}``), which are the data edges. Control lives on the
 step: ``when`` (conditions on upstream outputs decided at run time), ``loop`` (a bounded
 while/until), ``exit`` (an exit handler run after the main graph: always / on failure /
-on success), ``group`` (the construct a step came from: ``map:<name>``, ``concurrent:<name>``).
-The IR round-trips through JSON and YAML; :func:`validate` checks it before any run.
+on success), ``group`` (the construct a step came from: ``map:<name>``, ``concurrent:<name>``),
+``tune`` (search the step's parameters with Ray Tune and keep the best trial's output).
+``side_effect`` marks a step that changes the world outside the run (deploy, delete, notify,
+files written for people): such a step is never served from the cache. ``span`` records the
+words of a plain-English request that produced the step. The IR round-trips through JSON and
+YAML; :func:`raystack.workflow.api.validate` checks it before any run.
 """
 
 from __future__ import annotations
@@ -99,6 +103,26 @@ class Loop:
         return Condition(Ref("_"), self.until_op, self.until_value).evaluate(x)
 
 
+@dataclass(frozen=True)
+class TuneSpec:
+    """Search ``space`` (parameter -> list of values, or {"min", "max"} for a range) with
+    ``trials`` trials, keeping the trial whose output's ``metric`` is best by ``mode``."""
+
+    space: dict[str, Any]
+    metric: str
+    mode: str = "max"
+    trials: int = 0                 # 0: one trial per grid point
+    scheduler: str = "fifo"         # fifo | asha
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("max", "min"):
+            raise WorkflowError("", f"tune.mode must be 'max' or 'min', got {self.mode!r}")
+        if self.scheduler not in ("fifo", "asha"):
+            raise WorkflowError("", f"tune.scheduler must be 'fifo' or 'asha', got {self.scheduler!r}")
+        if not self.space:
+            raise WorkflowError("", "tune.space must name at least one parameter")
+
+
 @dataclass
 class StepSpec:
     """One step of the IR."""
@@ -118,6 +142,9 @@ class StepSpec:
     ignore: list[str] = field(default_factory=list)  # params left out of the cache key
     code_hash: str = ""
     description: str = ""
+    side_effect: bool = False                 # changes the world: never served from the cache
+    tune: TuneSpec | None = None
+    span: str = ""                            # the request's words that produced this step
 
     def refs(self) -> list[Ref]:
         """Every data reference in the parameters and conditions."""
@@ -143,6 +170,13 @@ class WorkflowIR:
     steps: list[StepSpec] = field(default_factory=list)
     version: int = IR_VERSION
     description: str = ""
+    # Functions handed over as objects by the Python API that built this IR (the user's own
+    # code). Never serialised: an IR read from a file names functions as text only.
+    functions: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def registry(self, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The functions this IR may call without an import: its own, plus ``extra``."""
+        return {**self.functions, **(extra or {})}
 
     def by_id(self) -> dict[str, StepSpec]:
         return {s.id: s for s in self.steps}
@@ -249,6 +283,8 @@ def _step_from_dict(d: dict) -> StepSpec:
                            c.get("negate", False)) for c in d.get("when") or []]
     if d.get("loop") is not None:
         d["loop"] = Loop(**d["loop"])
+    if d.get("tune") is not None:
+        d["tune"] = TuneSpec(**d["tune"])
     d["after"] = list(d.get("after") or [])
     d["ignore"] = list(d.get("ignore") or [])
     d["resources"] = dict(d.get("resources") or {})

@@ -77,4 +77,4 @@ def sub_workflow(ir: WorkflowIR, part: Part) -> WorkflowIR:
     """The IR of one part (its steps keep their ids; inputs from other parts stay refs)."""
     by_id = ir.by_id()
     return WorkflowIR(f"{ir.name}/part-{part.index}", [by_id[s] for s in part.steps],
-                      ir.version, ir.description)
+                      ir.version, ir.description, functions=ir.functions)

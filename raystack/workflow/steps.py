@@ -1,166 +1,214 @@
-"""Ready-made steps for the catalog: load, clean, split, train and evaluate simple models,
-select, deploy, report. Tables are pyarrow Tables; models are small numpy models as dicts."""
+"""Ready-made steps for the catalog: train and evaluate small models, select, export, deploy,
+report, notify, clean up, load a checkpoint. Models are small numpy models as JSON dicts; the
+table steps live in :mod:`raystack.workflow.table_steps` and are re-exported here.
+
+Steps that change the world outside the run (deploy_model, export_model, save_report, notify,
+cleanup) are marked ``side_effect``: they run every time, never from the cache. ``cleanup``
+deletes only inside the run's scratch space or a path the user's config allows.
+"""
 
 from __future__ import annotations
 
 import json
+import logging
 import os
+import shutil
 from typing import Any, Literal, Optional
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.csv as pacsv
-import pyarrow.parquet as pq
+
+from raystack.workflow.api import step
+from raystack.workflow.artifacts import (EDIT_CHECKPOINT, REPORT_FILE, Artifact,
+                                         make_artifact)
+from raystack.workflow.context import RunContext, deletable
+from raystack.workflow.table_steps import (TARGET, aggregate, clean_data, dedup,  # noqa: F401
+                                           impute, join, load_data, make_dataset, normalize,
+                                           plot, sample, split_data, stats, write_table)
+
+log = logging.getLogger(__name__)
 
 MODEL_KINDS = ("linear", "logistic", "knn", "centroid")
+KNN_K = 5
+KNN_KEEP = 200          # training rows a knn model keeps
+EPS = 1e-12
 
 
-def make_dataset(rows: int = 400, features: int = 6, task: Literal["classification", "regression"] = "classification",
-                 noise: float = 0.5, seed: int = 0) -> pa.Table:
-    """Generate a synthetic table with feature columns f0..fN and a target column 'y'."""
-    rng = np.random.default_rng(seed)
-    x = rng.normal(size=(rows, features))
-    w = rng.normal(size=features)
-    z = x @ w + noise * rng.normal(size=rows)
-    y = (z > 0).astype(np.int64) if task == "classification" else z
-    cols = {f"f{i}": x[:, i] for i in range(features)}
-    cols["y"] = y
-    return pa.table(cols)
-
-
-def load_csv(path: str) -> pa.Table:
-    """Load a CSV file into a table."""
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"CSV file {path!r} does not exist")
-    return pacsv.read_csv(path)
-
-
-def load_parquet(path: str) -> pa.Table:
-    """Load a Parquet file into a table."""
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"Parquet file {path!r} does not exist")
-    return pq.read_table(path)
-
-
-def clean_data(data: pa.Table, drop_nulls: bool = True) -> pa.Table:
-    """Drop rows with missing values."""
-    return data.drop_null() if drop_nulls else data
-
-
-def normalize(data: pa.Table, target: str = "y") -> pa.Table:
-    """Standardise every feature column to zero mean and unit variance."""
-    cols = {}
-    for name in data.column_names:
-        a = data.column(name).to_numpy(zero_copy_only=False).astype(np.float64)
-        cols[name] = a if name == target else (a - a.mean()) / (a.std() + 1e-12)
-    return pa.table(cols)
-
-
-def split_data(data: pa.Table, test_fraction: float = 0.2, seed: int = 0) -> dict[str, pa.Table]:
-    """Shuffle and split a table into {'train', 'test'}."""
-    if not 0.0 < test_fraction < 1.0:
-        raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction}")
-    idx = np.random.default_rng(seed).permutation(data.num_rows)
-    n_test = max(1, int(round(data.num_rows * test_fraction)))
-    return {"train": data.take(pa.array(idx[n_test:])), "test": data.take(pa.array(idx[:n_test]))}
-
-
-def _xy(t: pa.Table, target: str = "y") -> tuple[np.ndarray, np.ndarray]:
-    x = np.stack([t.column(c).to_numpy(zero_copy_only=False).astype(np.float64)
-                  for c in t.column_names if c != target], axis=1)
+def _xy(t, target: str = TARGET) -> tuple[np.ndarray, np.ndarray]:
+    if target not in t.column_names:
+        raise ValueError(f"the table has no target column {target!r}; columns: {t.column_names}")
+    feats = [c for c in t.column_names if c != target]
+    x = np.stack([t.column(c).to_numpy(zero_copy_only=False).astype(np.float64) for c in feats], axis=1)
     return x, t.column(target).to_numpy(zero_copy_only=False).astype(np.float64)
 
 
-def _predict(model: dict, x: np.ndarray) -> np.ndarray:
+def _scores(model: dict, x: np.ndarray) -> np.ndarray:
+    """A score per row, higher meaning class 1 (probabilities for logistic)."""
     kind = model["kind"]
     if kind in ("linear", "logistic"):
         z = x @ np.asarray(model["w"]) + model["b"]
-        return (z > (0.0 if kind == "logistic" else 0.5)).astype(float)
+        return 1.0 / (1.0 + np.exp(-z)) if kind == "logistic" else z
     if kind == "centroid":
         c = np.asarray(model["centroids"])
-        return np.argmin(((x[:, None, :] - c[None]) ** 2).sum(-1), axis=1).astype(float)
+        d = ((x[:, None, :] - c[None]) ** 2).sum(-1)
+        return d[:, 0] - d[:, 1]
     if kind == "knn":
         xs, ys = np.asarray(model["x"]), np.asarray(model["y"])
         d = ((x[:, None, :] - xs[None]) ** 2).sum(-1)
         nn = np.argsort(d, axis=1)[:, : model["k"]]
-        return (ys[nn].mean(axis=1) > 0.5).astype(float)
+        return ys[nn].mean(axis=1)
     raise ValueError(f"unknown model kind {kind!r}; expected one of {MODEL_KINDS}")
+
+
+def _predict(model: dict, x: np.ndarray) -> np.ndarray:
+    threshold = 0.0 if model["kind"] == "centroid" else 0.5
+    return (_scores(model, x) > threshold).astype(float)
+
+
+def _auc(y: np.ndarray, s: np.ndarray) -> float:
+    pos, neg = s[y == 1], s[y == 0]
+    if not len(pos) or not len(neg):
+        return 0.5
+    ranks = np.argsort(np.argsort(np.r_[pos, neg])) + 1
+    return float((ranks[: len(pos)].sum() - len(pos) * (len(pos) + 1) / 2) / (len(pos) * len(neg)))
+
+
+def classification_metrics(model: dict, x: np.ndarray, y: np.ndarray) -> dict[str, float]:
+    """accuracy, error, precision, recall, f1, auc and loss (log loss, or squared error)."""
+    s = _scores(model, x)
+    p = _predict(model, x)
+    tp = float(((p == 1) & (y == 1)).sum())
+    precision = tp / max(float((p == 1).sum()), 1.0)
+    recall = tp / max(float((y == 1).sum()), 1.0)
+    acc = float((p == y).mean())
+    if model["kind"] == "logistic":
+        q = np.clip(s, EPS, 1 - EPS)
+        loss = float(-(y * np.log(q) + (1 - y) * np.log(1 - q)).mean())
+    else:
+        loss = float(((p - y) ** 2).mean())
+    return {"accuracy": acc, "error": 1.0 - acc, "precision": precision, "recall": recall,
+            "f1": 2 * precision * recall / max(precision + recall, EPS), "auc": _auc(y, s),
+            "loss": loss}
 
 
 def train_model(data: dict, model: Literal["linear", "logistic", "knn", "centroid"] = "logistic",
                 epochs: int = 20, lr: float = 0.1, init: Optional[dict] = None) -> dict:
-    """Train a small classifier on data['train']; returns the model with its train accuracy.
-
-    ``init`` (a previous model of the same kind) continues training, for loops.
-    """
+    """Train a small classifier on data['train']; returns the model with its training metrics
+    (accuracy, loss, ...; ``score`` is the accuracy). ``init`` (a previous model of the same
+    kind) continues training, for loops."""
+    if epochs < 1 or lr <= 0:
+        raise ValueError(f"train_model needs epochs >= 1 and lr > 0, got {epochs}, {lr}")
     x, y = _xy(data["train"])
     if model == "linear":
         a = np.c_[x, np.ones(len(x))]
         sol = np.linalg.lstsq(a, y, rcond=None)[0]
         m: dict[str, Any] = {"kind": "linear", "w": sol[:-1].tolist(), "b": float(sol[-1])}
     elif model == "logistic":
-        w = np.asarray(init["w"]) if init and init.get("kind") == "logistic" else np.zeros(x.shape[1])
-        b = float(init["b"]) if init and init.get("kind") == "logistic" else 0.0
+        same = bool(init) and init.get("kind") == "logistic"
+        w = np.asarray(init["w"]) if same else np.zeros(x.shape[1])
+        b = float(init["b"]) if same else 0.0
         for _ in range(epochs):
             p = 1.0 / (1.0 + np.exp(-(x @ w + b)))
-            w -= lr * x.T @ (p - y) / len(y)
+            w = w - lr * x.T @ (p - y) / len(y)
             b -= lr * float((p - y).mean())
         m = {"kind": "logistic", "w": w.tolist(), "b": b}
     elif model == "knn":
-        m = {"kind": "knn", "x": x[:200].tolist(), "y": y[:200].tolist(), "k": 5}
+        m = {"kind": "knn", "x": x[:KNN_KEEP].tolist(), "y": y[:KNN_KEEP].tolist(), "k": KNN_K}
     elif model == "centroid":
         m = {"kind": "centroid", "centroids": [x[y == c].mean(axis=0).tolist() for c in (0.0, 1.0)]}
     else:
         raise ValueError(f"unknown model {model!r}; expected one of {MODEL_KINDS}")
     m["epochs"] = int((init or {}).get("epochs", 0)) + epochs
-    m["score"] = float((_predict(m, x) == y).mean())
+    m.update(classification_metrics(m, x, y))
+    m["score"] = m["accuracy"]
     return m
 
 
-def evaluate_model(model: dict, data: dict, metric: Literal["accuracy", "error"] = "accuracy") -> dict:
-    """Score a model on data['test']; returns {'model', 'kind', 'score', 'metric'}."""
+def evaluate_model(model: dict, data: dict, metric: Literal["accuracy", "error", "f1", "auc",
+                                                              "precision", "recall", "loss"] = "accuracy") -> dict:
+    """Score a model on data['test']: every metric, with ``score`` the chosen one."""
     x, y = _xy(data["test"])
-    acc = float((_predict(model, x) == y).mean())
-    return {"model": model, "kind": model["kind"], "metric": metric,
-            "score": acc if metric == "accuracy" else 1.0 - acc}
+    mets = classification_metrics(model, x, y)
+    return {"model": model, "kind": model["kind"], "metric": metric, **mets, "score": mets[metric]}
 
 
-def select_best(results: list, mode: Literal["max", "min"] = "max") -> dict:
-    """The evaluation result with the best score."""
+def select_best(results: list, metric: str = "score", mode: Literal["max", "min"] = "max") -> dict:
+    """The result with the best ``metric`` (default: its score)."""
     if not results:
         raise ValueError("select_best needs at least one result")
     pick = max if mode == "max" else min
-    return pick(results, key=lambda r: r["score"])
+    return pick(results, key=lambda r: r[metric])
 
 
+def _model_of(model: dict) -> dict:
+    return model.get("model", model)
+
+
+@step(side_effect=True)
+def export_model(model: dict, path: str = "model.json",
+                 run_context: Optional[RunContext] = None) -> Artifact:
+    """Write a model (or an evaluation holding one) to a JSON file; returns the file."""
+    target = path if os.path.isabs(path) or run_context is None else \
+        os.path.join(run_context.step_dir(), path)
+    os.makedirs(os.path.dirname(os.path.abspath(target)) or ".", exist_ok=True)
+    with open(target, "w") as f:
+        json.dump(_model_of(model), f)
+    return make_artifact(REPORT_FILE, target, info={"model_kind": _model_of(model).get("kind")})
+
+
+@step(side_effect=True)
 def deploy_model(model: dict, name: str = "model", directory: str = "deployed") -> str:
-    """Write the model (or an evaluation holding one) as JSON; returns the file path."""
+    """Deploy a model by publishing it as ``<directory>/<name>.json``; returns the file path."""
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, f"{name}.json")
-    with open(path, "w") as f:
-        json.dump(model.get("model", model), f)
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w") as f:
+        json.dump(_model_of(model), f)
+    os.replace(tmp, path)
     return path
 
 
+@step(side_effect=True)
 def save_report(result: Any, path: str = "report.json") -> str:
     """Write a result as a JSON report; returns the path."""
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+
+    def plain(v: Any) -> Any:
+        if isinstance(v, Artifact):
+            return v.to_json()
+        return str(v)
     with open(path, "w") as f:
-        json.dump(result, f, default=str, indent=1)
+        json.dump(result, f, default=plain, indent=1)
     return path
 
 
+@step(side_effect=True)
 def notify(message: str = "workflow finished", workflow_status: str = "") -> str:
-    """Print a notification line (with the run's status when used as an exit handler)."""
+    """Send a notification: a line in the log (with the run's status as an exit handler)."""
     line = f"[raystack workflow] {message}" + (f" ({workflow_status})" if workflow_status else "")
-    print(line, flush=True)
+    log.warning(line)
     return line
 
 
-def cleanup(directory: str = "tmp", workflow_status: str = "") -> str:
-    """Remove a scratch directory if it exists; returns what was done."""
-    import shutil
-    if os.path.isdir(directory):
-        shutil.rmtree(directory)
-        return f"removed {directory}"
-    return f"nothing to remove at {directory}"
+@step(side_effect=True)
+def cleanup(directory: str = "tmp", run_context: Optional[RunContext] = None) -> str:
+    """Remove a directory inside the run's scratch space (or a path the workflow config lists
+    in delete_paths); returns what was done."""
+    if run_context is None:
+        raise PermissionError("cleanup runs only inside a workflow run (it needs the run's "
+                              "scratch space to confine deletions)")
+    target = deletable(directory, run_context)
+    if target.is_dir():
+        shutil.rmtree(target)
+        return f"removed {target}"
+    return f"nothing to remove at {target}"
+
+
+def load_checkpoint(path: str) -> Artifact:
+    """A saved model checkpoint directory (transformers ``save_pretrained`` layout), checked."""
+    if not os.path.isfile(os.path.join(path, "config.json")):
+        raise FileNotFoundError(f"checkpoint {path!r}: no config.json (expected a directory "
+                                "written by save_pretrained)")
+    weights = [n for n in os.listdir(path) if n.endswith((".safetensors", ".bin"))]
+    if not weights:
+        raise FileNotFoundError(f"checkpoint {path!r}: no weight files (*.safetensors)")
+    return make_artifact(EDIT_CHECKPOINT, os.path.abspath(path), info={"source": "loaded"})

@@ -70,6 +70,12 @@ class Scraper:
                 out.append(row)
         return out
 
+    def wait_until(self, done, timeout_s: float = 20.0) -> None:
+        """Keep scraping until ``done()`` holds (a later export reached the endpoint) or time is up."""
+        deadline = time.time() + timeout_s
+        while time.time() < deadline and not done():
+            time.sleep(0.3)
+
     def wait_for(self, names: list[str], timeout_s: float = 20.0) -> None:
         """Keep the run's metrics a little longer if the last export was not scraped yet."""
         deadline = time.time() + timeout_s
@@ -158,6 +164,9 @@ def test_workflow_step_states_during_a_run(ray_cluster):
     with Scraper(every_s=0.3) as s:
         rep = run_workflow(wf.build(), functions=wf.functions, store=None, progress=False)
         s.wait_for(["workflow_steps_executed_total"])
+        # the finished run's gauges reach the endpoint at the next export (every 2 s here)
+        s.wait_until(lambda: (s.snapshot_labels("workflow_steps", "state", workflow="dash-metrics") or [{}])[-1]
+                     .get("executed") == 8)
     assert rep.status == "succeeded" and len(rep.executed) == 8
     states = s.snapshot_labels("workflow_steps", "state", workflow="dash-metrics")
     assert states, "workflow_steps{workflow=dash-metrics} never reached the endpoint"

@@ -55,6 +55,9 @@ def test_run_writes_a_transformers_checkpoint_and_resume_continues_it(ray_cluste
     model = AutoModelForCausalLM.from_pretrained(first.model_dir)
     batch = torch.randint(0, 256, (1, 9))
     assert model(input_ids=batch).logits.shape == (1, 9, 259)
+    from transformers import AutoTokenizer   # the byte tokenizer is saved beside the model
+    assert AutoTokenizer.from_pretrained(first.model_dir)("héllo", add_special_tokens=False)["input_ids"] == \
+        list("héllo".encode())
     second = run_edit(small_cfg(tmp_path, steps=24, run={"resume": True, "run_id": "latest"}), progress=False)
     assert second.steps == 24
     # the resumed run did 12 more steps per rank, not 24: it continued the data and counters

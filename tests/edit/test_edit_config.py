@@ -14,6 +14,11 @@ from raystack.config import ConfigError
     (["penalty.temperature=0"], "penalty.temperature"),
     (["simulate.slowdown=[1.0]"], "simulate.slowdown"),
     (["nonsense=1"], "nonsense"),
+    (["sync.overlap_steps=16"], "sync.overlap_steps"),                 # must stay below h
+    (["mode=diloco", "sync.overlap_steps=2"], "sync.overlap_steps"),   # EDiT's layer-wise sync only
+    (["sync.compression=int4"], "sync.compression"),
+    (["full_shard=true"], "full_shard"),                                # needs shards >= 2
+    (["inner.lr_min_ratio=2"], "inner.lr_min_ratio"),
 ])
 def test_bad_config_names_the_field(overrides, field):
     with pytest.raises(ConfigError) as err:

@@ -169,3 +169,14 @@ def test_split_by_rate_shares_the_budget_left_by_speed():
     assert sum(split_by_rate(25, [16, 10])) == 25
     assert split_by_rate(7, [3, 3]) == [4, 3]
     assert split_by_rate(1, [16, 10]) == [1, 1]       # every replica runs at least one step
+
+
+def test_inner_lr_ramps_then_stays_or_decays_by_cosine():
+    from raystack.edit.config import InnerConfig
+    flat = InnerConfig(lr=1.0, lr_warmup_steps=4)
+    assert [flat.lr_at(s, 100) for s in (0, 3, 50, 99)] == [0.25, 1.0, 1.0, 1.0]
+    cos = InnerConfig(lr=1.0, lr_warmup_steps=4, lr_decay="cosine", lr_min_ratio=0.1)
+    assert cos.lr_at(1, 104) == 0.5                              # the ramp is the same
+    assert cos.lr_at(4, 104) == pytest.approx(1.0)               # decay starts after it
+    assert cos.lr_at(54, 104) == pytest.approx(0.1 + 0.9 * 0.5)  # half way: cos(pi/2) = 0
+    assert cos.lr_at(104, 104) == pytest.approx(0.1)             # ends at lr_min_ratio x lr

@@ -51,11 +51,17 @@ def _assert_same(result, reference, names):
         assert any(not torch.equal(ref[k], torch.zeros_like(ref[k])) for k in ref if k.endswith("lora_B"))
 
 
-def test_two_stage_pipeline_matches_single_process_and_admits_live_jobs(ray_cluster, tmp_path, reference):
+def test_shared_lane_through_two_stages_trains_each_adapter_as_alone_and_admits_live_jobs(ray_cluster, tmp_path,
+                                                                                         reference):
+    """One lane: every micro-batch carries three adapters' rows (LoRA with dropout, DoRA, LoRA
+    with SGD and a schedule; BatchLoRA inside each stage) through 2 stage actors, and a fourth
+    job joins the lane while they run; each adapter ends with the weights it gets trained in a
+    lane of its own in one process. (One job per lane, the default, is the killed-stage test's.)"""
     from raystack.actors.mlora import LoRAPipeline
     from raystack.mlora.config import TaskConfig
 
     cfg = _cfg(tmp_path)
+    cfg.pipeline.lanes = 1
     pipe = LoRAPipeline(cfg, progress=False)
     added = []
 
@@ -70,6 +76,7 @@ def test_two_stage_pipeline_matches_single_process_and_admits_live_jobs(ray_clus
     finally:
         pipe.shutdown()
     assert added == [1] and result.restarts == 0
+    assert [w.lanes for w in result.windows[:2]] == [(("cpy", "rev", "srt"),), (("add", "rev", "srt"),)]
     assert sorted(result.adapters) == ["add", "cpy", "rev", "srt"]
     assert all(len(result.losses[n]) == s for n, s in [("rev", 6), ("srt", 6), ("cpy", 3), ("add", 3)])
     _assert_same(result, reference, ["add", "cpy", "rev", "srt"])
@@ -145,3 +152,4 @@ def test_device_cuda_on_a_cluster_without_gpus_fails_before_any_stage_starts(ray
     cfg.pipeline.device = "bogus"
     with pytest.raises(ValueError, match="device must be 'auto', 'cpu' or 'cuda'"):
         LoRAPipeline(cfg, progress=False)
+

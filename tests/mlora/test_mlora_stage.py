@@ -7,7 +7,7 @@ import copy
 import torch
 
 from raystack.mlora.batchlora import AdapterSpec, segments_for
-from raystack.mlora.memory import MemoryModel
+from raystack.mlora.memory import ActivationModel
 from raystack.mlora.stage import MicroBatch, OptimSpec, StageModel
 from tests.mlora.mlora_helpers import tiny_llama
 
@@ -62,7 +62,7 @@ def test_two_stages_train_like_one_and_resume_exactly():
 def test_activation_memory_samples_fit_the_memory_model():
     st = StageModel(tiny_llama(layers=2), 0, 4)
     st.add_adapter(SPEC, OptimSpec())
-    model = MemoryModel()
+    model = ActivationModel()
     shapes = [(1, 8), (2, 8), (2, 16), (4, 32), (3, 24), (1, 40)]
     for i, (b, l) in enumerate(shapes):
         ids, labels = _batch(b, l, seed=i)

@@ -1,28 +1,63 @@
-"""The step catalog: typed parameters, and the other parts' steps when a part is missing."""
+"""The step catalog: typed parameters, canonical kinds, and the part steps generated from the
+parts' own config dataclasses (every field a parameter, checked when the workflow is built)."""
 
 from __future__ import annotations
 
-import importlib.util
+import dataclasses
+import inspect
 
 import pytest
 
+from raystack.edit.config import EDiTConfig
+from raystack.elastic.config import ElasticConfig
+from raystack.mlora.config import MLoRAConfig
+from raystack.workflow import Workflow, WorkflowError
 from raystack.workflow.catalog import CATALOG, describe
+from raystack.workflow.nl.gold import CANONICAL_KINDS
 
 
-def test_every_catalog_step_has_typed_params_and_a_description():
+def test_every_catalog_step_has_typed_params_a_kind_and_a_description():
     rows = {r["name"]: r for r in describe()}
     assert set(rows) == set(CATALOG)
     assert rows["split_data"]["params"]["test_fraction"] == {"type": "float", "default": 0.2}
     assert rows["train_model"]["inputs"] == {"data": "split"}
-    assert all(r["description"] for r in rows.values())
+    assert all(r["description"] and r["kind"] in CANONICAL_KINDS for r in rows.values())
+    # every canonical kind but the tune construct has a catalog step
+    assert set(CANONICAL_KINDS) - {r["kind"] for r in rows.values()} == {"tune"}
+    assert {n for n, r in rows.items() if r["side_effect"]} >= {"deploy_model", "notify", "cleanup",
+                                                                 "serve_adapters", "save_report"}
 
 
-def test_part_step_without_the_part_raises_a_clear_error(monkeypatch):
-    from raystack.actors.workflow import parts
-    real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name.startswith("raystack.apps.jobs.") else real(name, *a))
-    with pytest.raises(RuntimeError, match="part 'edit' is not installed"):
-        parts.edit_pretrain(steps=10)
-    with pytest.raises(RuntimeError, match="part 'mlora' is not installed"):
-        parts.mlora_finetune()
+@pytest.mark.parametrize("step,cls", [("edit_pretrain", EDiTConfig), ("mlora_finetune", MLoRAConfig),
+                                      ("elastic_dlrm", ElasticConfig)])
+def test_part_steps_take_every_config_field(step, cls):
+    fn = CATALOG[step].function()
+    params = inspect.signature(fn).parameters
+    fields = [f.name for f in dataclasses.fields(cls)]
+    assert set(fields) <= set(params), set(fields) - set(params)
+    for f in fields:  # documented in the step's docstring (with its default, or as an input)
+        assert f"  {f} (" in fn.__doc__ or f"  {f}: " in fn.__doc__
+
+
+def test_wrong_part_fields_fail_when_the_workflow_is_built():
+    from raystack.actors.workflow import parts as P
+    wf = Workflow("bad-edit")
+    wf.step(P.edit_pretrain, id="pre", workers=4)           # EDiT has ranks, not workers
+    with pytest.raises(WorkflowError, match="unknown parameter 'workers'"):
+        wf.build()
+    wf = Workflow("bad-edit2")
+    wf.step(P.edit_pretrain, id="pre", ranks=4, shards=3)
+    with pytest.raises(WorkflowError, match=r"edit_pretrain\.shards: must divide ranks=4"):
+        wf.build()
+    wf = Workflow("bad-mlora")
+    wf.step(P.mlora_finetune, id="ft", adapters=2)           # a list of adapter configs
+    with pytest.raises(WorkflowError, match="'adapters' = 2"):
+        wf.build()
+    wf = Workflow("bad-elastic")
+    wf.step(P.elastic_dlrm, id="d", args={"resources": {"max_workers": 0}})
+    with pytest.raises(WorkflowError, match="max_workers"):
+        wf.build()
+    wf = Workflow("ok")
+    ck = wf.step(P.edit_pretrain, id="pre", ranks=2, steps=10, sync={"h": 4})
+    wf.step(P.mlora_finetune, id="ft", base=ck, steps=5)
+    assert [s.id for s in wf.build().steps] == ["pre", "ft"]

@@ -1,0 +1,60 @@
+"""Full sharding inside a replica with torch FSDP2 (``fully_shard``), one FSDP unit per block.
+
+Each sync block (embeddings, each decoder layer, final norm + LM head) becomes its own FSDP
+unit over the replica's S ranks, so a rank holds 1/S of every parameter, its gradient and its
+AdamW state, and the shard a rank owns of a block is exactly the block's FSDP local shard: the
+layer-wise outer sync reads and writes those local shards in the block's forward pre-hook,
+before FSDP gathers the block for its forward (the pre-hook is registered in front of FSDP's).
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from raystack.edit.shard import Block, BlockSpec, add_into, unflatten_into
+
+
+def shard_blocks(model: nn.Module, specs: list[BlockSpec], process_group) -> None:
+    """``fully_shard`` each block's owned modules (one unit per block), then the root, over
+    the ranks of ``process_group`` (the replica's). Tied parameters across blocks are refused."""
+    from torch.distributed.device_mesh import DeviceMesh
+    from torch.distributed.fsdp import fully_shard
+
+    owner: dict[int, str] = {}
+    for name, _, owned in specs:
+        for mod in owned:
+            for p in mod.parameters():
+                if owner.setdefault(id(p), name) != name:
+                    raise ValueError(f"full_shard: a parameter is shared by blocks {owner[id(p)]} and {name} "
+                                     "(tied embeddings); untie them or set full_shard: false")
+    device = next(model.parameters()).device
+    mesh = DeviceMesh.from_group(process_group, device_type=device.type)
+    for _, _, owned in specs:
+        fully_shard(owned if len(owned) > 1 else owned[0], mesh=mesh)
+    fully_shard(model, mesh=mesh)
+
+
+def local_tensor(p: torch.Tensor) -> torch.Tensor:
+    """The part of a parameter (or gradient) this rank holds: a DTensor's local shard, else itself."""
+    to_local = getattr(p, "to_local", None)
+    return to_local() if to_local is not None else p
+
+
+class FsdpShards:
+    """This rank's shard of a block is its FSDP local shards, concatenated (no padding: the
+    same shard rank of every replica holds the same shapes)."""
+
+    def __init__(self, blocks: list[Block]) -> None:
+        self.blocks = blocks
+
+    def _locals(self, b: int) -> list[torch.Tensor]:
+        return [local_tensor(p) for p in self.blocks[b].params]
+
+    def read(self, b: int) -> torch.Tensor:
+        return torch.cat([t.detach().reshape(-1) for t in self._locals(b)])
+
+    def write(self, b: int, shard: torch.Tensor) -> None:
+        unflatten_into(shard.to(self.blocks[b].params[0].device), self._locals(b))
+
+    def add(self, b: int, shard: torch.Tensor) -> None:
+        add_into(shard.to(self.blocks[b].params[0].device), self._locals(b))

@@ -1,0 +1,274 @@
+"""Draft -> validated IR, shared by the rule planner and the model planner.
+
+Checks every step against the catalog (names, parameters, what a condition or loop may test,
+which steps may be exit handlers, deletions confined to the run's scratch space), wires data
+edges by the kinds steps produce and consume (inserting a split where a model needs train and
+test sets from a table, marked implicit), fans steps out over a map, and builds the IR with
+the Python API, so its validation (types, part configs, cycles) applies to every plan.
+Anything that does not hold is a :class:`PlanRefused` naming the step and the rule.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Any, Iterator
+
+from raystack.workflow.api import Out, Workflow
+from raystack.workflow.catalog import CATALOG, SPLIT, TABLE, CatalogEntry
+from raystack.workflow.ir import WorkflowError, WorkflowIR
+from raystack.workflow.nl.plan import EXIT_KINDS, Draft, DraftStep, Plan, PlanRefused
+
+OPS = ("==", "!=", "<", "<=", ">", ">=")
+# A step needing kind K when only kind J exists gets this implicit step inserted after J.
+IMPLICIT = {(SPLIT, TABLE): "split_data"}
+MAX_MAP_VALUES = 64
+
+
+def _kinds(spec: str) -> tuple[list[str], bool]:
+    many = spec.endswith("*")
+    return spec.rstrip("*").split("|"), many
+
+
+def check_step(s: DraftStep, known: dict[str, DraftStep]) -> CatalogEntry:
+    """The step's catalog entry, or PlanRefused naming what is wrong with the step."""
+    e = CATALOG.get(s.entry)
+    if e is None:
+        raise PlanRefused([f"{s.label}: no catalog step {s.entry!r}"])
+    params = e.params()
+    for p in s.params:
+        if p not in params and p not in e.inputs:
+            raise PlanRefused([f"{s.label}: {s.entry} has no parameter {p!r}"])
+    if s.exit is not None:
+        if s.exit not in EXIT_KINDS:
+            raise PlanRefused([f"{s.label}: exit kind {s.exit!r}; expected one of {EXIT_KINDS}"])
+        if not e.exit_ok:
+            raise PlanRefused([f"{s.label}: {s.entry} cannot run as an exit handler"])
+    if s.entry == "cleanup":
+        d = str(s.params.get("directory", "tmp"))
+        if os.path.isabs(d) or d.startswith("~") or ".." in d.replace("\\", "/").split("/"):
+            raise PlanRefused([f"cleanup of {d!r}: a plan may delete only inside the run's "
+                               "scratch space (paths outside it are allowed by the workflow "
+                               "config's delete_paths, never by a request)"], "destructive")
+    if s.map is not None:
+        param, values = s.map
+        if param not in params and param not in e.inputs:
+            raise PlanRefused([f"{s.label}: cannot map over {param!r}, not a parameter of "
+                               f"{s.entry}"])
+        if not values or len(values) > MAX_MAP_VALUES:
+            raise PlanRefused([f"{s.label}: a map needs 1 to {MAX_MAP_VALUES} values"])
+    for c, what in ((s.when, "condition"), (s.loop, "loop")):
+        if c is None:
+            continue
+        if c.op not in OPS:
+            raise PlanRefused([f"{s.label}: {what} operator {c.op!r}; expected one of {OPS}"])
+    if s.when is not None:
+        tested = known.get(s.when.step)
+        if tested is None:
+            raise PlanRefused([f"{s.label}: the condition tests {s.when.step!r}, which is not "
+                               "an earlier step"])
+        te = CATALOG[tested.entry]
+        if s.when.metric not in te.metrics:
+            raise PlanRefused([f"{s.label}: the condition tests {s.when.metric!r}, which "
+                               f"{tested.entry} does not report (it reports {list(te.metrics)})"])
+    if s.loop is not None:
+        if s.loop.metric not in e.metrics:
+            raise PlanRefused([f"{s.label}: the loop waits for {s.loop.metric!r}, which "
+                               f"{s.entry} does not report (it reports {list(e.metrics)})"])
+        if s.loop.max_iterations < 1:
+            raise PlanRefused([f"{s.label}: a loop needs a bound"], "unbounded")
+        if s.map or s.tune:
+            raise PlanRefused([f"{s.label}: a loop cannot also be a map or a tune"])
+    if s.tune is not None:
+        if e.side_effect:
+            raise PlanRefused([f"{s.label}: {s.entry} changes the world and cannot be tuned"])
+        bad = [k for k in s.tune.space if k not in params]
+        if bad:
+            raise PlanRefused([f"{s.label}: cannot tune {bad}, not parameters of {s.entry}"])
+        if s.tune.metric not in e.metrics:
+            raise PlanRefused([f"{s.label}: tune metric {s.tune.metric!r} is not reported by "
+                               f"{s.entry}"])
+    if s.retries < 0:
+        raise PlanRefused([f"{s.label}: retries must be >= 0"])
+    return e
+
+
+class _Wiring:
+    """Data edges by kind, in draft order; inserts implicit conversions."""
+
+    def __init__(self, draft: Draft) -> None:
+        self.draft = draft
+        self.out: list[DraftStep] = []
+        self.n_implicit = 0
+
+    def producers(self, kinds: list[str], before: int) -> list[DraftStep]:
+        return [s for s in self.out[:before] if s.exit is None and
+                (CATALOG[s.entry].output in kinds or ("any" in kinds and CATALOG[s.entry].output))]
+
+    def wire(self) -> list[DraftStep]:
+        for s in self.draft.steps:
+            e = CATALOG[s.entry]
+            self._wire_one(s, e)
+            self.out.append(s)
+        return self.out
+
+    def _wire_one(self, s: DraftStep, e: CatalogEntry) -> None:
+        tables_used: list[str] = []
+        table_inputs = [p for p, spec in e.inputs.items() if spec == TABLE and p not in s.params]
+        if len(table_inputs) > 1:  # a join: the last tables made, in the order they were named
+            found = self.producers([TABLE], len(self.out))[-len(table_inputs):]
+            if len(found) < len(table_inputs):
+                raise PlanRefused([f"{s.entry} needs {len(table_inputs)} tables, but only "
+                                   f"{len(found)} earlier step(s) make one"])
+            for p, src in zip(table_inputs, found):
+                s.inputs[p] = src.label
+            tables_used = [x.label for x in found]
+        for pname, spec in e.inputs.items():
+            if pname in s.inputs:
+                continue
+            kinds, _many = _kinds(spec)
+            if pname in s.params:          # given literally (e.g. mLoRA's base path)
+                continue
+            found = [p for p in self.producers(kinds, len(self.out)) if p.label not in tables_used]
+            if _many and found:  # a list input takes every result since the last such step,
+                last = max((i for i, x in enumerate(self.out) if x.entry == s.entry), default=-1)
+                since = []           # of the first kind it accepts that has any
+                for k in kinds:
+                    since = [p for p in found if self.out.index(p) > last and CATALOG[p.entry].output == k]
+                    if since:
+                        break
+                if since:
+                    s.inputs[pname] = [p.label for p in since] if len(since) > 1 else since[0].label
+                    continue
+            if not found:
+                conv = next((IMPLICIT[(k, have)] for k in kinds for (need, have) in IMPLICIT
+                             if need == k and self.producers([have], len(self.out))), None)
+                if conv is not None:
+                    src = self.producers([TABLE], len(self.out))[-1]
+                    self.n_implicit += 1
+                    imp = DraftStep(f"_{conv}{self.n_implicit}", conv, inputs={"data": src.label},
+                                    implicit=True, concurrent=src.concurrent if src.concurrent
+                                    and s.concurrent else None)
+                    self.out.append(imp)
+                    found = [imp]
+            if not found:
+                if pname in e.optional_inputs:
+                    continue
+                raise PlanRefused([f"{s.entry} needs a {' or '.join(kinds)} input, but no earlier "
+                                   f"step makes one" + (f" (in {s.span!r})" if s.span else "")])
+            src = found[-1]
+            s.inputs[pname] = src.label
+            if spec == TABLE:
+                tables_used.append(src.label)
+
+
+def _cond_ref(outs: dict[str, Any], label: str, metric: str) -> Out:
+    o = outs[label]
+    if isinstance(o, list):
+        if len(o) != 1:
+            raise PlanRefused([f"the condition on {metric!r} refers to several results of "
+                               f"{label!r}; add a step that selects one"])
+        o = o[0]
+    return o[metric]
+
+
+def build(draft: Draft, name: str = "planned") -> Plan:
+    """Wire, check and build a draft into a validated Plan (PlanRefused when it cannot)."""
+    if not draft.steps:
+        raise PlanRefused(["no step found in the request"], "out_of_scope")
+    labels = [s.label for s in draft.steps]
+    if len(set(labels)) != len(labels):
+        raise PlanRefused([f"duplicate step labels {labels}"])
+    known: dict[str, DraftStep] = {}
+    for s in draft.steps:
+        check_step(s, known)
+        known[s.label] = s
+    steps = _Wiring(draft).wire()
+    by_label = {s.label: s for s in steps}
+    for s in steps:  # "then": a step that takes no data still runs after the one before it
+        if (s.follows in by_label and not s.inputs and not s.after and s.when is None
+                and s.exit is None):
+            s.after = [s.follows]
+    wf = Workflow(name, description=draft.text)
+    outs: dict[str, Any] = {}
+    ids: dict[str, list[str]] = {}
+    for s in steps:
+        e = CATALOG[s.entry]
+        for lab in [*s.inputs.values(), *s.after]:
+            for x in (lab if isinstance(lab, list) else [lab]):
+                if x not in outs:
+                    raise PlanRefused([f"{s.label}: input from {x!r}, which is not an earlier step"])
+        try:
+            outs[s.label], ids[s.label] = _add(wf, s, e, outs)
+        except WorkflowError as err:
+            if isinstance(err, PlanRefused):
+                raise
+            raise PlanRefused([f"{s.label} ({s.entry}): {err.message}"]) from None
+    try:
+        ir: WorkflowIR = wf.build()
+    except WorkflowError as err:
+        raise PlanRefused([f"the plan does not validate: {err}"]) from None
+    return Plan(ir, Draft(draft.text, steps), ids)
+
+
+@contextlib.contextmanager
+def _constructs(wf: Workflow, s: DraftStep, outs: dict[str, Any]) -> Iterator[None]:
+    with contextlib.ExitStack() as stack:
+        if s.when is not None:
+            ref = _cond_ref(outs, s.when.step, s.when.metric)
+            stack.enter_context(wf.when(ref, s.when.op, s.when.value, negate=s.otherwise))
+        if s.concurrent:
+            stack.enter_context(wf.concurrent(s.concurrent))
+        yield
+
+
+def _add(wf: Workflow, s: DraftStep, e: CatalogEntry, outs: dict[str, Any]) -> tuple[Any, list[str]]:
+    fn = e.function()
+    ins = {p: ([outs[x] for x in lab] if isinstance(lab, list) else outs[lab])
+           for p, lab in s.inputs.items()}
+    after = [o for lab in s.after for o in (outs[lab] if isinstance(outs[lab], list) else [outs[lab]])]
+    opts: dict[str, Any] = {"span": s.span}
+    if s.retries:
+        opts["retries"] = s.retries
+    if after:
+        opts["after"] = after
+    with _constructs(wf, s, outs):
+        if s.exit is not None:
+            kw = {p: (v[0] if isinstance(v, list) and len(v) == 1 else v) for p, v in ins.items()}
+            o = wf.on_exit(fn, kind=s.exit, id=s.label, span=s.span, args={**kw, **s.params})
+            return o, [o.step_id]
+        fan = {p: v for p, v in ins.items() if isinstance(v, list)
+               and not e.inputs.get(p, "").endswith("*")}
+        many = {p: v for p, v in ins.items() if e.inputs.get(p, "").endswith("*")}
+        for p, v in many.items():  # a list input takes every result, however they were made
+            flat = []
+            for x in (v if isinstance(v, list) else [v]):
+                flat.extend(x if isinstance(x, list) else [x])
+            ins[p] = flat
+        if s.loop is not None:
+            if fan:
+                raise PlanRefused([f"{s.label}: a loop over several inputs is not supported"])
+            o = wf.loop(fn, max_iterations=s.loop.max_iterations, carry=e.loop_carry,
+                        until=(s.loop.metric, s.loop.op, s.loop.value), id=s.label,
+                        args={**ins, **s.params}, **opts)
+            return o, [o.step_id]
+        if s.map is not None:
+            if fan:
+                raise PlanRefused([f"{s.label}: a map over a step that is already fanned out"])
+            param, values = s.map
+            o = wf.map(fn, list(values), over=param, id=s.label, tune=s.tune,
+                       args={**ins, **s.params}, **opts)
+            return o, [x.step_id for x in o]
+        if fan:
+            n = {len(v) for v in fan.values()}
+            if len(n) != 1:
+                raise PlanRefused([f"{s.label}: inputs fanned out to different sizes {sorted(n)}"])
+            res = []
+            with wf.group(f"map:{s.label}"):
+                for i in range(n.pop()):
+                    kw = {p: (v[i] if p in fan else v) for p, v in ins.items()}
+                    res.append(wf.step(fn, id=f"{s.label}[{i}]", tune=s.tune,
+                                       args={**kw, **s.params}, **opts))
+            return res, [x.step_id for x in res]
+        o = wf.step(fn, id=s.label, tune=s.tune, args={**ins, **s.params}, **opts)
+        return o, [o.step_id]

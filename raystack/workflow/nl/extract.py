@@ -1,0 +1,501 @@
+"""Parameters read from the words of one action: what each catalog step's phrase may say.
+
+Each extractor gets the request's :class:`Text` and the token range of the action, marks the
+tokens it reads, and fills two dicts: ``params`` (the step's real parameters, e.g. EDiT's
+``ranks``) and ``stated`` (what the request said, as it said it, e.g. ``workers: 2``), plus an
+optional map (a list of values for one parameter) or a bound ("at most 8 workers").
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from raystack.workflow.nl.lexicon import METRIC_RX, METRICS, NUMLIST, NUMV
+from raystack.workflow.nl.plan import PlanRefused
+from raystack.workflow.nl.text import Text, Token, number
+
+TABLE_EXT = (".csv", ".tsv", ".parquet", ".pq", ".json", ".jsonl")
+IMAGE_EXT = (".png", ".jpg", ".jpeg", ".svg", ".pdf")
+MODEL_KINDS = [(r"logistic(?:\s+regression)?|logit", "logistic"),
+               (r"linear(?:\s+regression)?|least[\s-]+squares|ols", "linear"),
+               (r"k-?nn|k-nearest(?:\s+neighbou?rs?)?|(?:k\s+)?nearest[\s-]+neighbou?rs?(?:\s+classifier)?", "knn"),
+               (r"(?:nearest\s+)?centroid", "centroid")]
+SYNTH_TASKS = ("copy", "reverse", "sort", "arithmetic")
+EDIT_MODES = [(r"a-?edit|asynchronous\s+edit|async(?:hronous)?", "aedit"), (r"diloco", "diloco"),
+              (r"post[\s-]+local[\s-]+sgd", "post_local_sgd"),
+              (r"synchronous(?:\s+data[\s-]+parallel)?|ddp|data[\s-]+parallel", "sync")]
+MODEL_NAMES = ("tiny-1m", "tiny-20m", "small-50m")
+WORKERS = r"(?:workers?|ranks?|replicas?|processes|nodes|machines|gpus?|devices)"
+MAX_ADAPTERS = 16
+
+
+@dataclass
+class Found:
+    """What an action's words set."""
+
+    params: dict[str, Any] = field(default_factory=dict)
+    stated: dict[str, Any] = field(default_factory=dict)
+    map: tuple[str, list] | None = None
+    stated_map: tuple[str, list] | None = None
+    bound: dict[str, Any] | None = None
+
+    def set(self, param: str, value: Any, stated_name: str | None = None, stated: Any = None) -> None:
+        self.params[param] = value
+        self.stated[stated_name or param] = value if stated is None else stated
+
+
+def _search(text: Text, lo: int, hi: int, pattern: str, why: str, free: bool = True):
+    """The first match in the range, its tokens marked with ``why``; None when none."""
+    for m, toks in text.finditer(pattern, lo, hi, free_only=free):
+        text.mark(toks, why)
+        return m
+    return None
+
+
+def _num(text: Text, ph: str) -> float:
+    return float(text.literal(ph).value())
+
+
+def _list(text: Text, s: str) -> list:
+    return [number(_num(text, p)) for p in re.findall(r"(?:NUM|PCT)\d+", s)]
+
+
+def files(text: Text, lo: int, hi: int, exts: tuple[str, ...] | None = None) -> list[Token]:
+    """Unused path tokens in the range (with one of ``exts`` when given)."""
+    out = []
+    for t in text.tokens[lo:hi]:
+        if t.kind == "path" and (not t.used or t.used == text.claim):
+            if exts is None or t.low.endswith(exts):
+                out.append(t)
+    return out
+
+
+def consume(text: Text, lo: int, hi: int, pattern: str, why: str) -> None:
+    """Mark every match in the range (the step's own vocabulary, said more than once)."""
+    for _, toks in text.finditer(pattern, lo, hi, free_only=True):
+        text.mark(toks, text.claim or why)
+
+
+def metric_of(word: str) -> str:
+    return METRICS[re.sub(r"\s+", " ", word.strip().lower())]
+
+
+def _path_param(text: Text, lo: int, hi: int, f: Found, param: str, exts: tuple[str, ...] | None,
+                why: str) -> None:
+    m = _search(text, lo, hi, r"(?:(?:to|as|into|in|at|under)\s+)?(?P<f>FILE\d+)", why)
+    if m:
+        tok = text.literal(m.group("f"))
+        if exts is None or tok.low.endswith(exts) or "." not in os.path.basename(tok.text):
+            f.set(param, tok.text)
+
+
+# -- per step ---------------------------------------------------------------------------------
+def make_dataset(text: Text, lo: int, hi: int, f: Found) -> None:
+    consume(text, lo, hi, r"\b(?:synthetic|toy|random|fake|dummy|artificial|simulated|generated)\b(?!\s+seed)", "data")
+    noun = r"(?:synthetic\s+|random\s+|toy\s+|fake\s+|generated\s+)?(?:rows?|samples?|examples?|records?|points?|observations?|instances?)"
+    m = _search(text, lo, hi, rf"(?P<l>{NUMLIST})\s+{noun}", "rows")
+    if m:
+        f.map = ("rows", [int(v) for v in _list(text, m.group("l"))])
+    else:
+        m = _search(text, lo, hi, rf"(?P<n>NUM\d+)\s*(?:-\s*)?{noun}", "rows") or \
+            _search(text, lo, hi, rf"(?:rows|samples|examples)\s*(?:=|:|of)?\s*(?P<n>NUM\d+)", "rows")
+        if m:
+            f.set("rows", int(_num(text, m.group("n"))))
+    m = _search(text, lo, hi, r"(?P<n>NUM\d+)\s+(?:features?|columns?|dimensions?|dims|variables)", "features")
+    if m:
+        f.set("features", int(_num(text, m.group("n"))))
+    m = _search(text, lo, hi, r"(?:random\s+)?seed\s*(?:=|of|:)?\s*(?P<n>NUM\d+)", "seed")
+    if m:
+        f.set("seed", int(_num(text, m.group("n"))))
+    m = _search(text, lo, hi, r"\b(?P<t>regression|classification)\b", "task")
+    if m:
+        f.set("task", m.group("t"))
+
+
+def load_data(text: Text, lo: int, hi: int, f: Found) -> None:
+    paths = [t for t in files(text, lo, hi) if t.low.endswith(TABLE_EXT) or "." not in os.path.basename(t.text.rstrip("/"))]
+    if len(paths) > 1:
+        text.mark(paths, "path")
+        f.map = ("path", [t.text for t in paths])
+    elif paths:
+        text.mark(paths, "path")
+        f.set("path", paths[0].text)
+
+
+def load_checkpoint(text: Text, lo: int, hi: int, f: Found) -> None:
+    ps = files(text, lo, hi)
+    if ps:
+        text.mark(ps[:1], "path")
+        f.set("path", ps[0].text)
+
+
+def impute(text: Text, lo: int, hi: int, f: Found) -> None:
+    consume(text, lo, hi, r"\b(?:missing|null|nan|empty|blank)\s+[a-z_]\w*", "impute")
+    m = _search(text, lo, hi, r"(?:with|using|by)\s+(?:the\s+)?(?:column\s+|feature\s+|per-column\s+)?"
+                              r"(?P<s>means?|medians?|zeros?|averages?|NUM\d+)", "strategy")
+    if m:
+        s = m.group("s")
+        if s.startswith("NUM"):
+            if _num(text, s) != 0:
+                raise PlanRefused([f"impute with {text.literal(s).text}: only mean, median or zero"])
+            s = "zero"
+        s = {"average": "mean", "averages": "mean", "means": "mean", "medians": "median",
+             "zeros": "zero"}.get(s, s)
+        f.set("strategy", s)
+
+
+def clean_data(text: Text, lo: int, hi: int, f: Found) -> None:
+    consume(text, lo, hi, r"\b(?:missing|null|nan|empty|incomplete|blank)\s+[a-z_]\w*", "clean")
+
+
+def sample(text: Text, lo: int, hi: int, f: Found) -> None:
+    m = _search(text, lo, hi, r"(?P<p>PCT\d+)", "fraction") or \
+        _search(text, lo, hi, r"fraction\s*(?:of|=)?\s*(?P<p>NUM\d+)", "fraction")
+    if m:
+        f.set("fraction", number(_num(text, m.group("p"))))
+        return
+    m = _search(text, lo, hi, r"(?P<n>NUM\d+)\s+(?:random\s+)?(?:rows|records|samples|examples|entries)", "rows")
+    if m:
+        f.set("rows", int(_num(text, m.group("n"))))
+
+
+def split_data(text: Text, lo: int, hi: int, f: Found) -> None:
+    consume(text, lo, hi, r"\b(?:into\s+)?(?:(?:a|the)\s+)?(?:training|train)\s+(?:and|/)\s+(?:test(?:ing)?|validation|eval)"
+                          r"(?:\s+(?:sets?|splits?|portions?|parts?|data))?|\b(?:ratio|proportion)\b", "split")
+    m = _search(text, lo, hi, r"(?P<r>RATIO\d+)", "ratio")
+    if m:
+        a, b = (int(x) for x in re.findall(r"\d+", text.literal(m.group("r")).text))
+        if a + b != 100:
+            raise PlanRefused([f"split {a}/{b}: the parts do not add up to 100"])
+        f.set("test_fraction", number(round(b / 100.0, 4)))
+        return
+    m = _search(text, lo, hi, r"(?P<p>PCT\d+)(?:\s+(?:of\s+(?:the\s+)?(?:data|rows|it|them)\s+)?"
+                              r"(?:(?:as|for)\s+(?:a\s+|the\s+)?)?(?:test(?:ing)?|hold-?out|validation|eval(?:uation)?)"
+                              r"(?:\s+(?:set|split|data|fraction))?)?", "test fraction") or \
+        _search(text, lo, hi, r"test\s+(?:fraction|size|share)\s*(?:of|=)?\s*(?P<p>NUM\d+|PCT\d+)", "test fraction")
+    if m:
+        f.set("test_fraction", number(_num(text, m.group("p"))))
+
+
+def join(text: Text, lo: int, hi: int, f: Found) -> None:
+    m = _search(text, lo, hi, r"\bon\s+(?:the\s+)?(?:column\s+|key\s+|field\s+)?(?P<c>[a-z_][a-z0-9_]*)"
+                              r"(?:\s+(?:column|key|field))?", "join key")
+    if m and m.group("c") not in ("the", "it", "them", "a"):
+        f.set("on", m.group("c"))
+    m = _search(text, lo, hi, r"\b(?P<h>left|outer|full)\s+(?:outer\s+)?join", "join kind")
+    if m:
+        f.set("how", "left outer" if m.group("h") == "left" else "full outer")
+
+
+AGG_WORDS = {"sum": "sum", "sums": "sum", "total": "sum", "totals": "sum", "count": "count",
+             "counts": "count", "number": "count", "mean": "mean", "means": "mean", "average": "mean",
+             "averages": "mean", "avg": "mean", "min": "min", "minimum": "min", "max": "max",
+             "maximum": "max"}
+
+
+def aggregate(text: Text, lo: int, hi: int, f: Found) -> None:
+    consume(text, lo, hi, r"\b(?:the\s+)?[a-z_][a-z0-9_]*\s+(?=(?:by|per|for\s+each)\b)", "measure")
+    m = _search(text, lo, hi, r"\b(?:by|per|for\s+each|for\s+every|grouped\s+by|across)\s+(?!NUM)(?P<c>[a-z_][a-z0-9_]*)", "group key")
+    if m:
+        f.set("by", m.group("c"))
+    m = _search(text, lo, hi, r"\b(?P<a>" + "|".join(AGG_WORDS) + r")\b", "aggregate")
+    if m:
+        f.set("agg", AGG_WORDS[m.group("a")])
+
+
+def plot(text: Text, lo: int, hi: int, f: Found) -> None:
+    _path_param(text, lo, hi, f, "path", IMAGE_EXT, "plot file")
+    m = _search(text, lo, hi, r"\b(?:of|for)\s+(?:the\s+)?(?P<c>[a-z_][a-z0-9_]*)\s+column", "column")
+    if m:
+        f.set("column", m.group("c"))
+
+
+def report(text: Text, lo: int, hi: int, f: Found) -> None:
+    """A report's file, and the metrics it names (they say what it reports)."""
+    _path_param(text, lo, hi, f, "path", None, "output file")
+    consume(text, lo, hi, rf"\b(?:(?:its|the|their)\s+)?(?:{METRIC_RX})\b", "report")
+    consume(text, lo, hi, r"\b(?:summary|final|short|brief|full|detailed|json|markdown|html|text)\b", "report")
+
+
+def file_out(param: str = "path", exts: tuple[str, ...] | None = None) -> Callable:
+    def ex(text: Text, lo: int, hi: int, f: Found) -> None:
+        _path_param(text, lo, hi, f, param, exts, "output file")
+    return ex
+
+
+def train_model(text: Text, lo: int, hi: int, f: Found) -> None:
+    kinds: list[str] = []
+    for m, toks in text.finditer("|".join(rf"\b(?:{p})\b" for p, _ in MODEL_KINDS), lo, hi, free_only=True):
+        kind = next(k for p, k in MODEL_KINDS if re.fullmatch(p, m.group(0)))
+        text.mark(toks, "model kind")
+        if kind not in kinds:
+            kinds.append(kind)
+    if len(kinds) == 1:
+        f.set("model", kinds[0])
+    elif kinds:
+        f.map = ("model", kinds)
+    ep = r"(?:epochs?|passes|training\s+epochs)"
+    m = _search(text, lo, hi, rf"(?:for\s+)?(?P<l>{NUMLIST})\s+{ep}", "epochs")
+    if m:
+        _set_map(f, "epochs", [int(v) for v in _list(text, m.group("l"))])
+    else:
+        m = _search(text, lo, hi, rf"(?P<n>NUM\d+)\s*-?\s*{ep}", "epochs") or \
+            _search(text, lo, hi, rf"{ep}\s*(?:=|:|of)?\s*(?P<n>NUM\d+)", "epochs")
+        if m:
+            f.set("epochs", int(_num(text, m.group("n"))))
+    lr = r"(?:learning[\s-]+rates?|lrs?|step\s+sizes?)"
+    m = _search(text, lo, hi, rf"{lr}\s*(?:=|:|of|at|in)?\s*(?P<l>{NUMLIST})", "learning rate") or \
+        _search(text, lo, hi, rf"(?:for\s+)?each\s+{lr}\s+(?:in|of|from)\s+(?P<l>{NUMLIST})", "learning rate")
+    if m:
+        _set_map(f, "lr", _list(text, m.group("l")))
+    else:
+        m = _search(text, lo, hi, rf"{lr}\s*(?:=|:|of|at)?\s*(?P<n>NUM\d+)", "learning rate")
+        if m:
+            f.set("lr", number(_num(text, m.group("n"))))
+
+
+def _set_map(f: Found, param: str, values: list) -> None:
+    if f.map is not None:
+        raise PlanRefused([f"two lists to map over ({f.map[0]} and {param}); give one list per step"])
+    f.map = (param, values)
+
+
+def metric_param(param: str = "metric", with_mode: bool = False) -> Callable:
+    def ex(text: Text, lo: int, hi: int, f: Found) -> None:
+        m = _search(text, lo, hi, rf"\b(?P<how>by|using|on|with|in\s+terms\s+of|via|according\s+to|based\s+on|"
+                                  rf"higher|highest|best|better|greater|top|lower|lowest|smaller|smallest)\s+"
+                                  rf"(?:the\s+|its\s+|their\s+)?(?:highest\s+|best\s+|lowest\s+|test\s+)?"
+                                  rf"(?P<m>{METRIC_RX})\b", "metric")
+        if m:
+            name = metric_of(m.group("m"))
+            if name == "score":
+                return
+            f.set(param, name)
+            if with_mode and (name in ("loss", "error", "logloss")
+                              or m.group("how") in ("lower", "lowest", "smaller", "smallest")):
+                f.params["mode"] = "min"
+    return ex
+
+
+def deploy_model(text: Text, lo: int, hi: int, f: Found) -> None:
+    m = _search(text, lo, hi, r"\b(?:under\s+the\s+name|named|called|with\s+the\s+name|as)\s+(?!a\b|an\b|the\b|it\b|well\b|soon\b|QUOTE)"
+                              r"(?P<n>[a-z_][a-z0-9_\-]*)", "name") or \
+        _search(text, lo, hi, r"\b(?:under\s+the\s+name|named|called|as)\s+(?P<q>QUOTE\d+)", "name")
+    if m:
+        f.set("name", m.group("n") if m.groupdict().get("n") else text.literal(m.group("q")).value())
+    m = _search(text, lo, hi, r"(?:to|into|in)\s+(?P<d>FILE\d+)", "directory")
+    if m:
+        f.set("directory", text.literal(m.group("d")).text)
+
+
+def notify(text: Text, lo: int, hi: int, f: Found) -> None:
+    consume(text, lo, hi, r"\b(?:(?:a|an|the)\s+)?(?:notification|message|alert|note|e-?mail|ping)\b", "notify")
+    m = _search(text, lo, hi, r"(?P<q>QUOTE\d+)", "message")
+    if m:
+        f.set("message", text.literal(m.group("q")).value())
+
+
+def cleanup(text: Text, lo: int, hi: int, f: Found) -> None:
+    m = _search(text, lo, hi, r"\b(?P<d>tmp|scratch|staging|work)\b", "directory", free=False)
+    if m:
+        f.set("directory", m.group("d"))
+        return
+    ps = files(text, lo, hi)
+    if ps:
+        text.mark(ps[:1], "directory")
+        f.set("directory", ps[0].text.rstrip("/"))
+
+
+def _workers(text: Text, lo: int, hi: int) -> tuple[str, int | list] | None:
+    """('bound', n) for "at most n workers", ('exact', n) for "n workers", ('list', [...])."""
+    m = _search(text, lo, hi, rf"(?:at\s+most|up\s+to|no\s+more\s+than|not\s+more\s+than|a\s+maximum\s+of|"
+                              rf"maximum\s+of|max(?:imum)?|capped\s+at|limited\s+to)\s+(?P<n>NUM\d+)\s+(?:\w+\s+)?{WORKERS}", "workers bound")
+    if m:
+        return "bound", int(_num(text, m.group("n")))
+    m = _search(text, lo, hi, rf"(?:on|with|across|using)?\s*(?P<l>{NUMLIST})\s+{WORKERS}", "workers")
+    if m:
+        return "list", [int(v) for v in _list(text, m.group("l"))]
+    m = _search(text, lo, hi, rf"(?:(?:on|with|across|using|over)\s+)?(?P<n>NUM\d+)\s+(?:\w+\s+)?{WORKERS}", "workers") or \
+        _search(text, lo, hi, rf"{WORKERS}\s*(?:=|:)\s*(?P<n>NUM\d+)", "workers")
+    if m:
+        return "exact", int(_num(text, m.group("n")))
+    return None
+
+
+def _steps(text: Text, lo: int, hi: int, f: Found, param: str = "steps") -> None:
+    m = _search(text, lo, hi, rf"(?P<l>{NUMLIST})\s+(?:training\s+)?steps", "steps")
+    if m:
+        _set_map(f, param, [int(v) for v in _list(text, m.group("l"))])
+        return
+    m = _search(text, lo, hi, r"(?P<n>NUM\d+)\s*-?\s*(?:training\s+|inner\s+)?steps?\b", "steps") or \
+        _search(text, lo, hi, r"steps\s*(?:=|:|of)\s*(?P<n>NUM\d+)", "steps")
+    if m:
+        f.set(param, int(_num(text, m.group("n"))))
+
+
+def edit_pretrain(text: Text, lo: int, hi: int, f: Found) -> None:
+    consume(text, lo, hi, r"\b(?:pre-?train\w*|pre-training|edit|local\s+sgd|llm|large\s+language\s+models?|"
+                          r"language\s+models?)\b", "edit")
+    for p, mode in EDIT_MODES:
+        if _search(text, lo, hi, rf"\b(?:{p})\b", "mode", free=False):
+            f.set("mode", mode)
+            break
+    m = _search(text, lo, hi, r"\b(?P<m>" + "|".join(MODEL_NAMES) + r")\b", "model", free=False)
+    if m:
+        f.set("model", m.group("m"))
+    w = _workers(text, lo, hi)
+    if w is not None:
+        kind, n = w
+        if kind == "bound":
+            raise PlanRefused([f"EDiT runs a fixed number of ranks; 'at most {n} workers' is a bound "
+                               f"it cannot keep (say 'on {n} workers')"])
+        if kind == "list":
+            _set_map(f, "ranks", n)
+            f.stated_map = ("workers", n)
+        else:
+            f.set("ranks", n, "workers")
+    _steps(text, lo, hi, f)
+    m = _search(text, lo, hi, r"(?:learning[\s-]+rate|lr)\s*(?:=|:|of|at)?\s*(?P<n>NUM\d+)", "learning rate")
+    if m:
+        f.params.setdefault("inner", {})["lr"] = _num(text, m.group("n"))
+        f.stated["lr"] = number(_num(text, m.group("n")))
+    m = _search(text, lo, hi, r"sync(?:hroni[sz]e|ing|s)?\s+every\s+(?P<n>NUM\d+)\s+steps?", "sync interval")
+    if m:
+        f.params.setdefault("sync", {})["h"] = int(_num(text, m.group("n")))
+        f.stated["sync_every"] = int(_num(text, m.group("n")))
+
+
+def mlora_finetune(text: Text, lo: int, hi: int, f: Found) -> None:
+    consume(text, lo, hi, r"\b(?:fine-?tun\w*|finetun\w*|mlora|lora|adapters?)\b", "mlora")
+    m = _search(text, lo, hi, r"\b(?:rank|r)\s*(?:=|of)?\s*(?P<n>NUM\d+)", "rank") or \
+        _search(text, lo, hi, r"\brank-(?P<r>\d+)\b", "rank")
+    rank = None
+    if m:
+        rank = int(_num(text, m.group("n"))) if m.groupdict().get("n") else int(m.group("r"))
+    n_adapters = None
+    for tok in text.tokens[lo:hi]:  # "2 rank-8 DoRA adapters": the count a few words before
+        if tok.low.startswith("adapter"):
+            num = next((x for x in reversed(text.tokens[max(lo, tok.i - 4):tok.i])
+                        if x.kind == "num" and (not x.used or x.used == text.claim)), None)
+            if num is not None:
+                text.mark([num], "adapters")
+                n_adapters = int(float(num.value()))
+                if not 1 <= n_adapters <= MAX_ADAPTERS:
+                    raise PlanRefused([f"{n_adapters} adapters: between 1 and {MAX_ADAPTERS}"])
+            break
+    from raystack.config import config_to_dict
+    from raystack.mlora.config import MLoRAConfig
+    tasks = []
+    for m2, toks in text.finditer(r"\b(?P<t>" + "|".join(SYNTH_TASKS) + r")\b", lo, hi, free_only=True):
+        text.mark(toks, "task")
+        tasks.append(m2.group("t"))
+    if tasks:
+        _search(text, lo, hi, r"\btasks?\b", "task")
+    kind = "dora" if _search(text, lo, hi, r"\bdora\b", "adapter type", free=False) else None
+    m = _search(text, lo, hi, r"(?:learning[\s-]+rate|lr)\s*(?:=|:|of|at)?\s*(?P<n>NUM\d+)", "learning rate")
+    lr = _num(text, m.group("n")) if m else None
+    _steps(text, lo, hi, f)
+    base = [t for t in files(text, lo, hi) if not t.low.endswith(TABLE_EXT)]
+    if base:
+        text.mark(base[:1], "base")
+        f.set("base", base[0].text)
+    else:
+        m = _search(text, lo, hi, r"\b(?P<m>" + "|".join(MODEL_NAMES) + r")\b", "base")
+        if m:
+            f.set("base", m.group("m"))
+    if n_adapters is None and not tasks and kind is None and rank is None and lr is None:
+        return
+    d = config_to_dict(MLoRAConfig())
+    chosen = tasks or [SYNTH_TASKS[i % len(SYNTH_TASKS)] for i in range(n_adapters or len(SYNTH_TASKS))]
+    if n_adapters is not None and tasks and len(tasks) != n_adapters:
+        raise PlanRefused([f"{n_adapters} adapters but {len(tasks)} tasks named"])
+    datasets, adapters, jobs = [], [], []
+    for i, task in enumerate(chosen):
+        name = f"{task}{i}" if chosen.count(task) > 1 else task
+        datasets.append({"name": name, "synthetic": task, "seed": i})
+        a = {**d["adapters"][i % len(d["adapters"])], "name": f"{name}_lora", "seed": i}
+        a["type"] = kind or "lora"
+        if rank is not None:
+            a["r"], a["alpha"] = rank, 2.0 * rank
+        if lr is not None:
+            a["lr"] = lr
+        adapters.append(a)
+        jobs.append({**d["tasks"][i % len(d["tasks"])], "adapter": f"{name}_lora", "dataset": name})
+    f.params.update({"datasets": datasets, "adapters": adapters, "tasks": jobs})
+    if n_adapters is not None:
+        f.stated["adapters"] = n_adapters
+    if tasks:
+        f.stated["tasks"] = tasks
+    if kind:
+        f.stated["type"] = kind
+    if rank is not None:
+        f.stated["rank"] = rank
+    if lr is not None:
+        f.stated["lr"] = number(lr)
+
+
+def elastic_dlrm(text: Text, lo: int, hi: int, f: Found) -> None:
+    consume(text, lo, hi, r"\belastic(?:ally)?\b|\b(?:dlrm|recommend\w*|recsys|click-?through(?:-rate)?|ctr|criteo|"
+                          r"ad\s+click|training)\b", "elastic")
+    m = _search(text, lo, hi, r"(?P<n>NUM\d+)\s+(?:training\s+)?epochs?", "epochs")
+    if m:
+        f.set("epochs", int(_num(text, m.group("n"))))
+    res: dict[str, Any] = {}
+    w = _workers(text, lo, hi)
+    if w is not None:
+        kind, n = w
+        if kind == "list":
+            raise PlanRefused(["a list of worker counts for elastic DLRM: the job sizes itself; "
+                               "give a bound ('at most N workers')"])
+        if kind == "bound":
+            res["max_workers"] = n
+            res["initial_workers"] = min(2, n)
+            f.bound = {"param": "workers", "op": "<=", "value": n}
+        else:
+            res.update(max_workers=n, initial_workers=n, autoscale=False)
+            f.stated["workers"] = n
+    m = _search(text, lo, hi, r"(?:at\s+most|up\s+to|no\s+more\s+than|max(?:imum)?)\s+(?P<n>NUM\d+)\s+cpus?", "cpus")
+    if m:
+        res["max_cpus"] = _num(text, m.group("n"))
+        f.bound = {"param": "cpus", "op": "<=", "value": number(_num(text, m.group("n")))}
+    m = _search(text, lo, hi, r"(?P<n>NUM\d+)\s+(?:parameter\s+servers?|ps)\b", "parameter servers")
+    if m:
+        n = int(_num(text, m.group("n")))
+        res.update(max_ps=n, initial_ps=n)
+        f.stated["ps"] = n
+    if res:
+        f.params["resources"] = res
+    m = _search(text, lo, hi, r"(?P<n>NUM\d+)\s+(?:generated\s+|synthetic\s+|training\s+)?(?:rows|samples|examples|records|impressions)", "rows")
+    if m:
+        f.params["data"] = {"generate_rows": int(_num(text, m.group("n")))}
+        f.stated["rows"] = int(_num(text, m.group("n")))
+    m = _search(text, lo, hi, r"batch\s+size\s*(?:=|of)?\s*(?P<n>NUM\d+)", "batch size")
+    if m:
+        f.params["model"] = {"batch_size": int(_num(text, m.group("n")))}
+        f.stated["batch_size"] = int(_num(text, m.group("n")))
+    m = _search(text, lo, hi, r"(?P<f>FILE\d+)", "data path")
+    if m:
+        f.params.setdefault("data", {})["path"] = text.literal(m.group("f")).text
+        f.stated["path"] = text.literal(m.group("f")).text
+
+
+def serve_adapters(text: Text, lo: int, hi: int, f: Found) -> None:
+    consume(text, lo, hi, r"\b(?:with|using|via|on)\s+ray\s+serve\b", "serve")
+    m = _search(text, lo, hi, r"\b(?:as|named|called)\s+(?!a\b|an\b|the\b|it\b|them\b)(?P<n>[a-z_][a-z0-9_\-]*)", "name")
+    if m:
+        f.set("name", m.group("n"))
+
+
+EXTRACTORS: dict[str, Callable[[Text, int, int, Found], None]] = {
+    "make_dataset": make_dataset, "load_data": load_data, "load_checkpoint": load_checkpoint,
+    "impute": impute, "clean_data": clean_data, "sample": sample, "split_data": split_data, "join": join,
+    "aggregate": aggregate, "plot": plot, "save_report": report,
+    "write_table": file_out("path", TABLE_EXT), "export_model": file_out("path"),
+    "train_model": train_model, "evaluate_model": metric_param(), "select_best": metric_param(with_mode=True),
+    "deploy_model": deploy_model, "notify": notify, "cleanup": cleanup,
+    "edit_pretrain": edit_pretrain, "mlora_finetune": mlora_finetune,
+    "elastic_dlrm": elastic_dlrm, "serve_adapters": serve_adapters,
+}

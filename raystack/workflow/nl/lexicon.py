@@ -1,0 +1,120 @@
+"""Words and phrases the rule planner knows: metrics, comparisons, construct cues, fillers, and
+the methods it knows it does not support. Patterns run on the masked text of
+:mod:`raystack.workflow.nl.text` (lower-case words, ``NUM3``/``PCT4``/``FILE5``... literals).
+"""
+
+from __future__ import annotations
+
+NUMV = r"(?:NUM\d+|PCT\d+)"
+NUMLIST = (rf"{NUMV}(?:\s*,\s*{NUMV})*\s*,?\s*(?:and|or)\s+{NUMV}|\[\s*{NUMV}(?:\s*,\s*{NUMV})+\s*\]"
+           rf"|{NUMV}(?:\s*,\s*{NUMV}){{2,}}")
+FILEV = r"FILE\d+"
+
+# metric words -> catalog metric names; longest first when matching
+METRICS = {
+    "validation loss": "val_loss", "val loss": "val_loss", "val_loss": "val_loss",
+    "eval loss": "val_loss", "held-out loss": "val_loss", "training loss": "train_loss",
+    "train loss": "train_loss", "log loss": "logloss", "logloss": "logloss",
+    "token accuracy": "token_accuracy", "token-level accuracy": "token_accuracy",
+    "exact match": "exact_match", "exact-match": "exact_match", "roc auc": "auc",
+    "roc-auc": "auc", "auc": "auc", "f1 score": "f1", "f1-score": "f1", "f1": "f1",
+    "accuracy": "accuracy", "acc": "accuracy", "precision": "precision", "recall": "recall",
+    "error rate": "error", "error": "error", "loss": "loss", "score": "score",
+}
+LOWER_IS_BETTER = {"loss", "val_loss", "train_loss", "logloss", "error"}
+METRIC_RX = "|".join(sorted((k.replace(" ", r"\s+") for k in METRICS), key=len, reverse=True))
+
+# comparison phrases (regex) -> operator; {v} is the number
+COMPARISONS = [
+    (rf"(?:is\s+|are\s+)?(?:at\s+least|no\s+less\s+than|not\s+below|not\s+less\s+than|>=|≥)\s+(?P<v>{NUMV})", ">="),
+    (rf"(?:is\s+|are\s+)?(?:at\s+most|no\s+more\s+than|not\s+above|not\s+more\s+than|<=|≤)\s+(?P<v>{NUMV})", "<="),
+    (rf"(?:is\s+|are\s+)?(?P<v>{NUMV})\s+or\s+(?:higher|more|above|better|greater)", ">="),
+    (rf"(?:is\s+|are\s+)?(?P<v>{NUMV})\s+or\s+(?:lower|less|below|under|worse)", "<="),
+    (rf"(?:is\s+|are\s+|gets\s+|goes\s+|rises\s+|climbs\s+)?(?:above|over|greater\s+than|more\s+than|higher\s+than|better\s+than|>)\s+(?P<v>{NUMV})", ">"),
+    (rf"(?:exceeds?|exceeding|beats?|tops|surpass(?:es)?)\s+(?P<v>{NUMV})", ">"),
+    (rf"(?:is\s+|are\s+|gets\s+|goes\s+|drops\s+|falls\s+|stays\s+|gets\s+)?(?:below|under|less\s+than|lower\s+than|worse\s+than|<)\s+(?P<v>{NUMV})", "<"),
+    (rf"(?:reach(?:es)?|hits?|gets\s+to|achieves?|attains?|is\s+up\s+to)\s+(?P<v>{NUMV})", "reach"),
+    (rf"(?:is|equals?|==)\s+(?:exactly\s+)?(?P<v>{NUMV})", "=="),
+]
+
+IF_CUE = r"(?:only\s+if|if|when|whenever|provided(?:\s+that)?|as\s+long\s+as|in\s+case|assuming)"
+METRIC_MOD = r"(?:(?:best|final|overall|mean|average|model's|test|resulting|measured)\s+)?"
+ELSE_CUE = r"(?:otherwise|else|if\s+not|failing\s+that)"
+UNTIL_CUE = r"(?:until|till|unless)"
+UNBOUNDED = (r"\b(?:forever|indefinitely|endlessly|without\s+(?:a\s+)?(?:limit|bound|end)|"
+             r"until\s+(?:it\s+)?converges?|until\s+convergence|until\s+(?:it\s+is\s+|it's\s+)?perfect|"
+             r"no\s+matter\s+how\s+long|as\s+long\s+as\s+it\s+takes)\b")
+BOUND = (r"(?:(?:for\s+)?(?:at\s+most|up\s+to|no\s+more\s+than|not\s+more\s+than|a\s+maximum\s+of|"
+         r"maximum\s+of|max(?:imum)?|capped\s+at|with\s+a\s+(?:maximum|limit|cap)\s+of|limited\s+to)\s+"
+         r"(?P<n>NUM\d+)\s*(?:times|rounds?|iterations?|attempts?|tries|repetitions?|passes|runs)?"
+         r"|(?P<n2>NUM\d+)\s+(?:times|rounds|iterations|attempts|tries)\s+(?:at\s+most|max(?:imum)?)"
+         r"|(?:in|over)\s+(?:at\s+most\s+)?(?P<n3>NUM\d+)\s+(?:rounds|iterations|attempts|tries))")
+RETRIES = [
+    r"(?:with\s+|and\s+)?(?:up\s+to\s+|at\s+most\s+|a\s+maximum\s+of\s+)?(?P<n>NUM\d+)\s+retr(?:y|ies)(?:\s+on\s+failure)?",
+    r"retry(?:ing)?\s+(?:it\s+|that\s+|the\s+step\s+|this\s+step\s+|training\s+|on\s+failure\s+|if\s+it\s+fails\s+|"
+    r"when\s+it\s+fails\s+)*(?:up\s+to\s+|at\s+most\s+)?(?P<n>NUM\d+)\s+times?(?:\s+(?:if\s+it\s+fails|on\s+failure))?",
+    r"(?:if|when)\s+it\s+fails\s*,?\s*retry\s+(?:it\s+)?(?:up\s+to\s+)?(?P<n>NUM\d+)\s+times?",
+    r"(?:try|attempt)\s+(?:it\s+)?(?:up\s+to\s+|at\s+most\s+)(?P<t>NUM\d+)\s+times",
+]
+
+EXIT_CUES = [
+    (r"\bon\s+(?:a\s+)?failure\b|\bupon\s+failure\b|\bin\s+case\s+of\s+(?:a\s+|any\s+)?(?:failures?|errors?)\b|"
+     r"\b(?:if|when|should)\s+(?:anything|something|any\s+step|a\s+step|any\s+of\s+(?:this|these|them)|"
+     r"the\s+(?:run|workflow|pipeline|job|training|whole\s+thing|flow))\s+(?:fails|failed|breaks|goes\s+wrong|"
+     r"errors(?:\s+out)?|crashes)\b|\bif\s+there\s+is\s+(?:an\s+)?error\b", "failure"),
+    (r"\bon\s+success\b|\bupon\s+success\b|\b(?:if|when|once)\s+(?:everything|it\s+all|all\s+steps|"
+     r"the\s+(?:run|workflow|pipeline|job|whole\s+thing))\s+(?:succeeds|succeeded|is\s+successful|"
+     r"completes\s+successfully|finishes\s+successfully|goes\s+well)\b", "success"),
+    (r"\b(?:always|no\s+matter\s+what(?:\s+happens)?|whatever\s+happens|regardless(?:\s+of\s+(?:the\s+)?"
+     r"(?:outcome|result|whether\s+it\s+succeeds(?:\s+or\s+(?:fails|not))?))?|in\s+any\s+case|in\s+all\s+cases|"
+     r"come\s+what\s+may|succeed\s+or\s+fail|even\s+if\s+(?:it|something|anything)\s+fails)\b", "always"),
+]
+END_PHRASES = (r"\b(?:(?:when|once)\s+(?:it\s+is\s+|it's\s+|everything\s+is\s+)?(?:finished|complete|completed|done)|at\s+the\s+(?:very\s+)?end|when\s+(?:it|everything|the\s+(?:run|workflow|pipeline|job))\s+"
+               r"(?:finishes|is\s+(?:done|finished|over)|completes|ends|has\s+finished)|when\s+done|"
+               r"once\s+(?:it\s+is|it's|everything\s+is)\s+(?:done|finished)|when\s+the\s+run\s+ends|"
+               r"after\s+(?:everything|all\s+steps|it\s+all)|at\s+the\s+close)\b")
+PARALLEL = (r"\b(?:in\s+parallel|at\s+the\s+same\s+time|simultaneously|concurrently|side\s+by\s+side|"
+            r"in\s+tandem|independently|parallel)\b")
+SEQUENCE = (r"\b(?:and\s+then|then|after\s+that|afterwards|afterward|next|finally|followed\s+by|"
+            r"subsequently|lastly|first|firstly|second|secondly|once\s+that\s+is\s+done|when\s+that\s+is\s+done|"
+            r"at\s+the\s+end)\b")
+
+PURPOSE = (r"\bfor\s+(?:the\s+|a\s+|our\s+)?(?:[a-z][\w-]*\s+){1,3}?(?:detection|prediction|analysis|classification|"
+           r"project|use\s+case|task|team|experiment|study|demo|pipeline)\s*(?=,)")
+# Words that need no step of their own: articles, pronouns, politeness, glue.
+FILLERS = set("""
+a an the it its it's them their they this that these those to of on in into onto with and or
+for by from as at my our your me us we i you please also then so just now next first finally
+which each every all both some any one ones either other another too well here there
+using use via step steps stage result results output outputs data dataset datasets model models
+set sets table tables file files new resulting fresh final current given whole entire
+can could would should will shall want need like lets let's go ahead do run perform kick off
+start begin carry out make sure ok okay kindly be is are was were been being have has had
+what how do does did done finished finishes finish complete completed completes end ends
+up out over after before while once again each one
+simple small basic quick quickly tiny short little simple standard default plain usual
+good nice proper properly carefully
+afterwards afterward later thereafter subsequently lastly
+the same everything thing things stuff
+pretrained trained fitted tuned cleaned processed prepared deduplicated normalized sampled
+winning chosen selected best 's counts totals sums averages statistics stats checkpoint
+checkpoints top winner i'd i'll i'm we'd we'll we're you'd like love wish grab back
+""".split())
+# head nouns after which unknown words are read as describing the data or model
+HEAD_NOUNS = set("""
+data dataset datasets table tables file files records record rows row samples sample examples
+example entries readings logs log events measurements observations transactions values
+model models classifier classifiers regressor predictor predictors estimator learner
+corpus text documents set features columns column log
+""".split())
+# methods and models the catalog does not have: their presence is never read as a description
+UNSUPPORTED = set("""
+forest forests random-forest gradient boosted boosting xgboost lightgbm catboost svm svms svc
+neural network networks mlp cnn rnn lstm gru bert gpt transformer transformers tree trees
+decision naive bayes bayesian kmeans k-means cluster clusters clustering dbscan pca tsne t-sne
+umap arima prophet forecast forecasting ridge lasso elasticnet elastic-net perceptron
+deep ensemble stacking bagging adaboost autoencoder gan diffusion vae reinforcement
+one-hot onehot encode encoding tokenize tokenizer translate translation
+internet online download downloaded url http https scrape crawl kaggle hub huggingface
+sql database databases query spark hive bigquery snowflake redshift postgres mysql mongodb
+""".split())

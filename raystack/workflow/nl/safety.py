@@ -1,0 +1,64 @@
+"""Requests a planner must refuse whatever else they say: destroying files or systems, running
+commands, sending data or secrets away, or overriding the planner's instructions.
+
+:func:`screen` runs before any planning, on the raw text, and returns the refusal (kind
+"destructive") with the phrase that triggered it. Data operations that only drop rows
+("remove rows with missing values", "drop duplicates") are not deletions.
+"""
+
+from __future__ import annotations
+
+import re
+
+from raystack.workflow.nl.plan import PlanRefused
+
+_DELETE = r"(?:delete|deleting|remove|removing|erase|erasing|wipe|wiping|purge|purging|destroy|shred|rm|clear|clearing|empty|emptying|truncate|overwrite|nuke|clean\s+up|cleanup|get\s+rid\s+of)"
+_ROWS = (r"(?:rows?|records?|entries|lines?|duplicates?|duplicated|nulls?|nans?|missing|empty\s+(?:rows|values|cells)|"
+         r"incomplete|outliers?|columns?|na|blank|invalid|corrupt(?:ed)?\s+rows|the\s+(?:tmp|temp|temporary|scratch|"
+         r"intermediate|staging)|(?:tmp|temp|temporary|scratch|intermediate|staging)|any\s+rows|values)")
+_TARGETS = (r"(?:/|~|\$home|everything|all\s+(?:the\s+)?(?:files|data|folders|directories|outputs|checkpoints|models|results|logs)|"
+            r"every\s+(?:file|folder)|(?:the|my|our|your|this)\s+(?:whole\s+|entire\s+)?(?:project|home|root|system|repo|"
+            r"repository|disk|drive|hard\s+drive|database|db|bucket|server|cluster|machine|folder|directory|"
+            r"workspace|codebase|source|checkpoints?|outputs|results|logs|files|data\s+lake|warehouse|backups?)|"
+            r"production|prod\b|the\s+\w+\s+(?:folder|directory|bucket|database))")
+PATTERNS: list[tuple[str, str]] = [
+    (rf"\b(?:ignore|disregard|forget|override|bypass|skip)\s+(?:all\s+|any\s+|your\s+|the\s+|my\s+|previous\s+|prior\s+|"
+     rf"above\s+|earlier\s+|safety\s+|system\s+)*(?:instructions?|rules|guidelines|constraints|policies|policy|"
+     rf"safety|restrictions|prompt|system\s+prompt|guardrails)\b", "asks to override the planner's instructions"),
+    (r"\b(?:you\s+are\s+now|pretend\s+(?:to\s+be|you\s+are)|act\s+as|jailbreak|developer\s+mode)\b",
+     "asks the planner to take another role"),
+    (r"\brm\s+-\w+|\bsudo\b|\bmkfs\b|\bchmod\b|\bchown\b|\bdd\s+if=|\bcurl\b|\bwget\b|\|\s*(?:sh|bash)\b|"
+     r"\bos\.system\b|\bsubprocess\b|\beval\s*\(|\bexec\s*\(|`[^`]+`|\$\(",
+     "contains a shell command"),
+    (r"\b(?:run|execute|launch|invoke|start)\s+(?:a\s+|the\s+|this\s+|my\s+|some\s+|an?\s+arbitrary\s+)?"
+     r"(?:shell|bash|terminal|system|os|python)?\s*(?:commands?|scripts?|code|one-liner|snippet|program|binary)\b",
+     "asks to run a command"),
+    (r"\b(?:format|reformat|wipe|erase|partition)\s+(?:the\s+|my\s+|a\s+|this\s+)?(?:disk|drive|hard\s+drive|"
+     r"volume|partition|machine|system|computer|server)\b", "asks to format or wipe a disk"),
+    (r"\b(?:drop|truncate|delete)\s+(?:the\s+|a\s+|all\s+|every\s+)?(?:\w+\s+)?(?:database|db|schema|collection|"
+     r"tables?\b(?!\s+rows))", "asks to drop a database or its tables"),
+    (r"\b(?:shut\s*down|reboot|restart|kill|halt|power\s+off|stop)\s+(?:the\s+|my\s+|this\s+|all\s+)?"
+     r"(?:server|cluster|machine|node|nodes|computer|system|processes|ray)\b|\bray\s+stop\b",
+     "asks to stop machines or processes"),
+    (rf"\b{_DELETE}\s+(?!{_ROWS}\b)(?:\w+\s+){{0,3}}?{_TARGETS}", "asks to delete files or systems"),
+    (rf"\b{_DELETE}\s+(?:\w+\s+){{0,3}}?(?:/|~/|\.\./)\S*", "asks to delete a path outside the run"),
+    (r"\b(?:upload|send|email|e-mail|mail|post|transfer|copy|sync|exfiltrate|leak|share|forward|ftp|scp|rsync|push)\b"
+     r"[^.;]*?(?:[\w.+-]+@[\w-]+\.[\w.-]+|\b\w+://\S+|\b\d{1,3}(?:\.\d{1,3}){3}\b|\b(?:server|ftp|endpoint|webhook|"
+     r"pastebin|external|remote|third[- ]party|outside|public)\b)", "asks to send data outside the run"),
+    (r"\b(?:credentials?|passwords?|passwd|secrets?|api[\s_-]?keys?|access[\s_-]?keys?|private\s+keys?|ssh\s+keys?|"
+     r"tokens?\s+file|\.env\b|/etc/passwd|/etc/shadow|\.aws|\.ssh|auth_token|keychain)\b",
+     "touches credentials or secrets"),
+    (r"\b(?:email|e-mail|mail|upload|send|transfer|post)\s+(?:me\s+|us\s+)?(?:the|all|my|our|this|every|raw)\s+"
+     r"(?:\w+\s+)?(?:data|dataset|table|files?|records|rows|model|weights|checkpoint|customers?|users?|transactions)\b",
+     "asks to send data outside the run"),
+]
+_COMPILED = [(re.compile(p, re.I), why) for p, why in PATTERNS]
+
+
+def screen(text: str) -> None:
+    """Raise PlanRefused (destructive) when the request asks for something no plan may do."""
+    for rx, why in _COMPILED:
+        m = rx.search(text)
+        if m:
+            raise PlanRefused([f"the request {why}: {m.group(0).strip()!r}; refused, whatever "
+                               "else it asks"], "destructive")

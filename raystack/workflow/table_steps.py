@@ -1,0 +1,223 @@
+"""Catalog steps over tables (pyarrow Tables): make, load, clean, impute, dedup, normalize,
+sample, split, join, aggregate, summarise, write and plot.
+
+Steps that write files for people (write_table, plot) are side effects: they run every time
+(the cache never stands in for a file someone may have moved or deleted) and write under the
+run's output directory unless given an absolute path.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Literal, Optional
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.json as pajson
+import pyarrow.parquet as pq
+
+from raystack.workflow.api import step
+from raystack.workflow.artifacts import REPORT_FILE, TABLE_FILE, Artifact, make_artifact
+from raystack.workflow.context import RunContext
+
+TARGET = "y"
+TABLE_SUFFIXES = (".csv", ".parquet", ".pq", ".json", ".jsonl", ".tsv")
+
+
+def _out_path(path: str, run_context: Optional[RunContext]) -> str:
+    """Relative output paths go under the step's own output directory."""
+    if os.path.isabs(path) or run_context is None:
+        return path
+    return os.path.join(run_context.step_dir(), path)
+
+
+def make_dataset(rows: int = 400, features: int = 6,
+                 task: Literal["classification", "regression"] = "classification",
+                 noise: float = 0.5, seed: int = 0) -> pa.Table:
+    """Generate a synthetic table with feature columns f0..fN and a target column 'y'."""
+    if rows < 2 or features < 1:
+        raise ValueError(f"make_dataset needs rows >= 2 and features >= 1, got {rows}, {features}")
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(rows, features))
+    w = rng.normal(size=features)
+    z = x @ w + noise * rng.normal(size=rows)
+    y = (z > 0).astype(np.int64) if task == "classification" else z
+    cols = {f"f{i}": x[:, i] for i in range(features)}
+    cols[TARGET] = y
+    return pa.table(cols)
+
+
+def load_data(path: str) -> pa.Table:
+    """Load a CSV, TSV, Parquet, JSON or JSON-lines file into a table."""
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"data file {path!r} does not exist")
+    ext = os.path.splitext(path)[1].lower()
+    if ext in (".parquet", ".pq") or os.path.isdir(path):
+        return pq.read_table(path)
+    if ext == ".csv":
+        return pacsv.read_csv(path)
+    if ext == ".tsv":
+        return pacsv.read_csv(path, parse_options=pacsv.ParseOptions(delimiter="\t"))
+    if ext in (".json", ".jsonl"):
+        return pajson.read_json(path)
+    raise ValueError(f"data file {path!r}: expected one of {TABLE_SUFFIXES}")
+
+
+def clean_data(data: pa.Table, drop_nulls: bool = True) -> pa.Table:
+    """Drop rows with missing values (nulls, and NaN in float columns)."""
+    if not drop_nulls:
+        return data
+    data = data.drop_null()
+    keep = np.ones(data.num_rows, dtype=bool)
+    for name in data.column_names:
+        if pa.types.is_floating(data.column(name).type):
+            keep &= ~np.isnan(data.column(name).to_numpy(zero_copy_only=False))
+    return data if keep.all() else data.filter(pa.array(keep))
+
+
+def impute(data: pa.Table, strategy: Literal["mean", "median", "zero"] = "mean") -> pa.Table:
+    """Fill missing numeric values with the column's mean, median or zero."""
+    cols = {}
+    for name in data.column_names:
+        col = data.column(name)
+        if pa.types.is_integer(col.type) or pa.types.is_floating(col.type):
+            a = col.to_numpy(zero_copy_only=False).astype(np.float64)
+            known = a[~np.isnan(a)]
+            fill = 0.0 if strategy == "zero" or known.size == 0 else (
+                float(np.mean(known)) if strategy == "mean" else float(np.median(known)))
+            cols[name] = np.where(np.isnan(a), fill, a)
+        else:
+            cols[name] = col
+    return pa.table(cols)
+
+
+def dedup(data: pa.Table) -> pa.Table:
+    """Drop duplicate rows (the first of each kept, order preserved)."""
+    keyed = data.append_column("__row", pa.array(np.arange(data.num_rows)))
+    first = keyed.group_by(data.column_names, use_threads=False).aggregate([("__row", "min")])
+    keep = np.sort(first.column("__row_min").to_numpy())
+    return data.take(pa.array(keep))
+
+
+def normalize(data: pa.Table, target: str = TARGET) -> pa.Table:
+    """Standardise every numeric feature column to zero mean and unit variance."""
+    cols = {}
+    for name in data.column_names:
+        col = data.column(name)
+        numeric = pa.types.is_integer(col.type) or pa.types.is_floating(col.type)
+        if name == target or not numeric:
+            cols[name] = col
+            continue
+        a = col.to_numpy(zero_copy_only=False).astype(np.float64)
+        cols[name] = (a - np.nanmean(a)) / (np.nanstd(a) + 1e-12)
+    return pa.table(cols)
+
+
+def sample(data: pa.Table, fraction: Optional[float] = None, rows: Optional[int] = None,
+           seed: int = 0) -> pa.Table:
+    """A random subset: ``fraction`` of the rows, or ``rows`` of them (without replacement)."""
+    if (fraction is None) == (rows is None):
+        raise ValueError("sample needs exactly one of fraction or rows")
+    n = rows if rows is not None else int(round(data.num_rows * float(fraction)))
+    if not 0 < n <= data.num_rows:
+        raise ValueError(f"sample of {n} rows from a table of {data.num_rows}")
+    idx = np.sort(np.random.default_rng(seed).choice(data.num_rows, size=n, replace=False))
+    return data.take(pa.array(idx))
+
+
+def split_data(data: pa.Table, test_fraction: float = 0.2, seed: int = 0) -> dict[str, pa.Table]:
+    """Shuffle and split a table into {'train', 'test'}."""
+    if not 0.0 < test_fraction < 1.0:
+        raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction}")
+    idx = np.random.default_rng(seed).permutation(data.num_rows)
+    n_test = max(1, int(round(data.num_rows * test_fraction)))
+    return {"train": data.take(pa.array(idx[n_test:])), "test": data.take(pa.array(idx[:n_test]))}
+
+
+def join(left: pa.Table, right: pa.Table, on: Optional[str] = None,
+         how: Literal["inner", "left outer", "full outer"] = "inner") -> pa.Table:
+    """Join two tables on a column (default: the one column name they share)."""
+    if on is None:
+        shared = sorted(set(left.column_names) & set(right.column_names))
+        if len(shared) != 1:
+            raise ValueError(f"join: name the key column (the tables share {shared})")
+        on = shared[0]
+    for t, side in ((left, "left"), (right, "right")):
+        if on not in t.column_names:
+            raise ValueError(f"join: the {side} table has no column {on!r}")
+    return left.join(right, keys=on, join_type=how, right_suffix="_right")
+
+
+def aggregate(data: pa.Table, by: Optional[str] = None,
+              agg: Literal["sum", "mean", "count", "min", "max"] = "sum") -> pa.Table:
+    """Group by column ``by`` (or first text column) and aggregate every numeric column."""
+    if by is None:
+        text = [n for n in data.column_names if pa.types.is_string(data.column(n).type)]
+        by = text[0] if text else data.column_names[0]
+    if by not in data.column_names:
+        raise ValueError(f"aggregate: no column {by!r}; columns are {data.column_names}")
+    numeric = [n for n in data.column_names if n != by and
+               (pa.types.is_integer(data.column(n).type) or pa.types.is_floating(data.column(n).type))]
+    return data.group_by(by, use_threads=False).aggregate([(n, agg) for n in numeric])
+
+
+def stats(data: pa.Table) -> dict:
+    """Summary statistics per numeric column (count, nulls, mean, std, min, max) and row count."""
+    out: dict = {"rows": data.num_rows, "columns": {}}
+    for name in data.column_names:
+        col = data.column(name)
+        if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
+            continue
+        a = col.to_numpy(zero_copy_only=False).astype(np.float64)
+        ok = a[~np.isnan(a)]
+        out["columns"][name] = {"count": int(ok.size), "nulls": int(col.null_count),
+                                "mean": float(ok.mean()) if ok.size else None,
+                                "std": float(ok.std()) if ok.size else None,
+                                "min": float(ok.min()) if ok.size else None,
+                                "max": float(ok.max()) if ok.size else None}
+    return out
+
+
+@step(side_effect=True)
+def write_table(data: pa.Table, path: str = "table.parquet",
+                run_context: Optional[RunContext] = None) -> Artifact:
+    """Write a table to a Parquet or CSV file (by its extension); returns the file."""
+    target = _out_path(path, run_context)
+    os.makedirs(os.path.dirname(os.path.abspath(target)) or ".", exist_ok=True)
+    if target.lower().endswith(".csv"):
+        pacsv.write_csv(data, target)
+    else:
+        pq.write_table(data, target)
+    return make_artifact(TABLE_FILE, target, metrics={"rows": data.num_rows})
+
+
+@step(side_effect=True)
+def plot(data: pa.Table | dict | list, column: Optional[str] = None, path: str = "plot.png",
+         run_context: Optional[RunContext] = None) -> Artifact:
+    """Plot a table column's histogram, or a list of numbers / a metrics dict as a line or
+    bars, to a PNG file."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    target = _out_path(path, run_context)
+    os.makedirs(os.path.dirname(os.path.abspath(target)) or ".", exist_ok=True)
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    if isinstance(data, pa.Table):
+        names = [n for n in data.column_names if pa.types.is_integer(data.column(n).type)
+                 or pa.types.is_floating(data.column(n).type)]
+        col = column or (names[0] if names else None)
+        if col is None:
+            raise ValueError("plot: the table has no numeric column")
+        ax.hist(data.column(col).to_numpy(zero_copy_only=False), bins=30)
+        ax.set_xlabel(col)
+    elif isinstance(data, dict):
+        nums = {k: float(v) for k, v in data.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        ax.bar(list(nums), list(nums.values()))
+    else:
+        ax.plot([float(v) for v in data])
+    fig.tight_layout()
+    fig.savefig(target)
+    plt.close(fig)
+    return make_artifact(REPORT_FILE, target)
+

@@ -1,0 +1,28 @@
+"""The simulated link between pipeline stages: transfers arrive when the link would deliver them."""
+
+from __future__ import annotations
+
+import time
+
+import torch
+
+from raystack.comm.network import NetworkModel
+from raystack.mlora.link import InboundLink, Transfer
+
+
+def test_transfers_wait_for_the_link_in_order_and_plain_tensors_pass():
+    link = InboundLink(NetworkModel(latency_s=0.01, bandwidth_bytes_per_s=4e6))
+    x = torch.zeros(50_000)  # 200 kB: 0.06 s with the latency
+    t0 = time.monotonic()
+    sent = [Transfer.send(x), Transfer.send(x)]
+    assert link.receive(sent[0]) is x
+    first = time.monotonic() - t0
+    link.receive(sent[1])  # queued behind the first on the same link
+    both = time.monotonic() - t0
+    # at least the link's time (a busy host only sleeps longer): 0.06 s, then 0.12 s in all
+    assert 0.059 <= first < 2.0 and 0.119 <= both < 2.0
+    assert link.bytes == 400_000 and 0.11 <= link.waited_s <= both
+    assert link.receive(x) is x and link.receive(None) is None  # data from the driver, the last stage
+    ideal = InboundLink(NetworkModel())
+    ideal.receive(Transfer.send(x))
+    assert ideal.waited_s == 0.0
