@@ -4,7 +4,7 @@ Ray starts each task when its input ObjectRefs are ready, so independent steps r
 up to the cluster's resources. Each task calls :func:`raystack.workflow.engine.execute_step`
 (cache lookup, ``when`` conditions and ``while`` loops decided at run time, the step's
 timeout); retries are Ray's own (``max_retries`` with ``retry_exceptions``), and a step whose
-worker or node is lost is retried even when its ``retries`` is 0 (``NODE_LOSS_RETRIES``). Before submitting,
+worker or node is lost is retried even when its ``retries`` is 0 (``NODE_LOSS_RETRIES`` times). Before submitting,
 the driver walks the graph and leaves out every step whose artifact is already stored and
 intact, so an unchanged re-run submits nothing. Large workflows are split into parts, each
 run by its own :class:`WorkflowRunner` actor; a runner lost with its node is replaced and its
@@ -124,9 +124,10 @@ def known_from_cache(ir: WorkflowIR, store: ArtifactStore | None, verify: bool =
 
 def _options(spec: StepSpec, workflow: str) -> dict[str, Any]:
     r = dict(spec.resources)
-    # Ray retries a task whose worker or node died up to max_retries; its own exceptions only
-    # with retry_exceptions: a step without retries still survives a lost node
-    opts: dict[str, Any] = {"name": f"{workflow}:{spec.id}", "max_retries": max(spec.retries, NODE_LOSS_RETRIES),
+    # Ray retries a task whose worker or node died up to max_retries, its own exceptions too
+    # with retry_exceptions: a step without retries of its own still survives a lost node
+    retries = spec.retries if spec.retries > 0 else NODE_LOSS_RETRIES
+    opts: dict[str, Any] = {"name": f"{workflow}:{spec.id}", "max_retries": retries,
                             "retry_exceptions": spec.retries > 0, "num_cpus": r.pop("num_cpus", 1)}
     if "num_gpus" in r:
         opts["num_gpus"] = r.pop("num_gpus")
