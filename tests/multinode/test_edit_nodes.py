@@ -59,7 +59,7 @@ def test_a_lost_node_heals_its_replica_from_a_live_peer_and_survivors_never_step
             assert len(losses) == 36                        # each step ran once: nothing redone
         # the replacements joined with the survivors' state: same synced parameters everywhere
         states = group.group.call("heal_state")
-        for a, b in zip(states[0]["theta_sync"], states[2]["theta_sync"]):
+        for a, b in zip(states[0]["outer"]["theta_sync"], states[2]["outer"]["theta_sync"]):
             torch.testing.assert_close(a, b)
         assert faulty.val_loss <= 1.05 * clean.val_loss, (faulty.val_loss, clean.val_loss)
     finally:
