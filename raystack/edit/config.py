@@ -9,6 +9,7 @@ from typing import Literal, Optional
 from raystack.config import ConfigBase, ConfigError, Problems, option
 from raystack.devices import Device
 from raystack.runtime.tracking import check_loggers, loggers_option
+from raystack.runtime.storage import run_id_problem
 
 Mode = Literal["edit", "aedit", "diloco", "post_local_sgd", "sync"]
 Compression = Literal["none", "fp16", "bf16", "int8"]     # codecs of raystack.comm.compress
@@ -158,6 +159,8 @@ class RunConfig(ConfigBase):
             raise ConfigError("out_dir", "must name a directory")
         if self.resume and not self.run_id.strip():
             raise ConfigError("run_id", "name the run to resume (a run id in out_dir, or latest)")
+        if run_id_problem(self.run_id):
+            raise ConfigError("run_id", run_id_problem(self.run_id))
 
 
 @dataclass

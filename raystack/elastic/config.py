@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 from raystack.config import ConfigBase, Problems, option
 from raystack.runtime.tracking import check_loggers, loggers_option
+from raystack.runtime.storage import run_id_problem
 
 MAX_UNITS = 1024             # workers or parameter servers of one job
 MAX_ROWS = 1_000_000_000     # rows of generated data, a shard, an evaluation
@@ -118,4 +119,6 @@ class ElasticConfig(ConfigBase):
             problems.add("name", f"letters, digits, - and _ only, got {self.name!r}")
         if not self.work_dir.strip():
             problems.add("work_dir", "must name a directory")
+        if run_id_problem(self.run_id, allow_latest=False):
+            problems.add("run_id", run_id_problem(self.run_id, allow_latest=False))
         problems.raise_if_any()

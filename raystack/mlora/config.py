@@ -21,6 +21,7 @@ from raystack.devices import Device
 from raystack.data.sft import (SYNTHETIC_TASKS, Example, chat_examples, check_dataset_fields, file_examples,
                                synthetic_examples)
 from raystack.mlora.batchlora import AdapterSpec
+from raystack.runtime.storage import run_id_problem
 
 ALL_LINEAR = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
@@ -212,6 +213,8 @@ def _validate(cfg: MLoRAConfig) -> None:
         problems.add("output_dir", "must name a directory")
     if cfg.resume and not cfg.run_id.strip():
         problems.add("run_id", "name the run to resume (a run id in output_dir, or latest)")
+    if run_id_problem(cfg.run_id):
+        problems.add("run_id", run_id_problem(cfg.run_id))
     for key in ("datasets", "adapters", "tasks"):
         if len(getattr(cfg, key)) > MAX_JOBS:
             problems.add(key, f"at most {MAX_JOBS} entries, got {len(getattr(cfg, key))}")

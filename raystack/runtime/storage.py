@@ -189,6 +189,15 @@ class Storage:
             self.fs.delete_dir(old)
 
 
+def run_id_problem(run_id: str, allow_latest: bool = True) -> str | None:
+    """Why ``run_id`` cannot name a run folder (None: it can; empty means a new id)."""
+    if run_id == LATEST:
+        return None if allow_latest else "'latest' names the newest earlier run, not a new one"
+    if not run_id or RUN_ID_PATTERN.match(run_id):
+        return None
+    return f"expected letters, digits, '.', '_' or '-' (at most 128), got {run_id!r}"
+
+
 def new_run_id() -> str:
     """A fresh run id: the UTC start time and a random suffix (sorts by time, never collides)."""
     return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + uuid.uuid4().hex[:6]
@@ -264,8 +273,9 @@ def open_run(location: str | Storage, part: str, *, run_id: str = "", resume: bo
     (``latest``: the newest); it must exist. Either way ``latest`` then names this run.
     """
     loc = location if isinstance(location, Storage) else Storage(location, field=field)
-    if run_id and run_id != LATEST and not RUN_ID_PATTERN.match(run_id):
-        raise StorageError(f"{run_id_field}: expected letters, digits, '.', '_' or '-', got {run_id!r}")
+    problem = run_id_problem(run_id)
+    if problem:
+        raise StorageError(f"{run_id_field}: {problem}")
     if resume:
         run = RunDir(loc, find_run(loc, run_id, run_id_field=run_id_field).run_id, part, resumed=True)
     else:
