@@ -61,6 +61,16 @@ def prepare_data(cfg: ElasticConfig) -> tuple[list[tuple[str, int]], str]:
     return files[:-1], files[-1][0]
 
 
+def check_audit(counts: np.ndarray, job: str) -> tuple[int, int]:
+    """(lost, duplicated) samples of the audit (how often each sample id was trained); raises
+    ElasticJobError unless both are 0: a job that lost or repeated samples never succeeds."""
+    lost, duplicated = int((counts == 0).sum()), int((counts > 1).sum())
+    if lost or duplicated:
+        raise ElasticJobError(f"job {job}: the audit found {lost} samples never trained and "
+                              f"{duplicated} trained more than once (of {len(counts)})")
+    return lost, duplicated
+
+
 def spec_of(cfg: ElasticConfig) -> DLRMSpec:
     m = cfg.model
     return DLRMSpec(vocab=cfg.data.vocab, dim=m.dim, bottom=tuple(m.bottom), top=tuple(m.top))
@@ -158,10 +168,7 @@ class ElasticController:
         trained twice (a job that lost samples never reports success)."""
         counts = self.backend.audit()
         rows = int(counts.sum())
-        lost, duplicated = int((counts == 0).sum()), int((counts > 1).sum())
-        if lost or duplicated:
-            raise ElasticJobError(f"job {self.cfg.name}: the audit found {lost} samples never trained and "
-                                  f"{duplicated} trained more than once (of {len(counts)})")
+        lost, duplicated = check_audit(counts, self.cfg.name)
         return ElasticResult(
             auc=self.evaluate(), rows=rows, seconds=seconds, samples_per_s=rows / seconds,
             lost=lost, duplicated=duplicated,

@@ -180,3 +180,15 @@ def test_units_that_die_but_commit_in_between_are_relaunched_every_time():
         pass
     assert loop.state is State.FINISHED
     assert len(be.relaunched) > 2  # more deaths than max_relaunches: each one had committed rows
+
+
+def test_a_job_whose_audit_finds_a_lost_or_repeated_sample_never_succeeds():
+    import pytest
+
+    from raystack.actors.elastic.controller import ElasticJobError, check_audit
+
+    assert check_audit(np.ones(5, dtype=np.int32), "j") == (0, 0)
+    with pytest.raises(ElasticJobError, match="job j: the audit found 1 samples never trained and 0"):
+        check_audit(np.array([1, 0, 1, 1]), "j")
+    with pytest.raises(ElasticJobError, match="0 samples never trained and 1 trained more than once"):
+        check_audit(np.array([1, 2, 1]), "j")
