@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import os
 import tempfile
-import uuid
 from dataclasses import dataclass, replace
 from pathlib import Path
+
+from raystack.runtime.storage import new_run_id
 
 RUN_CONTEXT_PARAM = "run_context"
 STATUS_PARAM = "workflow_status"
@@ -57,8 +58,9 @@ class RunContext:
 
 def new_context(workflow: str, scratch_root: str | None = None, out_dir: str | None = None,
                 delete_paths: tuple[str, ...] | list[str] = (), tiny: bool = False) -> RunContext:
-    """A fresh run: a new id and an empty scratch directory of its own."""
-    run_id = uuid.uuid4().hex[:12]
+    """A fresh run: a new id (the same kind every part's run folder gets) and an empty scratch
+    directory of its own."""
+    run_id = new_run_id()
     if scratch_root is None:
         scratch = tempfile.mkdtemp(prefix=f"raystack-{workflow[:20]}-{run_id}-")
     else:
