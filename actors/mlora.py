@@ -12,11 +12,9 @@ ops in schedule order; activations and gradients travel between stages as Ray ob
 as over a network when ``pipeline.link_*`` simulate one). Between windows it checkpoints every
 adapter and fits the memory model to the peaks measured. When a window fails, the controller
 polls the stages once, the :class:`FailurePolicy` (``pipeline.max_restarts`` per stage)
-decides, and the recovery respawns the dead stages (a stage lost with its node on another node)
-and resumes every adapter from its last checkpoint. Every file goes through the run's own folder
-in the storage location (``output_dir``, any pyarrow filesystem): ``<output_dir>/<run
-id>/checkpoints/<adapter>.pt`` and ``adapters/<adapter>/`` (published whole); a fresh run never
-reads another run's files. :class:`MLoRADriver` runs it for ``raystack.mlora.finetune(cfg)``.
+decides, and the recovery respawns the dead stages (off a lost node) and resumes every adapter
+from its last checkpoint. Files go to the run's own folder of ``output_dir`` (``RunFiles``).
+:class:`MLoRADriver` runs it for ``raystack.mlora.finetune(cfg)``.
 """
 
 from __future__ import annotations
@@ -25,7 +23,6 @@ import json
 import logging
 import math
 import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -39,7 +36,7 @@ from raystack.config import config_to_dict
 from raystack.devices import cluster_gpus, local_device, plan_devices, to_cpu
 from raystack.mlora.balance import measured_costs, param_costs, partition
 from raystack.mlora.config import AdapterConfig, DatasetConfig, MLoRAConfig, TaskConfig
-from raystack.mlora.export import base_reference, save_peft
+from raystack.mlora.export import RunFiles, base_reference
 from raystack.mlora.footprint import Calibration, calibrate, default_budgets, device_capacity
 from raystack.mlora.jobs import JobState, form_lanes, lane_step
 from raystack.mlora.link import InboundLink, Transfer
@@ -58,7 +55,7 @@ from raystack.runtime.controller import Controller, ControllerState, MetricsCall
 from raystack.runtime.group import ActorGroup, Call, MemberSpec, PlacementSpec, Spawner
 from raystack.runtime.policy import FailureEvent, FailurePolicy
 from raystack.runtime.result import Result, history_table
-from raystack.runtime.storage import RunDir, open_run, torch_bytes, torch_load_bytes
+from raystack.runtime.storage import RunDir, open_run
 from raystack.runtime.tracking import TENSORBOARD_DIR, make_loggers
 
 __all__ = ["LoRAPipeline", "MLoRADriver", "PipelineRun", "PipelineStage", "StagePeak", "WindowReport"]
@@ -239,20 +236,10 @@ class LoRAPipeline:
         self._arrivals += 1
 
     def use_output(self, cfg: MLoRAConfig) -> RunDir:
-        """Write from now on into a run folder of ``cfg.output_dir`` (a new one unless
-        ``cfg.resume`` names an earlier run); returns it."""
-        self.run_dir = open_run(cfg.output_dir, "mlora", run_id=cfg.run_id, resume=cfg.resume,
-                                field="output_dir", run_id_field="run_id")
-        self.store = self.run_dir.storage
+        """Write into a new run folder of ``cfg.output_dir`` (or the one ``cfg.resume`` names)."""
+        self.run_dir = open_run(cfg.output_dir, "mlora", run_id=cfg.run_id, resume=cfg.resume, field="output_dir")
+        self.files = RunFiles(self.run_dir.storage)
         return self.run_dir
-
-    @staticmethod
-    def _ckpt_path(name: str) -> tuple[str, str]:
-        return "checkpoints", f"{name}.pt"
-
-    def _load_checkpoint(self, name: str) -> dict | None:
-        path = self._ckpt_path(name)
-        return torch_load_bytes(self.store.read_bytes(*path)) if self.store.exists(*path) else None
 
     def _request(self, task: TaskConfig, arrival: int = 0) -> JobRequest:
         return job_request(task, self.cfg.adapter(task.adapter), self.meta, self.plan.bounds, arrival)
@@ -295,14 +282,14 @@ class LoRAPipeline:
         is deleted); a job it marks finished is recorded as done in the run being resumed."""
         name = task.adapter
         self.tasks[name] = task
-        ckpt = self._load_checkpoint(name)
+        ckpt = self.files.load(name)
         if ckpt is not None and ckpt.get("fingerprint") != self._fingerprint(name):
-            logger.warning("%s: ignoring the checkpoint in %s, written for another config", name, self.store.uri)
-            self.store.delete_file(*self._ckpt_path(name))  # a failure before this job's first checkpoint must not find it
+            logger.warning("%s: ignoring the checkpoint in %s, written for another config", name, self.run_dir.run_id)
+            self.files.drop(name)  # a failure before this job's first checkpoint must not find it
             return None
         if ckpt is not None and ckpt.get("finished"):
             self.finished.add(name)
-            self.resumed_done[name] = self.store.path("adapters", name)
+            self.resumed_done[name] = self.files.adapter_dir(name)
         return ckpt
 
     def _skip_finished(self) -> None:
@@ -328,10 +315,10 @@ class LoRAPipeline:
         per_job = {name: [p[name] for p in parts] for name in parts[0]}
         for name in per_job:
             job = self.running[name]
-            self.store.write_bytes(torch_bytes({
+            self.files.save(name, {
                 "stages": per_job[name], "step": job.step, "losses": job.losses,
                 "batcher": job.batcher.state_dict(), "finished": job.done,
-                "fingerprint": self._fingerprint(name)}), *self._ckpt_path(name))
+                "fingerprint": self._fingerprint(name)})
         return per_job
 
     def _fingerprint(self, name: str) -> str:
@@ -352,9 +339,7 @@ class LoRAPipeline:
         for part in stage_parts:
             state.update(part["weights"])
         ref = base_reference(self.cfg.base, self.cfg.seed)  # the base as given, and its weights' hash
-        with tempfile.TemporaryDirectory(prefix="raystack-adapter-") as tmp:
-            save_peft(Path(tmp) / name, self.cfg.adapter(name).spec(), state, ref, tokenizer_of(self.cfg))
-            return self.store.upload(Path(tmp) / name, "adapters", name)  # published whole
+        return self.files.export(name, self.cfg.adapter(name).spec(), state, ref, tokenizer_of(self.cfg))
 
     # -- stages ---------------------------------------------------------------------------
     def _stage_spec(self, i: int) -> MemberSpec:
@@ -408,7 +393,7 @@ class LoRAPipeline:
             self.stage_info[i], self.pids[i] = info, info.pid
         self.group.call("reset")
         for name, job in self.running.items():
-            ckpt = self._load_checkpoint(name)
+            ckpt = self.files.load(name)
             if ckpt is None:  # failed before its first checkpoint: from the start (adapter
                 job.step, job.losses = 0, []  # initialisation and dropout streams are seeded)
                 job.batcher.load_state_dict(self._admitted[name])
@@ -604,8 +589,7 @@ class MLoRADriver:
         run = self.pipeline.finish()
         store = self.run_dir.storage
         artifacts = {f"adapter.{n}": d for n, d in run.adapters.items()}
-        artifacts["losses"] = store.write_json(run.losses, "losses.json")  # every step's loss, per adapter
-        artifacts["run"] = store.uri
+        artifacts.update(losses=store.write_json(run.losses, "losses.json"), run=store.uri)  # every step's loss
         if run.refused:  # jobs that can never fit a stage's memory budget, with the numbers
             artifacts["refused"] = store.write_json(run.refused, "refused.json")
         if "tensorboard" in self.cfg.loggers:

@@ -31,6 +31,7 @@ from safetensors import safe_open
 from safetensors.torch import save_file
 
 from raystack.mlora.batchlora import AdapterSpec, BatchLoRAModel
+from raystack.runtime.storage import Storage, torch_bytes, torch_load_bytes
 
 _PREFIX = "base_model.model."
 CONFIG_FILE, WEIGHTS_FILE = "adapter_config.json", "adapter_model.safetensors"
@@ -256,15 +257,33 @@ def load_peft_adapter(model: BatchLoRAModel, directory: str | os.PathLike, name:
     return adapter.spec
 
 
-def save_checkpoint(path: str | os.PathLike, payload: dict[str, Any]) -> None:
-    """Atomically write a checkpoint (write to a temp file, then rename)."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_suffix(p.suffix + ".tmp")
-    torch.save(payload, tmp)
-    os.replace(tmp, p)
+class RunFiles:
+    """An mLoRA run's files in its run folder (any pyarrow filesystem, through a Storage):
+    ``checkpoints/<adapter>.pt`` (written atomically) and ``adapters/<adapter>/`` (published
+    whole)."""
 
+    def __init__(self, storage: Storage) -> None:
+        self.storage = storage
 
-def load_checkpoint(path: str | os.PathLike) -> dict[str, Any] | None:
-    p = Path(path)
-    return torch.load(p, weights_only=False) if p.exists() else None
+    def load(self, name: str) -> dict[str, Any] | None:
+        """The adapter's training checkpoint, or None."""
+        path = ("checkpoints", f"{name}.pt")
+        return torch_load_bytes(self.storage.read_bytes(*path)) if self.storage.exists(*path) else None
+
+    def save(self, name: str, payload: dict[str, Any]) -> None:
+        self.storage.write_bytes(torch_bytes(payload), "checkpoints", f"{name}.pt")
+
+    def drop(self, name: str) -> None:
+        self.storage.delete_file("checkpoints", f"{name}.pt")
+
+    def adapter_dir(self, name: str) -> str:
+        return self.storage.path("adapters", name)
+
+    def export(self, name: str, spec: AdapterSpec, state: dict[str, torch.Tensor], base: BaseRef | str | None,
+               tokenizer: Any = None) -> str:
+        """Write the adapter in the PEFT format (locally, then published whole); its path."""
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="raystack-adapter-") as tmp:
+            save_peft(Path(tmp) / name, spec, state, base, tokenizer)
+            return self.storage.upload(Path(tmp) / name, "adapters", name)
