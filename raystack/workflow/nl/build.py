@@ -185,10 +185,11 @@ def build(draft: Draft, name: str = "planned") -> Plan:
         known[s.label] = s
     steps = _Wiring(draft).wire()
     by_label = {s.label: s for s in steps}
-    for s in steps:  # "then": a step that takes no data still runs after the one before it
-        if (s.follows in by_label and not s.inputs and not s.after and s.when is None
-                and s.exit is None):
-            s.after = [s.follows]
+    for s in steps:  # "then": a step runs after the ones written before it, data or not
+        if s.exit is not None:
+            continue
+        given = {x for v in s.inputs.values() for x in (v if isinstance(v, list) else [v])}
+        s.after += [f for f in s.follows if f in by_label and f not in given and f not in s.after]
     wf = Workflow(name, description=draft.text)
     outs: dict[str, Any] = {}
     ids: dict[str, list[str]] = {}

@@ -41,6 +41,7 @@ class Found:
     map: tuple[str, list] | None = None
     stated_map: tuple[str, list] | None = None
     bound: dict[str, Any] | None = None
+    refs: dict[str, str] = field(default_factory=dict)   # param -> key of the tuned step's output
 
     def set(self, param: str, value: Any, stated_name: str | None = None, stated: Any = None) -> None:
         self.params[param] = value
