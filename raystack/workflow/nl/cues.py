@@ -136,7 +136,7 @@ def read_cues(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
         if toks[0].i == lo:
             t.mark(toks, "purpose")
     for _, toks in t.finditer(L.SEQUENCE, lo, hi, free_only=True):
-        t.mark(toks, "sequence")
+        t.mark([x for x in toks if x.kind != "punct"], "sequence")  # arrows stay for "report -> x.md"
         cues.append(Cue("seq", toks[0].i, toks[-1].i + 1, si))
     for tok in t.tokens[lo:hi]:
         if tok.text in (",", "(", ")", "—", "–", "-", ":"):

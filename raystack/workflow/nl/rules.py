@@ -130,8 +130,7 @@ class RulePlanner:
         for k in range(len(found) - 1, 0, -1):  # "train a DLRM on the data in data/criteo/"
             a = found[k]
             if a.entry in ("load_data", "make_dataset") and found[k - 1].entry in PARTS and \
-                    found[k - 1].sentence == a.sentence and \
-                    (t.tokens[a.lo].low in ("from", "in", "at", "on", "of") or a.prepositional):
+                    found[k - 1].sentence == a.sentence and self._part_data(t, found[k - 1], a):
                 for x in t.tokens[a.lo:a.trig_end]:
                     if x.used == a.entry:
                         x.used = ""
@@ -142,7 +141,9 @@ class RulePlanner:
                     a.entry not in ("load_data", "train_model", "evaluate_model", "notify")
                     or (a.entry == "load_data" and not (a.has_file and merged[-1].has_file))
                     or (a.entry == "train_model" and a.verbless and self._coordinated(t, merged[-1], a))
-                    or all(x.low in ("a", "an", "the", "me", "us", "with") for x in t.tokens[merged[-1].trig_end:a.lo])):
+                    or (a.entry not in ("load_data", "train_model", "evaluate_model", "join") and not a.has_file
+                        and all(x.low in ("a", "an", "the", "me", "us", "with")
+                                for x in t.tokens[merged[-1].trig_end:a.lo]))):
                 continue
             merged.append(a)
         embedded = {id(a) for a in merged if a.entry == "load_data" and a.trig_end - a.lo == 1}
@@ -153,8 +154,40 @@ class RulePlanner:
                 a.hi, a.zlo = a.trig_end, a.lo
                 continue
             a.hi = next(b for b in bounds if b > a.lo)
-            a.zlo = lo if k == 0 else a.lo  # words before the sentence's first step are its own
+            a.zlo = lo if k == 0 else self._phrase_start(t, a, merged[k - 1])
+            if k and merged[k - 1].hi > a.zlo and id(merged[k - 1]) not in embedded:
+                merged[k - 1].hi = a.zlo
         return merged
+
+    @staticmethod
+    def _phrase_start(t: Text, a: Action, prev: Action) -> int:
+        """Where an action's noun phrase starts: its modifiers before the trigger belong to it
+        ("an 80/20 train/test split", "20% held out", "a one-epoch elastic DLRM run")."""
+        j, lead = a.lo - 1, []
+        if a.prepositional:
+            return a.lo
+        while j >= max(prev.trig_end, a.lo - 4):
+            x = t.tokens[j]
+            if x.used or x.kind == "punct" or x.low in L.CLAUSE_WORDS or x.low in PREPOSITIONS \
+                    or x.low in ("for", "to", "by", "into", "per"):
+                break
+            lead.append(x)
+            j -= 1
+        if not lead:
+            return a.lo
+        if lead[-1].low in ("a", "an", "the", "some") or any(x.kind in ("num", "pct", "ratio") for x in lead):
+            return lead[-1].i
+        return a.lo
+
+    @staticmethod
+    def _part_data(t: Text, part: Action, a: Action) -> bool:
+        """A file or generated rows named as a part's own data ("a DLRM on 50000 generated
+        rows", "on the Criteo data in data/criteo/")."""
+        if t.tokens[a.lo].low in ("from", "in", "at", "on", "of"):
+            return True
+        between = t.tokens[part.trig_end:a.lo]
+        return any(x.low in ("on", "from", "with", "using", "over") for x in between[-4:]) and \
+            not any(x.kind == "punct" or x.low in L.CLAUSE_WORDS for x in between)
 
     @staticmethod
     def _coordinated(t: Text, first: Action, second: Action) -> bool:
