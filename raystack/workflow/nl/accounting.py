@@ -144,8 +144,8 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]]) -> None:
                         r"other)(?:\s+one)?\b", t.masked)
     if ordinal:  # "train on the first and evaluate on the second": which is which is a guess
         raise PlanRefused([f"cannot tell which step {ordinal.group(0)!r} refers to"])
-    unsupported = [x for x in t.tokens if x.low in L.UNSUPPORTED
-                   or any(x.low.startswith(p) for p in L.UNSUPPORTED_PREFIXES)]
+    unsupported = [x for x in t.tokens if not x.used.startswith("name:") and (
+        x.low in L.UNSUPPORTED or any(x.low.startswith(p) for p in L.UNSUPPORTED_PREFIXES))]
     if unsupported:
         raise PlanRefused([f"no catalog step does {t.span_text(r)!r}" for r in t.runs(unsupported)])
     lead_ins(t)

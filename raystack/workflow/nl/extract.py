@@ -28,6 +28,10 @@ EDIT_MODES = [(r"a-?edit|asynchronous\s+edit|async(?:hronous)?", "aedit"), (r"di
               (r"post[\s-]+local[\s-]+sgd", "post_local_sgd"),
               (r"synchronous(?:\s+data[\s-]+parallel)?|ddp|data[\s-]+parallel", "sync")]
 MODEL_NAMES = ("tiny-1m", "tiny-20m", "small-50m")
+# a named base model: "tiny-20m", "small-50m", "llama-7b" (the part's config checks it exists)
+BASE_MODEL = r"\b[a-z][a-z0-9]*-\d+(?:\.\d+)?[mkb]\b"
+COUNT_NOUNS = ("models", "runs", "times", "samples", "adapters", "candidates", "variants", "jobs",
+               "configs", "configurations", "separate", "different", "sizes", "settings", "values")
 WORKERS = r"(?:workers?|ranks?|replicas?|processes|nodes|machines|gpus?|devices)"
 MAX_ADAPTERS = 16
 
@@ -72,6 +76,18 @@ def files(text: Text, lo: int, hi: int, exts: tuple[str, ...] | None = None) -> 
             if exts is None or t.low.endswith(exts):
                 out.append(t)
     return out
+
+
+def claim_count(text: Text, lo: int, hi: int, n: int, before: int = 4) -> None:
+    """A count that agrees with a list read from the same phrase ("three models (logistic,
+    knn, centroid)", "three times, for 200, 400 and 800 steps"): the number is accounted for."""
+    for tok in text.tokens[max(0, lo - before):hi]:
+        if tok.kind != "num" or (tok.used and tok.used != text.claim) or tok.value() != n:
+            continue
+        nxt = text.tokens[tok.i + 1] if tok.i + 1 < len(text.tokens) else None
+        if tok.text.isalpha() or (nxt is not None and nxt.low in COUNT_NOUNS):
+            text.mark([tok], "count")
+            return
 
 
 def consume(text: Text, lo: int, hi: int, pattern: str, why: str) -> None:

@@ -9,9 +9,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from raystack.workflow.nl.extract import (MAX_ADAPTERS, MODEL_NAMES, SYNTH_TASKS, TABLE_EXT,
-                                          WORKERS, EDIT_MODES, Found, _list, _num, _search,
-                                          _set_map, consume, files)
+from raystack.workflow.nl.extract import (BASE_MODEL, EDIT_MODES, MAX_ADAPTERS, SYNTH_TASKS,
+                                          TABLE_EXT, WORKERS, Found, _list, _num, _search,
+                                          _set_map, claim_count, consume, files)
 from raystack.workflow.nl.lexicon import NUMLIST
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.text import Text, number
@@ -20,7 +20,7 @@ from raystack.workflow.nl.text import Text, number
 def _workers(text: Text, lo: int, hi: int) -> tuple[str, int | list] | None:
     """('bound', n) for "at most n workers", ('exact', n) for "n workers", ('list', [...])."""
     m = _search(text, lo, hi, rf"(?:at\s+most|up\s+to|no\s+more\s+than|not\s+more\s+than|a\s+maximum\s+of|"
-                              rf"maximum\s+of|max(?:imum)?|capped\s+at|limited\s+to)\s+(?P<n>NUM\d+)\s+(?:\w+\s+)?{WORKERS}", "workers bound")
+                              rf"maximum\s+of|max(?:imum)?|capped\s+at|limited\s+to|<=|≤)\s*(?P<n>NUM\d+)\s+(?:\w+\s+)?{WORKERS}", "workers bound")
     if m:
         return "bound", int(_num(text, m.group("n")))
     m = _search(text, lo, hi, rf"(?:on|with|across|using)?\s*(?P<l>{NUMLIST})\s+{WORKERS}", "workers")
@@ -44,6 +44,19 @@ def _steps(text: Text, lo: int, hi: int, f: Found, param: str = "steps") -> None
         f.set(param, int(_num(text, m.group("n"))))
 
 
+def _base_models(text: Text, lo: int, hi: int) -> list[str]:
+    """Named base models in the range: one, or a list ("tiny-1m and tiny-20m", "tiny-1m vs
+    tiny-20m")."""
+    names = []
+    for m, toks in text.finditer(BASE_MODEL, lo, hi, free_only=True):
+        text.mark(toks, "model")
+        if m.group(0) not in names:
+            names.append(m.group(0))
+    if len(names) > 1:
+        consume(text, lo, hi, r"\b(?:vs|versus|against)\b", "model list")
+    return names
+
+
 def edit_pretrain(text: Text, lo: int, hi: int, f: Found) -> None:
     consume(text, lo, hi, r"\b(?:pre-?train\w*|pre-training|edit|local\s+sgd|llm|large\s+language\s+models?|"
                           r"language\s+models?)\b", "edit")
@@ -51,21 +64,26 @@ def edit_pretrain(text: Text, lo: int, hi: int, f: Found) -> None:
         if _search(text, lo, hi, rf"\b(?:{p})\b", "mode", free=False):
             f.set("mode", mode)
             break
-    m = _search(text, lo, hi, r"\b(?P<m>" + "|".join(MODEL_NAMES) + r")\b", "model", free=False)
-    if m:
-        f.set("model", m.group("m"))
+    models = _base_models(text, lo, hi)
+    if len(models) > 1:
+        _set_map(f, "model", models)
+        claim_count(text, lo, hi, len(models))
+    elif models:
+        f.set("model", models[0])
     w = _workers(text, lo, hi)
     if w is not None:
         kind, n = w
-        if kind == "bound":
-            raise PlanRefused([f"EDiT runs a fixed number of ranks; 'at most {n} workers' is a bound "
-                               f"it cannot keep (say 'on {n} workers')"])
-        if kind == "list":
+        if kind == "bound":       # EDiT runs a fixed size: at most n ranks is n ranks, kept as a bound
+            f.params["ranks"] = n
+            f.bound = {"param": "workers", "op": "<=", "value": n}
+        elif kind == "list":
             _set_map(f, "ranks", n)
             f.stated_map = ("workers", n)
         else:
             f.set("ranks", n, "workers")
     _steps(text, lo, hi, f)
+    if f.map is not None:
+        claim_count(text, lo, hi, len(f.map[1]))
     m = _search(text, lo, hi, r"(?:learning[\s-]+rate|lr)\s*(?:=|:|of|at)?\s*(?P<n>NUM\d+)", "learning rate")
     if m:
         f.params.setdefault("inner", {})["lr"] = _num(text, m.group("n"))
@@ -76,24 +94,34 @@ def edit_pretrain(text: Text, lo: int, hi: int, f: Found) -> None:
         f.stated["sync_every"] = int(_num(text, m.group("n")))
 
 
+def _adapter_count(text: Text, lo: int, hi: int) -> int | None:
+    """"2 rank-8 DoRA adapters": the count a few words before "adapters"."""
+    for tok in text.tokens[lo:hi]:
+        if tok.low.startswith("adapter"):
+            num = next((x for x in reversed(text.tokens[max(lo, tok.i - 4):tok.i])
+                        if x.kind == "num" and (not x.used or x.used == text.claim)), None)
+            if num is None:
+                return None
+            text.mark([num], "adapters")
+            n = int(float(num.value()))
+            if not 1 <= n <= MAX_ADAPTERS:
+                raise PlanRefused([f"{n} adapters: between 1 and {MAX_ADAPTERS}"])
+            return n
+    return None
+
+
 def mlora_finetune(text: Text, lo: int, hi: int, f: Found) -> None:
-    consume(text, lo, hi, r"\b(?:fine-?tun\w*|finetun\w*|mlora|lora|adapters?)\b", "mlora")
+    consume(text, lo, hi, r"\b(?:fine-?tun\w*|finetun\w*|mlora|lora|adapters?|together|jointly|at\s+once|"
+                          r"on\s+top\s+of\s+(?:it|that|them)|on\s+(?:the|that)\s+pretrained\s+model)\b", "mlora")
     m = _search(text, lo, hi, r"\b(?:rank|r)\s*(?:=|of)?\s*(?P<n>NUM\d+)", "rank") or \
         _search(text, lo, hi, r"\brank-(?P<r>\d+)\b", "rank")
     rank = None
     if m:
         rank = int(_num(text, m.group("n"))) if m.groupdict().get("n") else int(m.group("r"))
-    n_adapters = None
-    for tok in text.tokens[lo:hi]:  # "2 rank-8 DoRA adapters": the count a few words before
-        if tok.low.startswith("adapter"):
-            num = next((x for x in reversed(text.tokens[max(lo, tok.i - 4):tok.i])
-                        if x.kind == "num" and (not x.used or x.used == text.claim)), None)
-            if num is not None:
-                text.mark([num], "adapters")
-                n_adapters = int(float(num.value()))
-                if not 1 <= n_adapters <= MAX_ADAPTERS:
-                    raise PlanRefused([f"{n_adapters} adapters: between 1 and {MAX_ADAPTERS}"])
-            break
+    n_adapters = _adapter_count(text, lo, hi)
+    names = [x.text for x in text.named.pop("adapters", [])]
+    if names and n_adapters is not None and n_adapters != len(names):
+        raise PlanRefused([f"{n_adapters} adapters but {len(names)} names ({', '.join(names)})"])
     from raystack.config import config_to_dict
     from raystack.mlora.config import MLoRAConfig
     tasks = []
@@ -106,34 +134,46 @@ def mlora_finetune(text: Text, lo: int, hi: int, f: Found) -> None:
     m = _search(text, lo, hi, r"(?:learning[\s-]+rate|lr)\s*(?:=|:|of|at)?\s*(?P<n>NUM\d+)", "learning rate")
     lr = _num(text, m.group("n")) if m else None
     _steps(text, lo, hi, f)
+    m = _search(text, lo, hi, r"(?P<n>NUM\d+)\s*-?\s*(?:training\s+)?(?:epochs?|passes)\b", "epochs")
+    epochs = int(_num(text, m.group("n"))) if m else None
     base = [t for t in files(text, lo, hi) if not t.low.endswith(TABLE_EXT)]
     if base:
         text.mark(base[:1], "base")
         f.set("base", base[0].text)
     else:
-        m = _search(text, lo, hi, r"\b(?P<m>" + "|".join(MODEL_NAMES) + r")\b", "base")
-        if m:
-            f.set("base", m.group("m"))
-    if n_adapters is None and not tasks and kind is None and rank is None and lr is None:
+        models = _base_models(text, lo, hi)
+        if models:
+            consume(text, lo, hi, r"\b(?:base|base\s+model)\b", "base")
+            f.set("base", models[0])
+    if n_adapters is None and not tasks and kind is None and rank is None and lr is None and not names \
+            and epochs is None:
         return
     d = config_to_dict(MLoRAConfig())
-    chosen = tasks or [SYNTH_TASKS[i % len(SYNTH_TASKS)] for i in range(n_adapters or len(SYNTH_TASKS))]
+    count = len(names) or n_adapters or len(tasks) or len(SYNTH_TASKS)
+    chosen = tasks or [SYNTH_TASKS[i % len(SYNTH_TASKS)] for i in range(count)]
     if n_adapters is not None and tasks and len(tasks) != n_adapters:
         raise PlanRefused([f"{n_adapters} adapters but {len(tasks)} tasks named"])
+    if names and tasks and len(tasks) != len(names):
+        raise PlanRefused([f"{len(names)} adapters named but {len(tasks)} tasks"])
     datasets, adapters, jobs = [], [], []
     for i, task in enumerate(chosen):
-        name = f"{task}{i}" if chosen.count(task) > 1 else task
+        name = names[i] if names else (f"{task}{i}" if chosen.count(task) > 1 else task)
         datasets.append({"name": name, "synthetic": task, "seed": i})
-        a = {**d["adapters"][i % len(d["adapters"])], "name": f"{name}_lora", "seed": i}
+        a = {**d["adapters"][i % len(d["adapters"])], "name": name if names else f"{name}_lora", "seed": i}
         a["type"] = kind or "lora"
         if rank is not None:
             a["r"], a["alpha"] = rank, 2.0 * rank
         if lr is not None:
             a["lr"] = lr
         adapters.append(a)
-        jobs.append({**d["tasks"][i % len(d["tasks"])], "adapter": f"{name}_lora", "dataset": name})
+        job = {**d["tasks"][i % len(d["tasks"])], "adapter": a["name"], "dataset": name}
+        if epochs is not None:
+            job.update(epochs=float(epochs), max_steps=None)
+        jobs.append(job)
     f.params.update({"datasets": datasets, "adapters": adapters, "tasks": jobs})
-    if n_adapters is not None:
+    if names:
+        f.stated["adapters"] = names
+    elif n_adapters is not None:
         f.stated["adapters"] = n_adapters
     if tasks:
         f.stated["tasks"] = tasks
@@ -143,12 +183,22 @@ def mlora_finetune(text: Text, lo: int, hi: int, f: Found) -> None:
         f.stated["rank"] = rank
     if lr is not None:
         f.stated["lr"] = number(lr)
+    if epochs is not None:
+        f.stated["epochs"] = epochs
+
+
+JOB_NAME = r"[a-z][a-z0-9]*(?:[-_][a-z0-9]+)+|[a-z]+\d+[a-z0-9]*"
 
 
 def elastic_dlrm(text: Text, lo: int, hi: int, f: Found) -> None:
     consume(text, lo, hi, r"\belastic(?:ally)?\b|\b(?:dlrm|recommend\w*|recsys|click-?through(?:-rate)?|ctr|criteo|"
-                          r"ad\s+click|training)\b", "elastic")
-    m = _search(text, lo, hi, r"(?P<n>NUM\d+)\s+(?:training\s+)?epochs?", "epochs")
+                          r"ad\s+click|training|run|job)\b", "elastic")
+    m = _search(text, lo, hi, r"(?:(?:job\s+)?name[sd]?|called|as)\s*(?::|=)?\s*(?P<n>" + JOB_NAME + r")\b", "job name") or \
+        _search(text, lo, hi, r"\bjob\s+(?P<n>" + JOB_NAME + r")\b", "job name") or \
+        _search(text, lo, hi, r"(?:(?:job\s+)?name[sd]?|called|as)\s*(?::|=)?\s*(?P<q>QUOTE\d+)", "job name")
+    if m:
+        f.set("name", m.group("n") if m.groupdict().get("n") else text.literal(m.group("q")).value())
+    m = _search(text, lo, hi, r"(?P<n>NUM\d+)\s*-?\s*(?:training\s+)?epochs?", "epochs")
     if m:
         f.set("epochs", int(_num(text, m.group("n"))))
     res: dict[str, Any] = {}

@@ -23,6 +23,7 @@ from raystack.workflow.nl.accounting import account
 from raystack.workflow.nl.build import build
 from raystack.workflow.nl.cues import Cue, read_cues, unbounded
 from raystack.workflow.nl.extract import EXTRACTORS, TABLE_EXT, Found
+from raystack.workflow.nl.names import adapter_names
 from raystack.workflow.nl.plan import Cond, Draft, DraftStep, LoopSpec, Plan, PlanRefused
 from raystack.workflow.nl.safety import screen
 from raystack.workflow.nl.search import read_tune
@@ -63,6 +64,7 @@ class RulePlanner:
         t = Text.parse(text)
         self._text = t
         unbounded(t)
+        t.named["adapters"] = adapter_names(t)
         actions: list[Action] = []
         cues: list[Cue] = []
         for si, (lo, hi) in enumerate(sentences(t)):

@@ -170,6 +170,7 @@ class Text:
     masked: str = ""
     _pos: list[tuple[int, int, int]] = field(default_factory=list)  # (start, end, token)
     claim: str = ""      # tokens used with this reason count as free (an action's own phrase)
+    named: dict[str, list[Token]] = field(default_factory=dict)   # names read first ("adapters")
 
     @classmethod
     def parse(cls, raw: str) -> "Text":
