@@ -66,9 +66,9 @@ def objects(t: Text, action_ends: Iterable[tuple[str, int]]) -> None:
         j = end
         while j < len(t.tokens) and len(run) < MAX_OBJECT:
             x = t.tokens[j]
-            if x.kind == "punct" or (x.used and x.used != "filler"):
+            if x.kind == "punct" or (x.used and x.used not in ("filler", entry)):
                 break
-            if x.low in L.FILLERS:
+            if x.low in L.FILLERS or x.used == entry:
                 j += 1
                 continue
             if not _unknown(x) or x.low in L.UNSUPPORTED or x.low in L.CLAUSE_WORDS:

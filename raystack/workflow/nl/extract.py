@@ -86,7 +86,8 @@ def claim_count(text: Text, lo: int, hi: int, n: int, before: int = 4) -> None:
             continue
         nxt = text.tokens[tok.i + 1] if tok.i + 1 < len(text.tokens) else None
         if tok.text.isalpha() or (nxt is not None and nxt.low in COUNT_NOUNS):
-            text.mark([tok], "count")
+            text.mark([tok] + ([nxt] if nxt is not None and nxt.low in ("times", "separate", "different")
+                               and not nxt.used else []), "count")
             return
 
 
@@ -112,7 +113,7 @@ def _path_param(text: Text, lo: int, hi: int, f: Found, param: str, exts: tuple[
 # -- per step ---------------------------------------------------------------------------------
 def make_dataset(text: Text, lo: int, hi: int, f: Found) -> None:
     consume(text, lo, hi, r"\b(?:synthetic|toy|random|fake|dummy|artificial|simulated|generated)\b(?!\s+seed)", "data")
-    noun = r"(?:synthetic\s+|random\s+|toy\s+|fake\s+|generated\s+)?(?:rows?|samples?|examples?|records?|points?|observations?|instances?)"
+    noun = r"(?:[a-z][\w-]*\s+){0,3}?(?:rows?|samples?|examples?|records?|points?|observations?|instances?)\b"
     m = _search(text, lo, hi, rf"(?P<l>{NUMLIST})\s+{noun}", "rows")
     if m:
         f.map = ("rows", [int(v) for v in _list(text, m.group("l"))])
@@ -169,6 +170,14 @@ def clean_data(text: Text, lo: int, hi: int, f: Found) -> None:
 
 
 def sample(text: Text, lo: int, hi: int, f: Found) -> None:
+    m = _search(text, lo, hi, rf"(?P<l>{NUMLIST})", "fractions")
+    if m and all(x.startswith("PCT") for x in re.findall(r"(?:NUM|PCT)\d+", m.group("l"))):
+        f.map = ("fraction", _list(text, m.group("l")))
+        claim_count(text, lo, hi, len(f.map[1]))
+        return
+    if m:
+        raise PlanRefused([f"sample sizes {text.span_text(text.covered(*m.span('l')))!r}: give "
+                           "percentages or one row count"])
     m = _search(text, lo, hi, r"(?P<p>PCT\d+)", "fraction") or \
         _search(text, lo, hi, r"fraction\s*(?:of|=)?\s*(?P<p>NUM\d+)", "fraction")
     if m:
@@ -225,6 +234,9 @@ def aggregate(text: Text, lo: int, hi: int, f: Found) -> None:
 
 def plot(text: Text, lo: int, hi: int, f: Found) -> None:
     _path_param(text, lo, hi, f, "path", IMAGE_EXT, "plot file")
+    m = _search(text, lo, hi, rf"\b(?:(?:the|their|its|of)\s+)?(?P<m>{METRIC_RX})\b(?!\s+(?:is|are|of|above|below))", "plot metric")
+    if m and metric_of(m.group("m")) not in ("score", "loss", "error"):
+        f.set("metric", metric_of(m.group("m")))
     m = _search(text, lo, hi, r"\b(?:of|for)\s+(?:the\s+)?(?P<c>[a-z_][a-z0-9_]*)\s+column", "column")
     if m:
         f.set("column", m.group("c"))
@@ -234,7 +246,7 @@ def report(text: Text, lo: int, hi: int, f: Found) -> None:
     """A report's file, and the metrics it names (they say what it reports)."""
     _path_param(text, lo, hi, f, "path", None, "output file")
     consume(text, lo, hi, rf"\b(?:(?:its|the|their)\s+)?(?:{METRIC_RX})\b", "report")
-    consume(text, lo, hi, r"\b(?:summary|final|short|brief|full|detailed|json|markdown|html|text)\b", "report")
+    consume(text, lo, hi, r"\b(?:summary|final|short|brief|full|detailed|json|markdown|html|text|written|saved|stored)\b", "report")
 
 
 def file_out(param: str = "path", exts: tuple[str, ...] | None = None) -> Callable:
@@ -254,6 +266,11 @@ def train_model(text: Text, lo: int, hi: int, f: Found) -> None:
         f.set("model", kinds[0])
     elif kinds:
         f.map = ("model", kinds)
+        claim_count(text, lo, hi, len(kinds))
+    m = _search(text, lo, hi, r"\b(?:with|using|at)\s+(?:the\s+)?(?:best|winning|tuned|chosen|selected|optimal)\s+"
+                              r"(?P<p>k|lr|learning\s+rate|batch\s+size|epochs)\b", "tuned value")
+    if m:
+        f.refs[{"learning rate": "lr", "batch size": "batch_size"}.get(re.sub(r"\s+", " ", m.group("p")), m.group("p"))] = "best"
     ep = r"(?:epochs?|passes|training\s+epochs)"
     m = _search(text, lo, hi, rf"(?:for\s+)?(?P<l>{NUMLIST})\s+{ep}", "epochs")
     if m:
@@ -286,6 +303,9 @@ def metric_param(param: str = "metric", with_mode: bool = False) -> Callable:
                                   rf"higher|highest|best|better|greater|top|lower|lowest|smaller|smallest)\s+"
                                   rf"(?:the\s+|its\s+|their\s+)?(?:highest\s+|best\s+|lowest\s+|test\s+)?"
                                   rf"(?P<m>{METRIC_RX})\b", "metric")
+        if m is None and _search(text, lo, hi, r"\b(?:more|most)\s+accurate\b", "metric"):
+            f.set(param, "accuracy")
+            return
         if m:
             name = metric_of(m.group("m"))
             if name == "score":

@@ -51,7 +51,7 @@ ELSE_CUE = (r"(?:otherwise|else|if\s+not|failing\s+that|if\s+(?:it|they|that|the
 UNTIL_CUE = (r"(?:until|till|unless|stopping\s+(?:once|when|as\s+soon\s+as)|stop\s+(?:once|when|as\s+soon\s+as)"
              r"|(?:and\s+)?stop\s+(?:training\s+)?(?:once|when))")
 UNBOUNDED = (r"\b(?:forever|indefinitely|endlessly|without\s+(?:a\s+|any\s+)?(?:limit|bound|end|cap)|"
-             r"until\s+(?:it\s+)?converges?|until\s+convergence|until\s+(?:it\s+is\s+|it's\s+)?perfect|"
+             r"until\s+(?:it\s+)?converges?|until\s+convergence|until\s+(?:it\s+is\s+|it\s*'s\s+)?perfect|"
              r"no\s+matter\s+how\s+long|as\s+long\s+as\s+(?:it\s+takes|needed|necessary)|"
              r"as\s+many\s+(?:rounds|times|iterations|attempts|retries|epochs)\s+as\s+(?:it\s+takes|needed|necessary|required)|"
              r"again\s+and\s+again|over\s+and\s+over|keep\s+retrying|retry\s+until|unlimited\s+(?:retries|attempts|rounds)|"
@@ -89,10 +89,10 @@ EXIT_CUES = [
      r"pass\s+or\s+fail|whatever\s+the\s+(?:outcome|result)|either\s+way|in\s+every\s+case|"
      r"whether\s+(?:it|the\s+run|everything)\s+(?:succeeds|works|passes)\s+or\s+(?:not|fails))\b", "always"),
 ]
-END_PHRASES = (r"\b(?:(?:when|once)\s+(?:it\s+is\s+|it's\s+|everything\s+is\s+)?(?:finished|complete|completed|done)|at\s+the\s+(?:very\s+)?end|when\s+(?:it|everything|the\s+(?:run|workflow|pipeline|job))\s+"
+END_PHRASES = (r"\b(?:(?:when|once)\s+(?:it\s+is\s+|it\s*'s\s+|everything\s+is\s+)?(?:finished|complete|completed|done)|at\s+the\s+(?:very\s+)?end|when\s+(?:it|everything|the\s+(?:run|workflow|pipeline|job))\s+"
                r"(?:finishes|is\s+(?:done|finished|over)|completes|ends|has\s+finished)|when\s+done|"
-               r"once\s+(?:it\s+is|it's|everything\s+is)\s+(?:done|finished)|when\s+the\s+run\s+ends|"
-               r"after\s+(?:everything|all\s+steps|it\s+all)|at\s+the\s+close|when\s+it's\s+over|when\s+(?:it|everything)\s+is\s+over|"
+               r"once\s+(?:it\s+is|it\s*'s|everything\s+is)\s+(?:done|finished)|when\s+the\s+run\s+ends|"
+               r"after\s+(?:everything|all\s+steps|it\s+all)|at\s+the\s+close|when\s+it\s*'s\s+over|when\s+(?:it|everything)\s+is\s+over|"
                r"at\s+the\s+end\s+of\s+(?:the\s+)?(?:run|job|pipeline|workflow))\b")
 # "when both are done": the join after a parallel group (the next step follows every member)
 JOIN_PHRASES = (r"\b(?:when|once|after)\s+(?:both|all(?:\s+of\s+them)?|they|these|the\s+(?:two|NUM\d+)|each|everything)\s+"
@@ -107,7 +107,7 @@ PURPOSE = (r"\bfor\s+(?:the\s+|a\s+|our\s+)?(?:[a-z][\w-]*\s+){1,3}?(?:detection
            r"project|use\s+case|task|team|experiment|study|demo|pipeline)\s*(?=,)")
 # Words that need no step of their own: articles, pronouns, politeness, glue.
 FILLERS = set("""
-a an the it its it's them their they this that these those to of on in into onto with and or
+a an the it its it\s*'s them their they this that these those to of on in into onto with and or
 for by from as at my our your me us we i you please also then so just now next first finally
 which each every all both some any one ones either other another too well here there
 using use via step steps stage result results output outputs data dataset datasets model models
@@ -127,8 +127,8 @@ pls plz ok hi hey hello thanks thank cheers so here there's team folks guys real
 basically simply quick toy demo job jobs run runs pipeline workflow flow task tasks stuff
 get got gets put puts produce make makes take takes separate separately individually
 candidate candidates option options version versions variant variants baseline
-whichever whatever one one's anything something both either two-step
-is are be it's that's them they those their its everything finally eventually
+whichever whatever one one's anything something both either two-step across written
+is are be it\s*'s that's them they those their its everything finally eventually
 note notes etc e.g i.e via per each apiece respectively overall at
 """.split())
 # words that open a clause: an object, purpose or description never runs across them
@@ -140,7 +140,7 @@ HEAD_NOUNS = set("""
 data dataset datasets table tables file files records record rows row samples sample examples
 example entries readings logs log events measurements observations transactions values
 model models classifier classifiers regressor predictor predictors estimator learner
-corpus text documents set features columns column log
+corpus text documents set features columns column log adapters adapter
 dump export extract snapshot tables sheet spreadsheet frame dataframe readings signals
 telemetry metrics scores results report reports run job jobs runs
 """.split())

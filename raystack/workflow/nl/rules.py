@@ -201,8 +201,9 @@ class RulePlanner:
 
     @staticmethod
     def _table_result(t: Text, m: re.Match, toks: list[Token], hi: int) -> bool:
-        """"store the result as totals.csv": results written to a table file are a table."""
-        if not re.search(r"\bresults?\b", m.group(0)) or re.search(r"\b(?:report|metrics|scores)\b", m.group(0)):
+        """"store the result as totals.csv", "write the scores to s.parquet": what is written to
+        a table file is a table."""
+        if re.search(r"\breport\b", m.group(0)):
             return False
         nxt = next((x for x in t.tokens[toks[0].i:min(hi, toks[-1].i + 4)] if x.kind == "path"), None)
         return nxt is not None and nxt.low.endswith(TABLE_EXT[:4])
