@@ -183,7 +183,7 @@ def sample(text: Text, lo: int, hi: int, f: Found) -> None:
     if m:
         f.set("fraction", number(_num(text, m.group("p"))))
         return
-    m = _search(text, lo, hi, r"(?P<n>NUM\d+)\s+(?:random\s+)?(?:rows|records|samples|examples|entries)", "rows")
+    m = _search(text, lo, hi, r"(?P<n>NUM\d+)\s*-?\s*(?:random\s+)?(?:rows?|records?|samples|examples|entries)\b", "rows")
     if m:
         f.set("rows", int(_num(text, m.group("n"))))
 

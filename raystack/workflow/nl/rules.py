@@ -171,7 +171,8 @@ class RulePlanner:
         while j >= max(prev.trig_end, a.lo - 4):
             x = t.tokens[j]
             if x.used or x.kind == "punct" or x.low in L.CLAUSE_WORDS or x.low in PREPOSITIONS \
-                    or x.low in ("for", "to", "by", "into", "per"):
+                    or x.low in ("for", "to", "by", "into", "per") or re.fullmatch(L.METRIC_RX, x.low) \
+                    or (x.kind == "word" and x.low in L.FILLERS and x.low not in ("a", "an", "the", "some")):
                 break
             lead.append(x)
             j -= 1
@@ -195,7 +196,7 @@ class RulePlanner:
     def _coordinated(t: Text, first: Action, second: Action) -> bool:
         """Only list glue between two phrases: "fit a logistic regression and a kNN classifier"."""
         glue = {",", "and", "or", "+", "&", "vs", "versus", "a", "an", "the", "both", "plus", "(", ")",
-                "either", "then"}
+                "either", "then", "regression", "model", "models", "classifier", "classifiers", "regressor"}
         between = t.tokens[first.trig_end:second.lo]
         return all(x.low in glue or x.used == "train_model" or x.kind == "num" for x in between)
 

@@ -18,8 +18,8 @@ def skip(n: int) -> str:
 
 MODEL_NOUN = r"(?:models?|classifiers?|regressors?|regression|predictors?|estimators?|learners?|k-?nn|knn|centroid|logistic|linear)"
 # a model named by its method: "logistic regression", "k-nearest neighbours", "nearest centroid"
-MODEL_KIND = (r"(?:logistic(?:\s+regression)?|linear\s+regression|k-?nn|k-nearest(?:[\s-]+neighbou?rs?)?"
-              r"|nearest[\s-]+centroid|centroid)")
+MODEL_KIND = (r"(?<![\w-])(?:logistic(?:\s+regression)?|linear\s+regression|k-?nn|k-nearest(?:[\s-]+neighbou?rs?)?"
+              r"|nearest[\s-]+centroid|centroid)(?![\w-])")
 ARROW = r"(?:->|=>|→|⇒|⟶)"
 # (catalog step, pattern) in priority order: an earlier, more specific phrase claims its words
 TRIGGERS: list[tuple[str, str]] = [
