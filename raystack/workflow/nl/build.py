@@ -195,6 +195,7 @@ def build(draft: Draft, name: str = "planned") -> Plan:
     wf = Workflow(name, description=draft.text)
     outs: dict[str, Any] = {}
     ids: dict[str, list[str]] = {}
+    tuned: str | None = None
     for s in steps:
         e = CATALOG[s.entry]
         for lab in [*s.inputs.values(), *s.after]:
@@ -202,11 +203,13 @@ def build(draft: Draft, name: str = "planned") -> Plan:
                 if x not in outs:
                     raise PlanRefused([f"{s.label}: input from {x!r}, which is not an earlier step"])
         try:
-            outs[s.label], ids[s.label] = _add(wf, s, e, outs)
+            outs[s.label], ids[s.label] = _add(wf, s, e, outs, tuned)
         except WorkflowError as err:
             if isinstance(err, PlanRefused):
                 raise
             raise PlanRefused([f"{s.label} ({s.entry}): {err.message}"]) from None
+        if s.tune is not None:
+            tuned = s.label
     try:
         ir: WorkflowIR = wf.build()
     except WorkflowError as err:
@@ -225,10 +228,24 @@ def _constructs(wf: Workflow, s: DraftStep, outs: dict[str, Any]) -> Iterator[No
         yield
 
 
-def _add(wf: Workflow, s: DraftStep, e: CatalogEntry, outs: dict[str, Any]) -> tuple[Any, list[str]]:
+def _best_refs(s: DraftStep, tuned: str | None, outs: dict[str, Any]) -> dict[str, Any]:
+    """"retrain with the best k": each such parameter read from the latest tuned step's output."""
+    if not s.refs:
+        return {}
+    if tuned is None:
+        raise PlanRefused([f"{s.label}: 'the best {', '.join(s.refs)}' but no earlier step searches for it"])
+    src = outs[tuned]
+    if isinstance(src, list):
+        raise PlanRefused([f"{s.label}: the best {', '.join(s.refs)} of several searches is ambiguous"])
+    return {p: src[p] for p in s.refs}
+
+
+def _add(wf: Workflow, s: DraftStep, e: CatalogEntry, outs: dict[str, Any],
+         tuned: str | None = None) -> tuple[Any, list[str]]:
     fn = e.function()
     ins = {p: ([outs[x] for x in lab] if isinstance(lab, list) else outs[lab])
            for p, lab in s.inputs.items()}
+    ins.update(_best_refs(s, tuned, outs))
     after = [o for lab in s.after for o in (outs[lab] if isinstance(outs[lab], list) else [outs[lab]])]
     opts: dict[str, Any] = {"span": s.span}
     if s.retries:

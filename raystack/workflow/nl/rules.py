@@ -31,6 +31,7 @@ from raystack.workflow.nl.text import Text, Token, sentences
 from raystack.workflow.nl.triggers import COMPILED, EVAL_OBJECTS, MODEL_KIND, PREPOSITIONS
 
 PARTS = ("elastic_dlrm", "edit_pretrain", "mlora_finetune")
+SOURCES = ("load_data", "make_dataset", "load_checkpoint")   # read data, change nothing
 VERBLESS_MODEL = re.compile(rf"(?:(?:a|the|final|plain|simple)\s+)*{MODEL_KIND}\b")
 
 
@@ -299,6 +300,13 @@ class RulePlanner:
                     members.append(main[i + len(members)])
             if a.step.otherwise and branch_pred is not None:
                 follows = list(branch_pred)
+            elif a.entry in SOURCES and i and main[i - 1].entry in SOURCES:
+                follows = list(main[i - 1].step.follows)   # sources named in a row run side by side
+                pred = pred + [st.label for st in [*a.extra, a.step]]
+                for st in [*a.extra, a.step]:
+                    st.follows = follows
+                i += 1
+                continue
             else:
                 follows = list(pred)
                 if a.step.when is not None:
