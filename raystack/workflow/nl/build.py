@@ -187,11 +187,14 @@ def build(draft: Draft, name: str = "planned") -> Plan:
         known[s.label] = s
     steps = _Wiring(draft).wire()
     by_label = {s.label: s for s in steps}
+    upstream: dict[str, set[str]] = {}
     for s in steps:  # "then": a step runs after the ones written before it, data or not
-        if s.exit is not None:
-            continue
         given = {x for v in s.inputs.values() for x in (v if isinstance(v, list) else [v])}
-        s.after += [f for f in s.follows if f in by_label and f not in given and f not in s.after]
+        if s.exit is None:       # an ordering edge only where no data path already orders them
+            s.after += [f for f in s.follows if f in by_label and f not in s.after
+                        and f not in set().union(given, *(upstream.get(g, set()) for g in given))]
+        deps = given | set(s.after) | ({s.when.step} if s.when else set())
+        upstream[s.label] = deps.union(*(upstream.get(d, set()) for d in deps))
     wf = Workflow(name, description=draft.text)
     outs: dict[str, Any] = {}
     ids: dict[str, list[str]] = {}
