@@ -29,6 +29,7 @@ MAX_DESCRIPTION = 4          # words before a head noun read as its description
 MAX_OBJECT = 3               # words after an action's phrase read as its object
 MAX_PURPOSE = 4              # words of a "for ..." purpose
 LEAD_IN_ENDS = (":", "—", "–", "-")
+MAX_LEAD_IN = 6              # words of a lead-in
 CLAUSE_ENDS = {",", ";", ".", "!", "?", ":", "(", ")", "—", "–", "-", *("->", "=>", "→", "⇒", "⟶")}
 ENUMERATOR = re.compile(r"^(?:[a-h]|[ivx]{1,3}|\d)$")
 
@@ -46,15 +47,16 @@ def _unknown(t: Token) -> bool:
 
 
 def lead_ins(t: Text) -> None:
-    """Words before a colon or dash that opens a list or the request ("LLM run: ...")."""
+    """The few words before a colon or dash that opens a list or the request ("LLM run:
+    ...", "weekly CTR refresh --"), back to the clause's start."""
     start = 0
     for tok in t.tokens:
-        if tok.kind == "punct" and tok.text in (".", ";", "!", "?", "\n"):
+        if tok.kind == "punct" and tok.text not in LEAD_IN_ENDS:
             start = tok.i + 1
             continue
-        if tok.kind == "punct" and tok.text in LEAD_IN_ENDS and tok.i + 1 < len(t.tokens):
+        if tok.kind == "punct" and tok.i + 1 < len(t.tokens):
             seg = [x for x in t.tokens[start:tok.i] if _free(x)]
-            if seg and not any(x.low in L.UNSUPPORTED for x in seg):
+            if seg and len(seg) <= MAX_LEAD_IN and not any(x.low in L.UNSUPPORTED for x in seg):
                 t.mark(seg, "context")
             start = tok.i + 1
 
@@ -89,9 +91,13 @@ def purposes(t: Text) -> None:
         run, j = [], tok.i + 1
         while j < len(t.tokens) and t.tokens[j].low in ("the", "a", "an", "our", "my", "this"):
             j += 1
-        while j < len(t.tokens) and _unknown(t.tokens[j]) and len(run) <= MAX_PURPOSE:
+        while j < len(t.tokens) and len(run) <= MAX_PURPOSE and (
+                _unknown(t.tokens[j]) or (run and t.tokens[j].low in ("of", "the", "a", "an") and not t.tokens[j].used)):
             run.append(t.tokens[j])
             j += 1
+        while run and run[-1].low in ("of", "the", "a", "an"):
+            run.pop()
+            j -= 1
         nxt = t.tokens[j] if j < len(t.tokens) else None
         if run and len(run) <= MAX_PURPOSE and (nxt is None or nxt.kind == "punct" or nxt.used) \
                 and not any(x.low in L.UNSUPPORTED or x.low in L.CLAUSE_WORDS for x in run):

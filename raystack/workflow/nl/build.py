@@ -101,11 +101,15 @@ class _Wiring:
         self.out: list[DraftStep] = []
         self.n_implicit = 0
 
-    def producers(self, kinds: list[str], before: int, group: str | None = None) -> list[DraftStep]:
-        """Earlier steps making one of ``kinds``; never a member of the consumer's own
-        parallel ``group`` (steps side by side do not feed each other)."""
-        return [s for s in self.out[:before] if s.exit is None and not (group and s.concurrent == group) and
-                (CATALOG[s.entry].output in kinds or ("any" in kinds and CATALOG[s.entry].output))]
+    def producers(self, kinds: list[str], before: int, consumer: DraftStep | None = None) -> list[DraftStep]:
+        """Earlier steps making one of ``kinds``; never a member of the consumer's own parallel
+        group (steps side by side do not feed each other), nor a step of the other branch of
+        the consumer's condition (it does not run when the consumer does)."""
+        group = consumer.concurrent if consumer is not None else None
+        cond = consumer.when if consumer is not None else None
+        return [s for s in self.out[:before] if s.exit is None and not (group and s.concurrent == group)
+                and not (cond is not None and s.when == cond and s.otherwise != consumer.otherwise)
+                and (CATALOG[s.entry].output in kinds or ("any" in kinds and CATALOG[s.entry].output))]
 
     def wire(self) -> list[DraftStep]:
         for s in self.draft.steps:
@@ -131,7 +135,7 @@ class _Wiring:
             kinds, _many = _kinds(spec)
             if pname in s.params:          # given literally (e.g. mLoRA's base path)
                 continue
-            found = [p for p in self.producers(kinds, len(self.out), s.concurrent) if p.label not in tables_used]
+            found = [p for p in self.producers(kinds, len(self.out), s) if p.label not in tables_used]
             if _many and found:  # a list input takes every result since the last such step,
                 last = max((i for i, x in enumerate(self.out) if x.entry == s.entry), default=-1)
                 since = []           # of the first kind it accepts that has any
