@@ -77,7 +77,15 @@ SET_CONVENTIONS = {"nl_dev2": SETS2, "nl_heldout2": SETS2}
 
 
 def conventions_for(path: str | Path) -> Conventions:
-    """The conventions of an evaluation set, by its file name (the first sets' by default)."""
+    """The conventions of an evaluation set: its own ``conventions:`` key when it has one, else
+    those its README states for its file name, else the first sets'."""
+    data = yaml.safe_load(Path(path).read_text())
+    declared = data.get("conventions") if isinstance(data, dict) else None
+    if isinstance(declared, dict):
+        try:
+            return Conventions(**declared)
+        except (TypeError, ValueError) as e:
+            raise GoldError(f"{path}: conventions: {e}") from None
     return SET_CONVENTIONS.get(Path(path).stem, SETS1)
 
 

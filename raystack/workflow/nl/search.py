@@ -40,7 +40,8 @@ def _values(t: Text, s: str) -> list:
 def read_space(t: Text, lo: int, hi: int) -> dict:
     """Each parameter named in [lo, hi) with its list or range of values."""
     space: dict = {}
-    for m, toks in t.finditer(rf"\b(?:{_PARAM})\b{_JOIN}(?:(?P<l>{L.NUMLIST})|{_RANGE})", lo, hi, free_only=True):
+    pairs = rf"{L.NUMV}(?:\s*,\s*{L.NUMV})+"        # after its parameter, "k in 1, 15" is a list too
+    for m, toks in t.finditer(rf"\b(?:{_PARAM})\b{_JOIN}(?:(?P<l>{L.NUMLIST}|{pairs})|{_RANGE})", lo, hi, free_only=True):
         param = next(SPACE_PARAMS[i][1] for i in range(len(SPACE_PARAMS)) if m.group(f"p{i}"))
         t.mark(toks, "tune space")
         if m.group("l"):
