@@ -28,6 +28,11 @@ from raystack.workflow.nl.text import Text, Token
 MAX_DESCRIPTION = 4          # words before a head noun read as its description
 MAX_OBJECT = 3               # words after an action's phrase read as its object
 MAX_PURPOSE = 4              # words of a "for ..." purpose
+# steps whose object is the data they work on ("dedupe the products", "plot the readings"); the
+# object of a training, tuning or part step says what it trains and is never waved through
+DATA_OBJECT_STEPS = {"dedup", "impute", "clean_data", "normalize", "sample", "stats", "plot",
+                     "aggregate", "load_data", "write_table", "save_report", "split_data", "join"}
+OBJECT_STOPS = {"on", "in", "from", "with", "to", "for", "of", "by", "at", "into", "over", "using", "via"}
 LEAD_IN_ENDS = (":", "—", "–", "-")
 MAX_LEAD_IN = 6              # words of a lead-in
 CLAUSE_ENDS = {",", ";", ".", "!", "?", ":", "(", ")", "—", "–", "-", *("->", "=>", "→", "⇒", "⟶")}
@@ -64,16 +69,20 @@ def lead_ins(t: Text) -> None:
 def objects(t: Text, action_ends: Iterable[tuple[str, int]]) -> None:
     """The few words right after an action's phrase: what the step works on."""
     for entry, end in action_ends:
+        if entry not in DATA_OBJECT_STEPS:
+            continue
         run: list[Token] = []
         j = end
         while j < len(t.tokens) and len(run) < MAX_OBJECT:
             x = t.tokens[j]
             if x.kind == "punct" or (x.used and x.used not in ("filler", entry)):
                 break
+            if x.low in OBJECT_STOPS:
+                break
             if x.low in L.FILLERS or x.used == entry:
                 j += 1
                 continue
-            if not _unknown(x) or x.low in L.UNSUPPORTED or x.low in L.CLAUSE_WORDS:
+            if not _unknown(x) or x.low in L.UNSUPPORTED or x.low in L.CLAUSE_WORDS or x.low in L.UNMAPPED_VERBS:
                 break
             run.append(x)
             j += 1
@@ -100,7 +109,8 @@ def purposes(t: Text) -> None:
             j -= 1
         nxt = t.tokens[j] if j < len(t.tokens) else None
         if run and len(run) <= MAX_PURPOSE and (nxt is None or nxt.kind == "punct" or nxt.used) \
-                and not any(x.low in L.UNSUPPORTED or x.low in L.CLAUSE_WORDS for x in run):
+                and not any(x.low in L.UNSUPPORTED or x.low in L.CLAUSE_WORDS or x.low in L.UNMAPPED_VERBS
+                            for x in run):
             t.mark([tok, *run], "purpose")
 
 
@@ -124,7 +134,7 @@ def describes(t: Text, run: list[Token]) -> bool:
     """Words right before a head noun, a file or a named value, or after 'to predict/detect',
     describe the data or the model; they need no step."""
     if len(run) > MAX_DESCRIPTION or any(x.low in L.UNSUPPORTED or x.low in L.CLAUSE_WORDS
-                                         for x in run):
+                                         or x.low in L.UNMAPPED_VERBS for x in run):
         return False
     heads = _heads()
     j = run[-1].i + 1
@@ -154,6 +164,9 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]]) -> None:
         x.low in L.UNSUPPORTED or any(x.low.startswith(p) for p in L.UNSUPPORTED_PREFIXES))]
     if unsupported:
         raise PlanRefused([f"no catalog step does {t.span_text(r)!r}" for r in t.runs(unsupported)])
+    verbs = [x for x in t.unused() if x.low in L.UNMAPPED_VERBS]
+    if verbs:
+        raise PlanRefused([f"no catalog step does {t.span_text(r)!r}" for r in t.runs(verbs)])
     lead_ins(t)
     objects(t, action_ends)
     purposes(t)

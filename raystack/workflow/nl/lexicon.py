@@ -161,6 +161,16 @@ sentiment summarization caption captions captioning chatbot rag retrieval scrapi
 crawler crawling anomaly anomalies outlier outliers diagnose diagnosis prescribe prescription
 medication dose dosage symptoms poem essay letter email-campaign
 """.split())
+# operations on data or models the catalog has no step for: left unused, never a description
+UNMAPPED_VERBS = set("""
+remove removes delete deletes drop drops filter filters exclude excludes discard discards convert
+converts transform transforms encode encodes rename renames reshape pivot fix fixes correct corrects
+mask masks anonymize anonymise anonymize redact encrypt compress upload uploads download downloads
+move moves copy copies parse parses extract extracts label labels annotate annotates classify
+detect detects rank ranks sort sorts shuffle shuffles augment augments balance oversample
+undersample resample reweight weight crop resize rotate flip trim truncate backfill interpolate
+predict predicts infer generate-images summarise summarize translate forecast
+""".split())
 # word beginnings that name a method or task the catalog lacks ("transcribing", "clustered")
 UNSUPPORTED_PREFIXES = ("transcri", "translat", "cluster", "scrap", "crawl", "forecast",
                         "diagnos", "prescri")

@@ -63,7 +63,6 @@ class RulePlanner:
             raise PlanRefused(["the request is empty"], "out_of_scope")
         screen(text)
         t = Text.parse(text)
-        self._text = t
         unbounded(t)
         t.named["adapters"] = adapter_names(t)
         actions: list[Action] = []
@@ -275,7 +274,7 @@ class RulePlanner:
                               tune=tune, bound=f.bound, span=span, refs=dict(f.refs))
             a.step = s
             steps.append(s)
-        self._apply_cues(actions, cues)
+        self._apply_cues(t, actions, cues)
         self._hoist(actions)
         self._order(actions)
         return [s for a in actions for s in [*a.extra, a.step]]
@@ -326,7 +325,7 @@ class RulePlanner:
             pred = labels
             i += len(members)
 
-    def _apply_cues(self, actions: list[Action], cues: list[Cue]) -> None:
+    def _apply_cues(self, t: Text, actions: list[Action], cues: list[Cue]) -> None:
         last_when: DraftStep | None = None
         for c in cues:
             acts = [a for a in actions if a.sentence == c.sentence]
@@ -372,7 +371,7 @@ class RulePlanner:
                     if a.step.when is None:
                         a.step.when, a.step.otherwise = last_when.when, True
             elif c.kind == "parallel":
-                self._parallel(self._text, c, cues, before, after)
+                self._parallel(t, c, cues, before, after)
         self._resolve_conditions(actions)
 
     @staticmethod
