@@ -23,7 +23,7 @@ import types
 import typing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Literal, Mapping, Sequence, TypeVar, Union
+from typing import Any, Callable, Iterable, Literal, Mapping, Sequence, TypeVar, Union
 
 import yaml
 
@@ -69,6 +69,15 @@ class Problems:
         """Add every problem of ``exc``, its fields taken relative to ``prefix``."""
         for f, m in exc.problems:
             self.add(_join(prefix, f), m)
+
+    def collect(self, check: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run ``check`` (which raises ConfigError on a problem) and add its problems instead
+        of raising; returns what the check returned, or None."""
+        try:
+            return check(*args, **kwargs)
+        except ConfigError as exc:
+            self.add_error(exc)
+            return None
 
     def __bool__(self) -> bool:
         return bool(self.items)

@@ -8,7 +8,7 @@ from typing import Literal, Optional
 
 from raystack.config import ConfigBase, ConfigError, Problems, option
 from raystack.devices import Device
-from raystack.runtime.tracking import check_loggers
+from raystack.runtime.tracking import check_loggers, loggers_option
 
 Mode = Literal["edit", "aedit", "diloco", "post_local_sgd", "sync"]
 Compression = Literal["none", "fp16", "bf16", "int8"]     # codecs of raystack.comm.compress
@@ -176,8 +176,7 @@ class EDiTConfig(ConfigBase):
     data: DataConfig = option(doc="training text", factory=DataConfig)
     simulate: SimulateConfig = option(doc="simulated network and stragglers", factory=SimulateConfig)
     run: RunConfig = option(doc="outputs and fault tolerance", factory=RunConfig)
-    loggers: list[str] = option(doc="experiment tracking: tensorboard (under run.out_dir/tensorboard), mlflow, wandb",
-                                factory=lambda: ["tensorboard"])
+    loggers: list[str] = loggers_option("run.out_dir")
 
     @property
     def replicas(self) -> int:
@@ -186,14 +185,8 @@ class EDiTConfig(ConfigBase):
     def validate(self) -> None:
         from raystack.models.tokenizer import check_tokenizer_fits
         problems = Problems()
-        try:
-            check_loggers(self.loggers)
-        except ConfigError as exc:
-            problems.add_error(exc)
-        try:
-            check_tokenizer_fits(self.model, self.tokenizer)  # model and tokenizer resolve, ids fit
-        except ConfigError as exc:
-            problems.add_error(exc)
+        problems.collect(check_loggers, self.loggers)
+        problems.collect(check_tokenizer_fits, self.model, self.tokenizer)  # model and tokenizer resolve, ids fit
         if self.shards < 1 or self.ranks < 1:
             pass  # out of range: named by the field checks
         elif self.ranks % self.shards:

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from raystack.config import ConfigBase, ConfigError, Problems, option
-from raystack.runtime.tracking import check_loggers
+from raystack.config import ConfigBase, Problems, option
+from raystack.runtime.tracking import check_loggers, loggers_option
 
 MAX_UNITS = 1024             # workers or parameter servers of one job
 MAX_ROWS = 1_000_000_000     # rows of generated data, a shard, an evaluation
@@ -103,15 +103,11 @@ class ElasticConfig(ConfigBase):
     model: ModelConfig = option(doc="model", factory=ModelConfig)
     resources: ResourceConfig = option(doc="resource budget", factory=ResourceConfig)
     faults: FaultConfig = option(doc="fault handling", factory=FaultConfig)
-    loggers: list[str] = option(doc="experiment tracking: tensorboard (under work_dir/name/tensorboard), mlflow, wandb",
-                                factory=lambda: ["tensorboard"])
+    loggers: list[str] = loggers_option("work_dir/name")
 
     def validate(self) -> None:
         problems = Problems()
-        try:
-            check_loggers(self.loggers)
-        except ConfigError as exc:
-            problems.add_error(exc)
+        problems.collect(check_loggers, self.loggers)
         if not self.name or not self.name.replace("-", "").replace("_", "").isalnum():
             problems.add("name", f"letters, digits, - and _ only, got {self.name!r}")
         if not self.work_dir.strip():

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any, Literal, Optional
 
 from raystack.comm.network import NetworkModel
-from raystack.config import ConfigBase, ConfigError, Problems, did_you_mean, load_config, option
-from raystack.runtime.tracking import check_loggers
+from raystack.config import ConfigBase, Problems, did_you_mean, load_config, option
+from raystack.runtime.tracking import check_loggers, loggers_option
 from raystack.devices import Device
 from raystack.data.sft import (SYNTHETIC_TASKS, Example, chat_examples, check_dataset_fields, file_examples,
                                synthetic_examples)
@@ -181,8 +181,7 @@ class MLoRAConfig(ConfigBase):
     scheduler: SchedulerConfig = option(doc="admission scheduler", factory=SchedulerConfig)
     eval: bool = option(True, "report accuracy before and after")
     steps: Optional[int] = option(None, "if set, every task's max_steps (e.g. from a workflow step)", ge=1, le=MAX_STEPS)
-    loggers: list[str] = option(doc="experiment tracking: tensorboard (under output_dir/tensorboard), mlflow, wandb",
-                                factory=lambda: ["tensorboard"])
+    loggers: list[str] = loggers_option("output_dir")
 
     def validate(self) -> None:
         if self.steps is not None:
@@ -201,14 +200,8 @@ def _validate(cfg: MLoRAConfig) -> None:
     from raystack.models.load import resolve_model
 
     problems = Problems()
-    try:
-        check_loggers(cfg.loggers)
-    except ConfigError as exc:
-        problems.add_error(exc)
-    try:
-        resolve_model(cfg.base, "base")  # a built-in name, a checkpoint directory or a cached Hub id
-    except ConfigError as exc:
-        problems.add_error(exc)
+    problems.collect(check_loggers, cfg.loggers)
+    problems.collect(resolve_model, cfg.base, "base")  # a built-in name, a checkpoint directory or a cached Hub id
     if not cfg.output_dir.strip():
         problems.add("output_dir", "must name a directory")
     for key in ("datasets", "adapters", "tasks"):
@@ -232,10 +225,8 @@ def _validate(cfg: MLoRAConfig) -> None:
             elif p.suffix.lower() not in (".json", ".jsonl", ".parquet"):
                 problems.add(f"{f}.path", f"unsupported format {p.suffix!r}; use .json, .jsonl or .parquet")
             else:
-                try:
-                    check_dataset_fields(p, d.format, d.prompt_template, d.response_field, d.messages_field, f)
-                except ConfigError as exc:
-                    problems.add_error(exc)
+                problems.collect(check_dataset_fields, p, d.format, d.prompt_template, d.response_field,
+                                 d.messages_field, f)
     anames: set[str] = set()
     for i, a in enumerate(cfg.adapters):
         f = f"adapters[{i}]"

@@ -24,6 +24,13 @@ TENSORBOARD_DIR = "tensorboard"
 LOGGERS = {"tensorboard": "tensorboardX", "mlflow": "mlflow", "wandb": "wandb"}
 
 
+def loggers_option(where: str):
+    """The ``loggers:`` field of a part's config (TensorBoard by default, under ``where``)."""
+    from raystack.config import option
+    return option(doc=f"experiment tracking: tensorboard (under {where}/tensorboard), mlflow, wandb",
+                  factory=lambda: ["tensorboard"])
+
+
 def check_loggers(names: Sequence[str], field: str = "loggers") -> None:
     """Fail (ConfigError) on an unknown logger or one whose package is missing."""
     for i, name in enumerate(names):
