@@ -1,10 +1,19 @@
 # The two commands a newcomer needs: `make demo` and `make test`.
 # Each creates .venv on first use, installs raystack with its test extra, then runs.
-# TORCH_SPEC pins the CPU wheel that lies on this kind of machine's disk; a GPU user sets
-# e.g. TORCH_SPEC="torch==2.13.0 --index-url https://download.pytorch.org/whl/cu126".
+#
+# torch: PyPI's Linux wheel of torch bundles CUDA (several GB). On a CPU machine `make` takes
+# the CPU build from PyTorch's CPU index instead, when that index answers; where it does not
+# (no internet, a local wheel mirror in pip's own config) pip installs from its configured
+# sources as usual. A GPU user sets the CUDA index, e.g.
+#   make test TORCH_INDEX=https://download.pytorch.org/whl/cu126
+# or installs torch beforehand (a torch==$(TORCH_VERSION) already installed is kept).
 PYTHON ?= python3
 VENV ?= .venv
-TORCH_SPEC ?= torch==2.13.0
+TORCH_VERSION ?= 2.13.0
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+# "--index-url TORCH_INDEX" if the index answers within 5 s, else nothing (evaluated only when installing)
+TORCH_INDEX_ARGS = $(shell $(PYTHON) -c "import sys, urllib.request; urllib.request.urlopen(sys.argv[1].rstrip('/') + '/torch/', timeout=5)" "$(TORCH_INDEX)" >/dev/null 2>&1 && echo "--index-url $(TORCH_INDEX)")
+TORCH_SPEC ?= torch==$(TORCH_VERSION) $(TORCH_INDEX_ARGS)
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.raystack-installed
 

@@ -1,7 +1,9 @@
 """Forming a `raystack.comm.CommGroup` among Ray actors.
 
-An actor class inherits `CommMember`; the driver calls `form_comm_group(actors)`, which asks
-rank 0 for a rendezvous address on its own node and has every actor join at once.
+An actor class inherits `CommMember`; the driver calls `form_comm_group(members)`, which asks
+rank 0 for a rendezvous address on its own node and has every actor join at once. ``members``
+is a kernel :class:`~raystack.runtime.group.ActorGroup` (rank = member order) or a list of
+actor handles.
 """
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from typing import Sequence
 import ray
 
 from raystack.comm import CommGroup, NetworkModel, free_port
+from raystack.runtime.group import ActorGroup, MemberSpec
 
 
 class CommMember:
@@ -39,11 +42,17 @@ class CommMember:
         return self.comm.stats() if self.comm is not None else {}
 
 
-def form_comm_group(actors: Sequence, network: NetworkModel | None = None, backend: str | None = None,
-                    timeout_s: float = 120.0) -> None:
-    """Make `actors` (CommMember actors, rank = position) one collective group; blocks until joined."""
-    if not actors:
+def form_comm_group(members: ActorGroup | Sequence, network: NetworkModel | None = None,
+                    backend: str | None = None, timeout_s: float = 120.0) -> None:
+    """Make ``members`` (CommMember actors, rank = position) one collective group; blocks
+    until every member joined."""
+    if not isinstance(members, ActorGroup):
+        actors, members = list(members), ActorGroup("comm")
+        for i, actor in enumerate(actors):
+            members.adopt(MemberSpec(f"rank-{i}", CommMember), actor)
+    keys = members.keys
+    if not keys:
         raise ValueError("form_comm_group needs at least one actor")
-    addr, port = ray.get(actors[0].comm_rendezvous.remote())
-    ray.get([a.join_comm.remote(rank, len(actors), addr, port, backend, network, timeout_s)
-             for rank, a in enumerate(actors)])
+    addr, port = members.ask(keys[0], "comm_rendezvous")
+    members.call_each("join_comm", {k: (rank, len(keys), addr, port, backend, network, timeout_s)
+                                    for rank, k in enumerate(keys)})

@@ -1,21 +1,27 @@
-"""mLoRA on Ray: PipelineStage actors and the LoRAPipeline driver that runs the LoRAPP schedule.
+"""mLoRA on Ray: PipelineStage actors and the LoRAPipeline strategy that runs the LoRAPP schedule.
 
 Each :class:`PipelineStage` actor holds one contiguous slice of the frozen base (chosen by
 stage balancing) plus every running adapter's weights and optimizers for that slice. The
-driver, :class:`LoRAPipeline`, admits jobs (scheduler + memory model), groups them into lanes,
-builds each window's micro-batches, computes the schedule (a pure function) and submits every
-stage's ops in schedule order; activations and gradients travel between stages as Ray
-objects. Between windows it checkpoints every adapter; when a stage actor dies it starts a new
-one and every adapter resumes from its last checkpoint.
+stages are the members of one kernel :class:`ActorGroup` (a SPREAD placement group, one
+bundle per stage). :class:`LoRAPipeline` is the part's strategy over the kernel
+:class:`Controller`: each RUNNING step admits jobs (scheduler + memory model), groups them
+into lanes, builds one window's micro-batches, computes the schedule (a pure function) and
+submits every stage's ops in schedule order; activations and gradients travel between stages
+as Ray objects. Between windows it checkpoints every adapter. When a window fails, the
+controller polls the stages once, the :class:`FailurePolicy` (``pipeline.max_restarts`` per
+stage) decides, and the recovery respawns the dead stages and resumes every adapter from its
+last checkpoint. :class:`MLoRADriver` runs it for ``raystack.mlora.finetune(cfg)``.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import ray
 import torch
@@ -29,11 +35,20 @@ from raystack.mlora.config import AdapterConfig, DatasetConfig, MLoRAConfig, Tas
 from raystack.mlora.export import load_checkpoint, save_checkpoint, save_peft
 from raystack.mlora.jobs import JobState, form_lanes, lane_step
 from raystack.mlora.memory import AdmissionObs, AdmissionPolicy, JobRequest, MemoryModel
+from raystack.mlora.messages import StageStats
 from raystack.mlora.schedule import LaneWork, Op, lorapp_schedule
 from raystack.mlora.stage import MicroBatch, OptimSpec, StageModel, load_stage_base
 from raystack.mlora.trainer import build_base, check_config, make_jobs
+from raystack.runtime.controller import Controller, ControllerState, MetricsCallback, Progress
+from raystack.runtime.group import ActorGroup, Call, MemberSpec, PlacementSpec, Spawner
+from raystack.runtime.policy import FailureEvent, FailurePolicy
+from raystack.runtime.result import Result, history_table
+from raystack.runtime.tracking import TENSORBOARD_DIR, make_loggers
 
-ACTOR_ERRORS = (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError)
+logger = logging.getLogger(__name__)
+
+STAGE_PING_TIMEOUT_S = 60.0  # a stage slower than this to answer a health poll is replaced
+STAGES = "stages"  # the stages' placement group
 
 
 @ray.remote(max_restarts=0)
@@ -54,6 +69,9 @@ class PipelineStage:
 
     def ready(self) -> int:
         return os.getpid()
+
+    def ping(self) -> int:
+        return self.index
 
     def add_adapter(self, cfg: dict, optim: OptimSpec, ckpt: dict | None = None) -> None:
         a = AdapterConfig(**cfg)
@@ -86,9 +104,9 @@ class PipelineStage:
     def checkpoint(self, names: list[str]) -> dict[str, dict]:
         return to_cpu({n: self.stage.checkpoint(n) for n in names})
 
-    def stats(self) -> dict:
+    def stats(self) -> StageStats:
         samples, self.stage.activation_bytes = self.stage.activation_bytes, []
-        return {"busy_s": self.busy, "activations": samples, "pid": os.getpid()}
+        return StageStats(self.busy, samples, os.getpid())
 
     def reset(self) -> None:
         """Drop in-flight activations and all adapters (before a restore)."""
@@ -97,7 +115,7 @@ class PipelineStage:
             self.stage.remove_adapter(name)
 
 
-@dataclass
+@dataclass(frozen=True)
 class WindowReport:
     window: int
     seconds: float
@@ -107,7 +125,9 @@ class WindowReport:
 
 
 @dataclass
-class RunResult:
+class PipelineRun:
+    """What one ``LoRAPipeline.run()`` did (``raystack.mlora.finetune`` turns it into a Result)."""
+
     adapters: dict[str, str] = field(default_factory=dict)  # name -> exported PEFT dir
     losses: dict[str, list[float]] = field(default_factory=dict)
     windows: list[WindowReport] = field(default_factory=list)
@@ -122,10 +142,12 @@ class RunResult:
 
 
 class LoRAPipeline:
-    """Trains the config's tasks (and any added later) on ``cfg.pipeline.stages`` stage actors."""
+    """Trains the config's tasks (and any added later) on ``cfg.pipeline.stages`` stage actors:
+    the mLoRA strategy (hooks ``start``/``advance``/``recover``) over the kernel Controller."""
 
     def __init__(self, cfg: MLoRAConfig, *, threads_per_stage: int = 1, progress: bool = True,
-                 stage_options: dict | None = None) -> None:
+                 stage_options: dict | None = None, callbacks: Sequence[MetricsCallback] = (),
+                 spawner: Spawner | None = None) -> None:
         check_config(cfg)  # fails before any actor starts
         for d in cfg.datasets:  # actors and later reads may run in another directory
             if d.path is not None:
@@ -133,6 +155,7 @@ class LoRAPipeline:
         self.cfg = cfg
         self.threads = threads_per_stage
         self.progress = progress
+        self.callbacks = list(callbacks)
         self.devices = plan_devices(cfg.pipeline.device, cfg.pipeline.stages, cluster_gpus())
         self.stage_options = stage_options or {"num_cpus": 1}
         if self.devices.uses_gpu:
@@ -150,7 +173,8 @@ class LoRAPipeline:
         s = cfg.scheduler
         self.policy = AdmissionPolicy(self.memory, s.memory_budget_mb * 2**20, s.max_concurrent, s.strict_priority)
         self.out = Path(cfg.output_dir)
-        self.stages: list[Any] = []
+        self.group = ActorGroup("mlora", spawner, poll_timeout_s=STAGE_PING_TIMEOUT_S)
+        self.pids: list[int] = []
         self.pending: list[tuple[TaskConfig, int]] = []
         self.running: dict[str, JobState] = {}
         self.finished: set[str] = set()
@@ -158,12 +182,24 @@ class LoRAPipeline:
         self._admitted: dict[str, dict] = {}  # data position at admission of jobs started from scratch
         self.tasks: dict[str, TaskConfig] = {}
         self._arrivals = 0
+        self.controller: Controller | None = None
+        self._result: PipelineRun | None = None
+        self._t0 = 0.0
+        self._window_no = 0
+        self._on_window: Callable | None = None
+        self._after_submit: Callable | None = None
+        self._bar = None
         self._loss_gauge = metrics.gauge("mlora_loss", "latest training loss per adapter", ("adapter",))
         self._step_gauge = metrics.gauge("mlora_step", "optimizer steps done per adapter", ("adapter",))
         self._tokens = metrics.counter("mlora_tokens", "tokens trained on (all adapters)")
         self._idle = metrics.gauge("mlora_stage_idle_fraction", "idle fraction of a stage in the last window", ("stage",))
         for t in cfg.tasks:
             self.add_task(t)
+
+    @property
+    def stages(self) -> list[Any]:
+        """The stage actors, in pipeline order."""
+        return self.group.handles
 
     # -- jobs -----------------------------------------------------------------------------
     def add_task(self, task: TaskConfig, adapter: AdapterConfig | None = None, dataset: DatasetConfig | None = None) -> None:
@@ -199,7 +235,7 @@ class LoRAPipeline:
             self.tasks[name] = task
             ckpt = load_checkpoint(self._ckpt_path(name))
             if ckpt is not None and ckpt.get("fingerprint") != self._fingerprint(name):
-                self._log(f"{name}: ignoring the checkpoint in {self.out}, written for another config")
+                logger.warning("%s: ignoring the checkpoint in %s, written for another config", name, self.out)
                 self._ckpt_path(name).unlink()  # a failure before this job's first checkpoint must not find it
                 ckpt = None
             if ckpt is not None and ckpt.get("finished"):
@@ -210,20 +246,20 @@ class LoRAPipeline:
             self.running[name] = job
             if ckpt is None:  # no checkpoint needed: a failure before its first one starts it over
                 self._admitted[name] = job.batcher.state_dict()
-            self._log(f"admitted {name} ({job.total_steps} steps, from step {job.step})")
+            logger.info("admitted %s (%d steps, from step %d)", name, job.total_steps, job.step)
 
     def _install(self, job: JobState, ckpt: dict | None) -> None:
         acfg = config_to_dict(self.cfg.adapter(job.name))
         if ckpt is not None:
             job.step, job.losses = ckpt["step"], list(ckpt["losses"])
             job.batcher.load_state_dict(ckpt["batcher"])
-        ray.get([st.add_adapter.remote(acfg, job.optim, ckpt["stages"][i] if ckpt else None)
-                 for i, st in enumerate(self.stages)])
+        self.group.call_each("add_adapter", {k: (acfg, job.optim, ckpt["stages"][i] if ckpt else None)
+                                             for i, k in enumerate(self.group.keys)})
 
-    def _checkpoint(self, refs: list) -> dict[str, list[dict]]:
-        """Write the checkpoint of every job in the stages' ``checkpoint`` calls ``refs`` (a job
-        that is done is marked finished); returns each job's per-stage parts."""
-        parts = ray.get(refs)
+    def _checkpoint(self, calls: list[Call]) -> dict[str, list[dict]]:
+        """Write the checkpoint of every job in the stages' ``checkpoint`` calls (a job that
+        is done is marked finished); returns each job's per-stage parts."""
+        parts = self.group.gather(calls)
         per_job = {name: [p[name] for p in parts] for name in parts[0]}
         for name in per_job:
             job = self.running[name]
@@ -236,7 +272,6 @@ class LoRAPipeline:
     def _fingerprint(self, name: str) -> str:
         """What a checkpoint must match to be resumed: base, adapter, task and dataset configs."""
         import hashlib
-        import json
 
         task = self.tasks[name]
         doc = {"base": self.cfg.base, "seed": self.cfg.seed, "adapter": config_to_dict(self.cfg.adapter(name)),
@@ -251,82 +286,126 @@ class LoRAPipeline:
         return str(save_peft(self.out / "adapters" / name, self.cfg.adapter(name).spec(), state, self.cfg.base))
 
     # -- stages ---------------------------------------------------------------------------
-    def _start_stage(self, i: int) -> Any:
+    def _stage_spec(self, i: int) -> MemberSpec:
         a, b = self.plan.bounds[i]
         base = {"base": self.cfg.base, "seed": self.cfg.seed, "device": self.cfg.pipeline.device}
-        return PipelineStage.options(**self.stage_options).remote(base, a, b, i, self.threads)
+        return MemberSpec(f"stage-{i}", PipelineStage, (base, a, b, i, self.threads),
+                          options=self.stage_options, placement=STAGES, bundle=i)
 
     def start(self) -> None:
-        self.stages = [self._start_stage(i) for i in range(self.cfg.pipeline.stages)]
-        self.pids = ray.get([st.ready.remote() for st in self.stages])
-        self._log(f"{len(self.stages)} stages, units per stage {self.plan.bounds} (balanced by {self.cfg.pipeline.balance}, "
-                  f"imbalance {self.plan.imbalance:.2f})")
+        """Start the stage actors (one bundle each in a SPREAD placement group), if not yet."""
+        if len(self.group):
+            return
+        bundle = {"CPU": float(self.stage_options.get("num_cpus", 1))}
+        if self.stage_options.get("num_gpus"):
+            bundle["GPU"] = float(self.stage_options["num_gpus"])
+        self.group.reserve(PlacementSpec(STAGES, tuple(dict(bundle) for _ in range(self.cfg.pipeline.stages)),
+                                         "SPREAD"))
+        self.group.spawn(*[self._stage_spec(i) for i in range(self.cfg.pipeline.stages)])
+        self.pids = self.group.call("ready")
+        logger.info("%d stages, units per stage %s (balanced by %s, imbalance %.2f)", len(self.stages),
+                    self.plan.bounds, self.cfg.pipeline.balance, self.plan.imbalance)
 
-    def _recover(self) -> None:
-        for i, st in enumerate(self.stages):
-            try:
-                ray.get(st.ready.remote(), timeout=60)
-            except (*ACTOR_ERRORS, ray.exceptions.GetTimeoutError):
-                self._log(f"stage {i} died: starting a new one")
-                self.stages[i] = self._start_stage(i)
-        ray.get([st.reset.remote() for st in self.stages])
+    def recover(self, event: FailureEvent) -> None:
+        """Respawn the stages that died, drop every stage's adapters and in-flight activations,
+        and resume each running job from its last checkpoint (or from its start)."""
+        self._result.restarts += 1
+        logger.warning("window %d failed (%s); restoring from checkpoints", self._window_no, event.describe())
+        self.group.respawn(event.members)
+        self.group.call("reset")
         for name, job in self.running.items():
             ckpt = load_checkpoint(self._ckpt_path(name))
             if ckpt is None:  # failed before its first checkpoint: from the start (adapter
                 job.step, job.losses = 0, []  # initialisation and dropout streams are seeded)
                 job.batcher.load_state_dict(self._admitted[name])
             self._install(job, ckpt)
-            self._log(f"{name} resumes from step {job.step}")
+            logger.info("%s resumes from step %d", name, job.step)
 
     # -- the loop -------------------------------------------------------------------------
     def run(self, on_window: Callable[[int, "LoRAPipeline"], None] | None = None,
-            after_submit: Callable[[int, "LoRAPipeline"], None] | None = None) -> RunResult:
+            after_submit: Callable[[int, "LoRAPipeline"], None] | None = None) -> PipelineRun:
         """Train until every job (including ones added meanwhile) is done; returns the result."""
-        if not self.stages:
-            self.start()
-        result = RunResult(plan=self.plan)
-        t0 = time.perf_counter()
-        window = 0
-        max_restarts = self.cfg.pipeline.max_restarts * len(self.stages)
-        while self.pending or self.running:
-            self._admit()
-            if not self.running:
-                continue
-            try:
-                report, ckpt_refs = self._window(window, after_submit)
-            except ACTOR_ERRORS as e:
-                result.restarts += 1
-                if result.restarts > max_restarts:
-                    raise RuntimeError(f"stage failures exceeded {max_restarts} restarts") from e
-                self._log(f"window {window} failed ({type(e).__name__}); restoring from checkpoints")
-                self._recover()
-                continue
-            result.windows.append(report)
-            done = [n for n, j in self.running.items() if j.done]
-            parts = self._checkpoint(ckpt_refs)
-            for name in done:
-                result.adapters[name] = self._export(name, parts[name])
-                result.completion_s[name] = time.perf_counter() - t0
-                self.finished.add(name)
-                self._log(f"{name} finished: exported to {result.adapters[name]}")
-            ray.get([st.remove_adapter.remote(name) for name in done for st in self.stages])
-            for name, job in self.running.items():
-                result.losses[name] = list(job.losses)
-            for name in done:
-                del self.running[name]
-                self._admitted.pop(name, None)  # finished: never restarted from admission again
-            window += 1
-            if on_window:
-                on_window(window, self)
+        self.begin(on_window, after_submit)
+        while not self.step().terminal:
+            pass
+        return self.finish()
+
+    def begin(self, on_window: Callable[[int, "LoRAPipeline"], None] | None = None,
+              after_submit: Callable[[int, "LoRAPipeline"], None] | None = None) -> None:
+        """Set up a run (a fresh controller and failure budget); step it with :meth:`step`."""
+        self._on_window, self._after_submit = on_window, after_submit
+        self._result = PipelineRun(plan=self.plan)
+        self._t0, self._window_no = time.perf_counter(), 0
+        budget = self.cfg.pipeline.max_restarts * self.cfg.pipeline.stages
+        policy = FailurePolicy(budget, field="pipeline.max_restarts x stages", per="event")
+        self.controller = Controller(self, policy, group=self.group, callbacks=self.callbacks, name="mlora")
+        if self.progress:
+            from tqdm import tqdm
+            self._bar = tqdm(desc="mlora", unit="step", total=0)
+
+    def step(self) -> ControllerState:
+        """One controller step: start the stages, run one window, or recover."""
+        return self.controller.step()
+
+    def finish(self) -> PipelineRun:
+        """The run's result (raises RunFailedError if the failure policy gave up)."""
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+        self.controller.raise_if_errored()
+        result = self._result
         result.adapters.update({n: d for n, d in self.resumed_done.items() if n not in result.adapters})
-        result.seconds = time.perf_counter() - t0
+        result.seconds = time.perf_counter() - self._t0
         return result
 
-    def _window(self, window: int, after_submit: Callable | None) -> tuple[WindowReport, list]:
+    def advance(self) -> Progress:
+        """One window (after admitting what the scheduler lets in)."""
+        self._admit()
+        if not self.running:
+            return Progress(done=not self.pending)
+        result, window = self._result, self._window_no
+        report, ckpt_calls = self._window(window, self._after_submit)
+        result.windows.append(report)
+        done = [n for n, j in self.running.items() if j.done]
+        parts = self._checkpoint(ckpt_calls)
+        for name in done:
+            result.adapters[name] = self._export(name, parts[name])
+            result.completion_s[name] = time.perf_counter() - self._t0
+            self.finished.add(name)
+            logger.info("%s finished: exported to %s", name, result.adapters[name])
+        for name in done:
+            self.group.call("remove_adapter", name)
+        for name, job in self.running.items():
+            result.losses[name] = list(job.losses)
+        for name in done:
+            del self.running[name]
+            self._admitted.pop(name, None)  # finished: never restarted from admission again
+        self._window_no += 1
+        self._show(report)
+        if self._on_window:
+            self._on_window(self._window_no, self)
+        metrics = {"tokens": float(report.tokens), "seconds": report.seconds,
+                   "tokens_per_s": report.tokens / max(report.seconds, 1e-9),
+                   **{f"idle/stage{i}": f for i, f in enumerate(report.idle_fraction)},
+                   **{f"loss/{n}": v for n, v in report.losses.items()}}
+        return Progress(done=not (self.pending or self.running), step=window, metrics=metrics)
+
+    def _show(self, report: WindowReport) -> None:
+        if self._bar is None:
+            return
+        jobs = [*self.running.values()]
+        self._bar.total = sum(len(v) for v in self._result.losses.values()) + sum(j.remaining for j in jobs)
+        self._bar.n = sum(len(v) for v in self._result.losses.values())
+        self._bar.set_postfix(adapters=f"{len(self.finished)} done/{len(self.running)} running",
+                              tok_s=f"{report.tokens / max(report.seconds, 1e-9):.0f}")
+        self._bar.refresh()
+
+    def _window(self, window: int, after_submit: Callable | None) -> tuple[WindowReport, list[Call]]:
         """Run one window's schedule; returns its report and the stages' checkpoint calls,
         submitted behind the window's ops (a stage writes its part as soon as its own last op
         is done, while the other stage may still compute)."""
-        d = len(self.stages)
+        keys = self.group.keys
+        d = len(keys)
         jobs = self.running
         lanes = form_lanes(sorted(jobs), d, self.cfg.pipeline.lanes)
         cap = min(self.cfg.pipeline.window_steps, *(self.tasks[n].save_steps for n in jobs),
@@ -338,11 +417,12 @@ class LoRAPipeline:
         sched = lorapp_schedule(d, [LaneWork(cap, len(steps[0])) for steps in data],
                                 forward_cost=costs, backward_cost=[2 * c for c in costs],
                                 max_in_flight=self.cfg.pipeline.in_flight_cap)
-        busy0 = [s["busy_s"] for s in ray.get([st.stats.remote() for st in self.stages])]
+        busy0 = [s.busy_s for s in self.group.call("stats")]
         t0 = time.perf_counter()
-        refs: dict[tuple, Any] = {}
+        calls: dict[tuple, Call] = {}
         puts: dict[tuple, tuple] = {}
-        loss_refs, done_refs = [], []
+        loss_calls: list[tuple[Op, Call]] = []
+        done_calls: list[Call] = []
         tokens = 0
         for (s, op) in sorted(sched.start, key=lambda k: (sched.start[k], k[0])):
             mb, ids, labels = data[op.lane][op.step][op.micro]
@@ -350,27 +430,26 @@ class LoRAPipeline:
                 puts[mb.key] = (ray.put(ids), ray.put(labels))
                 tokens += int(ids.numel())
             ids_ref, labels_ref = puts[mb.key]
-            st = self.stages[s]
             if op.kind == "F":
-                x = ids_ref if s == 0 else refs[("F", s - 1, mb.key)]
-                ref = st.forward.remote(mb, x, labels_ref if s == d - 1 else None)
-                refs[("F", s, mb.key)] = ref
+                x = ids_ref if s == 0 else calls[("F", s - 1, mb.key)].future
+                call = self.group.submit(keys[s], "forward", mb, x, labels_ref if s == d - 1 else None)
+                calls[("F", s, mb.key)] = call
                 if s == d - 1:
-                    loss_refs.append((op, ref))
+                    loss_calls.append((op, call))
             else:
-                grad = None if s == d - 1 else refs[("B", s + 1, mb.key)]
-                ref = st.backward.remote(mb, grad)
-                refs[("B", s, mb.key)] = ref
+                grad = None if s == d - 1 else calls[("B", s + 1, mb.key)].future
+                call = self.group.submit(keys[s], "backward", mb, grad)
+                calls[("B", s, mb.key)] = call
                 if s == 0:
-                    done_refs.append(ref)
-        ckpt_refs = [st.checkpoint.remote(list(jobs)) for st in self.stages]
+                    done_calls.append(call)
+        ckpt_calls = [self.group.submit(k, "checkpoint", list(jobs)) for k in keys]
         if after_submit:
             after_submit(window, self)
-        losses_out = ray.get([r for _, r in loss_refs])
-        ray.get(done_refs)
+        losses_out = self.group.gather([c for _, c in loss_calls])
+        self.group.gather(done_calls)
         seconds = time.perf_counter() - t0
         per_step: dict[tuple[str, int], float] = {}
-        for (op, _), losses in zip(loss_refs, losses_out):
+        for (op, _), losses in zip(loss_calls, losses_out):
             for name, v in losses.items():
                 per_step[(name, op.step)] = per_step.get((name, op.step), 0.0) + v
         for lane in lanes:
@@ -379,25 +458,69 @@ class LoRAPipeline:
                 jobs[n].step += cap
                 self._loss_gauge.set(jobs[n].losses[-1], tags={"adapter": n})
                 self._step_gauge.set(jobs[n].step, tags={"adapter": n})
-        stats = ray.get([st.stats.remote() for st in self.stages])
+        stats: list[StageStats] = self.group.call("stats")
         for st_stats in stats:
-            for rows, seq, nbytes in st_stats["activations"]:
+            for rows, seq, nbytes in st_stats.activations:
                 self.memory.observe(rows, seq, nbytes)
-        idle = [max(0.0, 1.0 - (s["busy_s"] - b) / seconds) for s, b in zip(stats, busy0)]
+        idle = [max(0.0, 1.0 - (s.busy_s - b) / seconds) for s, b in zip(stats, busy0)]
         for i, f in enumerate(idle):
             self._idle.set(f, tags={"stage": str(i)})
         self._tokens.inc(tokens)
         last = {n: jobs[n].losses[-1] for n in jobs}
-        self._log(f"window {window}: {cap} steps x {len(lanes)} lanes in {seconds:.1f}s, "
-                  f"{tokens / seconds:.0f} tok/s, idle {['%.2f' % f for f in idle]} | "
-                  + " ".join(f"{n}@{jobs[n].step}/{jobs[n].total_steps}={v:.3f}" for n, v in last.items()))
-        return WindowReport(window, seconds, tokens, idle, last), ckpt_refs
+        logger.info("window %d: %d steps x %d lanes in %.1fs, %.0f tok/s, idle %s | %s", window, cap, len(lanes),
+                    seconds, tokens / seconds, ["%.2f" % f for f in idle],
+                    " ".join(f"{n}@{jobs[n].step}/{jobs[n].total_steps}={v:.3f}" for n, v in last.items()))
+        return WindowReport(window, seconds, tokens, idle, last), ckpt_calls
 
     def shutdown(self) -> None:
-        for st in self.stages:
-            ray.kill(st)
-        self.stages = []
+        """Stop the stage actors and release their placement group."""
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+        self.group.shutdown()
 
-    def _log(self, msg: str) -> None:
-        if self.progress:
-            print(f"[mlora] {msg}", flush=True)
+
+class MLoRADriver:
+    """The mLoRA part behind ``raystack.mlora.finetune(cfg)``: one LoRAPipeline, experiment
+    tracking, and the run's :class:`Result`."""
+
+    part = "mlora"
+
+    def __init__(self, cfg: MLoRAConfig, *, callbacks: Sequence[MetricsCallback] = (),
+                 progress: bool = True) -> None:
+        self.cfg = cfg
+        loggers = make_loggers(cfg.loggers, cfg.output_dir, self.part, config_to_dict(cfg))
+        self.pipeline = LoRAPipeline(cfg, progress=progress, callbacks=[*callbacks, *loggers])
+        self.pipeline.begin()
+
+    @property
+    def controller(self) -> Controller:
+        return self.pipeline.controller
+
+    def step(self) -> ControllerState:
+        return self.pipeline.step()
+
+    def result(self) -> Result:
+        run = self.pipeline.finish()
+        rows = [{"window": w.window, "seconds": w.seconds, "tokens": w.tokens,
+                 "tokens_per_s": w.tokens / max(w.seconds, 1e-9),
+                 **{f"idle_stage{i}": f for i, f in enumerate(w.idle_fraction)},
+                 **{f"loss.{n}": v for n, v in w.losses.items()}} for w in run.windows]
+        metrics = {"seconds": run.seconds, "tokens": float(run.tokens),
+                   "tokens_per_s": run.tokens / max(run.seconds, 1e-9), "restarts": float(run.restarts),
+                   "adapters": float(len(run.adapters)),
+                   **{f"loss.{n}": v[-1] for n, v in run.losses.items() if v}}
+        if run.windows:
+            metrics["idle_fraction"] = sum(sum(w.idle_fraction) / len(w.idle_fraction) for w in run.windows) \
+                / len(run.windows)
+        losses = Path(self.cfg.output_dir) / "losses.json"  # every step's loss, per adapter
+        losses.write_text(json.dumps(run.losses))
+        artifacts = {f"adapter.{n}": d for n, d in run.adapters.items()}
+        artifacts["losses"] = str(losses)
+        if "tensorboard" in self.cfg.loggers:
+            artifacts["tensorboard"] = str(Path(self.cfg.output_dir) / TENSORBOARD_DIR)
+        return Result("mlora", metrics, history_table(rows), str(Path(self.cfg.output_dir) / "adapters"),
+                      artifacts, config_to_dict(self.cfg))
+
+    def shutdown(self) -> None:
+        self.pipeline.shutdown()

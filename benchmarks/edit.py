@@ -295,13 +295,13 @@ def main() -> None:
             per_rank = ray.get([w.losses.remote() for w in group.workers])
             reps = ray.get([w.report.remote() for w in group.workers])
             if mode == "edit":
-                calib["step_s"] = min(x["compute_seconds"] / max(x["step"], 1) for x in reps)
+                calib["step_s"] = min(x.compute_seconds / max(x.step, 1) for x in reps)
             # where the exposed sync went (mean over ranks): decision, its all-gather (with the
             # wait for the other replica), launches, waits, outer step, write-back
-            phases = {k: round(sum(x["phases"][k] for x in reps) / len(reps), 4) for k in reps[0]["phases"]}
+            phases = {k: round(sum(x.phases[k] for x in reps) / len(reps), 4) for k in reps[0].phases}
             res = {"tokens": rr.tokens, "seconds": rr.seconds, "val_loss": rr.val_loss,
                    "exposed_sync_s": rr.sync_seconds, "exposed_sync_phases_s": phases,
-                   "syncs": reps[0]["syncs"], "allreduce_s": rr.dp_seconds, "outliers": rr.outliers,
+                   "syncs": reps[0].syncs, "allreduce_s": rr.dp_seconds, "outliers": rr.outliers,
                    "extra_state_bytes": rr.extra_state_bytes,
                    "losses": [x for x, _ in per_rank], "times": [t for _, t in per_rank]}
         res.update(start=start, tokens_per_s=res["tokens"] / res["seconds"],

@@ -108,17 +108,14 @@ def bench_resize(work: Path, rows: int) -> dict:
     """Our controller: 2 -> 4 workers (until both new ones commit a batch) and back to 2."""
     import ray
 
-    from raystack.elastic.plan import plan_to
-
     out: dict = {}
 
     def resizer(ctl):
-        if "up_s" in out or ray.get(ctl.backend.ss.stats.remote())["rows_done"] < 1500:
+        if "up_s" in out or ray.get(ctl.backend.ss.stats.remote()).rows_done < 1500:
             return
         loop, ss = ctl.loop, ctl.backend.ss
         t0 = time.time()
-        plan = plan_to(loop.units, loop.config.with_(workers=4), loop._next_id, "bench: up")
-        loop._apply(plan, t0)
+        plan = loop.apply_plan(loop.plan_to(loop.config.with_(workers=4), "bench: up"), t0)
         new = [ctl.backend.worker_id(u.unit_id) for u in plan.launch]
         deadline = t0 + 120
         while any(ray.get(ss.first_commit_time.remote(w)) is None for w in new):
@@ -128,8 +125,7 @@ def bench_resize(work: Path, rows: int) -> dict:
             time.sleep(0.02)
         out["up_s"] = time.time() - t0
         t1 = time.time()
-        loop._apply(plan_to(loop.units, loop.config.with_(workers=2), loop._next_id,
-                            "bench: down"), t1)
+        loop.apply_plan(loop.plan_to(loop.config.with_(workers=2), "bench: down"), t1)
         out["down_s"] = time.time() - t1
 
     res, _ = run_job(job_cfg(work, "bench-resize", max(rows, 100_000), data={"rows_per_shard": 512}), resizer)
@@ -228,17 +224,21 @@ def trace_ratios(trace: dict) -> dict:
 
 TRACE_NOTE = (
     "(c) is simulated: 16 virtual nodes x 32 CPUs x 128 GB; {jobs} jobs, Poisson arrivals "
-    "(mean gap 150 s), hidden step-time curves (model terms + an unmodelled w^1.5/p term, "
-    "3% measurement noise), 40% of jobs with PS memory growing 1.5-4x; tick 30 s. Change "
-    "costs as in our controller: a change touching a PS (count, CPU, memory: state copy) "
-    "pauses the job 30 s; added workers start training after 30 s while the others go on; "
-    "removing workers is free. Every worker and PS is its own placement group: new workers "
-    "are placed one by one (as many as fit), a PS set all or nothing. Each tick: progress "
-    "and completions first, then running jobs' plans (memory raises before growth), then "
-    "admissions (FIFO with backfill). Memory per unit: static users ask 2x / 1.5x what a "
-    "unit uses (PS: the initial need; workers: their steady 2 GB), the three-stage policy "
-    "asks the workers' use x 1.2 and sizes PS memory itself, the oracle asks exact peaks; "
-    "used memory counts up to each unit's need; ps_mem_util is the PS part alone.")
+    "(mean gap 150 s), hidden step-time curves (model terms + an unmodelled w^1.5/p term), "
+    "3% throughput noise per tick, 40% of jobs with PS memory growing 1.5-4x; tick 30 s. Every "
+    "job runs the real controller loop (ElasticLoop, the class the Ray controller steps) over a "
+    "simulated backend: it polls every tick, asks its planner every tick, waits 30 s after a "
+    "change before measuring and measures throughput over 60 s; static and oracle configs are "
+    "fixed planners. Change costs as in our controller: a change touching a PS (count, CPU, "
+    "memory: state copy) pauses the job 30 s; added workers start training after 30 s while the "
+    "others go on; removing workers is free. Every worker and PS is its own placement group: new "
+    "workers are placed one by one (as many as fit), a PS set all or nothing. Each tick: progress, "
+    "then every running job's loop (finished and failed jobs first, then the job closest to its "
+    "PS memory limit first), then waiting jobs start (FIFO with backfill). Memory per unit: "
+    "static users ask 2x / 1.5x what a unit uses (PS: the initial need; workers: their steady "
+    "2 GB), the three-stage policy asks the workers' use x 1.2 and sizes PS memory itself, the "
+    "oracle asks exact peaks; used memory counts up to each unit's need; ps_mem_util is the PS "
+    "part alone.")
 
 
 def plots(trace: dict, out: Path = RESULTS / "elastic.json") -> list[str]:

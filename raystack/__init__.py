@@ -8,7 +8,13 @@ holds them as ``raystack/actors`` and ``raystack/apps``.
 """
 from pathlib import Path as _Path
 
+from raystack.log import configure_logging as _configure_logging
+from raystack.log import level_from_env as _level_from_env
+
 __version__ = "0.1.0"
+
+if _level_from_env():  # RAYSTACK_LOG_LEVEL=INFO: this process (a driver or an actor) logs at it
+    _configure_logging()
 
 # A source checkout (or a `ray job submit --working-dir .` copy of one): let
 # `raystack.actors` and `raystack.apps` resolve to the folders beside this package.

@@ -7,6 +7,7 @@ only `RAY_AUTH_MODE=token` in its environment; `head_env()` gives exactly that.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -143,7 +144,33 @@ def disconnect() -> None:
         ray.shutdown()
 
 
+def planned_resources(address: str | None = None, *, num_cpus: int | None = None,
+                      resources: dict | None = None):
+    """The resources a job will run on, as `raystack.preflight.ClusterResources`: the connected
+    cluster's; else those of the cluster at ``address`` (or RAY_ADDRESS), connecting to it; else
+    those an embedded cluster started with ``num_cpus``/``resources`` would have, without
+    starting it (so a job that cannot fit is refused before Ray starts)."""
+    import ray
+
+    from raystack.preflight.resources import from_ray, this_machine
+
+    if ray.is_initialized():
+        return from_ray()
+    address = address or os.environ.get("RAY_ADDRESS") or None
+    if address:
+        connect(address)
+        return from_ray()
+    return this_machine(num_cpus, resources=resources)
+
+
 # -- a local head for `ray job submit`: `raystack up` / `raystack down` --------------------------
+
+DEFAULT_CLIENT_PORT = 10001   # Ray Client server (ray://), Ray's default
+
+
+class HeadError(RuntimeError):
+    """`raystack up` cannot start a head (a port is taken, one is already running, Ray failed)."""
+
 
 @dataclass
 class HeadState:
@@ -151,65 +178,102 @@ class HeadState:
     dashboard_url: str
     temp_dir: str
     pids: list[int]
-    pgid: int
+    pgid: int                 # the session id every process of the head shares (`ray start`'s pid)
     started_at: float
+    client_address: str = ""
+    ports: list[int] = field(default_factory=list)
 
 
 def _state_file(state_dir: Path) -> Path:
     return state_dir / "head.json"
 
 
-def _session_pids(temp_dir: str) -> list[int]:
-    """Process ids whose command line mentions our head's temp dir (gcs, raylet, dashboard...)."""
+def port_in_use(port: int) -> bool:
+    """Whether a TCP port is taken on this machine (listening, or bound, on any address)."""
+    with socket.socket() as s:
+        if s.connect_ex(("127.0.0.1", port)) == 0:
+            return True
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a closed port in TIME_WAIT is free
+        try:
+            s.bind(("0.0.0.0", port))
+        except OSError:
+            return True
+    return False
+
+
+def session_processes(session_id: int, since: float) -> list[int]:
+    """Process ids in session ``session_id`` started at or after ``since`` (minus a little), and
+    their descendants: every process `ray start` made (GCS, raylet, dashboard, Ray Client server,
+    workers), none of another session's, whatever their command lines say."""
     import psutil
 
-    pids = []
-    for proc in psutil.process_iter(["pid", "cmdline"]):
+    found: set[int] = set()
+    for proc in psutil.process_iter(["pid", "create_time"]):
         try:
-            if any(temp_dir in part for part in (proc.info["cmdline"] or [])):
-                pids.append(proc.info["pid"])
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            if os.getsid(proc.pid) == session_id and proc.info["create_time"] >= since - 5.0:
+                found.add(proc.pid)
+                found.update(c.pid for c in proc.children(recursive=True))
+        except (psutil.NoSuchProcess, psutil.AccessDenied, ProcessLookupError, PermissionError):
             continue
-    return pids
+    return sorted(found)
 
 
 def start_head(port: int = 6390, dashboard_port: int = 8265, num_cpus: int | None = None,
-               state_dir: Path = STATE_DIR, timeout_s: float = 60.0) -> HeadState:
-    """Start a local Ray head with token auth, remember its process ids, return its addresses."""
+               state_dir: Path = STATE_DIR, timeout_s: float = 60.0,
+               client_port: int = DEFAULT_CLIENT_PORT) -> HeadState:
+    """Start a local Ray head with token auth, remember every process id it started, return its
+    addresses. A port already taken is refused before anything starts."""
     state_dir.mkdir(parents=True, exist_ok=True)
-    if _state_file(state_dir).exists():
-        old = json.loads(_state_file(state_dir).read_text())
-        if any(_alive(p) for p in old["pids"]):
-            raise RuntimeError(f"a raystack head is already running at {old['gcs_address']}; `raystack down` first")
-    for p, what in ((port, "port"), (dashboard_port, "dashboard_port")):
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", p)) == 0:
-                raise RuntimeError(f"{what} {p} is already in use; pick another with --{what.replace('_', '-')}")
+    old = read_head_state(state_dir)
+    if old is not None and any(_alive(p) for p in old.pids):
+        raise HeadError(f"a raystack head is already running at {old.gcs_address}; `raystack down` first")
+    wanted = {"port": port, "dashboard_port": dashboard_port, "client_port": client_port}
+    if len(set(wanted.values())) < len(wanted):
+        raise HeadError(f"--port, --dashboard-port and --client-port must differ, got {wanted}")
+    for what, p in wanted.items():
+        if not 1 <= p <= 65535:
+            raise HeadError(f"--{what.replace('_', '-')} must be a TCP port in [1, 65535], got {p}")
+        if port_in_use(p):
+            raise HeadError(f"{what} {p} is already in use; pick another with --{what.replace('_', '-')}")
     ensure_auth_token()
     temp_dir = f"/tmp/raystack-{port}"
     agent_port = free_port_pair()[0]
     cmd = [sys.executable, "-m", "ray.scripts.scripts", "start", "--head", f"--port={port}",
            f"--dashboard-port={dashboard_port}", "--dashboard-host=127.0.0.1", f"--temp-dir={temp_dir}",
-           "--include-dashboard=true", "--disable-usage-stats",
+           "--include-dashboard=true", "--disable-usage-stats", f"--ray-client-server-port={client_port}",
            f"--dashboard-agent-listen-port={agent_port}"]
     if num_cpus is not None:
         cmd.append(f"--num-cpus={num_cpus}")
     env = {**os.environ, **head_env()}
+    started = time.time()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+                            start_new_session=True)  # every process of the head shares this session id
+    state = HeadState(gcs_address=f"127.0.0.1:{port}", dashboard_url=f"http://127.0.0.1:{dashboard_port}",
+                      temp_dir=temp_dir, pids=[proc.pid], pgid=proc.pid, started_at=started,
+                      client_address=f"ray://127.0.0.1:{client_port}", ports=[port, dashboard_port, client_port])
+    _write_state(state_dir, state)  # recorded at once: `down` finds the processes even if `up` fails now
     try:
         out, _ = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        raise RuntimeError(f"`ray start --head` did not finish within {timeout_s:.0f} s")
+        stop_head(state_dir)
+        raise HeadError(f"`ray start --head` did not finish within {timeout_s:.0f} s") from None
     if proc.returncode != 0:
-        raise RuntimeError(f"`ray start --head` failed (exit {proc.returncode}):\n{out[-2000:]}")
-    state = HeadState(gcs_address=f"127.0.0.1:{port}", dashboard_url=f"http://127.0.0.1:{dashboard_port}",
-                      temp_dir=temp_dir, pids=_session_pids(temp_dir), pgid=proc.pid, started_at=time.time())
-    _state_file(state_dir).write_text(json.dumps(asdict(state), indent=2))
+        stop_head(state_dir)
+        raise HeadError(f"`ray start --head` failed (exit {proc.returncode}): {out.strip().splitlines()[-1:]}")
+    state.pids = session_processes(proc.pid, started)
+    _write_state(state_dir, state)
     _wait_http(state.dashboard_url, timeout_s)
     _wait_port(agent_port, timeout_s)  # jobs are refused until the node's dashboard agent listens
+    state.pids = session_processes(proc.pid, started)  # the dashboard's and agents' children too
+    _write_state(state_dir, state)
     return state
+
+
+def _write_state(state_dir: Path, state: HeadState) -> None:
+    tmp = _state_file(state_dir).with_suffix(".tmp")
+    tmp.write_text(json.dumps(asdict(state), indent=2))
+    tmp.replace(_state_file(state_dir))
 
 
 def _wait_port(port: int, timeout_s: float) -> None:
@@ -219,7 +283,7 @@ def _wait_port(port: int, timeout_s: float) -> None:
             if s.connect_ex(("127.0.0.1", port)) == 0:
                 return
         time.sleep(0.5)
-    raise RuntimeError(f"the Ray head's dashboard agent did not listen on port {port} within {timeout_s:.0f} s")
+    raise HeadError(f"the Ray head's dashboard agent did not listen on port {port} within {timeout_s:.0f} s")
 
 
 def _wait_http(url: str, timeout_s: float) -> None:
@@ -247,23 +311,34 @@ def _alive(pid: int) -> bool:
 
 def read_head_state(state_dir: Path = STATE_DIR) -> HeadState | None:
     f = _state_file(state_dir)
-    return HeadState(**json.loads(f.read_text())) if f.exists() else None
+    if not f.exists():
+        return None
+    data = json.loads(f.read_text())
+    known = {f.name for f in dataclasses.fields(HeadState)}
+    return HeadState(**{k: v for k, v in data.items() if k in known})
 
 
 def stop_head(state_dir: Path = STATE_DIR, grace_s: float = 10.0) -> list[int]:
-    """Stop the head `start_head` started, by its recorded process ids (and any new ones of its
-    session, such as workers). Returns the pids that were signalled."""
+    """Stop the head `start_head` started: its recorded process ids and every later process of
+    its session (workers, job drivers and their children). Returns the pids that were signalled."""
     import psutil
 
     state = read_head_state(state_dir)
     if state is None:
         return []
-    pids = sorted(set(state.pids) | set(_session_pids(state.temp_dir)))
-    procs = []
-    for pid in pids:
+    pids = set(session_processes(state.pgid, state.started_at))
+    for pid in state.pids:
         try:
             p = psutil.Process(pid)
-            procs.extend([p, *p.children(recursive=True)])
+            if p.create_time() >= state.started_at - 5.0:  # not a reused pid
+                pids.add(pid)
+                pids.update(c.pid for c in p.children(recursive=True))
+        except psutil.NoSuchProcess:
+            continue
+    procs = []
+    for pid in sorted(pids):
+        try:
+            procs.append(psutil.Process(pid))
         except psutil.NoSuchProcess:
             continue
     for p in procs:
@@ -277,6 +352,7 @@ def stop_head(state_dir: Path = STATE_DIR, grace_s: float = 10.0) -> list[int]:
             p.kill()
         except psutil.NoSuchProcess:
             pass
+    psutil.wait_procs(alive, timeout=grace_s)
     _state_file(state_dir).unlink(missing_ok=True)
     return [p.pid for p in procs]
 

@@ -1,5 +1,5 @@
 """Elastic DLRM on Ray: ParameterServer, DLRMWorker, ShardService, ElasticController."""
-from raystack.actors.elastic.controller import (ElasticController, ElasticJobError, ElasticResult,
-                                       prepare_data, train)
+from raystack.actors.elastic.controller import (ElasticController, ElasticDriver, ElasticJobError,
+                                                ElasticResult, prepare_data)
 
-__all__ = ["ElasticController", "ElasticJobError", "ElasticResult", "prepare_data", "train"]
+__all__ = ["ElasticController", "ElasticDriver", "ElasticJobError", "ElasticResult", "prepare_data"]

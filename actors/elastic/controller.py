@@ -1,32 +1,40 @@
-"""ElasticController: the elastic DLRM job on Ray, end to end.
+"""ElasticController: the elastic DLRM job on Ray, end to end, and its driver for the entry API.
 
 It prepares the data (generated Criteo-like Parquet by default), cuts it into shards, starts
-the ShardService, and steps an :class:`ElasticLoop` (the pure state machine) over a
-:class:`RayBackend` until the data is trained, then evaluates AUC on the held-out file and
-audits the sample ids. ``train(cfg)`` is the Python API; the CLI and the job script call it.
+the ShardService, and steps an :class:`ElasticLoop` (the part's strategy over the kernel
+Controller) over a :class:`RayBackend` until the data is trained, then evaluates AUC on the
+held-out file and audits the sample ids. ``raystack.elastic.train(cfg)`` runs it through
+:class:`ElasticDriver` and returns the one ``Result``; the CLI and the job script call that.
 """
 from __future__ import annotations
 
+import json
+import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
-import ray
 
 from raystack.actors.elastic.backend import RayBackend
+from raystack.config import config_to_dict
 from raystack.data.criteo import auc, generate, list_files, read_rows
 from raystack.elastic.config import ElasticConfig
 from raystack.elastic.control import ElasticLoop, State
 from raystack.elastic.dlrm import DLRMDense, DLRMSpec, predict
 from raystack.elastic.perfmodel import JobConfig
-from raystack.elastic.planner import Budget, PlannerSettings, ThreeStagePlanner
+from raystack.elastic.planner import Budget, PlannerSettings, Stage, ThreeStagePlanner
 from raystack.elastic.shards import make_shards
 from raystack.elastic.stragglers import StragglerDetector
+from raystack.runtime.controller import Controller, ControllerState, MetricsCallback, RunFailedError
+from raystack.runtime.result import Result, history_table
+from raystack.runtime.tracking import TENSORBOARD_DIR, make_loggers
+
+logger = logging.getLogger(__name__)
 
 
-class ElasticJobError(RuntimeError):
+class ElasticJobError(RunFailedError):
     """The job stopped (a shard failed repeatedly, a service was lost, or it timed out)."""
 
 
@@ -61,7 +69,8 @@ def spec_of(cfg: ElasticConfig) -> DLRMSpec:
 class ElasticController:
     """Owns one job: the backend (actors, placement groups) and the loop (decisions)."""
 
-    def __init__(self, cfg: ElasticConfig, adopt: bool = False) -> None:
+    def __init__(self, cfg: ElasticConfig, adopt: bool = False,
+                 callbacks: Sequence[MetricsCallback] = ()) -> None:
         self.cfg = cfg
         self.spec = spec_of(cfg)
         self.train_files, self.eval_file = prepare_data(cfg)
@@ -78,52 +87,68 @@ class ElasticController:
         self.loop = ElasticLoop(self.planner, self.backend,
                                 detector=StragglerDetector(f.straggler_factor, f.straggler_min_rows),
                                 measure_s=cfg.measure_s, settle_s=cfg.settle_s,
-                                autoscale=r.autoscale, max_relaunches=f.max_relaunches)
+                                autoscale=r.autoscale, max_relaunches=f.max_relaunches,
+                                callbacks=callbacks)
+        self.history: list[dict] = []  # one row per poll
+        self._t0 = time.time()
         if adopt:  # carry on with the running units, skip the initial plan
-            self.loop.units = dict(self.backend.units)
-            self.loop.state = State.RUNNING
-            self.loop._next_id = 1 + max(int(u.split("-")[1]) for u in self.loop.units)
-            self.planner.stage = self.planner.stage.__class__.RUNTIME if not r.autoscale \
-                else self.planner.stage.__class__.WARMUP
-            self.planner._probes = []
+            self.loop.adopt(self.backend.units)
+            self.planner.adopt(Stage.WARMUP if r.autoscale else Stage.RUNTIME)
 
-    def step(self) -> State:
-        return self.loop.step()
+    @property
+    def controller(self) -> Controller:
+        return self.loop.controller
+
+    def step(self) -> ControllerState:
+        """One controller step: a poll of the job and what it decides."""
+        state = self.loop.step()
+        p = self.loop.last_poll
+        if p is not None:
+            c = self.loop.config
+            self.history.append({"seconds": round(p.now - self._t0, 3), "rows_done": p.rows_done,
+                                 "rows_total": p.rows_total, "samples_per_s": p.samples_per_s,
+                                 "workers": c.workers if c else 0, "ps": c.ps if c else 0,
+                                 "stage": self.planner.stage.value, "state": state.value})
+        return state
 
     def run(self, progress: Callable[[dict], None] | None = None,
             on_step: Callable[["ElasticController"], None] | None = None) -> ElasticResult:
-        t0 = time.time()
-        while self.loop.step() is State.RUNNING or self.loop.state is State.STARTING:
+        t0 = self._t0 = time.time()
+        while not self.step().terminal:
             if on_step is not None:
                 on_step(self)
             if progress is not None:
                 progress(self.snapshot())
-            if time.time() - t0 > self.cfg.timeout_s:
-                raise ElasticJobError(f"job {self.cfg.name} timed out after {self.cfg.timeout_s}s")
+            self.check_timeout()
             time.sleep(self.cfg.poll_s)
+        self.raise_if_failed()
+        return self.finish(time.time() - t0, t0)
+
+    def check_timeout(self) -> None:
+        if time.time() - self._t0 > self.cfg.timeout_s:
+            raise ElasticJobError(f"job {self.cfg.name} timed out after {self.cfg.timeout_s}s")
+
+    def raise_if_failed(self) -> None:
         if self.loop.state is State.FAILED:
             raise ElasticJobError(f"job {self.cfg.name} failed: {self.loop.error}")
-        seconds = time.time() - t0
-        return self.finish(seconds, t0)
 
     def snapshot(self) -> dict:
         c, p = self.loop.config, self.loop.last_poll
         ev = self.loop.events[-1].detail if self.loop.events else ""
-        rates = sum(r for r, _ in p.worker_rates.values()) if p else 0.0
         return {"config": c, "stage": self.planner.stage.value, "last_event": ev,
                 "rows_done": p.rows_done if p else 0, "rows_total": p.rows_total if p else 1,
-                "samples_per_s": rates, "plans": sum(e.kind == "plan" for e in self.loop.events)}
+                "samples_per_s": p.samples_per_s if p else 0.0,
+                "plans": sum(e.kind == "plan" for e in self.loop.events)}
 
     def finish(self, seconds: float, t0: float = 0.0) -> ElasticResult:
         counts = self.backend.audit()
         rows = int(counts.sum())
-        result = ElasticResult(
+        return ElasticResult(
             auc=self.evaluate(), rows=rows, seconds=seconds, samples_per_s=rows / seconds,
             lost=int((counts == 0).sum()), duplicated=int((counts > 1).sum()),
             final_config=dict(vars(self.loop.config)) if self.loop.config else {},
             events=[f"{e.time - t0:.1f}s {e.kind}: {e.detail}" for e in self.loop.events],
             recoveries_s=list(self.backend.recoveries))
-        return result
 
     def evaluate(self) -> float:
         dense, tables = self.backend.model_state()
@@ -138,13 +163,95 @@ class ElasticController:
         self.backend.shutdown()
 
 
-def train(cfg: ElasticConfig, progress: Callable[[dict], None] | None = None) -> ElasticResult:
-    """Run the job to the end on the connected Ray cluster; clean up its actors."""
-    if not ray.is_initialized():
-        from raystack.cluster import connect
-        connect()
-    ctl = ElasticController(cfg)
-    try:
-        return ctl.run(progress)
-    finally:
-        ctl.shutdown()
+class ElasticDriver:
+    """The elastic part behind ``raystack.elastic.train(cfg)``: one ElasticController, a
+    progress bar for people, experiment tracking, and the run's :class:`Result`."""
+
+    part = "elastic"
+
+    def __init__(self, cfg: ElasticConfig, *, callbacks: Sequence[MetricsCallback] = (),
+                 progress: bool = True) -> None:
+        self.cfg, self.callbacks, self.progress = cfg, list(callbacks), progress
+        self.job: ElasticController | None = None
+        self._bar = None
+        self._shown = 0
+        self._t0 = 0.0
+        self._outcome: ElasticResult | None = None
+
+    @property
+    def controller(self) -> Controller | None:
+        return self.job.controller if self.job is not None else None
+
+    @property
+    def out_dir(self) -> Path:
+        return Path(self.cfg.work_dir) / self.cfg.name
+
+    def step(self) -> ControllerState:
+        """One poll of the job (the first builds the data, the ShardService and the plan);
+        sleeps ``poll_s`` between polls; raises ElasticJobError past ``timeout_s``."""
+        if self.job is None:
+            self._t0 = time.time()
+            self.job = ElasticController(self.cfg, callbacks=self.callbacks)
+            loggers = make_loggers(self.cfg.loggers, self.out_dir, self.part, config_to_dict(self.cfg),
+                                   run_name=self.cfg.name)
+            self.job.controller.callbacks.extend(loggers)
+            logger.info("elastic %s: %d training files, %d rows, %d shards; held out: %s", self.cfg.name,
+                        len(self.job.train_files), self.job.total_rows, len(self.job.shards),
+                        self.job.eval_file)
+            if self.progress:
+                from tqdm import tqdm
+                self._bar = tqdm(total=self.job.total_rows * self.cfg.epochs, unit="sample",
+                                 desc=f"elastic[{self.cfg.name}]")
+        else:
+            time.sleep(self.cfg.poll_s)
+        state = self.job.step()
+        self._show()
+        if not state.terminal:
+            self.job.check_timeout()
+        return state
+
+    def _show(self) -> None:
+        events = self.job.loop.events[self._shown:]
+        self._shown += len(events)
+        for e in events:
+            logger.info("[%6.1fs] %s: %s", e.time - self._t0, e.kind, e.detail)
+        if self._bar is None:
+            return
+        for e in events:  # what the controller changed, for people watching
+            self._bar.write(f"  [{e.time - self._t0:6.1f}s] {e.kind}: {e.detail}")
+        s = self.job.snapshot()
+        self._bar.update(s["rows_done"] - self._bar.n)
+        c = s["config"]
+        if c is not None:
+            self._bar.set_postfix_str(f"{c.workers}w/{c.ps}ps {s['stage']} {s['samples_per_s']:.0f}/s")
+
+    def result(self) -> Result:
+        job = self.job
+        job.raise_if_failed()
+        if self._bar is not None:
+            self._bar.close()
+        seconds = time.time() - self._t0
+        res = self._outcome = job.finish(seconds, self._t0)
+        events = self.out_dir / "events.json"
+        events.write_text(json.dumps(res.events, indent=1))
+        c = res.final_config
+        metrics = {"auc": res.auc, "rows": res.rows, "seconds": res.seconds,
+                   "samples_per_s": res.samples_per_s, "lost": res.lost, "duplicated": res.duplicated,
+                   "relaunches": sum(e.kind == "relaunch" for e in job.loop.events),
+                   "plan_changes": sum(e.kind == "plan" for e in job.loop.events),
+                   **{f"final_{k}": float(v) for k, v in c.items()}}
+        if res.recoveries_s:
+            metrics["recovery_max_s"] = max(res.recoveries_s)
+        artifacts = {"events": str(events), "eval_file": job.eval_file,
+                     "data": str(Path(self.cfg.data.path or self.cfg.data.out_dir))}
+        if "tensorboard" in self.cfg.loggers:
+            artifacts["tensorboard"] = str(self.out_dir / TENSORBOARD_DIR)
+        return Result("elastic", metrics, history_table(job.history), str(job.backend.dir / "ckpt"),
+                      artifacts, config_to_dict(self.cfg))
+
+    def shutdown(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+        if self.job is not None:
+            self.job.shutdown()
+

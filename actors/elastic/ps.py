@@ -1,5 +1,6 @@
 """ParameterServer actor: embedding tables (sparse Adagrad), and on PS 0 the dense network,
-the commit fence and the sample-id audit. Flash-checkpointed; restores itself on restart."""
+the commit fence and the sample-id audit. Flash-checkpointed; restores itself on restart.
+Table ids are 0..n-1; :data:`~raystack.elastic.messages.DENSE` stands for the dense network."""
 from __future__ import annotations
 
 import os
@@ -11,6 +12,7 @@ import ray
 from raystack import metrics
 from raystack.elastic.checkpoint import FlashCheckpointer
 from raystack.elastic.dlrm import DLRMDense, DLRMSpec, adagrad_rows, init_table, undo_adagrad_rows
+from raystack.elastic.messages import DENSE, PSStats
 
 
 class TableMoved(RuntimeError):
@@ -42,7 +44,7 @@ class ParameterServer:
         self.audit = np.zeros(0, dtype=np.int32)
         self.applied: dict[int, tuple[str, int]] = {}  # lease -> (worker, offset applied)
         self.fenced: set[str] = set()  # worker incarnations declared dead
-        self.sealed: set[int] = set()  # tables exported to a new owner (-1: the dense net)
+        self.sealed: set[int] = set()  # tables exported to a new owner (DENSE: the dense net)
         # table -> worker -> (lease, upto, ids, grads, step) of that worker's last sparse push:
         # a push whose batch never commits (the worker died before its dense push) is taken
         # back by rollback(), so the batch's rows, trained again elsewhere, update once
@@ -107,7 +109,7 @@ class ParameterServer:
             self._checkpoint()
 
     def _check_owned(self, tables) -> None:
-        gone = sorted(t for t in tables if t in self.sealed or (t >= 0 and t not in self.w))
+        gone = sorted(t for t in tables if t in self.sealed or (t != DENSE and t not in self.w))
         if gone:
             raise TableMoved(f"{self.name} no longer owns tables {gone}")
 
@@ -155,7 +157,7 @@ class ParameterServer:
         """Apply a batch's dense update: the batch's commit point. False if the lease is fenced."""
         if worker_id in self.fenced:
             return False
-        self._check_owned([-1])
+        self._check_owned([DENSE])
         for k, g in grads.items():
             self.dense_acc[k] += g * g
             self.dense[k] -= self.lr_dense * g / (np.sqrt(self.dense_acc[k]) + 1e-8)
@@ -175,7 +177,7 @@ class ParameterServer:
     # ---- moving tables ---------------------------------------------------------------------
     def export_all(self) -> dict:
         """Everything, for a replacement PS; from now on this PS refuses updates."""
-        self.sealed |= {-1, *self.w}
+        self.sealed |= {DENSE, *self.w}
         return {**self._state(), "__undo__": self.undo}
 
     def import_all(self, s: dict) -> None:
@@ -212,16 +214,18 @@ class ParameterServer:
         return self.w
 
     # ---- observation -----------------------------------------------------------------------
-    def stats(self) -> dict:
+    def ping(self) -> str:
+        return self.name
+
+    def stats(self) -> PSStats:
         now, cpu = time.time(), time.process_time()
         util = (cpu - self._cpu0) / max(now - self._t0, 1e-6)
         self._cpu0, self._t0 = cpu, now
         rows = int(sum(t.sum() for t in self.touched.values()))
         self._m_rows.set(rows, tags={"ps": self.name})
         mem_gb = rows * self.spec.dim * 4 * 2 / 1e9
-        return {"name": self.name, "tables": sorted(self.w), "cpu_util": util, "mem_gb": mem_gb,
-                "restored": self.restored, "version": self.version, "pid": os.getpid(),
-                "ckpt_copy_s": self.ckpt.last_copy_s}
+        return PSStats(self.name, sorted(self.w), util, mem_gb, self.restored, self.version, os.getpid(),
+                       self.ckpt.last_copy_s)
 
     def checkpoint_now(self) -> float:
         """Force a flash checkpoint; returns the in-memory copy time (seconds)."""

@@ -1,6 +1,7 @@
 """ShardService actor: the exactly-once shard ledger, the embedding routing table, per-worker
 rates and drain flags. Its state is written to a file after every change, so a restarted
-ShardService (``max_restarts``) carries on where it stopped."""
+ShardService (``max_restarts``) carries on where it stopped. It answers with the typed
+messages of ``raystack.elastic.messages`` (PullReply, CommitReply, ShardStats)."""
 from __future__ import annotations
 
 import json
@@ -12,6 +13,7 @@ from pathlib import Path
 import ray
 
 from raystack import metrics
+from raystack.elastic.messages import CommitReply, PullReply, ShardStats
 from raystack.elastic.shards import Shard, ShardFailedError, ShardLedger, StaleLeaseError
 
 
@@ -48,9 +50,8 @@ class ShardService:
         tmp.write_text(json.dumps(d))
         os.replace(tmp, self.path)
 
-    def _reply(self, worker_id: str, **kw) -> dict:
-        return {"routing_version": self.routing_version, "drain": worker_id in self.draining,
-                "error": self.error, **kw}
+    def _reply(self, cls, worker_id: str, **kw):
+        return cls(self.routing_version, worker_id in self.draining, self.error, **kw)
 
     def _next_epoch(self) -> None:
         if self.ledger.finished and self.ledger.epoch + 1 < self.epochs:
@@ -58,29 +59,29 @@ class ShardService:
             self.ledger = ShardLedger(self.ledger.shards, self.ledger.max_failures,
                                       epoch=self.ledger.epoch + 1)
 
-    def pull(self, worker_id: str) -> dict:
+    def pull(self, worker_id: str) -> PullReply:
         lease = None
         if worker_id not in self.draining and self.error is None:
             self._next_epoch()
             lease = self.ledger.pull(worker_id)
             self._save()
-        return self._reply(worker_id, lease=lease, finished=self._finished())
+        return self._reply(PullReply, worker_id, lease=lease, finished=self._finished())
 
-    def commit(self, worker_id: str, lease_id: int, upto: int, rows: int) -> dict:
+    def commit(self, worker_id: str, lease_id: int, upto: int, rows: int) -> CommitReply:
         lease = next((x for x in self.ledger.active_leases() if x.lease_id == lease_id), None)
-        if lease is not None and self.ledger._state[lease.shard_id].done == upto:
-            return self._reply(worker_id, ok=True, shard_done=False)  # a retried commit
+        if lease is not None and self.ledger.committed_offset(lease.shard_id) == upto:
+            return self._reply(CommitReply, worker_id, ok=True, shard_done=False)  # a retried commit
         try:
             done = self.ledger.commit(lease_id, upto)
         except StaleLeaseError:
-            return self._reply(worker_id, ok=False, shard_done=True)
+            return self._reply(CommitReply, worker_id, ok=False, shard_done=True)
         now = time.time()
         self.first_commit.setdefault(worker_id, now)
         self.rates.setdefault(worker_id, deque(maxlen=400)).append((now, rows))
         self._m_rows.inc(rows, tags=self._tags)
         self._m_shards.set(self.ledger.shards_done, tags=self._tags)
         self._save()
-        return self._reply(worker_id, ok=True, shard_done=done)
+        return self._reply(CommitReply, worker_id, ok=True, shard_done=done)
 
     def release(self, worker_id: str, applied: dict[int, int] | None = None,
                 gone: bool = False) -> list[int]:
@@ -125,7 +126,11 @@ class ShardService:
     def first_commit_time(self, worker_id: str) -> float | None:
         return self.first_commit.get(worker_id)
 
-    def stats(self, window_s: float = 8.0) -> dict:
+    def first_commit_times(self, worker_ids: list[str]) -> dict[str, float]:
+        """When each of ``worker_ids`` first committed a batch (those that have)."""
+        return {w: self.first_commit[w] for w in worker_ids if w in self.first_commit}
+
+    def stats(self, window_s: float = 8.0) -> ShardStats:
         now, rates, committed = time.time(), {}, {}
         for w, q in self.rates.items():
             recent = [(t, r) for t, r in q if t >= now - window_s]
@@ -133,10 +138,9 @@ class ShardService:
             if len(recent) >= 2:
                 span = max(recent[-1][0] - recent[0][0], 1e-3)
                 rates[w] = (sum(r for _, r in recent[1:]) / span, total)
-        return {"rows_done": self.epoch_rows + self.ledger.rows_done,
-                "rows_total": self.ledger.rows_total * self.epochs,
-                "shards_done": self.ledger.shards_done, "epoch": self.ledger.epoch,
-                "finished": self._finished(), "error": self.error, "rates": rates,
-                "committed": committed,
-                "leases": {x.worker_id: x.lease_id for x in self.ledger.active_leases()},
-                "restarted": self.restarted, "pid": os.getpid()}
+        return ShardStats(
+            rows_done=self.epoch_rows + self.ledger.rows_done, rows_total=self.ledger.rows_total * self.epochs,
+            shards_done=self.ledger.shards_done, epoch=self.ledger.epoch, finished=self._finished(),
+            error=self.error, rates=rates, committed=committed,
+            leases={x.worker_id: x.lease_id for x in self.ledger.active_leases()},
+            restarted=self.restarted, pid=os.getpid())

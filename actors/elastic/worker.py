@@ -1,6 +1,6 @@
 """DLRMWorker actor: pulls shards from the ShardService and trains batch by batch against
 the parameter servers, committing after each batch. The loop runs in a thread so the actor
-answers ``status`` and ``stop`` while training."""
+answers ``status`` (a :class:`WorkerStatus`) and ``stop`` while training."""
 from __future__ import annotations
 
 import threading
@@ -15,6 +15,7 @@ from raystack.actors.elastic.ps import TableMoved
 from raystack import metrics
 from raystack.data.criteo import DataError, read_rows
 from raystack.elastic.dlrm import DLRMDense, DLRMSpec, forward_backward
+from raystack.elastic.messages import DENSE, WorkerStatus
 
 try:
     from ray.exceptions import ActorUnavailableError
@@ -52,21 +53,23 @@ class DLRMWorker:
     def stop(self) -> None:
         self._stop.set()
 
-    def status(self) -> dict:
-        return {"worker_id": self.worker_id, "steps": self.steps, "rows": self.rows,
-                "done": self.done, "error": self.error}
+    def ping(self) -> str:
+        return self.worker_id
+
+    def status(self) -> WorkerStatus:
+        return WorkerStatus(self.worker_id, self.steps, self.rows, self.done, self.error)
 
     # ---- the loop ---------------------------------------------------------------------------
     def _run(self) -> None:
         try:
             while not self._stop.is_set():
                 r = ray.get(self.ss.pull.remote(self.worker_id))
-                self._maybe_route(r["routing_version"])
-                if r["drain"] or r["error"]:
+                self._maybe_route(r.routing_version)
+                if r.drain or r.error:
                     break
-                lease = r["lease"]
+                lease = r.lease
                 if lease is None:
-                    if r["finished"]:
+                    if r.finished:
                         break
                     time.sleep(0.2)
                     continue
@@ -98,9 +101,9 @@ class DLRMWorker:
             self.steps += 1
             self.rows += len(b)
             self._m_rows.inc(len(b), tags={"job": self.job, "worker": self.worker_id})
-            self._maybe_route(rep["routing_version"])
+            self._maybe_route(rep.routing_version)
             off = upto
-            if rep["drain"]:
+            if rep.drain:
                 if off < lease.end:
                     ray.get(self.ss.release.remote(self.worker_id))
                 return False
@@ -150,7 +153,7 @@ class DLRMWorker:
         def pull():
             refs = {n: self._ps_handle(n).pull.remote({t: uniq[t] for t in ts})
                     for n, ts in self._by_ps(uniq).items()}
-            dref = self._ps_handle(self.routing[-1]).pull_dense.remote()
+            dref = self._ps_handle(self.routing[DENSE]).pull_dense.remote()
             got = {n: ray.get(r) for n, r in refs.items()}
             return got, ray.get(dref)
 
@@ -181,7 +184,7 @@ class DLRMWorker:
                     failed = failed or exc
             if failed is not None:
                 raise failed
-            return ray.get(self._ps_handle(self.routing[-1]).push_dense.remote(
+            return ray.get(self._ps_handle(self.routing[DENSE]).push_dense.remote(
                 self.worker_id, lease_id, upto, b.sample_id,
                 {k: v.numpy() for k, v in dg.items()}))
 

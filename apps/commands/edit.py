@@ -2,18 +2,14 @@
 from __future__ import annotations
 
 import argparse
-import json
 
+from raystack.apps.commands.common import (add_part_arguments, load_part_config, preflight_and_connect,
+                                           print_config, write_json)
 from raystack.config import parse_overrides
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", default=None, help="YAML config (default: the embedded default, "
-                   "tiny-1m on the standard-library corpus, 2 replicas)")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
-                   help="override a config field, e.g. --set sync.h=8 --set mode=aedit (repeatable)")
-    p.add_argument("--address", default=None, help="Ray address (default: RAY_ADDRESS, else embedded)")
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_part_arguments(p, "edit")
 
 
 def load_edit_config(path: str | None, overrides: list[str] | None = None):
@@ -24,25 +20,25 @@ def load_edit_config(path: str | None, overrides: list[str] | None = None):
 
 
 def run(args) -> int:
-    cfg = load_edit_config(args.config, args.overrides)   # a bad config fails here, before Ray
-    from raystack.actors.edit import run_edit
-    from raystack.cluster import connect
-    info = connect(args.address)
+    cfg = load_part_config("edit", args)   # a bad config fails here, before Ray
+    if args.print_config:
+        return print_config("edit", cfg)
+    import raystack.edit
+    info = preflight_and_connect(cfg, args.address)  # refused jobs start nothing
     print(f"raystack edit: mode={cfg.mode} model={cfg.model} replicas={cfg.replicas} x shards={cfg.shards} "
           f"on {'the embedded local cluster' if info.embedded else info.address}")
     if info.dashboard_url:
         print(f"  dashboard: {info.dashboard_url} (metrics ray_raystack_edit_*)")
-    res = run_edit(cfg)
-    summary = {"steps": res.steps, "tokens": res.tokens, "seconds": round(res.seconds, 1),
-               "tokens_per_s": round(res.tokens_per_s, 1), "train_loss": round(res.train_loss, 4),
-               "val_loss": round(res.val_loss, 4), "sync_seconds_per_rank": round(res.sync_seconds, 2),
-               "allreduce_seconds_per_rank": round(res.dp_seconds, 2),
-               "outliers": res.outliers, "replacements": res.replacements,
-               "extra_state_bytes_per_rank": res.extra_state_bytes, "checkpoint": res.model_dir}
-    if args.json:
-        print(json.dumps(summary, indent=1))
-    else:
-        print("\n| what | value |\n| --- | --- |")
-        for k, v in summary.items():
-            print(f"| {k} | {v} |")
+    res = raystack.edit.pretrain(cfg, preflight=False)  # preflight_and_connect checked it
+    m = res.metrics
+    summary = {"steps": int(m["steps"]), "tokens": int(m["tokens"]), "seconds": round(m["seconds"], 1),
+               "tokens_per_s": round(m["tokens_per_s"], 1), "train_loss": round(m["train_loss"], 4),
+               "val_loss": round(m["val_loss"], 4), "sync_seconds_per_rank": round(m["sync_seconds"], 2),
+               "allreduce_seconds_per_rank": round(m["dp_seconds"], 2),
+               "outliers": int(m["outliers"]), "replacements": int(m["replacements"]),
+               "extra_state_bytes_per_rank": int(m["extra_state_bytes"]), "checkpoint": res.checkpoint}
+    print("\n| what | value |\n| --- | --- |")
+    for k, v in summary.items():
+        print(f"| {k} | {v} |")
+    write_json(args.json_path, summary)
     return 0

@@ -9,6 +9,8 @@ from raystack import cluster
 def add_up_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--port", type=int, default=6390, help="GCS port (default 6390)")
     p.add_argument("--dashboard-port", type=int, default=8265, help="dashboard and job API port (default 8265)")
+    p.add_argument("--client-port", type=int, default=cluster.DEFAULT_CLIENT_PORT,
+                   help=f"Ray Client server port, ray:// (default {cluster.DEFAULT_CLIENT_PORT})")
     p.add_argument("--num-cpus", type=int, default=None, help="logical CPUs (default: the machine's)")
 
 
@@ -22,10 +24,12 @@ def add_status_arguments(p: argparse.ArgumentParser) -> None:
 
 def run_up(args) -> int:
     print("starting a local Ray head (token auth on)...", flush=True)
-    state = cluster.start_head(port=args.port, dashboard_port=args.dashboard_port, num_cpus=args.num_cpus)
+    state = cluster.start_head(port=args.port, dashboard_port=args.dashboard_port, num_cpus=args.num_cpus,
+                               client_port=args.client_port)
     print(f"Ray head is up ({len(state.pids)} processes, ids saved in {cluster.STATE_DIR / 'head.json'})")
     print(f"  GCS address : {state.gcs_address}")
     print(f"  dashboard   : {state.dashboard_url}")
+    print(f"  Ray Client  : {state.client_address}")
     print(f"  jobs        : RAY_AUTH_MODE=token ray job submit --address {state.dashboard_url} "
           f"--working-dir . -- python -m raystack.apps.jobs.<part> --config <file>")
     print(f"  drivers     : RAY_AUTH_MODE=token RAY_ADDRESS={state.gcs_address} raystack <part> ...")
@@ -40,7 +44,7 @@ def run_down(args) -> int:
         print("no raystack head is recorded as running")
         return 0
     pids = cluster.stop_head()
-    print(f"stopped the Ray head at {state.gcs_address} ({len(pids)} processes)")
+    print(f"stopped the Ray head at {state.gcs_address} ({len(pids)} processes, Ray Client server included)")
     return 0
 
 

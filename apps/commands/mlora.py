@@ -6,60 +6,48 @@ import argparse
 import json
 import time
 
-from raystack.config import ConfigError
+from raystack.apps.commands.common import (add_part_arguments, load_part_config, preflight_and_connect,
+                                           print_config, write_json)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", default=None, help="mLoRA YAML (default: 4 adapters on 4 synthetic tasks, tiny base)")
-    parser.add_argument("--address", default=None, help="Ray cluster address (default: RAY_ADDRESS or an embedded cluster)")
+    add_part_arguments(parser, "mlora")
     parser.add_argument("--stages", type=int, default=None, help="override pipeline.stages")
-    parser.add_argument("--steps", type=int, default=None, help="override every task's max_steps")
-    parser.add_argument("--output-dir", default=None, help="override output_dir")
+    parser.add_argument("--steps", type=int, default=None, help="override every task's max_steps (sets steps)")
     parser.add_argument("--no-eval", action="store_true", help="skip the accuracy before/after report")
 
 
 def load(args: argparse.Namespace):
-    from raystack.mlora.config import load_mlora_config
-
-    overrides: dict = {}
+    """The job's config from the arguments; every bad field named at once (ConfigError)."""
+    extra: dict = {}
     if args.stages is not None:
-        overrides["pipeline"] = {"stages": args.stages}
-    if args.output_dir:
-        overrides["output_dir"] = args.output_dir
-    cfg = load_mlora_config(args.config, overrides or None)
+        extra["pipeline"] = {"stages": args.stages}
     if args.steps is not None:
-        if args.steps < 1:
-            raise ConfigError("--steps", "must be >= 1")
-        for t in cfg.tasks:
-            t.max_steps = args.steps
-    return cfg
+        extra["steps"] = args.steps
+    return load_part_config("mlora", args, extra)
 
 
 def run(args: argparse.Namespace) -> int:
     cfg = load(args)  # a bad config fails here, before any actor starts
-    from raystack.mlora.trainer import check_config
+    if args.print_config:
+        return print_config("mlora", cfg)
+    info = preflight_and_connect(cfg, args.address)  # files, sizes, the cluster's resources
+    import raystack.mlora
 
-    check_config(cfg)
-    from raystack.actors.mlora import LoRAPipeline
-    from raystack.cluster import connect
-
-    info = connect(args.address)
     print(f"[mlora] cluster {info.address}" + (f", dashboard {info.dashboard_url}" if info.dashboard_url else ""))
     t0 = time.perf_counter()
-    pipe = LoRAPipeline(cfg)
-    try:
-        result = pipe.run()
-    finally:
-        pipe.shutdown()
+    res = raystack.mlora.finetune(cfg, preflight=False)  # preflight_and_connect checked it
     wall = time.perf_counter() - t0
-    print(f"[mlora] trained {len(result.adapters)} adapters in {wall:.1f}s "
-          f"({result.tokens / max(result.seconds, 1e-9):.0f} tokens/s, {result.restarts} stage restarts)")
-    summary = {"adapters": result.adapters, "seconds": wall, "restarts": result.restarts,
-               "final_loss": {n: (v[-1] if v else None) for n, v in result.losses.items()}}
+    m = res.metrics
+    adapters = {k.split(".", 1)[1]: v for k, v in res.artifacts.items() if k.startswith("adapter.")}
+    print(f"[mlora] trained {len(adapters)} adapters in {wall:.1f}s "
+          f"({m['tokens_per_s']:.0f} tokens/s, {int(m['restarts'])} stage restarts)")
+    summary = {"adapters": adapters, "seconds": wall, "restarts": int(m["restarts"]),
+               "final_loss": {k.split(".", 1)[1]: v for k, v in m.items() if k.startswith("loss.")}}
     if not args.no_eval:
         from raystack.mlora.trainer import evaluate_adapters
 
-        acc = evaluate_adapters(cfg, result.adapters)
+        acc = evaluate_adapters(cfg, adapters)
         summary["accuracy"] = acc
         print("| adapter | exact match before | after | token accuracy before | after |")
         print("| --- | --- | --- | --- | --- |")
@@ -71,4 +59,5 @@ def run(args: argparse.Namespace) -> int:
     out = Path(cfg.output_dir) / "summary.json"
     out.write_text(json.dumps(summary, indent=2))
     print(f"[mlora] summary: {out}")
+    write_json(args.json_path, summary)
     return 0

@@ -17,17 +17,22 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
+from raystack.apps.commands.common import (add_part_arguments, load_part_config, preflight_and_connect,
+                                           print_config, write_json)
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", default=None, help="workflow config YAML (default: built-in defaults)")
+    # the shared options are accepted before the action and after it (`workflow run FILE --config CFG`)
+    add_part_arguments(p, "workflow")
     sub = p.add_subparsers(dest="wf_command", metavar="ACTION")
     r = sub.add_parser("run", help="run a workflow file on Ray")
     r.add_argument("file", help="Python file (defines `workflow` or `build()`) or IR .yaml/.json")
-    r.add_argument("--store", default=None, help="artifact store directory or URI (overrides config)")
+    add_part_arguments(r, "workflow", suppress_defaults=True)
+    r.add_argument("--store", default=None, help="artifact store directory or URI (same as --output-dir)")
     r.add_argument("--no-cache", action="store_true", help="execute every step, store nothing")
-    r.add_argument("--address", default=None, help="Ray address (default: config, RAY_ADDRESS, embedded)")
     pl = sub.add_parser("plan", help="plan a workflow from a plain-English description")
     pl.add_argument("text", help="the description, in quotes")
+    add_part_arguments(pl, "workflow", suppress_defaults=True)
     pl.add_argument("-o", "--out", default=None, help="write the IR YAML here (edit it, then `run` it)")
     pl.add_argument("--name", default="planned", help="workflow name (default: planned)")
     pl.add_argument("--run", action="store_true", help="run the plan after showing it")
@@ -68,9 +73,8 @@ def load_workflow(path: str) -> tuple[Any, dict[str, Callable]]:
 
 
 def _config(args):
-    from raystack.config import load_config
-    from raystack.workflow.config import WorkflowConfig
-    return load_config(WorkflowConfig, args.config)
+    store = getattr(args, "store", None)
+    return load_part_config("workflow", args, {"store": store} if store else None)
 
 
 def _summary(rep) -> None:
@@ -80,11 +84,10 @@ def _summary(rep) -> None:
         print(f"  FAILED {sid}: {err}")
 
 
-def _run_ir(ir, functions, cfg, store_override=None, no_cache=False, address=None) -> int:
+def _run_ir(ir, functions, cfg, no_cache=False, address=None, json_path=None) -> int:
     from raystack.actors.workflow.runner import run_workflow
-    from raystack.cluster import connect
     from raystack.workflow import ArtifactStore
-    info = connect(address or cfg.address)
+    info = preflight_and_connect(cfg, address or cfg.address)
     where = "the embedded local cluster" if info.embedded else info.address
     print(f"running workflow {ir.name!r} ({len(ir.steps)} steps) on {where}")
     if info.dashboard_url:
@@ -92,17 +95,23 @@ def _run_ir(ir, functions, cfg, store_override=None, no_cache=False, address=Non
     store = None
     if cfg.cache and not no_cache:
         cap = int(cfg.capacity_mb * 2**20) if cfg.capacity_mb else None
-        store = ArtifactStore(store_override or cfg.store, capacity_bytes=cap)
+        store = ArtifactStore(cfg.store, capacity_bytes=cap)
         print(f"  artifact store: {store.uri}")
     rep = run_workflow(ir, functions=functions, store=store, progress=cfg.progress,
                        split_budget=cfg.split_budget, max_runners=cfg.max_runners,
                        eviction=cfg.eviction)
     _summary(rep)
+    write_json(json_path, {"name": rep.name, "status": rep.status, "seconds": rep.seconds,
+                           "executed": list(rep.executed), "cached": list(rep.cached),
+                           "skipped": list(rep.skipped), "failed": {k: str(v) for k, v in rep.failed.items()},
+                           "store": store.uri if store is not None else None})
     return 0 if rep.status == "succeeded" else 1
 
 
 def run(args) -> int:
     cmd = getattr(args, "wf_command", None)
+    if args.print_config:
+        return print_config("workflow", _config(args))
     if cmd is None:
         print("usage: raystack workflow {run,plan,export,catalog} ... (see --help)", file=sys.stderr)
         return 2
@@ -111,7 +120,7 @@ def run(args) -> int:
         cfg = _config(args)
         if cmd == "run":
             ir, fns = load_workflow(args.file)
-            return _run_ir(ir, fns, cfg, args.store, args.no_cache, args.address)
+            return _run_ir(ir, fns, cfg, args.no_cache, args.address, args.json_path)
         if cmd == "plan":
             return _plan(args, cfg)
         if cmd == "export":
@@ -161,4 +170,4 @@ def _plan(args, cfg) -> int:
         if not sys.stdin.isatty() or input("run this workflow? [y/N] ").strip().lower() != "y":
             print("not run")
             return 0
-    return _run_ir(ir, {}, cfg)
+    return _run_ir(ir, {}, cfg, address=args.address, json_path=args.json_path)

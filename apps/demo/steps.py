@@ -3,6 +3,7 @@ through its Python API, and returns a small JSON-ready dict that the workflow ca
 Paths in the results point under the demo's output directory, which outlives the run."""
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -13,20 +14,18 @@ TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down
 
 def pretrain_edit(out_dir: str, steps: int = 120, seed: int = 0) -> dict:
     """EDiT pretraining of the tiny Llama on the standard-library corpus, 2 replicas."""
-    from raystack.actors.edit import run_edit
-    from raystack.config import load_config
-    from raystack.edit.config import EDiTConfig
+    import raystack.edit
 
-    cfg = load_config(EDiTConfig, {
+    r = raystack.edit.pretrain({
         "model": "tiny-1m", "mode": "edit", "ranks": 2, "steps": steps,
         "sync": {"h": 8, "warmup_steps": 8},
         "data": {"max_bytes": 1_000_000, "batch_size": 8, "seq_len": 128},
         "run": {"out_dir": str(Path(out_dir) / "edit"), "seed": seed, "eval_every": 4, "checkpoint_every": 0},
-    })
-    r = run_edit(cfg, progress=False)
-    return {"model_dir": r.model_dir, "steps": r.steps, "tokens": r.tokens, "seconds": r.seconds,
-            "tokens_per_s": r.tokens_per_s, "train_loss": r.train_loss, "val_loss": r.val_loss,
-            "sync_seconds": r.sync_seconds, "outliers": r.outliers, "replacements": r.replacements}
+    }, progress=False)
+    m = r.metrics
+    return {"model_dir": r.checkpoint, "steps": int(m["steps"]), "tokens": int(m["tokens"]), "seconds": m["seconds"],
+            "tokens_per_s": m["tokens_per_s"], "train_loss": m["train_loss"], "val_loss": m["val_loss"],
+            "sync_seconds": m["sync_seconds"], "outliers": int(m["outliers"]), "replacements": int(m["replacements"])}
 
 
 def _mlora_config(base_dir: str, out_dir: str, tasks: list[str], steps: int, lr: float, r: int = 16):
@@ -78,19 +77,16 @@ def tune_adapter_lr(base_dir: str, task: str = "reverse", lrs: list[float] = (1e
 
 def finetune_mlora(base_dir: str, out_dir: str, tasks: list[str], steps: int, tuned: dict) -> dict:
     """mLoRA: one adapter per task on the pretrained base, through the 2-stage pipeline."""
-    from raystack.actors.mlora import LoRAPipeline
+    import raystack.mlora
 
     cfg = _mlora_config(base_dir, str(Path(out_dir) / "mlora"), tasks, steps, tuned["best_lr"])
-    pipe = LoRAPipeline(cfg, progress=False)
-    try:
-        r = pipe.run()
-    finally:
-        pipe.shutdown()
-    idle = [sum(w.idle_fraction) / max(len(w.idle_fraction), 1) for w in r.windows]
-    return {"adapters": dict(r.adapters), "tasks": list(tasks), "lr": tuned["best_lr"],
-            "loss_curves": {n: list(v) for n, v in r.losses.items()}, "seconds": r.seconds,
-            "tokens_per_s": r.tokens / max(r.seconds, 1e-9), "restarts": r.restarts,
-            "idle_fraction": sum(idle) / max(len(idle), 1), "base_dir": base_dir}
+    r = raystack.mlora.finetune(cfg, progress=False)
+    m = r.metrics
+    curves = json.loads(Path(r.artifacts["losses"]).read_text())  # every step's loss, per adapter
+    return {"adapters": {k.split(".", 1)[1]: v for k, v in r.artifacts.items() if k.startswith("adapter.")},
+            "tasks": list(tasks), "lr": tuned["best_lr"], "loss_curves": curves, "seconds": m["seconds"],
+            "tokens_per_s": m["tokens_per_s"], "restarts": int(m["restarts"]),
+            "idle_fraction": m.get("idle_fraction", 0.0), "base_dir": base_dir}
 
 
 def evaluate_adapter(mlora: dict, task: str) -> dict:
@@ -113,28 +109,39 @@ def serve_adapters(mlora: dict) -> dict:
 
     adapters_dir = str(Path(next(iter(mlora["adapters"].values()))).parent)
     app = LoRAServer.bind(base=mlora["base_dir"], adapters_dir=adapters_dir, max_new_tokens=12)
-    handle = serve.run(app, name="raystack-demo-lora", route_prefix=None)
+    started_serve = not serve_is_running()
     answers = {}
     try:
+        handle = serve.run(app, name="raystack-demo-lora", route_prefix=None)
         for task in mlora["tasks"]:
             name = f"{task}_lora"
             ex = synthetic_examples(task, 1, seed=12345)[0]
             out = handle.options(multiplexed_model_id=name).generate.remote([ex.prompt]).result(timeout_s=120)
             answers[name] = {"prompt": ex.prompt, "expected": ex.response, "completion": out[0]}
     finally:
-        serve.delete("raystack-demo-lora")
+        if started_serve:  # Serve's controller and proxy were started here: stop them too
+            serve.shutdown()
+        else:  # someone else's Serve instance: remove only this step's app
+            serve.delete("raystack-demo-lora")
     return {"answers": answers}
+
+
+def serve_is_running() -> bool:
+    """Whether a Ray Serve controller runs on the connected cluster."""
+    import ray
+    from ray.serve._private.constants import SERVE_CONTROLLER_NAME, SERVE_NAMESPACE
+
+    return any(a["name"] == SERVE_CONTROLLER_NAME and a["namespace"] == SERVE_NAMESPACE
+               for a in ray.util.list_named_actors(all_namespaces=True))
 
 
 def train_elastic(out_dir: str, rows: int = 60_000, kill_worker: bool = True) -> dict:
     """Elastic DLRM on generated Criteo-like data; one worker is really killed mid-epoch."""
     import ray
 
-    from raystack.actors.elastic.controller import ElasticController
-    from raystack.config import load_config
-    from raystack.elastic.config import ElasticConfig
+    import raystack.elastic
 
-    cfg = load_config(ElasticConfig, {
+    run = raystack.elastic.train({
         "name": "demo-dlrm", "work_dir": str(Path(out_dir) / "elastic"),
         "data": {"generate_rows": rows, "generate_files": 4, "vocab": 1000, "rows_per_shard": 4096,
                  "out_dir": str(Path(out_dir) / "criteo")},
@@ -142,8 +149,7 @@ def train_elastic(out_dir: str, rows: int = 60_000, kill_worker: bool = True) ->
         # can stall the job (an open elastic bug), so the demo shows failover at a fixed size.
         "resources": {"max_cpus": 3.0, "max_workers": 3, "max_ps": 2, "autoscale": False},
         "timeout_s": 600.0,
-    })
-    ctl = ElasticController(cfg)
+    }, wait=False, progress=False)
     killed: list[str] = []
     timeline: list[tuple[float, int, float]] = []
     t0 = time.time()
@@ -157,10 +163,14 @@ def train_elastic(out_dir: str, rows: int = 60_000, kill_worker: bool = True) ->
             if workers:
                 ray.kill(c.backend.actors[workers[0]])
                 killed.append(workers[0])
-    try:
-        r = ctl.run(on_step=on_step)
-    finally:
-        ctl.shutdown()
-    return {"auc": r.auc, "rows": r.rows, "seconds": r.seconds, "samples_per_s": r.samples_per_s,
-            "lost": r.lost, "duplicated": r.duplicated, "killed": killed, "final_config": r.final_config,
-            "events": r.events[-12:], "recoveries_s": r.recoveries_s, "timeline": timeline}
+    with run:  # leaving it stops the job's (detached) actors and removes its placement groups
+        while not run.step().terminal:
+            on_step(run.driver.job)
+        r = run.result()
+    m = r.metrics
+    events = json.loads(Path(r.artifacts["events"]).read_text())
+    return {"auc": m["auc"], "rows": int(m["rows"]), "seconds": m["seconds"], "samples_per_s": m["samples_per_s"],
+            "lost": int(m["lost"]), "duplicated": int(m["duplicated"]), "killed": killed,
+            "final_config": {k[len("final_"):]: int(v) if k in ("final_workers", "final_ps") else v
+                             for k, v in m.items() if k.startswith("final_")},
+            "events": events[-12:], "relaunches": int(m["relaunches"]), "timeline": timeline}

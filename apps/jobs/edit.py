@@ -1,16 +1,16 @@
-"""`ray job submit -- python -m raystack.apps.jobs.edit --config edit.yaml`: EDiT as a Ray job."""
+"""`ray job submit -- python -m raystack.apps.jobs.edit ...`: `raystack edit` as a Ray job.
+
+Same arguments and error handling as the command (a bad config: one line, exit 2); the job
+connects to the cluster it runs on (Ray Jobs sets RAY_ADDRESS)."""
 from __future__ import annotations
 
-import argparse
 import sys
 
-from raystack.apps.commands.edit import add_arguments, run
+from raystack.apps.cli import run_job
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="raystack.apps.jobs.edit", description=__doc__)
-    add_arguments(parser)
-    return run(parser.parse_args(argv))
+    return run_job("edit", argv)
 
 
 if __name__ == "__main__":

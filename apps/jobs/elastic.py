@@ -1,21 +1,17 @@
 """`ray job submit -- python -m raystack.apps.jobs.elastic --config dlrm.yaml`: the elastic DLRM job.
 
-Connects to the cluster the job runs on (RAY_ADDRESS is set by Ray Jobs) and runs the same
-code as `raystack elastic`."""
+Same arguments and error handling as `raystack elastic` (a bad config: one line, exit 2); the
+job connects to the cluster it runs on (Ray Jobs sets RAY_ADDRESS), so it simulates no nodes
+unless `--sim-nodes` is given."""
 from __future__ import annotations
 
-import argparse
 import sys
 
-from raystack.apps.commands import elastic
+from raystack.apps.cli import run_job
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="raystack.apps.jobs.elastic", description=__doc__)
-    elastic.add_arguments(p)
-    args = p.parse_args(argv)
-    args.sim_nodes = 0 if args.address is None and "--sim-nodes" not in (argv or sys.argv) else args.sim_nodes
-    return elastic.run(args)
+    return run_job("elastic", argv, sim_nodes=0)
 
 
 if __name__ == "__main__":

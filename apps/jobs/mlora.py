@@ -1,26 +1,16 @@
-"""`ray job submit -- python -m raystack.apps.jobs.mlora --config mlora.yaml`: the mLoRA command as a Ray job.
+"""`ray job submit -- python -m raystack.apps.jobs.mlora ...`: `raystack mlora` as a Ray job.
 
-Connects to the cluster the job runs on (RAY_ADDRESS is set by Ray Jobs), then runs exactly
-what `raystack mlora` runs.
-"""
-
+Same arguments and error handling as the command (a bad config: one line, exit 2); the job
+connects to the cluster it runs on (Ray Jobs sets RAY_ADDRESS)."""
 from __future__ import annotations
 
-import argparse
 import sys
 
-from raystack.apps.commands import mlora
+from raystack.apps.cli import run_job
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="raystack.apps.jobs.mlora", description=__doc__)
-    mlora.add_arguments(parser)
-    args = parser.parse_args(argv)
-    try:
-        return mlora.run(args)
-    except ValueError as exc:  # ConfigError included: name the bad field, no traceback
-        print(f"mlora job: error: {exc}", file=sys.stderr)
-        return 2
+    return run_job("mlora", argv)
 
 
 if __name__ == "__main__":

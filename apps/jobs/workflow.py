@@ -1,22 +1,16 @@
-"""`ray job submit -- python -m raystack.apps.jobs.workflow --config CFG run FILE` (or plan/export).
+"""`ray job submit -- python -m raystack.apps.jobs.workflow run FILE --config CFG` (or plan/export).
 
-Connects to the cluster of the job (RAY_ADDRESS) and runs the same code as the command.
-"""
+Same arguments and error handling as `raystack workflow` (a bad config or file: one line, exit
+2); `run` connects to the cluster of the job (Ray Jobs sets RAY_ADDRESS)."""
 from __future__ import annotations
 
-import argparse
 import sys
 
-from raystack.apps.commands import workflow as command
+from raystack.apps.cli import run_job
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="raystack.apps.jobs.workflow", description=__doc__)
-    command.add_arguments(parser)
-    args = parser.parse_args(argv)
-    from raystack.cluster import connect
-    connect()
-    return command.run(args)
+    return run_job("workflow", argv)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@ measures whether a model learned something. ``convert_criteo_tsv`` turns the rea
 """
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,29 +46,68 @@ def _zipf_ids(rng: np.random.Generator, n: int, vocab: int, s: float) -> np.ndar
     return perm[rng.choice(vocab, size=n, p=p / p.sum())]
 
 
+MANIFEST = "manifest.json"  # what `generate` wrote: its parameters and each file's size and digest
+
+
+def _generated_paths(out: Path, rows: int, files: int) -> list[tuple[Path, int]]:
+    sizes = [rows // files + (1 if i < rows % files else 0) for i in range(files)]
+    return [(out / f"part-{i:05d}.parquet", n) for i, n in enumerate(sizes)]
+
+
+def _digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def generated_is_current(out_dir: str | Path, rows: int, files: int, vocab: int, zipf_s: float,
+                         seed: int) -> bool:
+    """Whether ``out_dir`` holds exactly the dataset `generate` would write for these arguments:
+    the manifest's parameters match and every file's size and SHA-256 digest match it (a
+    truncated or edited file does not)."""
+    out = Path(out_dir)
+    try:
+        manifest = json.loads((out / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return False
+    params = {"rows": rows, "files": files, "vocab": vocab, "zipf_s": zipf_s, "seed": seed}
+    if not isinstance(manifest, dict) or manifest.get("params") != params:
+        return False
+    recorded = {f.get("name"): f for f in manifest.get("files", []) if isinstance(f, dict)}
+    for path, n in _generated_paths(out, rows, files):
+        entry = recorded.get(path.name)
+        if entry is None or entry.get("rows") != n or not path.is_file() \
+                or path.stat().st_size != entry.get("bytes") or _digest(path) != entry.get("sha256"):
+            return False
+    return True
+
+
 def generate(out_dir: str | Path, rows: int = 100_000, files: int = 4, vocab: int = 1000,
              zipf_s: float = 1.1, seed: int = 0, row_group: int = 4096) -> list[tuple[str, int]]:
     """Write ``rows`` synthetic samples as ``files`` Parquet files; returns ``[(path, rows)]``.
 
-    Deterministic in ``seed``; an existing identical dataset is reused."""
+    Deterministic in ``seed``. An existing dataset is reused only if `generated_is_current`
+    (every file's digest matches the manifest); otherwise it is written again."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    stamp = out / f".generated-{rows}-{files}-{vocab}-{zipf_s}-{seed}"
-    sizes = [rows // files + (1 if i < rows % files else 0) for i in range(files)]
-    paths = [out / f"part-{i:05d}.parquet" for i in range(files)]
-    if stamp.exists() and all(p.exists() for p in paths):
-        return [(str(p), n) for p, n in zip(paths, sizes)]
-    for old in out.glob(".generated-*"):  # the files are rewritten: no other stamp holds now
+    targets = _generated_paths(out, rows, files)
+    if generated_is_current(out, rows, files, vocab, zipf_s, seed):
+        return [(str(p), n) for p, n in targets]
+    (out / MANIFEST).unlink(missing_ok=True)  # the files are rewritten: the old manifest no longer holds
+    for old in out.glob(".generated-*"):  # markers of earlier releases
         old.unlink()
     rng = np.random.default_rng(seed)
     w_cat = rng.normal(0, 0.6, size=(N_CAT, vocab))
     w_dense = rng.normal(0, 0.4, size=N_DENSE)
     w_pair = rng.normal(0, 0.5, size=(vocab,))
     base = 0
-    for path, n in zip(paths, sizes):
+    entries = []
+    for path, n in targets:
         dense = rng.lognormal(1.0, 1.2, size=(n, N_DENSE)).astype(np.float32)
         dense[rng.random((n, N_DENSE)) < 0.05] = 0.0
         cat = np.stack([_zipf_ids(rng, n, vocab, zipf_s) for _ in range(N_CAT)], axis=1)
@@ -76,10 +117,17 @@ def generate(out_dir: str | Path, rows: int = 100_000, files: int = 4, vocab: in
         cols = {"sample_id": np.arange(base, base + n, dtype=np.int64), "label": label}
         cols.update({c: dense[:, i] for i, c in enumerate(DENSE)})
         cols.update({c: cat[:, i].astype(np.int64) for i, c in enumerate(CAT)})
-        pq.write_table(pa.table(cols), path, row_group_size=row_group)
+        tmp = path.with_name(path.name + ".tmp")
+        pq.write_table(pa.table(cols), tmp, row_group_size=row_group)
+        tmp.replace(path)
+        entries.append({"name": path.name, "rows": n, "bytes": path.stat().st_size, "sha256": _digest(path)})
         base += n
-    stamp.touch()
-    return [(str(p), n) for p, n in zip(paths, sizes)]
+    manifest = {"params": {"rows": rows, "files": files, "vocab": vocab, "zipf_s": zipf_s, "seed": seed},
+                "files": entries}
+    tmp = out / (MANIFEST + ".tmp")
+    tmp.write_text(json.dumps(manifest, indent=1))
+    tmp.replace(out / MANIFEST)
+    return [(str(p), n) for p, n in targets]
 
 
 def list_files(paths: list[str] | str) -> list[tuple[str, int]]:

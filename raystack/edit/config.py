@@ -1,168 +1,153 @@
 """The one config object of an EDiT job, with defaults that run on a laptop."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Literal
 
-from raystack.config import ConfigError
+from raystack.config import ConfigBase, ConfigError, Problems, did_you_mean, option
 from raystack.devices import Device
+from raystack.runtime.tracking import check_loggers
 
 Mode = Literal["edit", "aedit", "diloco", "post_local_sgd", "sync"]
 
 
+MAX_RANKS = 4096             # ranks (processes) of one job
+MAX_STEPS = 10_000_000       # any count of steps or syncs
+MAX_BATCH = 65_536           # sequences per rank per step
+MAX_SEQ_LEN = 1_048_576      # tokens per sequence (the model's positions bound it further)
+MAX_SEED = 2**32 - 1
+DAY_S = 86_400.0
+
+
 @dataclass
-class InnerConfig:
+class InnerConfig(ConfigBase):
     """The inner optimizer each replica steps on its own data."""
 
-    optimizer: Literal["adamw", "sgd"] = "adamw"
-    lr: float = 2e-3
-    weight_decay: float = 0.1
-    beta1: float = 0.9
-    beta2: float = 0.95
-    momentum: float = 0.0            # sgd only
-    grad_clip: float = 1.0           # <= 0: no clipping
-    lr_warmup_steps: int = 20        # linear learning-rate ramp
-
-    def validate(self) -> None:
-        if self.lr <= 0:
-            raise ConfigError("lr", f"must be > 0, got {self.lr}")
-        if self.lr_warmup_steps < 0:
-            raise ConfigError("lr_warmup_steps", f"must be >= 0, got {self.lr_warmup_steps}")
+    optimizer: Literal["adamw", "sgd"] = option("adamw", "adamw or sgd")
+    lr: float = option(2e-3, "peak learning rate", gt=0, le=10)
+    weight_decay: float = option(0.1, "decoupled weight decay", ge=0, le=10)
+    beta1: float = option(0.9, "AdamW beta1", ge=0, lt=1)
+    beta2: float = option(0.95, "AdamW beta2", ge=0, lt=1)
+    momentum: float = option(0.0, "SGD momentum (sgd only)", ge=0, lt=1)
+    grad_clip: float = option(1.0, "max gradient norm; 0: no clipping", ge=0, le=1e6)
+    lr_warmup_steps: int = option(20, "steps of linear learning-rate ramp", ge=0, le=MAX_STEPS)
 
 
 @dataclass
-class SyncConfig:
+class SyncConfig(ConfigBase):
     """When and how replicas synchronise."""
 
-    h: int = 16                      # EDiT / DiLoCo / Post Local SGD: inner steps between syncs
-    t_seconds: float = 2.0           # A-EDiT: wall-clock seconds between syncs
-    min_steps: int = 2               # A-EDiT: skip a sync unless every replica ran this many steps
-    warmup_steps: int = 10           # first steps run as synchronous data parallel
-    layerwise: bool = True           # EDiT/A-EDiT: sync each block in its own forward pre-hook
-    prefetch: bool = True            # launch block l+1's collective while block l computes
-    state_on_cpu: bool = False       # keep θ_sync and the outer momentum on CPU
-
-    def validate(self) -> None:
-        if self.h < 1:
-            raise ConfigError("h", f"must be >= 1, got {self.h}")
-        if self.t_seconds <= 0:
-            raise ConfigError("t_seconds", f"must be > 0, got {self.t_seconds}")
-        if self.min_steps < 1:
-            raise ConfigError("min_steps", f"must be >= 1, got {self.min_steps}")
-        if self.warmup_steps < 0:
-            raise ConfigError("warmup_steps", f"must be >= 0, got {self.warmup_steps}")
+    h: int = option(16, "inner steps between syncs (EDiT, DiLoCo, Post Local SGD)", ge=1, le=100_000)
+    t_seconds: float = option(2.0, "A-EDiT: wall-clock seconds between syncs", gt=0, le=DAY_S)
+    min_steps: int = option(2, "A-EDiT: skip a sync unless every replica ran this many steps", ge=1, le=100_000)
+    warmup_steps: int = option(10, "first steps run as synchronous data parallel", ge=0, le=MAX_STEPS)
+    layerwise: bool = option(True, "EDiT/A-EDiT: sync each block in its own forward pre-hook")
+    prefetch: bool = option(True, "launch block l+1's collective while block l computes")
+    state_on_cpu: bool = option(False, "keep theta_sync and the outer momentum on the CPU")
 
 
 @dataclass
-class OuterConfig:
-    """The outer optimizer on θ_sync (Nesterov SGD, DiLoCo's choice)."""
+class OuterConfig(ConfigBase):
+    """The outer optimizer on theta_sync (Nesterov SGD, DiLoCo's choice)."""
 
-    lr: float = 0.7
-    momentum: float = 0.8
-    nesterov: bool = True
-
-    def validate(self) -> None:
-        if self.lr <= 0:
-            raise ConfigError("lr", f"must be > 0, got {self.lr}")
-        if not 0 <= self.momentum < 1:
-            raise ConfigError("momentum", f"must be in [0, 1), got {self.momentum}")
+    lr: float = option(0.7, "outer learning rate", gt=0, le=10)
+    momentum: float = option(0.8, "outer momentum", ge=0, lt=1)
+    nesterov: bool = option(True, "Nesterov momentum")
 
 
 @dataclass
-class PenaltyConfig:
+class PenaltyConfig(ConfigBase):
     """The pseudo-gradient penalty (EDiT and A-EDiT only)."""
 
-    enabled: bool = True
-    ewma_alpha: float = 0.02
-    z_threshold: float = 3.0
-    warmup_syncs: int = 5            # syncs before outliers can be flagged (the reference: 120)
-    temperature: float = 1.0         # softmax(−ĝ/τ) on norms normalised by their mean
-    clip: float = 5.0                # max norm of the averaged pseudo-gradient per block; <= 0 off
-
-    def validate(self) -> None:
-        if not 0 < self.ewma_alpha <= 1:
-            raise ConfigError("ewma_alpha", f"must be in (0, 1], got {self.ewma_alpha}")
-        if self.temperature <= 0:
-            raise ConfigError("temperature", f"must be > 0, got {self.temperature}")
-        if self.warmup_syncs < 0:
-            raise ConfigError("warmup_syncs", f"must be >= 0, got {self.warmup_syncs}")
+    enabled: bool = option(True, "EDiT / A-EDiT only: drop and down-weight anomalous pseudo-gradients")
+    ewma_alpha: float = option(0.02, "EWMA weight of the norm statistics", gt=0, le=1)
+    z_threshold: float = option(3.0, "z-score above which a pseudo-gradient is an outlier", gt=0, le=1000)
+    warmup_syncs: int = option(5, "syncs before outliers can be flagged (the reference: 120)", ge=0, le=MAX_STEPS)
+    temperature: float = option(1.0, "softmax(-g/tau) on norms normalised by their mean", gt=0, le=1000)
+    clip: float = option(5.0, "max norm of the averaged pseudo-gradient per block; 0: off", ge=0, le=1e6)
 
 
 @dataclass
-class DataConfig:
+class DataConfig(ConfigBase):
     """Byte-level text: the standard-library corpus by default, or local files."""
 
-    paths: list[str] = field(default_factory=list)   # empty: the Python standard library sources
-    text_field: str = "text"
-    max_bytes: int = 2_000_000
-    val_fraction: float = 0.05
-    batch_size: int = 8              # sequences per rank per step
-    seq_len: int = 128
-    eval_batches: int = 4
+    paths: list[str] = option(doc="text/JSON/JSONL/Parquet files or directories; []: the Python "
+                              "standard library sources", factory=list)
+    text_field: str = option("text", "JSON/JSONL/Parquet field holding the text")
+    max_bytes: int = option(2_000_000, "bytes of the standard-library corpus to read", ge=1, le=2**36)
+    val_fraction: float = option(0.05, "share of documents held out for validation", gt=0, le=0.5)
+    batch_size: int = option(8, "sequences per rank per step", ge=1, le=MAX_BATCH)
+    seq_len: int = option(128, "tokens per sequence", ge=1, le=MAX_SEQ_LEN)
+    eval_batches: int = option(4, "validation batches per evaluation", ge=1, le=100_000)
 
     def validate(self) -> None:
-        for name in ("max_bytes", "batch_size", "seq_len", "eval_batches"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name}", f"must be >= 1, got {getattr(self, name)}")
+        problems = Problems()
         for i, p in enumerate(self.paths):
-            if not Path(p).exists():
-                raise ConfigError(f"paths[{i}]", f"no such file or directory: {p}")
+            if not p.strip():
+                problems.add(f"paths[{i}]", "must name a file or directory")
+            elif not Path(p).exists():
+                problems.add(f"paths[{i}]", f"no such file or directory: {p}")
+        problems.raise_if_any()
 
 
 @dataclass
-class SimulateConfig:
+class SimulateConfig(ConfigBase):
     """Simulated conditions for experiments (named as simulated in every report)."""
 
-    latency_s: float = 0.0           # network model: per-collective latency
-    bandwidth_bytes_per_s: float = 0.0   # network model: 0 means unlimited
-    slowdown: list[float] = field(default_factory=list)  # per replica: compute time multiplier
-    random_slow_prob: float = 0.0    # replica `random_slow_replica` gets random slow steps
-    random_slow_factor: float = 3.0
-    random_slow_replica: int = -1
-    spike_replica: int = -1          # loss-spike injection: shuffled tokens and lr × spike_lr_mult
-    spike_start: int = 0
-    spike_steps: int = 0
-    spike_lr_mult: float = 10.0
+    latency_s: float = option(0.0, "network model: per-collective latency (s)", ge=0, le=3600)
+    bandwidth_bytes_per_s: float = option(0.0, "network model: link bandwidth; 0: unlimited", ge=0, le=1e15)
+    slowdown: list[float] = option(doc="per replica: compute time multiplier; []: none",
+                                   factory=list, ge=1, le=1000)
+    random_slow_prob: float = option(0.0, "chance of a random slow step on `random_slow_replica`", ge=0, le=1)
+    random_slow_factor: float = option(3.0, "compute time multiplier of a random slow step", ge=1, le=1000)
+    random_slow_replica: int = option(-1, "replica with random slow steps; -1: none", ge=-1, le=MAX_RANKS)
+    spike_replica: int = option(-1, "loss-spike injection (shuffled tokens, lr x spike_lr_mult); -1: none",
+                                ge=-1, le=MAX_RANKS)
+    spike_start: int = option(0, "first step of the loss spike", ge=0, le=MAX_STEPS)
+    spike_steps: int = option(0, "steps the loss spike lasts", ge=0, le=MAX_STEPS)
+    spike_lr_mult: float = option(10.0, "learning-rate multiplier during the spike", gt=0, le=1e6)
 
 
 @dataclass
-class RunConfig:
+class RunConfig(ConfigBase):
     """Where results go and how the run survives failures."""
 
-    out_dir: str = "runs/edit"
-    checkpoint_every: int = 5        # syncs between checkpoints (0: only at the end)
-    eval_every: int = 5              # syncs between validation losses (0: only at the end)
-    resume: bool = False             # continue from out_dir/checkpoint if it exists
-    seed: int = 0
-    max_replacements: int = 3        # replica actors replaced after a failure before giving up
-    comm_timeout_s: float = 60.0
-    cpus_per_rank: float = 1.0
-    threads_per_rank: int = 1
-    device: Device = "auto"          # auto: GPUs when the cluster has any
-    segments_per_call: int = 8       # segments (syncs) a rank runs per driver call, at most
+    out_dir: str = option("runs/edit", "checkpoints and results go here")
+    checkpoint_every: int = option(5, "syncs between checkpoints; 0: only at the end", ge=0, le=MAX_STEPS)
+    eval_every: int = option(5, "syncs between validation losses; 0: only at the end", ge=0, le=MAX_STEPS)
+    resume: bool = option(False, "continue a finished or interrupted run from out_dir/checkpoint if it exists")
+    seed: int = option(0, "model init and data order", ge=0, le=MAX_SEED)
+    max_replacements: int = option(3, "replica actors replaced after a failure before giving up", ge=0, le=1000)
+    comm_timeout_s: float = option(60.0, "collective timeout (s)", gt=0, le=DAY_S)
+    cpus_per_rank: float = option(1.0, "Ray CPUs each rank reserves", gt=0, le=1024)
+    threads_per_rank: int = option(1, "torch threads in each rank", ge=1, le=1024)
+    device: Device = option("auto", "auto (GPUs when the cluster has any), cpu or cuda; a GPU per rank gives NCCL, fewer are shared over gloo")
+    segments_per_call: int = option(8, "segments (syncs) a rank runs per driver call, at most", ge=1, le=10_000)
 
     def validate(self) -> None:
-        if self.segments_per_call < 1:
-            raise ConfigError("segments_per_call", f"must be >= 1, got {self.segments_per_call}")
+        if not self.out_dir.strip():
+            raise ConfigError("out_dir", "must name a directory")
 
 
 @dataclass
-class EDiTConfig:
+class EDiTConfig(ConfigBase):
     """An EDiT pretraining job: ``ranks`` processes in ``ranks // shards`` replicas."""
 
-    model: str = "tiny-1m"
-    mode: Mode = "edit"
-    ranks: int = 2                   # total ranks (processes)
-    shards: int = 1                  # S: ranks per replica, each owning 1/S of every block
-    steps: int = 200                 # inner steps per replica (A-EDiT: the mean over replicas)
-    inner: InnerConfig = field(default_factory=InnerConfig)
-    sync: SyncConfig = field(default_factory=SyncConfig)
-    outer: OuterConfig = field(default_factory=OuterConfig)
-    penalty: PenaltyConfig = field(default_factory=PenaltyConfig)
-    data: DataConfig = field(default_factory=DataConfig)
-    simulate: SimulateConfig = field(default_factory=SimulateConfig)
-    run: RunConfig = field(default_factory=RunConfig)
+    model: str = option("tiny-1m", "tiny-1m, tiny-20m, small-50m, or a local transformers checkpoint directory")
+    mode: Mode = option("edit", "edit, aedit, diloco, post_local_sgd or sync (plain data parallel)")
+    ranks: int = option(2, "total ranks (processes)", ge=1, le=MAX_RANKS)
+    shards: int = option(1, "S: ranks per replica, each owning 1/S of every block (must divide ranks)", ge=1, le=MAX_RANKS)
+    steps: int = option(200, "inner steps per replica (A-EDiT: the mean over replicas)", ge=1, le=MAX_STEPS)
+    inner: InnerConfig = option(doc="inner optimizer", factory=InnerConfig)
+    sync: SyncConfig = option(doc="synchronisation", factory=SyncConfig)
+    outer: OuterConfig = option(doc="outer optimizer", factory=OuterConfig)
+    penalty: PenaltyConfig = option(doc="pseudo-gradient penalty", factory=PenaltyConfig)
+    data: DataConfig = option(doc="training text", factory=DataConfig)
+    simulate: SimulateConfig = option(doc="simulated network and stragglers", factory=SimulateConfig)
+    run: RunConfig = option(doc="outputs and fault tolerance", factory=RunConfig)
+    loggers: list[str] = option(doc="experiment tracking: tensorboard (under run.out_dir/tensorboard), mlflow, wandb",
+                                factory=lambda: ["tensorboard"])
 
     @property
     def replicas(self) -> int:
@@ -170,20 +155,27 @@ class EDiTConfig:
 
     def validate(self) -> None:
         from raystack.models import MODEL_NAMES
+        problems = Problems()
+        try:
+            check_loggers(self.loggers)
+        except ConfigError as exc:
+            problems.add_error(exc)
         if self.model not in MODEL_NAMES and not (Path(self.model) / "config.json").is_file():
-            raise ConfigError("model", f"unknown model {self.model!r}; expected one of "
-                              f"{list(MODEL_NAMES)} or a checkpoint directory")
-        if self.ranks < 1:
-            raise ConfigError("ranks", f"must be >= 1, got {self.ranks}")
-        if self.shards < 1 or self.ranks % self.shards:
-            raise ConfigError("shards", f"must divide ranks={self.ranks}, got {self.shards}")
-        if self.steps < 1:
-            raise ConfigError("steps", f"must be >= 1, got {self.steps}")
-        if self.simulate.slowdown and len(self.simulate.slowdown) != self.replicas:
-            raise ConfigError("simulate.slowdown", f"needs one factor per replica ({self.replicas}), "
-                              f"got {len(self.simulate.slowdown)}")
-        if any(f < 1 for f in self.simulate.slowdown):
-            raise ConfigError("simulate.slowdown", "factors must be >= 1")
+            problems.add("model", f"unknown model {self.model!r}{did_you_mean(self.model, MODEL_NAMES)}; "
+                         f"expected one of {list(MODEL_NAMES)} or a checkpoint directory")
+        if self.shards < 1 or self.ranks < 1:
+            pass  # out of range: named by the field checks
+        elif self.ranks % self.shards:
+            problems.add("shards", f"must divide ranks={self.ranks}, got {self.shards}")
+        else:
+            if self.simulate.slowdown and len(self.simulate.slowdown) != self.replicas:
+                problems.add("simulate.slowdown", f"needs one factor per replica ({self.replicas}), "
+                             f"got {len(self.simulate.slowdown)}")
+            for name in ("random_slow_replica", "spike_replica"):
+                if getattr(self.simulate, name) >= self.replicas:
+                    problems.add(f"simulate.{name}", f"must be -1 or a replica in [0, {self.replicas - 1}], "
+                                 f"got {getattr(self.simulate, name)}")
+        problems.raise_if_any()
 
     # -- what each mode means ------------------------------------------------------------------
     @property

@@ -19,6 +19,7 @@ from torch import nn
 from raystack.comm.network import NetworkModel
 from raystack.edit.config import EDiTConfig
 from raystack.edit.layerwise import LayerwiseSync
+from raystack.edit.messages import SegmentReport
 from raystack.edit.outer import nesterov_step
 from raystack.edit.penalty import BlockDecision, PseudoGradientPenalty, clip_coefficient
 from raystack.edit.shard import Block, ShardLayout, flatten, llama_blocks, unflatten_into
@@ -381,7 +382,7 @@ class EDiTRank:
                 self.layerwise.flush()
 
     # -- driving -------------------------------------------------------------------------------
-    def run_segment(self) -> dict:
+    def run_segment(self) -> SegmentReport:
         """Inner steps until the next sync starts (or ``sync.h`` steps of warm-up), or the end."""
         start_step = self.counters.step
         while not self.done:
@@ -392,15 +393,14 @@ class EDiTRank:
                 break
         return self.report()
 
-    def report(self) -> dict:
+    def report(self) -> SegmentReport:
         c = self.counters
-        return {"rank": self.rank, "replica": self.replica, "step": c.step, "syncs": c.syncs,
-                "tokens": c.tokens, "loss": c.losses[-1] if c.losses else float("nan"),
-                "outliers": c.outliers, "skipped_blocks": c.skipped_blocks,
-                "sync_seconds": c.sync_seconds, "dp_seconds": c.dp_seconds,
-                "compute_seconds": c.compute_seconds,
-                "done": self.done, "extra_state_bytes": self.extra_state_bytes(),
-                "wall": time.time(), "phases": dict(self.phases)}
+        return SegmentReport(
+            rank=self.rank, replica=self.replica, step=c.step, syncs=c.syncs, tokens=c.tokens,
+            loss=c.losses[-1] if c.losses else float("nan"), outliers=c.outliers,
+            skipped_blocks=c.skipped_blocks, sync_seconds=c.sync_seconds, dp_seconds=c.dp_seconds,
+            compute_seconds=c.compute_seconds, done=self.done,
+            extra_state_bytes=self.extra_state_bytes(), wall=time.time(), phases=dict(self.phases))
 
     @torch.no_grad()
     def evaluate(self, batches: list[torch.Tensor]) -> float:

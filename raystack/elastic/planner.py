@@ -20,6 +20,7 @@ import enum
 import itertools
 import math
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from raystack.elastic.perfmodel import JobConfig, MemoryTrend, PerfModel
 
@@ -70,6 +71,27 @@ class Stage(enum.Enum):
     INITIAL = "initial"
     WARMUP = "warmup"
     RUNTIME = "runtime"
+
+
+class Planner(Protocol):
+    """What the elastic loop asks: given an observation, a new target (or None)."""
+
+    def decide(self, obs: Observation) -> Decision | None: ...
+
+
+class FixedPlanner:
+    """A user's fixed configuration: the initial decision is ``target``, never changed after
+    (the trace simulator's static arms, and its oracle with the best config known up front)."""
+
+    def __init__(self, target: JobConfig, reason: str = "fixed configuration") -> None:
+        self.target, self.reason = target, reason
+        self.stage = Stage.INITIAL
+
+    def decide(self, obs: Observation) -> Decision | None:
+        if self.stage is Stage.INITIAL:
+            self.stage = Stage.RUNTIME
+            return Decision(self.target, self.reason)
+        return None
 
 
 @dataclass
@@ -130,6 +152,12 @@ class ThreeStagePlanner:
                         with_ps(cfg, p + 1).with_(workers=w * 3, worker_cpu=2.0)]
         self._probes = [self._clip(c) for c in self._probes]
         return Decision(cfg, "initial: safe default (no history)")
+
+    def adopt(self, stage: Stage) -> None:
+        """Continue a job that already runs (its controller restarted): no initial decision
+        and no probes left to measure; ``stage`` is WARMUP (measure, fit, jump) or RUNTIME."""
+        self.stage = stage
+        self._probes = []
 
     # ---- the policy ----------------------------------------------------------------------
     def decide(self, obs: Observation) -> Decision | None:

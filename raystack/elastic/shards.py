@@ -113,6 +113,10 @@ class ShardLedger:
     def active_leases(self) -> list[Lease]:
         return list(self._leases.values())
 
+    def committed_offset(self, shard_id: int) -> int:
+        """The absolute row offset of shard ``shard_id`` committed so far."""
+        return self._state[shard_id].done
+
     # ---- operations ----------------------------------------------------------------------
     def pull(self, worker_id: str) -> Lease | None:
         """Lease the next unfinished shard to ``worker_id`` (its current lease if it holds one).

@@ -1,9 +1,8 @@
 """Straggler detection: a worker slower than ``factor`` x the median of the others."""
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass
-
-import numpy as np
 
 
 @dataclass
@@ -24,6 +23,6 @@ class StragglerDetector:
         out = []
         for w, r in judged.items():
             others = [x for v, x in judged.items() if v != w]
-            if r * self.factor < float(np.median(others)):
+            if r * self.factor < statistics.median(others):
                 out.append(w)
         return out

@@ -9,11 +9,12 @@ synthetic tasks on the tiny base.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Optional
 
-from raystack.config import ConfigError, load_config
+from raystack.config import ConfigBase, ConfigError, Problems, did_you_mean, load_config, option
+from raystack.runtime.tracking import check_loggers
 from raystack.devices import Device
 from raystack.data.sft import SYNTHETIC_TASKS, Example, file_examples, synthetic_examples
 from raystack.mlora.batchlora import AdapterSpec
@@ -21,18 +22,26 @@ from raystack.mlora.batchlora import AdapterSpec
 ALL_LINEAR = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
 
+MAX_STEPS = 10_000_000       # any count of steps
+MAX_BATCH = 65_536           # rows of one batch or micro-batch
+MAX_SEQ_LEN = 1_048_576      # tokens per row (the base's positions bound it further)
+MAX_JOBS = 1024              # datasets, adapters or tasks in one config
+MAX_EXAMPLES = 1_000_000     # generated examples of a synthetic dataset
+MAX_SEED = 2**32 - 1
+
+
 @dataclass
-class DatasetConfig:
+class DatasetConfig(ConfigBase):
     """A named dataset: a built-in synthetic task, or a JSON/JSONL/Parquet file."""
 
-    name: str = "reverse"
-    synthetic: Optional[str] = None  # reverse | sort | copy | arithmetic
-    path: Optional[str] = None
-    prompt_template: str = "{prompt}"
-    response_field: str = "response"
-    num_examples: int = 2000  # synthetic only
-    eval_examples: int = 64  # held out for accuracy (synthetic: generated with another seed)
-    seed: int = 0
+    name: str = option("reverse", "the name tasks refer to")
+    synthetic: Optional[str] = option(None, "built-in task: reverse, sort, copy or arithmetic (or set path)")
+    path: Optional[str] = option(None, "a .json, .jsonl or .parquet file of records (or set synthetic)")
+    prompt_template: str = option("{prompt}", "Python format string over the record's fields, e.g. 'Q: {question}\\nA: '")
+    response_field: str = option("response", "record field holding the answer (the loss is on the answer + EOS only)")
+    num_examples: int = option(2000, "synthetic only: examples generated", ge=1, le=MAX_EXAMPLES)
+    eval_examples: int = option(64, "examples held out for accuracy (synthetic: another seed)", ge=1, le=1_000_000)
+    seed: int = option(0, "synthetic data seed", ge=0, le=MAX_SEED)
 
     def examples(self) -> list[Example]:
         if self.synthetic is not None:
@@ -46,39 +55,41 @@ class DatasetConfig:
 
 
 @dataclass
-class AdapterConfig:
+class AdapterConfig(ConfigBase):
     """One adapter: type, rank, scaling, dropout, targets, optimizer and schedule."""
 
-    name: str = "a0"
-    type: Literal["lora", "dora"] = "lora"
-    r: int = 8
-    alpha: float = 16.0
-    dropout: float = 0.0
-    target_modules: list[str] = field(default_factory=lambda: list(ALL_LINEAR))
-    optimizer: Literal["adamw", "sgd"] = "adamw"
-    lr: float = 3e-3
-    weight_decay: float = 0.0
-    schedule: Literal["constant", "linear", "cosine"] = "constant"
-    warmup_steps: int = 0
-    seed: int = 0
+    name: str = option("a0", "adapter name (an identifier): its folder under output_dir/adapters")
+    type: Literal["lora", "dora"] = option("lora", "lora or dora")
+    r: int = option(8, "rank", ge=1, le=4096)
+    alpha: float = option(16.0, "scaling numerator (scale = alpha / r)", gt=0, le=1e6)
+    dropout: float = option(0.0, "dropout on the adapter's input", ge=0, lt=1)
+    target_modules: list[str] = option(doc="short names of the linear layers that get the adapter; must exist in the base (lm_head allowed)",
+                                       factory=lambda: list(ALL_LINEAR))
+    optimizer: Literal["adamw", "sgd"] = option("adamw", "adamw or sgd (momentum 0.9)")
+    lr: float = option(3e-3, "learning rate", gt=0, le=10)
+    weight_decay: float = option(0.0, "weight decay", ge=0, le=10)
+    schedule: Literal["constant", "linear", "cosine"] = option("constant", "constant, linear or cosine decay after the linear warm-up")
+    warmup_steps: int = option(0, "linear warm-up steps", ge=0, le=MAX_STEPS)
+    seed: int = option(0, "initialisation seed", ge=0, le=MAX_SEED)
 
     def spec(self) -> AdapterSpec:
         return AdapterSpec(self.name, self.type, self.r, self.alpha, self.dropout, tuple(self.target_modules), self.seed)
 
 
 @dataclass
-class TaskConfig:
+class TaskConfig(ConfigBase):
     """A training job: which adapter learns which dataset, and how."""
 
-    adapter: str = "a0"
-    dataset: str = "reverse"
-    batch_size: int = 16
-    micro_batch_size: int = 16  # batch_size / micro_batch_size micro-batches per step
-    epochs: float = 1.0
-    max_steps: Optional[int] = None  # overrides epochs when set
-    cutoff_len: int = 32
-    save_steps: int = 50
-    priority: int = 0
+    adapter: str = option("a0", "the adapter trained")
+    dataset: str = option("reverse", "the dataset it learns")
+    batch_size: int = option(16, "rows per step", ge=1, le=MAX_BATCH)
+    micro_batch_size: int = option(16, "rows per micro-batch; micro-batches per step = ceil(batch_size / micro_batch_size)",
+                                   ge=1, le=MAX_BATCH)
+    epochs: float = option(1.0, "passes over the dataset (when max_steps is null)", gt=0, le=1e6)
+    max_steps: Optional[int] = option(None, "steps; overrides epochs when set", ge=1, le=MAX_STEPS)
+    cutoff_len: int = option(32, "tokens per row (prompt + response), longer rows are cut", ge=1, le=MAX_SEQ_LEN)
+    save_steps: int = option(50, "checkpoint interval (checkpoints are also taken at every window end)", ge=1, le=MAX_STEPS)
+    priority: int = option(0, "higher is admitted first", ge=-1000, le=1000)
 
     @property
     def micro_batches(self) -> int:
@@ -86,19 +97,19 @@ class TaskConfig:
 
 
 @dataclass
-class PipelineConfig:
-    stages: int = 2
-    balance: Literal["params", "measured"] = "params"
-    window_steps: int = 20  # steps scheduled at once; checkpoints and admissions between windows
-    # micro-batches whose forward started on stage 0 and whose backward has not finished there;
-    # None: stages + 1, which keeps every stage busy (more only holds activations in memory)
-    max_in_flight: Optional[int] = None
-    # lanes of jobs filling the pipeline; None: 2 x stages. More jobs than lanes share a lane
-    # (their rows in one BatchLoRA micro-batch): fewer lanes, wider micro-batches, faster
-    # matmuls but more activation memory
-    lanes: Optional[int] = None
-    max_restarts: int = 2  # per stage actor failure, before giving up
-    device: Device = "auto"  # auto: stages on GPUs when the cluster has any
+class PipelineConfig(ConfigBase):
+    """How the base is split over stage actors and how jobs fill them."""
+
+    stages: int = option(2, "pipeline stage actors (1 CPU each)", ge=1, le=1024)
+    balance: Literal["params", "measured"] = option("params", "split by parameter count or measured time")
+    window_steps: int = option(20, "steps scheduled at once; checkpoints and admissions between windows",
+                               ge=1, le=1_000_000)
+    max_in_flight: Optional[int] = option(
+        None, "cap on micro-batches in flight on stage 0 (activation memory); null: stages + 1, enough to keep every stage busy", ge=1, le=4096)
+    lanes: Optional[int] = option(
+        None, "lanes of jobs filling the pipeline; null: 2 x stages; fewer lanes: wider BatchLoRA micro-batches, more activation memory", ge=1, le=4096)
+    max_restarts: int = option(2, "restarts per stage actor failure before giving up", ge=0, le=1000)
+    device: Device = option("auto", "auto (stages on GPUs when the cluster has any), cpu or cuda; activations cross stages as CPU tensors")
 
     @property
     def in_flight_cap(self) -> int:
@@ -106,36 +117,40 @@ class PipelineConfig:
 
 
 @dataclass
-class SchedulerConfig:
-    max_concurrent: int = 8
-    memory_budget_mb: float = 4096.0
-    strict_priority: bool = False
+class SchedulerConfig(ConfigBase):
+    """Which queued jobs start, within a memory budget."""
+
+    max_concurrent: int = option(8, "jobs training at once", ge=1, le=MAX_JOBS)
+    memory_budget_mb: float = option(4096.0, "admission budget for the predicted activation memory of running jobs (MB)", gt=0, le=2**30)
+    strict_priority: bool = option(False, "a higher-priority job that does not fit blocks lower-priority ones")
 
 
 @dataclass
-class MLoRAConfig:
-    base: str = "tiny-1m"
-    seed: int = 0
-    output_dir: str = "runs/mlora"
-    datasets: list[DatasetConfig] = field(default_factory=lambda: [
+class MLoRAConfig(ConfigBase):
+    """An mLoRA job: adapters trained on datasets by tasks, over a pipelined base."""
+
+    base: str = option("tiny-1m", "tiny-1m, tiny-20m, small-50m, or a local transformers checkpoint directory (Llama/Qwen2)")
+    seed: int = option(0, "base weights seed (named bases) and data order", ge=0, le=MAX_SEED)
+    output_dir: str = option("runs/mlora", "adapters/<name>/ (PEFT), checkpoints/<name>.pt and summary.json go here")
+    datasets: list[DatasetConfig] = option(doc="datasets", factory=lambda: [
         DatasetConfig(name=t, synthetic=t, seed=i) for i, t in enumerate(SYNTHETIC_TASKS)])
-    adapters: list[AdapterConfig] = field(default_factory=lambda: [
+    adapters: list[AdapterConfig] = option(doc="adapters", factory=lambda: [
         AdapterConfig(name=f"{t}_lora", type="dora" if t == "sort" else "lora", r=16, alpha=32, seed=i,
                       target_modules=[*ALL_LINEAR, "lm_head"],
                       dropout=0.05 if t == "copy" else 0.0)
         for i, t in enumerate(SYNTHETIC_TASKS)])
-    tasks: list[TaskConfig] = field(default_factory=lambda: [
+    tasks: list[TaskConfig] = option(doc="training jobs: one adapter each", factory=lambda: [
         TaskConfig(adapter=f"{t}_lora", dataset=t, batch_size=16, micro_batch_size=8, max_steps=150)
         for t in SYNTHETIC_TASKS])
-    pipeline: PipelineConfig = field(default_factory=PipelineConfig)
-    scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
-    eval: bool = True
-    steps: Optional[int] = None  # if set, every task's max_steps (e.g. from a workflow step)
+    pipeline: PipelineConfig = option(doc="pipeline", factory=PipelineConfig)
+    scheduler: SchedulerConfig = option(doc="admission scheduler", factory=SchedulerConfig)
+    eval: bool = option(True, "report accuracy before and after")
+    steps: Optional[int] = option(None, "if set, every task's max_steps (e.g. from a workflow step)", ge=1, le=MAX_STEPS)
+    loggers: list[str] = option(doc="experiment tracking: tensorboard (under output_dir/tensorboard), mlflow, wandb",
+                                factory=lambda: ["tensorboard"])
 
     def validate(self) -> None:
         if self.steps is not None:
-            if self.steps < 1:
-                raise ConfigError("steps", f"must be >= 1, got {self.steps}")
             for t in self.tasks:
                 t.max_steps = self.steps
         _validate(self)
@@ -148,80 +163,78 @@ class MLoRAConfig:
 
 
 def _validate(cfg: MLoRAConfig) -> None:
+    from raystack.models import MODEL_NAMES
+
+    problems = Problems()
+    try:
+        check_loggers(cfg.loggers)
+    except ConfigError as exc:
+        problems.add_error(exc)
+    if cfg.base not in MODEL_NAMES and not (Path(cfg.base) / "config.json").is_file():
+        problems.add("base", f"unknown base {cfg.base!r}{did_you_mean(cfg.base, MODEL_NAMES)}; expected one of "
+                     f"{list(MODEL_NAMES)} or a transformers checkpoint directory")
+    if not cfg.output_dir.strip():
+        problems.add("output_dir", "must name a directory")
+    for key in ("datasets", "adapters", "tasks"):
+        if len(getattr(cfg, key)) > MAX_JOBS:
+            problems.add(key, f"at most {MAX_JOBS} entries, got {len(getattr(cfg, key))}")
     names: set[str] = set()
     for i, d in enumerate(cfg.datasets):
         f = f"datasets[{i}]"
         if d.name in names:
-            raise ConfigError(f"{f}.name", f"duplicate dataset name {d.name!r}")
+            problems.add(f"{f}.name", f"duplicate dataset name {d.name!r}")
         names.add(d.name)
         if (d.synthetic is None) == (d.path is None):
-            raise ConfigError(f, "set exactly one of 'synthetic' (a built-in task) or 'path' (a file)")
+            problems.add(f, "set exactly one of 'synthetic' (a built-in task) or 'path' (a file)")
         if d.synthetic is not None and d.synthetic not in SYNTHETIC_TASKS:
-            raise ConfigError(f"{f}.synthetic", f"unknown task {d.synthetic!r}; expected one of {list(SYNTHETIC_TASKS)}")
+            problems.add(f"{f}.synthetic", f"unknown task {d.synthetic!r}{did_you_mean(d.synthetic, SYNTHETIC_TASKS)}; "
+                         f"expected one of {list(SYNTHETIC_TASKS)}")
         if d.path is not None:
             p = Path(d.path)
             if not p.is_file():
-                raise ConfigError(f"{f}.path", f"dataset file {d.path} does not exist")
-            if p.suffix.lower() not in (".json", ".jsonl", ".parquet"):
-                raise ConfigError(f"{f}.path", f"unsupported format {p.suffix!r}; use .json, .jsonl or .parquet")
-        if d.num_examples < 1:
-            raise ConfigError(f"{f}.num_examples", "must be >= 1")
+                problems.add(f"{f}.path", f"dataset file {d.path} does not exist")
+            elif p.suffix.lower() not in (".json", ".jsonl", ".parquet"):
+                problems.add(f"{f}.path", f"unsupported format {p.suffix!r}; use .json, .jsonl or .parquet")
     anames: set[str] = set()
     for i, a in enumerate(cfg.adapters):
         f = f"adapters[{i}]"
         if not a.name.isidentifier() or a.name in anames:
-            raise ConfigError(f"{f}.name", f"{a.name!r} must be a unique identifier")
+            problems.add(f"{f}.name", f"{a.name!r} must be a unique identifier")
         anames.add(a.name)
-        if a.r <= 0:
-            raise ConfigError(f"{f}.r", f"must be > 0, got {a.r}")
-        if a.alpha <= 0:
-            raise ConfigError(f"{f}.alpha", f"must be > 0, got {a.alpha}")
-        if not 0.0 <= a.dropout < 1.0:
-            raise ConfigError(f"{f}.dropout", f"must be in [0, 1), got {a.dropout}")
-        if a.lr <= 0:
-            raise ConfigError(f"{f}.lr", f"must be > 0, got {a.lr}")
         if not a.target_modules:
-            raise ConfigError(f"{f}.target_modules", "must name at least one module")
+            problems.add(f"{f}.target_modules", "must name at least one module")
     if not cfg.tasks:
-        raise ConfigError("tasks", "at least one task is needed")
+        problems.add("tasks", "at least one task is needed")
     used: set[str] = set()
     for i, t in enumerate(cfg.tasks):
         f = f"tasks[{i}]"
         if t.adapter not in anames:
-            raise ConfigError(f"{f}.adapter", f"no adapter named {t.adapter!r} (have {sorted(anames)})")
-        if t.adapter in used:
-            raise ConfigError(f"{f}.adapter", f"adapter {t.adapter!r} is already trained by another task")
+            problems.add(f"{f}.adapter", f"no adapter named {t.adapter!r}{did_you_mean(t.adapter, anames)} "
+                         f"(have {sorted(anames)})")
+        elif t.adapter in used:
+            problems.add(f"{f}.adapter", f"adapter {t.adapter!r} is already trained by another task")
         used.add(t.adapter)
         if t.dataset not in names:
-            raise ConfigError(f"{f}.dataset", f"no dataset named {t.dataset!r} (have {sorted(names)})")
-        for fld in ("batch_size", "micro_batch_size", "cutoff_len", "save_steps"):
-            if getattr(t, fld) < 1:
-                raise ConfigError(f"{f}.{fld}", "must be >= 1")
+            problems.add(f"{f}.dataset", f"no dataset named {t.dataset!r}{did_you_mean(t.dataset, names)} "
+                         f"(have {sorted(names)})")
         if t.micro_batch_size > t.batch_size:
-            raise ConfigError(f"{f}.micro_batch_size", "must be <= batch_size")
-        if t.max_steps is None and t.epochs <= 0:
-            raise ConfigError(f"{f}.epochs", "must be > 0")
-    if cfg.pipeline.stages < 1:
-        raise ConfigError("pipeline.stages", "must be >= 1")
-    if cfg.pipeline.window_steps < 1:
-        raise ConfigError("pipeline.window_steps", "must be >= 1")
-    if cfg.pipeline.lanes is not None and cfg.pipeline.lanes < 1:
-        raise ConfigError("pipeline.lanes", "must be >= 1 (or null for 2 x stages)")
-    if cfg.pipeline.max_in_flight is not None and cfg.pipeline.max_in_flight < 1:
-        raise ConfigError("pipeline.max_in_flight", "must be >= 1 (or null for stages + 1)")
-    if cfg.scheduler.max_concurrent < 1:
-        raise ConfigError("scheduler.max_concurrent", "must be >= 1")
+            problems.add(f"{f}.micro_batch_size", f"must be <= batch_size ({t.batch_size}), got {t.micro_batch_size}")
+    problems.raise_if_any()
 
 
 def check_against_model(cfg: MLoRAConfig, linear_names: set[str], num_units: int) -> None:
     """Checks that need the base model's structure (target modules exist, enough layers)."""
+    problems = Problems()
     for i, a in enumerate(cfg.adapters):
         missing = [m for m in a.target_modules if m not in linear_names]
         if missing:
-            raise ConfigError(f"adapters[{i}].target_modules",
-                              f"base {cfg.base!r} has no module {missing[0]!r}; it has {sorted(linear_names)}")
+            problems.add(f"adapters[{i}].target_modules",
+                         f"base {cfg.base!r} has no module {missing[0]!r}{did_you_mean(missing[0], linear_names)}; "
+                         f"it has {sorted(linear_names)}")
     if cfg.pipeline.stages > num_units:
-        raise ConfigError("pipeline.stages", f"base has only {num_units} pipeline units (embed, layers, head)")
+        problems.add("pipeline.stages", f"base has only {num_units} pipeline units (embed, layers, head), "
+                     f"got {cfg.pipeline.stages}")
+    problems.raise_if_any()
 
 
 def load_mlora_config(source: str | dict[str, Any] | None = None, overrides: dict[str, Any] | None = None) -> MLoRAConfig:

@@ -1,43 +1,41 @@
-"""The workflow part's configuration (one dataclass, loaded and validated up front)."""
+"""The workflow part's configuration (one dataclass, checked when it is made)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal, Optional
 
-from raystack.config import ConfigError
+from raystack.config import ConfigBase, Problems, option
 
 
 @dataclass
-class LLMConfig:
+class LLMConfig(ConfigBase):
     """An OpenAI-compatible endpoint for the planner (empty url: offline rule planner only)."""
 
-    url: str = ""
-    model: str = ""
-    api_key_env: str = "OPENAI_API_KEY"   # name of the environment variable holding the key
-    assist: bool = True                   # rule planner first, the model only when it refuses
+    url: str = option("", "OpenAI-compatible endpoint for `workflow plan`; empty: rule planner only")
+    model: str = option("", "model name at that endpoint (required with url)")
+    api_key_env: str = option("OPENAI_API_KEY", "environment variable holding the API key")
+    assist: bool = option(True, "rule planner first, the model only when it refuses")
 
 
 @dataclass
-class WorkflowConfig:
+class WorkflowConfig(ConfigBase):
     """How workflows run: cache, store, eviction, splitting, cluster, planner."""
 
-    store: str = ".raystack/artifacts"    # local directory or pyarrow URI (s3://...)
-    cache: bool = True
-    capacity_mb: Optional[float] = None   # bound on the store; None: unbounded
-    eviction: Literal["couler", "lru"] = "couler"
-    split_budget: int = 2000              # above this many steps, split into sub-workflows
-    max_runners: int = 4                  # runner actors for split workflows
-    address: Optional[str] = None         # Ray address; None: RAY_ADDRESS or embedded
-    progress: bool = True
-    llm: LLMConfig = field(default_factory=LLMConfig)
+    store: str = option(".raystack/artifacts", "artifact store: a local directory or a pyarrow URI (s3://...)")
+    cache: bool = option(True, "serve unchanged steps from the store")
+    capacity_mb: Optional[float] = option(None, "bound on the store (MB); null: unbounded", gt=0, le=1e9)
+    eviction: Literal["couler", "lru"] = option("couler", "couler (rebuild cost x reuse / size) or lru")
+    split_budget: int = option(2000, "workflows with more steps are split into sub-workflows", ge=1, le=10_000_000)
+    max_runners: int = option(4, "runner actors for split workflows", ge=1, le=1024)
+    address: Optional[str] = option(None, "Ray address; null: RAY_ADDRESS or the embedded local cluster")
+    progress: bool = option(True, "progress bars")
+    llm: LLMConfig = option(doc="optional model for `workflow plan`", factory=LLMConfig)
 
     def validate(self) -> None:
-        if self.capacity_mb is not None and self.capacity_mb <= 0:
-            raise ConfigError("capacity_mb", f"must be > 0 (or null), got {self.capacity_mb}")
-        if self.split_budget < 1:
-            raise ConfigError("split_budget", f"must be >= 1, got {self.split_budget}")
-        if self.max_runners < 1:
-            raise ConfigError("max_runners", f"must be >= 1, got {self.max_runners}")
+        problems = Problems()
+        if not self.store.strip():
+            problems.add("store", "must name a directory or URI")
         if self.llm.url and not self.llm.model:
-            raise ConfigError("llm.model", "is required when llm.url is set")
+            problems.add("llm.model", "is required when llm.url is set")
+        problems.raise_if_any()

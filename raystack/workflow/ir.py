@@ -16,7 +16,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterator, Literal
 
-import yaml
+from raystack.config import dump_yaml, load_yaml  # YAML whose exponent numbers (2e-4) read as numbers
 
 IR_VERSION = 1
 OPS = ("==", "!=", "<", "<=", ">", ">=", "truthy", "falsy")
@@ -181,11 +181,11 @@ class WorkflowIR:
         return cls.from_dict(json.loads(text))
 
     def to_yaml(self) -> str:
-        return yaml.safe_dump(self.to_dict(), sort_keys=False)
+        return dump_yaml(self.to_dict(), sort_keys=False)
 
     @classmethod
     def from_yaml(cls, text: str) -> "WorkflowIR":
-        return cls.from_dict(yaml.safe_load(text))
+        return cls.from_dict(load_yaml(text))
 
     def digest(self) -> str:
         return hashlib.sha256(self.to_json().encode()).hexdigest()

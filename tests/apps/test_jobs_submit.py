@@ -1,5 +1,6 @@
 """`ray job submit` against a head that `raystack up` started: a real head, a real job."""
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -8,7 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from raystack.cluster import ClusterUnreachableError, check_reachable, free_port_pair
+from raystack.cluster import (ClusterUnreachableError, check_reachable, free_port_pair, read_head_state,
+                              session_processes)
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
@@ -20,12 +22,24 @@ def test_up_submit_a_part_job_read_logs_then_down(tmp_path):
     from raystack.cluster import job_client
 
     port, dash = free_port_pair()
+    client_port = next(p for p in (*free_port_pair(), *free_port_pair()) if p not in (port, dash))
     env = {**os.environ, "RAYSTACK_HOME": str(tmp_path / "home"), "RAY_AUTH_MODE": "token"}
     env.pop("RAY_ADDRESS", None)
-    up = subprocess.run([sys.executable, "-m", "raystack.apps.cli", "up", "--port", str(port), "--dashboard-port", str(dash),
-                         "--num-cpus", "2"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
+    cmd = [sys.executable, "-m", "raystack.apps.cli", "up", "--port", str(port), "--dashboard-port", str(dash),
+           "--client-port", str(client_port), "--num-cpus", "2"]
+    with socket.socket() as taken:  # a port in use is refused before anything starts
+        taken.bind(("127.0.0.1", client_port))
+        taken.listen()
+        busy = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert busy.returncode == 2 and busy.stderr.strip() == (
+        f"raystack up: error: client_port {client_port} is already in use; pick another with --client-port")
+    assert not (tmp_path / "home" / "head.json").exists()
+    up = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
     assert up.returncode == 0, up.stdout + up.stderr
     assert f"ray job submit --address http://127.0.0.1:{dash}" in up.stdout
+    assert f"ray://127.0.0.1:{client_port}" in up.stdout
+    head = read_head_state(tmp_path / "home")
+    check_reachable(f"127.0.0.1:{client_port}", timeout_s=10)  # the Ray Client server is up, and is ours
     try:
         config = tmp_path / "edit.yaml"
         config.write_text(yaml.safe_dump({
@@ -52,5 +66,8 @@ def test_up_submit_a_part_job_read_logs_then_down(tmp_path):
         down = subprocess.run([sys.executable, "-m", "raystack.apps.cli", "down"], cwd=ROOT, env=env,
                               capture_output=True, text=True, timeout=90)
     assert down.returncode == 0 and "stopped the Ray head" in down.stdout
-    with pytest.raises(ClusterUnreachableError):
-        check_reachable(f"127.0.0.1:{port}", timeout_s=2)
+    for p in (port, dash, client_port):  # GCS, dashboard and the Ray Client server are all gone
+        with pytest.raises(ClusterUnreachableError):
+            check_reachable(f"127.0.0.1:{p}", timeout_s=2)
+    assert session_processes(head.pgid, head.started_at) == []  # no process `up` started is left
+    assert not (tmp_path / "home" / "head.json").exists()

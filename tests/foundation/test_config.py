@@ -115,3 +115,69 @@ def test_config_error_survives_pickling_and_copying():
     err = ConfigError("sync.h", "must be >= 1")
     for clone in (pickle.loads(pickle.dumps(err)), copy.copy(err)):
         assert clone.field == "sync.h" and str(clone) == "sync.h: must be >= 1"
+
+
+def test_every_bad_field_is_named_at_once_with_did_you_mean():
+    from raystack.edit.config import EDiTConfig
+
+    with pytest.raises(ConfigError) as e:
+        load_config(EDiTConfig, {"mdoe": "edit", "ranks": 0, "inner": {"lr": float("nan"), "beta1": 1.0},
+                                 "sync": {"h": "x"}, "data": {"batch_size": 10**9}})
+    fields = [f for f, _ in e.value.problems]
+    assert fields == ["mdoe", "ranks", "inner.lr", "inner.beta1", "sync.h", "data.batch_size"]
+    text = str(e.value)
+    assert "\n" not in text and text.startswith("6 problems:")
+    assert "did you mean 'mode'?" in text and "must be a finite number, got nan" in text
+    assert "data.batch_size: must be in [1, 65536], got 1000000000" in text
+
+
+def test_constructing_a_config_checks_it():
+    from raystack.edit.config import EDiTConfig, InnerConfig
+    from raystack.elastic.config import ElasticConfig
+    from raystack.mlora.config import MLoRAConfig
+
+    with pytest.raises(ConfigError) as e:
+        EDiTConfig(mode="edti", ranks=-1)
+    assert [f for f, _ in e.value.problems] == ["mode", "ranks"] and "did you mean 'edit'?" in str(e.value)
+    with pytest.raises(ConfigError, match="inner.lr: must be in"):
+        EDiTConfig(inner={"lr": -1.0})
+    with pytest.raises(ConfigError, match="poll_s: must be in"):
+        ElasticConfig(poll_s=0.0)
+    with pytest.raises(ConfigError, match=r"tasks\[0\].adapter: no adapter named 'reverse_lor' \(did you mean"):
+        MLoRAConfig(tasks=[{"adapter": "reverse_lor", "dataset": "reverse"}])
+    cfg = EDiTConfig(inner={"lr": 1}, steps=5.0)  # lossless conversions: a mapping, int -> float, 5.0 -> 5
+    assert cfg.inner == InnerConfig(lr=1.0) and cfg.steps == 5 and isinstance(cfg.steps, int)
+
+
+def test_yaml_and_set_read_exponent_numbers_as_numbers(tmp_path: Path):
+    from raystack.config import parse_overrides
+
+    path = tmp_path / "job.yaml"
+    path.write_text("lr: 2e-4\nsync: {period_s: 1E-3}\nlayers: [1e2, -3]\n")
+    job = load_config(Job, path)
+    assert job.lr == 2e-4 and job.sync.period_s == 1e-3 and job.layers == [100, -3]
+    assert parse_overrides(["lr=1e-3", "sync.period_s=.5e1", "name=2e-4x"]) == {
+        "lr": 1e-3, "sync": {"period_s": 5.0}, "name": "2e-4x"}
+    with pytest.raises(ConfigError, match="list items"):
+        parse_overrides(["tasks[0].lr=1"])
+    from raystack.config import dump_yaml, load_yaml
+    both = {"name": "2e-4", "lr": 2e-4, "tag": "1E5"}  # strings that look like numbers stay strings
+    assert load_yaml(dump_yaml(both)) == both
+
+
+def test_multi_problem_error_survives_pickling():
+    import pickle
+
+    with pytest.raises(ConfigError) as e:
+        load_config(Job, {"lr": "x", "sync": {"h": 0}})
+    clone = pickle.loads(pickle.dumps(e.value))
+    assert clone.problems == e.value.problems and str(clone) == str(e.value)
+
+
+def test_workflow_ir_yaml_reads_exponent_numbers():
+    from raystack.workflow.ir import WorkflowIR
+
+    text = ("name: w\nsteps:\n- id: train\n  fn: raystack.workflow.steps:train_model\n"
+            "  params: {lr: 2e-4, epochs: 1e1}\n")
+    step = WorkflowIR.from_yaml(text).steps[0]
+    assert step.params == {"lr": 2e-4, "epochs": 10.0}
