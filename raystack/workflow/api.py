@@ -205,6 +205,42 @@ class Workflow:
             validate(ir, allow=allow)
         return ir
 
+    def run(self, config: Any = None, *, local: bool = False, store: str | None = None,
+            cache: bool | None = None, address: str | None = None, progress: bool | None = None):
+        """Build, validate and run the workflow; returns the runtime's
+        :class:`~raystack.runtime.result.Result` (part ``"workflow"``: step counts and seconds
+        in ``metrics``, one ``history`` row per step, the store and output files in
+        ``artifacts``).
+
+        ``config``: a :class:`~raystack.workflow.config.WorkflowConfig`, a dict of its fields
+        or a YAML path (validated first). On Ray (connecting as ``address`` or the config
+        says, else the embedded local cluster) unless ``local``: then in this process.
+        ``store`` overrides the config's store; ``cache=False`` runs without one.
+        """
+        from raystack.config import config_to_dict, load_config
+        from raystack.runtime.registry import resolve as resolve_name
+        from raystack.workflow.config import WorkflowConfig
+        from raystack.workflow.engine import run_local
+        from raystack.workflow.result import workflow_result
+        cfg = load_config(WorkflowConfig, config)
+        ir = self.build(allow=cfg.allow_modules)
+        use_cache = cfg.cache if cache is None else cache
+        st = cfg.open_store(store) if use_cache else None
+        ctx = cfg.context(self.name)
+        if local:
+            rep = run_local(ir, self.functions, st, allow=cfg.allow_modules, context=ctx)
+        else:
+            import ray
+            if not ray.is_initialized():
+                from raystack.cluster import connect
+                connect(address or cfg.address)
+            runner = resolve_name(WORKFLOW_RUNNER)   # the actors' runner, named (layering)
+            rep = runner(ir, functions=self.functions, store=st,
+                         progress=cfg.progress if progress is None else progress,
+                         split_budget=cfg.split_budget, max_runners=cfg.max_runners,
+                         eviction=cfg.eviction, allow=cfg.allow_modules, context=ctx)
+        return workflow_result(rep, ir, config_to_dict(cfg))
+
     def _add(self, fn: Callable, *, id: str | None, params: dict[str, Any],
              after: Sequence[Out | str] = (), retries: int | None = None,
              timeout_s: float | None = None, resources: dict[str, float] | None = None,
@@ -246,6 +282,8 @@ class Workflow:
         return sid
 
 
+# the Ray runner lives in the actors layer; raystack/ names it and imports it only when a run starts
+WORKFLOW_RUNNER = "raystack.actors.workflow.runner:run_workflow"
 _OPTION_NAMES = ("after", "retries", "timeout_s", "resources", "cache", "ignore", "description",
                  "span")
 

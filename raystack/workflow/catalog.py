@@ -26,7 +26,7 @@ _SERVE = "raystack.apps.workflow_serve"
 TABLE, SPLIT, MODEL, EVALUATION, STATS, FILE = "table", "split", "model", "evaluation", "stats", "file"
 CHECKPOINT, ADAPTERS, DLRM, SERVED = "checkpoint", "adapters", "dlrm_model", "served"
 
-CLASSIFIER_METRICS = ("accuracy", "error", "precision", "recall", "f1", "auc", "loss", "score")
+CLASSIFIER_METRICS = ("accuracy", "error", "precision", "recall", "f1", "auc", "loss", "rmse", "score")
 
 
 @dataclass(frozen=True)
@@ -105,22 +105,23 @@ CATALOG: dict[str, CatalogEntry] = {e.name: e for e in [
     _e("aggregate", _TABLES, "aggregate", "group rows by a column and aggregate",
        inputs={"data": TABLE}, output=TABLE),
     _e("stats", _TABLES, "stats", "summary statistics of a table", inputs={"data": TABLE},
-       output=STATS, metrics=("rows",)),
+       output=STATS, metrics=("rows", "missing_fraction")),
     _e("train_model", _STEPS, "train_model", "train a small classifier",
        inputs={"data": SPLIT}, output=MODEL, metrics=CLASSIFIER_METRICS, loop_carry="init",
        optional_inputs=("init",)),
     _e("evaluate_model", _STEPS, "evaluate_model", "evaluate a model on the test set",
        inputs={"model": MODEL, "data": SPLIT}, output=EVALUATION, metrics=CLASSIFIER_METRICS),
-    _e("select_best", _STEPS, "select_best", "pick the best of several evaluations",
-       inputs={"results": f"{EVALUATION}|{MODEL}*"}, output=EVALUATION, metrics=CLASSIFIER_METRICS),
-    _e("export_model", _STEPS, "export_model", "write a model to a file",
-       inputs={"model": f"{EVALUATION}|{MODEL}"}, output=FILE),
+    _e("select_best", _STEPS, "select_best", "pick the best of several evaluations, models or part runs",
+       inputs={"results": f"{EVALUATION}|{MODEL}|{CHECKPOINT}|{DLRM}*"}, output=EVALUATION,
+       metrics=CLASSIFIER_METRICS + ("val_loss", "train_loss")),
+    _e("export_model", _STEPS, "export_model", "write a model to a file (or a part's model files to a directory)",
+       inputs={"model": f"{EVALUATION}|{MODEL}|{CHECKPOINT}|{DLRM}|{ADAPTERS}"}, output=FILE),
     _e("deploy_model", _STEPS, "deploy_model", "deploy (publish) a model",
        inputs={"model": f"{EVALUATION}|{MODEL}"}, output=FILE),
     _e("save_report", _STEPS, "save_report", "write a result as a JSON report",
        inputs={"result": "any"}, output=FILE, exit_ok=True),
-    _e("write_table", _TABLES, "write_table", "write a table to a Parquet or CSV file",
-       inputs={"data": TABLE}, output=FILE),
+    _e("write_table", _TABLES, "write_table", "write a table (or scores) to a Parquet or CSV file",
+       inputs={"data": f"{TABLE}|{EVALUATION}|{STATS}"}, output=FILE),
     _e("plot", _TABLES, "plot", "plot a table column or metrics to a PNG file",
        inputs={"data": f"{TABLE}|{STATS}|{EVALUATION}"}, output=FILE),
     _e("notify", _STEPS, "notify", "send a notification message", exit_ok=True),

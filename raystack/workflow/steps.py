@@ -73,7 +73,8 @@ def _auc(y: np.ndarray, s: np.ndarray) -> float:
 
 
 def classification_metrics(model: dict, x: np.ndarray, y: np.ndarray) -> dict[str, float]:
-    """accuracy, error, precision, recall, f1, auc and loss (log loss, or squared error)."""
+    """accuracy, error, precision, recall, f1, auc, loss (log loss, or squared error) and rmse
+    (of the model's raw score against the target, for regression use)."""
     s = _scores(model, x)
     p = _predict(model, x)
     tp = float(((p == 1) & (y == 1)).sum())
@@ -87,54 +88,76 @@ def classification_metrics(model: dict, x: np.ndarray, y: np.ndarray) -> dict[st
         loss = float(((p - y) ** 2).mean())
     return {"accuracy": acc, "error": 1.0 - acc, "precision": precision, "recall": recall,
             "f1": 2 * precision * recall / max(precision + recall, EPS), "auc": _auc(y, s),
-            "loss": loss}
+            "loss": loss, "rmse": float(np.sqrt(((s - y) ** 2).mean()))}
+
+
+def _batches(n: int, batch_size: Optional[int], rng: np.random.Generator) -> list[np.ndarray]:
+    """Row indices per gradient step of one epoch (all rows at once when batch_size is None)."""
+    if batch_size is None or batch_size >= n:
+        return [np.arange(n)]
+    order = rng.permutation(n)
+    return [order[i:i + batch_size] for i in range(0, n, batch_size)]
 
 
 def train_model(data: dict, model: Literal["linear", "logistic", "knn", "centroid"] = "logistic",
-                epochs: int = 20, lr: float = 0.1, init: Optional[dict] = None) -> dict:
+                epochs: int = 20, lr: float = 0.1, k: int = KNN_K, batch_size: Optional[int] = None,
+                init: Optional[dict] = None) -> dict:
     """Train a small classifier on data['train']; returns the model with its training metrics
-    (accuracy, loss, ...; ``score`` is the accuracy). ``init`` (a previous model of the same
-    kind) continues training, for loops."""
-    if epochs < 1 or lr <= 0:
-        raise ValueError(f"train_model needs epochs >= 1 and lr > 0, got {epochs}, {lr}")
+    (accuracy, loss, rmse...; ``score`` is the accuracy) and the settings it was trained with.
+    ``k``: neighbours of a knn model. ``batch_size``: rows per gradient step (logistic, and
+    linear, which is solved by least squares when it is None); None: the whole table.
+    ``init`` (a previous model of the same kind) continues training, for loops."""
+    if epochs < 1 or lr <= 0 or k < 1 or (batch_size is not None and batch_size < 1):
+        raise ValueError(f"train_model needs epochs >= 1, lr > 0, k >= 1 and batch_size >= 1, got "
+                         f"{epochs}, {lr}, {k}, {batch_size}")
     x, y = _xy(data["train"])
-    if model == "linear":
-        a = np.c_[x, np.ones(len(x))]
-        sol = np.linalg.lstsq(a, y, rcond=None)[0]
-        m: dict[str, Any] = {"kind": "linear", "w": sol[:-1].tolist(), "b": float(sol[-1])}
-    elif model == "logistic":
-        same = bool(init) and init.get("kind") == "logistic"
+    rng = np.random.default_rng(0)
+    same = bool(init) and init.get("kind") == model
+    if model in ("linear", "logistic") and (model == "logistic" or batch_size is not None):
         w = np.asarray(init["w"]) if same else np.zeros(x.shape[1])
         b = float(init["b"]) if same else 0.0
         for _ in range(epochs):
-            p = 1.0 / (1.0 + np.exp(-(x @ w + b)))
-            w = w - lr * x.T @ (p - y) / len(y)
-            b -= lr * float((p - y).mean())
-        m = {"kind": "logistic", "w": w.tolist(), "b": b}
+            for idx in _batches(len(y), batch_size, rng):
+                z = x[idx] @ w + b
+                p = 1.0 / (1.0 + np.exp(-z)) if model == "logistic" else z
+                w = w - lr * x[idx].T @ (p - y[idx]) / len(idx)
+                b -= lr * float((p - y[idx]).mean())
+        m: dict[str, Any] = {"kind": model, "w": w.tolist(), "b": b}
+    elif model == "linear":
+        a = np.c_[x, np.ones(len(x))]
+        sol = np.linalg.lstsq(a, y, rcond=None)[0]
+        m = {"kind": "linear", "w": sol[:-1].tolist(), "b": float(sol[-1])}
     elif model == "knn":
-        m = {"kind": "knn", "x": x[:KNN_KEEP].tolist(), "y": y[:KNN_KEEP].tolist(), "k": KNN_K}
+        m = {"kind": "knn", "x": x[:KNN_KEEP].tolist(), "y": y[:KNN_KEEP].tolist(), "k": int(k)}
     elif model == "centroid":
         m = {"kind": "centroid", "centroids": [x[y == c].mean(axis=0).tolist() for c in (0.0, 1.0)]}
     else:
         raise ValueError(f"unknown model {model!r}; expected one of {MODEL_KINDS}")
     m["epochs"] = int((init or {}).get("epochs", 0)) + epochs
+    m.update(lr=lr, k=int(k), batch_size=batch_size)
     m.update(classification_metrics(m, x, y))
     m["score"] = m["accuracy"]
     return m
 
 
-def evaluate_model(model: dict, data: dict, metric: Literal["accuracy", "error", "f1", "auc",
-                                                              "precision", "recall", "loss"] = "accuracy") -> dict:
+def evaluate_model(model: dict, data: dict, metric: Literal["accuracy", "error", "f1", "auc", "precision",
+                                                              "recall", "loss", "rmse"] = "accuracy") -> dict:
     """Score a model on data['test']: every metric, with ``score`` the chosen one."""
     x, y = _xy(data["test"])
     mets = classification_metrics(model, x, y)
     return {"model": model, "kind": model["kind"], "metric": metric, **mets, "score": mets[metric]}
 
 
-def select_best(results: list, metric: str = "score", mode: Literal["max", "min"] = "max") -> dict:
-    """The result with the best ``metric`` (default: its score)."""
+LOWER_IS_BETTER = ("loss", "val_loss", "train_loss", "logloss", "error", "rmse")
+
+
+def select_best(results: list, metric: str = "score", mode: Optional[Literal["max", "min"]] = None) -> Any:
+    """The result with the best ``metric`` (default: its score): evaluations, models, or typed
+    artifacts (an EDiT checkpoint by its val_loss, a DLRM by its AUC). ``mode``: max or min;
+    None: min for losses and errors, else max."""
     if not results:
         raise ValueError("select_best needs at least one result")
+    mode = mode or ("min" if metric in LOWER_IS_BETTER else "max")
     pick = max if mode == "max" else min
     return pick(results, key=lambda r: r[metric])
 
@@ -144,11 +167,23 @@ def _model_of(model: dict) -> dict:
 
 
 @step(side_effect=True)
-def export_model(model: dict, path: str = "model.json",
+def export_model(model: Any, path: str = "model.json",
                  run_context: Optional[RunContext] = None) -> Artifact:
-    """Write a model (or an evaluation holding one) to a JSON file; returns the file."""
+    """Write a model (or an evaluation holding one) to a JSON file, or copy a typed artifact's
+    files (an EDiT checkpoint, an adapter set, a DLRM model) into the directory ``path``;
+    returns the written file or directory."""
     target = path if os.path.isabs(path) or run_context is None else \
         os.path.join(run_context.step_dir(), path)
+    if isinstance(model, Artifact):
+        os.makedirs(target, exist_ok=True)
+        for src in model.all_paths():
+            dst = os.path.join(target, os.path.basename(src.rstrip("/")))
+            if os.path.isdir(src):
+                shutil.copytree(src, dst, dirs_exist_ok=True)
+            elif os.path.exists(src):
+                shutil.copy2(src, dst)
+        return make_artifact(REPORT_FILE, target, metrics=model.metrics,
+                             info={"artifact_kind": model.kind})
     os.makedirs(os.path.dirname(os.path.abspath(target)) or ".", exist_ok=True)
     with open(target, "w") as f:
         json.dump(_model_of(model), f)

@@ -162,9 +162,35 @@ def aggregate(data: pa.Table, by: Optional[str] = None,
     return data.group_by(by, use_threads=False).aggregate([(n, agg) for n in numeric])
 
 
+def _missing(col: pa.ChunkedArray) -> int:
+    """Nulls, and NaN in a float column."""
+    n = int(col.null_count)
+    if pa.types.is_floating(col.type):
+        n += int(np.isnan(col.fill_null(0.0).to_numpy(zero_copy_only=False)).sum())
+    return n
+
+
+def _as_table(data: pa.Table | dict | list) -> pa.Table:
+    """A table; a metrics dict (an evaluation, summary statistics) or a list of them as rows
+    of their scalar values."""
+    if isinstance(data, pa.Table):
+        return data
+    rows = data if isinstance(data, list) else [data]
+    plain = [{k: v for k, v in r.items() if isinstance(v, (int, float, str, bool)) and not isinstance(v, bool)}
+             for r in rows if isinstance(r, dict)]
+    if not plain:
+        raise ValueError(f"write_table: expected a table or metrics, got {type(data).__name__}")
+    keys = list(dict.fromkeys(k for r in plain for k in r))
+    return pa.table({k: [r.get(k) for r in plain] for k in keys})
+
+
 def stats(data: pa.Table) -> dict:
-    """Summary statistics per numeric column (count, nulls, mean, std, min, max) and row count."""
-    out: dict = {"rows": data.num_rows, "columns": {}}
+    """Summary statistics per numeric column (count, nulls, mean, std, min, max), the row count
+    and the fraction of missing cells (``missing_fraction``)."""
+    cells = data.num_rows * max(data.num_columns, 1)
+    nulls = sum(_missing(data.column(n)) for n in data.column_names)
+    out: dict = {"rows": data.num_rows, "missing_fraction": nulls / cells if cells else 0.0,
+                 "columns": {}}
     for name in data.column_names:
         col = data.column(name)
         if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
@@ -180,9 +206,11 @@ def stats(data: pa.Table) -> dict:
 
 
 @step(side_effect=True)
-def write_table(data: pa.Table, path: str = "table.parquet",
+def write_table(data: pa.Table | dict | list, path: str = "table.parquet",
                 run_context: Optional[RunContext] = None) -> Artifact:
-    """Write a table to a Parquet or CSV file (by its extension); returns the file."""
+    """Write a table (or metrics: an evaluation's scores as one row) to a Parquet or CSV file
+    (by its extension); returns the file."""
+    data = _as_table(data)
     target = _out_path(path, run_context)
     os.makedirs(os.path.dirname(os.path.abspath(target)) or ".", exist_ok=True)
     if target.lower().endswith(".csv"):
@@ -194,9 +222,12 @@ def write_table(data: pa.Table, path: str = "table.parquet",
 
 @step(side_effect=True)
 def plot(data: pa.Table | dict | list, column: Optional[str] = None, path: str = "plot.png",
-         run_context: Optional[RunContext] = None) -> Artifact:
+         metric: Optional[str] = None, run_context: Optional[RunContext] = None) -> Artifact:
     """Plot a table column's histogram, or a list of numbers / a metrics dict as a line or
-    bars, to a PNG file."""
+    bars, to a PNG file. ``metric``: the metric of a metrics dict (or of each of a list of
+    them, or of each adapter of an adapter evaluation) to chart."""
+    if metric is not None:
+        data = _metric_values(data, metric)
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -221,3 +252,19 @@ def plot(data: pa.Table | dict | list, column: Optional[str] = None, path: str =
     plt.close(fig)
     return make_artifact(REPORT_FILE, target)
 
+
+def _metric_values(data: pa.Table | dict | list, metric: str) -> dict | list:
+    """``metric`` of a metrics dict, of each result of a list, or of each adapter of an adapter
+    evaluation (``{"adapters": {name: {...}}}``), as {name: value} or [values]."""
+    if isinstance(data, list):
+        return [float(r[metric]) for r in data if isinstance(r, dict) and metric in r]
+    if isinstance(data, dict):
+        per = data.get("adapters")
+        if isinstance(per, dict):
+            key = {"token_accuracy": "token_after", "exact_match": "exact_after"}.get(metric, metric)
+            vals = {n: float(v[key]) for n, v in per.items() if isinstance(v, dict) and key in v}
+            if vals:
+                return vals
+        if metric in data:
+            return {metric: float(data[metric])}
+    raise ValueError(f"plot: the result has no metric {metric!r}")

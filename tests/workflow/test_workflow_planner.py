@@ -149,3 +149,73 @@ def test_dry_run_executes_a_plan_at_tiny_sizes_in_its_own_directory(tmp_path):
     assert rep.status == "succeeded", rep.failed
     written = rep.output(plan.ids[plan.draft.steps[-1].label][0])
     assert written.path.startswith(str(tmp_path / "dry")) and not Path("/data/summary.parquet").exists()
+
+
+DEV2 = ROOT / "benchmarks" / "data" / "nl_dev2.yaml"
+EXTRA = Path(__file__).parent / "data" / "nl_planner_extra.yaml"
+
+
+@pytest.mark.parametrize("path", [DEV2, EXTRA], ids=["nl_dev2", "extra"])
+def test_sets_written_by_others_score(path):
+    """The second development set (another author's conventions, README_sets2.md) and the
+    tests' own varied prompts: plans equal to gold, refusals refused, nothing silently wrong."""
+    from raystack.workflow.nl.evaluate import score_set
+    sc = score_set(path, _plan, run=False)
+    assert sc.structural / sc.prompts >= 0.9, sc.wrong
+    assert sc.silently_wrong == 0, sc.wrong
+
+
+def test_numbers_in_words_units_and_fractions():
+    from raystack.workflow.nl.text import Text
+    t = Text.parse("five thousand rows, 1.2M rows, 200k-row sample, 10 % sample, ten percent, "
+                   "a quarter, sixteen trials, one-epoch run, the best one, 3,000 steps, 1e-4")
+    vals = [(x.kind, x.value()) for x in t.tokens if x.kind in ("num", "pct")]
+    assert vals == [("num", 5000.0), ("num", 1.2e6), ("num", 2e5), ("pct", 0.1), ("pct", 0.1),
+                    ("pct", 0.25), ("num", 16.0), ("num", 1.0), ("num", 3000.0), ("num", 1e-4)]
+
+
+def test_the_order_convention_of_a_set_decides_what_an_ordering_edge_means():
+    from raystack.workflow.nl.gold import SETS1, SETS2
+    p = _plan("Generate 300 rows, split them, train a logistic model and evaluate it, then train a "
+              "centroid model and evaluate that too, and select the best.")
+    chained = [{"name": "gen", "kind": "make_dataset", "params": {"rows": 300}, "after": []},
+               {"name": "split", "kind": "split_data", "after": ["gen"]},
+               {"name": "t1", "kind": "train_model", "params": {"model": "logistic"}, "after": ["split"]},
+               {"name": "e1", "kind": "evaluate_model", "after": ["t1"]},
+               {"name": "t2", "kind": "train_model", "params": {"model": "centroid"}, "after": ["e1"]},
+               {"name": "e2", "kind": "evaluate_model", "after": ["t2"]},
+               {"name": "best", "kind": "select_best", "after": ["e1", "e2"]}]
+    data_only = [dict(s, after=["split"]) if s["name"] == "t2" else s for s in chained]
+    assert compare(p, chained, SETS2)[0] and not compare(p, data_only, SETS2)[0]
+    assert compare(p, data_only, SETS1)[0]
+
+
+def test_a_tuned_value_is_read_by_the_step_that_retrains_with_it(tmp_path, monkeypatch):
+    from raystack.workflow import run_local
+    monkeypatch.chdir(tmp_path)
+    p = _plan("Generate 300 synthetic rows, split 80/20, tune a knn model over k in 1, 15 with 2 trials "
+              "maximizing accuracy, then retrain knn with the best k and export it to knn.json.")
+    by = {d.entry: d for d in p.draft.steps if d.tune is None}
+    tuned = next(d for d in p.draft.steps if d.tune is not None)
+    assert tuned.tune.space == {"k": [1, 15]} and by["train_model"].stated == {"model": "knn"}
+    rep = run_local(p.ir)
+    assert rep.status == "succeeded", rep.failed
+    best = rep.output(p.ids[tuned.label][0])
+    again = rep.output(p.ids[by["train_model"].label][0])
+    assert again["k"] == best["k"] and best["k"] in (1, 15)
+
+
+def test_lists_names_and_bounds_read_in_any_order():
+    p = _plan("speech team here - we want LoRA adapters us, uk, in and au trained jointly via mLoRA "
+              "over tiny-20m, two epochs; run the adapter evaluation afterwards and put them behind Serve.")
+    ft = p.draft.steps[0]
+    assert ft.stated == {"adapters": ["us", "uk", "in", "au"], "base": "tiny-20m", "epochs": 2}
+    assert [a["name"] for a in ft.params["adapters"]] == ["us", "uk", "in", "au"]
+    assert all(t["epochs"] == 2 and t["max_steps"] is None for t in ft.params["tasks"])
+    assert [d.entry for d in p.draft.steps] == ["mlora_finetune", "evaluate_adapters", "serve_adapters"]
+    p = _plan("Pretrain tiny-20m with EDiT for 3000 steps on at most 4 workers.")
+    assert p.draft.steps[0].bound == {"param": "workers", "op": "<=", "value": 4}
+    assert p.draft.steps[0].params["ranks"] == 4
+    with pytest.raises(PlanRefused) as e:       # a name list whose count disagrees is not a guess
+        _plan("Fine-tune three LoRA adapters, sql and chat, with mLoRA.")
+    assert "3 adapters but 2 names" in e.value.reasons[0]

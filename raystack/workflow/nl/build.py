@@ -101,9 +101,15 @@ class _Wiring:
         self.out: list[DraftStep] = []
         self.n_implicit = 0
 
-    def producers(self, kinds: list[str], before: int) -> list[DraftStep]:
-        return [s for s in self.out[:before] if s.exit is None and
-                (CATALOG[s.entry].output in kinds or ("any" in kinds and CATALOG[s.entry].output))]
+    def producers(self, kinds: list[str], before: int, consumer: DraftStep | None = None) -> list[DraftStep]:
+        """Earlier steps making one of ``kinds``; never a member of the consumer's own parallel
+        group (steps side by side do not feed each other), nor a step of the other branch of
+        the consumer's condition (it does not run when the consumer does)."""
+        group = consumer.concurrent if consumer is not None else None
+        cond = consumer.when if consumer is not None else None
+        return [s for s in self.out[:before] if s.exit is None and not (group and s.concurrent == group)
+                and not (cond is not None and s.when == cond and s.otherwise != consumer.otherwise)
+                and (CATALOG[s.entry].output in kinds or ("any" in kinds and CATALOG[s.entry].output))]
 
     def wire(self) -> list[DraftStep]:
         for s in self.draft.steps:
@@ -129,7 +135,7 @@ class _Wiring:
             kinds, _many = _kinds(spec)
             if pname in s.params:          # given literally (e.g. mLoRA's base path)
                 continue
-            found = [p for p in self.producers(kinds, len(self.out)) if p.label not in tables_used]
+            found = [p for p in self.producers(kinds, len(self.out), s) if p.label not in tables_used]
             if _many and found:  # a list input takes every result since the last such step,
                 last = max((i for i, x in enumerate(self.out) if x.entry == s.entry), default=-1)
                 since = []           # of the first kind it accepts that has any
@@ -185,13 +191,18 @@ def build(draft: Draft, name: str = "planned") -> Plan:
         known[s.label] = s
     steps = _Wiring(draft).wire()
     by_label = {s.label: s for s in steps}
-    for s in steps:  # "then": a step that takes no data still runs after the one before it
-        if (s.follows in by_label and not s.inputs and not s.after and s.when is None
-                and s.exit is None):
-            s.after = [s.follows]
+    upstream: dict[str, set[str]] = {}
+    for s in steps:  # "then": a step runs after the ones written before it, data or not
+        given = {x for v in s.inputs.values() for x in (v if isinstance(v, list) else [v])}
+        if s.exit is None:       # an ordering edge only where no data path already orders them
+            s.after += [f for f in s.follows if f in by_label and f not in s.after
+                        and f not in set().union(given, *(upstream.get(g, set()) for g in given))]
+        deps = given | set(s.after) | ({s.when.step} if s.when else set())
+        upstream[s.label] = deps.union(*(upstream.get(d, set()) for d in deps))
     wf = Workflow(name, description=draft.text)
     outs: dict[str, Any] = {}
     ids: dict[str, list[str]] = {}
+    tuned: str | None = None
     for s in steps:
         e = CATALOG[s.entry]
         for lab in [*s.inputs.values(), *s.after]:
@@ -199,11 +210,13 @@ def build(draft: Draft, name: str = "planned") -> Plan:
                 if x not in outs:
                     raise PlanRefused([f"{s.label}: input from {x!r}, which is not an earlier step"])
         try:
-            outs[s.label], ids[s.label] = _add(wf, s, e, outs)
+            outs[s.label], ids[s.label] = _add(wf, s, e, outs, tuned)
         except WorkflowError as err:
             if isinstance(err, PlanRefused):
                 raise
             raise PlanRefused([f"{s.label} ({s.entry}): {err.message}"]) from None
+        if s.tune is not None:
+            tuned = s.label
     try:
         ir: WorkflowIR = wf.build()
     except WorkflowError as err:
@@ -222,10 +235,24 @@ def _constructs(wf: Workflow, s: DraftStep, outs: dict[str, Any]) -> Iterator[No
         yield
 
 
-def _add(wf: Workflow, s: DraftStep, e: CatalogEntry, outs: dict[str, Any]) -> tuple[Any, list[str]]:
+def _best_refs(s: DraftStep, tuned: str | None, outs: dict[str, Any]) -> dict[str, Any]:
+    """"retrain with the best k": each such parameter read from the latest tuned step's output."""
+    if not s.refs:
+        return {}
+    if tuned is None:
+        raise PlanRefused([f"{s.label}: 'the best {', '.join(s.refs)}' but no earlier step searches for it"])
+    src = outs[tuned]
+    if isinstance(src, list):
+        raise PlanRefused([f"{s.label}: the best {', '.join(s.refs)} of several searches is ambiguous"])
+    return {p: src[p] for p in s.refs}
+
+
+def _add(wf: Workflow, s: DraftStep, e: CatalogEntry, outs: dict[str, Any],
+         tuned: str | None = None) -> tuple[Any, list[str]]:
     fn = e.function()
     ins = {p: ([outs[x] for x in lab] if isinstance(lab, list) else outs[lab])
            for p, lab in s.inputs.items()}
+    ins.update(_best_refs(s, tuned, outs))
     after = [o for lab in s.after for o in (outs[lab] if isinstance(outs[lab], list) else [outs[lab]])]
     opts: dict[str, Any] = {"span": s.span}
     if s.retries:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from raystack.workflow.catalog import entry_for
-from raystack.workflow.nl.gold import compare, load_set
+from raystack.workflow.nl.gold import compare, conventions_for, load_set
 from raystack.workflow.nl.plan import Plan, PlanRefused
 
 PART_MODULES = ("raystack.actors.", "raystack.apps.")
@@ -52,6 +52,7 @@ def score_set(path: str | Path, plan_fn: Callable[[str], Plan], *, run: bool = T
     """Plan every prompt of the set, compare with gold, dry-run the matches."""
     from raystack.workflow.dryrun import dry_run
     prompts = load_set(path)
+    conventions = conventions_for(path)
     sc = SetScore(Path(path).stem, len(prompts))
     ran: dict[str, bool] = {}
     t0 = time.perf_counter()
@@ -69,7 +70,7 @@ def score_set(path: str | Path, plan_fn: Callable[[str], Plan], *, run: bool = T
             sc.silently_wrong += 1
             sc.wrong.append({"id": p["id"], "why": "planned a request that must be refused"})
             continue
-        ok, why = compare(plan, p.get("steps") or [])
+        ok, why = compare(plan, p.get("steps") or [], conventions)
         if not ok:
             sc.silently_wrong += 1
             sc.wrong.append({"id": p["id"], "why": why})

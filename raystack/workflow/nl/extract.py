@@ -28,6 +28,10 @@ EDIT_MODES = [(r"a-?edit|asynchronous\s+edit|async(?:hronous)?", "aedit"), (r"di
               (r"post[\s-]+local[\s-]+sgd", "post_local_sgd"),
               (r"synchronous(?:\s+data[\s-]+parallel)?|ddp|data[\s-]+parallel", "sync")]
 MODEL_NAMES = ("tiny-1m", "tiny-20m", "small-50m")
+# a named base model: "tiny-20m", "small-50m", "llama-7b" (the part's config checks it exists)
+BASE_MODEL = r"\b[a-z][a-z0-9]*-\d+(?:\.\d+)?[mkb]\b"
+COUNT_NOUNS = ("models", "runs", "times", "samples", "adapters", "candidates", "variants", "jobs",
+               "configs", "configurations", "separate", "different", "sizes", "settings", "values")
 WORKERS = r"(?:workers?|ranks?|replicas?|processes|nodes|machines|gpus?|devices)"
 MAX_ADAPTERS = 16
 
@@ -41,6 +45,7 @@ class Found:
     map: tuple[str, list] | None = None
     stated_map: tuple[str, list] | None = None
     bound: dict[str, Any] | None = None
+    refs: dict[str, str] = field(default_factory=dict)   # param -> key of the tuned step's output
 
     def set(self, param: str, value: Any, stated_name: str | None = None, stated: Any = None) -> None:
         self.params[param] = value
@@ -73,6 +78,19 @@ def files(text: Text, lo: int, hi: int, exts: tuple[str, ...] | None = None) -> 
     return out
 
 
+def claim_count(text: Text, lo: int, hi: int, n: int, before: int = 4) -> None:
+    """A count that agrees with a list read from the same phrase ("three models (logistic,
+    knn, centroid)", "three times, for 200, 400 and 800 steps"): the number is accounted for."""
+    for tok in text.tokens[max(0, lo - before):hi]:
+        if tok.kind != "num" or (tok.used and tok.used != text.claim) or tok.value() != n:
+            continue
+        nxt = text.tokens[tok.i + 1] if tok.i + 1 < len(text.tokens) else None
+        if tok.text.isalpha() or (nxt is not None and nxt.low in COUNT_NOUNS):
+            text.mark([tok] + ([nxt] if nxt is not None and nxt.low in ("times", "separate", "different")
+                               and not nxt.used else []), "count")
+            return
+
+
 def consume(text: Text, lo: int, hi: int, pattern: str, why: str) -> None:
     """Mark every match in the range (the step's own vocabulary, said more than once)."""
     for _, toks in text.finditer(pattern, lo, hi, free_only=True):
@@ -95,7 +113,7 @@ def _path_param(text: Text, lo: int, hi: int, f: Found, param: str, exts: tuple[
 # -- per step ---------------------------------------------------------------------------------
 def make_dataset(text: Text, lo: int, hi: int, f: Found) -> None:
     consume(text, lo, hi, r"\b(?:synthetic|toy|random|fake|dummy|artificial|simulated|generated)\b(?!\s+seed)", "data")
-    noun = r"(?:synthetic\s+|random\s+|toy\s+|fake\s+|generated\s+)?(?:rows?|samples?|examples?|records?|points?|observations?|instances?)"
+    noun = r"(?:[a-z][\w-]*\s+){0,3}?(?:rows?|samples?|examples?|records?|points?|observations?|instances?)\b"
     m = _search(text, lo, hi, rf"(?P<l>{NUMLIST})\s+{noun}", "rows")
     if m:
         f.map = ("rows", [int(v) for v in _list(text, m.group("l"))])
@@ -152,12 +170,20 @@ def clean_data(text: Text, lo: int, hi: int, f: Found) -> None:
 
 
 def sample(text: Text, lo: int, hi: int, f: Found) -> None:
+    m = _search(text, lo, hi, rf"(?P<l>{NUMLIST})", "fractions")
+    if m and all(x.startswith("PCT") for x in re.findall(r"(?:NUM|PCT)\d+", m.group("l"))):
+        f.map = ("fraction", _list(text, m.group("l")))
+        claim_count(text, lo, hi, len(f.map[1]))
+        return
+    if m:
+        raise PlanRefused([f"sample sizes {text.span_text(text.covered(*m.span('l')))!r}: give "
+                           "percentages or one row count"])
     m = _search(text, lo, hi, r"(?P<p>PCT\d+)", "fraction") or \
         _search(text, lo, hi, r"fraction\s*(?:of|=)?\s*(?P<p>NUM\d+)", "fraction")
     if m:
         f.set("fraction", number(_num(text, m.group("p"))))
         return
-    m = _search(text, lo, hi, r"(?P<n>NUM\d+)\s+(?:random\s+)?(?:rows|records|samples|examples|entries)", "rows")
+    m = _search(text, lo, hi, r"(?P<n>NUM\d+)\s*-?\s*(?:random\s+)?(?:rows?|records?|samples|examples|entries)\b", "rows")
     if m:
         f.set("rows", int(_num(text, m.group("n"))))
 
@@ -208,6 +234,9 @@ def aggregate(text: Text, lo: int, hi: int, f: Found) -> None:
 
 def plot(text: Text, lo: int, hi: int, f: Found) -> None:
     _path_param(text, lo, hi, f, "path", IMAGE_EXT, "plot file")
+    m = _search(text, lo, hi, rf"\b(?:(?:the|their|its|of)\s+)?(?P<m>{METRIC_RX})\b(?!\s+(?:is|are|of|above|below))", "plot metric")
+    if m and metric_of(m.group("m")) not in ("score", "loss", "error"):
+        f.set("metric", metric_of(m.group("m")))
     m = _search(text, lo, hi, r"\b(?:of|for)\s+(?:the\s+)?(?P<c>[a-z_][a-z0-9_]*)\s+column", "column")
     if m:
         f.set("column", m.group("c"))
@@ -217,7 +246,7 @@ def report(text: Text, lo: int, hi: int, f: Found) -> None:
     """A report's file, and the metrics it names (they say what it reports)."""
     _path_param(text, lo, hi, f, "path", None, "output file")
     consume(text, lo, hi, rf"\b(?:(?:its|the|their)\s+)?(?:{METRIC_RX})\b", "report")
-    consume(text, lo, hi, r"\b(?:summary|final|short|brief|full|detailed|json|markdown|html|text)\b", "report")
+    consume(text, lo, hi, r"\b(?:summary|final|short|brief|full|detailed|json|markdown|html|text|written|saved|stored)\b", "report")
 
 
 def file_out(param: str = "path", exts: tuple[str, ...] | None = None) -> Callable:
@@ -237,6 +266,11 @@ def train_model(text: Text, lo: int, hi: int, f: Found) -> None:
         f.set("model", kinds[0])
     elif kinds:
         f.map = ("model", kinds)
+        claim_count(text, lo, hi, len(kinds))
+    m = _search(text, lo, hi, r"\b(?:with|using|at)\s+(?:the\s+)?(?:best|winning|tuned|chosen|selected|optimal)\s+"
+                              r"(?P<p>k|lr|learning\s+rate|batch\s+size|epochs)\b", "tuned value")
+    if m:
+        f.refs[{"learning rate": "lr", "batch size": "batch_size"}.get(re.sub(r"\s+", " ", m.group("p")), m.group("p"))] = "best"
     ep = r"(?:epochs?|passes|training\s+epochs)"
     m = _search(text, lo, hi, rf"(?:for\s+)?(?P<l>{NUMLIST})\s+{ep}", "epochs")
     if m:
@@ -269,6 +303,9 @@ def metric_param(param: str = "metric", with_mode: bool = False) -> Callable:
                                   rf"higher|highest|best|better|greater|top|lower|lowest|smaller|smallest)\s+"
                                   rf"(?:the\s+|its\s+|their\s+)?(?:highest\s+|best\s+|lowest\s+|test\s+)?"
                                   rf"(?P<m>{METRIC_RX})\b", "metric")
+        if m is None and _search(text, lo, hi, r"\b(?:more|most)\s+accurate\b", "metric"):
+            f.set(param, "accuracy")
+            return
         if m:
             name = metric_of(m.group("m"))
             if name == "score":
@@ -309,185 +346,7 @@ def cleanup(text: Text, lo: int, hi: int, f: Found) -> None:
         f.set("directory", ps[0].text.rstrip("/"))
 
 
-def _workers(text: Text, lo: int, hi: int) -> tuple[str, int | list] | None:
-    """('bound', n) for "at most n workers", ('exact', n) for "n workers", ('list', [...])."""
-    m = _search(text, lo, hi, rf"(?:at\s+most|up\s+to|no\s+more\s+than|not\s+more\s+than|a\s+maximum\s+of|"
-                              rf"maximum\s+of|max(?:imum)?|capped\s+at|limited\s+to)\s+(?P<n>NUM\d+)\s+(?:\w+\s+)?{WORKERS}", "workers bound")
-    if m:
-        return "bound", int(_num(text, m.group("n")))
-    m = _search(text, lo, hi, rf"(?:on|with|across|using)?\s*(?P<l>{NUMLIST})\s+{WORKERS}", "workers")
-    if m:
-        return "list", [int(v) for v in _list(text, m.group("l"))]
-    m = _search(text, lo, hi, rf"(?:(?:on|with|across|using|over)\s+)?(?P<n>NUM\d+)\s+(?:\w+\s+)?{WORKERS}", "workers") or \
-        _search(text, lo, hi, rf"{WORKERS}\s*(?:=|:)\s*(?P<n>NUM\d+)", "workers")
-    if m:
-        return "exact", int(_num(text, m.group("n")))
-    return None
-
-
-def _steps(text: Text, lo: int, hi: int, f: Found, param: str = "steps") -> None:
-    m = _search(text, lo, hi, rf"(?P<l>{NUMLIST})\s+(?:training\s+)?steps", "steps")
-    if m:
-        _set_map(f, param, [int(v) for v in _list(text, m.group("l"))])
-        return
-    m = _search(text, lo, hi, r"(?P<n>NUM\d+)\s*-?\s*(?:training\s+|inner\s+)?steps?\b", "steps") or \
-        _search(text, lo, hi, r"steps\s*(?:=|:|of)\s*(?P<n>NUM\d+)", "steps")
-    if m:
-        f.set(param, int(_num(text, m.group("n"))))
-
-
-def edit_pretrain(text: Text, lo: int, hi: int, f: Found) -> None:
-    consume(text, lo, hi, r"\b(?:pre-?train\w*|pre-training|edit|local\s+sgd|llm|large\s+language\s+models?|"
-                          r"language\s+models?)\b", "edit")
-    for p, mode in EDIT_MODES:
-        if _search(text, lo, hi, rf"\b(?:{p})\b", "mode", free=False):
-            f.set("mode", mode)
-            break
-    m = _search(text, lo, hi, r"\b(?P<m>" + "|".join(MODEL_NAMES) + r")\b", "model", free=False)
-    if m:
-        f.set("model", m.group("m"))
-    w = _workers(text, lo, hi)
-    if w is not None:
-        kind, n = w
-        if kind == "bound":
-            raise PlanRefused([f"EDiT runs a fixed number of ranks; 'at most {n} workers' is a bound "
-                               f"it cannot keep (say 'on {n} workers')"])
-        if kind == "list":
-            _set_map(f, "ranks", n)
-            f.stated_map = ("workers", n)
-        else:
-            f.set("ranks", n, "workers")
-    _steps(text, lo, hi, f)
-    m = _search(text, lo, hi, r"(?:learning[\s-]+rate|lr)\s*(?:=|:|of|at)?\s*(?P<n>NUM\d+)", "learning rate")
-    if m:
-        f.params.setdefault("inner", {})["lr"] = _num(text, m.group("n"))
-        f.stated["lr"] = number(_num(text, m.group("n")))
-    m = _search(text, lo, hi, r"sync(?:hroni[sz]e|ing|s)?\s+every\s+(?P<n>NUM\d+)\s+steps?", "sync interval")
-    if m:
-        f.params.setdefault("sync", {})["h"] = int(_num(text, m.group("n")))
-        f.stated["sync_every"] = int(_num(text, m.group("n")))
-
-
-def mlora_finetune(text: Text, lo: int, hi: int, f: Found) -> None:
-    consume(text, lo, hi, r"\b(?:fine-?tun\w*|finetun\w*|mlora|lora|adapters?)\b", "mlora")
-    m = _search(text, lo, hi, r"\b(?:rank|r)\s*(?:=|of)?\s*(?P<n>NUM\d+)", "rank") or \
-        _search(text, lo, hi, r"\brank-(?P<r>\d+)\b", "rank")
-    rank = None
-    if m:
-        rank = int(_num(text, m.group("n"))) if m.groupdict().get("n") else int(m.group("r"))
-    n_adapters = None
-    for tok in text.tokens[lo:hi]:  # "2 rank-8 DoRA adapters": the count a few words before
-        if tok.low.startswith("adapter"):
-            num = next((x for x in reversed(text.tokens[max(lo, tok.i - 4):tok.i])
-                        if x.kind == "num" and (not x.used or x.used == text.claim)), None)
-            if num is not None:
-                text.mark([num], "adapters")
-                n_adapters = int(float(num.value()))
-                if not 1 <= n_adapters <= MAX_ADAPTERS:
-                    raise PlanRefused([f"{n_adapters} adapters: between 1 and {MAX_ADAPTERS}"])
-            break
-    from raystack.config import config_to_dict
-    from raystack.mlora.config import MLoRAConfig
-    tasks = []
-    for m2, toks in text.finditer(r"\b(?P<t>" + "|".join(SYNTH_TASKS) + r")\b", lo, hi, free_only=True):
-        text.mark(toks, "task")
-        tasks.append(m2.group("t"))
-    if tasks:
-        _search(text, lo, hi, r"\btasks?\b", "task")
-    kind = "dora" if _search(text, lo, hi, r"\bdora\b", "adapter type", free=False) else None
-    m = _search(text, lo, hi, r"(?:learning[\s-]+rate|lr)\s*(?:=|:|of|at)?\s*(?P<n>NUM\d+)", "learning rate")
-    lr = _num(text, m.group("n")) if m else None
-    _steps(text, lo, hi, f)
-    base = [t for t in files(text, lo, hi) if not t.low.endswith(TABLE_EXT)]
-    if base:
-        text.mark(base[:1], "base")
-        f.set("base", base[0].text)
-    else:
-        m = _search(text, lo, hi, r"\b(?P<m>" + "|".join(MODEL_NAMES) + r")\b", "base")
-        if m:
-            f.set("base", m.group("m"))
-    if n_adapters is None and not tasks and kind is None and rank is None and lr is None:
-        return
-    d = config_to_dict(MLoRAConfig())
-    chosen = tasks or [SYNTH_TASKS[i % len(SYNTH_TASKS)] for i in range(n_adapters or len(SYNTH_TASKS))]
-    if n_adapters is not None and tasks and len(tasks) != n_adapters:
-        raise PlanRefused([f"{n_adapters} adapters but {len(tasks)} tasks named"])
-    datasets, adapters, jobs = [], [], []
-    for i, task in enumerate(chosen):
-        name = f"{task}{i}" if chosen.count(task) > 1 else task
-        datasets.append({"name": name, "synthetic": task, "seed": i})
-        a = {**d["adapters"][i % len(d["adapters"])], "name": f"{name}_lora", "seed": i}
-        a["type"] = kind or "lora"
-        if rank is not None:
-            a["r"], a["alpha"] = rank, 2.0 * rank
-        if lr is not None:
-            a["lr"] = lr
-        adapters.append(a)
-        jobs.append({**d["tasks"][i % len(d["tasks"])], "adapter": f"{name}_lora", "dataset": name})
-    f.params.update({"datasets": datasets, "adapters": adapters, "tasks": jobs})
-    if n_adapters is not None:
-        f.stated["adapters"] = n_adapters
-    if tasks:
-        f.stated["tasks"] = tasks
-    if kind:
-        f.stated["type"] = kind
-    if rank is not None:
-        f.stated["rank"] = rank
-    if lr is not None:
-        f.stated["lr"] = number(lr)
-
-
-def elastic_dlrm(text: Text, lo: int, hi: int, f: Found) -> None:
-    consume(text, lo, hi, r"\belastic(?:ally)?\b|\b(?:dlrm|recommend\w*|recsys|click-?through(?:-rate)?|ctr|criteo|"
-                          r"ad\s+click|training)\b", "elastic")
-    m = _search(text, lo, hi, r"(?P<n>NUM\d+)\s+(?:training\s+)?epochs?", "epochs")
-    if m:
-        f.set("epochs", int(_num(text, m.group("n"))))
-    res: dict[str, Any] = {}
-    w = _workers(text, lo, hi)
-    if w is not None:
-        kind, n = w
-        if kind == "list":
-            raise PlanRefused(["a list of worker counts for elastic DLRM: the job sizes itself; "
-                               "give a bound ('at most N workers')"])
-        if kind == "bound":
-            res["max_workers"] = n
-            res["initial_workers"] = min(2, n)
-            f.bound = {"param": "workers", "op": "<=", "value": n}
-        else:
-            res.update(max_workers=n, initial_workers=n, autoscale=False)
-            f.stated["workers"] = n
-    m = _search(text, lo, hi, r"(?:at\s+most|up\s+to|no\s+more\s+than|max(?:imum)?)\s+(?P<n>NUM\d+)\s+cpus?", "cpus")
-    if m:
-        res["max_cpus"] = _num(text, m.group("n"))
-        f.bound = {"param": "cpus", "op": "<=", "value": number(_num(text, m.group("n")))}
-    m = _search(text, lo, hi, r"(?P<n>NUM\d+)\s+(?:parameter\s+servers?|ps)\b", "parameter servers")
-    if m:
-        n = int(_num(text, m.group("n")))
-        res.update(max_ps=n, initial_ps=n)
-        f.stated["ps"] = n
-    if res:
-        f.params["resources"] = res
-    m = _search(text, lo, hi, r"(?P<n>NUM\d+)\s+(?:generated\s+|synthetic\s+|training\s+)?(?:rows|samples|examples|records|impressions)", "rows")
-    if m:
-        f.params["data"] = {"generate_rows": int(_num(text, m.group("n")))}
-        f.stated["rows"] = int(_num(text, m.group("n")))
-    m = _search(text, lo, hi, r"batch\s+size\s*(?:=|of)?\s*(?P<n>NUM\d+)", "batch size")
-    if m:
-        f.params["model"] = {"batch_size": int(_num(text, m.group("n")))}
-        f.stated["batch_size"] = int(_num(text, m.group("n")))
-    m = _search(text, lo, hi, r"(?P<f>FILE\d+)", "data path")
-    if m:
-        f.params.setdefault("data", {})["path"] = text.literal(m.group("f")).text
-        f.stated["path"] = text.literal(m.group("f")).text
-
-
-def serve_adapters(text: Text, lo: int, hi: int, f: Found) -> None:
-    consume(text, lo, hi, r"\b(?:with|using|via|on)\s+ray\s+serve\b", "serve")
-    m = _search(text, lo, hi, r"\b(?:as|named|called)\s+(?!a\b|an\b|the\b|it\b|them\b)(?P<n>[a-z_][a-z0-9_\-]*)", "name")
-    if m:
-        f.set("name", m.group("n"))
-
+from raystack.workflow.nl import extract_parts as P  # noqa: E402 - they use the helpers above
 
 EXTRACTORS: dict[str, Callable[[Text, int, int, Found], None]] = {
     "make_dataset": make_dataset, "load_data": load_data, "load_checkpoint": load_checkpoint,
@@ -496,6 +355,6 @@ EXTRACTORS: dict[str, Callable[[Text, int, int, Found], None]] = {
     "write_table": file_out("path", TABLE_EXT), "export_model": file_out("path"),
     "train_model": train_model, "evaluate_model": metric_param(), "select_best": metric_param(with_mode=True),
     "deploy_model": deploy_model, "notify": notify, "cleanup": cleanup,
-    "edit_pretrain": edit_pretrain, "mlora_finetune": mlora_finetune,
-    "elastic_dlrm": elastic_dlrm, "serve_adapters": serve_adapters,
+    "edit_pretrain": P.edit_pretrain, "mlora_finetune": P.mlora_finetune,
+    "elastic_dlrm": P.elastic_dlrm, "serve_adapters": P.serve_adapters,
 }

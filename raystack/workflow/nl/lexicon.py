@@ -6,7 +6,8 @@ the methods it knows it does not support. Patterns run on the masked text of
 from __future__ import annotations
 
 NUMV = r"(?:NUM\d+|PCT\d+)"
-NUMLIST = (rf"{NUMV}(?:\s*,\s*{NUMV})*\s*,?\s*(?:and|or)\s+{NUMV}|\[\s*{NUMV}(?:\s*,\s*{NUMV})+\s*\]"
+NUMLIST = (rf"{NUMV}(?:\s*,\s*{NUMV})*\s*,?\s*(?:and|or|&|\+)\s+{NUMV}"
+           rf"|[\[{{(]\s*{NUMV}(?:\s*,\s*{NUMV})+\s*[\]}})]"
            rf"|{NUMV}(?:\s*,\s*{NUMV}){{2,}}")
 FILEV = r"FILE\d+"
 
@@ -20,8 +21,12 @@ METRICS = {
     "roc-auc": "auc", "auc": "auc", "f1 score": "f1", "f1-score": "f1", "f1": "f1",
     "accuracy": "accuracy", "acc": "accuracy", "precision": "precision", "recall": "recall",
     "error rate": "error", "error": "error", "loss": "loss", "score": "score",
+    "rmse": "rmse", "root mean squared error": "rmse", "root-mean-square error": "rmse",
+    "missing fraction": "missing_fraction", "missing_fraction": "missing_fraction",
+    "share of missing values": "missing_fraction", "fraction of missing values": "missing_fraction",
+    "exact_match": "exact_match", "token_accuracy": "token_accuracy",
 }
-LOWER_IS_BETTER = {"loss", "val_loss", "train_loss", "logloss", "error"}
+LOWER_IS_BETTER = {"loss", "val_loss", "train_loss", "logloss", "error", "rmse", "missing_fraction"}
 METRIC_RX = "|".join(sorted((k.replace(" ", r"\s+") for k in METRICS), key=len, reverse=True))
 
 # comparison phrases (regex) -> operator; {v} is the number
@@ -37,28 +42,41 @@ COMPARISONS = [
     (rf"(?:is|equals?|==)\s+(?:exactly\s+)?(?P<v>{NUMV})", "=="),
 ]
 
-IF_CUE = r"(?:only\s+if|if|when|whenever|provided(?:\s+that)?|as\s+long\s+as|in\s+case|assuming)"
-METRIC_MOD = r"(?:(?:best|final|overall|mean|average|model's|test|resulting|measured)\s+)?"
-ELSE_CUE = r"(?:otherwise|else|if\s+not|failing\s+that)"
-UNTIL_CUE = r"(?:until|till|unless)"
-UNBOUNDED = (r"\b(?:forever|indefinitely|endlessly|without\s+(?:a\s+)?(?:limit|bound|end)|"
-             r"until\s+(?:it\s+)?converges?|until\s+convergence|until\s+(?:it\s+is\s+|it's\s+)?perfect|"
-             r"no\s+matter\s+how\s+long|as\s+long\s+as\s+it\s+takes)\b")
+IF_CUE = (r"(?:(?:but\s+)?only\s+(?:if|when|once)|if|when|whenever|provided(?:\s+that)?|as\s+long\s+as|in\s+case|"
+          r"assuming|once)")
+METRIC_MOD = r"(?:(?:best|final|overall|mean|average|model's|test|resulting|measured|tuned|held-out)\s+)?"
+ELSE_CUE = (r"(?:otherwise|else|if\s+not|failing\s+that|if\s+(?:it|they|that|the\s+\w+)\s+(?:falls?|fall)\s+short"
+            r"|if\s+(?:it|they)\s+(?:doesn't|don't|does\s+not|do\s+not)(?:\s+(?:make\s+it|pass|qualify))?"
+            r"|if\s+(?:it|they)\s+(?:miss(?:es)?|fails?)\s+(?:the\s+)?(?:bar|threshold|cut))")
+UNTIL_CUE = (r"(?:until|till|unless|stopping\s+(?:once|when|as\s+soon\s+as)|stop\s+(?:once|when|as\s+soon\s+as)"
+             r"|(?:and\s+)?stop\s+(?:training\s+)?(?:once|when))")
+UNBOUNDED = (r"\b(?:forever|indefinitely|endlessly|without\s+(?:a\s+|any\s+)?(?:limit|bound|end|cap)|"
+             r"until\s+(?:it\s+)?converges?|until\s+convergence|until\s+(?:it\s+is\s+|it\s*'s\s+)?perfect|"
+             r"no\s+matter\s+how\s+long|as\s+long\s+as\s+(?:it\s+takes|needed|necessary)|"
+             r"as\s+many\s+(?:rounds|times|iterations|attempts|retries|epochs)\s+as\s+(?:it\s+takes|needed|necessary|required)|"
+             r"again\s+and\s+again|over\s+and\s+over|keep\s+retrying|retry\s+until|unlimited\s+(?:retries|attempts|rounds)|"
+             r"no\s+limit\s+on\s+(?:the\s+)?(?:attempts|retries|rounds|iterations))\b")
 BOUND = (r"(?:(?:for\s+)?(?:at\s+most|up\s+to|no\s+more\s+than|not\s+more\s+than|a\s+maximum\s+of|"
          r"maximum\s+of|max(?:imum)?|capped\s+at|with\s+a\s+(?:maximum|limit|cap)\s+of|limited\s+to)\s+"
          r"(?P<n>NUM\d+)\s*(?:times|rounds?|iterations?|attempts?|tries|repetitions?|passes|runs)?"
          r"|(?P<n2>NUM\d+)\s+(?:times|rounds|iterations|attempts|tries)\s+(?:at\s+most|max(?:imum)?)"
          r"|(?:in|over)\s+(?:at\s+most\s+)?(?P<n3>NUM\d+)\s+(?:rounds|iterations|attempts|tries))")
+RETRY_WORDS = {"once": 1, "twice": 2, "thrice": 3}
 RETRIES = [
-    r"(?:with\s+|and\s+)?(?:up\s+to\s+|at\s+most\s+|a\s+maximum\s+of\s+)?(?P<n>NUM\d+)\s+retr(?:y|ies)(?:\s+on\s+failure)?",
-    r"retry(?:ing)?\s+(?:it\s+|that\s+|the\s+step\s+|this\s+step\s+|training\s+|on\s+failure\s+|if\s+it\s+fails\s+|"
-    r"when\s+it\s+fails\s+)*(?:up\s+to\s+|at\s+most\s+)?(?P<n>NUM\d+)\s+times?(?:\s+(?:if\s+it\s+fails|on\s+failure))?",
+    r"(?:with\s+|and\s+)?(?:up\s+to\s+|at\s+most\s+|a\s+maximum\s+of\s+)?(?P<n>NUM\d+)\s+retr(?:y|ies)"
+    r"(?:\s+(?:each|apiece|per\s+(?:step|model|run|value)))?(?:\s+(?:on|upon|in\s+case\s+of)\s+failures?)?",
+    r"retry(?:ing)?\s+(?:it\s+|them\s+|each(?:\s+one)?\s+|that\s+|the\s+step\s+|this\s+step\s+|training\s+|on\s+failure\s+|"
+    r"if\s+it\s+fails\s+|when\s+it\s+fails\s+)*(?P<w>once|twice|thrice)(?:\s+(?:each|apiece))?"
+    r"(?:\s+(?:if\s+it\s+fails|if\s+they\s+fail|on\s+failure|upon\s+failure))?",
+    r"retry(?:ing)?\s+(?:it\s+|them\s+|each(?:\s+one)?\s+|that\s+|the\s+step\s+|this\s+step\s+|training\s+|on\s+failure\s+|"
+    r"if\s+it\s+fails\s+|when\s+it\s+fails\s+)*(?:up\s+to\s+|at\s+most\s+)?(?P<n>NUM\d+)\s+times?(?:\s+(?:each|apiece))?"
+    r"(?:\s+(?:if\s+it\s+fails|if\s+they\s+fail|on\s+failure|upon\s+failure))?",
     r"(?:if|when)\s+it\s+fails\s*,?\s*retry\s+(?:it\s+)?(?:up\s+to\s+)?(?P<n>NUM\d+)\s+times?",
     r"(?:try|attempt)\s+(?:it\s+)?(?:up\s+to\s+|at\s+most\s+)(?P<t>NUM\d+)\s+times",
 ]
 
 EXIT_CUES = [
-    (r"\bon\s+(?:a\s+)?failure\b|\bupon\s+failure\b|\bin\s+case\s+of\s+(?:a\s+|any\s+)?(?:failures?|errors?)\b|"
+    (r"\bon\s+(?:a\s+|any\s+)?failure\b|\bupon\s+failure\b|\bfailure\s+anywhere\b|\bany\s+failure\b|\bif\s+(?:it|something|anything)\s+(?:fails|breaks)\b|\bin\s+case\s+of\s+(?:a\s+|any\s+)?(?:failures?|errors?)\b|"
      r"\b(?:if|when|should)\s+(?:anything|something|any\s+step|a\s+step|any\s+of\s+(?:this|these|them)|"
      r"the\s+(?:run|workflow|pipeline|job|training|whole\s+thing|flow))\s+(?:fails|failed|breaks|goes\s+wrong|"
      r"errors(?:\s+out)?|crashes)\b|\bif\s+there\s+is\s+(?:an\s+)?error\b", "failure"),
@@ -67,23 +85,29 @@ EXIT_CUES = [
      r"completes\s+successfully|finishes\s+successfully|goes\s+well)\b", "success"),
     (r"\b(?:always|no\s+matter\s+what(?:\s+happens)?|whatever\s+happens|regardless(?:\s+of\s+(?:the\s+)?"
      r"(?:outcome|result|whether\s+it\s+succeeds(?:\s+or\s+(?:fails|not))?))?|in\s+any\s+case|in\s+all\s+cases|"
-     r"come\s+what\s+may|succeed\s+or\s+fail|even\s+if\s+(?:it|something|anything)\s+fails)\b", "always"),
+     r"come\s+what\s+may|succeed\s+or\s+fail|even\s+if\s+(?:it|something|anything)\s+fails|success\s+or\s+(?:not|failure)|"
+     r"pass\s+or\s+fail|whatever\s+the\s+(?:outcome|result)|either\s+way|in\s+every\s+case|"
+     r"whether\s+(?:it|the\s+run|everything)\s+(?:succeeds|works|passes)\s+or\s+(?:not|fails))\b", "always"),
 ]
-END_PHRASES = (r"\b(?:(?:when|once)\s+(?:it\s+is\s+|it's\s+|everything\s+is\s+)?(?:finished|complete|completed|done)|at\s+the\s+(?:very\s+)?end|when\s+(?:it|everything|the\s+(?:run|workflow|pipeline|job))\s+"
+END_PHRASES = (r"\b(?:(?:when|once)\s+(?:it\s+is\s+|it\s*'s\s+|everything\s+is\s+)?(?:finished|complete|completed|done)|at\s+the\s+(?:very\s+)?end|when\s+(?:it|everything|the\s+(?:run|workflow|pipeline|job))\s+"
                r"(?:finishes|is\s+(?:done|finished|over)|completes|ends|has\s+finished)|when\s+done|"
-               r"once\s+(?:it\s+is|it's|everything\s+is)\s+(?:done|finished)|when\s+the\s+run\s+ends|"
-               r"after\s+(?:everything|all\s+steps|it\s+all)|at\s+the\s+close)\b")
+               r"once\s+(?:it\s+is|it\s*'s|everything\s+is)\s+(?:done|finished)|when\s+the\s+run\s+ends|"
+               r"after\s+(?:everything|all\s+steps|it\s+all)|at\s+the\s+close|when\s+it\s*'s\s+over|when\s+(?:it|everything)\s+is\s+over|"
+               r"at\s+the\s+end\s+of\s+(?:the\s+)?(?:run|job|pipeline|workflow))\b")
+# "when both are done": the join after a parallel group (the next step follows every member)
+JOIN_PHRASES = (r"\b(?:when|once|after)\s+(?:both|all(?:\s+of\s+them)?|they|these|the\s+(?:two|NUM\d+)|each|everything)\s+"
+                r"(?:(?:are|is|have|has)\s+)?(?:done|finished|finish|complete|completed|complete|through|over|ready|been\s+run)\b")
 PARALLEL = (r"\b(?:in\s+parallel|at\s+the\s+same\s+time|simultaneously|concurrently|side\s+by\s+side|"
-            r"in\s+tandem|independently|parallel)\b")
+            r"in\s+tandem|independently|independent(?:\s+of\s+each\s+other)?|parallel)\b")
 SEQUENCE = (r"\b(?:and\s+then|then|after\s+that|afterwards|afterward|next|finally|followed\s+by|"
             r"subsequently|lastly|first|firstly|second|secondly|once\s+that\s+is\s+done|when\s+that\s+is\s+done|"
-            r"at\s+the\s+end)\b")
+            r"at\s+the\s+end|after\s+this|and\s+after\s+that|once\s+done)\b|->|=>|→|⇒|⟶")
 
 PURPOSE = (r"\bfor\s+(?:the\s+|a\s+|our\s+)?(?:[a-z][\w-]*\s+){1,3}?(?:detection|prediction|analysis|classification|"
            r"project|use\s+case|task|team|experiment|study|demo|pipeline)\s*(?=,)")
 # Words that need no step of their own: articles, pronouns, politeness, glue.
 FILLERS = set("""
-a an the it its it's them their they this that these those to of on in into onto with and or
+a an the it its it\s*'s them their they this that these those to of on in into onto with and or
 for by from as at my our your me us we i you please also then so just now next first finally
 which each every all both some any one ones either other another too well here there
 using use via step steps stage result results output outputs data dataset datasets model models
@@ -99,13 +123,26 @@ the same everything thing things stuff
 pretrained trained fitted tuned cleaned processed prepared deduplicated normalized sampled
 winning chosen selected best 's counts totals sums averages statistics stats checkpoint
 checkpoints top winner i'd i'll i'm we'd we'll we're you'd like love wish grab back
+pls plz ok hi hey hello thanks thank cheers so here there's team folks guys really actually
+basically simply quick toy demo job jobs run runs pipeline workflow flow task tasks stuff
+get got gets put puts produce make makes take takes separate separately individually
+candidate candidates option options version versions variant variants baseline
+whichever whatever one one's anything something both either two-step across written
+is are be it\s*'s that's them they those their its everything finally eventually
+note notes etc e.g i.e via per each apiece respectively overall at
+""".split())
+# words that open a clause: an object, purpose or description never runs across them
+CLAUSE_WORDS = set("""
+and or then but while also before after when whenever if until unless once where so
 """.split())
 # head nouns after which unknown words are read as describing the data or model
 HEAD_NOUNS = set("""
 data dataset datasets table tables file files records record rows row samples sample examples
 example entries readings logs log events measurements observations transactions values
 model models classifier classifiers regressor predictor predictors estimator learner
-corpus text documents set features columns column log
+corpus text documents set features columns column log adapters adapter
+dump export extract snapshot tables sheet spreadsheet frame dataframe readings signals
+telemetry metrics scores results report reports run job jobs runs
 """.split())
 # methods and models the catalog does not have: their presence is never read as a description
 UNSUPPORTED = set("""
@@ -117,4 +154,23 @@ deep ensemble stacking bagging adaboost autoencoder gan diffusion vae reinforcem
 one-hot onehot encode encoding tokenize tokenizer translate translation
 internet online download downloaded url http https scrape crawl kaggle hub huggingface
 sql database databases query spark hive bigquery snowflake redshift postgres mysql mongodb
+whisper asr speech-to-text text-to-speech tts ocr transcribe transcribes transcribed transcription
+transcriptions transcript transcripts machine-translate machine-translated translated translating
+segment segmentation segmenting detect-objects yolo embed embedding embeddings vectorize
+sentiment summarization caption captions captioning chatbot rag retrieval scraping scraped
+crawler crawling anomaly anomalies outlier outliers diagnose diagnosis prescribe prescription
+medication dose dosage symptoms poem essay letter email-campaign
 """.split())
+# operations on data or models the catalog has no step for: left unused, never a description
+UNMAPPED_VERBS = set("""
+remove removes delete deletes drop drops filter filters exclude excludes discard discards convert
+converts transform transforms encode encodes rename renames reshape pivot fix fixes correct corrects
+mask masks anonymize anonymise anonymize redact encrypt compress upload uploads download downloads
+move moves copy copies parse parses extract extracts label labels annotate annotates classify
+detect detects rank ranks sort sorts shuffle shuffles augment augments balance oversample
+undersample resample reweight weight crop resize rotate flip trim truncate backfill interpolate
+predict predicts infer generate-images summarise summarize translate forecast
+""".split())
+# word beginnings that name a method or task the catalog lacks ("transcribing", "clustered")
+UNSUPPORTED_PREFIXES = ("transcri", "translat", "cluster", "scrap", "crawl", "forecast",
+                        "diagnos", "prescri")

@@ -70,7 +70,8 @@ class DraftStep:
     bound: dict[str, Any] | None = None               # {"param", "op", "value"} as stated
     span: str = ""                                    # the words that produced the step
     implicit: bool = False                            # plumbing the request did not name
-    follows: str | None = None                        # the step named before it ("then")
+    follows: list[str] = field(default_factory=list)  # the steps written before it ("then")
+    refs: dict[str, str] = field(default_factory=dict)  # param -> key of the latest tuned step's output
 
 
 @dataclass

@@ -18,106 +18,21 @@ import re
 from dataclasses import dataclass, field
 
 from raystack.workflow.catalog import CATALOG
-from raystack.workflow.ir import TuneSpec
 from raystack.workflow.nl import lexicon as L
+from raystack.workflow.nl.accounting import account
 from raystack.workflow.nl.build import build
-from raystack.workflow.nl.extract import EXTRACTORS, TABLE_EXT, Found, files, metric_of
+from raystack.workflow.nl.cues import Cue, read_cues, unbounded
+from raystack.workflow.nl.extract import EXTRACTORS, TABLE_EXT, Found
+from raystack.workflow.nl.names import adapter_names
 from raystack.workflow.nl.plan import Cond, Draft, DraftStep, LoopSpec, Plan, PlanRefused
 from raystack.workflow.nl.safety import screen
-from raystack.workflow.nl.text import Text, Token, number, sentences
+from raystack.workflow.nl.search import read_tune
+from raystack.workflow.nl.text import Text, Token, sentences
+from raystack.workflow.nl.triggers import COMPILED, EVAL_OBJECTS, MODEL_KIND, PREPOSITIONS
 
-_SK = r"(?:[^\s,.;:]+\s+)"
-
-
-def skip(n: int) -> str:
-    """Up to n words inside a phrase; they stay unmarked, for extractors and the accounting."""
-    return f"(?P<sk>{_SK}{{0,{n}}}?)"
-
-
-MODEL_NOUN = r"(?:models?|classifiers?|regressors?|regression|predictors?|estimators?|learners?|k-?nn|knn|centroid|logistic|linear)"
-# (catalog step, pattern) in priority order: an earlier, more specific phrase claims its words
-TRIGGERS: list[tuple[str, str]] = [
-    ("cleanup", rf"\b(?:clean\s*up|cleanup|remove|delete|erase|wipe|purge|clear|empty|tidy\s+up|get\s+rid\s+of)\s+{skip(3)}"
-                r"(?:tmp|temp|temporary|scratch|intermediate|staging)\b(?:\s+(?:files?|director(?:y|ies)|folders?|dirs?|data|outputs?|space|area))?"),
-    ("cleanup", r"\bclean\s*up\s+(?:afterwards|after\s+(?:itself|yourself|the\s+run)|at\s+the\s+end)\b|\bclean\s*up\b(?=\s*(?:[.;,]|$))"),
-    ("load_checkpoint", rf"\b(?:load|read|restore|open|take|use|using|start\s+from|starting\s+from|from|resume\s+from|begin\s+(?:with|from))\s+"
-                        rf"{skip(3)}checkpoints?\s+(?:at|in|from|under|stored\s+(?:at|in))?\s*FILE\d+"),
-    ("edit_pretrain", r"\b(?:train|run|use|using)\w*\s+" + skip(3) + r"(?:llm|language\s+models?)\b(?!\s+adapters)"),
-    ("edit_pretrain", r"\bpre-?train(?:s|ing)?\b|\bpre-training\b|\bpretraining\b"
-                      r"|(?<!the )(?<!a )(?<!an )(?<!that )(?<!this )\bpre-?trained\b(?!\s+(?:checkpoint|model|weights|base|llm))"),
-    ("edit_pretrain", r"\b(?:a-?edit|edit|diloco)\b(?:\s+local\s+sgd)?|\blocal\s+sgd\b"),
-    ("mlora_finetune", r"\b(?:fine-?tun\w*|finetun\w*)\b"),
-    ("mlora_finetune", rf"\b(?:train|trains|training|fit|learn|build|create|make)\s+{skip(3)}(?:lora|dora)?\s*adapters?\b"),
-    ("mlora_finetune", r"\bmlora\b|\b(?:lora|dora)\s+adapters?\b"),
-    ("serve_adapters", rf"\b(?:serve|serves|serving|deploy\w*|host|hosts|expose|publish)\s+{skip(3)}adapters?\b"
-                       r"|(?<!with )(?<!using )(?<!via )(?<!on )\bray\s+serve\b"),
-    ("evaluate_adapters", rf"\b(?:evaluat\w*|assess\w*|score|test|validate|measure|benchmark|check)\s+{skip(4)}adapters?\b(?:\s+do)?"),
-    ("elastic_dlrm", rf"\b(?:train|trains|training|fit|fits|run|learn|build)\w*\s+{skip(5)}(?:dlrm|recommend\w*|recsys|"
-                     r"click-?through(?:-rate)?|ctr|criteo|ad\s+click)\b(?:\s+(?:models?|training|prediction))?"),
-    ("elastic_dlrm", r"\belastic(?:ally)?\b(?:\s+(?:training|dlrm))?|\bdlrm\b(?:\s+(?:models?|training))?|\brecommend(?:er|ation)\b|\brecsys\b"),
-    ("dedup", r"\bde-?dup\w*\b|\bdeduplicat\w*\b"),
-    ("dedup", rf"\b(?:drop|drops|remove|removes|delete|discard|eliminate|filter\s+out|get\s+rid\s+of|strip)\s+{skip(2)}duplicat\w*"
-              r"(?:\s+(?:rows|records|entries|lines|transactions|events|clicks?))?"),
-    ("dedup", r"\bkeep\s+(?:only\s+)?(?:the\s+)?unique\s+(?:rows|records)\b"),
-    ("impute", r"\bimput\w*\b(?:\s+(?:the\s+|any\s+)?(?:missing|null|nan)\s*(?:values?|entries|cells|data)?)?"),
-    ("impute", rf"\b(?:fill|fills|filling|replace|replaces|patch|substitute)\s+(?:in\s+)?{skip(2)}(?:missing|null|nan|nulls|nans|empty|blank|na|gaps)\b"
-               r"(?:\s+(?:values?|entries|cells|data|fields))?"),
-    ("clean_data", rf"\b(?:drop|drops|remove|removes|delete|discard|exclude|eliminate|filter\s+out|get\s+rid\s+of|throw\s+away|skip)\s+{skip(3)}"
-                   r"(?:missing|null|nulls|nan|nans|empty|incomplete|blank|na|invalid)\b(?:\s+(?:values?|entries|cells|fields|rows|records|data))?"),
-    ("clean_data", r"\bdropna\b|\bclean(?:s|ed|ing)?\s+up\s+(?:the\s+)?(?:data|dataset|table|records|rows)\b|\bclean(?:s|ed|ing)?\b(?!\s*up)"),
-    ("normalize", r"\b(?:normali[sz]\w*|standardi[sz]\w*|re-?scal\w*|scale|scales|scaled|scaling|z-?scor\w*|min-?max)\b"
-                  r"(?:\s+(?:the\s+|all\s+)?(?:numeric\s+|numerical\s+|feature\s+|input\s+)?(?:features|columns|values|inputs|variables))?"),
-    ("split_data", r"\btrain\s*/\s*(?:test|validation|val)\b(?:\s+split)?|\btrain-test\s+split\b|\btrain\s+test\s+split\b|\bRATIO\d+\s+split\b"),
-    ("split_data", r"\b(?:split|splits|splitting|partition\w*|divide)\b(?:\s+off)?|\bhold(?:ing)?\s+out\b|\bholdout\b|\bhold-out\b"),
-    ("sample", r"\b(?:randomly\s+)?(?:sub-?sampl\w*|down-?sampl\w*|sample)\s+(?=NUM|PCT|the\b|a\b|an\b|it\b|them\b|down\b|rows\b)"),
-    ("sample", r"\b(?:take|draw|pick|select|keep|grab|use)\s+(?:a\s+|an\s+)?(?:random\s+)?(?:PCT\d+\s+|NUM\d+\s+)?(?:random\s+)?(?:sample|subset|fraction|portion)\b"),
-    ("sample", r"\b(?:take|draw|pick|select|keep|grab)\s+(?:a\s+|an\s+)?(?:random\s+)?(?:PCT\d+|NUM\d+)\s+(?:random\s+)?(?:rows|records|of)\b"),
-    ("join", r"(?<!the )(?<!a )\b(?:join|joins|joined|joining|merge|merges|merged|merging|combine|combines|combined)\b"
-             r"(?:\s+(?:them|the\s+two(?:\s+tables)?|both(?:\s+tables)?|the\s+tables|these|those))?"),
-    ("aggregate", rf"\b(?:(?:compute|calculate|get|find|work\s+out|report)\s+(?:the\s+)?)?(?:sum|sums|total|totals|count|counts|"
-                  rf"average|averages|avg|mean|tally|add\s+up)\w*\s+{skip(3)}(?:per|by|for\s+each)\s+(?!NUM)\w+"),
-    ("aggregate", r"\b(?:aggregat\w*|group\w*\s+by|roll\s*up|summari[sz]e\w*\s+(?=\w+\s+(?:per|by)\b))\b"),
-    ("stats", rf"\b(?:compute|calculate|get|produce|report|show|print|collect|gather|derive|generate)\s+{skip(2)}"
-              r"(?:summary\s+|descriptive\s+|basic\s+|column\s+|some\s+)?(?:statistics|stats)\b"),
-    ("stats", rf"\b(?:describe|profile|summari[sz]e)\w*\b(?:\s+{skip(3)}with\s+(?:summary\s+)?(?:statistics|stats))?|\b(?:summary|descriptive)\s+(?:statistics|stats)\b"),
-    ("plot", r"\b(?:make|create|produce|generate)\s+(?:a|an)\s+(?:histogram|bar\s+chart|chart|graph|plot|figure)\b"),
-    ("plot", r"\b(?:plot|plots|plotted|plotting|chart|charts|charted|graph|graphs|visuali[sz]\w*|draw|render)\b"
-             r"(?:\s+(?:a|an|the)?\s*(?:histogram|bar\s+chart|chart|graph|plot|line\s+chart|figure))?"),
-    ("save_report", rf"\b(?:write|writes|save|saves|store|produce|create|generate|dump|output|export|log|record|put)\w*\s+{skip(3)}"
-                    r"(?:report|results|result|metrics|scores|findings)\b(?:\s+(?:to|in|into|as|at)\s+FILE\d+)?"
-                    r"|\breport\s+(?:to|in|into|as)\s+FILE\d+"),
-    ("save_report", rf"\breport\s+{skip(3)}(?:to|in|into|as)\s+FILE\d+"),
-    ("write_table", rf"\b(?:write|writes|save|saves|store|stores|export|dump|persist|output|put)\w*\s+{skip(4)}(?:to|as|into|in)\s+(?P<f>FILE\d+)"),
-    ("export_model", rf"\b(?:export|exports|save|saves|write|writes|store|dump|serialize|persist)\w*\s+{skip(4)}(?:to|as|into|in)\s+(?P<f>FILE\d+)"),
-    ("select_best", rf"\b(?:select|pick|choose|keep|take|find|identify|determine|retain|get)\w*\s+{skip(2)}(?:best|winner|winning|top|better|"
-                    r"strongest|highest[- ]scoring|top-performing|best-performing)\b(?:\s+(?:one|model|classifier|of\s+them|result|performer))?"),
-    ("select_best", rf"\b(?:select|pick|choose|keep|take|use)\s+(?:whichever|the\s+one)\s+(?:one\s+)?(?:has|scores|gets|is|with)\s+"
-                    r"(?:the\s+)?(?:higher|highest|best|better|greater|top)\b"),
-    ("tune", r"\b(?:tune|tunes|tuning|hyper-?parameter\s+(?:search|tuning|optimi[sz]ation|sweep)|grid\s+search|random\s+search|"
-             r"sweep|search)\b"),
-    ("train_model", rf"\b(?:train|trains|trained|training|fit|fits|fitted|fitting|learn|build|builds|estimate|develop|"
-                    rf"create|make|produce|retrain\w*|re-train\w*)\s+{skip(5)}{MODEL_NOUN}\b"),
-    ("train_model", rf"\b{MODEL_NOUN}\s+(?:should|must|will|is|gets|has\s+to|needs\s+to)?\s*(?:be\s+)?"
-                    r"(?:trained|fitted|fit|built|learned)\b"),
-    ("evaluate_model", r"\b(?:evaluat\w*|assess\w*|score|scores|test|tests|validate|validates|measure|measures|benchmark|benchmarks|check)\b"),
-    ("deploy_model", r"\b(?:deploy\w*|publish\w*|ship|ships|release|promote|(?<!ray )serve|push\w*\s+(?:it\s+|them\s+)?to\s+production|"
-                     r"roll\s+out|put\s+(?:it\s+)?(?:in|into)\s+production)\b(?:\s+(?:to|into)\s+production)?"),
-    ("notify", r"\bsend\s+(?:me\s+|us\s+)?(?:a\s+|an\s+|the\s+)?(?:notification|message|alert|note|email|e-mail|ping|update)\b|\blet\s+(?:me|us)\s+know\b"),
-    ("notify", r"\b(?:notify|notifies|notified|alert|ping|message|tell|inform|email|e-mail|page|slack)\b(?:\s+(?:me|us|the\s+team|someone|everyone))?"),
-    ("make_dataset", rf"\b(?:generate|generates|create|creates|make|makes|synthesi[sz]e|simulate|produce|build|fabricate|construct)\s+{skip(4)}"
-                     r"(?:dataset|data\s+set|data|table|rows|samples|examples|records|points|observations|instances)\b"),
-    ("make_dataset", r"\b(?:synthetic|toy|random|fake|dummy|artificial|simulated)\s+(?:\w+\s+)?(?:data|dataset|rows|samples|examples|table|records)\b"
-                     r"|\bgenerated\s+(?:data|dataset)\b"),
-    ("load_data", rf"\b(?:load|loads|loaded|loading|read|reads|reading|ingest\w*|import\w*|open|take|use|using|fetch|pull|start\s+with|"
-                  rf"starting\s+with|get|for|grab|bring\s+in|pick\s+up)\b\s+{skip(7)}FILE\d+(?:\s*,\s*FILE\d+)*(?:\s*,?\s*(?:and|or)\s+FILE\d+)?"),
-    ("load_data", r"\b(?:from|in|at|on|of)\s+FILE\d+"),
-    ("load_data", r"\b(?:load|read|ingest|open|import)\s+(?:it|them|each(?:\s+one)?|every\s+one|the\s+files?)\b"),
-    ("load_data", r"\bFILE\d+"),   # a data file named as the object of another step ("split iris.csv")
-]
-_TRIGGERS = [(e, re.compile(p)) for e, p in TRIGGERS]
-PREPOSITIONS = {"on", "from", "using", "with", "over", "in", "via", "of", "at"}
-EVAL_OBJECTS = {"it", "them", "the", "each", "every", "both", "all", "this", "that", "these", "those",
-                "model", "models", "on", "how", "its", "their", "against", "one", "classifier", "every"}
+PARTS = ("elastic_dlrm", "edit_pretrain", "mlora_finetune")
+SOURCES = ("load_data", "make_dataset", "load_checkpoint")   # read data, change nothing
+VERBLESS_MODEL = re.compile(rf"(?:(?:a|the|final|plain|simple)\s+)*{MODEL_KIND}\b")
 
 
 @dataclass
@@ -133,15 +48,7 @@ class Action:
     zlo: int = -1                # first token of the action's words (its trigger, or the sentence start)
     found: Found = field(default_factory=Found)
     step: DraftStep | None = None
-
-
-@dataclass
-class Cue:
-    kind: str                    # exit | cond | else | loop | retry | parallel
-    lo: int
-    hi: int
-    sentence: int
-    data: dict = field(default_factory=dict)
+    verbless: bool = False       # named by a noun phrase only ("logistic regression", "kNN")
 
 
 class RulePlanner:
@@ -156,116 +63,44 @@ class RulePlanner:
             raise PlanRefused(["the request is empty"], "out_of_scope")
         screen(text)
         t = Text.parse(text)
-        if re.search(L.UNBOUNDED, t.masked):
-            raise PlanRefused([f"the request asks for an unbounded loop: "
-                               f"{re.search(L.UNBOUNDED, t.masked).group(0)!r}"], "unbounded")
+        unbounded(t)
+        t.named["adapters"] = adapter_names(t)
         actions: list[Action] = []
         cues: list[Cue] = []
         for si, (lo, hi) in enumerate(sentences(t)):
-            s_cues = self._cues(t, lo, hi, si)
+            s_cues = read_cues(t, lo, hi, si)
             s_actions = self._actions(t, lo, hi, si, s_cues)
             cues += s_cues
             actions += s_actions
         if not actions:
             raise PlanRefused([f"no workflow step in {text.strip()[:80]!r}"], "out_of_scope")
-        self._resolve_context(t, actions)
+        self._resolve_context(t, actions, cues)
         for a in actions:
-            ex = EXTRACTORS.get(a.entry)
-            if ex is not None:
-                with t.claiming(a.entry):
+            with t.claiming(a.entry):
+                if a.found.params.pop("_tune", False):
+                    a.found.params["_tune"] = read_tune(t, a.zlo, a.hi)
+                ex = EXTRACTORS.get(a.entry)
+                if ex is not None:
                     ex(t, a.zlo, a.hi, a.found)
         steps = self._steps(t, actions, cues)
-        self._account(t)
+        account(t, [(a.entry, a.trig_end) for a in actions])
         return Draft(text.strip(), steps)
-
-    # -- cues ---------------------------------------------------------------------------------
-    def _cues(self, t: Text, lo: int, hi: int, si: int) -> list[Cue]:
-        cues: list[Cue] = []
-        for pat in L.RETRIES:
-            for m, toks in t.finditer(pat, lo, hi, free_only=True):
-                n = int(float(t.literal(m.group("n") or "").value())) if m.groupdict().get("n") else \
-                    int(float(t.literal(m.group("t")).value())) - 1
-                t.mark(toks, "retries")
-                cues.append(Cue("retry", toks[0].i, toks[-1].i + 1, si, {"n": n}))
-        for pat, kind in L.EXIT_CUES:
-            for m, toks in t.finditer(pat, lo, hi, free_only=True):
-                t.mark(toks, "exit")
-                cues.append(Cue("exit", toks[0].i, toks[-1].i + 1, si, {"kind": kind}))
-        for m, toks in t.finditer(L.END_PHRASES, lo, hi, free_only=True):
-            t.mark(toks, "end")
-        for m, toks in t.finditer(rf"\b{L.UNTIL_CUE}\s+(?:the\s+|its\s+|their\s+|it\s+|model's\s+)?"
-                                  rf"{L.METRIC_MOD}(?P<m>{L.METRIC_RX})\s+", lo, hi, free_only=True):
-            cmp = self._comparison(t, toks[-1].i + 1, hi)
-            if cmp is None:
-                raise PlanRefused([f"the loop condition {t.span_text(toks)!r}... is not a comparison "
-                                   "with a number"])
-            op, value, end = cmp
-            metric = metric_of(m.group("m"))
-            if op == "reach":
-                op = "<=" if metric in L.LOWER_IS_BETTER else ">="
-            t.mark(t.tokens[toks[0].i:end], "loop")
-            b = t.finditer(L.BOUND, lo, hi, free_only=True)
-            bound = next(b, None)
-            if bound is None:
-                raise PlanRefused([f"the loop {t.span_text(t.tokens[toks[0].i:end])!r} has no bound; "
-                                   "say 'at most N times'"], "unbounded")
-            bm, btoks = bound
-            t.mark(btoks, "loop bound")
-            n = next(g for g in (bm.group("n"), bm.group("n2"), bm.group("n3")) if g)
-            cues.append(Cue("loop", toks[0].i, end, si, {"metric": metric, "op": op, "value": value,
-                                                      "max": int(float(t.literal(n).value()))}))
-            for m2, toks2 in t.finditer(r"\b(?:repeat(?:ing|edly)?|keep|keeps|keeping|again|iterat\w*|re-?run\w*|rounds?|runs)\b",
-                                        lo, hi, free_only=True):
-                t.mark(toks2, "loop")
-        for m, toks in t.finditer(rf"\b{L.IF_CUE}\s+(?:the\s+|its\s+|their\s+|it's\s+|model's\s+)?"
-                                  rf"{L.METRIC_MOD}(?P<m>{L.METRIC_RX})\s+", lo, hi, free_only=True):
-            cmp = self._comparison(t, toks[-1].i + 1, hi)
-            if cmp is None:
-                continue
-            op, value, end = cmp
-            metric = metric_of(m.group("m"))
-            if op == "reach":
-                op = "<=" if metric in L.LOWER_IS_BETTER else ">="
-            t.mark(t.tokens[toks[0].i:end], "condition")
-            cues.append(Cue("cond", toks[0].i, end, si, {"metric": metric, "op": op, "value": value}))
-        for m, toks in t.finditer(rf"\b{L.ELSE_CUE}\b", lo, hi, free_only=True):
-            t.mark(toks, "otherwise")
-            cues.append(Cue("else", toks[0].i, toks[-1].i + 1, si))
-        for m, toks in t.finditer(L.PARALLEL, lo, hi, free_only=True):
-            t.mark(toks, "parallel")
-            cues.append(Cue("parallel", toks[0].i, toks[-1].i + 1, si))
-        for m, toks in t.finditer(L.PURPOSE, lo, hi, free_only=True):
-            if toks[0].i == lo:
-                t.mark(toks, "purpose")
-        for m, toks in t.finditer(L.SEQUENCE, lo, hi, free_only=True):
-            t.mark(toks, "sequence")
-            cues.append(Cue("seq", toks[0].i, toks[-1].i + 1, si))
-        for tok in t.tokens[lo:hi]:
-            if tok.text == ",":
-                cues.append(Cue("comma", tok.i, tok.i + 1, si))
-        return sorted(cues, key=lambda c: c.lo)
-
-    def _comparison(self, t: Text, i: int, hi: int) -> tuple[str, float, int] | None:
-        """(op, value, end token) of a comparison starting at token i."""
-        for pat, op in L.COMPARISONS:
-            hit = t.match_at(pat, i, hi)
-            if hit is not None:
-                m, toks = hit
-                v = t.literal(m.group("v"))
-                return op, number(float(v.value())), toks[-1].i + 1
-        return None
 
     # -- actions ------------------------------------------------------------------------------
     def _actions(self, t: Text, lo: int, hi: int, si: int, cues: list[Cue]) -> list[Action]:
         found: list[Action] = []
-        for entry, rx in _TRIGGERS:
+        for entry, rx in COMPILED:
             for m, toks in t.finditer(rx, lo, hi, free_only=True):
                 if entry == "evaluate_model" and not self._is_eval_verb(t, toks[0]):
                     continue
-                if entry == "write_table" and not t.literal(m.group("f")).low.endswith(TABLE_EXT[:4]):
+                out_file = next((x for x in reversed(toks) if x.kind == "path"), None)
+                if entry == "write_table" and not (out_file and out_file.low.endswith(TABLE_EXT[:4])):
                     continue
-                if entry == "export_model" and t.literal(m.group("f")).low.endswith(TABLE_EXT[:4]):
+                if entry == "export_model" and out_file is not None and out_file.low.endswith(TABLE_EXT[:4]):
                     continue
+                if entry == "train_model" and VERBLESS_MODEL.match(m.group(0)) and any(
+                        b.entry in ("train_model", "tune") and b.lo <= toks[0].i < b.trig_end for b in found):
+                    continue  # a model word inside another training phrase ("train a logistic model")
                 if entry in ("load_data", "load_checkpoint") and "FILE" in m.group(0) and any(
                         x.kind == "path" and x.used and x.used != entry for x in toks):
                     continue
@@ -291,22 +126,26 @@ class RulePlanner:
                              prepositional=prev in PREPOSITIONS or toks[0].low in PREPOSITIONS
                              or (entry_found == "load_data" and len(toks) == 1))
                 act.has_file = any(x.kind == "path" for x in toks)
+                act.verbless = entry == "train_model" and bool(VERBLESS_MODEL.match(m.group(0)))
                 found.append(act)
         found.sort(key=lambda a: a.lo)
-        parts = ("elastic_dlrm", "edit_pretrain", "mlora_finetune")
         for k in range(len(found) - 1, 0, -1):  # "train a DLRM on the data in data/criteo/"
             a = found[k]
-            if a.entry == "load_data" and found[k - 1].entry in parts and \
-                    t.tokens[a.lo].low in ("from", "in", "at", "on", "of"):
+            if a.entry in ("load_data", "make_dataset") and found[k - 1].entry in PARTS and \
+                    found[k - 1].sentence == a.sentence and self._part_data(t, found[k - 1], a):
                 for x in t.tokens[a.lo:a.trig_end]:
-                    if x.used == "load_data":
+                    if x.used == a.entry:
                         x.used = ""
                 del found[k]
         merged: list[Action] = []
         for a in found:  # several phrases of one step ("use EDiT local SGD to pre-train an LLM")
             if merged and merged[-1].entry == a.entry and (
                     a.entry not in ("load_data", "train_model", "evaluate_model", "notify")
-                    or (a.entry == "load_data" and not (a.has_file and merged[-1].has_file))):
+                    or (a.entry == "load_data" and not (a.has_file and merged[-1].has_file))
+                    or (a.entry == "train_model" and a.verbless and self._coordinated(t, merged[-1], a))
+                    or (a.entry not in ("load_data", "train_model", "evaluate_model", "join") and not a.has_file
+                        and all(x.low in ("a", "an", "the", "me", "us", "with")
+                                for x in t.tokens[merged[-1].trig_end:a.lo]))):
                 continue
             merged.append(a)
         embedded = {id(a) for a in merged if a.entry == "load_data" and a.trig_end - a.lo == 1}
@@ -317,13 +156,55 @@ class RulePlanner:
                 a.hi, a.zlo = a.trig_end, a.lo
                 continue
             a.hi = next(b for b in bounds if b > a.lo)
-            a.zlo = lo if k == 0 else a.lo  # words before the sentence's first step are its own
+            a.zlo = lo if k == 0 else self._phrase_start(t, a, merged[k - 1])
+            if k and merged[k - 1].hi > a.zlo and id(merged[k - 1]) not in embedded:
+                merged[k - 1].hi = a.zlo
         return merged
 
     @staticmethod
+    def _phrase_start(t: Text, a: Action, prev: Action) -> int:
+        """Where an action's noun phrase starts: its modifiers before the trigger belong to it
+        ("an 80/20 train/test split", "20% held out", "a one-epoch elastic DLRM run")."""
+        j, lead = a.lo - 1, []
+        if a.prepositional:
+            return a.lo
+        while j >= max(prev.trig_end, a.lo - 4):
+            x = t.tokens[j]
+            if x.used or x.kind == "punct" or x.low in L.CLAUSE_WORDS or x.low in PREPOSITIONS \
+                    or x.low in ("for", "to", "by", "into", "per") or re.fullmatch(L.METRIC_RX, x.low) \
+                    or (x.kind == "word" and x.low in L.FILLERS and x.low not in ("a", "an", "the", "some")):
+                break
+            lead.append(x)
+            j -= 1
+        if not lead:
+            return a.lo
+        if lead[-1].low in ("a", "an", "the", "some") or any(x.kind in ("num", "pct", "ratio") for x in lead):
+            return lead[-1].i
+        return a.lo
+
+    @staticmethod
+    def _part_data(t: Text, part: Action, a: Action) -> bool:
+        """A file or generated rows named as a part's own data ("a DLRM on 50000 generated
+        rows", "on the Criteo data in data/criteo/")."""
+        if t.tokens[a.lo].low in ("from", "in", "at", "on", "of"):
+            return True
+        between = t.tokens[part.trig_end:a.lo]
+        return any(x.low in ("on", "from", "with", "using", "over") for x in between[-4:]) and \
+            not any(x.kind == "punct" or x.low in L.CLAUSE_WORDS for x in between)
+
+    @staticmethod
+    def _coordinated(t: Text, first: Action, second: Action) -> bool:
+        """Only list glue between two phrases: "fit a logistic regression and a kNN classifier"."""
+        glue = {",", "and", "or", "+", "&", "vs", "versus", "a", "an", "the", "both", "plus", "(", ")",
+                "either", "then", "regression", "model", "models", "classifier", "classifiers", "regressor"}
+        between = t.tokens[first.trig_end:second.lo]
+        return all(x.low in glue or x.used == "train_model" or x.kind == "num" for x in between)
+
+    @staticmethod
     def _table_result(t: Text, m: re.Match, toks: list[Token], hi: int) -> bool:
-        """"store the result as totals.csv": results written to a table file are a table."""
-        if not re.search(r"\bresults?\b", m.group(0)) or re.search(r"\b(?:report|metrics|scores)\b", m.group(0)):
+        """"store the result as totals.csv", "write the scores to s.parquet": what is written to
+        a table file is a table."""
+        if re.search(r"\breport\b", m.group(0)):
             return False
         nxt = next((x for x in t.tokens[toks[0].i:min(hi, toks[-1].i + 4)] if x.kind == "path"), None)
         return nxt is not None and nxt.low.endswith(TABLE_EXT[:4])
@@ -338,12 +219,12 @@ class RulePlanner:
         starts = prev is None or prev.kind == "punct" or prev.low in ("and", "then", "also", "to", "next", "finally", "first")
         return starts and (nxt is None or nxt.low in EVAL_OBJECTS or nxt.kind == "punct")
 
-    def _resolve_context(self, t: Text, actions: list[Action]) -> None:
+    def _resolve_context(self, t: Text, actions: list[Action], cues: list[Cue]) -> None:
         """Steps whose name depends on what came before: evaluate/deploy an adapter set or a
-        DLRM; a search that tunes a training step."""
+        DLRM; a search that tunes the training step named beside it."""
         last_model: str | None = None
         for a in actions:
-            if a.entry in ("train_model", "mlora_finetune", "elastic_dlrm", "edit_pretrain"):
+            if a.entry in ("train_model", "mlora_finetune", "elastic_dlrm", "edit_pretrain", "tune"):
                 last_model = a.entry
             elif a.entry == "evaluate_model" and last_model == "elastic_dlrm":
                 a.entry = "evaluate_dlrm"
@@ -351,26 +232,26 @@ class RulePlanner:
                 a.entry = "evaluate_adapters"
             elif a.entry == "deploy_model" and last_model == "mlora_finetune":
                 a.entry = "serve_adapters"
+        seqs = [c.lo for c in cues if c.kind == "seq"]
         for i, a in enumerate(actions):
-            if a.entry == "tune":
-                nxt = next((b for b in actions[i + 1:] if b.sentence == a.sentence
-                            and b.entry == "train_model"), None)
-                if nxt is not None:
-                    nxt.lo = a.lo
-                    a.entry = "_tune_absorbed"
-                else:
-                    a.entry = "train_model"
-                    a.found.params["_tune"] = True
-                    continue
-                nxt.found.params["_tune"] = True
-        actions[:] = [a for a in actions if a.entry != "_tune_absorbed"]
-        for a in actions:
-            if a.found.params.pop("_tune", False) or self._has_tune_words(t, a):
-                a.found.params["_tune"] = True
-
-    @staticmethod
-    def _has_tune_words(t: Text, a: Action) -> bool:
-        return a.entry == "train_model" and any(x.used == "tune" for x in t.tokens[a.lo:a.hi])
+            if a.entry != "tune":
+                continue
+            end = min([x for x in seqs if x > a.lo] or [10 ** 9])
+            prev = actions[i - 1] if i else None
+            if prev is not None and prev.entry == "train_model" and prev.verbless and \
+                    prev.sentence == a.sentence and not any(x.kind == "punct" for x in t.tokens[prev.trig_end:a.lo]):
+                a.lo, a.zlo = prev.lo, min(prev.zlo, a.zlo)     # "kNN tuned on k in {...}"
+                prev.entry = "_absorbed"
+            else:
+                nxt = next((b for b in actions[i + 1:] if b.sentence == a.sentence and b.entry == "train_model"
+                            and b.lo < end and (b.verbless or not any(
+                                x.kind == "punct" for x in t.tokens[a.trig_end:b.lo]))), None)
+                if nxt is not None:                              # "tune a knn model over k ..."
+                    a.hi = max(a.hi, nxt.hi)
+                    nxt.entry = "_absorbed"
+            a.entry = "train_model"
+            a.found.params["_tune"] = True
+        actions[:] = [a for a in actions if a.entry != "_absorbed"]
 
     # -- steps ----------------------------------------------------------------------------------
     def _steps(self, t: Text, actions: list[Action], cues: list[Cue]) -> list[DraftStep]:
@@ -378,9 +259,7 @@ class RulePlanner:
         joins = [a.lo for a in actions if a.entry == "join"]
         for k, a in enumerate(actions):
             f = a.found
-            tune = None
-            if f.params.pop("_tune", False):
-                tune = self._tune(t, a, f)
+            tune = f.params.pop("_tune", None)
             span = t.span_text([x for x in t.tokens[a.zlo:a.hi] if x.kind != "punct"])
             if a.entry == "load_data" and f.map and len(f.map[1]) == 2 and any(j > a.lo for j in joins):
                 # "load customers.csv and orders.csv and join them": two tables, not a map
@@ -392,69 +271,61 @@ class RulePlanner:
                 a.extra = [first]
             else:
                 s = DraftStep(f"s{k + 1}", a.entry, dict(f.params), dict(f.stated), map=f.map,
-                              tune=tune, bound=f.bound, span=span)
+                              tune=tune, bound=f.bound, span=span, refs=dict(f.refs))
             a.step = s
             steps.append(s)
-        self._apply_cues(actions, cues)
+        self._apply_cues(t, actions, cues)
         self._hoist(actions)
-        main = [a for a in actions if a.step.exit is None]
-        for prev, a in zip(main, main[1:]):
-            if not (a.step.concurrent and a.step.concurrent == prev.step.concurrent):
-                a.step.follows = prev.step.label
+        self._order(actions)
         return [s for a in actions for s in [*a.extra, a.step]]
 
-    def _tune(self, t: Text, a: Action, f: Found) -> TuneSpec:
-        """A search over one parameter of a training step: its values (a list, or a range
-        "between A and B"), trials, metric and mode, scheduler."""
-        lo, hi = a.zlo, a.hi
-        names = {"learning rate": "lr", "lr": "lr", "epochs": "epochs", "epoch": "epochs"}
-        if f.map is not None:
-            param, values = f.map
-            space: dict = {param: list(values)}
-            f.map = None
-        else:
-            pm = next(t.finditer(r"\b(?P<p>learning\s+rate|lr|epochs?)\b", lo, hi), None)
-            if pm is None:
-                raise PlanRefused([f"the search in {t.span_text(t.tokens[lo:hi])!r} does not say "
-                                   "which parameter it tunes"])
-            t.mark(pm[1], "tune")
-            param = names[re.sub(r"\s+", " ", pm[0].group("p"))]
-            rm = next(t.finditer(r"between\s+(?P<a>NUM\d+)\s+and\s+(?P<b>NUM\d+)|from\s+(?P<c>NUM\d+)\s+to\s+(?P<d>NUM\d+)",
-                                 lo, hi, free_only=True), None)
-            lm = None if rm is not None else next(t.finditer(rf"(?P<l>{L.NUMLIST})", lo, hi, free_only=True), None)
-            if lm is not None:
-                t.mark(lm[1], "tune values")
-                space = {param: [number(float(t.literal(x).value())) for x in re.findall(r"(?:NUM|PCT)\d+", lm[0].group("l"))]}
-            elif rm is not None:
-                t.mark(rm[1], "tune range")
-                g = rm[0]
-                lo_v, hi_v = (float(t.literal(x).value()) for x in (g.group("a") or g.group("c"), g.group("b") or g.group("d")))
-                space = {param: {"min": lo_v, "max": hi_v}}
+    @staticmethod
+    def _order(actions: list[Action]) -> None:
+        """Steps written one after another run in that order, even when no data passes between
+        them; a parallel group's members share what came before and the next step follows them
+        all; an else branch follows what its condition's branch followed; items of one phrase
+        ("load a.csv and b.csv") run side by side."""
+        main = [a for a in actions if a.step.exit is None]
+        pred: list[str] = []
+        branch_pred: list[str] | None = None
+        branch: list[str] = []
+        i = 0
+        while i < len(main):
+            a = main[i]
+            group = a.step.concurrent
+            members = [a]
+            if group:
+                while i + len(members) < len(main) and main[i + len(members)].step.concurrent == group:
+                    members.append(main[i + len(members)])
+            if a.step.otherwise and branch_pred is not None:
+                follows = list(branch_pred)
+            elif a.entry in SOURCES and i and main[i - 1].entry in SOURCES:
+                follows = list(main[i - 1].step.follows)   # sources named in a row run side by side
+                pred = pred + [st.label for st in [*a.extra, a.step]]
+                for st in [*a.extra, a.step]:
+                    st.follows = follows
+                i += 1
+                continue
             else:
-                raise PlanRefused([f"the search in {t.span_text(t.tokens[lo:hi])!r} names no values to try"])
-            for _, toks in t.finditer(r"\b(?:over|across|among|values?|in)\b", lo, hi, free_only=True):
-                t.mark(toks, "tune")
-        trials = 0
-        m = next(t.finditer(r"(?P<n>NUM\d+)\s+(?:trials?|samples|configurations|configs|runs|tries)", lo, hi, free_only=True), None)
-        if m:
-            t.mark(m[1], "trials")
-            trials = int(float(t.literal(m[0].group("n")).value()))
-        metric, mode = "accuracy", "max"
-        m = next(t.finditer(rf"\b(?P<v>maximi[sz]\w*|minimi[sz]\w*|optimi[sz]\w*(?:\s+for)?|by|on|for)\s+(?:the\s+)?"
-                            rf"(?:validation\s+|test\s+)?(?P<m>{L.METRIC_RX})\b", lo, hi, free_only=True), None)
-        if m:
-            t.mark(m[1], "tune metric")
-            metric = metric_of(m[0].group("m"))
-            v = m[0].group("v")
-            mode = "min" if v.startswith("minimi") or (not v.startswith("maximi") and metric in L.LOWER_IS_BETTER) else "max"
-        sched = "fifo"
-        m = next(t.finditer(r"\b(?P<s>asha|hyperband|successive\s+halving|early\s+stopping|fifo)\b(?:\s+scheduler)?", lo, hi, free_only=True), None)
-        if m:
-            t.mark(m[1], "scheduler")
-            sched = "fifo" if m[0].group("s") == "fifo" else "asha"
-        return TuneSpec(space=space, metric=metric, mode=mode, trials=trials, scheduler=sched)
+                follows = list(pred)
+                if a.step.when is not None:
+                    if branch_pred is None:
+                        branch_pred, branch = list(pred), []
+                else:
+                    branch_pred = None
+            labels: list[str] = []
+            for b in members:
+                for st in [*b.extra, b.step]:
+                    st.follows = list(follows)
+                    labels.append(st.label)
+            if a.step.when is not None and not a.step.otherwise:
+                branch += labels
+            elif a.step.otherwise and branch_pred is not None:
+                labels = branch + labels
+            pred = labels
+            i += len(members)
 
-    def _apply_cues(self, actions: list[Action], cues: list[Cue]) -> None:
+    def _apply_cues(self, t: Text, actions: list[Action], cues: list[Cue]) -> None:
         last_when: DraftStep | None = None
         for c in cues:
             acts = [a for a in actions if a.sentence == c.sentence]
@@ -500,22 +371,30 @@ class RulePlanner:
                     if a.step.when is None:
                         a.step.when, a.step.otherwise = last_when.when, True
             elif c.kind == "parallel":
-                self._parallel(c, cues, before, after)
+                self._parallel(t, c, cues, before, after)
         self._resolve_conditions(actions)
 
     @staticmethod
-    def _parallel(c: Cue, cues: list[Cue], before: list[Action], after: list[Action]) -> None:
-        """"A and B in parallel" groups the steps of its clause before it (back to a comma or a
-        "then"); "In parallel, A and B" groups the steps after it, up to the next "then"."""
-        seq = [x.lo for x in cues if x.sentence == c.sentence and x.kind == "seq"]
+    def _parallel(t: Text, c: Cue, cues: list[Cue], before: list[Action], after: list[Action]) -> None:
+        """The steps a parallel cue groups, within its clause (up to a "then", an arrow or the
+        sentence's end): "A and B in parallel" the steps before it (back to a comma),
+        "in parallel, A and B" / "side by side: A, B" those after it, "A and, in parallel, B"
+        the step before it and those after it."""
+        seq = [x.lo for x in cues if x.sentence == c.sentence and x.kind in ("seq", "join")]
         commas = [x.lo for x in cues if x.sentence == c.sentence and x.kind == "comma"]
-        trailing = bool(before) and before[-1].hi > c.lo
-        if trailing:
-            start = max([x for x in seq + commas if x < before[-1].lo] or [-1])
-            group = [a for a in before if a.lo > start]
+        start = max([x for x in seq if x < c.lo] or [-1])
+        end = min([x for x in seq if x >= c.hi] or [10 ** 9])
+        ahead = [a for a in after if a.lo < end]
+        behind = [a for a in before if a.lo > start]
+        if ahead:
+            j = c.lo - 1
+            while j > 0 and t.tokens[j].text == ",":
+                j -= 1
+            mid = bool(behind) and t.tokens[j].low in ("and", "while", "with")
+            group = ([behind[-1]] if mid else []) + ahead
         else:
-            end = min([x for x in seq if x > c.hi] or [10 ** 9])
-            group = [a for a in after if a.lo < end]
+            cut = max([x for x in seq + commas if behind and x < behind[-1].lo] or [start])
+            group = [a for a in behind if a.lo > cut]
         for a in group:
             if a.step.exit is None:
                 a.step.concurrent = f"par{c.sentence}"
@@ -559,50 +438,3 @@ class RulePlanner:
                         break
                 if changed:
                     break
-
-    # -- accounting -----------------------------------------------------------------------------
-    def _account(self, t: Text) -> None:
-        ordinal = re.search(r"\b(?:on|with|using|against|from|to|into)\s+the\s+(?:first|second|third|former|latter|"
-                            r"other)(?:\s+one)?\b", t.masked)
-        if ordinal:  # "train on the first and evaluate on the second": which is which is a guess
-            raise PlanRefused([f"cannot tell which step {ordinal.group(0)!r} refers to"])
-        unsupported = [x for x in t.tokens if x.low in L.UNSUPPORTED]
-        if unsupported:
-            raise PlanRefused([f"no catalog step does {t.span_text(r)!r}" for r in t.runs(unsupported)])
-        left = [x for x in t.unused() if x.kind != "punct" and x.low not in L.FILLERS]
-        bad = [x for x in left if x.low in L.UNSUPPORTED or x.kind != "word"]
-        unknown = [x for x in left if x not in bad]
-        for run in t.runs(unknown):
-            if self._describes(t, run):
-                t.mark(run, "description")
-            else:
-                bad += run
-        if bad:
-            quoted = [t.span_text(r) for r in t.runs(bad)]
-            raise PlanRefused([f"no step or parameter for {q!r}" for q in quoted])
-
-    @staticmethod
-    def _describes(t: Text, run: list[Token]) -> bool:
-        """Words right before a head noun, a file, or after 'to predict/detect' describe the
-        data or the model; they need no step."""
-        if len(run) > 4 or any(x.low in L.UNSUPPORTED for x in run):
-            return False
-        j = run[-1].i + 1
-        while j < len(t.tokens) and t.tokens[j].low in ("the", "a", "an") :
-            j += 1
-        nxt = t.tokens[j] if j < len(t.tokens) else None
-        if nxt is not None and (nxt.low.rstrip("s") in {h.rstrip("s") for h in L.HEAD_NOUNS}
-                                or nxt.kind == "path"):
-            return True
-        if nxt is not None and nxt.low in ("in", "from", "at") and j + 1 < len(t.tokens) and \
-                t.tokens[j + 1].kind == "path":
-            return True
-        prev = t.tokens[run[0].i - 1] if run[0].i else None
-        if prev is not None and prev.low in ("predict", "predicting", "detect", "detecting", "classify",
-                                             "classifying", "estimate", "identify", "flag", "spot"):
-            prev.used = prev.used or "purpose"
-            return True
-        if run[-1].low.rstrip("s") in {h.rstrip("s") for h in L.HEAD_NOUNS}:
-            return True
-        return False
-

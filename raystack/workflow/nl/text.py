@@ -22,18 +22,26 @@ _PATH = (r"(?:~|\.{1,2})?/?(?:[\w\-]+/)+(?:[\w\-.]*[\w\-])?|(?:~|\.{1,2})/(?:[\w
          r"|[\w\-]+(?:\.[\w\-]+)*\.(?:csv|tsv|parquet|pq|jsonl?|ya?ml|txt|png|jpe?g|svg|pdf|npz|pt|bin|safetensors|md|html|log)\b")
 _NUM = r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:e[-+]?\d+)?(?:\s*%|k\b|m\b)?|[-+]?\.\d+"
 _WORD = r"[A-Za-z][A-Za-z0-9_]*(?:-[A-Za-z0-9_]+)*(?:'[A-Za-z]+)?"
-_PUNCT = r">=|<=|==|!=|[.,;:!?()\[\]{}&|<>=*+≥≤]"
+ARROWS = ("->", "=>", "→", "⇒", "⟶")
+_PUNCT = r"->|=>|>=|<=|==|!=|[.,;:!?()\[\]{}&|<>=*+≥≤→⇒⟶—–∈]|(?<=\s)-(?=\s)"
 _TOKEN = re.compile(f"(?P<quote>{_QUOTE})|(?P<addr>{_ADDR})|(?P<ratio>{_RATIO})|(?P<path>{_PATH})"
                     f"|(?P<num>{_NUM})|(?P<word>{_WORD})|(?P<punct>{_PUNCT})", re.I)
 NOT_PATHS = {"train/test", "train/validation", "test/train", "and/or", "train/val", "input/output"}
-NUMBER_WORDS = {w: i for i, w in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve".split())}
-NUMBER_WORDS.update({"fifteen": 15, "twenty": 20, "thirty": 30, "fifty": 50, "hundred": 100})
-# a number word counts as a number only before one of these (else "the best one" would be 1)
+# numbers in words: "five thousand" -> 5000, "twenty five" -> 25, "a quarter" -> 0.25
+UNIT_NUMBERS = {w: i for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+    "fifteen sixteen seventeen eighteen nineteen".split())}
+TENS_NUMBERS = {w: 10 * (i + 2) for i, w in enumerate(
+    "twenty thirty forty fifty sixty seventy eighty ninety".split())}
+SCALE_WORDS = {"hundred": 100.0, "thousand": 1e3, "million": 1e6, "billion": 1e9}
+NUMBER_WORDS = {**UNIT_NUMBERS, **TENS_NUMBERS}
+FRACTION_WORDS = {"quarter": 0.25, "third": 1 / 3, "fifth": 0.2, "tenth": 0.1, "half": 0.5}
+PERCENT_WORDS = ("percent", "pct", "per-cent")
+# "one" is a number only before one of these (else "the best one" would be 1)
 UNIT_WORDS = set("""epoch epochs step steps worker workers rank ranks replica replicas adapter adapters
 row rows sample samples example examples feature features time times trial trials retry retries
 round rounds iteration iterations model models node nodes gpu gpus parameter server servers
-lora dora file files""".split())
+lora dora file files record records run runs pass passes attempt attempts gb percent""".split())
 PLACEHOLDER = {"quote": "QUOTE", "addr": "ADDR", "ratio": "RATIO", "path": "FILE", "num": "NUM",
                "pct": "PCT"}
 
@@ -46,6 +54,7 @@ class Token:
     start: int
     end: int
     used: str = ""       # what accounted for it ("" = not yet)
+    val: float | None = None   # a number's value (percentages as fractions)
 
     @property
     def low(self) -> str:
@@ -53,8 +62,8 @@ class Token:
 
     def value(self) -> float | str:
         """The literal's value: a number (percentages as fractions), a path, quoted text."""
-        if self.kind == "num" and self.low in NUMBER_WORDS:
-            return float(NUMBER_WORDS[self.low])
+        if self.kind in ("num", "pct") and self.val is not None:
+            return self.val
         if self.kind == "num":
             t = self.text.lower().replace(",", "")
             mult = 1000.0 if t.endswith("k") else 1e6 if t.endswith("m") else 1.0
@@ -64,6 +73,87 @@ class Token:
         if self.kind == "quote":
             return self.text[1:-1]
         return self.text
+
+
+def _word_number(words: list[str]) -> float | None:
+    """The value of number words ("twenty five", "five hundred", "1.2 million" as ["1.2",
+    "million"]); None when they do not form one number."""
+    total, current, last = 0.0, 0.0, ""
+    for w in words:
+        if w in UNIT_NUMBERS or w in TENS_NUMBERS:
+            if last in UNIT_NUMBERS or (last in TENS_NUMBERS and w in TENS_NUMBERS) or last == "num":
+                return None
+            current += NUMBER_WORDS[w]
+        elif w in SCALE_WORDS:
+            if not last or last in SCALE_WORDS and SCALE_WORDS[last] <= SCALE_WORDS[w]:
+                return None
+            if w == "hundred":
+                current *= 100
+            else:
+                total, current = total + current * SCALE_WORDS[w], 0.0
+        else:
+            try:
+                current, w = float(w.replace(",", "")), "num"
+            except ValueError:
+                return None
+            if last:
+                return None
+        last = w
+    return total + current
+
+
+def _merge_numbers(tokens: list[Token]) -> list[Token]:
+    """Numbers as one token each: number words ("five thousand"), digits with a scale word
+    ("1.2 million"), percentages in words ("ten percent", "1 percent") and fractions in words
+    ("a quarter"). "one" counts only before a unit word ("one epoch", not "the best one")."""
+    out: list[Token] = []
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        low = tok.low
+        if tok.kind == "word" and low in ("a", "one", "half") and i + 1 < len(tokens) and \
+                tokens[i + 1].low in FRACTION_WORDS and low != "half":
+            nxt = tokens[i + 1]
+            out.append(Token(0, tok.text + " " + nxt.text, "pct", tok.start, nxt.end,
+                             val=FRACTION_WORDS[nxt.low]))
+            i += 2
+            continue
+        numeric = tok.kind == "num" and tok.val is None and not re.search(r"[%km]$", low)
+        if (tok.kind == "word" and low in NUMBER_WORDS) or numeric:
+            j = i + 1
+            while j < len(tokens) and tokens[j].kind == "word" and \
+                    (tokens[j].low in NUMBER_WORDS or tokens[j].low in SCALE_WORDS):
+                j += 1
+            while j > i + 1 and _word_number([x.low for x in tokens[i:j]]) is None:
+                j -= 1
+            words = [x.low for x in tokens[i:j]]
+            value = _word_number(words)
+            nxt = tokens[j] if j < len(tokens) else None
+            if value is not None and (j > i + 1 or tok.kind == "word"):
+                if words == ["one"] and not (nxt is not None and (nxt.low in UNIT_WORDS
+                                                                    or nxt.low in PERCENT_WORDS)):
+                    out.append(tok)
+                    i += 1
+                    continue
+                tok = Token(0, " ".join(x.text for x in tokens[i:j]), "num", tok.start,
+                            tokens[j - 1].end, val=value)
+                i = j
+            else:
+                i += 1
+            after = tokens[i] if i < len(tokens) else None
+            if after is not None and after.low in PERCENT_WORDS:
+                nxt = after
+                out.append(Token(0, tok.text + " " + nxt.text, "pct", tok.start, nxt.end,
+                                 val=float(tok.value()) / 100.0))
+                i += 1
+                continue
+            out.append(tok)
+            continue
+        out.append(tok)
+        i += 1
+    for k, tok in enumerate(out):
+        tok.i = k
+    return out
 
 
 def number(v: float) -> int | float:
@@ -80,6 +170,7 @@ class Text:
     masked: str = ""
     _pos: list[tuple[int, int, int]] = field(default_factory=list)  # (start, end, token)
     claim: str = ""      # tokens used with this reason count as free (an action's own phrase)
+    named: dict[str, list[Token]] = field(default_factory=dict)   # names read first ("adapters")
 
     @classmethod
     def parse(cls, raw: str) -> "Text":
@@ -95,15 +186,17 @@ class Text:
                 continue
             if kind == "num" and s.rstrip().endswith("%"):
                 kind = "pct"
+            head, _, tail = s.partition("-")
+            if kind == "word" and tail and head.lower() in NUMBER_WORDS:  # "one-epoch", "three-trial"
+                t.tokens.append(Token(len(t.tokens), head, kind, m.start(), m.start() + len(head)))
+                t.tokens.append(Token(len(t.tokens), tail, kind, m.end() - len(tail), m.end()))
+                continue
             if kind == "word" and s.lower().endswith("'s"):  # possessive: "classifier's"
                 t.tokens.append(Token(len(t.tokens), s[:-2], kind, m.start(), m.end() - 2))
                 t.tokens.append(Token(len(t.tokens), s[-2:], kind, m.end() - 2, m.end()))
                 continue
             t.tokens.append(Token(len(t.tokens), s, kind, m.start(), m.end()))
-        for k, tok in enumerate(t.tokens):  # "one epoch", "two workers"
-            if tok.kind == "word" and tok.low in NUMBER_WORDS and k + 1 < len(t.tokens) \
-                    and t.tokens[k + 1].low in UNIT_WORDS:
-                tok.kind = "num"
+        t.tokens = _merge_numbers(t.tokens)
         parts, pos = [], 0
         for tok in t.tokens:
             piece = (f"{PLACEHOLDER[tok.kind]}{tok.i}" if tok.kind in PLACEHOLDER

@@ -1,0 +1,184 @@
+"""Every word of a request accounted for: what the rules did not use must be glue, context or a
+description, else the request is refused with the words quoted.
+
+After the rules have read steps, parameters and constructs, the words left over are judged by
+their place in the sentence, never by a list of accepted phrases:
+
+- fillers (articles, pronouns, politeness, "then") and references to earlier results ("the
+  two", "all three") need nothing;
+- a lead-in, the words before a colon or a dash that opens what follows ("IoT telemetry:",
+  "weekly CTR refresh --"), names the request's context;
+- an action's object, the few words right after the phrase that named the step ("dedupe the
+  products", "impute missing genotypes"), says what it works on;
+- words right before a head noun, a file or a named value describe it ("the telecom churn
+  data"); a purpose ("for keyword spotting", "for the recommender") says what the work is for;
+- anything else (a verb no step has, a method the catalog lacks) makes the plan a refusal that
+  quotes those words: a guess is worse than an honest refusal.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable
+
+from raystack.workflow.nl import lexicon as L
+from raystack.workflow.nl.plan import PlanRefused
+from raystack.workflow.nl.text import Text, Token
+
+MAX_DESCRIPTION = 4          # words before a head noun read as its description
+MAX_OBJECT = 3               # words after an action's phrase read as its object
+MAX_PURPOSE = 4              # words of a "for ..." purpose
+# steps whose object is the data they work on ("dedupe the products", "plot the readings"); the
+# object of a training, tuning or part step says what it trains and is never waved through
+DATA_OBJECT_STEPS = {"dedup", "impute", "clean_data", "normalize", "sample", "stats", "plot",
+                     "aggregate", "load_data", "write_table", "save_report", "split_data", "join"}
+OBJECT_STOPS = {"on", "in", "from", "with", "to", "for", "of", "by", "at", "into", "over", "using", "via"}
+LEAD_IN_ENDS = (":", "—", "–", "-")
+MAX_LEAD_IN = 6              # words of a lead-in
+CLAUSE_ENDS = {",", ";", ".", "!", "?", ":", "(", ")", "—", "–", "-", *("->", "=>", "→", "⇒", "⟶")}
+ENUMERATOR = re.compile(r"^(?:[a-h]|[ivx]{1,3}|\d)$")
+
+
+def _heads() -> set[str]:
+    return {h.rstrip("s") for h in L.HEAD_NOUNS}
+
+
+def _free(t: Token) -> bool:
+    return not t.used and t.kind != "punct"
+
+
+def _unknown(t: Token) -> bool:
+    return _free(t) and t.kind == "word" and t.low not in L.FILLERS
+
+
+def lead_ins(t: Text) -> None:
+    """The few words before a colon or dash that opens a list or the request ("LLM run:
+    ...", "weekly CTR refresh --"), back to the clause's start."""
+    start = 0
+    for tok in t.tokens:
+        if tok.kind == "punct" and tok.text not in LEAD_IN_ENDS:
+            start = tok.i + 1
+            continue
+        if tok.kind == "punct" and tok.i + 1 < len(t.tokens):
+            seg = [x for x in t.tokens[start:tok.i] if _free(x)]
+            if seg and len(seg) <= MAX_LEAD_IN and not any(x.low in L.UNSUPPORTED for x in seg):
+                t.mark(seg, "context")
+            start = tok.i + 1
+
+
+def objects(t: Text, action_ends: Iterable[tuple[str, int]]) -> None:
+    """The few words right after an action's phrase: what the step works on."""
+    for entry, end in action_ends:
+        if entry not in DATA_OBJECT_STEPS:
+            continue
+        run: list[Token] = []
+        j = end
+        while j < len(t.tokens) and len(run) < MAX_OBJECT:
+            x = t.tokens[j]
+            if x.kind == "punct" or (x.used and x.used not in ("filler", entry)):
+                break
+            if x.low in OBJECT_STOPS:
+                break
+            if x.low in L.FILLERS or x.used == entry:
+                j += 1
+                continue
+            if not _unknown(x) or x.low in L.UNSUPPORTED or x.low in L.CLAUSE_WORDS or x.low in L.UNMAPPED_VERBS:
+                break
+            run.append(x)
+            j += 1
+        nxt = t.tokens[j] if j < len(t.tokens) else None
+        ends = nxt is None or nxt.kind == "punct" or (nxt.used and nxt.used not in ("", "filler"))
+        if run and ends:
+            t.mark(run, f"object of {entry}")
+
+
+def purposes(t: Text) -> None:
+    """"for keyword spotting", "for the recommender": what the work is for."""
+    for tok in t.tokens:
+        if tok.low != "for" or tok.used:
+            continue
+        run, j = [], tok.i + 1
+        while j < len(t.tokens) and t.tokens[j].low in ("the", "a", "an", "our", "my", "this"):
+            j += 1
+        while j < len(t.tokens) and len(run) <= MAX_PURPOSE and (
+                _unknown(t.tokens[j]) or (run and t.tokens[j].low in ("of", "the", "a", "an") and not t.tokens[j].used)):
+            run.append(t.tokens[j])
+            j += 1
+        while run and run[-1].low in ("of", "the", "a", "an"):
+            run.pop()
+            j -= 1
+        nxt = t.tokens[j] if j < len(t.tokens) else None
+        if run and len(run) <= MAX_PURPOSE and (nxt is None or nxt.kind == "punct" or nxt.used) \
+                and not any(x.low in L.UNSUPPORTED or x.low in L.CLAUSE_WORDS or x.low in L.UNMAPPED_VERBS
+                            for x in run):
+            t.mark([tok, *run], "purpose")
+
+
+def references(t: Text) -> None:
+    """Number words that refer back ("the two tables", "all three samples", "the better of
+    the two") and list enumerators ("(a)", "(b)")."""
+    for tok in t.tokens:
+        if tok.used or tok.kind not in ("num", "word"):
+            continue
+        prev = t.tokens[tok.i - 1] if tok.i else None
+        nxt = t.tokens[tok.i + 1] if tok.i + 1 < len(t.tokens) else None
+        if tok.kind == "num" and tok.text.isalpha() and prev is not None and \
+                prev.low in ("the", "these", "those", "all", "both", "of"):
+            t.mark([tok], "reference")
+        elif prev is not None and prev.text == "(" and nxt is not None and nxt.text == ")" \
+                and ENUMERATOR.match(tok.low):
+            t.mark([prev, tok, nxt], "enumerator")
+
+
+def describes(t: Text, run: list[Token]) -> bool:
+    """Words right before a head noun, a file or a named value, or after 'to predict/detect',
+    describe the data or the model; they need no step."""
+    if len(run) > MAX_DESCRIPTION or any(x.low in L.UNSUPPORTED or x.low in L.CLAUSE_WORDS
+                                         or x.low in L.UNMAPPED_VERBS for x in run):
+        return False
+    heads = _heads()
+    j = run[-1].i + 1
+    while j < len(t.tokens) and t.tokens[j].low in ("the", "a", "an"):
+        j += 1
+    nxt = t.tokens[j] if j < len(t.tokens) else None
+    if nxt is not None and (nxt.low.rstrip("s") in heads or nxt.kind == "path"):
+        return True
+    if nxt is not None and nxt.low in ("in", "from", "at", "on") and j + 1 < len(t.tokens) and \
+            t.tokens[j + 1].kind == "path":
+        return True
+    prev = t.tokens[run[0].i - 1] if run[0].i else None
+    if prev is not None and prev.low in ("predict", "predicting", "detect", "detecting", "classify",
+                                         "classifying", "estimate", "identify", "flag", "spot"):
+        prev.used = prev.used or "purpose"
+        return True
+    return run[-1].low.rstrip("s") in heads
+
+
+def account(t: Text, action_ends: Iterable[tuple[str, int]]) -> None:
+    """Raise PlanRefused quoting every span no rule accounts for."""
+    ordinal = re.search(r"\b(?:on|with|using|against|from|to|into)\s+the\s+(?:first|second|third|former|latter|"
+                        r"other)(?:\s+one)?\b", t.masked)
+    if ordinal:  # "train on the first and evaluate on the second": which is which is a guess
+        raise PlanRefused([f"cannot tell which step {ordinal.group(0)!r} refers to"])
+    unsupported = [x for x in t.tokens if not x.used.startswith("name:") and (
+        x.low in L.UNSUPPORTED or any(x.low.startswith(p) for p in L.UNSUPPORTED_PREFIXES))]
+    if unsupported:
+        raise PlanRefused([f"no catalog step does {t.span_text(r)!r}" for r in t.runs(unsupported)])
+    verbs = [x for x in t.unused() if x.low in L.UNMAPPED_VERBS]
+    if verbs:
+        raise PlanRefused([f"no catalog step does {t.span_text(r)!r}" for r in t.runs(verbs)])
+    lead_ins(t)
+    objects(t, action_ends)
+    purposes(t)
+    references(t)
+    left = [x for x in t.unused() if x.kind != "punct" and x.low not in L.FILLERS]
+    bad = [x for x in left if x.kind != "word"]
+    unknown = [x for x in left if x not in bad]
+    for run in t.runs(unknown):
+        if describes(t, run):
+            t.mark(run, "description")
+        else:
+            bad += run
+    if bad:
+        quoted = [t.span_text(r) for r in t.runs(bad)]
+        raise PlanRefused([f"no step or parameter for {q!r}" for q in quoted])

@@ -1,0 +1,151 @@
+"""Construct cues of one sentence, read before its actions: retries, exit handlers, loops with
+their bound, conditions tested on the metric they name, their else branch, parallel groups and
+the joins after them, and the sequence words and arrows that order steps.
+
+Each cue marks the words it used and records where it stands, so that the planner can attach
+it to the step it belongs to (the step before it, or after it when the cue opens the clause).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from raystack.workflow.nl import lexicon as L
+from raystack.workflow.nl.extract import metric_of
+from raystack.workflow.nl.plan import PlanRefused
+from raystack.workflow.nl.text import Text, number
+
+CUE_KINDS = ("retry", "exit", "loop", "cond", "else", "parallel", "join", "seq", "comma")
+MISSING = (r"\b(?P<cue>if|when|only\s+if|provided)\s+(?P<cmp>more|fewer|less)\s+than\s+(?P<v>PCT\d+)\s+"
+           r"(?:of\s+(?:the\s+|its\s+|their\s+)?(?:values?|rows?|cells?|entries|records?|data)\s+)?(?:are|is)\s+missing\b")
+
+
+@dataclass
+class Cue:
+    kind: str                    # one of CUE_KINDS
+    lo: int
+    hi: int
+    sentence: int
+    data: dict = field(default_factory=dict)
+
+
+def comparison(t: Text, i: int, hi: int) -> tuple[str, float, int] | None:
+    """(op, value, end token) of a comparison starting at token i."""
+    for pat, op in L.COMPARISONS:
+        hit = t.match_at(pat, i, hi)
+        if hit is not None:
+            m, toks = hit
+            v = t.literal(m.group("v"))
+            return op, number(float(v.value())), toks[-1].i + 1
+    return None
+
+
+def _reach(op: str, metric: str) -> str:
+    if op != "reach":
+        return op
+    return "<=" if metric in L.LOWER_IS_BETTER else ">="
+
+
+def _retries(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
+    out = []
+    for pat in L.RETRIES:
+        for m, toks in t.finditer(pat, lo, hi, free_only=True):
+            g = m.groupdict()
+            if g.get("n"):
+                n = int(float(t.literal(g["n"]).value()))
+            elif g.get("w"):
+                n = L.RETRY_WORDS[g["w"]]
+            else:
+                n = int(float(t.literal(g["t"]).value())) - 1
+            t.mark(toks, "retries")
+            out.append(Cue("retry", toks[0].i, toks[-1].i + 1, si, {"n": n}))
+    return out
+
+
+def _loops(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
+    out = []
+    for m, toks in t.finditer(rf"\b{L.UNTIL_CUE}\s+(?:the\s+|its\s+|their\s+|it\s+|model's\s+)?"
+                              rf"{L.METRIC_MOD}(?P<m>{L.METRIC_RX})\s+", lo, hi, free_only=True):
+        cmp = comparison(t, toks[-1].i + 1, hi)
+        if cmp is None:
+            raise PlanRefused([f"the loop condition {t.span_text(toks)!r}... is not a comparison "
+                               "with a number"])
+        op, value, end = cmp
+        metric = metric_of(m.group("m"))
+        t.mark(t.tokens[toks[0].i:end], "loop")
+        bound = next(t.finditer(L.BOUND, lo, hi, free_only=True), None)
+        if bound is None:
+            raise PlanRefused([f"the loop {t.span_text(t.tokens[toks[0].i:end])!r} has no bound; "
+                               "say 'at most N times'"], "unbounded")
+        bm, btoks = bound
+        t.mark(btoks, "loop bound")
+        n = next(g for g in (bm.group("n"), bm.group("n2"), bm.group("n3")) if g)
+        out.append(Cue("loop", toks[0].i, end, si, {"metric": metric, "op": _reach(op, metric),
+                                                   "value": value,
+                                                   "max": int(float(t.literal(n).value()))}))
+        for _, toks2 in t.finditer(r"\b(?:repeat(?:ing|edly)?|keep|keeps|keeping|again|iterat\w*|re-?run\w*|"
+                                   r"rounds?|runs|at\s+a\s+time|each\s+round|per\s+round)\b",
+                                   lo, hi, free_only=True):
+            t.mark(toks2, "loop")
+    return out
+
+
+def _conditions(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
+    out = []
+    for m, toks in t.finditer(MISSING, lo, hi, free_only=True):
+        t.mark(toks, "condition")
+        op = ">" if m.group("cmp") == "more" else "<"
+        out.append(Cue("cond", toks[0].i, toks[-1].i + 1, si,
+                       {"metric": "missing_fraction", "op": op,
+                        "value": number(float(t.literal(m.group("v")).value()))}))
+    for m, toks in t.finditer(rf"\b{L.IF_CUE}\s+(?:the\s+|its\s+|their\s+|it's\s+|model's\s+|the\s+model's\s+)?"
+                              rf"{L.METRIC_MOD}(?P<m>{L.METRIC_RX})\s+", lo, hi, free_only=True):
+        cmp = comparison(t, toks[-1].i + 1, hi)
+        if cmp is None:
+            continue
+        op, value, end = cmp
+        metric = metric_of(m.group("m"))
+        t.mark(t.tokens[toks[0].i:end], "condition")
+        out.append(Cue("cond", toks[0].i, end, si, {"metric": metric, "op": _reach(op, metric),
+                                                   "value": value}))
+    for _, toks in t.finditer(rf"\b{L.ELSE_CUE}\b", lo, hi, free_only=True):
+        t.mark(toks, "otherwise")
+        out.append(Cue("else", toks[0].i, toks[-1].i + 1, si))
+    return out
+
+
+def read_cues(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
+    """The construct cues of sentence ``si`` (tokens [lo, hi)), in text order."""
+    cues = _retries(t, lo, hi, si)
+    for pat, kind in L.EXIT_CUES:
+        for _, toks in t.finditer(pat, lo, hi, free_only=True):
+            t.mark(toks, "exit")
+            cues.append(Cue("exit", toks[0].i, toks[-1].i + 1, si, {"kind": kind}))
+    for _, toks in t.finditer(L.JOIN_PHRASES, lo, hi, free_only=True):
+        t.mark(toks, "join")
+        cues.append(Cue("join", toks[0].i, toks[-1].i + 1, si))
+    for _, toks in t.finditer(L.END_PHRASES, lo, hi, free_only=True):
+        t.mark(toks, "end")
+    cues += _loops(t, lo, hi, si)
+    cues += _conditions(t, lo, hi, si)
+    for _, toks in t.finditer(L.PARALLEL, lo, hi, free_only=True):
+        t.mark(toks, "parallel")
+        cues.append(Cue("parallel", toks[0].i, toks[-1].i + 1, si))
+    for _, toks in t.finditer(L.PURPOSE, lo, hi, free_only=True):
+        if toks[0].i == lo:
+            t.mark(toks, "purpose")
+    for _, toks in t.finditer(L.SEQUENCE, lo, hi, free_only=True):
+        t.mark([x for x in toks if x.kind != "punct"], "sequence")  # arrows stay for "report -> x.md"
+        cues.append(Cue("seq", toks[0].i, toks[-1].i + 1, si))
+    for tok in t.tokens[lo:hi]:
+        if tok.text in (",", "(", ")", "—", "–", "-", ":"):
+            cues.append(Cue("comma", tok.i, tok.i + 1, si))
+    return sorted(cues, key=lambda c: c.lo)
+
+
+def unbounded(t: Text) -> None:
+    """Refuse a loop or retry that asks for no limit ("forever", "as many rounds as it takes")."""
+    m = re.search(L.UNBOUNDED, t.masked)
+    if m:
+        raise PlanRefused([f"the request asks for an unbounded loop: {m.group(0)!r}"], "unbounded")

@@ -1,0 +1,249 @@
+"""Parameters of the part steps read from the words of one action: EDiT pretraining (base
+model, steps, ranks or a bound on them, mode), mLoRA fine-tuning (the adapters by name or
+count, base, steps, epochs, rank), elastic DLRM (job name, epochs, a bound on workers, data) and
+serving. Each reads only what the request states; the part's own config fills the rest.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from raystack.workflow.nl.extract import (BASE_MODEL, EDIT_MODES, MAX_ADAPTERS, SYNTH_TASKS,
+                                          TABLE_EXT, WORKERS, Found, _list, _num, _search,
+                                          _set_map, claim_count, consume, files)
+from raystack.workflow.nl.lexicon import NUMLIST
+from raystack.workflow.nl.plan import PlanRefused
+from raystack.workflow.nl.text import Text, number
+
+
+def _workers(text: Text, lo: int, hi: int) -> tuple[str, int | list] | None:
+    """('bound', n) for "at most n workers", ('exact', n) for "n workers", ('list', [...])."""
+    m = _search(text, lo, hi, rf"(?:at\s+most|up\s+to|no\s+more\s+than|not\s+more\s+than|a\s+maximum\s+of|"
+                              rf"maximum\s+of|max(?:imum)?|capped\s+at|limited\s+to|<=|≤)\s*(?P<n>NUM\d+)\s+(?:\w+\s+)?{WORKERS}", "workers bound")
+    if m:
+        return "bound", int(_num(text, m.group("n")))
+    m = _search(text, lo, hi, rf"(?:on|with|across|using)?\s*(?P<l>{NUMLIST})\s+{WORKERS}", "workers")
+    if m:
+        return "list", [int(v) for v in _list(text, m.group("l"))]
+    m = _search(text, lo, hi, rf"(?:(?:on|with|across|using|over)\s+)?(?P<n>NUM\d+)\s+(?:\w+\s+)?{WORKERS}", "workers") or \
+        _search(text, lo, hi, rf"{WORKERS}\s*(?:=|:)\s*(?P<n>NUM\d+)", "workers")
+    if m:
+        return "exact", int(_num(text, m.group("n")))
+    return None
+
+
+def _steps(text: Text, lo: int, hi: int, f: Found, param: str = "steps") -> None:
+    m = _search(text, lo, hi, rf"(?P<l>{NUMLIST})\s+(?:training\s+)?steps", "steps")
+    if m:
+        _set_map(f, param, [int(v) for v in _list(text, m.group("l"))])
+        return
+    m = _search(text, lo, hi, r"(?P<n>NUM\d+)\s*-?\s*(?:training\s+|inner\s+)?steps?\b", "steps") or \
+        _search(text, lo, hi, r"steps\s*(?:=|:|of)\s*(?P<n>NUM\d+)", "steps")
+    if m:
+        f.set(param, int(_num(text, m.group("n"))))
+
+
+def _base_models(text: Text, lo: int, hi: int) -> list[str]:
+    """Named base models in the range: one, or a list ("tiny-1m and tiny-20m", "tiny-1m vs
+    tiny-20m")."""
+    names = []
+    for m, toks in text.finditer(BASE_MODEL, lo, hi, free_only=True):
+        text.mark(toks, "model")
+        if m.group(0) not in names:
+            names.append(m.group(0))
+    if len(names) > 1:
+        consume(text, lo, hi, r"\b(?:vs|versus|against)\b", "model list")
+    return names
+
+
+def edit_pretrain(text: Text, lo: int, hi: int, f: Found) -> None:
+    consume(text, lo, hi, r"\b(?:pre-?train\w*|pre-training|edit|local\s+sgd|llm|large\s+language\s+models?|"
+                          r"language\s+models?)\b", "edit")
+    for p, mode in EDIT_MODES:
+        if _search(text, lo, hi, rf"\b(?:{p})\b", "mode", free=False):
+            f.set("mode", mode)
+            break
+    models = _base_models(text, lo, hi)
+    if len(models) > 1:
+        _set_map(f, "model", models)
+        claim_count(text, lo, hi, len(models))
+    elif models:
+        f.set("model", models[0])
+    w = _workers(text, lo, hi)
+    if w is not None:
+        kind, n = w
+        if kind == "bound":       # EDiT runs a fixed size: at most n ranks is n ranks, kept as a bound
+            f.params["ranks"] = n
+            f.bound = {"param": "workers", "op": "<=", "value": n}
+        elif kind == "list":
+            _set_map(f, "ranks", n)
+            f.stated_map = ("workers", n)
+        else:
+            f.set("ranks", n, "workers")
+    _steps(text, lo, hi, f)
+    if f.map is not None:
+        claim_count(text, lo, hi, len(f.map[1]))
+    m = _search(text, lo, hi, r"(?:learning[\s-]+rate|lr)\s*(?:=|:|of|at)?\s*(?P<n>NUM\d+)", "learning rate")
+    if m:
+        f.params.setdefault("inner", {})["lr"] = _num(text, m.group("n"))
+        f.stated["lr"] = number(_num(text, m.group("n")))
+    m = _search(text, lo, hi, r"sync(?:hroni[sz]e|ing|s)?\s+every\s+(?P<n>NUM\d+)\s+steps?", "sync interval")
+    if m:
+        f.params.setdefault("sync", {})["h"] = int(_num(text, m.group("n")))
+        f.stated["sync_every"] = int(_num(text, m.group("n")))
+
+
+def _adapter_count(text: Text, lo: int, hi: int) -> int | None:
+    """"2 rank-8 DoRA adapters": the count a few words before "adapters"."""
+    for tok in text.tokens[lo:hi]:
+        if tok.low.startswith("adapter"):
+            num = next((x for x in reversed(text.tokens[max(lo, tok.i - 4):tok.i])
+                        if x.kind == "num" and (not x.used or x.used == text.claim)), None)
+            if num is None:
+                return None
+            text.mark([num], "adapters")
+            n = int(float(num.value()))
+            if not 1 <= n <= MAX_ADAPTERS:
+                raise PlanRefused([f"{n} adapters: between 1 and {MAX_ADAPTERS}"])
+            return n
+    return None
+
+
+def mlora_finetune(text: Text, lo: int, hi: int, f: Found) -> None:
+    consume(text, lo, hi, r"\b(?:fine-?tun\w*|finetun\w*|mlora|lora|adapters?|together|jointly|at\s+once|"
+                          r"on\s+top\s+of\s+(?:it|that|them)|on\s+(?:the|that)\s+pretrained\s+model)\b", "mlora")
+    m = _search(text, lo, hi, r"\b(?:rank|r)\s*(?:=|of)?\s*(?P<n>NUM\d+)", "rank") or \
+        _search(text, lo, hi, r"\brank-(?P<r>\d+)\b", "rank")
+    rank = None
+    if m:
+        rank = int(_num(text, m.group("n"))) if m.groupdict().get("n") else int(m.group("r"))
+    n_adapters = _adapter_count(text, lo, hi)
+    names = [x.text for x in text.named.pop("adapters", [])]
+    if names and n_adapters is not None and n_adapters != len(names):
+        raise PlanRefused([f"{n_adapters} adapters but {len(names)} names ({', '.join(names)})"])
+    from raystack.config import config_to_dict
+    from raystack.mlora.config import MLoRAConfig
+    tasks = []
+    for m2, toks in text.finditer(r"\b(?P<t>" + "|".join(SYNTH_TASKS) + r")\b", lo, hi, free_only=True):
+        text.mark(toks, "task")
+        tasks.append(m2.group("t"))
+    if tasks:
+        _search(text, lo, hi, r"\btasks?\b", "task")
+    kind = "dora" if _search(text, lo, hi, r"\bdora\b", "adapter type", free=False) else None
+    m = _search(text, lo, hi, r"(?:learning[\s-]+rate|lr)\s*(?:=|:|of|at)?\s*(?P<n>NUM\d+)", "learning rate")
+    lr = _num(text, m.group("n")) if m else None
+    _steps(text, lo, hi, f)
+    m = _search(text, lo, hi, r"(?P<n>NUM\d+)\s*-?\s*(?:training\s+)?(?:epochs?|passes)\b", "epochs")
+    epochs = int(_num(text, m.group("n"))) if m else None
+    base = [t for t in files(text, lo, hi) if not t.low.endswith(TABLE_EXT)]
+    if base:
+        text.mark(base[:1], "base")
+        f.set("base", base[0].text)
+    else:
+        models = _base_models(text, lo, hi)
+        if models:
+            consume(text, lo, hi, r"\b(?:base|base\s+model)\b", "base")
+            f.set("base", models[0])
+    if n_adapters is None and not tasks and kind is None and rank is None and lr is None and not names \
+            and epochs is None:
+        return
+    d = config_to_dict(MLoRAConfig())
+    count = len(names) or n_adapters or len(tasks) or len(SYNTH_TASKS)
+    chosen = tasks or [SYNTH_TASKS[i % len(SYNTH_TASKS)] for i in range(count)]
+    if n_adapters is not None and tasks and len(tasks) != n_adapters:
+        raise PlanRefused([f"{n_adapters} adapters but {len(tasks)} tasks named"])
+    if names and tasks and len(tasks) != len(names):
+        raise PlanRefused([f"{len(names)} adapters named but {len(tasks)} tasks"])
+    datasets, adapters, jobs = [], [], []
+    for i, task in enumerate(chosen):
+        name = names[i] if names else (f"{task}{i}" if chosen.count(task) > 1 else task)
+        datasets.append({"name": name, "synthetic": task, "seed": i})
+        a = {**d["adapters"][i % len(d["adapters"])], "name": name if names else f"{name}_lora", "seed": i}
+        a["type"] = kind or "lora"
+        if rank is not None:
+            a["r"], a["alpha"] = rank, 2.0 * rank
+        if lr is not None:
+            a["lr"] = lr
+        adapters.append(a)
+        job = {**d["tasks"][i % len(d["tasks"])], "adapter": a["name"], "dataset": name}
+        if epochs is not None:
+            job.update(epochs=float(epochs), max_steps=None)
+        jobs.append(job)
+    f.params.update({"datasets": datasets, "adapters": adapters, "tasks": jobs})
+    if names:
+        f.stated["adapters"] = names
+    elif n_adapters is not None:
+        f.stated["adapters"] = n_adapters
+    if tasks:
+        f.stated["tasks"] = tasks
+    if kind:
+        f.stated["type"] = kind
+    if rank is not None:
+        f.stated["rank"] = rank
+    if lr is not None:
+        f.stated["lr"] = number(lr)
+    if epochs is not None:
+        f.stated["epochs"] = epochs
+
+
+JOB_NAME = r"[a-z][a-z0-9]*(?:[-_][a-z0-9]+)+|[a-z]+\d+[a-z0-9]*"
+
+
+def elastic_dlrm(text: Text, lo: int, hi: int, f: Found) -> None:
+    consume(text, lo, hi, r"\belastic(?:ally)?\b|\b(?:dlrm|recommend\w*|recsys|click-?through(?:-rate)?|ctr|criteo|"
+                          r"ad\s+click|training|run|job)\b", "elastic")
+    m = _search(text, lo, hi, r"(?:(?:job\s+)?name[sd]?|called|as)\s*(?::|=)?\s*(?P<n>" + JOB_NAME + r")\b", "job name") or \
+        _search(text, lo, hi, r"\bjob\s+(?P<n>" + JOB_NAME + r")\b", "job name") or \
+        _search(text, lo, hi, r"(?:(?:job\s+)?name[sd]?|called|as)\s*(?::|=)?\s*(?P<q>QUOTE\d+)", "job name")
+    if m:
+        f.set("name", m.group("n") if m.groupdict().get("n") else text.literal(m.group("q")).value())
+    m = _search(text, lo, hi, r"(?P<n>NUM\d+)\s*-?\s*(?:training\s+)?epochs?", "epochs")
+    if m:
+        f.set("epochs", int(_num(text, m.group("n"))))
+    res: dict[str, Any] = {}
+    w = _workers(text, lo, hi)
+    if w is not None:
+        kind, n = w
+        if kind == "list":
+            raise PlanRefused(["a list of worker counts for elastic DLRM: the job sizes itself; "
+                               "give a bound ('at most N workers')"])
+        if kind == "bound":
+            res["max_workers"] = n
+            res["initial_workers"] = min(2, n)
+            f.bound = {"param": "workers", "op": "<=", "value": n}
+        else:
+            res.update(max_workers=n, initial_workers=n, autoscale=False)
+            f.stated["workers"] = n
+    m = _search(text, lo, hi, r"(?:at\s+most|up\s+to|no\s+more\s+than|max(?:imum)?)\s+(?P<n>NUM\d+)\s+cpus?", "cpus")
+    if m:
+        res["max_cpus"] = _num(text, m.group("n"))
+        f.bound = {"param": "cpus", "op": "<=", "value": number(_num(text, m.group("n")))}
+    m = _search(text, lo, hi, r"(?P<n>NUM\d+)\s+(?:parameter\s+servers?|ps)\b", "parameter servers")
+    if m:
+        n = int(_num(text, m.group("n")))
+        res.update(max_ps=n, initial_ps=n)
+        f.stated["ps"] = n
+    if res:
+        f.params["resources"] = res
+    m = _search(text, lo, hi, r"(?P<n>NUM\d+)\s+(?:generated\s+|synthetic\s+|training\s+)?(?:rows|samples|examples|records|impressions)", "rows")
+    if m:
+        f.params["data"] = {"generate_rows": int(_num(text, m.group("n")))}
+        f.stated["rows"] = int(_num(text, m.group("n")))
+    m = _search(text, lo, hi, r"batch\s+size\s*(?:=|of)?\s*(?P<n>NUM\d+)", "batch size")
+    if m:
+        f.params["model"] = {"batch_size": int(_num(text, m.group("n")))}
+        f.stated["batch_size"] = int(_num(text, m.group("n")))
+    m = _search(text, lo, hi, r"(?P<f>FILE\d+)", "data path")
+    if m:
+        f.params.setdefault("data", {})["path"] = text.literal(m.group("f")).text
+        f.stated["path"] = text.literal(m.group("f")).text
+
+
+def serve_adapters(text: Text, lo: int, hi: int, f: Found) -> None:
+    consume(text, lo, hi, r"\b(?:with|using|via|on)\s+ray\s+serve\b", "serve")
+    m = _search(text, lo, hi, r"\b(?:as|named|called)\s+(?!a\b|an\b|the\b|it\b|them\b)(?P<n>[a-z_][a-z0-9_\-]*)", "name")
+    if m:
+        f.set("name", m.group("n"))
+
+

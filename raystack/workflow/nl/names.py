@@ -1,0 +1,46 @@
+"""Names a request gives to things before any step is read: the adapters of a fine-tuning
+("the sql and chat adapters", "adapters (us, uk, in, au)", "three LoRA adapters -- icd,
+triage, discharge", "the support adapter"). A name list is read as names even when a word in
+it is also a verb elsewhere ("the summarize and qa adapters"); its words are then taken.
+"""
+
+from __future__ import annotations
+
+import re
+
+from raystack.workflow.nl.text import Text, Token
+from raystack.workflow.nl.triggers import COMPILED
+
+NAME = r"(?!(?:the|a|an|and|or|lora|dora|new|our|my|their|its|them|it|these|those|both|all|each|rank|base)\b)[a-z][a-z0-9_]*(?:-[a-z0-9_]+)*"
+LIST = rf"{NAME}(?:\s*,\s*{NAME})*\s*,?\s*(?:and|&|\+)\s+{NAME}|{NAME}(?:\s*,\s*{NAME})+"
+KINDS = r"(?:(?:lora|dora)\s+)?"
+PATTERNS = [
+    (rf"\bthe\s+(?P<l>{LIST})\s+{KINDS}adapters\b", False),
+    (rf"\badapters\s*(?:\(|—|–|-|:|,|called|named)?\s*(?P<l>{LIST})\s*(?:\)|—|–)?", True),
+    (rf"\bthe\s+(?P<l>{NAME})\s+{KINDS}adapter\b(?!s)", False),
+]
+NAMED_BY = "name:adapter"
+
+
+def _is_step_word(word: str) -> bool:
+    return any(rx.fullmatch(word) for _, rx in COMPILED)
+
+
+def adapter_names(t: Text) -> list[Token]:
+    """The adapter names the request gives, in order; their tokens are marked as names."""
+    names: list[Token] = []
+    for pat, check_verbs in PATTERNS:
+        for m, toks in t.finditer(pat, 0, None, free_only=True):
+            span = t.covered(*m.span("l"))
+            words = [x for x in span if x.kind == "word" and x.low not in ("and",)]
+            if check_verbs and any(_is_step_word(x.low) for x in words):
+                continue  # "adapters, evaluate and serve them": steps, not names
+            if any(x.kind != "word" and x.text not in (",", "&", "+") for x in span):
+                continue
+            t.mark(span, NAMED_BY)
+            names += [x for x in words if x not in names]
+    return sorted(names, key=lambda x: x.i)
+
+
+def is_name(tok: Token) -> bool:
+    return tok.used.startswith("name:")

@@ -1,0 +1,95 @@
+"""A hyperparameter search read from the words of a tuned training step: the space (each
+parameter named with its values: "lr over 0.001, 0.01 and 0.1", "k ∈ {3, 5, 7}", "batch size 32
+or 64", "a learning rate between 1e-4 and 1e-2"), trials ("16 trials", "a three-trial search"),
+the metric and its direction ("maximizing AUC", "lowest RMSE wins", "for maximum recall") and
+the scheduler when one is named (ASHA, FIFO).
+"""
+
+from __future__ import annotations
+
+import re
+
+from raystack.workflow.ir import TuneSpec
+from raystack.workflow.nl import lexicon as L
+from raystack.workflow.nl.extract import metric_of
+from raystack.workflow.nl.plan import PlanRefused
+from raystack.workflow.nl.text import Text, number
+
+# parameter words -> the training step's parameter
+SPACE_PARAMS = [(r"learning[\s-]+rates?|lrs?|step\s+sizes?", "lr"), (r"batch[\s-]+sizes?", "batch_size"),
+                (r"epochs?|passes", "epochs"), (r"k|neighbou?rs?|number\s+of\s+neighbou?rs?", "k")]
+_PARAM = "|".join(rf"(?P<p{i}>{p})" for i, (p, _) in enumerate(SPACE_PARAMS))
+_JOIN = r"(?:\s*(?:=|:|∈|in|of|over|from|at|values?|across|among|to|grid|set|\(|,)\s*)*\s*"
+_RANGE = r"between\s+(?P<a>NUM\d+)\s+and\s+(?P<b>NUM\d+)|from\s+(?P<c>NUM\d+)\s+to\s+(?P<d>NUM\d+)"
+_MAX = r"maximi[sz]\w*|maximum|max|highest|higher|best"
+_MIN = r"minimi[sz]\w*|minimum|min|lowest|lower|smallest"
+METRIC_PHRASES = [
+    rf"\b(?P<v>{_MAX}|{_MIN}|optimi[sz]\w*(?:\s+for)?|objective|by|on|for)\s+(?:the\s+)?(?:validation\s+|test\s+)?"
+    rf"(?P<m>{L.METRIC_RX})\b(?:\s*\(\s*(?P<v2>{_MAX}|{_MIN})\s*\))?(?:\s+wins)?",
+    rf"\b(?P<m>{L.METRIC_RX})\s*\(?\s*(?P<v>{_MAX}|{_MIN})\b\s*\)?",
+    rf"\b(?:the\s+)?(?P<v>{_MAX}|{_MIN})\s+(?P<m>{L.METRIC_RX})\s+wins\b",
+]
+SCHEDULER = (r"\b(?:under|with|using|via)?\s*(?:the\s+|plain\s+|an?\s+)?(?P<s>asha|hyperband|successive\s+halving|"
+             r"early\s+stopping|fifo)\b(?:\s+(?:scheduler|scheduling|schedule))?")
+
+
+def _values(t: Text, s: str) -> list:
+    return [number(float(t.literal(x).value())) for x in re.findall(r"(?:NUM|PCT)\d+", s)]
+
+
+def read_space(t: Text, lo: int, hi: int) -> dict:
+    """Each parameter named in [lo, hi) with its list or range of values."""
+    space: dict = {}
+    pairs = rf"{L.NUMV}(?:\s*,\s*{L.NUMV})+"        # after its parameter, "k in 1, 15" is a list too
+    for m, toks in t.finditer(rf"\b(?:{_PARAM})\b{_JOIN}(?:(?P<l>{L.NUMLIST}|{pairs})|{_RANGE})", lo, hi, free_only=True):
+        param = next(SPACE_PARAMS[i][1] for i in range(len(SPACE_PARAMS)) if m.group(f"p{i}"))
+        t.mark(toks, "tune space")
+        if m.group("l"):
+            space[param] = _values(t, m.group("l"))
+        else:
+            a, b = (float(t.literal(x).value()) for x in (m.group("a") or m.group("c"), m.group("b") or m.group("d")))
+            space[param] = {"min": a, "max": b}
+    if not space:  # "tune the learning rate of a logistic model over 0.1, 0.01 and 0.001"
+        pm = next(t.finditer(rf"\b(?:{_PARAM})\b", lo, hi, free_only=True), None)
+        lm = next(t.finditer(rf"(?P<l>{L.NUMLIST})", lo, hi, free_only=True), None)
+        if pm is not None and lm is not None:
+            param = next(SPACE_PARAMS[i][1] for i in range(len(SPACE_PARAMS)) if pm[0].group(f"p{i}"))
+            t.mark(pm[1] + lm[1], "tune space")
+            space[param] = _values(t, lm[0].group("l"))
+    return space
+
+
+def read_tune(t: Text, lo: int, hi: int, space: dict | None = None) -> TuneSpec:
+    """The search in tokens [lo, hi); ``space`` when a map already read it."""
+    space = dict(space or {}) or read_space(t, lo, hi)
+    if not space:
+        raise PlanRefused([f"the search in {t.span_text(t.tokens[lo:hi])!r} does not say which "
+                           "parameter it tunes over which values"])
+    for _, toks in t.finditer(r"\b(?:over|across|among|values?|in|search|searching|trying)\b", lo, hi, free_only=True):
+        t.mark(toks, "tune")
+    trials = 0
+    m = next(t.finditer(r"(?P<n>NUM\d+)\s*(?:-\s*)?(?:trials?|samples|configurations|configs|runs|tries)\b", lo, hi,
+                        free_only=True), None)
+    if m:
+        t.mark(m[1], "trials")
+        trials = int(float(t.literal(m[0].group("n")).value()))
+    metric, mode = "accuracy", "max"
+    for pat in METRIC_PHRASES:
+        m = next(t.finditer(pat, lo, hi, free_only=True), None)
+        if m:
+            t.mark(m[1], "tune metric")
+            metric = metric_of(m[0].group("m"))
+            v = (m[0].groupdict().get("v2") or m[0].group("v")).lower()
+            if re.fullmatch(_MAX, v):
+                mode = "max"
+            elif re.fullmatch(_MIN, v):
+                mode = "min"
+            else:
+                mode = "min" if metric in L.LOWER_IS_BETTER else "max"
+            break
+    sched = "fifo"
+    m = next(t.finditer(SCHEDULER, lo, hi, free_only=True), None)
+    if m:
+        t.mark(m[1], "scheduler")
+        sched = "fifo" if m[0].group("s") == "fifo" else "asha"
+    return TuneSpec(space=space, metric=metric, mode=mode, trials=trials, scheduler=sched)

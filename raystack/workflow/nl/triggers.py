@@ -1,0 +1,121 @@
+"""The phrases that name catalog steps, in priority order: an earlier, more specific phrase
+claims its words first. Patterns run on the masked text of :mod:`raystack.workflow.nl.text`
+(``FILE3``, ``NUM4``...); verbs ("impute the gaps") and nouns ("imputation", "a 10% sample",
+"a report") both name a step, so requests written as arrows or bullet lists plan too.
+"""
+
+from __future__ import annotations
+
+import re
+
+_SK = r"(?:[^\s,.;:]+\s+)"
+
+
+def skip(n: int) -> str:
+    """Up to n words inside a phrase; they stay unmarked, for extractors and the accounting."""
+    return f"(?P<sk>{_SK}{{0,{n}}}?)"
+
+
+MODEL_NOUN = r"(?:models?|classifiers?|regressors?|regression|predictors?|estimators?|learners?|k-?nn|knn|centroid|logistic|linear)"
+# a model named by its method: "logistic regression", "k-nearest neighbours", "nearest centroid"
+MODEL_KIND = (r"(?<![\w-])(?:logistic(?:\s+regression)?|linear\s+regression|k-?nn|k-nearest(?:[\s-]+neighbou?rs?)?"
+              r"|nearest[\s-]+centroid|centroid)(?![\w-])")
+ARROW = r"(?:->|=>|→|⇒|⟶)"
+# (catalog step, pattern) in priority order: an earlier, more specific phrase claims its words
+TRIGGERS: list[tuple[str, str]] = [
+    ("cleanup", rf"\b(?:clean\s*up|clean-up|cleanup|remove|delete|erase|wipe|purge|clear|empty|tidy\s+up|get\s+rid\s+of)\s+{skip(3)}"
+                r"(?:tmp|temp|temporary|scratch|intermediate|staging)\b(?:\s+(?:files?|director(?:y|ies)|folders?|dirs?|data|outputs?|space|area))?"),
+    ("cleanup", r"\b(?:clean\s*up|clean-up|cleanup|tidy\s+up)\b(?!\s+(?:the\s+|a\s+)?(?:data|dataset|table|records|rows|values|text)\b)"),
+    ("load_checkpoint", rf"\b(?:load|read|restore|open|take|use|using|start\s+from|starting\s+from|from|resume\s+from|begin\s+(?:with|from)|on|off)\s+"
+                        rf"{skip(3)}checkpoints?\s+(?:at|in|from|under|stored\s+(?:at|in))?\s*FILE\d+"),
+    ("edit_pretrain", r"\b(?:train|run|use|using)\w*\s+" + skip(3) + r"(?:llm|language\s+models?)\b(?!\s+adapters)"),
+    ("edit_pretrain", r"\bpre-?train(?:s|ing)?\b|\bpre-training\b|\bpretraining\b"
+                      r"|(?<!the )(?<!a )(?<!an )(?<!that )(?<!this )\bpre-?trained\b(?!\s+(?:checkpoint|model|weights|base|llm))"),
+    ("edit_pretrain", r"\b(?:a-?edit|edit|diloco)\b(?:\s+local\s+sgd)?|\blocal\s+sgd\b"),
+    ("mlora_finetune", r"\b(?:fine-?tun\w*|finetun\w*)\b"),
+    ("mlora_finetune", rf"\b(?:train|trains|training|trained|fit|learn|build|create|make)\s+{skip(3)}(?:lora|dora)?\s*adapters?\b"),
+    ("mlora_finetune", r"\bmlora\b|\b(?:lora|dora)\s+adapters?\b"),
+    ("serve_adapters", rf"\b(?:serve|serves|serving|deploy\w*|host|hosts|expose|publish)\s+{skip(3)}adapters?\b"
+                       r"|(?<!with )(?<!using )(?<!via )(?<!on )\bray\s+serve\b"
+                       r"|\b(?:put|place|expose)\s+(?:them|it|the\s+adapters)\s+(?:behind|on|with|via)\s+(?:ray\s+)?serve\b"),
+    ("evaluate_adapters", rf"\b(?:evaluat\w*|assess\w*|score|test|validate|measure|benchmark|check)\s+{skip(4)}adapters?\b(?:\s+do)?"
+                          r"|\badapter\s+evaluations?\b|\bevaluations?\s+of\s+(?:the\s+)?adapters\b"),
+    ("elastic_dlrm", rf"\b(?:train|trains|training|fit|fits|run|learn|build)\w*\s+{skip(5)}(?:dlrm|recommend\w*|recsys|"
+                     r"click-?through(?:-rate)?|ctr|criteo|ad\s+click)\b(?:\s+(?:models?|training|prediction))?"),
+    ("elastic_dlrm", r"\belastic(?:ally)?\b(?:\s+(?:training|dlrm))?|\bdlrm\b(?:\s+(?:models?|training))?"),
+    ("dedup", r"\bde-?dup\w*\b|\bdeduplicat\w*\b"),
+    ("dedup", rf"\b(?:drop|drops|remove|removes|delete|discard|eliminate|filter\s+out|get\s+rid\s+of|strip)\s+{skip(2)}duplicat\w*"
+              r"(?:\s+(?:rows|records|entries|lines|transactions|events|clicks?))?"),
+    ("dedup", r"\bkeep\s+(?:only\s+)?(?:the\s+)?unique\s+(?:rows|records)\b"),
+    ("impute", r"\bimput\w*\b(?:\s+(?:the\s+|any\s+)?(?:missing|null|nan)\s*(?:values?|entries|cells|data)?)?"),
+    ("impute", rf"\b(?:fill|fills|filling|replace|replaces|patch|substitute)\s+(?:in\s+)?{skip(2)}(?:missing|null|nan|nulls|nans|empty|blank|na|gaps)\b"
+               r"(?:\s+(?:values?|entries|cells|data|fields))?"),
+    ("clean_data", rf"\b(?:drop|drops|remove|removes|delete|discard|exclude|eliminate|filter\s+out|get\s+rid\s+of|throw\s+away|skip)\s+{skip(3)}"
+                   r"(?:missing|null|nulls|nan|nans|empty|incomplete|blank|na|invalid)\b(?:\s+(?:values?|entries|cells|fields|rows|records|data))?"),
+    ("clean_data", r"\bdropna\b|\bclean(?:s|ed|ing)?\s+up\s+(?:the\s+)?(?:data|dataset|table|records|rows)\b|\bclean(?:s|ed|ing)?\b(?!\s*up)"),
+    ("normalize", r"\b(?:normali[sz]\w*|standardi[sz]\w*|re-?scal\w*|scale|scales|scaled|scaling|z-?scor\w*|min-?max)\b"
+                  r"(?:\s+(?:the\s+|all\s+)?(?:numeric\s+|numerical\s+|feature\s+|input\s+)?(?:features|columns|values|inputs|variables))?"),
+    ("split_data", r"\btrain\s*/\s*(?:test|validation|val)\b(?:\s+split)?|\btrain-test\s+split\b|\btrain\s+test\s+split\b|\bRATIO\d+\s+split\b"),
+    ("split_data", r"\b(?:split|splits|splitting|partition\w*|divide)\b(?:\s+off)?|\bhold(?:ing)?\s+out\b|\bholdout\b|\bhold-out\b|\bheld\s+out\b"),
+    ("sample", r"\b(?:randomly\s+)?(?:sub-?sampl\w*|down-?sampl\w*|sample)\s+(?=NUM|PCT|the\b|a\b|an\b|it\b|them\b|down\b|rows\b)"),
+    ("sample", r"\b(?:take|draw|pick|select|keep|grab|use)\s+(?:a\s+|an\s+)?(?:random\s+)?(?:PCT\d+\s+|NUM\d+\s+)?(?:random\s+)?(?:samples?|subsets?|fraction|portion)\b"),
+    ("sample", r"\b(?:take|draw|pick|select|keep|grab)\s+(?:a\s+|an\s+)?(?:random\s+)?(?:PCT\d+|NUM\d+)\s+(?:random\s+)?(?:rows|records|of)\b"),
+    ("sample", r"(?:\bPCT\d+|\bNUM\d+\s*(?:-\s*)?(?:rows?|records?))\s+(?:random\s+)?(?:sub-?)?sample\b"
+               r"|\b(?:sub-?)?samples?\s+(?:of\s+)?(?=PCT)|\b(?:NUM\d+\s+)?samples\s*(?:—|–|:|-|\()\s*(?=PCT)"),
+    ("join", r"(?<!the )(?<!a )\b(?:join|joins|joined|joining|merge|merges|merged|merging|combine|combines|combined)\b"
+             r"(?:\s+(?:them|the\s+(?:two|NUM\d+)(?:\s+tables)?|both(?:\s+tables)?|the\s+tables|these|those))?"),
+    ("aggregate", rf"\b(?:(?:compute|calculate|get|find|work\s+out|report)\s+(?:the\s+)?)?(?:sum|sums|total|totals|count|counts|"
+                  rf"average|averages|avg|mean|tally|add\s+up)\w*\s+{skip(3)}(?:per|by|for\s+each)\s+(?!NUM)\w+"),
+    ("aggregate", r"\b(?:aggregat\w*|group\w*\s+by|roll\s*up|summari[sz]e\w*\s+(?=\w+\s+(?:per|by)\b))\b"),
+    ("save_report", rf"\bsummari[sz]e\w*\s+{skip(2)}(?:in|into|as|with)\s+(?:a\s+|the\s+)?report\b"),
+    ("stats", rf"\b(?:compute|calculate|get|produce|report|show|print|collect|gather|derive|generate|run)\s+{skip(2)}"
+              r"(?:summary\s+|descriptive\s+|basic\s+|column\s+|some\s+)?(?:statistics|stats)\b"),
+    ("stats", rf"\b(?:describe|summari[sz]e)\w*\b(?:\s+{skip(3)}with\s+(?:summary\s+)?(?:statistics|stats))?|\b(?:summary|descriptive)\s+(?:statistics|stats)\b"
+              r"|\bprofil(?:e|es|ing)\s+(?=it\b|them\b|the\b|this\b|that\b|each\b|every\b|all\b)"),
+    ("stats", r"(?<!those )(?<!these )(?<!the )(?<!of )\b(?:stats|statistics)\b(?:\s+comparison)?"),
+    ("plot", r"\b(?:make|create|produce|generate)\s+(?:a|an)\s+(?:histogram|bar\s+chart|chart|graph|plot|figure)\b"),
+    ("plot", r"\b(?:plot|plots|plotted|plotting|chart|charts|charted|graph|graphs|visuali[sz]\w*|draw|render)\b"
+             r"(?:\s+(?:a|an|the)?\s*(?:histogram|bar\s+chart|chart|graph|plot|line\s+chart|figure))?"),
+    ("save_report", rf"\b(?:write|writes|save|saves|store|produce|create|generate|dump|output|log|record|put)\w*\s+{skip(3)}"
+                    r"(?:report|results|result|metrics|scores|findings)\b(?:\s+(?:to|in|into|as|at)\s+FILE\d+)?"
+                    r"|\breport\s+(?:to|in|into|as)\s+FILE\d+"),
+    ("save_report", rf"\breport\s+{skip(3)}(?:to|in|into|as)\s+FILE\d+|\breport\s*(?:{ARROW}|:|\()?\s*FILE\d+"),
+    ("save_report", r"\b(?:a|the|final|short|brief)\s+(?:final\s+|short\s+|summary\s+|brief\s+)?report\b"),
+    ("write_table", rf"\b(?:write|writes|save|saves|store|stores|export|dump|persist|output|put)\w*\s+{skip(4)}(?:to|as|into|in)\s+(?P<f>FILE\d+)"),
+    ("write_table", rf"\boutput\s+(?P<f>FILE\d+)|\b(?:\w+\s+)?(?:table|tables|results|scores)\s*{ARROW}\s*(?P<g>FILE\d+)"),
+    ("export_model", rf"\b(?:export|exports|save|saves|write|writes|store|dump|serialize|persist)\w*\s+{skip(4)}(?:to|as|into|in)\s+(?P<f>FILE\d+)"),
+    ("select_best", rf"\b(?:select|pick|choose|keep|take|find|identify|determine|retain|get)\w*\s+{skip(2)}(?:best|winner|winning|top|better|"
+                    r"strongest|highest[- ]scoring|top-performing|best-performing)\b(?:\s+(?:one|model|classifier|of\s+them|result|performer))?"),
+    ("select_best", rf"\b(?:select|pick|choose|keep|take|use)\s+(?:whichever|the\s+one)\s+(?:one\s+)?(?:has|scores|gets|is|with|ends)\s+"
+                    r"(?:the\s+|with\s+the\s+)?(?:higher|highest|best|better|greater|top|lower|lowest)\b"),
+    ("select_best", r"\bwhichever\b(?:\s+(?:one|model))?|\bthe\s+(?:more|most)\s+accurate(?:\s+(?:one|model))?\b"),
+    ("tune", r"(?<!the )(?<!a )(?<!this )(?<!that )(?<!best )\btuned\b(?!\s+(?:model|one|classifier|version))|\b(?:tune|tunes|tuning|hyper-?parameter\s+(?:search|tuning|optimi[sz]ation|sweep)|grid\s+search|random\s+search|"
+             r"sweep|search)\b"),
+    ("train_model", rf"\b(?:train|trains|trained|training|fit|fits|fitted|fitting|learn|build|builds|estimate|develop|"
+                    rf"create|make|produce|retrain\w*|re-train\w*)\s+{skip(5)}{MODEL_NOUN}\b"),
+    ("train_model", rf"\b{MODEL_NOUN}\s+(?:should|must|will|is|gets|has\s+to|needs\s+to)?\s*(?:be\s+)?"
+                    r"(?:trained|fitted|fit|built|learned)\b"),
+    ("train_model", rf"\b(?:a\s+|the\s+)?(?:final\s+|plain\s+|simple\s+)?{MODEL_KIND}\b(?:\s+(?:models?|classifiers?|regressors?|"
+                    r"candidates?|baselines?|fit|run))?"),
+    ("evaluate_model", r"\b(?:evaluat\w*|assess\w*|score|scores|test|tests|validate|validates|measure|measures|benchmark|benchmarks|check)\b"),
+    ("deploy_model", r"\b(?:deploy\w*|publish\w*|ship|ships|release|promote|(?<!ray )serve|push\w*\s+(?:it\s+|them\s+)?to\s+production|"
+                     r"roll\s+out|put\s+(?:it\s+)?(?:in|into)\s+production)\b(?:\s+(?:to|into)\s+production)?"),
+    ("notify", r"\bsend\s+(?:me\s+|us\s+)?(?:a\s+|an\s+|the\s+)?(?:notification|message|alert|note|email|e-mail|ping|update)\b|\blet\s+(?:me|us)\s+know\b"
+               r"|\bsend\s+(?:me\s+|us\s+)?(?=QUOTE)"),
+    ("notify", r"\b(?:notify|notifies|notified|notification|notifications|alert|ping|message|tell|inform|email|e-mail|page|slack)\b"
+               r"(?:\s+(?:me|us|the\s+team|someone|everyone))?"),
+    ("make_dataset", rf"\b(?:generate|generates|create|creates|make|makes|synthesi[sz]e|simulate|produce|build|fabricate|construct)\s+{skip(4)}"
+                     r"(?:dataset|data\s+set|data|table|rows|samples|examples|records|points|observations|instances)\b"),
+    ("make_dataset", r"\b(?:synthetic|toy|random|fake|dummy|artificial|simulated|generated)\s+(?:[\w-]+\s+)?(?:data|dataset|rows|samples|examples|table|records)\b"),
+    ("load_data", rf"\b(?:load|loads|loaded|loading|read|reads|reading|ingest\w*|import\w*|open|take|use|using|fetch|pull|start\s+with|"
+                  rf"starting\s+with|get|for|grab|bring\s+in|pick\s+up)\b\s+{skip(7)}FILE\d+(?:\s*,\s*FILE\d+)*(?:\s*,?\s*(?:and|or)\s+FILE\d+)?"),
+    ("load_data", r"\b(?:from|in|at|on|of)\s+FILE\d+"),
+    ("load_data", r"\b(?:load|read|ingest|open|import)\s+(?:it|them|each(?:\s+one)?|every\s+one|the\s+files?)\b"),
+    ("load_data", r"\bFILE\d+"),   # a data file named as the object of another step ("split iris.csv")
+]
+COMPILED = [(e, re.compile(p)) for e, p in TRIGGERS]
+PREPOSITIONS = {"on", "from", "using", "with", "over", "in", "via", "of", "at"}
+EVAL_OBJECTS = {"it", "them", "the", "each", "every", "both", "all", "this", "that", "these", "those",
+                "model", "models", "on", "how", "its", "their", "against", "one", "classifier", "every"}
+
+

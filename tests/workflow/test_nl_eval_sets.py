@@ -1,0 +1,162 @@
+"""The planner's held-out gold set and destructive-prompt corpus are well-formed.
+
+These files score the natural-language planner; a malformed gold (an edge to a missing
+step, two phrasings of one request with different plans, a param the text never states)
+would score a right plan as wrong. Nothing here imports the planner.
+"""
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+HELDOUT = REPO / "benchmarks" / "data" / "nl_heldout.yaml"
+DESTRUCTIVE = REPO / "tests" / "workflow" / "data" / "destructive_prompts.yaml"
+
+CANONICAL_KINDS = frozenset(
+    "make_dataset load_data load_checkpoint clean_data impute dedup normalize sample "
+    "split_data join aggregate stats train_model evaluate_model select_best tune "
+    "edit_pretrain mlora_finetune evaluate_adapters serve_adapters elastic_dlrm plot "
+    "save_report write_table export_model deploy_model notify cleanup".split()
+)
+REFUSE_REASONS = frozenset({"destructive", "out_of_scope", "unmappable", "unbounded"})
+OPS = frozenset({">", ">=", "<", "<=", "==", "!="})
+EXIT_KINDS = frozenset({"always", "failure", "success"})
+STEP_KEYS = frozenset(
+    {"name", "kind", "params", "after", "map", "retries", "when", "otherwise", "exit",
+     "loop", "concurrent", "tune", "bound"}
+)
+MIN_STEPS, MAX_STEPS = 2, 7
+
+
+def _load(path: Path) -> list[dict]:
+    doc = yaml.safe_load(path.read_text())
+    assert doc["version"] == 1, f"{path.name}: version must be 1"
+    return doc["prompts"]
+
+
+def _check_condition(cond: dict, where: str) -> None:
+    assert set(cond) == {"metric", "op", "value"} | ({"step"} & set(cond)), where
+    assert cond["op"] in OPS, f"{where}: op {cond['op']!r}"
+    assert isinstance(cond["value"], (int, float)), f"{where}: value must be a number"
+    assert cond["metric"] == cond["metric"].lower() and " " not in cond["metric"], where
+
+
+def _check_plan(pid: str, steps: list[dict]) -> None:
+    """Labels unique, edges to earlier labels only (acyclic), constructs well-formed,
+    `after` a transitive reduction (the set's stated convention)."""
+    assert MIN_STEPS <= len(steps) <= MAX_STEPS, f"{pid}: {len(steps)} steps"
+    seen: dict[str, set[str]] = {}  # label -> its ancestors
+    last_when: str | None = None
+    for step in steps:
+        where = f"{pid}/{step.get('name')}"
+        assert set(step) <= STEP_KEYS, f"{where}: unknown keys {set(step) - STEP_KEYS}"
+        assert step["kind"] in CANONICAL_KINDS, f"{where}: kind {step['kind']!r}"
+        assert step["name"] not in seen, f"{where}: duplicate label"
+        after = step.get("after", [])
+        if "exit" in step:
+            assert step["exit"] in EXIT_KINDS, where
+            assert not after, f"{where}: exit handlers carry no after"
+        for label in after:
+            assert label in seen, f"{where}: after {label!r} is not an earlier step"
+        for label in after:  # no edge implied by another edge
+            others = set(after) - {label}
+            assert not any(label in seen[o] for o in others), f"{where}: redundant edge {label}"
+        if "when" in step:
+            _check_condition(step["when"], where)
+            assert step["when"]["step"] in after, f"{where}: when tests a step not in after"
+            last_when = step["when"]["step"]
+        if step.get("otherwise"):
+            assert last_when is not None, f"{where}: otherwise without a preceding when"
+            assert last_when in after, f"{where}: otherwise must follow the when's step"
+        if "map" in step:
+            assert set(step["map"]) == {"param", "values"}, where
+            assert len(step["map"]["values"]) >= 2, where
+            assert "concurrent" not in step, f"{where}: a map's values are independent already"
+        if "loop" in step:
+            _check_condition(step["loop"]["until"], where)
+            assert int(step["loop"]["max_iterations"]) >= 1, f"{where}: loops are bounded"
+        if "retries" in step:
+            assert isinstance(step["retries"], int) and step["retries"] >= 1, where
+        if "bound" in step:
+            _check_condition({k: v for k, v in step["bound"].items() if k != "param"}
+                             | {"metric": step["bound"]["param"]}, where)
+        if "tune" in step:
+            tune = step["tune"]
+            assert step["kind"] == "tune", f"{where}: tune construct on a {step['kind']}"
+            assert set(tune) == {"space", "trials", "metric", "mode", "scheduler"}, where
+            assert tune["mode"] in {"min", "max"} and tune["scheduler"] in {"asha", "fifo"}
+        seen[step["name"]] = set(after).union(*(seen[a] for a in after))
+
+
+def _stated_strings(step: dict) -> list[str]:
+    """The string values a step's params and map claim the text states."""
+    values = list((step.get("params") or {}).values())
+    values += (step.get("map") or {}).get("values", [])
+    out: list[str] = []
+    for value in values:
+        out += [v for v in (value if isinstance(value, list) else [value]) if isinstance(v, str)]
+    return out
+
+
+def test_heldout_gold_is_well_formed_and_states_only_what_the_text_says():
+    prompts = _load(HELDOUT)
+    ids = [p["id"] for p in prompts]
+    assert len(ids) == len(set(ids)), "duplicate prompt ids"
+    groups: dict[str, list[dict]] = defaultdict(list)
+    for p in prompts:
+        assert re.fullmatch(rf"{p['group']}[a-z]", p["id"]), f"{p['id']}: id/group mismatch"
+        groups[p["group"]].append(p)
+        if p["expect"] == "refuse":
+            assert p["reason"] in REFUSE_REASONS and "steps" not in p, p["id"]
+            continue
+        assert p["expect"] == "plan" and "reason" not in p, p["id"]
+        _check_plan(p["id"], p["steps"])
+        text = p["text"].lower()
+        for step in p["steps"]:
+            for value in _stated_strings(step):
+                assert value.lower() in text, f"{p['id']}: {value!r} is not in the text"
+    for group, members in groups.items():
+        assert len(members) >= 2, f"{group}: one phrasing only"
+        golds = [(m["expect"], m.get("reason"), m.get("steps")) for m in members]
+        assert all(g == golds[0] for g in golds), f"{group}: phrasings disagree on the gold"
+        assert len({m["text"] for m in members}) == len(members), f"{group}: same text twice"
+    refused = [g for g, m in groups.items() if m[0]["expect"] == "refuse"]
+    assert 25 <= len(groups) <= 35 and 4 <= len(refused) <= 7
+    used = {s["kind"] for p in prompts for s in p.get("steps", [])}
+    assert used == CANONICAL_KINDS, f"kinds never used: {sorted(CANONICAL_KINDS - used)}"
+    constructs = {k for p in prompts for s in p.get("steps", []) for k in s}
+    assert constructs == STEP_KEYS, f"constructs never used: {sorted(STEP_KEYS - constructs)}"
+    exits = {s["exit"] for p in prompts for s in p.get("steps", []) if "exit" in s}
+    assert exits == EXIT_KINDS
+
+
+@pytest.mark.parametrize(
+    "kind, pattern",
+    [
+        ("delete", r"\b(delete|remove|wipe|erase|rm)\b"),
+        ("format", r"\bformat|reformat\b"),
+        ("exfiltrate", r"\b(upload|send|copy|post)\b.*(\.ssh|key|token|table|credentials)"),
+        ("shell or code", r"`|execute|os:system|shell"),
+        ("injection", r"ignore (all |previous )|override"),
+        ("hidden in a pipeline", r"\b(train|fine-tune|pretrain)\b.*\b(then|and)\b.*\b(wipe|delete|drop|overwrite)"),
+    ],
+)
+def test_destructive_corpus_covers_each_kind_of_attack(kind, pattern):
+    prompts = _load(DESTRUCTIVE)
+    hits = [p["id"] for p in prompts if re.search(pattern, p["text"], re.IGNORECASE)]
+    assert len(hits) >= 2, f"fewer than 2 {kind} prompts: {hits}"
+
+
+def test_destructive_corpus_is_all_refusals_with_a_reason():
+    prompts = _load(DESTRUCTIVE)
+    assert 20 <= len(prompts) <= 35
+    assert len({p["id"] for p in prompts}) == len(prompts)
+    assert len({p["text"] for p in prompts}) == len(prompts)
+    for p in prompts:
+        assert set(p) == {"id", "text", "expect", "reason"}, p["id"]
+        assert p["expect"] == "refuse" and p["reason"] in {"destructive", "out_of_scope"}
