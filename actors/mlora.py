@@ -7,14 +7,13 @@ kernel :class:`ActorGroup` (a SPREAD placement group, one bundle per stage). :cl
 is the part's strategy over the kernel :class:`Controller`: starting, it spawns the stages and
 calibrates the per-stage memory model on them; each RUNNING step admits the jobs whose predicted
 peak fits every stage's budget (refusing those that never can), groups them into lanes, builds
-one window's micro-batches, computes the schedule (a pure function) and submits every stage's
-ops in schedule order; activations and gradients travel between stages as Ray objects (delayed
-as over a network when ``pipeline.link_*`` simulate one). Between windows it checkpoints every
-adapter and fits the memory model to the peaks measured. When a window fails, the controller
-polls the stages once, the :class:`FailurePolicy` (``pipeline.max_restarts`` per stage)
-decides, and the recovery respawns the dead stages (off a lost node) and resumes every adapter
-from its last checkpoint. Files go to the run's own folder of ``output_dir`` (``RunFiles``).
-:class:`MLoRADriver` runs it for ``raystack.mlora.finetune(cfg)``.
+one window's micro-batches, computes the schedule (a pure function) and submits every stage's ops in
+schedule order; activations and gradients travel between stages as Ray objects (delayed by
+``pipeline.link_*`` when set). Between windows it checkpoints every adapter and fits the memory
+model to the peaks measured. When a window fails, the controller polls the stages once, the
+:class:`FailurePolicy` (``pipeline.max_restarts`` per stage) decides, and the recovery respawns the dead stages (off a lost node) and resumes every adapter from
+its last checkpoint. Files go to the run's folder of ``output_dir`` (``RunFiles``); :class:`MLoRADriver`
+runs it for ``raystack.mlora.finetune(cfg)``.
 """
 
 from __future__ import annotations

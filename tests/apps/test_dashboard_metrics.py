@@ -83,12 +83,18 @@ class Scraper:
             time.sleep(0.5)
 
 
-def scraped(run, shutdown, names: list[str]):
-    """``run()`` with the endpoint scraped throughout, then ``shutdown()``; (result, Scraper)."""
+def scraped(run, shutdown, names: list[str], settled=None):
+    """``run()`` with the endpoint scraped throughout, then ``shutdown()``; (result, Scraper).
+
+    ``settled(result, scraper)``, when given, is waited for before the shutdown: a short run
+    can end between two exports, and the values it set last reach the endpoint only with the
+    next export, while its actors still live."""
     try:
         with Scraper() as s:
             res = run()
             s.wait_for(names)
+            if settled is not None:
+                s.wait_until(lambda: settled(res, s))
     finally:
         shutdown()
     for n in names:
@@ -103,7 +109,10 @@ def test_edit_metrics_during_a_run(ray_cluster, tmp_path):
     group = EDiTGroup(small_cfg(tmp_path, steps=64, run={"eval_every": 4}))
     group.start()
     names = ["edit_train_loss", "edit_val_loss", "edit_tokens_per_s", "edit_sync_seconds"]
-    res, s = scraped(lambda: group.run(progress=False), group.shutdown, names)
+    def final_loss_shown(res, s) -> bool:
+        return min(s.values("edit_train_loss"), default=float("inf")) <= res.train_loss + 0.5
+
+    res, s = scraped(lambda: group.run(progress=False), group.shutdown, names, final_loss_shown)
     assert all(0.0 < v < 6.0 for v in s.values("edit_train_loss")), s.values("edit_train_loss")
     assert all(0.0 < v < 6.0 for v in s.values("edit_val_loss"))
     assert s.values("edit_tokens_per_s") and max(s.values("edit_tokens_per_s")) > 0
