@@ -170,6 +170,21 @@ class SimulatedCluster:
             time.sleep(0.2)
         raise TimeoutError(f"nodes {sorted(want - alive)} did not join within {timeout_s:g}s")
 
+    def wait_settled(self, timeout_s: float = 90.0) -> None:
+        """Wait until the alive nodes are exactly the head and the members: nodes removed
+        earlier declared dead and nodes the autoscaler launched terminated, so that nothing
+        placed next lands on a node about to go."""
+        import ray
+
+        want = {n.node_id for n in self.members.values()} | {self.cluster.head_node.node_id}
+        deadline = time.time() + timeout_s
+        while time.time() < deadline:
+            extra = {n["NodeID"] for n in ray.nodes() if n["Alive"]} - want
+            if not extra:
+                return
+            time.sleep(0.2)
+        raise TimeoutError(f"nodes {sorted(x[:8] for x in extra)} still alive after {timeout_s:g}s")
+
     def wait_dead(self, node_id: str, timeout_s: float = 120.0) -> float:
         """Wait until the GCS declares ``node_id`` dead; returns when it did (time.time())."""
         import ray

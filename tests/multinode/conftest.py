@@ -29,8 +29,11 @@ def sim(tmp_path_factory):
 
 @pytest.fixture
 def nodes(sim):
-    """The cluster with NODES nodes again before a test (a test may have removed some)."""
+    """The cluster with NODES nodes again before a test (a test may have removed some), and no
+    other node alive: nodes a test removed are declared dead and nodes the autoscaler launched
+    are gone, so no actor of the next test lands on a node that is about to disappear."""
     while len(sim.members) < NODES:
         sim.add(cpus=CPUS)
     sim.wait_for_nodes()
+    sim.wait_settled()
     return sim
