@@ -48,9 +48,10 @@ def tokenizing_pass(report, quick: bool) -> None:
     """Add the ``tokenize_pass`` arm: tokens/s of the pass with all cores and with one."""
     import os
 
-    max_bytes, vocab = (500_000, 2000) if quick else (4_000_000, 8000)
+    # --quick: the same code path at small sizes (training and tokenizing were most of its wall time)
+    max_bytes, vocab, train_bytes = (100_000, 500, 200_000) if quick else (4_000_000, 8000, 1_000_000)
     with tempfile.TemporaryDirectory() as tmp:
-        tok_dir = ray.get(ray.remote(_train).options(num_cpus=1).remote(tmp, vocab, 1_000_000))
+        tok_dir = ray.get(ray.remote(_train).options(num_cpus=1).remote(tmp, vocab, train_bytes))
         runs = {}
         for label, env in (("all_cores", {}), ("one_thread", {"TOKENIZERS_PARALLELISM": "false"})):
             task = ray.remote(_pass).options(num_cpus=1 if env else os.cpu_count(),
@@ -60,7 +61,7 @@ def tokenizing_pass(report, quick: bool) -> None:
     report.arm("tokenize_pass", tokens=par["tokens"], bytes=par["bytes"], documents=par["documents"],
                tokens_per_s=par["tokens_per_s"], seconds=par["seconds"], tokens_per_s_one_thread=one["tokens_per_s"],
                parallel_speedup=par["tokens_per_s"] / one["tokens_per_s"], cores=os.cpu_count(),
-               tokenizer=f"BPE, {vocab} tokens, trained on 1 MB of standard-library source")
+               tokenizer=f"BPE, {vocab} tokens, trained on {train_bytes / 1e6:.1f} MB of standard-library source")
     report.note(f"Tokenizing pass (EDiT data preparation, once): {par['tokens']:,} tokens of the standard-library "
                 f"corpus ({par['bytes'] / 1e6:.1f} MB) at {par['tokens_per_s']:,.0f} tokens/s on {os.cpu_count()} "
                 f"cores, {one['tokens_per_s']:,.0f} tokens/s on one thread (a BPE of {vocab} tokens trained here); "

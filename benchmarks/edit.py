@@ -213,7 +213,7 @@ def main() -> None:
 
     # -- memory: full sharding, S = 2 against S = 1, the same replica batches ----------------------
     if "memory" in parts:
-        mem_steps = 20
+        mem_steps = 12 if quick else 20     # quick: 4 synchronous steps, then 2 windows of H = 4
         mem = {}
         for shards, full in ((1, False), (2, True)):
             d = config_to_dict(cfg0)

@@ -89,6 +89,30 @@ def plain_ray_dag(ir, fn):
     ray.get(list(refs.values()))
 
 
+# --quick scores the first prompts of each planner set (both kinds), not the whole set
+QUICK_PLAN_PROMPTS = 12
+QUICK_REFUSE_PROMPTS = 3
+
+
+def quick_subset(path: Path, out_dir: Path) -> Path:
+    """The first QUICK_PLAN_PROMPTS plannable and QUICK_REFUSE_PROMPTS must-refuse prompts of
+    the evaluation set ``path`` (file order), written under ``out_dir`` with the set's file name
+    (its conventions follow the name) and its own top-level keys."""
+    import yaml
+
+    data = yaml.safe_load(path.read_text())
+    left = {"plan": QUICK_PLAN_PROMPTS, "refuse": QUICK_REFUSE_PROMPTS}
+    keep = []
+    for p in data["prompts"]:
+        if left.get(p.get("expect"), 0) > 0:
+            left[p["expect"]] -= 1
+            keep.append(p)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    out = out_dir / path.name
+    out.write_text(yaml.safe_dump({**data, "prompts": keep}, sort_keys=False))
+    return out
+
+
 def main() -> int:
     args = parse_args(__doc__)
     q = args.quick
@@ -104,12 +128,13 @@ def main() -> int:
     from raystack.workflow.eviction import CoulerPolicy, LRUPolicy, TraceAccess, replay
 
     cfg = {"reps": 1 if q else 3, "cold_steps": 6 if q else 16, "burn_n": 200_000 if q else 1_500_000,
-           "dag_steps": 200 if q else 1000, "big_steps": 1000 if q else 10000,
-           "split_budget": 300 if q else 2000, "fanout": 4 if q else 8,
+           "dag_steps": 200 if q else 1000, "big_steps": 400 if q else 10000,
+           "split_budget": 150 if q else 2000, "fanout": 4 if q else 8,
            "fanout_n": 400_000 if q else 7_500_000,  # about 1 s of CPU per branch in full
            "tune_trials": 3 if q else 40, "asha_samples": 4 if q else 27,
            "asha_max_t": 6 if q else 27, "trace_len": 2000 if q else 20000,
-           "code_runs": 12 if q else 40, "planner_run_parts": not q}
+           "code_runs": 12 if q else 40, "planner_run_parts": not q,
+           "planner_prompts": QUICK_PLAN_PROMPTS if q else None}
     rep = Report("workflow", q, cfg)
     connect(dashboard=False, log_to_driver=False)  # Ray's default: one CPU per core
     tmp = Path(tempfile.mkdtemp(prefix="rs-wf-bench-"))
@@ -326,6 +351,10 @@ def main() -> int:
         else:
             rep.note(f"held-out planner set benchmarks/data/{held} absent: skipped "
                      "(it is merged and scored once the planner is frozen)")
+    if cfg["planner_prompts"]:
+        sets = [(name, quick_subset(path, tmp / "quick-sets")) for name, path in sets]
+        rep.note(f"quick: first {QUICK_PLAN_PROMPTS} plannable and first {QUICK_REFUSE_PROMPTS} must-refuse "
+                 "prompts of each planner set (the full run scores every prompt)")
     for name, path in sets:
         sc = score_set(path, lambda t: RulePlanner().plan(t), run_parts=cfg["planner_run_parts"],
                        workdir=str(tmp / f"dry-{name}"))
