@@ -104,8 +104,9 @@ def bench_straggler(work: Path, rows: int, reps: int) -> dict:
             "ratio_without_detection": float(np.median(nodetect) / np.median(normal))}
 
 
-def bench_resize(work: Path, rows: int) -> dict:
-    """Our controller: 2 -> 4 workers (until both new ones commit a batch) and back to 2."""
+def bench_resize(work: Path, rows: int, min_rows: int = 100_000) -> dict:
+    """Our controller: 2 -> 4 workers (until both new ones commit a batch) and back to 2; the
+    job has at least ``min_rows`` rows, so shards are left for the new workers."""
     import ray
 
     out: dict = {}
@@ -128,7 +129,7 @@ def bench_resize(work: Path, rows: int) -> dict:
         loop.apply_plan(loop.plan_to(loop.config.with_(workers=2), "bench: down"), t1)
         out["down_s"] = time.time() - t1
 
-    res, _ = run_job(job_cfg(work, "bench-resize", max(rows, 100_000), data={"rows_per_shard": 512}), resizer)
+    res, _ = run_job(job_cfg(work, "bench-resize", max(rows, min_rows), data={"rows_per_shard": 512}), resizer)
     out["resize_s"] = out.get("up_s", np.nan) + out.get("down_s", np.nan)
     out["lost"], out["duplicated"] = res.lost, res.duplicated
     return out
@@ -293,8 +294,9 @@ def main() -> int:
     partial = set(parts) != set(PARTS)
     name = "elastic_" + "_".join(x for x in PARTS if x in parts) if partial else "elastic"
     q = args.quick
-    cfg = {"kills": 2 if q else 10, "kill_rows": 24_000 if q else 240_000, "clean_runs": 1 if q else 2,
-           "job_rows": 24_000 if q else 32_000, "straggler_rows": 128_000, "straggler_reps": 0 if q else 3,
+    cfg = {"kills": 2 if q else 10, "kill_rows": 16_000 if q else 240_000, "clean_runs": 1 if q else 2,
+           "job_rows": 24_000 if q else 32_000,
+           "resize_min_rows": 48_000 if q else 100_000, "straggler_rows": 128_000, "straggler_reps": 0 if q else 3,
            "trace_jobs": 20 if q else 60, "trace_seeds_extra": [] if q else [1, 2, 3, 4],
            "model_jobs": 20 if q else 50, "ray_train": not q, "parts": parts}
     rep = Report("elastic", q, cfg, args.out or (str(RESULTS / f"{name}.json") if partial else None))
@@ -373,7 +375,7 @@ def run_cluster(rep: Report, cfg: dict, work: Path) -> None:
         rep.target("straggler_epoch_ratio", st["ratio"], "<=", 1.25,
                    "epoch time with one 3x-slow worker / normal epoch (medians)")
     print("(a) resize 2 -> 4 -> 2 ...", flush=True)
-    ours = bench_resize(work, cfg["job_rows"])
+    ours = bench_resize(work, cfg["job_rows"], cfg["resize_min_rows"])
     rep.arm("resize_raystack", **ours)
     if cfg["ray_train"]:
         print("(a) Ray Train v2 resize ...", flush=True)
@@ -382,7 +384,9 @@ def run_cluster(rep: Report, cfg: dict, work: Path) -> None:
         rep.target("resize_speedup_vs_ray_train", rt["resize_s"] / ours["resize_s"], ">=", 5.0,
                    "time to resize 2->4->2 workers, Ray Train v2 restart / raystack")
     else:
-        rep.note("--quick skips the straggler arm and Ray Train's resize (see the full run).")
+        rep.note("--quick skips the straggler arm and Ray Train's resize (see the full run); quick sizes: "
+                 f"{cfg['kill_rows']:,}-row kill job, {cfg['resize_min_rows']:,}-row resize job, "
+                 f"{cfg['trace_jobs']} trace jobs.")
 
 
 if __name__ == "__main__":
