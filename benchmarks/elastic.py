@@ -294,7 +294,7 @@ def main() -> int:
     partial = set(parts) != set(PARTS)
     name = "elastic_" + "_".join(x for x in PARTS if x in parts) if partial else "elastic"
     q = args.quick
-    cfg = {"kills": 2 if q else 10, "kill_rows": 16_000 if q else 240_000, "clean_runs": 1 if q else 2,
+    cfg = {"kills": 2 if q else 10, "kill_rows": 24_000 if q else 240_000, "clean_runs": 1 if q else 2,
            "job_rows": 24_000 if q else 32_000,
            "resize_min_rows": 48_000 if q else 100_000, "straggler_rows": 128_000, "straggler_reps": 0 if q else 3,
            "trace_jobs": 20 if q else 60, "trace_seeds_extra": [] if q else [1, 2, 3, 4],
