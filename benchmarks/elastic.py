@@ -296,7 +296,7 @@ def main() -> int:
     q = args.quick
     cfg = {"kills": 2 if q else 10, "kill_rows": 24_000 if q else 240_000, "clean_runs": 1 if q else 2,
            "job_rows": 24_000 if q else 32_000,
-           "resize_min_rows": 48_000 if q else 100_000, "straggler_rows": 128_000, "straggler_reps": 0 if q else 3,
+           "resize_min_rows": 100_000, "straggler_rows": 128_000, "straggler_reps": 0 if q else 3,
            "trace_jobs": 20 if q else 60, "trace_seeds_extra": [] if q else [1, 2, 3, 4],
            "model_jobs": 20 if q else 50, "ray_train": not q, "parts": parts}
     rep = Report("elastic", q, cfg, args.out or (str(RESULTS / f"{name}.json") if partial else None))
