@@ -66,16 +66,17 @@ def make_qwen2_base(directory: Path, vocab: int, hidden: int, layers: int, inter
 
 
 def real_text_setting(report, quick: bool, tmp: Path, run_arm: Callable, run_pipeline: Callable,
-                      mlora_cfg: Callable) -> None:
+                      mlora_cfg: Callable, build_remote: Callable) -> None:
     """Run arms (a)-(e) on the Qwen2 base and text records; add ``real_text_*`` arms and a target.
-    ``run_arm``, ``run_pipeline`` and ``mlora_cfg`` are benchmarks/mlora.py's own."""
+    ``run_arm``, ``run_pipeline``, ``mlora_cfg`` and ``build_remote`` (runs a base builder off
+    the driver) are benchmarks/mlora.py's own."""
     from raystack.data.sft import collate
     from raystack.mlora.trainer import make_jobs
 
     size = dict(vocab=1000, hidden=128, layers=4, inter=352, heads=4) if quick else \
         dict(vocab=8000, hidden=512, layers=8, inter=1408, heads=8)
     steps, batch, micro, cutoff = (2, 2, 1, 64) if quick else (6, 4, 2, 128)
-    base = ray.get(ray.remote(make_qwen2_base).options(num_cpus=0.01).remote(tmp / "qwen2", **size))
+    base = build_remote(make_qwen2_base, tmp / "qwen2", **size)
     data = make_records(tmp, per_adapter=64)
     cfg = mlora_cfg(base, data, str(tmp / "rt_c"), steps, batch, micro, cutoff)
     jobs = make_jobs(cfg)

@@ -45,6 +45,7 @@ class ScaleBench:
     mlora_cfg: Callable[..., object]  # the main script's config builder (4 adapters a0..a3)
     make_data: Callable[..., list]  # (directory, n, seq) -> one JSONL per adapter
     driver_pid: int
+    pipe: object = None  # --quick: the base part's running LoRAPipeline (same base), for admission to reuse
 
     def base(self, name: str, **size) -> str:
         """A random Llama checkpoint, built and saved in a short-lived task (not in the driver),
@@ -115,6 +116,19 @@ def _window_memory(result) -> dict:
             "refused": result.refused, "exported": len(result.adapters)}
 
 
+def _take_over(pipe, cfg) -> None:
+    """Point a finished pipeline (stages running on cfg's base, same stage count and window) at
+    cfg's queue: its config, a fresh run folder, its scheduler settings and tasks."""
+    assert pipe.cfg.base == cfg.base and pipe.cfg.pipeline.stages == cfg.pipeline.stages
+    pipe.cfg = cfg
+    pipe.use_output(cfg)
+    pipe.policy.max_concurrent = cfg.scheduler.max_concurrent
+    pipe.memory.max_lanes = cfg.pipeline.lanes
+    pipe.finished.clear()
+    for t in cfg.tasks:
+        pipe.add_task(t)
+
+
 def run_admission(ctx: ScaleBench) -> Report:
     from raystack.actors.mlora import LoRAPipeline
     from raystack.mlora.memory import job_request
@@ -132,7 +146,11 @@ def run_admission(ctx: ScaleBench) -> Report:
         dict(zip(("micro_batch", "batch", "tokens", "steps", "priority"), j)) for j in jobs], "stages": 2,
         "window_steps": 2})
     cfg = _admission_cfg(base, str(data), str(ctx.tmp / "adm"), jobs, max_concurrent=len(jobs))
-    pipe = LoRAPipeline(cfg, progress=False)
+    if ctx.pipe is not None:  # --quick: the base part's stage actors on the same base, given this queue
+        pipe, ctx.pipe = ctx.pipe, None
+        _take_over(pipe, cfg)
+    else:
+        pipe = LoRAPipeline(cfg, progress=False)
     try:
         pipe.start()
         requests = [job_request(t, cfg.adapter(t.adapter), pipe.meta, pipe.plan.bounds) for t in cfg.tasks]

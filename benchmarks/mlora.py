@@ -118,6 +118,10 @@ class BenchWorker:
     def set_threads(self, threads: int) -> None:
         torch.set_num_threads(threads)
 
+    def call(self, fn, *args, **kwargs):
+        """Run ``fn`` here (--quick: builds a base in this warm process instead of a fresh task's)."""
+        return fn(*args, **kwargs)
+
     def peft_train(self, base: str, batches: dict[str, list], lr: float, out: str) -> dict:
         """Common practice: one base, adapters trained one after another with peft."""
         import peft
@@ -230,15 +234,24 @@ def driver_pid() -> int:
 
 
 _POOL: list = []  # --quick: one pool of workers reused by every arm (figures are not meaningful there)
+QUICK_POOL = 2  # --quick: every process imports torch and transformers (~7 s of CPU each): two workers serve all arms
+
+
+def build_remote(fn, *args, **kwargs):
+    """``fn`` (a base builder) in a short-lived task, so the driver never holds the model; under
+    --quick on the warm pool's first worker instead (no process to start)."""
+    if _POOL:
+        return ray.get(_POOL[0].call.remote(fn, *args, **kwargs))
+    return ray.get(ray.remote(fn).options(num_cpus=0.01).remote(*args, **kwargs))
 
 
 def run_arm(name: str, workers_threads: list[int], fn) -> dict:
-    if _POOL:
-        workers = _POOL[: len(workers_threads)]
+    if _POOL:  # --quick: an arm asking for more workers than the pool has shares them round-robin
+        workers = [_POOL[i % len(_POOL)] for i in range(len(workers_threads))]
         ray.get([w.set_threads.remote(t) for w, t in zip(workers, workers_threads)])
     else:
         workers = [BenchWorker.options(num_cpus=0.01).remote(t) for t in workers_threads]
-    pids = ray.get([w.pid.remote() for w in workers])
+    pids = sorted(set(ray.get([w.pid.remote() for w in workers])))
     with PeakRSS([driver_pid(), *pids], alone=[driver_pid()]) as mem:
         out = fn(workers)
     if not _POOL:
@@ -269,7 +282,7 @@ def main() -> None:
     connect(num_cpus=8, dashboard=False, log_to_driver=False)
     tmp = Path(tempfile.mkdtemp(prefix="mlora_bench_"))
     ctx = ScaleBench(args.quick, tmp, make_base, mlora_cfg, make_data, driver_pid())
-    runners = {"base": lambda: run_base(args.quick, tmp), "admission": lambda: run_admission(ctx),
+    runners = {"base": lambda: run_base(args.quick, tmp, ctx), "admission": lambda: run_admission(ctx),
                "int8": lambda: run_int8(ctx), "fsdp": lambda: run_fsdp(ctx)}
     reports, seconds = {}, {}
     for part in PARTS:
@@ -278,6 +291,8 @@ def main() -> None:
             t0 = time.perf_counter()
             reports[part] = runners[part]()
             seconds[part] = round(time.perf_counter() - t0, 1)
+    if ctx.pipe is not None:  # --quick, base run without admission: nobody took its stage actors
+        ctx.pipe.shutdown()
     write_merged(reports, seconds, args.quick)
     shutil.rmtree(tmp, ignore_errors=True)
 
@@ -314,17 +329,17 @@ def write_merged(reports: dict[str, Report], seconds: dict[str, float], quick: b
     merged.write()
 
 
-def run_base(q: bool, tmp: Path) -> Report:
+def run_base(q: bool, tmp: Path, ctx) -> Report:
     """The five arms on 4 adapters (the part the module docstring describes)."""
     size = dict(hidden=128, layers=4, inter=352, heads=4) if q else dict(hidden=1024, layers=8, inter=2816, heads=16)
     # Full: 128 tokens per micro-batch, so a stage's matmuls are compute-bound rather than
     # dominated by reading the weights (16-token micro-batches measured that, not the pipeline).
     steps, batch, micro, seq, repeats = (2, 2, 1, 32, 1) if q else (6, 4, 2, 64, 3)
     if q:
-        _POOL.extend(BenchWorker.options(num_cpus=0.01).remote(1) for _ in range(4))
+        _POOL.extend(BenchWorker.options(num_cpus=0.01).remote(1) for _ in range(QUICK_POOL))
     # The base is built and saved in a short-lived task, so the driver (counted in every arm's
     # memory) never holds a copy of it.
-    base = ray.get(ray.remote(make_base).options(num_cpus=0.01).remote(tmp / "base", **size))
+    base = build_remote(make_base, tmp / "base", **size)
     data = make_data(tmp, n=64, seq=seq)
     report = Report("mlora", q, {"base": size, "adapters": len(ADAPTERS), "steps": steps, "batch": batch,
                                  "micro_batch": micro, "seq": seq, "repeats": repeats, "lora": {"r": 8, "targets": TARGETS}})
@@ -370,7 +385,10 @@ def run_base(q: bool, tmp: Path) -> Report:
                                                max_concurrent=conc, lanes=lanes), pipe)
             runs[arm].append(out)
             print(f"({arm})", runs[arm][-1]["seconds"], runs[arm][-1]["idle"], flush=True)
-        pipe.shutdown()
+        if q:  # the admission part reuses these stage actors (same quick base): two processes fewer to start
+            ctx.pipe = pipe
+        else:
+            pipe.shutdown()
         # the ideal in every repeat too: the host's speed drifts by ~10% between minutes
         bounds = [list(b) for b in runs["d"][-1]["plan"]]
         ideals.append(run_arm("ideal", [1], lambda w: {"busy": ray.get(w[0].ideal_stages.remote(
@@ -408,7 +426,7 @@ def run_base(q: bool, tmp: Path) -> Report:
                 "last repeat): a 2-stage pipeline of 1-thread stages, at best 2x one thread, can then reach about "
                 f"{2 / scaling['speedup']:.2f}x (a) at equal per-token efficiency.")
     report.arm("small_adapters_8", **small, speedup=small["one_by_one"] / small["batched"])
-    report.arm("peft_load_check", **check_peft(base, tmp, runs))
+    report.arm("peft_load_check", **check_peft(base, tmp, runs, first_only=q))
     report.arm("spread_per_repeat", d_vs_a=[a["seconds"] / d["seconds"] for a, d in zip(runs["a"], runs["d"])],
                d_vs_ideal=[max(i) / r["seconds"] for i, r in zip(ideals, runs["d"])])
     report.target("d_vs_a_tokens", tps["d"] / tps["a"], ">=", 1.1, "(d) pipeline tokens/s over (a) peft sequential")
@@ -430,7 +448,12 @@ def run_base(q: bool, tmp: Path) -> Report:
                 f"({n_params / 1e6:.0f}M parameters), data are fixed-length byte sequences.")
     from _mlora_real_text import real_text_setting
 
-    real_text_setting(report, q, tmp, run_arm, run_pipeline, mlora_cfg)
+    real_text_setting(report, q, tmp, run_arm, run_pipeline, mlora_cfg, build_remote)
+    if q:
+        report.note(f"quick: {QUICK_POOL} pooled worker processes serve every non-pipeline arm ((b) and its "
+                    "real-text twin run their 4 peft adapters on them, two per process: the same peft_train code "
+                    "path as the full run's 4 actors); the bases are built on the pool; the admission part "
+                    "reuses (d)'s stage actors; peft_load_check loads each arm's first adapter only.")
     for w in _POOL:
         ray.kill(w)
     _POOL.clear()
@@ -462,8 +485,9 @@ def run_pipeline(cfg, pipe=None):
             "peak_memory_bytes": mem.peak_bytes, "plan": res.plan.bounds}, pipe
 
 
-def check_peft(base: str, tmp: Path, runs: dict) -> dict:
-    """Load every arm's first-repeat adapters with peft and run a forward."""
+def check_peft(base: str, tmp: Path, runs: dict, first_only: bool = False) -> dict:
+    """Load every arm's first-repeat adapters with peft and run a forward (``first_only``, under
+    --quick: each arm's first adapter)."""
     import peft
     from transformers import AutoModelForCausalLM
 
@@ -474,7 +498,7 @@ def check_peft(base: str, tmp: Path, runs: dict) -> dict:
     ids = torch.randint(0, 256, (1, 8))
     for arm, ds in dirs.items():
         good = True
-        for n, d in ds.items():
+        for n, d in list(ds.items())[:1 if first_only else None]:
             try:
                 m = peft.PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base), d).eval()
                 good &= bool(torch.isfinite(m(input_ids=ids).logits).all())
