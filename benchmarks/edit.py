@@ -68,8 +68,8 @@ def main() -> None:
     quick = args.quick
     parts = args.only or list(PARTS)
     H = 4 if quick else 16
-    warmup = 2 if quick else 8          # quick: synchronous steps are the dear ones (a full all-reduce each)
-    windows = 3 if quick else 6         # the fewest with a steady segment: first window and last sync left out
+    warmup = 4 if quick else 8
+    windows = 4 if quick else 6         # quick: 3 windows left an A-EDiT arm under load no steady segment
     steps = warmup + H * windows
     rs = [float(x) for x in args.r.split(",")] if args.r else [4.0] if quick else [0.25, 1.0, 4.0]
     repeats = args.repeats or (1 if quick else 3)
@@ -196,8 +196,7 @@ def main() -> None:
     # -- stragglers and the penalty ----------------------------------------------------------------
     slow = {"slowdown": [1.0, 1.5]}
     rand = {"random_slow_replica": 1, "random_slow_prob": 0.15, "random_slow_factor": 3.0}
-    # quick: the spike fills the second window, so the window after its sync shows the penalty's effect
-    spike = {"spike_replica": 1, "spike_start": warmup + H + (0 if quick else 4), "spike_steps": 4 if quick else 8,
+    spike = {"spike_replica": 1, "spike_start": warmup + H + 4, "spike_steps": 4 if quick else 8,
              "spike_lr_mult": 10.0}
     if "stragglers" in parts:
         for rep in range(repeats):
