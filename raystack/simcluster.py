@@ -158,32 +158,32 @@ class SimulatedCluster:
         logger.info("removed %s (%s)", name, node.node_id[:8])
         return t
 
-    def wait_for_nodes(self, timeout_s: float = 60.0) -> None:
+    @staticmethod
+    def _alive_ids() -> set[str]:
         import ray
 
-        want = {n.node_id for n in self.members.values()}
+        return {n["NodeID"] for n in ray.nodes() if n["Alive"]}
+
+    def _poll_alive(self, missing, timeout_s: float, what: str) -> None:
+        """Poll the alive node ids until ``missing(alive)`` is empty; else TimeoutError."""
         deadline = time.time() + timeout_s
         while time.time() < deadline:
-            alive = {n["NodeID"] for n in ray.nodes() if n["Alive"]}
-            if want <= alive:
+            left = missing(self._alive_ids())
+            if not left:
                 return
             time.sleep(0.2)
-        raise TimeoutError(f"nodes {sorted(want - alive)} did not join within {timeout_s:g}s")
+        raise TimeoutError(f"nodes {sorted(x[:8] for x in left)} {what} within {timeout_s:g}s")
+
+    def wait_for_nodes(self, timeout_s: float = 60.0) -> None:
+        want = {n.node_id for n in self.members.values()}
+        self._poll_alive(lambda alive: want - alive, timeout_s, "did not join")
 
     def wait_settled(self, timeout_s: float = 90.0) -> None:
         """Wait until the alive nodes are exactly the head and the members: nodes removed
         earlier declared dead and nodes the autoscaler launched terminated, so that nothing
         placed next lands on a node about to go."""
-        import ray
-
         want = {n.node_id for n in self.members.values()} | {self.cluster.head_node.node_id}
-        deadline = time.time() + timeout_s
-        while time.time() < deadline:
-            extra = {n["NodeID"] for n in ray.nodes() if n["Alive"]} - want
-            if not extra:
-                return
-            time.sleep(0.2)
-        raise TimeoutError(f"nodes {sorted(x[:8] for x in extra)} still alive after {timeout_s:g}s")
+        self._poll_alive(lambda alive: alive - want, timeout_s, "still alive")
 
     def wait_dead(self, node_id: str, timeout_s: float = 120.0) -> float:
         """Wait until the GCS declares ``node_id`` dead; returns when it did (time.time())."""
