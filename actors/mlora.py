@@ -541,7 +541,7 @@ class LoRAPipeline:
         peaks = [StagePeak(p.total, s.peak_bytes, b) for p, s, b in zip(predicted, stats, self.policy.budgets)]
         for i, (st_stats, p) in enumerate(zip(stats, predicted)):
             self.memory.observe_activations(i, st_stats.activations)
-            self.memory.observe_peak(i, p, st_stats.peak_bytes)
+            self.memory.observe_peak(i, p, st_stats.peak_bytes, st_stats.resident_bytes)
         idle = [max(0.0, 1.0 - (s.busy_s - b) / seconds) for s, b in zip(stats, busy0)]
         for i, f in enumerate(idle):
             self._idle.set(f, tags={"stage": str(i)})

@@ -18,9 +18,20 @@ A pipeline stage's peak memory over a window is predicted as
   each window: (measured - fixed - adapters) over ``A_s + T_s``. It absorbs what the
   saved-tensor count misses (temporaries, the allocator's slack, transfer buffers).
 
+That is the expected peak (reported beside the measured one). Admission gates on a bound:
+the same sum with ``gamma_s`` replaced by the largest ratio any recent window (or the
+calibration) measured. The measured peak of the same micro-batches varies from window to window
+(on the CPU, with the allocator's state: +-7% of a stage's peak in the admission test), and
+the fit weighs each window by its activation bytes squared, so one low window after start
+outweighed the calibration and lowered the prediction of every larger set: a job was let in
+whose set then measured over the budget. The bound never predicts a load below what a recent
+window measured for it; the margin is on top. ``fixed_s`` follows what the stage keeps between
+windows (its resident footprint less the adapters' state: Ray's shared-memory pages, one-off
+allocations of the first steps), so that growth is not read as activations.
+
 :class:`AdmissionPolicy` admits pending jobs (priority, then arrival) only when every stage's
-predicted peak for the running set plus the job, with a safety margin, stays within that
-stage's budget; others wait; a job that would not fit even alone is refused, with the numbers.
+peak bound for the running set plus the job, with a safety margin, stays within that stage's
+budget; others wait; a job that would not fit even alone is refused, with the numbers.
 """
 
 from __future__ import annotations
@@ -40,7 +51,7 @@ from raystack.models.layout import layout_of
 
 MB = 2**20
 PREDICT_STEPS = 3  # steps of the simulated schedule: the in-flight pattern repeats from step 2 on
-GAMMA_HISTORY = 16  # windows a stage's gamma is fitted over (the allocator's behaviour drifts)
+GAMMA_HISTORY = 16  # windows a stage's gamma and its bound are taken over (the allocator's behaviour drifts)
 OPTIMIZER_SLOTS = {"adamw": 2, "sgd": 1}  # state tensors per parameter (moments; momentum)
 
 
@@ -100,13 +111,15 @@ class JobRequest:
 
 @dataclass(frozen=True)
 class StageLoad:
-    """A stage's predicted peak and its parts, in bytes."""
+    """A stage's predicted peak and its parts, in bytes: expected (``total``) and the bound
+    admission checks (``bound``)."""
 
     fixed: float
     adapters: float
     in_flight: float  # A: activations held at once at the worst point of the op order
     working: float  # T: the largest single micro-batch's activations
-    gamma: float
+    gamma: float  # expected peak ratio (least-squares fit)
+    gamma_bound: float = 0.0  # the largest ratio recent windows measured (never below gamma)
 
     @property
     def activations(self) -> float:
@@ -114,11 +127,22 @@ class StageLoad:
 
     @property
     def total(self) -> float:
+        """The expected peak."""
         return self.fixed + self.adapters + self.activations
 
+    @property
+    def bound_activations(self) -> float:
+        return max(self.gamma, self.gamma_bound) * (self.in_flight + self.working)
+
+    @property
+    def bound(self) -> float:
+        """The peak admission checks: no lower than any recent window measured for this load."""
+        return self.fixed + self.adapters + self.bound_activations
+
     def describe(self) -> str:
+        """The bound's parts."""
         return (f"base {self.fixed / MB:.0f} + adapters {self.adapters / MB:.1f} "
-                f"+ activations {self.activations / MB:.0f} MB")
+                f"+ activations {self.bound_activations / MB:.0f} MB")
 
 
 Shape = tuple[int, int]  # (rows, tokens) of a micro-batch
@@ -198,7 +222,7 @@ class PipelineMemoryModel:
         micro-batch in flight: held and working are the same bytes), the footprint."""
         self.observe_activations(stage, cal.samples)
         largest = max(self.activations[stage].predict(rows, seq) for rows, seq, _ in cal.samples)
-        self.observe_peak(stage, StageLoad(cal.resident_bytes, 0.0, largest, largest, 1.0), cal.peak_bytes)
+        self.observe_peak(stage, StageLoad(cal.resident_bytes, 0.0, largest, largest, 1.0, 1.0), cal.peak_bytes)
         self.set_fixed(stage, cal.fixed_bytes)
 
     def observe_activations(self, stage: int, samples: Sequence[tuple[int, int, float]]) -> None:
@@ -206,19 +230,32 @@ class PipelineMemoryModel:
         for rows, seq, nbytes in samples:
             self.activations[stage].observe(rows, seq, nbytes)
 
-    def observe_peak(self, stage: int, predicted: StageLoad, measured: float) -> None:
-        """A window's measured peak, against the loads it was predicted from."""
+    def observe_peak(self, stage: int, predicted: StageLoad, measured: float, resident: float | None = None) -> None:
+        """A window's measured peak, against the loads it was predicted from. ``resident``: the
+        stage's footprint after the window, its freed memory returned to the OS; what it keeps
+        beyond ``fixed`` and the adapters' state stays for later windows too, so it raises
+        ``fixed`` instead of counting as this window's activations."""
+        if resident is not None:
+            self.fixed[stage] = max(self.fixed[stage], float(resident) - predicted.adapters)
         x = predicted.in_flight + predicted.working
         if x > 0:
             hist = self._peaks[stage]
-            hist.append((x, measured - predicted.fixed - predicted.adapters))
+            hist.append((x, measured - max(predicted.fixed, self.fixed[stage]) - predicted.adapters))
             del hist[:-GAMMA_HISTORY]
 
     def gamma(self, stage: int) -> float:
+        """The expected peak ratio: least squares through the origin over recent windows."""
         hist = self._peaks[stage]
         if not hist:
             return self.gamma_prior
         return max(sum(x * y for x, y in hist) / sum(x * x for x, _ in hist), 0.0)
+
+    def gamma_bound(self, stage: int) -> float:
+        """The largest peak ratio a recent window (or the calibration) measured."""
+        hist = self._peaks[stage]
+        if not hist:
+            return self.gamma_prior
+        return max(max(y / x for x, y in hist), 0.0)
 
     # -- predicting -------------------------------------------------------------------------
     def lanes(self, jobs: Sequence[JobRequest]) -> list[list[JobRequest]]:
@@ -229,7 +266,7 @@ class PipelineMemoryModel:
     def predict(self, jobs: Sequence[JobRequest]) -> list[StageLoad]:
         """Each stage's peak while ``jobs`` run together (a simulated window of their schedule)."""
         if not jobs:
-            return [StageLoad(f, 0.0, 0.0, 0.0, self.gamma(s)) for s, f in enumerate(self.fixed)]
+            return [StageLoad(f, 0.0, 0.0, 0.0, self.gamma(s), self.gamma_bound(s)) for s, f in enumerate(self.fixed)]
         shapes = [lane_shapes(lane) for lane in self.lanes(jobs)]
         sched = lorapp_schedule(self.num_stages, [LaneWork(self.predict_steps, len(s)) for s in shapes],
                                 forward_cost=self.forward_cost, backward_cost=[2 * c for c in self.forward_cost],
@@ -244,7 +281,8 @@ class PipelineMemoryModel:
         for s, ops in enumerate(order):
             model = self.activations[s]
             a, t = activation_peak(ops, lambda op: model.predict(*shape_of(op)))
-            loads.append(StageLoad(self.fixed[s], sum(j.adapter_bytes[s] for j in jobs), a, t, self.gamma(s)))
+            loads.append(StageLoad(self.fixed[s], sum(j.adapter_bytes[s] for j in jobs), a, t, self.gamma(s),
+                                   self.gamma_bound(s)))
         return loads
 
 
@@ -258,7 +296,8 @@ class AdmissionDecision:
 
 class AdmissionPolicy:
     """Start pending jobs by (priority desc, arrival asc) while under ``max_concurrent`` and
-    while every stage's predicted peak, times ``1 + margin``, stays within its budget.
+    while every stage's peak bound (:attr:`StageLoad.bound`), times ``1 + margin``, stays
+    within its budget.
 
     A job that does not fit waits without blocking smaller, lower-priority jobs behind it
     (backfill), unless ``strict_priority``. A job that would not fit on an empty pipeline is
@@ -276,9 +315,9 @@ class AdmissionPolicy:
         self.margin = margin
 
     def over_budget(self, loads: Sequence[StageLoad]) -> int | None:
-        """The first stage whose predicted peak (with the margin) exceeds its budget, if any."""
+        """The first stage whose peak bound (with the margin) exceeds its budget, if any."""
         for s, (load, budget) in enumerate(zip(loads, self.budgets)):
-            if load.total * (1 + self.margin) > budget:
+            if load.bound * (1 + self.margin) > budget:
                 return s
         return None
 
@@ -291,7 +330,7 @@ class AdmissionPolicy:
             s = self.over_budget(alone)
             if s is not None:
                 decision.refused[job.name] = (
-                    f"job {job.name!r} can never fit: alone it needs ~{alone[s].total * (1 + self.margin) / MB:.0f} MB "
+                    f"job {job.name!r} can never fit: alone it needs ~{alone[s].bound * (1 + self.margin) / MB:.0f} MB "
                     f"on stage {s} ({alone[s].describe()}, +{self.margin:.0%} margin), over the stage's budget of "
                     f"{self.budgets[s] / MB:.0f} MB")
                 continue
@@ -305,7 +344,7 @@ class AdmissionPolicy:
             s = self.over_budget(loads)
             if s is not None:
                 decision.waiting[job.name] = (
-                    f"stage {s} would peak at ~{loads[s].total * (1 + self.margin) / MB:.0f} MB with it "
+                    f"stage {s} would peak at ~{loads[s].bound * (1 + self.margin) / MB:.0f} MB with it "
                     f"({loads[s].describe()}, +{self.margin:.0%} margin), budget {self.budgets[s] / MB:.0f} MB")
                 blocked = self.strict
                 continue

@@ -55,6 +55,25 @@ def test_prediction_follows_the_schedule_and_the_fitted_gamma():
     assert model.predict([job])[0].total == pytest.approx(100 + 5 + 96)
 
 
+def test_admission_bound_never_drops_below_a_measured_window():
+    # the measured peak of the same load varies from window to window (the allocator): one low
+    # window after start must not let a larger set in that earlier windows say would not fit
+    model = PipelineMemoryModel(2, [100.0, 100.0], [(0.0, 1.0, 0.0)] * 2, in_flight_cap=3)
+    one, two = [_job("a", 4)], [_job("a", 4), _job("b", 4)]  # stage 0's A + T: 64, then 96 (two in flight)
+    model.observe_peak(0, model.predict([_job("probe", 1)])[0], 100 + 1.3 * 16)  # calibration: x = 16, ratio 1.3
+    model.observe_peak(0, model.predict(one)[0], 100 + 1.0 * 64)  # a low window: ratio 1.0
+    expected, bound = model.predict(two)[0], model.predict(two)[0].bound
+    assert model.gamma(0) < 1.05 and expected.total < 100 + 1.1 * 96  # the fit follows the low window
+    assert bound == pytest.approx(100 + 1.3 * 96)  # admission does not
+    policy = AdmissionPolicy(model, [(100 + 1.2 * 96) * 1.1, 1e9], max_concurrent=4, margin=0.1)
+    assert policy.decide(one, [two[1]]).start == []  # the expected peak fits; the bound does not
+    # what the stage keeps after a window (resident, less the adapters) raises its fixed part,
+    # and is not read as that window's activations
+    load = model.predict(one)[0]
+    model.observe_peak(0, load, 120 + 2.0 * 64, resident=120)
+    assert model.fixed[0] == 120 and model.gamma_bound(0) == pytest.approx(2.0)
+
+
 def test_lanes_and_shapes_match_the_pipelines():
     jobs = [_job(f"j{i}", micro=i + 1, n_micro=2, seq=8 * (i + 1)) for i in range(5)]
     model = PipelineMemoryModel(2, [0.0, 0.0], [(0.0, 1.0, 0.0)] * 2)
