@@ -18,7 +18,6 @@ runs it for ``raystack.mlora.finetune(cfg)``.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import os
@@ -35,7 +34,7 @@ from raystack.config import config_to_dict
 from raystack.devices import cluster_gpus, local_device, plan_devices, to_cpu
 from raystack.mlora.balance import measured_costs, param_costs, partition
 from raystack.mlora.config import AdapterConfig, DatasetConfig, MLoRAConfig, TaskConfig
-from raystack.mlora.export import RunFiles, base_reference
+from raystack.mlora.export import BaseRef, RunFiles, base_reference
 from raystack.mlora.footprint import Calibration, calibrate, default_budgets, device_capacity
 from raystack.mlora.jobs import JobState, form_lanes, lane_step
 from raystack.mlora.link import InboundLink, Transfer
@@ -132,9 +131,14 @@ class PipelineStage:
         self.busy += dt
         self._busy_metric.inc(dt, tags={"stage": str(self.index)})
 
-    def checkpoint(self, names: list[str]) -> dict[str, dict]:
+    def checkpoint(self, names: list[str], finished: Sequence[str] = ()) -> dict[str, dict]:
+        """This stage's checkpoint part of each adapter in ``names``; the ``finished`` ones are
+        then removed (one call, not a round trip per finished job)."""
         trim_heap()  # the window's freed activations: else the copies below come on top (-190 MB, 607M int8 base)
-        return to_cpu({n: self.stage.checkpoint(n) for n in names})
+        parts = to_cpu({n: self.stage.checkpoint(n) for n in names})
+        for name in finished:
+            self.stage.remove_adapter(name)
+        return parts
 
     def stats(self) -> StageStats:
         """Compute time so far, activation samples and peak memory since the last call (which
@@ -166,7 +170,9 @@ class LoRAPipeline:
                 d.path = str(Path(d.path).resolve())
         self.cfg = cfg
         self.stage_base = str(Path(cfg.base).resolve()) if Path(cfg.base).is_dir() else cfg.base  # as actors see it
-        self.pad_id = pad_token_id(tokenizer_of(cfg))
+        self.tokenizer = tokenizer_of(cfg)  # also exported beside each adapter
+        self.pad_id = pad_token_id(self.tokenizer)
+        self._base_ref: BaseRef | None = None  # the base as given and its weights' hash: taken at the first export
         self.threads = threads_per_stage
         self.progress = progress
         self.callbacks = list(callbacks)
@@ -256,11 +262,14 @@ class LoRAPipeline:
         for name in sorted(set(decision.waiting) - set(self._waiting)):
             logger.info("%s waits: %s", name, decision.waiting[name])
         self._waiting = decision.waiting
+        installs: list[Call] = []
         for name in decision.start:
-            self._start_job(next(t for t, _ in self.pending if t.adapter == name))
+            installs += self._start_job(next(t for t, _ in self.pending if t.adapter == name))
+        self.group.gather(installs)  # one wait for all admitted jobs, not a round trip each
 
-    def _start_job(self, task: TaskConfig) -> None:
-        """Install an admitted job's adapter on every stage (from its checkpoint, if any)."""
+    def _start_job(self, task: TaskConfig) -> list[Call]:
+        """Install an admitted job's adapter on every stage (from its checkpoint, if any); the
+        stages' calls, to gather."""
         name = task.adapter
         self.pending = [(t, a) for t, a in self.pending if t.adapter != name]
         sub = MLoRAConfig(base=self.cfg.base, tokenizer=self.cfg.tokenizer, seed=self.cfg.seed,
@@ -268,13 +277,14 @@ class LoRAPipeline:
         job = make_jobs(sub)[name]
         ckpt = self._own_checkpoint(task)
         if ckpt is not None and ckpt.get("finished"):
-            return
-        self._install(job, ckpt)
+            return []
+        calls = self._install(job, ckpt)
         self.running[name] = job
         self._result.admitted_window.setdefault(name, self._window_no)
         if ckpt is None:  # no checkpoint needed: a failure before its first one starts it over
             self._admitted[name] = job.batcher.state_dict()
         logger.info("admitted %s (%d steps, from step %d)", name, job.total_steps, job.step)
+        return calls
 
     def _own_checkpoint(self, task: TaskConfig) -> dict | None:
         """The job's checkpoint in this run's folder if written for this config (another config's
@@ -282,7 +292,7 @@ class LoRAPipeline:
         name = task.adapter
         self.tasks[name] = task
         ckpt = self.files.load(name)
-        if ckpt is not None and ckpt.get("fingerprint") != self._fingerprint(name):
+        if ckpt is not None and ckpt.get("fingerprint") != self.cfg.fingerprint(self.tasks[name]):
             logger.warning("%s: ignoring the checkpoint in %s, written for another config", name, self.run_dir.run_id)
             self.files.drop(name)  # a failure before this job's first checkpoint must not find it
             return None
@@ -299,13 +309,14 @@ class LoRAPipeline:
             if ckpt is not None and ckpt.get("finished"):
                 self.pending = [(t, a) for t, a in self.pending if t.adapter != task.adapter]
 
-    def _install(self, job: JobState, ckpt: dict | None) -> None:
+    def _install(self, job: JobState, ckpt: dict | None) -> list[Call]:
+        """Submit the job's ``add_adapter`` to every stage; the calls, to gather."""
         acfg = config_to_dict(self.cfg.adapter(job.name))
         if ckpt is not None:
             job.step, job.losses = ckpt["step"], list(ckpt["losses"])
             job.batcher.load_state_dict(ckpt["batcher"])
-        self.group.call_each("add_adapter", {k: (acfg, job.optim, ckpt["stages"][i] if ckpt else None)
-                                             for i, k in enumerate(self.group.keys)})
+        return [self.group.submit(k, "add_adapter", acfg, job.optim, ckpt["stages"][i] if ckpt else None)
+                for i, k in enumerate(self.group.keys)]
 
     def _checkpoint(self, calls: list[Call]) -> dict[str, list[dict]]:
         """Write the checkpoint of every job in the stages' ``checkpoint`` calls (a job that
@@ -317,28 +328,17 @@ class LoRAPipeline:
             self.files.save(name, {
                 "stages": per_job[name], "step": job.step, "losses": job.losses,
                 "batcher": job.batcher.state_dict(), "finished": job.done,
-                "fingerprint": self._fingerprint(name)})
+                "fingerprint": self.cfg.fingerprint(self.tasks[name])})
         return per_job
-
-    def _fingerprint(self, name: str) -> str:
-        """What a checkpoint must match to be resumed: base (and its quantisation), adapter,
-        task and dataset configs."""
-        import hashlib
-
-        task = self.tasks[name]
-        doc = {"base": self.cfg.base, "tokenizer": self.cfg.tokenizer, "seed": self.cfg.seed,
-               **({"quantize": self.cfg.quantize} if self.cfg.quantize else {}),
-               "adapter": config_to_dict(self.cfg.adapter(name)),
-               "task": config_to_dict(task), "dataset": config_to_dict(self.cfg.dataset(task.dataset))}
-        return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
     def _export(self, name: str, stage_parts: list[dict]) -> str:
         """Write the PEFT adapter from the weights in the job's checkpoint parts."""
         state: dict[str, torch.Tensor] = {}
         for part in stage_parts:
             state.update(part["weights"])
-        ref = base_reference(self.cfg.base, self.cfg.seed)  # the base as given, and its weights' hash
-        return self.files.export(name, self.cfg.adapter(name).spec(), state, ref, tokenizer_of(self.cfg))
+        if self._base_ref is None:  # (hashing the weights, building the meta model: once, not per adapter)
+            self._base_ref = base_reference(self.cfg.base, self.cfg.seed)
+        return self.files.export(name, self.cfg.adapter(name).spec(), state, self._base_ref, self.tokenizer)
 
     # -- stages ---------------------------------------------------------------------------
     def _stage_spec(self, i: int) -> MemberSpec:
@@ -391,13 +391,15 @@ class LoRAPipeline:
             i = self.group.keys.index(key)
             self.stage_info[i], self.pids[i] = info, info.pid
         self.group.call("reset")
+        installs: list[Call] = []
         for name, job in self.running.items():
             ckpt = self.files.load(name)
             if ckpt is None:  # failed before its first checkpoint: from the start (adapter
                 job.step, job.losses = 0, []  # initialisation and dropout streams are seeded)
                 job.batcher.load_state_dict(self._admitted[name])
-            self._install(job, ckpt)
+            installs += self._install(job, ckpt)
             logger.info("%s resumes from step %d", name, job.step)
+        self.group.gather(installs)
 
     # -- the loop -------------------------------------------------------------------------
     def run(self, on_window: Callable[[int, "LoRAPipeline"], None] | None = None,
@@ -453,8 +455,6 @@ class LoRAPipeline:
             result.finished_window[name] = window
             self.finished.add(name)
             logger.info("%s finished: exported to %s", name, result.adapters[name])
-        for name in done:
-            self.group.call("remove_adapter", name)
         for name, job in self.running.items():
             result.losses[name] = list(job.losses)
         for name in done:
@@ -496,7 +496,9 @@ class LoRAPipeline:
         shapes = {op: tuple(data[op.lane][op.step][op.micro][1].shape) for op in sched.order[0]}
         predicted = self.memory.predict_order(sched.order, shapes.__getitem__,
                                               [self._request(self.tasks[n]) for n in jobs])
-        busy0 = [s.busy_s for s in self.group.call("stats")]  # also starts each stage's peak window
+        # first in each stage's queue (it also starts the stage's peak window): the ops are
+        # submitted without waiting for it
+        stats_before = [self.group.submit(k, "stats") for k in keys]
         t0 = time.perf_counter()
         calls: dict[tuple, Call] = {}
         puts: dict[tuple, tuple] = {}
@@ -521,9 +523,12 @@ class LoRAPipeline:
                 calls[("B", s, mb.key)] = call
                 if s == 0:
                     done_calls.append(call)
-        ckpt_calls = [self.group.submit(k, "checkpoint", list(jobs)) for k in keys]
+        finishing = [n for n in jobs if jobs[n].remaining <= cap]  # done after this window: leave the stages
+        ckpt_calls = [self.group.submit(k, "checkpoint", list(jobs), finishing) for k in keys]
+        stats_after = [self.group.submit(k, "stats") for k in keys]  # behind the checkpoint: the window's peak
         if after_submit:
             after_submit(window, self)
+        busy0 = [s.busy_s for s in self.group.gather(stats_before)]
         losses_out = self.group.gather([c for _, c in loss_calls])
         self.group.gather(done_calls)
         seconds = time.perf_counter() - t0
@@ -537,7 +542,7 @@ class LoRAPipeline:
                 jobs[n].step += cap
                 self._loss_gauge.set(jobs[n].losses[-1], tags={"adapter": n})
                 self._step_gauge.set(jobs[n].step, tags={"adapter": n})
-        stats: list[StageStats] = self.group.call("stats")
+        stats: list[StageStats] = self.group.gather(stats_after)
         peaks = [StagePeak(p.total, s.peak_bytes, b) for p, s, b in zip(predicted, stats, self.policy.budgets)]
         for i, (st_stats, p) in enumerate(zip(stats, predicted)):
             self.memory.observe_activations(i, st_stats.activations)

@@ -202,6 +202,20 @@ class MLoRAConfig(ConfigBase):
     def dataset(self, name: str) -> DatasetConfig:
         return next(d for d in self.datasets if d.name == name)
 
+    def fingerprint(self, task: TaskConfig) -> str:
+        """What a checkpoint of ``task``'s job must match to be resumed: base (and its
+        quantisation), tokenizer, seed, adapter, task and dataset configs (a short sha256)."""
+        import hashlib
+        import json
+
+        from raystack.config import config_to_dict
+
+        doc = {"base": self.base, "tokenizer": self.tokenizer, "seed": self.seed,
+               **({"quantize": self.quantize} if self.quantize else {}),
+               "adapter": config_to_dict(self.adapter(task.adapter)),
+               "task": config_to_dict(task), "dataset": config_to_dict(self.dataset(task.dataset))}
+        return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
 
 def _validate(cfg: MLoRAConfig) -> None:
     from raystack.models.load import resolve_model
