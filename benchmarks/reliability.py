@@ -141,8 +141,10 @@ TORCHFT_NOTE = (
     "both heal a newcomer at the next sync; torchft's DDP-style Manager would quorum every step), the EDiT arm's "
     "model, data, H, inner AdamW and outer Nesterov SGD; 2 replica groups, each one process (world size 1, the "
     "replica's whole batch) with its Manager (use_async_quorum=False, timeouts 60 s), TCPStore and gloo group, on "
-    "a fresh lighthouse in the driver (min_replicas 2, torchft's default join/heartbeat timeouts); no synchronous "
-    "warm-up (torchft has none). Replica 1 is killed (SIGKILL by pid) as it reports its 3rd committed sync and "
+    "a fresh lighthouse in the driver (torchft's default join/heartbeat timeouts); min_replicas 2 in the "
+    "lighthouse and the Managers, so the job keeps both replicas as EDiT's does (the survivor waits at its next "
+    "sync's quorum, survivor_wait_s; with 1 it would train on alone meanwhile); no synchronous warm-up (torchft "
+    "has none). Replica 1 is killed (SIGKILL by pid) as it reports its 3rd committed sync and "
     "restarted at once as a fresh process (interpreter, torch, transformers and torchft imports included, as "
     "EDiT's replacement actor starts its own); it trains one window from a fresh model, then the quorum of that "
     "sync heals it from the live peer over torchft's HTTP checkpoint transport (model, inner AdamW state, "
@@ -151,6 +153,7 @@ TORCHFT_NOTE = (
     "travels through Ray's object store, outside its simulated link, and its reliability arm sets none, so this "
     "arm sets none either. Plain processes beside the simulated cluster (idle meanwhile), not Ray actors.")
 TORCHFT_TIMEOUT_S = 300.0         # a run of the arm that takes longer is a failure, not a figure
+TORCHFT_MANAGER_TIMEOUT_S = 60.0  # the Managers' quorum, collective and checkpoint-transfer timeouts
 REPLICA_SCRIPT = Path(__file__).resolve().parent / "_torchft_replica.py"
 
 
@@ -169,7 +172,8 @@ class TorchFTRun:
     def _start(self, name: str, replica: int, lighthouse: str) -> None:
         spec = self.folder / f"{name}.spec.json"
         spec.write_text(json.dumps({"cfg": self.cfg, "replica": replica, "replicas": 2, "lighthouse": lighthouse,
-                                    "out": str(self.folder / f"{name}.json"), "timeout_s": 60.0}))
+                                    "out": str(self.folder / f"{name}.json"),
+                                    "timeout_s": TORCHFT_MANAGER_TIMEOUT_S}))
         env = {**os.environ, "OMP_NUM_THREADS": "1",
                "PYTHONPATH": os.pathsep.join([str(REPLICA_SCRIPT.parent.parent), str(REPLICA_SCRIPT.parent)])}
         with open(self.folder / f"{name}.log", "w") as log:
