@@ -392,8 +392,8 @@ def autoscale_arm(sim, root: Path, rows: int) -> dict:
 def main() -> int:
     args = parse_args(__doc__.splitlines()[0])
     q = args.quick
-    steps, rows, repeats = (48, 12_000, 1) if q else (48, 24_000, 3)  # quick: node-loss arms only
-    elastic_fault_free = 1 if q else 3
+    steps, rows, repeats = (48, 12_000, 1) if q else (48, 24_000, 3)  # quick: node-loss arms, no autoscaler
+    elastic_fault_free = 1 if q else 3           # the spread the elastic AUC target reads
     report = Report("reliability", q, {"edit_steps": steps, "elastic_rows": rows, "repeats": repeats,
                                        "elastic_fault_free_runs": elastic_fault_free, "nodes": 4, "cpus_per_node": 2})
     report.note("Simulated: 4 nodes of 2 logical CPUs as separate raylets on one 2-core machine, each with its "
