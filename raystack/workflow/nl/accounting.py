@@ -77,8 +77,8 @@ def objects(t: Text, action_ends: Iterable[tuple[str, int]]) -> None:
             x = t.tokens[j]
             if x.kind == "punct" or (x.used and x.used not in ("filler", entry)):
                 break
-            if x.low in OBJECT_STOPS:
-                break
+            if x.low in OBJECT_STOPS or (x.low in L.CLAUSE_WORDS and not x.used):
+                break       # an object never runs across "and" / "then" into the next clause
             if x.low in L.FILLERS or x.used == entry:
                 j += 1
                 continue

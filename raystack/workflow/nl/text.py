@@ -24,7 +24,10 @@ _NUM = r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:e[-+]?\d+)?(?:\s*%|k\b|m\b)
 _WORD = r"[A-Za-z][A-Za-z0-9_]*(?:-[A-Za-z0-9_]+)*(?:'[A-Za-z]+)?"
 ARROWS = ("->", "=>", "→", "⇒", "⟶")
 _PUNCT = r"->|=>|>=|<=|==|!=|[.,;:!?()\[\]{}&|<>=*+≥≤→⇒⟶—–∈]|(?<=\s)-(?=\s)"
-_TOKEN = re.compile(f"(?P<quote>{_QUOTE})|(?P<addr>{_ADDR})|(?P<ratio>{_RATIO})|(?P<path>{_PATH})"
+# shorthand read as the word it stands for ("w/ 3 retries")
+ABBREVIATIONS = {"w/": "with", "w/o": "without", "b/c": "because", "thru": "through", "ppl": "people"}
+_ABBR = r"\b(?:w/o|w/|b/c)(?![\w/])"
+_TOKEN = re.compile(f"(?P<quote>{_QUOTE})|(?P<addr>{_ADDR})|(?P<abbr>{_ABBR})|(?P<ratio>{_RATIO})|(?P<path>{_PATH})"
                     f"|(?P<num>{_NUM})|(?P<word>{_WORD})|(?P<punct>{_PUNCT})", re.I)
 NOT_PATHS = {"train/test", "train/validation", "test/train", "and/or", "train/val", "input/output"}
 # numbers in words: "five thousand" -> 5000, "twenty five" -> 25, "a quarter" -> 0.25
@@ -42,6 +45,7 @@ UNIT_WORDS = set("""epoch epochs step steps worker workers rank ranks replica re
 row rows sample samples example examples feature features time times trial trials retry retries
 round rounds iteration iterations model models node nodes gpu gpus parameter server servers
 lora dora file files record records run runs pass passes attempt attempts gb percent""".split())
+LIST_MARKER = "list marker"
 PLACEHOLDER = {"quote": "QUOTE", "addr": "ADDR", "ratio": "RATIO", "path": "FILE", "num": "NUM",
                "pct": "PCT"}
 
@@ -58,7 +62,8 @@ class Token:
 
     @property
     def low(self) -> str:
-        return self.text.lower()
+        low = self.text.lower()
+        return ABBREVIATIONS.get(low, low)
 
     def value(self) -> float | str:
         """The literal's value: a number (percentages as fractions), a path, quoted text."""
@@ -177,6 +182,8 @@ class Text:
         t = cls(raw)
         for m in _TOKEN.finditer(raw):
             kind = m.lastgroup or "word"
+            if kind == "abbr":
+                kind = "word"
             s = m.group(0)
             if kind == "path" and s.lower() in NOT_PATHS:
                 for part in re.finditer(r"\w+|/", s):
@@ -197,6 +204,7 @@ class Text:
                 continue
             t.tokens.append(Token(len(t.tokens), s, kind, m.start(), m.end()))
         t.tokens = _merge_numbers(t.tokens)
+        t._list_markers()
         parts, pos = [], 0
         for tok in t.tokens:
             piece = (f"{PLACEHOLDER[tok.kind]}{tok.i}" if tok.kind in PLACEHOLDER
@@ -208,6 +216,25 @@ class Text:
             pos += len(piece)
         t.masked = " ".join(parts)
         return t
+
+    def _list_markers(self) -> None:
+        """Numbered or lettered list items ("1. load x", "2) clean it", "(b) train"): the
+        marker opens a line or follows a clause break, and says nothing of its own."""
+        toks = self.tokens
+        for k, tok in enumerate(toks[:-1]):
+            nxt = toks[k + 1]
+            short = (tok.kind == "num" and re.fullmatch(r"\d{1,2}", tok.text)) or \
+                (tok.kind == "word" and re.fullmatch(r"[a-h]", tok.low) and nxt.text == ")")
+            if not short or nxt.text not in (".", ")", ":"):
+                continue
+            prev = toks[k - 1] if k else None
+            opens = prev is None or "\n" in self.raw[prev.end:tok.start] or prev.text in (",", ";", ":", "(")
+            if opens:
+                tok.used = LIST_MARKER
+                if nxt.text != ".":
+                    nxt.used = LIST_MARKER
+                if prev is not None and prev.text == "(":
+                    prev.used = LIST_MARKER
 
     # -- spans ------------------------------------------------------------------------------
     def covered(self, start: int, end: int) -> list[Token]:

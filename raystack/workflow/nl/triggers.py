@@ -21,6 +21,25 @@ MODEL_NOUN = r"(?:models?|classifiers?|regressors?|regression|predictors?|estima
 MODEL_KIND = (r"(?<![\w-])(?:logistic(?:\s+regression)?|linear\s+regression|k-?nn|k-nearest(?:[\s-]+neighbou?rs?)?"
               r"|nearest[\s-]+centroid|centroid)(?![\w-])")
 ARROW = r"(?:->|=>|→|⇒|⟶)"
+# "the duplicates are dropped", "duplicates removed", "should be imputed": an object, an
+# optional auxiliary, then the step's verb as a participle
+AUX = (r"(?:\s+(?:is|are|get|gets|got|should|must|will|can|need|needs|has|have|had|to|then|also|first|all|"
+       r"each|both|be|been|being))*")
+
+
+def passive(objects: str, participles: str) -> str:
+    """A step named object first: ``objects`` then an auxiliary, then one of ``participles``."""
+    return rf"\b(?:{objects}){AUX}\s+(?:{participles})\b"
+
+
+DUPLICATES = r"duplicat\w*|dupes?|repeated\s+(?:rows|records|entries|lines)|double\s+entries"
+GAPS = (r"(?:missing|null|nan|empty|blank|na)\s*(?:values?|entries|cells|fields|data|readings|amounts)?"
+        r"|gaps|blanks|holes|nulls|nans|missings")
+BAD_ROWS = (r"(?:rows|records|entries|lines)\s+(?:with|containing|that\s+have)\s+(?:missing|null|nan|empty|blank|"
+            r"incomplete|invalid)\s*(?:values?|entries|fields|cells|data)?|(?:incomplete|invalid|bad|broken|corrupt(?:ed)?|"
+            r"malformed)\s+(?:rows|records|entries|lines)")
+REMOVED = (r"dropped|removed|deleted|discarded|eliminated|filtered(?:\s+out)?|excluded|thrown\s+(?:away|out)|"
+           r"stripped|purged|taken\s+out|weeded\s+out|cut|pruned")
 # (catalog step, pattern) in priority order: an earlier, more specific phrase claims its words
 TRIGGERS: list[tuple[str, str]] = [
     ("cleanup", rf"\b(?:clean\s*up|clean-up|cleanup|remove|delete|erase|wipe|purge|clear|empty|tidy\s+up|get\s+rid\s+of)\s+{skip(3)}"
@@ -46,15 +65,24 @@ TRIGGERS: list[tuple[str, str]] = [
     ("dedup", r"\bde-?dup\w*\b|\bdeduplicat\w*\b"),
     ("dedup", rf"\b(?:drop|drops|remove|removes|delete|discard|eliminate|filter\s+out|get\s+rid\s+of|strip)\s+{skip(2)}duplicat\w*"
               r"(?:\s+(?:rows|records|entries|lines|transactions|events|clicks?))?"),
-    ("dedup", r"\bkeep\s+(?:only\s+)?(?:the\s+)?unique\s+(?:rows|records)\b"),
+    ("dedup", r"\b(?:keep|retain|take)\s+(?:only\s+)?(?:the\s+)?(?:unique|distinct)\s+(?:rows|records|entries)\b"
+              r"|\b(?:make|making)\s+(?:the\s+)?(?:rows|records)\s+unique\b|\bunique-?ify\b"),
+    ("dedup", rf"\b(?:drop|drops|remove|removes|delete|discard|eliminate|filter\s+out|get\s+rid\s+of|strip|purge|"
+              rf"weed\s+out|take\s+out|cut)\s+{skip(2)}(?:{DUPLICATES})"),
+    ("dedup", passive(rf"(?:{DUPLICATES})(?:\s+(?:rows|records|entries|lines|[a-z]+s))?", REMOVED)),
     ("impute", r"\bimput\w*\b(?:\s+(?:the\s+|any\s+)?(?:missing|null|nan)\s*(?:values?|entries|cells|data)?)?"),
-    ("impute", rf"\b(?:fill|fills|filling|replace|replaces|patch|substitute)\s+(?:in\s+)?{skip(2)}(?:missing|null|nan|nulls|nans|empty|blank|na|gaps)\b"
-               r"(?:\s+(?:values?|entries|cells|data|fields))?"),
+    ("impute", rf"\b(?:fill|fills|filling|replace|replaces|patch|patches|substitute|plug|plugs|complete)\s+(?:in\s+)?{skip(2)}(?:{GAPS})\b"),
+    ("impute", passive(rf"(?:the\s+)?(?:{GAPS})", r"filled(?:\s+in)?|imputed|replaced|patched|plugged")),
     ("clean_data", rf"\b(?:drop|drops|remove|removes|delete|discard|exclude|eliminate|filter\s+out|get\s+rid\s+of|throw\s+away|skip)\s+{skip(3)}"
                    r"(?:missing|null|nulls|nan|nans|empty|incomplete|blank|na|invalid)\b(?:\s+(?:values?|entries|cells|fields|rows|records|data))?"),
+    ("clean_data", passive(rf"(?:the\s+)?(?:{BAD_ROWS}|nulls|nans)", REMOVED + r"|cleaned(?:\s+(?:up|out))?")),
+    ("clean_data", rf"\b(?:drop|remove|discard|exclude|filter\s+out|throw\s+(?:away|out)|weed\s+out)\s+{skip(2)}(?:{BAD_ROWS})"),
+    ("clean_data", r"\b(?:tidy|scrub|sanitize|sanitise|cleanse)\w*\b(?!\s+up\s+(?:the\s+)?(?:tmp|temp|scratch))"),
     ("clean_data", r"\bdropna\b|\bclean(?:s|ed|ing)?\s+up\s+(?:the\s+)?(?:data|dataset|table|records|rows)\b|\bclean(?:s|ed|ing)?\b(?!\s*up)"),
     ("normalize", r"\b(?:normali[sz]\w*|standardi[sz]\w*|re-?scal\w*|scale|scales|scaled|scaling|z-?scor\w*|min-?max)\b"
                   r"(?:\s+(?:the\s+|all\s+)?(?:numeric\s+|numerical\s+|feature\s+|input\s+)?(?:features|columns|values|inputs|variables))?"),
+    ("normalize", passive(r"(?:the\s+)?(?:numeric\s+|numerical\s+|input\s+)?(?:features|columns|values|inputs|variables|data)",
+                          r"normali[sz]ed|standardi[sz]ed|scaled|rescaled|z-scored")),
     ("split_data", r"\btrain\s*/\s*(?:test|validation|val)\b(?:\s+split)?|\btrain-test\s+split\b|\btrain\s+test\s+split\b|\bRATIO\d+\s+split\b"),
     ("split_data", r"\b(?:split|splits|splitting|partition\w*|divide)\b(?:\s+off)?|\bhold(?:ing)?\s+out\b|\bholdout\b|\bhold-out\b|\bheld\s+out\b"),
     ("sample", r"\b(?:randomly\s+)?(?:sub-?sampl\w*|down-?sampl\w*|sample)\s+(?=NUM|PCT|the\b|a\b|an\b|it\b|them\b|down\b|rows\b)"),
@@ -70,10 +98,14 @@ TRIGGERS: list[tuple[str, str]] = [
     ("save_report", rf"\bsummari[sz]e\w*\s+{skip(2)}(?:in|into|as|with)\s+(?:a\s+|the\s+)?report\b"),
     ("stats", rf"\b(?:compute|calculate|get|produce|report|show|print|collect|gather|derive|generate|run)\s+{skip(2)}"
               r"(?:summary\s+|descriptive\s+|basic\s+|column\s+|some\s+)?(?:statistics|stats)\b"),
+    ("stats", passive(r"(?:summary\s+|descriptive\s+|basic\s+)?(?:statistics|stats)|(?:a\s+|the\s+)?(?:data\s+)?profile",
+                      r"computed|calculated|produced|generated|collected|gathered|derived|reported|run")),
     ("stats", rf"\b(?:describe|summari[sz]e)\w*\b(?:\s+{skip(3)}with\s+(?:summary\s+)?(?:statistics|stats))?|\b(?:summary|descriptive)\s+(?:statistics|stats)\b"
               r"|\bprofil(?:e|es|ing)\s+(?=it\b|them\b|the\b|this\b|that\b|each\b|every\b|all\b)"),
     ("stats", r"(?<!those )(?<!these )(?<!the )(?<!of )\b(?:stats|statistics)\b(?:\s+comparison)?"),
-    ("plot", r"\b(?:make|create|produce|generate)\s+(?:a|an)\s+(?:histogram|bar\s+chart|chart|graph|plot|figure)\b"),
+    ("plot", r"\b(?:make|create|produce|generate|build|draw|render)\s+(?:a|an)\s+(?:\w+\s+)?(?:histogram|bar\s+chart|chart|graph|plot|figure|visuali[sz]ation)s?\b"),
+    ("plot", passive(r"(?:a\s+|the\s+)?(?:histogram|bar\s+chart|chart|graph|plot|figure|visuali[sz]ation)s?",
+                     r"drawn|made|produced|created|generated|rendered|plotted|built")),
     ("plot", r"\b(?:plot|plots|plotted|plotting|chart|charts|charted|graph|graphs|visuali[sz]\w*|draw|render)\b"
              r"(?:\s+(?:a|an|the)?\s*(?:histogram|bar\s+chart|chart|graph|plot|line\s+chart|figure))?"),
     ("save_report", rf"\b(?:write|writes|save|saves|store|produce|create|generate|dump|output|log|record|put)\w*\s+{skip(3)}"
@@ -109,6 +141,8 @@ TRIGGERS: list[tuple[str, str]] = [
     ("make_dataset", r"\b(?:synthetic|toy|random|fake|dummy|artificial|simulated|generated)\s+(?:[\w-]+\s+)?(?:data|dataset|rows|samples|examples|table|records)\b"),
     ("load_data", rf"\b(?:load|loads|loaded|loading|read|reads|reading|ingest\w*|import\w*|open|take|use|using|fetch|pull|start\s+with|"
                   rf"starting\s+with|get|for|grab|bring\s+in|pick\s+up)\b\s+{skip(7)}FILE\d+(?:\s*,\s*FILE\d+)*(?:\s*,?\s*(?:and|or)\s+FILE\d+)?"),
+    ("load_data", passive(r"FILE\d+(?:\s+(?:data|file|table|dataset))?",
+                          r"loaded|read|ingested|imported|fetched|pulled(?:\s+in)?|in|available|ready")),
     ("load_data", r"\b(?:from|in|at|on|of)\s+FILE\d+"),
     ("load_data", r"\b(?:load|read|ingest|open|import)\s+(?:it|them|each(?:\s+one)?|every\s+one|the\s+files?)\b"),
     ("load_data", r"\bFILE\d+"),   # a data file named as the object of another step ("split iris.csv")
