@@ -154,6 +154,8 @@ def impute(text: Text, lo: int, hi: int, f: Found) -> None:
     consume(text, lo, hi, r"\b(?:missing|null|nan|empty|blank)\s+[a-z_]\w*", "impute")
     m = _search(text, lo, hi, r"(?:with|using|by)\s+(?:the\s+)?(?:column\s+|feature\s+|per-column\s+)?"
                               r"(?P<s>means?|medians?|zeros?|averages?|NUM\d+)", "strategy")
+    if m is None:    # "impute gaps (median)", "median imputation", "median-fill"
+        m = _search(text, lo, hi, r"\b(?P<s>means?|medians?|zeros?|averages?)\b", "strategy")
     if m:
         s = m.group("s")
         if s.startswith("NUM"):

@@ -342,8 +342,10 @@ class RulePlanner:
                 if tgt is None:
                     raise PlanRefused(["retries asked for, but for no step"])
                 tgt.step.retries = c.data["n"]
-            elif c.kind == "loop":
-                tgt = before[-1] if before else (after[0] if after else None)
+            elif c.kind == "loop":       # the nearest step that reports the metric it waits for
+                reports = [a for a in acts if c.data["metric"] in CATALOG[a.entry].metrics]
+                near = [a for a in reports if a.lo < c.lo][-1:] or [a for a in reports if a.lo >= c.hi][:1]
+                tgt = near[0] if near else before[-1] if before else (after[0] if after else None)
                 if tgt is None:
                     raise PlanRefused(["a loop with no step to repeat"])
                 tgt.step.loop = LoopSpec(c.data["metric"], c.data["op"], c.data["value"], c.data["max"])

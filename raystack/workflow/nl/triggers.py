@@ -55,7 +55,7 @@ TRIGGERS: list[tuple[str, str]] = [
     ("mlora_finetune", rf"\b(?:train|trains|training|trained|fit|learn|build|create|make)\s+{skip(3)}(?:lora|dora)?\s*adapters?\b"),
     ("mlora_finetune", r"\bmlora\b|\b(?:lora|dora)\s+adapters?\b"),
     ("serve_adapters", rf"\b(?:serve|serves|serving|deploy\w*|host|hosts|expose|publish)\s+{skip(3)}adapters?\b"
-                       r"|(?<!with )(?<!using )(?<!via )(?<!on )\bray\s+serve\b"
+                       r"|(?<!with )(?<!using )(?<!via )(?<!on )(?<!through )(?<!behind )(?<!over )(?<!in )\bray\s+serve\b"
                        r"|\b(?:put|place|expose)\s+(?:them|it|the\s+adapters)\s+(?:behind|on|with|via)\s+(?:ray\s+)?serve\b"),
     ("evaluate_adapters", rf"\b(?:evaluat\w*|assess\w*|score|test|validate|measure|benchmark|check)\s+{skip(4)}adapters?\b(?:\s+do)?"
                           r"|\badapter\s+evaluations?\b|\bevaluations?\s+of\s+(?:the\s+)?adapters\b"),
@@ -85,7 +85,7 @@ TRIGGERS: list[tuple[str, str]] = [
                           r"normali[sz]ed|standardi[sz]ed|scaled|rescaled|z-scored")),
     ("split_data", r"\btrain\s*/\s*(?:test|validation|val)\b(?:\s+split)?|\btrain-test\s+split\b|\btrain\s+test\s+split\b|\bRATIO\d+\s+split\b"),
     ("split_data", r"\b(?:split|splits|splitting|partition\w*|divide)\b(?:\s+off)?|\bhold(?:ing)?\s+out\b|\bholdout\b|\bhold-out\b|\bheld\s+out\b"),
-    ("sample", r"\b(?:randomly\s+)?(?:sub-?sampl\w*|down-?sampl\w*|sample)\s+(?=NUM|PCT|the\b|a\b|an\b|it\b|them\b|down\b|rows\b)"),
+    ("sample", r"\b(?:randomly\s+)?(?:sub-?sampl\w*|down-?sampl\w*|sample)\s+(?=NUM|PCT|FILE|the\b|a\b|an\b|it\b|them\b|down\b|rows\b|each\b|every\b)"),
     ("sample", r"\b(?:take|draw|pick|select|keep|grab|use)\s+(?:a\s+|an\s+)?(?:random\s+)?(?:PCT\d+\s+|NUM\d+\s+)?(?:random\s+)?(?:samples?|subsets?|fraction|portion)\b"),
     ("sample", r"\b(?:take|draw|pick|select|keep|grab)\s+(?:a\s+|an\s+)?(?:random\s+)?(?:PCT\d+|NUM\d+)\s+(?:random\s+)?(?:rows|records|of)\b"),
     ("sample", r"(?:\bPCT\d+|\bNUM\d+\s*(?:-\s*)?(?:rows?|records?))\s+(?:random\s+)?(?:sub-?)?sample\b"
@@ -116,8 +116,9 @@ TRIGGERS: list[tuple[str, str]] = [
     ("write_table", rf"\b(?:write|writes|save|saves|store|stores|export|dump|persist|output|put)\w*\s+{skip(4)}(?:to|as|into|in)\s+(?P<f>FILE\d+)"),
     ("write_table", rf"\boutput\s+(?P<f>FILE\d+)|\b(?:\w+\s+)?(?:table|tables|results|scores)\s*{ARROW}\s*(?P<g>FILE\d+)"),
     ("export_model", rf"\b(?:export|exports|save|saves|write|writes|store|dump|serialize|persist)\w*\s+{skip(4)}(?:to|as|into|in)\s+(?P<f>FILE\d+)"),
-    ("select_best", rf"\b(?:select|pick|choose|keep|take|find|identify|determine|retain|get)\w*\s+{skip(2)}(?:best|winner|winning|top|better|"
-                    r"strongest|highest[- ]scoring|top-performing|best-performing)\b(?:\s+(?:one|model|classifier|of\s+them|result|performer))?"),
+    ("select_best", rf"\b(?:select|pick|choose|keep|take|find|identify|determine|retain|get|go\s+with|settle\s+on|opt\s+for|"
+                    rf"stick\s+with|crown|declare|promote|prefer|favou?r|single\s+out)\w*\s+{skip(2)}(?:best|winner|winning|top|better|"
+                    r"strongest|stronger|highest[- ]scoring|top-performing|best-performing)\b(?:\s+(?:one|model|classifier|of\s+them|result|performer))?"),
     ("select_best", rf"\b(?:select|pick|choose|keep|take|use)\s+(?:whichever|the\s+one)\s+(?:one\s+)?(?:has|scores|gets|is|with|ends)\s+"
                     r"(?:the\s+|with\s+the\s+)?(?:higher|highest|best|better|greater|top|lower|lowest)\b"),
     ("select_best", r"\bwhichever\b(?:\s+(?:one|model))?|\bthe\s+(?:more|most)\s+accurate(?:\s+(?:one|model))?\b"),
@@ -132,7 +133,8 @@ TRIGGERS: list[tuple[str, str]] = [
     ("evaluate_model", r"\b(?:evaluat\w*|assess\w*|score|scores|test|tests|validate|validates|measure|measures|benchmark|benchmarks|check)\b"),
     ("deploy_model", r"\b(?:deploy\w*|publish\w*|ship|ships|release|promote|(?<!ray )serve|push\w*\s+(?:it\s+|them\s+)?to\s+production|"
                      r"roll\s+out|put\s+(?:it\s+)?(?:in|into)\s+production)\b(?:\s+(?:to|into)\s+production)?"),
-    ("notify", r"\bsend\s+(?:me\s+|us\s+)?(?:a\s+|an\s+|the\s+)?(?:notification|message|alert|note|email|e-mail|ping|update)\b|\blet\s+(?:me|us)\s+know\b"
+    ("notify", r"\bsend\s+(?:me\s+|us\s+)?(?:a\s+|an\s+|the\s+)?(?:notification|message|alert|note|email|e-mail|ping|update)\b|\blet\s+(?:me|us|the\s+team|everyone|someone|people|the\s+\w+\s+team|ops|oncall|on-call)\s+know\b"
+               r"|\b(?:give|send)\s+(?:me\s+|us\s+|the\s+team\s+)?a\s+heads-?up\b|\bdrop\s+(?:me|us)\s+a\s+(?:line|note|message)\b"
                r"|\bsend\s+(?:me\s+|us\s+)?(?=QUOTE)"),
     ("notify", r"\b(?:notify|notifies|notified|notification|notifications|alert|ping|message|tell|inform|email|e-mail|page|slack)\b"
                r"(?:\s+(?:me|us|the\s+team|someone|everyone))?"),
@@ -140,7 +142,7 @@ TRIGGERS: list[tuple[str, str]] = [
                      r"(?:dataset|data\s+set|data|table|rows|samples|examples|records|points|observations|instances)\b"),
     ("make_dataset", r"\b(?:synthetic|toy|random|fake|dummy|artificial|simulated|generated)\s+(?:[\w-]+\s+)?(?:data|dataset|rows|samples|examples|table|records)\b"),
     ("load_data", rf"\b(?:load|loads|loaded|loading|read|reads|reading|ingest\w*|import\w*|open|take|use|using|fetch|pull|start\s+with|"
-                  rf"starting\s+with|get|for|grab|bring\s+in|pick\s+up)\b\s+{skip(7)}FILE\d+(?:\s*,\s*FILE\d+)*(?:\s*,?\s*(?:and|or)\s+FILE\d+)?"),
+                  rf"starting\s+with|get|for|grab|bring\s+in|pick\s+up)\b\s+{skip(7)}FILE\d+(?:\s*,\s*FILE\d+)*(?:\s*,?\s*(?:and|or|&|\+|plus)\s+FILE\d+)?"),
     ("load_data", passive(r"FILE\d+(?:\s+(?:data|file|table|dataset))?",
                           r"loaded|read|ingested|imported|fetched|pulled(?:\s+in)?|in|available|ready")),
     ("load_data", r"\b(?:from|in|at|on|of)\s+FILE\d+"),
