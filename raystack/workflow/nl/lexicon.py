@@ -112,6 +112,9 @@ SEQUENCE = (r"\b(?:and\s+then|then|after\s+that|afterwards|afterward|next|finall
 
 PURPOSE = (r"\bfor\s+(?:the\s+|a\s+|our\s+)?(?:[a-z][\w-]*\s+){1,3}?(?:detection|prediction|analysis|classification|"
            r"project|use\s+case|task|team|experiment|study|demo|pipeline)\s*(?=,)")
+# steps that act on a table named in their own phrase ("aggregate the logs in q.parquet by user")
+DATA_VERB_STEPS = {"dedup", "impute", "clean_data", "normalize", "sample", "stats", "plot", "aggregate",
+                   "split_data"}
 # Words that need no step of their own: articles, pronouns, politeness, glue.
 FILLERS = set("""
 a an the it its it\s*'s them their they this that these those to of on in into onto with and or

@@ -32,6 +32,9 @@ from raystack.workflow.nl.triggers import COMPILED, EVAL_OBJECTS, MODEL_KIND, PR
 
 PARTS = ("elastic_dlrm", "edit_pretrain", "mlora_finetune")
 SOURCES = ("load_data", "make_dataset", "load_checkpoint")   # read data, change nothing
+# words between "after"/"once" and the step its clause names ("once it is evaluated")
+SUBORDINATE_SKIP = {"the", "a", "an", "it", "they", "its", "their", "has", "have", "is", "are", "been",
+                    "being", "was", "were", "all", "data", "model"}
 VERBLESS_MODEL = re.compile(rf"(?:(?:a|the|final|plain|simple)\s+)*{MODEL_KIND}\b")
 
 
@@ -148,7 +151,11 @@ class RulePlanner:
                                 for x in t.tokens[merged[-1].trig_end:a.lo]))):
                 continue
             merged.append(a)
-        embedded = {id(a) for a in merged if a.entry == "load_data" and a.trig_end - a.lo == 1}
+        # a file named inside another step's phrase ("split iris.csv 70/30", "roll up the logs in
+        # q.parquet by query_id"): the load owns its own words, the rest stays its verb's
+        embedded = {id(a) for k, a in enumerate(merged) if a.entry == "load_data" and (
+            a.trig_end - a.lo == 1 or (k and a.trig_end - a.lo == 2 and a.prepositional
+                                       and merged[k - 1].entry in L.DATA_VERB_STEPS))}
         bounds = sorted({a.lo for a in merged if id(a) not in embedded}
                         | {c.lo for c in cues if c.kind in ("cond", "else", "exit")} | {hi})
         for k, a in enumerate(merged):
@@ -275,6 +282,7 @@ class RulePlanner:
             a.step = s
             steps.append(s)
         self._apply_cues(t, actions, cues)
+        self._subordinate(t, actions)
         self._hoist(actions)
         self._order(actions)
         return [s for a in actions for s in [*a.extra, a.step]]
@@ -417,6 +425,25 @@ class RulePlanner:
             for b in actions:
                 if b.step.when is w:
                     b.step.when = cond
+
+    @staticmethod
+    def _subordinate(t: Text, actions: list[Action]) -> None:
+        """A step in a clause opened by "after" / "once" that follows its main clause ("fit a
+        model after the bad rows have been removed", "deploy it once it is evaluated") runs
+        before the main clause's step."""
+        for i in range(1, len(actions)):
+            a = actions[i]
+            j = a.lo - 1
+            while j > 0 and t.tokens[j].low in SUBORDINATE_SKIP and not t.tokens[j].used:
+                j -= 1
+            if t.tokens[j].low not in ("after", "once") or t.tokens[j].used:
+                continue
+            main = [k for k in range(i) if actions[k].sentence == a.sentence and actions[k].lo < j
+                    and not actions[k].prepositional and actions[k].step.exit is None]
+            if not main or any(x.kind == "punct" and x.text != "," for x in t.tokens[actions[main[-1]].lo:j]):
+                continue
+            t.tokens[j].used = "order"
+            actions.insert(main[-1], actions.pop(i))
 
     def _hoist(self, actions: list[Action]) -> None:
         """Producers named after their consumer ("train a model on generated data with a
