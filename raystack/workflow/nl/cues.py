@@ -66,7 +66,7 @@ def _retries(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
 def _loops(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
     out = []
     for m, toks in t.finditer(rf"\b{L.UNTIL_CUE}\s+(?:the\s+|its\s+|their\s+|it\s+|model's\s+)?"
-                              rf"{L.METRIC_MOD}(?P<m>{L.METRIC_RX})\s+", lo, hi, free_only=True):
+                              rf"{L.METRIC_MOD}(?P<m>{L.METRIC_RX})\s+{L.METRIC_WHERE}", lo, hi, free_only=True):
         cmp = comparison(t, toks[-1].i + 1, hi)
         if cmp is None:
             raise PlanRefused([f"the loop condition {t.span_text(toks)!r}... is not a comparison "
@@ -100,7 +100,7 @@ def _conditions(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
                        {"metric": "missing_fraction", "op": op,
                         "value": number(float(t.literal(m.group("v")).value()))}))
     for m, toks in t.finditer(rf"\b{L.IF_CUE}\s+(?:the\s+|its\s+|their\s+|it's\s+|model's\s+|the\s+model's\s+)?"
-                              rf"{L.METRIC_MOD}(?P<m>{L.METRIC_RX})\s+", lo, hi, free_only=True):
+                              rf"{L.METRIC_MOD}(?P<m>{L.METRIC_RX})\s+{L.METRIC_WHERE}", lo, hi, free_only=True):
         cmp = comparison(t, toks[-1].i + 1, hi)
         if cmp is None:
             continue

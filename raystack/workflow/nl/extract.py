@@ -209,7 +209,7 @@ def split_data(text: Text, lo: int, hi: int, f: Found) -> None:
 
 
 def join(text: Text, lo: int, hi: int, f: Found) -> None:
-    m = _search(text, lo, hi, r"\bon\s+(?:the\s+)?(?:column\s+|key\s+|field\s+)?(?P<c>[a-z_][a-z0-9_]*)"
+    m = _search(text, lo, hi, r"\b(?:on|keys?\s*[:=]?|using\s+(?:the\s+)?(?:key|column)|by\s+(?:the\s+)?(?:key|column))\s+(?:the\s+)?(?:column\s+|key\s+|field\s+)?(?P<c>[a-z_][a-z0-9_]*)"
                               r"(?:\s+(?:column|key|field))?", "join key")
     if m and m.group("c") not in ("the", "it", "them", "a"):
         f.set("on", m.group("c"))
@@ -226,7 +226,8 @@ AGG_WORDS = {"sum": "sum", "sums": "sum", "total": "sum", "totals": "sum", "coun
 
 def aggregate(text: Text, lo: int, hi: int, f: Found) -> None:
     consume(text, lo, hi, r"\b(?:the\s+)?[a-z_][a-z0-9_]*\s+(?=(?:by|per|for\s+each)\b)", "measure")
-    m = _search(text, lo, hi, r"\b(?:by|per|for\s+each|for\s+every|grouped\s+by|across)\s+(?!NUM)(?P<c>[a-z_][a-z0-9_]*)", "group key")
+    m = _search(text, lo, hi, r"\b(?:by|per|for\s+each|for\s+every|grouped\s+by|across)\s+(?!NUM)(?P<c>[a-z_][a-z0-9_]*)", "group key") or \
+        _search(text, lo, hi, r"\bper-(?P<c>[a-z_][a-z0-9_]*)\b", "group key")
     if m:
         f.set("by", m.group("c"))
     m = _search(text, lo, hi, r"\b(?P<a>" + "|".join(AGG_WORDS) + r")\b", "aggregate")
@@ -251,9 +252,11 @@ def report(text: Text, lo: int, hi: int, f: Found) -> None:
     consume(text, lo, hi, r"\b(?:summary|final|short|brief|full|detailed|json|markdown|html|text|written|saved|stored)\b", "report")
 
 
-def file_out(param: str = "path", exts: tuple[str, ...] | None = None) -> Callable:
+def file_out(param: str = "path", exts: tuple[str, ...] | None = None, noun: str = "") -> Callable:
     def ex(text: Text, lo: int, hi: int, f: Found) -> None:
         _path_param(text, lo, hi, f, param, exts, "output file")
+        if noun:
+            consume(text, lo, hi, rf"\b{noun}(?:as\s+|to\s+|into\s+)?(?:a\s+|the\s+)?(?:tables?|parquet|csv)\b", "output file")
     return ex
 
 
@@ -269,7 +272,7 @@ def train_model(text: Text, lo: int, hi: int, f: Found) -> None:
     elif kinds:
         f.map = ("model", kinds)
         claim_count(text, lo, hi, len(kinds))
-    m = _search(text, lo, hi, r"\b(?:with|using|at)\s+(?:the\s+)?(?:best|winning|tuned|chosen|selected|optimal)\s+"
+    m = _search(text, lo, hi, r"\b(?:with|using|at)\s+(?:the\s+|that\s+|this\s+|its\s+)?(?:best|winning|tuned|chosen|selected|optimal)\s+"
                               r"(?P<p>k|lr|learning\s+rate|batch\s+size|epochs)\b", "tuned value")
     if m:
         f.refs[{"learning rate": "lr", "batch size": "batch_size"}.get(re.sub(r"\s+", " ", m.group("p")), m.group("p"))] = "best"
@@ -354,7 +357,7 @@ EXTRACTORS: dict[str, Callable[[Text, int, int, Found], None]] = {
     "make_dataset": make_dataset, "load_data": load_data, "load_checkpoint": load_checkpoint,
     "impute": impute, "clean_data": clean_data, "sample": sample, "split_data": split_data, "join": join,
     "aggregate": aggregate, "plot": plot, "save_report": report,
-    "write_table": file_out("path", TABLE_EXT), "export_model": file_out("path"),
+    "write_table": file_out("path", TABLE_EXT, "(?:table\\s+)?"), "export_model": file_out("path"),
     "train_model": train_model, "evaluate_model": metric_param(), "select_best": metric_param(with_mode=True),
     "deploy_model": deploy_model, "notify": notify, "cleanup": cleanup,
     "edit_pretrain": P.edit_pretrain, "mlora_finetune": P.mlora_finetune,

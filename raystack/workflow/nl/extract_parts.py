@@ -65,6 +65,8 @@ def edit_pretrain(text: Text, lo: int, hi: int, f: Found) -> None:
             f.set("mode", mode)
             break
     models = _base_models(text, lo, hi)
+    if models:
+        consume(text, lo, hi, r"\bbase(?:\s+model)?\b", "model")
     if len(models) > 1:
         _set_map(f, "model", models)
         claim_count(text, lo, hi, len(models))

@@ -33,7 +33,7 @@ METRIC_RX = "|".join(sorted((k.replace(" ", r"\s+") for k in METRICS), key=len, 
 # ("is", "ends up", "comes in", "turns out to be")
 CMP_LEAD = (r"(?:(?:is|are|was|were|gets?|goes|go|rises?|climbs?|drops?|falls?|stays?|remains?|ends?\s+up|ended\s+up|"
             r"comes?\s+(?:in|out)|came\s+(?:in|out)|turns?\s+out(?:\s+to\s+be)?|lands?|sits?|scores?|still|is\s+still|"
-            r"does|do|can|will|should)\s+)*")
+            r"does|do|can|will|should)\s+)*(?:(?:to|at)\s+(?=NUM|PCT))?")
 COMPARISONS = [
     (rf"{CMP_LEAD}(?:at\s+least|no\s+less\s+than|not\s+below|not\s+less\s+than|>=|≥)\s+(?P<v>{NUMV})", ">="),
     (rf"{CMP_LEAD}(?:at\s+most|no\s+more\s+than|not\s+above|not\s+more\s+than|<=|≤)\s+(?P<v>{NUMV})", "<="),
@@ -49,6 +49,8 @@ COMPARISONS = [
 IF_CUE = (r"(?:(?:but\s+)?only\s+(?:if|when|once)|if|when|whenever|provided(?:\s+that)?|as\s+long\s+as|in\s+case|"
           r"assuming|once)")
 METRIC_MOD = r"(?:(?:best|final|overall|mean|average|model's|test|resulting|measured|tuned|held-out)\s+)?"
+# "accuracy on the test set is under 0.6": where the metric was measured, between it and its comparison
+METRIC_WHERE = r"(?:(?:on|of|for|over|in|from)\s+(?:the\s+)?(?:test|validation|val|held-out|holdout|eval|evaluation)\s*(?:set|split|data|rows)?\s+)?"
 ELSE_CUE = (r"(?:otherwise|else|if\s+not|failing\s+that|if\s+(?:it|they|that|the\s+\w+)\s+(?:falls?|fall)\s+short"
             r"|if\s+(?:it|they)\s+(?:doesn't|don't|does\s+not|do\s+not)(?:\s+(?:make\s+it|pass|qualify))?"
             r"|if\s+(?:it|they)\s+(?:miss(?:es)?|fails?)\s+(?:the\s+)?(?:bar|threshold|cut))")

@@ -97,7 +97,8 @@ class RulePlanner:
                 if entry == "evaluate_model" and not self._is_eval_verb(t, toks[0]):
                     continue
                 out_file = next((x for x in reversed(toks) if x.kind == "path"), None)
-                if entry == "write_table" and not (out_file and out_file.low.endswith(TABLE_EXT[:4])):
+                if entry == "write_table" and not (out_file and out_file.low.endswith(TABLE_EXT[:4])) and not (
+                        out_file is None and re.search(r"\btables?\b", m.group(0))):
                     continue
                 if entry == "export_model" and out_file is not None and out_file.low.endswith(TABLE_EXT[:4]):
                     continue
@@ -214,14 +215,16 @@ class RulePlanner:
         if re.search(r"\breport\b", m.group(0)):
             return False
         nxt = next((x for x in t.tokens[toks[0].i:min(hi, toks[-1].i + 4)] if x.kind == "path"), None)
-        return nxt is not None and nxt.low.endswith(TABLE_EXT[:4])
+        if nxt is None:   # "write the scores to a table"
+            return t.match_at(r"(?:to|as|into|in)\s+(?:a\s+|the\s+)?tables?\b", toks[-1].i + 1, hi) is not None
+        return nxt.low.endswith(TABLE_EXT[:4])
 
     @staticmethod
     def _is_eval_verb(t: Text, tok: Token) -> bool:
         """"test" and "score" are verbs only at the start of a clause or before their object."""
         prev = t.tokens[tok.i - 1] if tok.i else None
         nxt = t.tokens[tok.i + 1] if tok.i + 1 < len(t.tokens) else None
-        if tok.low.startswith(("evaluat", "assess", "validat", "measur", "benchmark")):
+        if tok.low.startswith(("evaluat", "assess", "validat", "measur")):
             return not (prev is not None and prev.low in ("the", "an", "a", "for", "of"))
         starts = prev is None or prev.kind == "punct" or prev.low in ("and", "then", "also", "to", "next", "finally", "first")
         return starts and (nxt is None or nxt.low in EVAL_OBJECTS or nxt.kind == "punct")
