@@ -128,9 +128,10 @@ def make_dataset(text: Text, lo: int, hi: int, f: Found) -> None:
     m = _search(text, lo, hi, r"(?:random\s+)?seed\s*(?:=|of|:)?\s*(?P<n>NUM\d+)", "seed")
     if m:
         f.set("seed", int(_num(text, m.group("n"))))
-    m = _search(text, lo, hi, r"\b(?P<t>regression|classification)\b", "task")
+    m = _search(text, lo, hi, r"\b(?P<t>regression|classification)\s+(?=dataset|data\b|task|problem|rows|samples|examples|table)"
+                              r"|\bfor\s+(?P<u>regression|classification)\b", "task")
     if m:
-        f.set("task", m.group("t"))
+        f.set("task", m.group("t") or m.group("u"))
 
 
 def load_data(text: Text, lo: int, hi: int, f: Found) -> None:
@@ -165,6 +166,11 @@ def impute(text: Text, lo: int, hi: int, f: Found) -> None:
         s = {"average": "mean", "averages": "mean", "means": "mean", "medians": "median",
              "zeros": "zero"}.get(s, s)
         f.set("strategy", s)
+
+
+def dedup(text: Text, lo: int, hi: int, f: Found) -> None:
+    """What kind of duplicates ("exact duplicate readings"): the step's own words."""
+    consume(text, lo, hi, r"\b(?:exact|identical|full|complete|redundant|repeated|duplicated?)\b", "dedup")
 
 
 def clean_data(text: Text, lo: int, hi: int, f: Found) -> None:
@@ -341,7 +347,9 @@ def notify(text: Text, lo: int, hi: int, f: Found) -> None:
 
 
 def cleanup(text: Text, lo: int, hi: int, f: Found) -> None:
-    m = _search(text, lo, hi, r"\b(?P<d>tmp|scratch|staging|work)\b", "directory", free=False)
+    # a directory only when named as one ("the tmp directory"); "the scratch space", "temp files"
+    # are the run's own scratch, the step's default
+    m = _search(text, lo, hi, r"\b(?P<d>tmp|scratch|staging|work)\s+(?=dir\b|dirs\b|directory|directories|folders?\b)", "directory", free=False)
     if m:
         f.set("directory", m.group("d"))
         return
@@ -355,7 +363,7 @@ from raystack.workflow.nl import extract_parts as P  # noqa: E402 - they use the
 
 EXTRACTORS: dict[str, Callable[[Text, int, int, Found], None]] = {
     "make_dataset": make_dataset, "load_data": load_data, "load_checkpoint": load_checkpoint,
-    "impute": impute, "clean_data": clean_data, "sample": sample, "split_data": split_data, "join": join,
+    "impute": impute, "dedup": dedup, "clean_data": clean_data, "sample": sample, "split_data": split_data, "join": join,
     "aggregate": aggregate, "plot": plot, "save_report": report,
     "write_table": file_out("path", TABLE_EXT, "(?:table\\s+)?"), "export_model": file_out("path"),
     "train_model": train_model, "evaluate_model": metric_param(), "select_best": metric_param(with_mode=True),

@@ -156,7 +156,7 @@ class RulePlanner:
         # q.parquet by query_id"): the load owns its own words, the rest stays its verb's
         embedded = {id(a) for k, a in enumerate(merged) if a.entry == "load_data" and (
             a.trig_end - a.lo == 1 or (k and a.trig_end - a.lo == 2 and a.prepositional
-                                       and merged[k - 1].entry in L.DATA_VERB_STEPS))}
+                                       and merged[k - 1].entry in (*L.DATA_VERB_STEPS, "train_model", "tune")))}
         bounds = sorted({a.lo for a in merged if id(a) not in embedded}
                         | {c.lo for c in cues if c.kind in ("cond", "else", "exit")} | {hi})
         for k, a in enumerate(merged):
@@ -399,6 +399,9 @@ class RulePlanner:
         end = min([x for x in seq if x >= c.hi] or [10 ** 9])
         ahead = [a for a in after if a.lo < end]
         behind = [a for a in before if a.lo > start]
+        closes = c.hi >= len(t.tokens) or t.tokens[c.hi].kind == "punct"
+        if ahead and behind and closes and not any(x.kind == "punct" for x in t.tokens[behind[-1].lo:c.lo]):
+            ahead = []      # "load A and B in parallel, join them": the cue closes its phrase
         if ahead:
             j = c.lo - 1
             while j > 0 and t.tokens[j].text == ",":

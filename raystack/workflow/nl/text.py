@@ -221,6 +221,7 @@ class Text:
         """Numbered or lettered list items ("1. load x", "2) clean it", "(b) train"): the
         marker opens a line or follows a clause break, and says nothing of its own."""
         toks = self.tokens
+        seen = False
         for k, tok in enumerate(toks[:-1]):
             nxt = toks[k + 1]
             short = (tok.kind == "num" and re.fullmatch(r"\d{1,2}", tok.text)) or \
@@ -228,8 +229,12 @@ class Text:
             if not short or nxt.text not in (".", ")", ":"):
                 continue
             prev = toks[k - 1] if k else None
-            opens = prev is None or "\n" in self.raw[prev.end:tok.start] or prev.text in (",", ";", ":", "(")
+            after = toks[k + 2] if k + 2 < len(toks) else None
+            opens = prev is None or "\n" in self.raw[prev.end:tok.start] or prev.text in (";", ":") or (
+                prev.text == "(" and nxt.text == ")") or (prev.text == "," and seen and after is not None
+                                                           and after.kind == "word")
             if opens:
+                seen = True
                 tok.used = LIST_MARKER
                 if nxt.text != ".":
                     nxt.used = LIST_MARKER
@@ -261,7 +266,9 @@ class Text:
             if m is None:
                 return
             toks = self.covered(m.start(), m.end())
-            if free_only and any(t.used and t.used != self.claim for t in toks):
+            inner = toks[1:-1]      # names may sit inside a phrase ("train the legal and medical adapters")
+            if free_only and any(t.used and t.used != self.claim and not (t in inner and t.used.startswith("name:"))
+                                 for t in toks):
                 # try again from the next token: a shorter match may start later in this one
                 nxt = [s for s, _, _ in self._pos if s > m.start()]
                 if not nxt:
