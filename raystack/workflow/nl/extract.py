@@ -302,6 +302,31 @@ def train_model(text: Text, lo: int, hi: int, f: Found) -> None:
             f.set("lr", number(_num(text, m.group("n"))))
 
 
+BOUND_UNITS = [(r"workers?|ranks?|replicas?|processes|nodes|machines", "workers"), (r"gpus?", "gpus"),
+               (r"gb|gib|gigabytes?", "memory_gb")]
+_UNIT = "|".join(rf"(?P<u{i}>{p})" for i, (p, _) in enumerate(BOUND_UNITS))
+_CAP = r"(?:at\s+most|up\s+to|no\s+more\s+than|not\s+more\s+than|a\s+maximum\s+of|maximum\s+of|max(?:imum)?|capped\s+at|limited\s+to|<=|≤)"
+BOUND_PATTERNS = [
+    rf"(?:(?:with|and)\s+)?(?:the\s+)?(?:(?P<w>workers?|gpus?)|memory|ram)\s+(?:capped|limited)\s+(?:at|to)\s+(?P<n>NUM\d+)\s*(?:{_UNIT})?\b",
+    rf"(?:(?:on|with|using|across|over|in)\s+)?{_CAP}\s*(?P<n>NUM\d+)\s*(?:{_UNIT})\b(?:\s+of\s+(?:memory|ram))?",
+]
+
+
+def resource_bound(text: Text, lo: int, hi: int, f: Found) -> None:
+    """"on at most 4 workers", "no more than 16 GB of memory", "GPUs capped at 4": a bound on
+    the resources of any step (one per step), kept as a bound, never a parameter."""
+    for pat in BOUND_PATTERNS:
+        m = _search(text, lo, hi, pat, "resource bound")
+        if m is None:
+            continue
+        unit = next((name for i, (_, name) in enumerate(BOUND_UNITS) if m.group(f"u{i}")), None)
+        if unit is None:
+            w = (m.groupdict().get("w") or "").lower()
+            unit = "gpus" if w.startswith("gpu") else "workers" if w else "memory_gb"
+        f.bound = {"param": unit, "op": "<=", "value": number(_num(text, m.group("n")))}
+        return
+
+
 def _set_map(f: Found, param: str, values: list) -> None:
     if f.map is not None:
         raise PlanRefused([f"two lists to map over ({f.map[0]} and {param}); give one list per step"])

@@ -22,7 +22,7 @@ from raystack.workflow.nl import lexicon as L
 from raystack.workflow.nl.accounting import account
 from raystack.workflow.nl.build import build
 from raystack.workflow.nl.cues import Cue, read_cues, unbounded
-from raystack.workflow.nl.extract import EXTRACTORS, TABLE_EXT, Found
+from raystack.workflow.nl.extract import EXTRACTORS, TABLE_EXT, Found, resource_bound
 from raystack.workflow.nl.names import adapter_names
 from raystack.workflow.nl.plan import Cond, Draft, DraftStep, LoopSpec, Plan, PlanRefused
 from raystack.workflow.nl.safety import screen
@@ -85,6 +85,8 @@ class RulePlanner:
                 ex = EXTRACTORS.get(a.entry)
                 if ex is not None:
                     ex(t, a.zlo, a.hi, a.found)
+                if a.found.bound is None and not CATALOG[a.entry].side_effect:
+                    resource_bound(t, a.zlo, a.hi, a.found)
         steps = self._steps(t, actions, cues)
         account(t, [(a.entry, a.trig_end) for a in actions])
         return Draft(text.strip(), steps)
@@ -119,7 +121,8 @@ class RulePlanner:
                 skipped = set()
                 if "sk" in rx.groupindex and m.group("sk"):
                     skipped = {x.i for x in t.covered(*m.span("sk"))}
-                mark = [x for x in toks if x.i not in skipped]
+                mark = [x for x in toks if x.i not in skipped   # a file inside a write phrase is its destination
+                        or (x.kind == "path" and entry_here in ("write_table", "export_model", "save_report"))]
                 t.mark(mark, entry_here)
                 entry_found = entry_here
                 j = toks[0].i - 1
@@ -167,6 +170,11 @@ class RulePlanner:
             a.zlo = lo if k == 0 else self._phrase_start(t, a, merged[k - 1])
             if k and merged[k - 1].hi > a.zlo and id(merged[k - 1]) not in embedded:
                 merged[k - 1].hi = a.zlo
+        for k, a in enumerate(merged):   # "read a.parquet and, in parallel, b.csv": two loads
+            if a.entry == "load_data" and id(a) not in embedded:
+                inner = [b for b in merged[k + 1:] if id(b) in embedded and b.entry == "load_data" and b.lo < a.hi]
+                if inner:
+                    a.hi = inner[0].lo
         return merged
 
     @staticmethod
