@@ -52,7 +52,7 @@ TRIGGERS: list[tuple[str, str]] = [
                       r"|(?<!the )(?<!a )(?<!an )(?<!that )(?<!this )\bpre-?trained\b(?!\s+(?:checkpoint|model|weights|base|llm))"),
     ("edit_pretrain", r"\b(?:a-?edit|edit|diloco)\b(?:\s+local\s+sgd)?|\blocal\s+sgd\b"),
     ("mlora_finetune", r"\b(?:fine-?tun\w*|finetun\w*)\b"),
-    ("mlora_finetune", rf"\b(?:train|trains|training|trained|fit|learn|build|create|make)\s+{skip(3)}(?:lora|dora)?\s*adapters?\b"),
+    ("mlora_finetune", rf"\b(?:train|trains|training|trained|fit|learn|build|create|make)\s+{skip(5)}(?:lora|dora)?\s*adapters?\b"),
     ("mlora_finetune", r"\bmlora\b|\b(?:lora|dora)\s+adapters?\b"),
     ("serve_adapters", rf"\b(?:serve|serves|serving|deploy\w*|host|hosts|expose|publish)\s+{skip(3)}adapters?\b"
                        r"|(?<!with )(?<!using )(?<!via )(?<!on )(?<!through )(?<!behind )(?<!over )(?<!in )\bray\s+serve\b"
