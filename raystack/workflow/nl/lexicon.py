@@ -141,7 +141,7 @@ get got gets put puts produce make makes take takes separate separately individu
 candidate candidates option options version versions variant variants baseline
 whichever whatever one one's anything something both either two-step across written
 is are be it\s*'s that's them they those their its everything finally eventually
-note notes etc e.g i.e via per each apiece respectively overall at
+note notes etc e.g i.e via per each apiece respectively overall at ensure ensuring say
 """.split())
 # words that open a clause: an object, purpose or description never runs across them
 CLAUSE_WORDS = set("""
@@ -182,6 +182,7 @@ move moves copy copies parse parses extract extracts label labels annotate annot
 detect detects rank ranks sort sorts shuffle shuffles augment augments balance oversample
 undersample resample reweight weight crop resize rotate flip trim truncate backfill interpolate
 predict predicts infer generate-images summarise summarize translate forecast
+removed deleted dropped discarded excluded filtered eliminated purged stripped converted transformed
 """.split())
 # word beginnings that name a method or task the catalog lacks ("transcribing", "clustered")
 UNSUPPORTED_PREFIXES = ("transcri", "translat", "cluster", "scrap", "crawl", "forecast",

@@ -146,6 +146,10 @@ class RulePlanner:
                 del found[k]
         merged: list[Action] = []
         for a in found:  # several phrases of one step ("use EDiT local SGD to pre-train an LLM")
+            if a.entry in PARTS and len(merged) > 1 and merged[-2].entry == a.entry and merged[-1].prepositional \
+                    and merged[-1].entry in SOURCES and merged[-2].sentence == a.sentence \
+                    and not any(x.kind == "punct" and x.text not in ("(", ")") for x in t.tokens[merged[-2].lo:a.lo]):
+                continue  # "fine-tune two adapters on the checkpoint in ./ckpt with mLoRA": one step
             if merged and merged[-1].entry == a.entry and (
                     a.entry not in ("load_data", "train_model", "evaluate_model", "notify")
                     or (a.entry == "load_data" and not (a.has_file and merged[-1].has_file))
@@ -157,9 +161,7 @@ class RulePlanner:
             merged.append(a)
         # a file named inside another step's phrase ("split iris.csv 70/30", "roll up the logs in
         # q.parquet by query_id"): the load owns its own words, the rest stays its verb's
-        embedded = {id(a) for k, a in enumerate(merged) if a.entry == "load_data" and (
-            a.trig_end - a.lo == 1 or (k and a.trig_end - a.lo == 2 and a.prepositional
-                                       and merged[k - 1].entry in (*L.DATA_VERB_STEPS, "train_model", "tune")))}
+        embedded = {id(a) for k, a in enumerate(merged) if self._embedded(a, merged[k - 1] if k else None)}
         bounds = sorted({a.lo for a in merged if id(a) not in embedded}
                         | {c.lo for c in cues if c.kind in ("cond", "else", "exit")} | {hi})
         for k, a in enumerate(merged):
@@ -176,6 +178,18 @@ class RulePlanner:
                 if inner:
                     a.hi = inner[0].lo
         return merged
+
+    @staticmethod
+    def _embedded(a: Action, prev: Action | None) -> bool:
+        """A source named inside the phrase of the step before it ("split iris.csv 70/30", "roll
+        up the logs in q.parquet by query_id", "tune a knn on the split of g.csv: k = ...",
+        "fine-tune adapters on the checkpoint in ./ckpt with mLoRA"): it owns its own words
+        only, the rest stays the verb's."""
+        if a.entry == "load_data":
+            return a.trig_end - a.lo == 1 or (prev is not None and a.trig_end - a.lo == 2 and a.prepositional
+                                               and prev.entry in (*L.DATA_VERB_STEPS, "train_model", "tune"))
+        return (prev is not None and a.prepositional and a.entry in ("load_checkpoint", "split_data")
+                and prev.sentence == a.sentence and prev.entry in (*PARTS, "train_model", "tune"))
 
     @staticmethod
     def _phrase_start(t: Text, a: Action, prev: Action) -> int:

@@ -25,8 +25,9 @@ _WORD = r"[A-Za-z][A-Za-z0-9_]*(?:-[A-Za-z0-9_]+)*(?:'[A-Za-z]+)?"
 ARROWS = ("->", "=>", "→", "⇒", "⟶")
 _PUNCT = r"->|=>|>=|<=|==|!=|[.,;:!?()\[\]{}&|<>=*+≥≤→⇒⟶—–∈]|(?<=\s)-(?=\s)"
 # shorthand read as the word it stands for ("w/ 3 retries")
-ABBREVIATIONS = {"w/": "with", "w/o": "without", "b/c": "because", "thru": "through", "ppl": "people"}
-_ABBR = r"\b(?:w/o|w/|b/c)(?![\w/])"
+ABBREVIATIONS = {"w/": "with", "w/o": "without", "b/c": "because", "thru": "through", "ppl": "people",
+                 "e.g.": "e.g", "i.e.": "i.e", "etc.": "etc", "e.g": "e.g", "i.e": "i.e"}
+_ABBR = r"\b(?:w/o|w/|b/c)(?![\w/])|\b(?:e\.g|i\.e)\.?(?!\w)|\betc\.(?=\s*[,;)a-z])"
 _TOKEN = re.compile(f"(?P<quote>{_QUOTE})|(?P<addr>{_ADDR})|(?P<abbr>{_ABBR})|(?P<ratio>{_RATIO})|(?P<path>{_PATH})"
                     f"|(?P<num>{_NUM})|(?P<word>{_WORD})|(?P<punct>{_PUNCT})", re.I)
 NOT_PATHS = {"train/test", "train/validation", "test/train", "and/or", "train/val", "input/output"}

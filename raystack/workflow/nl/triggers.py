@@ -29,7 +29,7 @@ AUX = (r"(?:\s+(?:is|are|get|gets|got|should|must|will|can|need|needs|has|have|h
 
 def passive(objects: str, participles: str) -> str:
     """A step named object first: ``objects`` then an auxiliary, then one of ``participles``."""
-    return rf"\b(?:{objects}){AUX}\s+(?:{participles})\b"
+    return rf"\b(?:{objects})(?P<sk>\s+(?:in|from|of|within)\s+FILE\d+)?{AUX}\s+(?:{participles})\b"
 
 
 DUPLICATES = r"duplicat\w*|dupes?|repeated\s+(?:rows|records|entries|lines)|double\s+entries"
