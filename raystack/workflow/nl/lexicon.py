@@ -8,7 +8,7 @@ from __future__ import annotations
 NUMV = r"(?:NUM\d+|PCT\d+)"
 NUMLIST = (rf"{NUMV}(?:\s*,\s*{NUMV})*\s*,?\s*(?:and|or|&|\+)\s+{NUMV}"
            rf"|[\[{{(]\s*{NUMV}(?:\s*,\s*{NUMV})+\s*[\]}})]"
-           rf"|{NUMV}(?:\s*,\s*{NUMV}){{2,}}")
+           rf"|{NUMV}(?:\s*,\s*{NUMV}){{2,}}|{NUMV}(?:\s*/\s*{NUMV})+")
 FILEV = r"FILE\d+"
 
 # metric words -> catalog metric names; longest first when matching

@@ -17,13 +17,13 @@ from typing import Iterable, Iterator
 
 _QUOTE = r"\"[^\"]*\"|(?<!\w)'[^'\n]*'(?!\w)|`[^`]*`|“[^”]*”|‘[^’]*’"
 _ADDR = r"[\w.+-]+@[\w-]+\.[\w.-]+|\b\w+://\S+|\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"
-_RATIO = r"\b\d{1,2}\s*/\s*\d{1,2}\b"
+_RATIO = (r"\b(?:" + "|".join(f"{a}\\s*/\\s*{100 - a}" for a in range(1, 100)) + r")\b(?!\.\d)")
 _PATH = (r"(?:~|\.{1,2})?/?(?:[\w\-]+/)+(?:[\w\-.]*[\w\-])?|(?:~|\.{1,2})/(?:[\w\-.]*[\w\-])?"
          r"|[\w\-]+(?:\.[\w\-]+)*\.(?:csv|tsv|parquet|pq|jsonl?|ya?ml|txt|png|jpe?g|svg|pdf|npz|pt|bin|safetensors|md|html|log)\b")
 _NUM = r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:e[-+]?\d+)?(?:\s*%|k\b|m\b)?|[-+]?\.\d+"
 _WORD = r"[A-Za-z][A-Za-z0-9_]*(?:-[A-Za-z0-9_]+)*(?:'[A-Za-z]+)?"
 ARROWS = ("->", "=>", "→", "⇒", "⟶")
-_PUNCT = r"->|=>|>=|<=|==|!=|[.,;:!?()\[\]{}&|<>=*+≥≤→⇒⟶—–∈]|(?<=\s)-(?=\s)"
+_PUNCT = r"->|=>|>=|<=|==|!=|[.,;:!?()\[\]{}&|<>=*+≥≤→⇒⟶—–∈/]|(?<=\s)-(?=\s)"
 # shorthand read as the word it stands for ("w/ 3 retries")
 ABBREVIATIONS = {"w/": "with", "w/o": "without", "b/c": "because", "thru": "through", "ppl": "people",
                  "e.g.": "e.g", "i.e.": "i.e", "etc.": "etc", "e.g": "e.g", "i.e": "i.e"}
