@@ -186,6 +186,11 @@ class Text:
             if kind == "abbr":
                 kind = "word"
             s = m.group(0)
+            if kind == "path" and re.fullmatch(r"\d+(?:\.\d+)?(?:/\d+(?:\.\d+)?)+/?", s):   # "5/15": numbers
+                for part in re.finditer(r"\d+(?:\.\d+)?|/", s):
+                    t.tokens.append(Token(len(t.tokens), part.group(0), "num" if part.group(0) != "/" else "punct",
+                                          m.start() + part.start(), m.start() + part.end()))
+                continue
             if kind == "path" and s.lower() in NOT_PATHS:
                 for part in re.finditer(r"\w+|/", s):
                     t.tokens.append(Token(len(t.tokens), part.group(0),
