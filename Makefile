@@ -32,7 +32,7 @@ demo: $(STAMP)
 	$(VENV)/bin/raystack demo
 
 test: $(STAMP)
-	OMP_NUM_THREADS=1 $(PY) -m pytest -q -p no:cacheprovider --durations=30 tests
+	OMP_NUM_THREADS=1 $(PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadscope --durations=30 tests
 
 bench: $(STAMP)
 	for b in benchmarks/[a-z]*.py; do $(PY) $$b || exit 1; done

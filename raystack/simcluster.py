@@ -103,7 +103,7 @@ class SimulatedCluster:
             head["_system_config"] = dict(sys_cfg)
         self.cluster = Cluster(initialize_head=True, head_node_args=head)
         for _ in range(self.nodes):
-            self.add()
+            self.add(wait=False)          # the raylets start side by side; joined below
         if connect:
             self.connect()
         self.wait_for_nodes()
@@ -136,14 +136,16 @@ class SimulatedCluster:
         return self.cluster.address
 
     def add(self, name: str | None = None, cpus: float | None = None,
-            resources: Mapping[str, float] | None = None) -> SimNode:
-        """Start one more worker node (named ``node-<k>`` unless given)."""
+            resources: Mapping[str, float] | None = None, wait: bool = True) -> SimNode:
+        """Start one more worker node (named ``node-<k>`` unless given). ``wait=False`` returns
+        once its raylet is started, before it has joined: nodes added so start together, and
+        :meth:`wait_for_nodes` waits for them all."""
         name = name or f"node-{self._count}"
         self._count += 1
         cpus = self.cpus_per_node if cpus is None else cpus
         cwd = Path(self.node_dirs) / name if self.node_dirs else None
         with _cwd(cwd):
-            handle = self.cluster.add_node(num_cpus=cpus, resources={name: 1.0, **(resources or {})},
+            handle = self.cluster.add_node(wait=wait, num_cpus=cpus, resources={name: 1.0, **(resources or {})},
                                            labels={NODE_LABEL: name},
                                            object_store_memory=self.object_store_bytes)
         node = SimNode(name, handle, handle.node_id, str(cwd) if cwd else None, cpus)

@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import atexit
 import os
+import re
 import shutil
 import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -14,14 +16,50 @@ os.environ.setdefault("RAY_DEDUP_LOGS", "0")
 os.environ.setdefault("RAY_metrics_report_interval_ms", "2000")
 # raystack's own caches (token shards, file hashes) live in a fresh folder per session, so no
 # test reads what an earlier run left (Ray workers inherit the variable from this process)
-if "RAYSTACK_CACHE" not in os.environ:
+if "RAYSTACK_CACHE" not in os.environ or os.environ.get("PYTEST_XDIST_WORKER"):  # one per xdist worker too
     os.environ["RAYSTACK_CACHE"] = tempfile.mkdtemp(prefix="raystack-cache-")
     atexit.register(shutil.rmtree, os.environ["RAYSTACK_CACHE"], True)
+
+
+# Under `pytest -n 2 --dist loadscope` (`make test`), every test module that starts Ray, a
+# subprocess or a server (directly or through a fixture) runs in ONE worker, in collection order,
+# on one shared embedded cluster, exactly as without xdist; the modules that need none of them
+# (algorithms, configs, the planner, models built in-process) run in the other worker meanwhile,
+# on the CPU the cluster tests leave idle while they wait on Ray: actor starts, health checks,
+# simulated links and slowed workers. A module is a cluster module when its source mentions one
+# of these (a test written against a new fixture that starts Ray must name it here).
+_NEEDS_CLUSTER = re.compile(r"ray_cluster|\bnodes\b|\bsim\b|import ray|\bray\.|subprocess|Popen|nbclient|"
+                            r"connect\(|cluster_utils|SimulatedCluster")
+CLUSTER_SCOPE = "cluster"
+_ROOT = Path(__file__).resolve().parent.parent
+_module_needs_cluster: dict[str, bool] = {}
+
+
+def module_needs_cluster(path: str) -> bool:
+    """Whether the test module at ``path`` (relative to the repository) starts Ray, a process or a server."""
+    if path not in _module_needs_cluster:
+        _module_needs_cluster[path] = bool(_NEEDS_CLUSTER.search((_ROOT / path).read_text()))
+    return _module_needs_cluster[path]
 
 
 def pytest_collection_modifyitems(config, items):
     """Multi-node tests last: their simulated cluster replaces the embedded one for good."""
     items.sort(key=lambda item: "tests/multinode/" in item.nodeid.replace("\\", "/"))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadscope``: one work unit holding every cluster module, one per other module."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ClusterScopeScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return CLUSTER_SCOPE if module_needs_cluster(path) else path
+
+    return ClusterScopeScheduling(config, log)
 
 
 @pytest.fixture(scope="session")

@@ -15,7 +15,14 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPTS = sorted(p for p in (ROOT / "benchmarks").glob("[a-z]*.py") if p.name != "common.py")
+# Longest first, so the two slots finish together (no quick run left alone at the end); seconds
+# each took under CI (two at a time, 2 cores); a script not listed counts as the longest. The tests
+# run in the same order, so each waits for a run that started about when it did.
+QUICK_SECONDS = {"mlora": 150, "edit": 110, "reliability": 100, "workflow": 60, "elastic": 50,
+                 "edit_quality": 20, "comm": 18}
+SCRIPTS = sorted((p for p in (ROOT / "benchmarks").glob("[a-z]*.py") if p.name != "common.py"),
+                 key=lambda p: (-QUICK_SECONDS.get(p.stem, max(QUICK_SECONDS.values()) + 1), p.name))
+RELIABILITY = ROOT / "benchmarks" / "reliability.py"
 
 
 def test_there_are_benchmarks():
@@ -38,10 +45,12 @@ def quick_outputs(tmp_path_factory, request):
     """Start the quick run of every selected benchmark (AT_ONCE at a time); script -> JSON path."""
     chosen = {item.callspec.params["script"] for item in request.session.items
               if item.originalname == "test_quick_benchmark_writes_conventional_json"}
+    if any(item.originalname == "test_quick_reliability_reads_the_fault_free_spread" for item in request.session.items):
+        chosen.add(RELIABILITY)
     folder = tmp_path_factory.mktemp("quick")
     pool = ThreadPoolExecutor(max_workers=AT_ONCE)
     outs = {}
-    for script in sorted(chosen, key=lambda p: p.name):
+    for script in [p for p in SCRIPTS if p in chosen]:
         outs[script] = folder / f"{script.stem}.json"
         _runs[script.name] = pool.submit(_quick_run, script, outs[script])
     yield outs
@@ -49,6 +58,7 @@ def quick_outputs(tmp_path_factory, request):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)  # a test waits for its own run (480 s at most) and, at worst, part of another's
 @pytest.mark.parametrize("script", SCRIPTS, ids=[p.stem for p in SCRIPTS])
 def test_quick_benchmark_writes_conventional_json(script, quick_outputs):
     out = quick_outputs[script]
@@ -63,3 +73,19 @@ def test_quick_benchmark_writes_conventional_json(script, quick_outputs):
         assert {"value", "op", "target", "met", "what"} <= set(t), name
         assert t["op"] in (">=", "<=", ">", "<", "==")
     assert "| target |" in proc.stdout  # the Markdown table is printed
+
+
+@pytest.mark.slow
+def test_quick_reliability_reads_the_fault_free_spread(quick_outputs):
+    """The quick reliability run (shared with the test above) judges the elastic AUC against its
+    fault-free run(s), times every arm, and says why the torchft recovery target is not read."""
+    proc = _runs[RELIABILITY.name].result()
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    result = json.loads(quick_outputs[RELIABILITY].read_text())
+    elastic = result["arms"]["elastic_short"]
+    assert len(elastic["auc_fault_free"]) == result["config"]["elastic_fault_free_runs"] == 1
+    delta = result["targets"]["elastic_auc_delta"]
+    assert delta["value"] == pytest.approx(min(elastic["auc_fault_free"]) - min(elastic["auc"]))
+    assert all(arm["seconds"] > 0 for arm in result["arms"].values())
+    assert "torchft" not in result["arms"] and result["targets"]["edit_vs_torchft_recovery"]["value"] is None
+    assert any("torchft arm: full run only" in n for n in result["notes"])

@@ -33,7 +33,7 @@ def nodes(sim):
     other node alive: nodes a test removed are declared dead and nodes the autoscaler launched
     are gone, so no actor of the next test lands on a node that is about to disappear."""
     while len(sim.members) < NODES:
-        sim.add(cpus=CPUS)
+        sim.add(cpus=CPUS, wait=False)
     sim.wait_for_nodes()
     sim.wait_settled()
     return sim

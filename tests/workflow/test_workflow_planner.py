@@ -152,17 +152,49 @@ def test_dry_run_executes_a_plan_at_tiny_sizes_in_its_own_directory(tmp_path):
 
 
 DEV2 = ROOT / "benchmarks" / "data" / "nl_dev2.yaml"
+DEV3 = ROOT / "benchmarks" / "data" / "nl_dev3.yaml"
 EXTRA = Path(__file__).parent / "data" / "nl_planner_extra.yaml"
+STRESS = Path(__file__).parent / "data" / "nl_planner_stress.yaml"
 
 
-@pytest.mark.parametrize("path", [DEV2, EXTRA], ids=["nl_dev2", "extra"])
-def test_sets_written_by_others_score(path):
-    """The second development set (another author's conventions, README_sets2.md) and the
-    tests' own varied prompts: plans equal to gold, refusals refused, nothing silently wrong."""
+@pytest.mark.parametrize("path,floor", [(DEV2, 0.9), (EXTRA, 0.9), (STRESS, 0.9), (DEV3, 0.8)],
+                         ids=["nl_dev2", "extra", "stress", "nl_dev3"])
+def test_sets_written_by_others_score(path, floor):
+    """The development sets written by others (their conventions: README_sets2.md,
+    README_sets3.md) and the tests' own varied and rephrased prompts: plans equal to gold,
+    refusals refused, nothing silently wrong."""
     from raystack.workflow.nl.evaluate import score_set
     sc = score_set(path, _plan, run=False)
-    assert sc.structural / sc.prompts >= 0.9, sc.wrong
+    assert sc.structural / sc.prompts >= floor, sc.wrong
     assert sc.silently_wrong == 0, sc.wrong
+
+
+def _kinds(p):
+    return [d.entry for d in p.draft.steps if not d.implicit]
+
+
+def test_wording_it_was_not_written_for_is_read_as_grammar():
+    """Passive voice, numbered lists, 'w/', subordinate 'after' clauses and bare comparisons
+    plan like their plain forms; a word that maps to nothing still refuses, quoted."""
+    p = _plan("Once shipments.csv is loaded, the duplicate rows are dropped and the gaps are filled "
+              "with the median; then a histogram is drawn.")
+    assert _kinds(p) == ["load_data", "dedup", "impute", "plot"]
+    assert p.draft.steps[2].stated == {"strategy": "median"}
+    p = _plan("Claims model:\n1. read claims.parquet\n2. drop rows with NaNs\n3. 70/30 split\n"
+              "4. logistic regression w/ 3 retries")
+    train = [d for d in p.draft.steps if d.entry == "train_model"][0]
+    assert _kinds(p) == ["load_data", "clean_data", "split_data", "train_model"] and train.retries == 3
+    p = _plan("A linear model is to be fitted on premiums.parquet after the rows with missing values "
+              "have been removed.")
+    assert _kinds(p) == ["load_data", "clean_data", "train_model"]
+    p = _plan("loans.csv -> 80/20 split -> kNN on at most 4 workers -> evaluation. Recall under 60% -> "
+              "send 'recall low'; if not, deploy it as loans-knn.")
+    by = {d.entry: d for d in p.draft.steps}
+    assert by["train_model"].bound == {"param": "workers", "op": "<=", "value": 4}
+    assert by["notify"].when is not None and by["notify"].when.op == "<" and by["deploy_model"].otherwise
+    with pytest.raises(PlanRefused) as e:
+        _plan("Once sales.csv is loaded, the duplicate rows are frobnicated.")
+    assert any("frobnicated" in r for r in e.value.reasons)
 
 
 def test_numbers_in_words_units_and_fractions():

@@ -36,6 +36,10 @@ OBJECT_STOPS = {"on", "in", "from", "with", "to", "for", "of", "by", "at", "into
 LEAD_IN_ENDS = (":", "—", "–", "-")
 MAX_LEAD_IN = 6              # words of a lead-in
 CLAUSE_ENDS = {",", ";", ".", "!", "?", ":", "(", ")", "—", "–", "-", *("->", "=>", "→", "⇒", "⟶")}
+# steps that compare results, and the words that say so ("compare the runs and keep the best")
+COMPARING_STEPS = {"select_best", "evaluate_model", "evaluate_adapters", "tune"}
+COMPARE_WORDS = {"compare", "compares", "comparing", "compared", "comparison", "bake-off", "bakeoff",
+                 "shootout", "head-to-head", "against", "versus", "vs"}
 ENUMERATOR = re.compile(r"^(?:[a-h]|[ivx]{1,3}|\d)$")
 
 
@@ -66,6 +70,18 @@ def lead_ins(t: Text) -> None:
             start = tok.i + 1
 
 
+def headings(t: Text) -> None:
+    """A request's first line, when it is a short title above the lines that ask for steps
+    ("Solubility screen" over a bulleted list)."""
+    first = [x for x in t.tokens if "\n" not in t.raw[t.tokens[0].start:x.start]]
+    if not first or len(first) == len(t.tokens) or any(x.used and x.used != "punctuation" for x in first):
+        return
+    words = [x for x in first if _free(x)]
+    if words and len(words) <= MAX_LEAD_IN and not any(x.low in L.UNSUPPORTED or x.low in L.UNMAPPED_VERBS
+                                                       for x in words):
+        t.mark(words, "context")
+
+
 def objects(t: Text, action_ends: Iterable[tuple[str, int]]) -> None:
     """The few words right after an action's phrase: what the step works on."""
     for entry, end in action_ends:
@@ -77,8 +93,8 @@ def objects(t: Text, action_ends: Iterable[tuple[str, int]]) -> None:
             x = t.tokens[j]
             if x.kind == "punct" or (x.used and x.used not in ("filler", entry)):
                 break
-            if x.low in OBJECT_STOPS:
-                break
+            if x.low in OBJECT_STOPS or (x.low in L.CLAUSE_WORDS and not x.used):
+                break       # an object never runs across "and" / "then" into the next clause
             if x.low in L.FILLERS or x.used == entry:
                 j += 1
                 continue
@@ -168,7 +184,11 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]]) -> None:
     if verbs:
         raise PlanRefused([f"no catalog step does {t.span_text(r)!r}" for r in t.runs(verbs)])
     lead_ins(t)
-    objects(t, action_ends)
+    headings(t)
+    ends = list(action_ends)
+    if any(e in COMPARING_STEPS for e, _ in ends):   # "compare A and B ... keep the best"
+        t.mark([x for x in t.unused() if x.low in COMPARE_WORDS], "compared by a step")
+    objects(t, ends)
     purposes(t)
     references(t)
     left = [x for x in t.unused() if x.kind != "punct" and x.low not in L.FILLERS]

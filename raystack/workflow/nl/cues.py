@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from raystack.workflow.nl import lexicon as L
 from raystack.workflow.nl.extract import metric_of
 from raystack.workflow.nl.plan import PlanRefused
-from raystack.workflow.nl.text import Text, number
+from raystack.workflow.nl.text import ARROWS, Text, number
 
 CUE_KINDS = ("retry", "exit", "loop", "cond", "else", "parallel", "join", "seq", "comma")
 MISSING = (r"\b(?P<cue>if|when|only\s+if|provided)\s+(?P<cmp>more|fewer|less)\s+than\s+(?P<v>PCT\d+)\s+"
@@ -66,7 +66,7 @@ def _retries(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
 def _loops(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
     out = []
     for m, toks in t.finditer(rf"\b{L.UNTIL_CUE}\s+(?:the\s+|its\s+|their\s+|it\s+|model's\s+)?"
-                              rf"{L.METRIC_MOD}(?P<m>{L.METRIC_RX})\s+", lo, hi, free_only=True):
+                              rf"{L.METRIC_MOD}(?P<m>{L.METRIC_RX})\s+{L.METRIC_WHERE}", lo, hi, free_only=True):
         cmp = comparison(t, toks[-1].i + 1, hi)
         if cmp is None:
             raise PlanRefused([f"the loop condition {t.span_text(toks)!r}... is not a comparison "
@@ -100,7 +100,7 @@ def _conditions(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
                        {"metric": "missing_fraction", "op": op,
                         "value": number(float(t.literal(m.group("v")).value()))}))
     for m, toks in t.finditer(rf"\b{L.IF_CUE}\s+(?:the\s+|its\s+|their\s+|it's\s+|model's\s+|the\s+model's\s+)?"
-                              rf"{L.METRIC_MOD}(?P<m>{L.METRIC_RX})\s+", lo, hi, free_only=True):
+                              rf"{L.METRIC_MOD}(?P<m>{L.METRIC_RX})\s+{L.METRIC_WHERE}", lo, hi, free_only=True):
         cmp = comparison(t, toks[-1].i + 1, hi)
         if cmp is None:
             continue
@@ -109,6 +109,17 @@ def _conditions(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
         t.mark(t.tokens[toks[0].i:end], "condition")
         out.append(Cue("cond", toks[0].i, end, si, {"metric": metric, "op": _reach(op, metric),
                                                    "value": value}))
+    for m, toks in t.finditer(rf"(?:^|(?<=[;:.,)>→]\s))(?P<m>{L.METRIC_RX})\s+", lo, hi, free_only=True):
+        cmp = comparison(t, toks[-1].i + 1, hi)
+        if cmp is None:
+            continue
+        op, value, end = cmp
+        nxt = t.tokens[end] if end < len(t.tokens) else None
+        if nxt is None or nxt.text not in (*ARROWS, ":", ","):
+            continue          # only a clause of its own: "Recall under 60% -> send 'low'"
+        metric = metric_of(m.group("m"))
+        t.mark(t.tokens[toks[0].i:end], "condition")
+        out.append(Cue("cond", toks[0].i, end, si, {"metric": metric, "op": _reach(op, metric), "value": value}))
     for _, toks in t.finditer(rf"\b{L.ELSE_CUE}\b", lo, hi, free_only=True):
         t.mark(toks, "otherwise")
         out.append(Cue("else", toks[0].i, toks[-1].i + 1, si))

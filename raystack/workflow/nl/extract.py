@@ -128,9 +128,10 @@ def make_dataset(text: Text, lo: int, hi: int, f: Found) -> None:
     m = _search(text, lo, hi, r"(?:random\s+)?seed\s*(?:=|of|:)?\s*(?P<n>NUM\d+)", "seed")
     if m:
         f.set("seed", int(_num(text, m.group("n"))))
-    m = _search(text, lo, hi, r"\b(?P<t>regression|classification)\b", "task")
+    m = _search(text, lo, hi, r"\b(?P<t>regression|classification)\s+(?=dataset|data\b|task|problem|rows|samples|examples|table)"
+                              r"|\bfor\s+(?P<u>regression|classification)\b", "task")
     if m:
-        f.set("task", m.group("t"))
+        f.set("task", m.group("t") or m.group("u"))
 
 
 def load_data(text: Text, lo: int, hi: int, f: Found) -> None:
@@ -154,6 +155,8 @@ def impute(text: Text, lo: int, hi: int, f: Found) -> None:
     consume(text, lo, hi, r"\b(?:missing|null|nan|empty|blank)\s+[a-z_]\w*", "impute")
     m = _search(text, lo, hi, r"(?:with|using|by)\s+(?:the\s+)?(?:column\s+|feature\s+|per-column\s+)?"
                               r"(?P<s>means?|medians?|zeros?|averages?|NUM\d+)", "strategy")
+    if m is None:    # "impute gaps (median)", "median imputation", "median-fill"
+        m = _search(text, lo, hi, r"\b(?P<s>means?|medians?|zeros?|averages?)\b", "strategy")
     if m:
         s = m.group("s")
         if s.startswith("NUM"):
@@ -163,6 +166,11 @@ def impute(text: Text, lo: int, hi: int, f: Found) -> None:
         s = {"average": "mean", "averages": "mean", "means": "mean", "medians": "median",
              "zeros": "zero"}.get(s, s)
         f.set("strategy", s)
+
+
+def dedup(text: Text, lo: int, hi: int, f: Found) -> None:
+    """What kind of duplicates ("exact duplicate readings"): the step's own words."""
+    consume(text, lo, hi, r"\b(?:exact|identical|full|complete|redundant|repeated|duplicated?)\b", "dedup")
 
 
 def clean_data(text: Text, lo: int, hi: int, f: Found) -> None:
@@ -207,7 +215,7 @@ def split_data(text: Text, lo: int, hi: int, f: Found) -> None:
 
 
 def join(text: Text, lo: int, hi: int, f: Found) -> None:
-    m = _search(text, lo, hi, r"\bon\s+(?:the\s+)?(?:column\s+|key\s+|field\s+)?(?P<c>[a-z_][a-z0-9_]*)"
+    m = _search(text, lo, hi, r"\b(?:on|keys?\s*[:=]?|using\s+(?:the\s+)?(?:key|column)|by\s+(?:the\s+)?(?:key|column))\s+(?:the\s+)?(?:column\s+|key\s+|field\s+)?(?P<c>[a-z_][a-z0-9_]*)"
                               r"(?:\s+(?:column|key|field))?", "join key")
     if m and m.group("c") not in ("the", "it", "them", "a"):
         f.set("on", m.group("c"))
@@ -224,7 +232,8 @@ AGG_WORDS = {"sum": "sum", "sums": "sum", "total": "sum", "totals": "sum", "coun
 
 def aggregate(text: Text, lo: int, hi: int, f: Found) -> None:
     consume(text, lo, hi, r"\b(?:the\s+)?[a-z_][a-z0-9_]*\s+(?=(?:by|per|for\s+each)\b)", "measure")
-    m = _search(text, lo, hi, r"\b(?:by|per|for\s+each|for\s+every|grouped\s+by|across)\s+(?!NUM)(?P<c>[a-z_][a-z0-9_]*)", "group key")
+    m = _search(text, lo, hi, r"\b(?:by|per|for\s+each|for\s+every|grouped\s+by|across)\s+(?!NUM)(?P<c>[a-z_][a-z0-9_]*)", "group key") or \
+        _search(text, lo, hi, r"\bper-(?P<c>[a-z_][a-z0-9_]*)\b", "group key")
     if m:
         f.set("by", m.group("c"))
     m = _search(text, lo, hi, r"\b(?P<a>" + "|".join(AGG_WORDS) + r")\b", "aggregate")
@@ -249,9 +258,11 @@ def report(text: Text, lo: int, hi: int, f: Found) -> None:
     consume(text, lo, hi, r"\b(?:summary|final|short|brief|full|detailed|json|markdown|html|text|written|saved|stored)\b", "report")
 
 
-def file_out(param: str = "path", exts: tuple[str, ...] | None = None) -> Callable:
+def file_out(param: str = "path", exts: tuple[str, ...] | None = None, noun: str = "") -> Callable:
     def ex(text: Text, lo: int, hi: int, f: Found) -> None:
         _path_param(text, lo, hi, f, param, exts, "output file")
+        if noun:
+            consume(text, lo, hi, rf"\b{noun}(?:as\s+|to\s+|into\s+)?(?:a\s+|the\s+)?(?:tables?|parquet|csv)\b", "output file")
     return ex
 
 
@@ -267,7 +278,7 @@ def train_model(text: Text, lo: int, hi: int, f: Found) -> None:
     elif kinds:
         f.map = ("model", kinds)
         claim_count(text, lo, hi, len(kinds))
-    m = _search(text, lo, hi, r"\b(?:with|using|at)\s+(?:the\s+)?(?:best|winning|tuned|chosen|selected|optimal)\s+"
+    m = _search(text, lo, hi, r"\b(?:with|using|at)\s+(?:the\s+|that\s+|this\s+|its\s+)?(?:best|winning|tuned|chosen|selected|optimal)\s+"
                               r"(?P<p>k|lr|learning\s+rate|batch\s+size|epochs)\b", "tuned value")
     if m:
         f.refs[{"learning rate": "lr", "batch size": "batch_size"}.get(re.sub(r"\s+", " ", m.group("p")), m.group("p"))] = "best"
@@ -289,6 +300,31 @@ def train_model(text: Text, lo: int, hi: int, f: Found) -> None:
         m = _search(text, lo, hi, rf"{lr}\s*(?:=|:|of|at)?\s*(?P<n>NUM\d+)", "learning rate")
         if m:
             f.set("lr", number(_num(text, m.group("n"))))
+
+
+BOUND_UNITS = [(r"workers?|ranks?|replicas?|processes|nodes|machines", "workers"), (r"gpus?", "gpus"),
+               (r"gb|gib|gigabytes?", "memory_gb")]
+_UNIT = "|".join(rf"(?P<u{i}>{p})" for i, (p, _) in enumerate(BOUND_UNITS))
+_CAP = r"(?:at\s+most|up\s+to|no\s+more\s+than|not\s+more\s+than|a\s+maximum\s+of|maximum\s+of|max(?:imum)?|capped\s+at|limited\s+to|<=|≤)"
+BOUND_PATTERNS = [
+    rf"(?:(?:with|and)\s+)?(?:the\s+)?(?:(?P<w>workers?|gpus?)|memory|ram)\s+(?:capped|limited)\s+(?:at|to)\s+(?P<n>NUM\d+)\s*(?:{_UNIT})?\b",
+    rf"(?:(?:on|with|using|across|over|in)\s+)?{_CAP}\s*(?P<n>NUM\d+)\s*(?:{_UNIT})\b(?:\s+of\s+(?:memory|ram))?",
+]
+
+
+def resource_bound(text: Text, lo: int, hi: int, f: Found) -> None:
+    """"on at most 4 workers", "no more than 16 GB of memory", "GPUs capped at 4": a bound on
+    the resources of any step (one per step), kept as a bound, never a parameter."""
+    for pat in BOUND_PATTERNS:
+        m = _search(text, lo, hi, pat, "resource bound")
+        if m is None:
+            continue
+        unit = next((name for i, (_, name) in enumerate(BOUND_UNITS) if m.group(f"u{i}")), None)
+        if unit is None:
+            w = (m.groupdict().get("w") or "").lower()
+            unit = "gpus" if w.startswith("gpu") else "workers" if w else "memory_gb"
+        f.bound = {"param": unit, "op": "<=", "value": number(_num(text, m.group("n")))}
+        return
 
 
 def _set_map(f: Found, param: str, values: list) -> None:
@@ -336,7 +372,9 @@ def notify(text: Text, lo: int, hi: int, f: Found) -> None:
 
 
 def cleanup(text: Text, lo: int, hi: int, f: Found) -> None:
-    m = _search(text, lo, hi, r"\b(?P<d>tmp|scratch|staging|work)\b", "directory", free=False)
+    # a directory only when named as one ("the tmp directory"); "the scratch space", "temp files"
+    # are the run's own scratch, the step's default
+    m = _search(text, lo, hi, r"\b(?P<d>tmp|scratch|staging|work)\s+(?=dir\b|dirs\b|directory|directories|folders?\b)", "directory", free=False)
     if m:
         f.set("directory", m.group("d"))
         return
@@ -350,9 +388,9 @@ from raystack.workflow.nl import extract_parts as P  # noqa: E402 - they use the
 
 EXTRACTORS: dict[str, Callable[[Text, int, int, Found], None]] = {
     "make_dataset": make_dataset, "load_data": load_data, "load_checkpoint": load_checkpoint,
-    "impute": impute, "clean_data": clean_data, "sample": sample, "split_data": split_data, "join": join,
+    "impute": impute, "dedup": dedup, "clean_data": clean_data, "sample": sample, "split_data": split_data, "join": join,
     "aggregate": aggregate, "plot": plot, "save_report": report,
-    "write_table": file_out("path", TABLE_EXT), "export_model": file_out("path"),
+    "write_table": file_out("path", TABLE_EXT, "(?:table\\s+)?"), "export_model": file_out("path"),
     "train_model": train_model, "evaluate_model": metric_param(), "select_best": metric_param(with_mode=True),
     "deploy_model": deploy_model, "notify": notify, "cleanup": cleanup,
     "edit_pretrain": P.edit_pretrain, "mlora_finetune": P.mlora_finetune,

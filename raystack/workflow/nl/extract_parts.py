@@ -65,6 +65,8 @@ def edit_pretrain(text: Text, lo: int, hi: int, f: Found) -> None:
             f.set("mode", mode)
             break
     models = _base_models(text, lo, hi)
+    if models:
+        consume(text, lo, hi, r"\bbase(?:\s+model)?\b", "model")
     if len(models) > 1:
         _set_map(f, "model", models)
         claim_count(text, lo, hi, len(models))
@@ -241,7 +243,7 @@ def elastic_dlrm(text: Text, lo: int, hi: int, f: Found) -> None:
 
 
 def serve_adapters(text: Text, lo: int, hi: int, f: Found) -> None:
-    consume(text, lo, hi, r"\b(?:with|using|via|on)\s+ray\s+serve\b", "serve")
+    consume(text, lo, hi, r"\b(?:with|using|via|on|through|behind|in|over)\s+(?:ray\s+)?serve\b", "serve")
     m = _search(text, lo, hi, r"\b(?:as|named|called)\s+(?!a\b|an\b|the\b|it\b|them\b)(?P<n>[a-z_][a-z0-9_\-]*)", "name")
     if m:
         f.set("name", m.group("n"))

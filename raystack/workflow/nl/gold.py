@@ -75,7 +75,9 @@ SETS2 = Conventions(order="text")
 # sets and the README that states their conventions (benchmarks/data/README_sets2.md)
 SET_CONVENTIONS = {"nl_dev2": SETS2, "nl_heldout2": SETS2,
                    # its header: "Text read in sequence ("A, B, then C") is a chain"
-                   "nl_heldout": SETS2}
+                   "nl_heldout": SETS2,
+                   # README_sets3.md: "One scorer setting serves sets 2 and 3"
+                   "nl_dev3": SETS2, "nl_heldout3": SETS2}
 
 
 def conventions_for(path: str | Path) -> Conventions:

@@ -8,7 +8,7 @@ from __future__ import annotations
 NUMV = r"(?:NUM\d+|PCT\d+)"
 NUMLIST = (rf"{NUMV}(?:\s*,\s*{NUMV})*\s*,?\s*(?:and|or|&|\+)\s+{NUMV}"
            rf"|[\[{{(]\s*{NUMV}(?:\s*,\s*{NUMV})+\s*[\]}})]"
-           rf"|{NUMV}(?:\s*,\s*{NUMV}){{2,}}")
+           rf"|{NUMV}(?:\s*,\s*{NUMV}){{2,}}|{NUMV}(?:\s*/\s*{NUMV})+")
 FILEV = r"FILE\d+"
 
 # metric words -> catalog metric names; longest first when matching
@@ -29,22 +29,28 @@ METRICS = {
 LOWER_IS_BETTER = {"loss", "val_loss", "train_loss", "logloss", "error", "rmse", "missing_fraction"}
 METRIC_RX = "|".join(sorted((k.replace(" ", r"\s+") for k in METRICS), key=len, reverse=True))
 
-# comparison phrases (regex) -> operator; {v} is the number
+# comparison phrases (regex) -> operator; {v} is the number; CMP_LEAD the verb before it
+# ("is", "ends up", "comes in", "turns out to be")
+CMP_LEAD = (r"(?:(?:is|are|was|were|gets?|goes|go|rises?|climbs?|drops?|falls?|stays?|remains?|ends?\s+up|ended\s+up|"
+            r"comes?\s+(?:in|out)|came\s+(?:in|out)|turns?\s+out(?:\s+to\s+be)?|lands?|sits?|scores?|still|is\s+still|"
+            r"does|do|can|will|should)\s+)*(?:(?:to|at)\s+(?=NUM|PCT))?")
 COMPARISONS = [
-    (rf"(?:is\s+|are\s+)?(?:at\s+least|no\s+less\s+than|not\s+below|not\s+less\s+than|>=|≥)\s+(?P<v>{NUMV})", ">="),
-    (rf"(?:is\s+|are\s+)?(?:at\s+most|no\s+more\s+than|not\s+above|not\s+more\s+than|<=|≤)\s+(?P<v>{NUMV})", "<="),
-    (rf"(?:is\s+|are\s+)?(?P<v>{NUMV})\s+or\s+(?:higher|more|above|better|greater)", ">="),
-    (rf"(?:is\s+|are\s+)?(?P<v>{NUMV})\s+or\s+(?:lower|less|below|under|worse)", "<="),
-    (rf"(?:is\s+|are\s+|gets\s+|goes\s+|rises\s+|climbs\s+)?(?:above|over|greater\s+than|more\s+than|higher\s+than|better\s+than|>)\s+(?P<v>{NUMV})", ">"),
-    (rf"(?:exceeds?|exceeding|beats?|tops|surpass(?:es)?)\s+(?P<v>{NUMV})", ">"),
-    (rf"(?:is\s+|are\s+|gets\s+|goes\s+|drops\s+|falls\s+|stays\s+|gets\s+)?(?:below|under|less\s+than|lower\s+than|worse\s+than|<)\s+(?P<v>{NUMV})", "<"),
-    (rf"(?:reach(?:es)?|hits?|gets\s+to|achieves?|attains?|is\s+up\s+to)\s+(?P<v>{NUMV})", "reach"),
+    (rf"{CMP_LEAD}(?:at\s+least|no\s+less\s+than|not\s+below|not\s+less\s+than|>=|≥)\s+(?P<v>{NUMV})", ">="),
+    (rf"{CMP_LEAD}(?:at\s+most|no\s+more\s+than|not\s+above|not\s+more\s+than|<=|≤)\s+(?P<v>{NUMV})", "<="),
+    (rf"{CMP_LEAD}(?P<v>{NUMV})\s+or\s+(?:higher|more|above|better|greater|over)", ">="),
+    (rf"{CMP_LEAD}(?P<v>{NUMV})\s+or\s+(?:lower|less|below|under|worse)", "<="),
+    (rf"{CMP_LEAD}(?:above|over|greater\s+than|more\s+than|higher\s+than|better\s+than|in\s+excess\s+of|>)\s+(?P<v>{NUMV})", ">"),
+    (rf"{CMP_LEAD}(?:exceeds?|exceeding|exceeded|beats?|beating|tops|surpass(?:es|ed)?|clears?|outperforms?)\s+(?P<v>{NUMV})", ">"),
+    (rf"{CMP_LEAD}(?:below|under|less\s+than|lower\s+than|worse\s+than|beneath|<)\s+(?P<v>{NUMV})", "<"),
+    (rf"{CMP_LEAD}(?:reach(?:es|ed)?|hits?|gets\s+to|achieves?|attains?|is\s+up\s+to|makes\s+it\s+to)\s+(?P<v>{NUMV})", "reach"),
     (rf"(?:is|equals?|==)\s+(?:exactly\s+)?(?P<v>{NUMV})", "=="),
 ]
 
 IF_CUE = (r"(?:(?:but\s+)?only\s+(?:if|when|once)|if|when|whenever|provided(?:\s+that)?|as\s+long\s+as|in\s+case|"
           r"assuming|once)")
 METRIC_MOD = r"(?:(?:best|final|overall|mean|average|model's|test|resulting|measured|tuned|held-out)\s+)?"
+# "accuracy on the test set is under 0.6": where the metric was measured, between it and its comparison
+METRIC_WHERE = r"(?:(?:on|of|for|over|in|from)\s+(?:the\s+)?(?:test|validation|val|held-out|holdout|eval|evaluation)\s*(?:set|split|data|rows)?\s+)?"
 ELSE_CUE = (r"(?:otherwise|else|if\s+not|failing\s+that|if\s+(?:it|they|that|the\s+\w+)\s+(?:falls?|fall)\s+short"
             r"|if\s+(?:it|they)\s+(?:doesn't|don't|does\s+not|do\s+not)(?:\s+(?:make\s+it|pass|qualify))?"
             r"|if\s+(?:it|they)\s+(?:miss(?:es)?|fails?)\s+(?:the\s+)?(?:bar|threshold|cut))")
@@ -73,12 +79,15 @@ RETRIES = [
     r"(?:\s+(?:if\s+it\s+fails|if\s+they\s+fail|on\s+failure|upon\s+failure))?",
     r"(?:if|when)\s+it\s+fails\s*,?\s*retry\s+(?:it\s+)?(?:up\s+to\s+)?(?P<n>NUM\d+)\s+times?",
     r"(?:try|attempt)\s+(?:it\s+)?(?:up\s+to\s+|at\s+most\s+)(?P<t>NUM\d+)\s+times",
+    r"(?:(?:if|when|should)\s+(?:it|that|this|training|the\s+step)\s+fails?\s*,?\s*)?(?:try|run|attempt|do|start)\s+(?:it\s+|that\s+)?"
+    r"(?:again|over)\s+(?:up\s+to\s+|at\s+most\s+|a\s+maximum\s+of\s+)?(?P<n>NUM\d+)\s+(?:more\s+|additional\s+|extra\s+)?times?",
+    r"(?:with\s+|allowing\s+|and\s+)?(?:up\s+to\s+|at\s+most\s+)?(?P<n>NUM\d+)\s+(?:more|additional|extra|further)\s+(?:attempts|tries|goes)",
 ]
 
 EXIT_CUES = [
     (r"\bon\s+(?:a\s+|any\s+)?failure\b|\bupon\s+failure\b|\bfailure\s+anywhere\b|\bany\s+failure\b|\bif\s+(?:it|something|anything)\s+(?:fails|breaks)\b|\bin\s+case\s+of\s+(?:a\s+|any\s+)?(?:failures?|errors?)\b|"
      r"\b(?:if|when|should)\s+(?:anything|something|any\s+step|a\s+step|any\s+of\s+(?:this|these|them)|"
-     r"the\s+(?:run|workflow|pipeline|job|training|whole\s+thing|flow))\s+(?:fails|failed|breaks|goes\s+wrong|"
+     r"the\s+(?:run|workflow|pipeline|job|training|whole\s+thing|flow))\s+(?:fails?|failed|breaks?|go(?:es)?\s+wrong|"
      r"errors(?:\s+out)?|crashes)\b|\bif\s+there\s+is\s+(?:an\s+)?error\b", "failure"),
     (r"\bon\s+success\b|\bupon\s+success\b|\b(?:if|when|once)\s+(?:everything|it\s+all|all\s+steps|"
      r"the\s+(?:run|workflow|pipeline|job|whole\s+thing))\s+(?:succeeds|succeeded|is\s+successful|"
@@ -105,6 +114,9 @@ SEQUENCE = (r"\b(?:and\s+then|then|after\s+that|afterwards|afterward|next|finall
 
 PURPOSE = (r"\bfor\s+(?:the\s+|a\s+|our\s+)?(?:[a-z][\w-]*\s+){1,3}?(?:detection|prediction|analysis|classification|"
            r"project|use\s+case|task|team|experiment|study|demo|pipeline)\s*(?=,)")
+# steps that act on a table named in their own phrase ("aggregate the logs in q.parquet by user")
+DATA_VERB_STEPS = {"dedup", "impute", "clean_data", "normalize", "sample", "stats", "plot", "aggregate",
+                   "split_data"}
 # Words that need no step of their own: articles, pronouns, politeness, glue.
 FILLERS = set("""
 a an the it its it\s*'s them their they this that these those to of on in into onto with and or
@@ -129,7 +141,7 @@ get got gets put puts produce make makes take takes separate separately individu
 candidate candidates option options version versions variant variants baseline
 whichever whatever one one's anything something both either two-step across written
 is are be it\s*'s that's them they those their its everything finally eventually
-note notes etc e.g i.e via per each apiece respectively overall at
+note notes etc e.g i.e via per each apiece respectively overall at ensure ensuring say
 """.split())
 # words that open a clause: an object, purpose or description never runs across them
 CLAUSE_WORDS = set("""
@@ -153,7 +165,7 @@ umap arima prophet forecast forecasting ridge lasso elasticnet elastic-net perce
 deep ensemble stacking bagging adaboost autoencoder gan diffusion vae reinforcement
 one-hot onehot encode encoding tokenize tokenizer translate translation
 internet online download downloaded url http https scrape crawl kaggle hub huggingface
-sql database databases query spark hive bigquery snowflake redshift postgres mysql mongodb
+sql database databases spark hive bigquery snowflake redshift postgres mysql mongodb
 whisper asr speech-to-text text-to-speech tts ocr transcribe transcribes transcribed transcription
 transcriptions transcript transcripts machine-translate machine-translated translated translating
 segment segmentation segmenting detect-objects yolo embed embedding embeddings vectorize
@@ -170,6 +182,7 @@ move moves copy copies parse parses extract extracts label labels annotate annot
 detect detects rank ranks sort sorts shuffle shuffles augment augments balance oversample
 undersample resample reweight weight crop resize rotate flip trim truncate backfill interpolate
 predict predicts infer generate-images summarise summarize translate forecast
+removed deleted dropped discarded excluded filtered eliminated purged stripped converted transformed
 """.split())
 # word beginnings that name a method or task the catalog lacks ("transcribing", "clustered")
 UNSUPPORTED_PREFIXES = ("transcri", "translat", "cluster", "scrap", "crawl", "forecast",

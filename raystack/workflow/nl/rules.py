@@ -22,7 +22,7 @@ from raystack.workflow.nl import lexicon as L
 from raystack.workflow.nl.accounting import account
 from raystack.workflow.nl.build import build
 from raystack.workflow.nl.cues import Cue, read_cues, unbounded
-from raystack.workflow.nl.extract import EXTRACTORS, TABLE_EXT, Found
+from raystack.workflow.nl.extract import EXTRACTORS, TABLE_EXT, Found, resource_bound
 from raystack.workflow.nl.names import adapter_names
 from raystack.workflow.nl.plan import Cond, Draft, DraftStep, LoopSpec, Plan, PlanRefused
 from raystack.workflow.nl.safety import screen
@@ -32,6 +32,9 @@ from raystack.workflow.nl.triggers import COMPILED, EVAL_OBJECTS, MODEL_KIND, PR
 
 PARTS = ("elastic_dlrm", "edit_pretrain", "mlora_finetune")
 SOURCES = ("load_data", "make_dataset", "load_checkpoint")   # read data, change nothing
+# words between "after"/"once" and the step its clause names ("once it is evaluated")
+SUBORDINATE_SKIP = {"the", "a", "an", "it", "they", "its", "their", "has", "have", "is", "are", "been",
+                    "being", "was", "were", "all", "data", "model"}
 VERBLESS_MODEL = re.compile(rf"(?:(?:a|the|final|plain|simple)\s+)*{MODEL_KIND}\b")
 
 
@@ -82,6 +85,8 @@ class RulePlanner:
                 ex = EXTRACTORS.get(a.entry)
                 if ex is not None:
                     ex(t, a.zlo, a.hi, a.found)
+                if a.found.bound is None and not CATALOG[a.entry].side_effect:
+                    resource_bound(t, a.zlo, a.hi, a.found)
         steps = self._steps(t, actions, cues)
         account(t, [(a.entry, a.trig_end) for a in actions])
         return Draft(text.strip(), steps)
@@ -94,7 +99,8 @@ class RulePlanner:
                 if entry == "evaluate_model" and not self._is_eval_verb(t, toks[0]):
                     continue
                 out_file = next((x for x in reversed(toks) if x.kind == "path"), None)
-                if entry == "write_table" and not (out_file and out_file.low.endswith(TABLE_EXT[:4])):
+                if entry == "write_table" and not (out_file and out_file.low.endswith(TABLE_EXT[:4])) and not (
+                        out_file is None and re.search(r"\btables?\b", m.group(0))):
                     continue
                 if entry == "export_model" and out_file is not None and out_file.low.endswith(TABLE_EXT[:4]):
                     continue
@@ -115,7 +121,8 @@ class RulePlanner:
                 skipped = set()
                 if "sk" in rx.groupindex and m.group("sk"):
                     skipped = {x.i for x in t.covered(*m.span("sk"))}
-                mark = [x for x in toks if x.i not in skipped]
+                mark = [x for x in toks if x.i not in skipped   # a file inside a write phrase is its destination
+                        or (x.kind == "path" and entry_here in ("write_table", "export_model", "save_report"))]
                 t.mark(mark, entry_here)
                 entry_found = entry_here
                 j = toks[0].i - 1
@@ -139,6 +146,10 @@ class RulePlanner:
                 del found[k]
         merged: list[Action] = []
         for a in found:  # several phrases of one step ("use EDiT local SGD to pre-train an LLM")
+            if a.entry in PARTS and len(merged) > 1 and merged[-2].entry == a.entry and merged[-1].prepositional \
+                    and merged[-1].entry in SOURCES and merged[-2].sentence == a.sentence \
+                    and not any(x.kind == "punct" and x.text not in ("(", ")") for x in t.tokens[merged[-2].lo:a.lo]):
+                continue  # "fine-tune two adapters on the checkpoint in ./ckpt with mLoRA": one step
             if merged and merged[-1].entry == a.entry and (
                     a.entry not in ("load_data", "train_model", "evaluate_model", "notify")
                     or (a.entry == "load_data" and not (a.has_file and merged[-1].has_file))
@@ -148,7 +159,9 @@ class RulePlanner:
                                 for x in t.tokens[merged[-1].trig_end:a.lo]))):
                 continue
             merged.append(a)
-        embedded = {id(a) for a in merged if a.entry == "load_data" and a.trig_end - a.lo == 1}
+        # a file named inside another step's phrase ("split iris.csv 70/30", "roll up the logs in
+        # q.parquet by query_id"): the load owns its own words, the rest stays its verb's
+        embedded = {id(a) for k, a in enumerate(merged) if self._embedded(a, merged[k - 1] if k else None)}
         bounds = sorted({a.lo for a in merged if id(a) not in embedded}
                         | {c.lo for c in cues if c.kind in ("cond", "else", "exit")} | {hi})
         for k, a in enumerate(merged):
@@ -159,7 +172,24 @@ class RulePlanner:
             a.zlo = lo if k == 0 else self._phrase_start(t, a, merged[k - 1])
             if k and merged[k - 1].hi > a.zlo and id(merged[k - 1]) not in embedded:
                 merged[k - 1].hi = a.zlo
+        for k, a in enumerate(merged):   # "read a.parquet and, in parallel, b.csv": two loads
+            if a.entry == "load_data" and id(a) not in embedded:
+                inner = [b for b in merged[k + 1:] if id(b) in embedded and b.entry == "load_data" and b.lo < a.hi]
+                if inner:
+                    a.hi = inner[0].lo
         return merged
+
+    @staticmethod
+    def _embedded(a: Action, prev: Action | None) -> bool:
+        """A source named inside the phrase of the step before it ("split iris.csv 70/30", "roll
+        up the logs in q.parquet by query_id", "tune a knn on the split of g.csv: k = ...",
+        "fine-tune adapters on the checkpoint in ./ckpt with mLoRA"): it owns its own words
+        only, the rest stays the verb's."""
+        if a.entry == "load_data":
+            return a.trig_end - a.lo == 1 or (prev is not None and a.trig_end - a.lo == 2 and a.prepositional
+                                               and prev.entry in (*L.DATA_VERB_STEPS, "train_model", "tune"))
+        return (prev is not None and a.prepositional and a.entry in ("load_checkpoint", "split_data")
+                and prev.sentence == a.sentence and prev.entry in (*PARTS, "train_model", "tune"))
 
     @staticmethod
     def _phrase_start(t: Text, a: Action, prev: Action) -> int:
@@ -207,14 +237,16 @@ class RulePlanner:
         if re.search(r"\breport\b", m.group(0)):
             return False
         nxt = next((x for x in t.tokens[toks[0].i:min(hi, toks[-1].i + 4)] if x.kind == "path"), None)
-        return nxt is not None and nxt.low.endswith(TABLE_EXT[:4])
+        if nxt is None:   # "write the scores to a table"
+            return t.match_at(r"(?:to|as|into|in)\s+(?:a\s+|the\s+)?tables?\b", toks[-1].i + 1, hi) is not None
+        return nxt.low.endswith(TABLE_EXT[:4])
 
     @staticmethod
     def _is_eval_verb(t: Text, tok: Token) -> bool:
         """"test" and "score" are verbs only at the start of a clause or before their object."""
         prev = t.tokens[tok.i - 1] if tok.i else None
         nxt = t.tokens[tok.i + 1] if tok.i + 1 < len(t.tokens) else None
-        if tok.low.startswith(("evaluat", "assess", "validat", "measur", "benchmark")):
+        if tok.low.startswith(("evaluat", "assess", "validat", "measur")):
             return not (prev is not None and prev.low in ("the", "an", "a", "for", "of"))
         starts = prev is None or prev.kind == "punct" or prev.low in ("and", "then", "also", "to", "next", "finally", "first")
         return starts and (nxt is None or nxt.low in EVAL_OBJECTS or nxt.kind == "punct")
@@ -275,6 +307,7 @@ class RulePlanner:
             a.step = s
             steps.append(s)
         self._apply_cues(t, actions, cues)
+        self._subordinate(t, actions)
         self._hoist(actions)
         self._order(actions)
         return [s for a in actions for s in [*a.extra, a.step]]
@@ -342,8 +375,10 @@ class RulePlanner:
                 if tgt is None:
                     raise PlanRefused(["retries asked for, but for no step"])
                 tgt.step.retries = c.data["n"]
-            elif c.kind == "loop":
-                tgt = before[-1] if before else (after[0] if after else None)
+            elif c.kind == "loop":       # the nearest step that reports the metric it waits for
+                reports = [a for a in acts if c.data["metric"] in CATALOG[a.entry].metrics]
+                near = [a for a in reports if a.lo < c.lo][-1:] or [a for a in reports if a.lo >= c.hi][:1]
+                tgt = near[0] if near else before[-1] if before else (after[0] if after else None)
                 if tgt is None:
                     raise PlanRefused(["a loop with no step to repeat"])
                 tgt.step.loop = LoopSpec(c.data["metric"], c.data["op"], c.data["value"], c.data["max"])
@@ -386,6 +421,9 @@ class RulePlanner:
         end = min([x for x in seq if x >= c.hi] or [10 ** 9])
         ahead = [a for a in after if a.lo < end]
         behind = [a for a in before if a.lo > start]
+        closes = c.hi >= len(t.tokens) or t.tokens[c.hi].kind == "punct"
+        if ahead and behind and closes and not any(x.kind == "punct" for x in t.tokens[behind[-1].lo:c.lo]):
+            ahead = []      # "load A and B in parallel, join them": the cue closes its phrase
         if ahead:
             j = c.lo - 1
             while j > 0 and t.tokens[j].text == ",":
@@ -415,6 +453,25 @@ class RulePlanner:
             for b in actions:
                 if b.step.when is w:
                     b.step.when = cond
+
+    @staticmethod
+    def _subordinate(t: Text, actions: list[Action]) -> None:
+        """A step in a clause opened by "after" / "once" that follows its main clause ("fit a
+        model after the bad rows have been removed", "deploy it once it is evaluated") runs
+        before the main clause's step."""
+        for i in range(1, len(actions)):
+            a = actions[i]
+            j = a.lo - 1
+            while j > 0 and t.tokens[j].low in SUBORDINATE_SKIP and not t.tokens[j].used:
+                j -= 1
+            if t.tokens[j].low not in ("after", "once") or t.tokens[j].used:
+                continue
+            main = [k for k in range(i) if actions[k].sentence == a.sentence and actions[k].lo < j
+                    and not actions[k].prepositional and actions[k].step.exit is None]
+            if not main or any(x.kind == "punct" and x.text != "," for x in t.tokens[actions[main[-1]].lo:j]):
+                continue
+            t.tokens[j].used = "order"
+            actions.insert(main[-1], actions.pop(i))
 
     def _hoist(self, actions: list[Action]) -> None:
         """Producers named after their consumer ("train a model on generated data with a

@@ -17,14 +17,18 @@ from typing import Iterable, Iterator
 
 _QUOTE = r"\"[^\"]*\"|(?<!\w)'[^'\n]*'(?!\w)|`[^`]*`|“[^”]*”|‘[^’]*’"
 _ADDR = r"[\w.+-]+@[\w-]+\.[\w.-]+|\b\w+://\S+|\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"
-_RATIO = r"\b\d{1,2}\s*/\s*\d{1,2}\b"
+_RATIO = (r"\b(?:" + "|".join(f"{a}\\s*/\\s*{100 - a}" for a in range(1, 100)) + r")\b(?!\.\d)")
 _PATH = (r"(?:~|\.{1,2})?/?(?:[\w\-]+/)+(?:[\w\-.]*[\w\-])?|(?:~|\.{1,2})/(?:[\w\-.]*[\w\-])?"
          r"|[\w\-]+(?:\.[\w\-]+)*\.(?:csv|tsv|parquet|pq|jsonl?|ya?ml|txt|png|jpe?g|svg|pdf|npz|pt|bin|safetensors|md|html|log)\b")
 _NUM = r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:e[-+]?\d+)?(?:\s*%|k\b|m\b)?|[-+]?\.\d+"
 _WORD = r"[A-Za-z][A-Za-z0-9_]*(?:-[A-Za-z0-9_]+)*(?:'[A-Za-z]+)?"
 ARROWS = ("->", "=>", "→", "⇒", "⟶")
-_PUNCT = r"->|=>|>=|<=|==|!=|[.,;:!?()\[\]{}&|<>=*+≥≤→⇒⟶—–∈]|(?<=\s)-(?=\s)"
-_TOKEN = re.compile(f"(?P<quote>{_QUOTE})|(?P<addr>{_ADDR})|(?P<ratio>{_RATIO})|(?P<path>{_PATH})"
+_PUNCT = r"->|=>|>=|<=|==|!=|[.,;:!?()\[\]{}&|<>=*+≥≤→⇒⟶—–∈/]|(?<=\s)-(?=\s)"
+# shorthand read as the word it stands for ("w/ 3 retries")
+ABBREVIATIONS = {"w/": "with", "w/o": "without", "b/c": "because", "thru": "through", "ppl": "people",
+                 "e.g.": "e.g", "i.e.": "i.e", "etc.": "etc", "e.g": "e.g", "i.e": "i.e"}
+_ABBR = r"\b(?:w/o|w/|b/c)(?![\w/])|\b(?:e\.g|i\.e)\.?(?!\w)|\betc\.(?=\s*[,;)a-z])"
+_TOKEN = re.compile(f"(?P<quote>{_QUOTE})|(?P<addr>{_ADDR})|(?P<abbr>{_ABBR})|(?P<ratio>{_RATIO})|(?P<path>{_PATH})"
                     f"|(?P<num>{_NUM})|(?P<word>{_WORD})|(?P<punct>{_PUNCT})", re.I)
 NOT_PATHS = {"train/test", "train/validation", "test/train", "and/or", "train/val", "input/output"}
 # numbers in words: "five thousand" -> 5000, "twenty five" -> 25, "a quarter" -> 0.25
@@ -42,6 +46,7 @@ UNIT_WORDS = set("""epoch epochs step steps worker workers rank ranks replica re
 row rows sample samples example examples feature features time times trial trials retry retries
 round rounds iteration iterations model models node nodes gpu gpus parameter server servers
 lora dora file files record records run runs pass passes attempt attempts gb percent""".split())
+LIST_MARKER = "list marker"
 PLACEHOLDER = {"quote": "QUOTE", "addr": "ADDR", "ratio": "RATIO", "path": "FILE", "num": "NUM",
                "pct": "PCT"}
 
@@ -58,7 +63,8 @@ class Token:
 
     @property
     def low(self) -> str:
-        return self.text.lower()
+        low = self.text.lower()
+        return ABBREVIATIONS.get(low, low)
 
     def value(self) -> float | str:
         """The literal's value: a number (percentages as fractions), a path, quoted text."""
@@ -177,7 +183,14 @@ class Text:
         t = cls(raw)
         for m in _TOKEN.finditer(raw):
             kind = m.lastgroup or "word"
+            if kind == "abbr":
+                kind = "word"
             s = m.group(0)
+            if kind == "path" and re.fullmatch(r"\d+(?:\.\d+)?(?:/\d+(?:\.\d+)?)+/?", s):   # "5/15": numbers
+                for part in re.finditer(r"\d+(?:\.\d+)?|/", s):
+                    t.tokens.append(Token(len(t.tokens), part.group(0), "num" if part.group(0) != "/" else "punct",
+                                          m.start() + part.start(), m.start() + part.end()))
+                continue
             if kind == "path" and s.lower() in NOT_PATHS:
                 for part in re.finditer(r"\w+|/", s):
                     t.tokens.append(Token(len(t.tokens), part.group(0),
@@ -197,6 +210,7 @@ class Text:
                 continue
             t.tokens.append(Token(len(t.tokens), s, kind, m.start(), m.end()))
         t.tokens = _merge_numbers(t.tokens)
+        t._list_markers()
         parts, pos = [], 0
         for tok in t.tokens:
             piece = (f"{PLACEHOLDER[tok.kind]}{tok.i}" if tok.kind in PLACEHOLDER
@@ -208,6 +222,30 @@ class Text:
             pos += len(piece)
         t.masked = " ".join(parts)
         return t
+
+    def _list_markers(self) -> None:
+        """Numbered or lettered list items ("1. load x", "2) clean it", "(b) train"): the
+        marker opens a line or follows a clause break, and says nothing of its own."""
+        toks = self.tokens
+        seen = False
+        for k, tok in enumerate(toks[:-1]):
+            nxt = toks[k + 1]
+            short = (tok.kind == "num" and re.fullmatch(r"\d{1,2}", tok.text)) or \
+                (tok.kind == "word" and re.fullmatch(r"[a-h]", tok.low) and nxt.text == ")")
+            if not short or nxt.text not in (".", ")", ":"):
+                continue
+            prev = toks[k - 1] if k else None
+            after = toks[k + 2] if k + 2 < len(toks) else None
+            opens = prev is None or "\n" in self.raw[prev.end:tok.start] or prev.text in (";", ":") or (
+                prev.text == "(" and nxt.text == ")") or (prev.text == "," and seen and after is not None
+                                                           and after.kind == "word")
+            if opens:
+                seen = True
+                tok.used = LIST_MARKER
+                if nxt.text != ".":
+                    nxt.used = LIST_MARKER
+                if prev is not None and prev.text == "(":
+                    prev.used = LIST_MARKER
 
     # -- spans ------------------------------------------------------------------------------
     def covered(self, start: int, end: int) -> list[Token]:
@@ -234,7 +272,9 @@ class Text:
             if m is None:
                 return
             toks = self.covered(m.start(), m.end())
-            if free_only and any(t.used and t.used != self.claim for t in toks):
+            inner = toks[1:-1]      # names may sit inside a phrase ("train the legal and medical adapters")
+            if free_only and any(t.used and t.used != self.claim and not (t in inner and t.used.startswith("name:"))
+                                 for t in toks):
                 # try again from the next token: a shorter match may start later in this one
                 nxt = [s for s, _, _ in self._pos if s > m.start()]
                 if not nxt:
