@@ -264,7 +264,8 @@ def start_head(port: int = 6390, dashboard_port: int = 8265, num_cpus: int | Non
     state.pids = session_processes(proc.pid, started)
     _write_state(state_dir, state)
     _wait_http(state.dashboard_url, timeout_s)
-    _wait_port(agent_port, timeout_s)  # jobs are refused until the node's dashboard agent listens
+    _wait_port(agent_port, timeout_s, "dashboard agent")  # jobs are refused until the node's agent listens
+    _wait_port(client_port, timeout_s, "Ray Client server")  # `up` prints ray://...: it must answer on return
     state.pids = session_processes(proc.pid, started)  # the dashboard's and agents' children too
     _write_state(state_dir, state)
     return state
@@ -276,14 +277,14 @@ def _write_state(state_dir: Path, state: HeadState) -> None:
     tmp.replace(_state_file(state_dir))
 
 
-def _wait_port(port: int, timeout_s: float) -> None:
+def _wait_port(port: int, timeout_s: float, what: str) -> None:
     deadline = time.time() + timeout_s
     while time.time() < deadline:
         with socket.socket() as s:
             if s.connect_ex(("127.0.0.1", port)) == 0:
                 return
         time.sleep(0.5)
-    raise HeadError(f"the Ray head's dashboard agent did not listen on port {port} within {timeout_s:.0f} s")
+    raise HeadError(f"the Ray head's {what} did not listen on port {port} within {timeout_s:.0f} s")
 
 
 def _wait_http(url: str, timeout_s: float) -> None:
