@@ -11,6 +11,11 @@ the lost node, re-forms the collective group, and heals the replacements from a 
 θ_sync, the outer momentum, the penalty and inner optimizer state and the data position as at
 the last sync, so the survivors keep their state and step counters and the replacement joins
 the next sync (only when no whole replica is left does every rank reload the last checkpoint).
+With ``run.spare_replicas`` > 0, that many replicas' worth of ranks are started ahead, idle, in
+placement groups of their own on nodes no rank uses (``spare<n>-<shard>`` members of a second
+ActorGroup); a replica lost whole is replaced by a spare on a live node (the kernel's
+``take_over``: no process start, imports or corpus loading while the survivors wait), and a
+new spare is started once the run goes on.
 Every file goes through the run's folder in the storage location (``run.out_dir``, any pyarrow
 filesystem): ``<out_dir>/<run id>/checkpoint`` is published whole (written beside, then
 renamed). :class:`EDiTDriver` runs it for ``raystack.edit.pretrain(cfg)``.
@@ -20,10 +25,11 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import tempfile
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -130,6 +136,14 @@ class EDiTWorker(CommMember):
         """This live rank's state as at its last sync, for a replacement (see EDiTRank.heal)."""
         return self.trainer.heal_state()
 
+    def take_rank(self, rank: int, cfg: dict) -> int:
+        """A spare takes a lost rank's place: its rank and the run's current config (the
+        corpus is already loaded unless ``data`` changed); ``rejoin`` and ``heal`` follow."""
+        self.rank = rank
+        if cfg != config_to_dict(self.cfg):
+            self.configure(cfg)
+        return os.getpid()
+
     def heal(self, state: dict) -> SegmentReport:
         """Take a lost rank's place from the heal state of a live rank with its shard index."""
         self.trainer.heal(state)
@@ -219,6 +233,10 @@ class EDiTGroup:
         self.cfg_dict = config_to_dict(cfg)
         self.run_dir = self._open_run(cfg)
         self.group = ActorGroup("edit", spawner, poll_timeout_s=PING_TIMEOUT_S)
+        # run.spare_replicas: whole replicas' worth of started, idle ranks (members spare<n>-<shard>)
+        self.spares = ActorGroup("edit-spares", self.group.spawner, poll_timeout_s=PING_TIMEOUT_S)
+        self._spare_sets = 0
+        self.promoted: list[str] = []   # spares that took a lost rank's place, over the group's life
         self.callbacks = list(callbacks)
         self.devices = CPU_PLAN
         self.replacements = 0
@@ -254,9 +272,7 @@ class EDiTGroup:
             return
         load_corpus(self.cfg, progress=True)
         self.devices = plan_devices(self.cfg.run.device, self.cfg.ranks, cluster_gpus())
-        bundle = {"CPU": self.cfg.run.cpus_per_rank}
-        if self.devices.uses_gpu:
-            bundle["GPU"] = self.devices.gpus_per_actor
+        bundle = self._bundle()
         # a replica's ranks packed on one node (their links are local), replicas aimed at
         # distinct nodes; PACK (may span nodes) when no node can hold a whole replica
         targets = spread_nodes(self.cfg.replicas, bundle, self.cfg.shards)
@@ -265,6 +281,70 @@ class EDiTGroup:
                              for r in range(self.cfg.replicas)])
         self.group.spawn(*[self._spec(rank) for rank in range(self.cfg.ranks)])
         self._form()
+        self._spawn_spares()
+
+    def _bundle(self) -> dict[str, float]:
+        bundle = {"CPU": self.cfg.run.cpus_per_rank}
+        if self.devices.uses_gpu:
+            bundle["GPU"] = self.devices.gpus_per_actor
+        return bundle
+
+    def _spawn_spares(self, avoid: tuple[str, ...] = ()) -> None:
+        """Start spare replicas up to ``run.spare_replicas``: each a replica's ranks (same
+        bundles, packed) in a placement group of its own, aimed at a node no rank uses and
+        never at ``avoid`` (nodes lost or suspect). Not waited for: the run goes on while they
+        start (a spare that has no room yet waits for it; one still starting is used anyway)."""
+        S = self.cfg.shards
+        missing = self.cfg.run.spare_replicas - len(self.spares) // S
+        if missing <= 0:
+            return
+        bundle = self._bundle()
+        used = {self.group.node(k) for k in self.group.keys} | set(avoid)
+        targets = spread_nodes(missing, bundle, S, exclude=tuple(n for n in used if n))
+        for target in targets:
+            n, self._spare_sets = self._spare_sets, self._spare_sets + 1
+            name = f"spare-{n}"
+            self.spares.reserve(PlacementSpec(name, tuple(dict(bundle) for _ in range(S)),
+                                              "STRICT_PACK" if target else "PACK", avoid_nodes=tuple(sorted(avoid)),
+                                              target_node=target), wait=False)
+            self.spares.spawn(*[replace(self._spec(-1), key=f"spare{n}-{s}", placement=name, bundle=s)
+                                for s in range(S)])
+        logger.info("edit: %d spare replica(s) starting", len(targets))
+
+    def wait_for_spares(self, timeout_s: float = 120.0) -> int:
+        """Block until every spare has started (its imports and corpus loaded); the number of
+        spares. A spare that cannot start in time raises :class:`MemberFailure`."""
+        self.spares.call("ping", timeout_s=timeout_s)
+        return len(self.spares)
+
+    def _promote_spares(self, dead: list[str]) -> list[str]:
+        """Put whole spare replicas in the place of the replicas lost whole in ``dead``, if
+        any spare is placed on a node that is alive and lost none of the ranks; returns the
+        ranks replaced this way (the others are started afresh)."""
+        if not len(self.spares):
+            return []
+        keys, S = self.group.keys, self.cfg.shards
+        lost_nodes = {self.group.node(k) for k in dead} - {None}
+        sets: dict[str, list[str]] = {}
+        for key in self.spares.keys:
+            sets.setdefault(key.split("-")[0], []).append(key)
+        usable = [members for members in sets.values() if len(members) == S and all(
+            (node := self.spares.node(m)) is not None and node not in lost_nodes
+            and self.spares.spawner.node_alive(node) for m in members)]
+        replicas = sorted({keys.index(k) // S for k in dead})
+        taken: list[str] = []
+        for r, members in zip(replicas, usable):
+            ranks = keys[r * S:(r + 1) * S]
+            if not all(k in dead for k in ranks):
+                continue
+            members = sorted(members, key=lambda m: int(m.rsplit("-", 1)[1]))
+            self.group.take_over(ranks, self.spares, members)
+            pids = self.group.call_each("take_rank", {k: (keys.index(k), self.cfg_dict) for k in ranks})
+            taken += ranks
+            self.promoted += members
+            logger.info("edit: spare replica %s took the place of %s (pids %s)", members[0].split("-")[0],
+                        ", ".join(ranks), pids)
+        return taken
 
     def _spec(self, rank: int) -> MemberSpec:
         replica, shard = divmod(rank, self.cfg.shards)
@@ -292,11 +372,14 @@ class EDiTGroup:
         self._form()
 
     def shutdown(self) -> None:
-        """Stop the actors and release the placement groups."""
+        """Stop the actors (spares too) and release the placement groups."""
         if self._bar is not None:
             self._bar.close()
             self._bar = None
-        self.group.shutdown()
+        try:
+            self.group.shutdown()
+        finally:
+            self.spares.shutdown()
 
     # -- checkpoints -----------------------------------------------------------------------------
     @staticmethod
@@ -421,7 +504,11 @@ class EDiTGroup:
         dead = list(event.members)
         keys = self.group.keys
         source = self._heal_source(dead)
-        self.group.respawn(dead, spec_for=lambda spec: self._spec(keys.index(spec.key)))
+        avoid = tuple(sorted({self.group.node(k) for k in dead} - {None}))
+        promoted = self._promote_spares(dead) if source is not None else []
+        fresh = [k for k in dead if k not in promoted]
+        if fresh:
+            self.group.respawn(fresh, spec_for=lambda spec: self._spec(keys.index(spec.key)))
         self.replacements += len(dead)
         if dead:
             self._m_replaced.inc(len(dead))
@@ -434,8 +521,10 @@ class EDiTGroup:
             states = [self.group.submit(k, "heal_state") for k in source]   # in shard order
             self.group.gather([self.group.submit(k, "heal", states[keys.index(k) % self.cfg.shards].future)
                                for k in dead])
-            logger.warning("edit: %s failed (%s); replaced and healed from %s, survivors kept their state",
-                           ", ".join(dead), event.reason, ", ".join(source))
+            logger.warning("edit: %s failed (%s); replaced%s and healed from %s, survivors kept their state",
+                           ", ".join(dead), event.reason, " by a spare replica" if promoted else "",
+                           ", ".join(source))
+            self._spawn_spares(avoid)
             return
         self.group.call("setup")
         if self.has_checkpoint():

@@ -16,6 +16,9 @@ and the final quality against a fault-free run in the same invocation:
   steps the survivors ran twice (0 by design); replacement steps redone = steps the lost
   replica had reached (at least) past the sync the replacement took over at; loss ratio =
   final val loss / fault-free.
+- EDiT with a spare (arm ``edit_spare_short``, full run): the same with ``run.spare_replicas=1``:
+  one replica's ranks started ahead on a node of their own (waited for before the loss, as in
+  any run longer than a spare's start); the lost replica's place is taken by the spare's actors.
 - mLoRA (2 stages, 2 adapters, tiny-1m): the lost stage restarts elsewhere and the adapters
   resume from their last checkpoints; recovery = removal -> the end of the first window after
   it (a whole window of training included); windows redone (the failed one); max |weight -
@@ -85,7 +88,7 @@ def ensure_nodes(sim, n: int = 4) -> None:
 
 
 # ---- EDiT -----------------------------------------------------------------------------------------
-def edit_cfg(out: Path, steps: int, shards: int):
+def edit_cfg(out: Path, steps: int, shards: int, spares: int = 0):
     from raystack.config import load_config
     from raystack.edit.config import EDiTConfig
 
@@ -94,23 +97,25 @@ def edit_cfg(out: Path, steps: int, shards: int):
         "sync": {"h": 6, "warmup_steps": 6}, "penalty": {"warmup_syncs": 1}, "loggers": [],
         "data": {"max_bytes": 300_000, "batch_size": 4, "seq_len": 32, "eval_batches": 4},
         "run": {"out_dir": str(out), "checkpoint_every": 0, "eval_every": 0, "comm_timeout_s": 60.0,
-                "segments_per_call": 1}})
+                "segments_per_call": 1, "spare_replicas": spares}})
 
 
-def edit_arm(sim, root: Path, steps: int, repeats: int, fault_free: bool, shards: int = 2) -> dict:
+def edit_arm(sim, root: Path, steps: int, repeats: int, fault_free: bool, shards: int = 2, spares: int = 0) -> dict:
+    """``spares``: run.spare_replicas (a lost replica replaced by started, idle ranks)."""
     from raystack.actors.edit import EDiTGroup
 
     out: dict = {"recovery_s": [], "survivor_steps_redone": [], "replacement_steps_redone": [], "val_loss": []}
     ensure_nodes(sim)
-    group = EDiTGroup(edit_cfg(root / "edit", steps, shards))
+    group = EDiTGroup(edit_cfg(root / "edit", steps, shards, spares))
     try:
         group.start()
         if fault_free:
             out["val_loss_fault_free"] = group.run(progress=False, save=False).val_loss
         for _ in range(repeats):
             ensure_nodes(sim)
-            group.reconfigure(edit_cfg(root / "edit", steps, shards))
+            group.reconfigure(edit_cfg(root / "edit", steps, shards, spares))
             where = sim.actor_nodes(dict(zip(group.group.keys, group.workers)))
+            group.wait_for_spares()        # started, as in any run longer than a spare's start
             seen: dict = {}
 
             def lose(g, segment, where=where, seen=seen):
@@ -125,6 +130,7 @@ def edit_arm(sim, root: Path, steps: int, repeats: int, fault_free: bool, shards
             healed_at = steps - len(times)           # the step the replacement took over at
             out["replacement_steps_redone"].append(max(0, seen["step"] - healed_at))
             out["val_loss"].append(res.val_loss)
+        out["spares_used"] = len(group.promoted) // shards
     finally:
         group.shutdown()
     return out
@@ -410,6 +416,8 @@ def main() -> int:
     sim = start_cluster(SHORT, root)
     try:
         edit = timed("edit_short", edit_arm, sim, root, steps, repeats, fault_free=not q, shards=1 if q else 2)
+        spare = timed("edit_spare_short", edit_arm, sim, root, steps, repeats, fault_free=False, spares=1) \
+            if not q else None
         tft = timed("torchft", torchft_arm, root, steps, repeats, fault_free=True) if not q else None
         ml = timed("mlora_short", mlora_arm, sim, root, repeats)
         el = timed("elastic_short", elastic_arm, sim, root, rows, repeats, fault_free=elastic_fault_free)
@@ -433,6 +441,13 @@ def main() -> int:
                   "restarted replica's first step after its heal from the live peer), p50 over p50; same model, no "
                   f"link model in either; per repeat, s: EDiT {listed(edit['recovery_s'], 1)}, torchft "
                   + (listed(tft["recovery_s"], 1) if tft else "not run (--quick)"))
+    if spare is not None:
+        report.target("edit_spare_vs_torchft_recovery", spare["recovery_p50_s"] / tft["recovery_p50_s"], "<=", 1.0,
+                      "the same with run.spare_replicas=1 (one replica's ranks started ahead, idle, on a node of "
+                      "their own; the lost replica's place taken by them: no process start), p50 over p50; per "
+                      f"repeat, s: {listed(spare['recovery_s'], 1)} ({spare['spares_used']} of {repeats} by a spare)")
+        report.target("edit_spare_survivor_rollback_steps", max(spare["survivor_steps_redone"]), "==", 0,
+                      "with a spare replica: steps the surviving replica ran twice after the node loss")
     report.target("edit_survivor_rollback_steps", max(edit["survivor_steps_redone"]), "==", 0,
                   "steps the surviving replica ran twice after the node loss")
     if "val_loss_fault_free" in edit:

@@ -148,6 +148,10 @@ class RunConfig(ConfigBase):
     resume: bool = option(False, "continue the run named by run_id from its last checkpoint")
     seed: int = option(0, "model init and data order", ge=0, le=MAX_SEED)
     max_replacements: int = option(3, "replica actors replaced after a failure before giving up", ge=0, le=1000)
+    spare_replicas: int = option(0, "replicas' worth of rank processes kept started and idle on other nodes: a "
+                                    "replica lost whole is replaced by them at once (no process start, imports "
+                                    "or data loading during recovery); each reserves what a replica does", ge=0,
+                                 le=64)
     comm_timeout_s: float = option(60.0, "collective timeout (s)", gt=0, le=DAY_S)
     cpus_per_rank: float = option(1.0, "Ray CPUs each rank reserves", gt=0, le=1024)
     threads_per_rank: int = option(1, "torch threads in each rank", ge=1, le=1024)

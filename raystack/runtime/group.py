@@ -121,15 +121,18 @@ class ActorGroup:
         self._moves = 0  # placement groups made to move members off a lost node
 
     # ---- placement groups ----------------------------------------------------------------------
-    def reserve(self, *specs: PlacementSpec) -> list[Any]:
-        """Create placement groups and wait until all are ready; on a timeout none is left."""
+    def reserve(self, *specs: PlacementSpec, wait: bool = True) -> list[Any]:
+        """Create placement groups and wait until all are ready; on a timeout none is left.
+        ``wait=False``: only create them (members spawned into them start once Ray places
+        them; until then they wait for room)."""
         made = []
         try:
             for spec in specs:
                 if spec.name in self._placements:
                     raise ValueError(f"{self.name}: placement {spec.name!r} already exists")
                 made.append((spec, self.spawner.reserve(spec)))
-            self.spawner.ready([pg for _, pg in made], self.ready_timeout_s)
+            if wait:
+                self.spawner.ready([pg for _, pg in made], self.ready_timeout_s)
         except BaseException:
             for _, pg in made:
                 self.spawner.release(pg)
@@ -216,6 +219,31 @@ class ActorGroup:
             logger.info("%s: respawned %s%s", self.name, key,
                         f" in placement {spec.placement}" if old_placement != spec.placement else "")
         return keys
+
+    def take_over(self, keys: Sequence[str], donor: "ActorGroup", donor_keys: Sequence[str]) -> None:
+        """Put ``donor``'s member ``donor_keys[i]`` (a warm standby: started, its imports and
+        data loaded) in the place of member ``keys[i]``, instead of starting a new actor: the
+        actor and its placement group move here (a donor placement group moves with the first
+        member that uses it), the member keeps its key, position and spec except where it is
+        placed; the old actor is killed and its placement group released once unused."""
+        keys, donor_keys = list(keys), list(donor_keys)
+        if len(keys) != len(donor_keys):
+            raise ValueError(f"{self.name}: {len(keys)} members to replace, {len(donor_keys)} standbys given")
+        for key, dkey in zip(keys, donor_keys):
+            spec, old = self._members[key]
+            dspec, actor = donor._members.pop(dkey)
+            donor._last.pop(dkey, None)
+            if dspec.placement is not None and dspec.placement in donor._placements:
+                if dspec.placement in self._placements:
+                    raise ValueError(f"{self.name}: placement {dspec.placement!r} already exists")
+                self._placements[dspec.placement] = donor._placements.pop(dspec.placement)
+            self.spawner.kill(old)
+            self._members[key] = (replace(spec, placement=dspec.placement, bundle=dspec.bundle), actor)
+            self._last[key] = Health.ALIVE
+            self.respawns += 1
+            if spec.placement != dspec.placement:
+                self._release_if_unused(spec.placement)
+            logger.info("%s: %s taken over by standby %s of %s", self.name, key, dkey, donor.name)
 
     def _node_of(self, spec: MemberSpec) -> str | None:
         if spec.placement is None or spec.placement not in self._placements:

@@ -107,13 +107,15 @@ def classify_ray_error(error: BaseException) -> Health | None:
     return None
 
 
-def spread_nodes(count: int, bundle: Mapping[str, float], per_group: int = 1) -> list[str]:
+def spread_nodes(count: int, bundle: Mapping[str, float], per_group: int = 1,
+                 exclude: Sequence[str] = ()) -> list[str]:
     """Node ids to aim ``count`` placement groups of ``per_group`` bundles at, one node each
     while there are enough nodes that can hold a whole group (then round again); "" (no
     preference) when Ray is not connected or no node can hold one. A soft preference: Ray
-    places a group elsewhere if its node has no room."""
+    places a group elsewhere if its node has no room. Nodes in ``exclude`` (already used) are
+    aimed at only after every other node."""
     if not ray.is_initialized():
         return [""] * count
-    fits = [n["NodeID"] for n in sorted(ray.nodes(), key=lambda n: n["NodeID"])
+    fits = [n["NodeID"] for n in sorted(ray.nodes(), key=lambda n: (n["NodeID"] in exclude, n["NodeID"]))
             if n["Alive"] and all(n["Resources"].get(k, 0.0) >= v * per_group for k, v in bundle.items())]
     return [fits[i % len(fits)] for i in range(count)] if len(fits) > 1 else [""] * count

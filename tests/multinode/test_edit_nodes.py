@@ -64,3 +64,53 @@ def test_a_lost_node_heals_its_replica_from_a_live_peer_and_survivors_never_step
         assert faulty.val_loss <= 1.05 * clean.val_loss, (faulty.val_loss, clean.val_loss)
     finally:
         group.shutdown()
+
+
+def test_a_spare_replica_takes_a_lost_replicas_place_without_starting_a_process(nodes, tmp_path):
+    """run.spare_replicas=1: the spare's ranks start ahead on a node no rank uses; when a
+    replica's node is lost, the spare's own actors become its ranks (no new process: the same
+    pids), healed from the live replica; the survivors never step back; a new spare is started
+    off the lost node once the run goes on."""
+    from raystack.actors.edit import EDiTGroup
+
+    sim = nodes
+    group = EDiTGroup(cfg_for(tmp_path / "spare", spare_replicas=1))
+    try:
+        group.start()
+        ranks = sim.actor_nodes(dict(zip(group.group.keys, group.workers)))
+        spares = dict(zip(group.spares.keys, group.spares.handles))
+        assert sorted(spares) == ["spare0-0", "spare0-1"]
+        spare_pids = {k: pid for k, pid in zip(spares, group.spares.call("take_rank", -1, group.cfg_dict))}
+        where = sim.actor_nodes(spares)
+        assert where["spare0-0"] == where["spare0-1"], where                 # packed like a replica
+        assert where["spare0-0"] not in {ranks["rank-0"], ranks["rank-2"]}, (where, ranks)  # a node of its own
+        steps: dict[str, list[int]] = {k: [] for k in group.group.keys}
+        lost = {}
+
+        def lose_replica_1(g, segment):
+            for k, r in zip(g.group.keys, g.group.call("report")):
+                steps[k].append(r.step)
+            if segment == 3 and not lost:
+                lost["node"] = ranks["rank-2"]
+                node_id = sim.members[lost["node"]].node_id
+                sim.remove(lost["node"])
+                sim.wait_dead(node_id)
+        faulty = group.run(progress=False, on_segment=lose_replica_1, save=False)
+
+        assert lost and faulty.replacements == 2 and faulty.steps == 36
+        assert group.promoted == ["spare0-0", "spare0-1"]
+        # the lost ranks are now the spare's actors: the same processes, on the spare's node
+        assert group.group.call_each("take_rank", {"rank-2": (2, group.cfg_dict), "rank-3": (3, group.cfg_dict)}) \
+            == [spare_pids["spare0-0"], spare_pids["spare0-1"]]
+        after = sim.actor_nodes(dict(zip(group.group.keys, group.workers)))
+        assert after["rank-2"] == after["rank-3"] == where["spare0-0"], after
+        for k in ("rank-0", "rank-1"):                      # survivors: never a step back
+            assert steps[k] == sorted(steps[k]) and steps[k][-1] == 36, steps[k]
+        states = group.group.call("heal_state")
+        for a, b in zip(states[0]["outer"]["theta_sync"], states[2]["outer"]["theta_sync"]):
+            torch.testing.assert_close(a, b)
+        # a new spare replica was started, not on the lost node
+        assert sorted(group.spares.keys) == ["spare1-0", "spare1-1"]
+        assert lost["node"] not in sim.actor_nodes(dict(zip(group.spares.keys, group.spares.handles))).values()
+    finally:
+        group.shutdown()

@@ -95,6 +95,36 @@ def test_members_lost_with_their_node_move_together_into_one_new_group_avoiding_
     assert sp.live("r1").placement is new and sp.live("r1").bundle == 1
 
 
+def test_a_standby_takes_a_members_place_with_its_placement_group_and_nothing_is_started():
+    """take_over: the standby's actor and placement group move to the group under the lost
+    member's key and spec; no actor is spawned; the old actor is killed and its group released
+    once no member uses it; shutting either group down later leaves nothing behind."""
+    sp = FakeSpawner()
+    g, spares = ActorGroup("toy", sp), ActorGroup("spares", sp)
+    g.reserve(PlacementSpec("replica-0", ({"CPU": 1.0}, {"CPU": 1.0}), "STRICT_PACK"))
+    g.spawn(*[MemberSpec(f"r{i}", Counter, options={"num_cpus": 1}, placement="replica-0", bundle=i)
+              for i in range(2)])
+    spares.reserve(PlacementSpec("spare-0", ({"CPU": 1.0}, {"CPU": 1.0}), "STRICT_PACK"), wait=False)
+    spares.spawn(*[MemberSpec(f"spare0-{i}", Counter, placement="spare-0", bundle=i) for i in range(2)])
+    standby = [spares.handle("spare0-0"), spares.handle("spare0-1")]
+    old_pg, spare_pg = sp.placements
+    started = len(sp.actors)
+    g.take_over(["r0", "r1"], spares, ["spare0-0", "spare0-1"])
+    assert len(sp.actors) == started                      # nothing new started
+    assert [g.handle("r0"), g.handle("r1")] == standby and g.keys == ["r0", "r1"]
+    assert g.spec("r1").placement == "spare-0" and g.spec("r1").bundle == 1
+    assert g.spec("r1").options == {"num_cpus": 1}       # the member's spec otherwise kept
+    assert old_pg.released and not spare_pg.released and sp.killed == ["r0", "r1"]
+    assert len(spares) == 0 and spares.placements == [] and g.placements == [spare_pg] and g.respawns == 2
+    assert g.call("train") == [1, 1]                     # the standbys answer as the members
+    spares.shutdown()
+    assert not spare_pg.released                          # it belongs to g now
+    g.shutdown()
+    assert spare_pg.released
+    with pytest.raises(ValueError, match="2 members to replace, 1 standbys"):
+        g.take_over(["a", "b"], spares, ["c"])
+
+
 def test_shutdown_kills_every_member_and_releases_every_placement_group():
     g, sp = make_group()
     g.reserve(PlacementSpec("extra", ({"CPU": 1.0},), detached=True))
