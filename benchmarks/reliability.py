@@ -34,8 +34,11 @@ and the final quality against a fault-free run in the same invocation:
   replacement steps before the heal (one window from a fresh model, overwritten); loss ratio =
   the restarted replica's final val loss / a fault-free torchft run's (full run). Target: EDiT
   recovery <= 1.0x torchft's (p50 over p50). Full run only (see TORCHFT_QUICK_NOTE).
-- elastic fault-free spread: 3 fault-free runs (--quick: 1) before the node-loss runs; the AUC
-  target reads the lowest AUC after a loss against the lowest fault-free one (+ 0.005).
+- elastic fault-free spread: 4 fault-free runs (--quick: 1) interleaved with the node-loss runs;
+  the AUC target reads the lowest AUC after a loss against the lowest fault-free one (+ 0.005).
+  With two workers the order in which their updates interleave differs from run to run, so the
+  AUC does too; ``elastic_exact`` (full run) takes one worker, whose run is deterministic, and
+  compares the final model after the same node loss with a fault-free run's, element by element.
 - autoscaler (full run): a budget of 4-CPU units that only the autoscaler's nodes can hold:
   nodes launched (scale-up) and gone after the job (scale-down), with their times.
 
@@ -319,58 +322,78 @@ def mlora_arm(sim, root: Path, repeats: int) -> dict:
 
 
 # ---- elastic --------------------------------------------------------------------------------------
-def elastic_cfg(root: Path, name: str, rows: int):
+def elastic_cfg(root: Path, name: str, rows: int, workers: int = 2):
     from raystack.config import load_config
     from raystack.elastic.config import ElasticConfig
 
     return load_config(ElasticConfig, {
         "name": name, "work_dir": str(root / "elastic"), "poll_s": 0.3, "loggers": [],
         "data": {"generate_rows": rows, "generate_files": 3, "out_dir": str(root / "criteo"), "rows_per_shard": 2048},
-        "resources": {"autoscale": False, "initial_workers": 2, "initial_ps": 2, "ray_cpus_per_cpu": 1.0,
+        "resources": {"autoscale": False, "initial_workers": workers, "initial_ps": 2, "ray_cpus_per_cpu": 1.0,
                       "max_cpus": 8},
         "faults": {"checkpoint_every_s": 1.0}})
 
 
-def elastic_arm(sim, root: Path, rows: int, repeats: int, fault_free: int) -> dict:
-    """``fault_free`` runs without a fault first (their AUCs are the spread the target reads),
-    then ``repeats`` with the node loss."""
+def elastic_run(sim, root: Path, name: str, rows: int, lose: bool, workers: int = 2) -> tuple:
+    """One elastic job on the cluster; ``lose``: the nodes of the dense PS and of a worker (one
+    on another node if there is one) are removed once a sixth of the rows is done. Returns the
+    result, the final model (dense, tables), the restores and when the nodes were removed."""
     from raystack.actors.elastic import ElasticController
 
-    out: dict = {"recovery_s": [], "rows_redone": [], "lost": [], "duplicated": [], "auc": []}
-    for i in range(fault_free):
-        ensure_nodes(sim)
-        ctl = ElasticController(elastic_cfg(root, f"ff{i}", rows))
-        try:
-            out.setdefault("auc_fault_free", []).append(ctl.run().auc)
-        finally:
-            ctl.shutdown()
-    for i in range(repeats):
-        ensure_nodes(sim)
-        ctl = ElasticController(elastic_cfg(root, f"loss{i}", rows))
-        seen: dict = {}
+    ensure_nodes(sim)
+    ctl = ElasticController(elastic_cfg(root, name, rows, workers))
+    seen: dict = {}
 
-        def lose(c, seen=seen):
-            p = c.loop.last_poll
-            if seen or p is None or p.rows_done < rows // 6:
-                return
-            where = sim.actor_nodes(c.backend.actors)
-            ps = next(u for u in sorted(where) if u.startswith("ps"))
-            worker = next(u for u in sorted(where) if u.startswith("worker") and where[u] != where[ps])
-            seen["t"] = time.time()
-            for node in {where[ps], where[worker]}:
-                sim.remove(node)
-        try:
-            res = ctl.run(on_step=lose)
-        finally:
-            ctl.shutdown()
-        restore = ctl.backend.restores[0]
+    def remove_nodes(c):
+        p = c.loop.last_poll
+        if not lose or seen or p is None or p.rows_done < rows // 6:
+            return
+        where = sim.actor_nodes(c.backend.actors)
+        ps = next(u for u in sorted(where) if u.startswith("ps"))
+        others = [u for u in sorted(where) if u.startswith("worker")]
+        worker = next((u for u in others if where[u] != where[ps]), others[0])
+        seen["t"] = time.time()
+        for node in {where[ps], where[worker]}:
+            sim.remove(node)
+    try:
+        res = ctl.run(on_step=remove_nodes)
+        model = ctl.backend.model_state()
+    finally:
+        ctl.shutdown()
+    return res, model, ctl.backend, seen.get("t")
+
+
+def elastic_arm(sim, root: Path, rows: int, repeats: int, fault_free: int) -> dict:
+    """``fault_free`` runs without a fault (their AUCs are the spread the target reads) and
+    ``repeats`` with the node loss, interleaved (fault-free, loss, fault-free, ...)."""
+    out: dict = {"recovery_s": [], "rows_redone": [], "lost": [], "duplicated": [], "auc": [], "auc_fault_free": []}
+    for i in range(max(fault_free, repeats)):
+        if i < fault_free:
+            out["auc_fault_free"].append(elastic_run(sim, root, f"ff{i}", rows, lose=False)[0].auc)
+        if i >= repeats:
+            continue
+        res, _, backend, t_lost = elastic_run(sim, root, f"loss{i}", rows, lose=True)
+        restore = backend.restores[0]
         # recoveries: a replacement's first commit minus when the loss was first seen
-        out["recovery_s"].append(max(ctl.backend.recoveries) + restore.time - seen["t"])
+        out["recovery_s"].append(max(backend.recoveries) + restore.time - t_lost)
         out["rows_redone"].append(restore.rows_redone)
         out["lost"].append(res.lost)
         out["duplicated"].append(res.duplicated)
         out["auc"].append(res.auc)
     return out
+
+
+def elastic_exact_arm(sim, root: Path, rows: int) -> dict:
+    """One worker (its batches in one order, so a run is deterministic): the same node loss,
+    and the final model against a fault-free run's, element by element: the restore is exact
+    when they are equal (with two workers the interleaving of their updates differs run to run)."""
+    clean, (dense0, tables0), _, _ = elastic_run(sim, root, "exact-ff", rows, lose=False, workers=1)
+    res, (dense1, tables1), backend, _ = elastic_run(sim, root, "exact-loss", rows, lose=True, workers=1)
+    diff = max([float(abs(dense0[k] - dense1[k]).max()) for k in dense0]
+               + [float(abs(tables0[t] - tables1[t]).max()) for t in tables0])
+    return {"max_weight_diff": diff, "auc": res.auc, "auc_fault_free": clean.auc, "lost": res.lost,
+            "duplicated": res.duplicated, "restores": len(backend.restores),
+            "rows_redone": [r.rows_redone for r in backend.restores]}
 
 
 # ---- autoscaler -----------------------------------------------------------------------------------
@@ -399,7 +422,7 @@ def main() -> int:
     args = parse_args(__doc__.splitlines()[0])
     q = args.quick
     steps, rows, repeats = (48, 12_000, 1) if q else (48, 24_000, 3)  # quick: node-loss arms, no autoscaler
-    elastic_fault_free = 1 if q else 3           # the spread the elastic AUC target reads
+    elastic_fault_free = 1 if q else 4           # the spread the elastic AUC target reads
     report = Report("reliability", q, {"edit_steps": steps, "elastic_rows": rows, "repeats": repeats,
                                        "elastic_fault_free_runs": elastic_fault_free, "nodes": 4, "cpus_per_node": 2})
     report.note("Simulated: 4 nodes of 2 logical CPUs as separate raylets on one 2-core machine, each with its "
@@ -421,6 +444,7 @@ def main() -> int:
         tft = timed("torchft", torchft_arm, root, steps, repeats, fault_free=True) if not q else None
         ml = timed("mlora_short", mlora_arm, sim, root, repeats)
         el = timed("elastic_short", elastic_arm, sim, root, rows, repeats, fault_free=elastic_fault_free)
+        exact = timed("elastic_exact", elastic_exact_arm, sim, root, rows) if not q else None
         scale = timed("autoscaler", autoscale_arm, sim, root, rows) if not q else None
     finally:
         sim.shutdown()
@@ -463,6 +487,12 @@ def main() -> int:
     report.target("elastic_auc_delta", min(ff) - min(el["auc"]), "<=", 0.005,
                   f"lowest AUC after the node loss below the lowest of {len(ff)} fault-free run(s) (their spread: "
                   f"{min(ff):.4f}-{max(ff):.4f}); after the loss: {listed(el['auc'], 4)}")
+    if exact is not None:
+        report.target("elastic_exact_restore", exact["max_weight_diff"], "==", 0.0,
+                      "one worker (a deterministic run): the final model after the same node loss vs the fault-free "
+                      f"run's, max abs difference over the dense net and every table ({exact['restores']} restore, "
+                      f"{listed(exact['rows_redone'], 0)} rows redone; lost {exact['lost']}, duplicated "
+                      f"{exact['duplicated']}; AUC {exact['auc']:.4f} vs {exact['auc_fault_free']:.4f})")
     if scale is not None:
         report.target("autoscaler_scaled_up", float(scale["nodes_launched"]), ">=", 1,
                       "nodes the autoscaler launched for the job's capacity request")

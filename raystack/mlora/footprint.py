@@ -21,8 +21,9 @@ from raystack.runtime.messages import Message
 
 PROBE_ADAPTER = "memory_probe"  # the throwaway adapter a stage measures its activations with
 # passes over the probe shapes that are measured, after one that is not: the allocator makes the
-# same micro-batches peak 10-25% apart (above the resident footprint) from pass to pass, and the
-# ratio taken here is the admission bound's first value, so it is the largest of these
+# same micro-batches peak 10-25% apart (above the resident footprint) from pass to pass: each
+# measured pass is one observation of the memory model (its expected ratio starts at their mean,
+# the admission bound at their largest)
 MEASURED_PASSES = 2
 
 
@@ -31,38 +32,47 @@ class Calibration(Message):
     """What one micro-batch of each probe shape kept for backward, and the peak they reached."""
 
     samples: list[tuple[int, int, int]]  # (rows, tokens, bytes saved for backward)
-    resident_bytes: int  # before the probe micro-batches
+    resident_bytes: int  # before the probe micro-batches (the pass whose peak rose the most)
     peak_bytes: int
     fixed_bytes: int  # after, with the probe adapter dropped
+    passes: tuple[tuple[int, int], ...] = ()  # (resident, peak) of every measured pass
 
 
 def calibrate(stage: StageModel, probe: MemoryProbe, shapes: Sequence[tuple[int, int]], targets: Sequence[str],
               r: int, seed: int = 0) -> Calibration:
-    """Run one micro-batch of each ``(rows, tokens)`` shape forward and backward through
-    ``stage`` with a probe adapter on ``targets`` (random tokens or hidden states), in
+    """Run one micro-batch of each ``(rows, tokens)`` shape through ``stage`` with a probe
+    adapter on ``targets`` (random tokens or hidden states): every forward, then the backwards
+    in reverse order, so all of them are held at once as a window holds its micro-batches in
+    flight (the allocator keeps more per held byte then than with one at a time); in
     ``1 + MEASURED_PASSES`` passes; reports the measured pass whose peak rose the most."""
     conf = stage.base.config
     stage.add_adapter(AdapterSpec(PROBE_ADAPTER, r=r, alpha=float(r), target_modules=tuple(targets)), OptimSpec())
     g = torch.Generator().manual_seed(seed)
     resident = peak = 0
+    passes = []
     for attempt in range(1 + MEASURED_PASSES):  # the first pass pays one-off costs: not measured
         trim_heap()  # (no garbage collection: 0.3 s a call, and nothing here is cyclic)
         pass_resident = probe.current()
         probe.reset_peak()
+        held = []  # every forward first, then the backwards in reverse: several in flight, as in a window
         for i, (rows, seq) in enumerate(shapes):
             x = (torch.randint(0, conf.vocab_size, (rows, seq), generator=g) if stage.first
                  else torch.randn(rows, seq, conf.hidden_size, generator=g))
             labels = torch.randint(0, conf.vocab_size, (rows, seq), generator=g) if stage.last else None
             mb = MicroBatch(("calibrate", i), [Segment(PROBE_ADAPTER, 0, rows)], {PROBE_ADAPTER: float(rows * seq)})
-            out = stage.forward(mb, x, labels)
+            held.append((mb, stage.forward(mb, x, labels)))
+        for mb, out in reversed(held):
             stage.backward(mb, None if stage.last else torch.randn(out.shape, generator=g))
+        del held
         pass_peak = probe.peak()
+        if attempt:
+            passes.append((pass_resident, pass_peak))
         if attempt and pass_peak - pass_resident >= peak - resident:  # the pass that rose the most
             resident, peak = pass_resident, pass_peak
     samples, stage.activation_bytes = stage.activation_bytes[-len(shapes):], []
     stage.remove_adapter(PROBE_ADAPTER)
     release_freed_memory()
-    return Calibration(samples, resident, peak, probe.current())
+    return Calibration(samples, resident, peak, probe.current(), tuple(passes))
 
 
 def device_capacity(device: torch.device) -> int:

@@ -218,11 +218,14 @@ class PipelineMemoryModel:
         self.fixed[stage] = float(nbytes)
 
     def calibrate(self, stage: int, cal: Calibration) -> None:
-        """Learn from a stage's calibration: activation samples, a first peak ratio (one
-        micro-batch in flight: held and working are the same bytes), the footprint."""
+        """Learn from a stage's calibration: activation samples, the first peak ratios (every
+        probe micro-batch held at once, the largest one's backward working; one per measured
+        pass, so the expected ratio starts at their mean and the bound at their largest), the
+        footprint."""
         self.observe_activations(stage, cal.samples)
-        largest = max(self.activations[stage].predict(rows, seq) for rows, seq, _ in cal.samples)
-        self.observe_peak(stage, StageLoad(cal.resident_bytes, 0.0, largest, largest, 1.0, 1.0), cal.peak_bytes)
+        sizes = [self.activations[stage].predict(rows, seq) for rows, seq, _ in cal.samples]
+        for resident, peak in cal.passes or ((cal.resident_bytes, cal.peak_bytes),):
+            self.observe_peak(stage, StageLoad(resident, 0.0, sum(sizes), max(sizes), 1.0, 1.0), peak)
         self.set_fixed(stage, cal.fixed_bytes)
 
     def observe_activations(self, stage: int, samples: Sequence[tuple[int, int, float]]) -> None:
