@@ -317,32 +317,27 @@ class EDiTGroup:
         self.spares.call("ping", timeout_s=timeout_s)
         return len(self.spares)
 
-    def _promote_spares(self, dead: list[str]) -> list[str]:
-        """Put whole spare replicas in the place of the replicas lost whole in ``dead``, if
-        any spare is placed on a node that is alive and lost none of the ranks; returns the
-        ranks replaced this way (the others are started afresh)."""
+    def _promote_spares(self, dead: list[str], lost_nodes: tuple[str, ...]) -> list[str]:
+        """Put whole spare replicas in the place of the replicas lost in ``dead`` (each lost
+        whole: the heal path's precondition), using spares placed on a live node not in
+        ``lost_nodes``; returns the ranks replaced this way (the others are started afresh)."""
         if not len(self.spares):
             return []
         keys, S = self.group.keys, self.cfg.shards
-        lost_nodes = {self.group.node(k) for k in dead} - {None}
-        sets: dict[str, list[str]] = {}
+        sets: dict[str, list[str]] = {}   # a spare replica = the members of one placement group
         for key in self.spares.keys:
-            sets.setdefault(key.split("-")[0], []).append(key)
-        usable = [members for members in sets.values() if len(members) == S and all(
-            (node := self.spares.node(m)) is not None and node not in lost_nodes
-            and self.spares.spawner.node_alive(node) for m in members)]
-        replicas = sorted({keys.index(k) // S for k in dead})
+            sets.setdefault(self.spares.spec(key).placement, []).append(key)
+        usable = [sorted(members, key=lambda m: self.spares.spec(m).bundle) for members in sets.values()
+                  if len(members) == S and all((node := self.spares.node(m)) is not None and node not in lost_nodes
+                                               and self.spares.spawner.node_alive(node) for m in members)]
         taken: list[str] = []
-        for r, members in zip(replicas, usable):
+        for r, members in zip(sorted({keys.index(k) // S for k in dead}), usable):
             ranks = keys[r * S:(r + 1) * S]
-            if not all(k in dead for k in ranks):
-                continue
-            members = sorted(members, key=lambda m: int(m.rsplit("-", 1)[1]))
             self.group.take_over(ranks, self.spares, members)
             pids = self.group.call_each("take_rank", {k: (keys.index(k), self.cfg_dict) for k in ranks})
             taken += ranks
             self.promoted += members
-            logger.info("edit: spare replica %s took the place of %s (pids %s)", members[0].split("-")[0],
+            logger.info("edit: spare replica %s took the place of %s (pids %s)", self.group.spec(ranks[0]).placement,
                         ", ".join(ranks), pids)
         return taken
 
@@ -504,8 +499,8 @@ class EDiTGroup:
         dead = list(event.members)
         keys = self.group.keys
         source = self._heal_source(dead)
-        avoid = tuple(sorted({self.group.node(k) for k in dead} - {None}))
-        promoted = self._promote_spares(dead) if source is not None else []
+        avoid = tuple(sorted({self.group.node(k) for k in dead} - {None}))   # the lost (or suspect) nodes
+        promoted = self._promote_spares(dead, avoid) if source is not None else []
         fresh = [k for k in dead if k not in promoted]
         if fresh:
             self.group.respawn(fresh, spec_for=lambda spec: self._spec(keys.index(spec.key)))

@@ -32,10 +32,8 @@ class Calibration(Message):
     """What one micro-batch of each probe shape kept for backward, and the peak they reached."""
 
     samples: list[tuple[int, int, int]]  # (rows, tokens, bytes saved for backward)
-    resident_bytes: int  # before the probe micro-batches (the pass whose peak rose the most)
-    peak_bytes: int
+    passes: tuple[tuple[int, int], ...]  # (resident before the probe micro-batches, peak) of each measured pass
     fixed_bytes: int  # after, with the probe adapter dropped
-    passes: tuple[tuple[int, int], ...] = ()  # (resident, peak) of every measured pass
 
 
 def calibrate(stage: StageModel, probe: MemoryProbe, shapes: Sequence[tuple[int, int]], targets: Sequence[str],
@@ -44,11 +42,10 @@ def calibrate(stage: StageModel, probe: MemoryProbe, shapes: Sequence[tuple[int,
     adapter on ``targets`` (random tokens or hidden states): every forward, then the backwards
     in reverse order, so all of them are held at once as a window holds its micro-batches in
     flight (the allocator keeps more per held byte then than with one at a time); in
-    ``1 + MEASURED_PASSES`` passes; reports the measured pass whose peak rose the most."""
+    ``1 + MEASURED_PASSES`` passes; reports each measured pass's resident and peak bytes."""
     conf = stage.base.config
     stage.add_adapter(AdapterSpec(PROBE_ADAPTER, r=r, alpha=float(r), target_modules=tuple(targets)), OptimSpec())
     g = torch.Generator().manual_seed(seed)
-    resident = peak = 0
     passes = []
     for attempt in range(1 + MEASURED_PASSES):  # the first pass pays one-off costs: not measured
         trim_heap()  # (no garbage collection: 0.3 s a call, and nothing here is cyclic)
@@ -64,15 +61,12 @@ def calibrate(stage: StageModel, probe: MemoryProbe, shapes: Sequence[tuple[int,
         for mb, out in reversed(held):
             stage.backward(mb, None if stage.last else torch.randn(out.shape, generator=g))
         del held
-        pass_peak = probe.peak()
         if attempt:
-            passes.append((pass_resident, pass_peak))
-        if attempt and pass_peak - pass_resident >= peak - resident:  # the pass that rose the most
-            resident, peak = pass_resident, pass_peak
+            passes.append((pass_resident, probe.peak()))
     samples, stage.activation_bytes = stage.activation_bytes[-len(shapes):], []
     stage.remove_adapter(PROBE_ADAPTER)
     release_freed_memory()
-    return Calibration(samples, resident, peak, probe.current(), tuple(passes))
+    return Calibration(samples, tuple(passes), probe.current())
 
 
 def device_capacity(device: torch.device) -> int:

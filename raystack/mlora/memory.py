@@ -224,7 +224,7 @@ class PipelineMemoryModel:
         footprint."""
         self.observe_activations(stage, cal.samples)
         sizes = [self.activations[stage].predict(rows, seq) for rows, seq, _ in cal.samples]
-        for resident, peak in cal.passes or ((cal.resident_bytes, cal.peak_bytes),):
+        for resident, peak in cal.passes:
             self.observe_peak(stage, StageLoad(resident, 0.0, sum(sizes), max(sizes), 1.0, 1.0), peak)
         self.set_fixed(stage, cal.fixed_bytes)
 
