@@ -11,11 +11,9 @@ the lost node, re-forms the collective group, and heals the replacements from a 
 θ_sync, the outer momentum, the penalty and inner optimizer state and the data position as at
 the last sync, so the survivors keep their state and step counters and the replacement joins
 the next sync (only when no whole replica is left does every rank reload the last checkpoint).
-With ``run.spare_replicas`` > 0, that many replicas' worth of ranks are started ahead, idle, in
-placement groups of their own on nodes no rank uses (``spare<n>-<shard>`` members of a second
-ActorGroup); a replica lost whole is replaced by a spare on a live node (the kernel's
-``take_over``: no process start, imports or corpus loading while the survivors wait), and a
-new spare is started once the run goes on.
+With ``run.spare_replicas`` > 0, that many replicas' worth of ranks are started ahead, idle, on
+nodes no rank uses, and a replica lost whole is replaced by a spare's own actors (no process
+start while the survivors wait): :class:`~raystack.actors.edit_spares.SpareReplicas`.
 Every file goes through the run's folder in the storage location (``run.out_dir``, any pyarrow
 filesystem): ``<out_dir>/<run id>/checkpoint`` is published whole (written beside, then
 renamed). :class:`EDiTDriver` runs it for ``raystack.edit.pretrain(cfg)``.
@@ -37,6 +35,7 @@ import torch
 
 from raystack import metrics
 from raystack.actors.collective import CommMember, form_comm_group
+from raystack.actors.edit_spares import SpareReplicas
 from raystack.comm import NetworkModel
 from raystack.config import config_to_dict, load_config
 from raystack.devices import CPU as CPU_PLAN
@@ -234,9 +233,7 @@ class EDiTGroup:
         self.run_dir = self._open_run(cfg)
         self.group = ActorGroup("edit", spawner, poll_timeout_s=PING_TIMEOUT_S)
         # run.spare_replicas: whole replicas' worth of started, idle ranks (members spare<n>-<shard>)
-        self.spares = ActorGroup("edit-spares", self.group.spawner, poll_timeout_s=PING_TIMEOUT_S)
-        self._spare_sets = 0
-        self.promoted: list[str] = []   # spares that took a lost rank's place, over the group's life
+        self.spares = SpareReplicas(cfg.shards, self._spare_spec, self.group.spawner, poll_timeout_s=PING_TIMEOUT_S)
         self.callbacks = list(callbacks)
         self.devices = CPU_PLAN
         self.replacements = 0
@@ -281,7 +278,7 @@ class EDiTGroup:
                              for r in range(self.cfg.replicas)])
         self.group.spawn(*[self._spec(rank) for rank in range(self.cfg.ranks)])
         self._form()
-        self._spawn_spares()
+        self._fill_spares()
 
     def _bundle(self) -> dict[str, float]:
         bundle = {"CPU": self.cfg.run.cpus_per_rank}
@@ -289,57 +286,23 @@ class EDiTGroup:
             bundle["GPU"] = self.devices.gpus_per_actor
         return bundle
 
-    def _spawn_spares(self, avoid: tuple[str, ...] = ()) -> None:
-        """Start spare replicas up to ``run.spare_replicas``: each a replica's ranks (same
-        bundles, packed) in a placement group of its own, aimed at a node no rank uses and
-        never at ``avoid`` (nodes lost or suspect). Not waited for: the run goes on while they
-        start (a spare that has no room yet waits for it; one still starting is used anyway)."""
-        S = self.cfg.shards
-        missing = self.cfg.run.spare_replicas - len(self.spares) // S
-        if missing <= 0:
-            return
-        bundle = self._bundle()
-        used = {self.group.node(k) for k in self.group.keys} | set(avoid)
-        targets = spread_nodes(missing, bundle, S, exclude=tuple(n for n in used if n))
-        for target in targets:
-            n, self._spare_sets = self._spare_sets, self._spare_sets + 1
-            name = f"spare-{n}"
-            self.spares.reserve(PlacementSpec(name, tuple(dict(bundle) for _ in range(S)),
-                                              "STRICT_PACK" if target else "PACK", avoid_nodes=tuple(sorted(avoid)),
-                                              target_node=target), wait=False)
-            self.spares.spawn(*[replace(self._spec(-1), key=f"spare{n}-{s}", placement=name, bundle=s)
-                                for s in range(S)])
-        logger.info("edit: %d spare replica(s) starting", len(targets))
+    def _fill_spares(self, avoid: tuple[str, ...] = ()) -> None:
+        """Spare replicas up to ``run.spare_replicas``, off the ranks' nodes, never on ``avoid``."""
+        self.spares.fill(self.cfg.run.spare_replicas, self._bundle(), (self.group.node(k) for k in self.group.keys),
+                         avoid)
+
+    def _spare_spec(self, key: str, placement: str, bundle: int) -> MemberSpec:
+        """A spare rank's member spec: a rank's, with no rank yet (``take_rank`` gives it one)."""
+        return replace(self._spec(-1), key=key, placement=placement, bundle=bundle)
 
     def wait_for_spares(self, timeout_s: float = 120.0) -> int:
-        """Block until every spare has started (its imports and corpus loaded); the number of
-        spares. A spare that cannot start in time raises :class:`MemberFailure`."""
-        self.spares.call("ping", timeout_s=timeout_s)
-        return len(self.spares)
+        """Block until every spare has started; the number of spare ranks (``SpareReplicas.wait``)."""
+        return self.spares.wait(timeout_s)
 
-    def _promote_spares(self, dead: list[str], lost_nodes: tuple[str, ...]) -> list[str]:
-        """Put whole spare replicas in the place of the replicas lost in ``dead`` (each lost
-        whole: the heal path's precondition), using spares placed on a live node not in
-        ``lost_nodes``; returns the ranks replaced this way (the others are started afresh)."""
-        if not len(self.spares):
-            return []
-        keys, S = self.group.keys, self.cfg.shards
-        sets: dict[str, list[str]] = {}   # a spare replica = the members of one placement group
-        for key in self.spares.keys:
-            sets.setdefault(self.spares.spec(key).placement, []).append(key)
-        usable = [sorted(members, key=lambda m: self.spares.spec(m).bundle) for members in sets.values()
-                  if len(members) == S and all((node := self.spares.node(m)) is not None and node not in lost_nodes
-                                               and self.spares.spawner.node_alive(node) for m in members)]
-        taken: list[str] = []
-        for r, members in zip(sorted({keys.index(k) // S for k in dead}), usable):
-            ranks = keys[r * S:(r + 1) * S]
-            self.group.take_over(ranks, self.spares, members)
-            pids = self.group.call_each("take_rank", {k: (keys.index(k), self.cfg_dict) for k in ranks})
-            taken += ranks
-            self.promoted += members
-            logger.info("edit: spare replica %s took the place of %s (pids %s)", self.group.spec(ranks[0]).placement,
-                        ", ".join(ranks), pids)
-        return taken
+    @property
+    def promoted(self) -> list[str]:
+        """Spare members that took a lost rank's place, over the group's life."""
+        return self.spares.promoted
 
     def _spec(self, rank: int) -> MemberSpec:
         replica, shard = divmod(rank, self.cfg.shards)
@@ -500,7 +463,8 @@ class EDiTGroup:
         keys = self.group.keys
         source = self._heal_source(dead)
         avoid = tuple(sorted({self.group.node(k) for k in dead} - {None}))   # the lost (or suspect) nodes
-        promoted = self._promote_spares(dead, avoid) if source is not None else []
+        promoted = [] if source is None else self.spares.promote(self.group, dead, avoid,
+                                                                  lambda k: (keys.index(k), self.cfg_dict))
         fresh = [k for k in dead if k not in promoted]
         if fresh:
             self.group.respawn(fresh, spec_for=lambda spec: self._spec(keys.index(spec.key)))
@@ -519,7 +483,7 @@ class EDiTGroup:
             logger.warning("edit: %s failed (%s); replaced%s and healed from %s, survivors kept their state",
                            ", ".join(dead), event.reason, " by a spare replica" if promoted else "",
                            ", ".join(source))
-            self._spawn_spares(avoid)
+            self._fill_spares(avoid)
             return
         self.group.call("setup")
         if self.has_checkpoint():

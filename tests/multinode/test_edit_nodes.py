@@ -78,9 +78,9 @@ def test_a_spare_replica_takes_a_lost_replicas_place_without_starting_a_process(
     try:
         group.start()
         ranks = sim.actor_nodes(dict(zip(group.group.keys, group.workers)))
-        spares = dict(zip(group.spares.keys, group.spares.handles))
+        spares = dict(zip(group.spares.group.keys, group.spares.group.handles))
         assert sorted(spares) == ["spare0-0", "spare0-1"]
-        spare_pids = {k: pid for k, pid in zip(spares, group.spares.call("take_rank", -1, group.cfg_dict))}
+        spare_pids = {k: pid for k, pid in zip(spares, group.spares.group.call("take_rank", -1, group.cfg_dict))}
         where = sim.actor_nodes(spares)
         assert where["spare0-0"] == where["spare0-1"], where                 # packed like a replica
         assert where["spare0-0"] not in {ranks["rank-0"], ranks["rank-2"]}, (where, ranks)  # a node of its own
@@ -110,7 +110,7 @@ def test_a_spare_replica_takes_a_lost_replicas_place_without_starting_a_process(
         for a, b in zip(states[0]["outer"]["theta_sync"], states[2]["outer"]["theta_sync"]):
             torch.testing.assert_close(a, b)
         # a new spare replica was started, not on the lost node
-        assert sorted(group.spares.keys) == ["spare1-0", "spare1-1"]
-        assert lost["node"] not in sim.actor_nodes(dict(zip(group.spares.keys, group.spares.handles))).values()
+        assert sorted(group.spares.group.keys) == ["spare1-0", "spare1-1"]
+        assert lost["node"] not in sim.actor_nodes(dict(zip(group.spares.group.keys, group.spares.group.handles))).values()
     finally:
         group.shutdown()
