@@ -111,6 +111,7 @@ def test_a_spare_replica_takes_a_lost_replicas_place_without_starting_a_process(
             torch.testing.assert_close(a, b)
         # a new spare replica was started, not on the lost node
         assert sorted(group.spares.group.keys) == ["spare1-0", "spare1-1"]
-        assert lost["node"] not in sim.actor_nodes(dict(zip(group.spares.group.keys, group.spares.group.handles))).values()
+        spare_group = group.spares.group
+        assert lost["node"] not in sim.actor_nodes(dict(zip(spare_group.keys, spare_group.handles))).values()
     finally:
         group.shutdown()
