@@ -40,6 +40,9 @@ CLAUSE_ENDS = {",", ";", ".", "!", "?", ":", "(", ")", "—", "–", "-", *("->"
 COMPARING_STEPS = {"select_best", "evaluate_model", "evaluate_adapters", "tune"}
 COMPARE_WORDS = {"compare", "compares", "comparing", "compared", "comparison", "bake-off", "bakeoff",
                  "shootout", "head-to-head", "against", "versus", "vs"}
+# steps that train or run a model: a task named as the request's subject is theirs to carry out
+MODEL_STEPS = {"train_model", "tune", "edit_pretrain", "mlora_finetune", "elastic_dlrm", "load_checkpoint",
+               "evaluate_adapters", "serve_adapters"}
 ENUMERATOR = re.compile(r"^(?:[a-h]|[ivx]{1,3}|\d)$")
 
 
@@ -55,18 +58,37 @@ def _unknown(t: Token) -> bool:
     return _free(t) and t.kind == "word" and t.low not in L.FILLERS
 
 
+def _title(words: list[Token]) -> bool:
+    """Words that can name a request's subject: no method the catalog lacks, and a word that is
+    also an operation the catalog lacks ("crop", "filter") only inside a title that ends in a
+    topic head ("Crop yield regression") -- "Filter spam emails:" asks for a filter."""
+    if not words or len(words) > MAX_LEAD_IN or any(_method(x) for x in words):
+        return False
+    verbs = [x for x in words if x.low in L.UNMAPPED_VERBS]
+    return not verbs or (len(words) >= 2 and words[-1].low in L.TOPIC_HEADS and words[-1] not in verbs)
+
+
+def _method(x: Token) -> bool:
+    """A method or task the catalog lacks, named as such (never accepted as context)."""
+    return x.low in L.UNSUPPORTED or any(x.low.startswith(p) for p in L.UNSUPPORTED_PREFIXES)
+
+
 def lead_ins(t: Text) -> None:
     """The few words before a colon or dash that opens a list or the request ("LLM run:
-    ...", "weekly CTR refresh --"), back to the clause's start."""
+    ...", "weekly CTR refresh --", "Harvest timing (agriculture):"), back to the clause's start;
+    a parenthesis inside them is part of the title."""
     start = 0
     for tok in t.tokens:
+        if tok.kind == "punct" and tok.text in ("(", ")"):
+            continue
         if tok.kind == "punct" and tok.text not in LEAD_IN_ENDS:
             start = tok.i + 1
             continue
         if tok.kind == "punct" and tok.i + 1 < len(t.tokens):
             seg = [x for x in t.tokens[start:tok.i] if _free(x)]
-            if seg and len(seg) <= MAX_LEAD_IN and not any(x.low in L.UNSUPPORTED for x in seg):
+            if _title(seg):
                 t.mark(seg, "context")
+                t.mark([x for x in t.tokens[start:tok.i] if x.text in ("(", ")") and not x.used], "context")
             start = tok.i + 1
 
 
@@ -77,8 +99,7 @@ def headings(t: Text) -> None:
     if not first or len(first) == len(t.tokens) or any(x.used and x.used != "punctuation" for x in first):
         return
     words = [x for x in first if _free(x)]
-    if words and len(words) <= MAX_LEAD_IN and not any(x.low in L.UNSUPPORTED or x.low in L.UNMAPPED_VERBS
-                                                       for x in words):
+    if _title(words):
         t.mark(words, "context")
 
 
@@ -98,7 +119,8 @@ def objects(t: Text, action_ends: Iterable[tuple[str, int]]) -> None:
             if x.low in L.FILLERS or x.used == entry:
                 j += 1
                 continue
-            if not _unknown(x) or x.low in L.UNSUPPORTED or x.low in L.CLAUSE_WORDS or x.low in L.UNMAPPED_VERBS:
+            if not _unknown(x) or x.low in L.UNSUPPORTED or x.low in L.TASK_NOUNS or x.low in L.CLAUSE_WORDS \
+                    or x.low in L.UNMAPPED_VERBS:
                 break
             run.append(x)
             j += 1
@@ -154,9 +176,11 @@ def describes(t: Text, run: list[Token]) -> bool:
         return False
     heads = _heads()
     j = run[-1].i + 1
-    while j < len(t.tokens) and t.tokens[j].low in ("the", "a", "an"):
-        j += 1
+    while j < len(t.tokens) and (t.tokens[j].low in ("the", "a", "an") or t.tokens[j].text == "("):
+        j += 1      # "the telecom churn data", "Satellite scene metadata (scenes.parquet, ...)"
     nxt = t.tokens[j] if j < len(t.tokens) else None
+    if any(x.low in L.TASK_NOUNS for x in run):   # "the sentiment model", never "sentiment analysis on x.csv"
+        return nxt is not None and nxt.low.rstrip("s") in heads
     if nxt is not None and (nxt.low.rstrip("s") in heads or nxt.kind == "path"):
         return True
     if nxt is not None and nxt.low in ("in", "from", "at", "on") and j + 1 < len(t.tokens) and \
@@ -176,15 +200,14 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]]) -> None:
                         r"other)(?:\s+one)?\b", t.masked)
     if ordinal:  # "train on the first and evaluate on the second": which is which is a guess
         raise PlanRefused([f"cannot tell which step {ordinal.group(0)!r} refers to"])
-    unsupported = [x for x in t.tokens if not x.used.startswith("name:") and (
-        x.low in L.UNSUPPORTED or any(x.low.startswith(p) for p in L.UNSUPPORTED_PREFIXES))]
+    unsupported = [x for x in t.tokens if not x.used.startswith("name:") and _method(x)]
     if unsupported:
         raise PlanRefused([f"no catalog step does {t.span_text(r)!r}" for r in t.runs(unsupported)])
+    lead_ins(t)      # a title may hold a task noun or a word that is also a verb ("Crop yield regression:")
+    headings(t)
     verbs = [x for x in t.unused() if x.low in L.UNMAPPED_VERBS]
     if verbs:
         raise PlanRefused([f"no catalog step does {t.span_text(r)!r}" for r in t.runs(verbs)])
-    lead_ins(t)
-    headings(t)
     ends = list(action_ends)
     if any(e in COMPARING_STEPS for e, _ in ends):   # "compare A and B ... keep the best"
         t.mark([x for x in t.unused() if x.low in COMPARE_WORDS], "compared by a step")
@@ -202,3 +225,7 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]]) -> None:
     if bad:
         quoted = [t.span_text(r) for r in t.runs(bad)]
         raise PlanRefused([f"no step or parameter for {q!r}" for q in quoted])
+    tasks = [x for x in t.tokens if x.low in L.TASK_NOUNS and not x.used.startswith("name:")]
+    if tasks and not any(e in MODEL_STEPS for e, _ in ends):
+        # a task named as the subject ("Sentiment analysis: ...") needs a model that does it
+        raise PlanRefused([f"no catalog step does {t.span_text(r)!r}" for r in t.runs(tasks)])

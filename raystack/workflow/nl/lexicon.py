@@ -161,7 +161,7 @@ UNSUPPORTED = set("""
 forest forests random-forest gradient boosted boosting xgboost lightgbm catboost svm svms svc
 neural network networks mlp cnn rnn lstm gru bert gpt transformer transformers tree trees
 decision naive bayes bayesian kmeans k-means cluster clusters clustering dbscan pca tsne t-sne
-umap arima prophet forecast forecasting ridge lasso elasticnet elastic-net perceptron
+umap arima prophet ridge lasso elasticnet elastic-net perceptron
 deep ensemble stacking bagging adaboost autoencoder gan diffusion vae reinforcement
 one-hot onehot encode encoding tokenize tokenizer translate translation
 internet online download downloaded url http https scrape crawl kaggle hub huggingface
@@ -169,9 +169,23 @@ sql database databases spark hive bigquery snowflake redshift postgres mysql mon
 whisper asr speech-to-text text-to-speech tts ocr transcribe transcribes transcribed transcription
 transcriptions transcript transcripts machine-translate machine-translated translated translating
 segment segmentation segmenting detect-objects yolo embed embedding embeddings vectorize
-sentiment summarization caption captions captioning chatbot rag retrieval scraping scraped
-crawler crawling anomaly anomalies outlier outliers diagnose diagnosis prescribe prescription
+rag retrieval scraping scraped
+crawler crawling diagnose diagnosis prescribe prescription
 medication dose dosage symptoms poem essay letter email-campaign
+""".split())
+# tasks and domains named as nouns ("sentiment", "captioning", "load forecasting"): the subject of
+# a request, accepted as its context where it is one (a lead-in or title, a description before a
+# head noun, a purpose), and refused like a method anywhere else ("run sentiment analysis")
+TASK_NOUNS = set("""
+sentiment summarization summarisation caption captions captioning chatbot chatbots
+anomaly anomalies outlier outliers forecasting forecasts
+""".split())
+# the head of a title ("Crop yield regression:", "Payroll anomaly check"): a title ending in one
+# names the request's subject even when one of its words is also a verb ("crop", "filter")
+TOPIC_HEADS = set("""
+regression classification classifier model prediction predictions forecasting forecast analysis
+pipeline project study check checks triage monitoring experiment refresh screen screening review
+report job run workflow scoring ranking model models detection recommendations recommender
 """.split())
 # operations on data or models the catalog has no step for: left unused, never a description
 UNMAPPED_VERBS = set("""
@@ -185,5 +199,5 @@ predict predicts infer generate-images summarise summarize translate forecast
 removed deleted dropped discarded excluded filtered eliminated purged stripped converted transformed
 """.split())
 # word beginnings that name a method or task the catalog lacks ("transcribing", "clustered")
-UNSUPPORTED_PREFIXES = ("transcri", "translat", "cluster", "scrap", "crawl", "forecast",
+UNSUPPORTED_PREFIXES = ("transcri", "translat", "cluster", "scrap", "crawl",
                         "diagnos", "prescri")
