@@ -178,14 +178,20 @@ def clean_data(text: Text, lo: int, hi: int, f: Found) -> None:
 
 
 def sample(text: Text, lo: int, hi: int, f: Found) -> None:
-    m = _search(text, lo, hi, rf"(?P<l>{NUMLIST})", "fractions")
+    rows = _search(text, lo, hi, rf"(?P<l>{NUMLIST})\s*-?\s*(?:random\s+)?(?:rows?|records?|examples|entries)\b",
+                   "row counts")
+    if rows and not re.search(r"PCT\d+", rows.group("l")):   # "samples of 1k, 5k and 10k rows"
+        f.map = ("rows", [int(v) for v in _list(text, rows.group("l"))])
+        claim_count(text, lo, hi, len(f.map[1]))
+        return
+    m = rows or _search(text, lo, hi, rf"(?P<l>{NUMLIST})", "fractions")
     if m and all(x.startswith("PCT") for x in re.findall(r"(?:NUM|PCT)\d+", m.group("l"))):
         f.map = ("fraction", _list(text, m.group("l")))
         claim_count(text, lo, hi, len(f.map[1]))
         return
     if m:
         raise PlanRefused([f"sample sizes {text.span_text(text.covered(*m.span('l')))!r}: give "
-                           "percentages or one row count"])
+                           "percentages or row counts"])
     m = _search(text, lo, hi, r"(?P<p>PCT\d+)", "fraction") or \
         _search(text, lo, hi, r"fraction\s*(?:of|=)?\s*(?P<p>NUM\d+)", "fraction")
     if m:

@@ -200,8 +200,12 @@ def elastic_dlrm(text: Text, lo: int, hi: int, f: Found) -> None:
         _search(text, lo, hi, r"(?:(?:job\s+)?name[sd]?|called|as)\s*(?::|=)?\s*(?P<q>QUOTE\d+)", "job name")
     if m:
         f.set("name", m.group("n") if m.groupdict().get("n") else text.literal(m.group("q")).value())
-    m = _search(text, lo, hi, r"(?P<n>NUM\d+)\s*-?\s*(?:training\s+)?epochs?", "epochs")
-    if m:
+    m = _search(text, lo, hi, rf"(?:for\s+)?(?P<l>{NUMLIST})\s+(?:training\s+)?epochs\b", "epochs")
+    if m:      # "for 1, 2 and 3 epochs": one run per value
+        _set_map(f, "epochs", [int(v) for v in _list(text, m.group("l"))])
+        claim_count(text, lo, hi, len(f.map[1]))
+    m = m or _search(text, lo, hi, r"(?P<n>NUM\d+)\s*-?\s*(?:training\s+)?epochs?", "epochs")
+    if m and f.map is None:
         f.set("epochs", int(_num(text, m.group("n"))))
     res: dict[str, Any] = {}
     w = _workers(text, lo, hi)

@@ -122,7 +122,7 @@ TRIGGERS: list[tuple[str, str]] = [
     ("save_report", rf"(?:^|(?<=[),;:>→]\s)|(?<=\bthen\s)|(?<=\band\s))(?:final\s+|summary\s+)?report\b(?=\s*(?:$|[.;,)]|{ARROW}))"),
     ("write_table", rf"\b(?:write|writes|save|saves|store|stores|export|dump|persist|output|put)\w*\s+{skip(4)}(?:to|as|into|in)\s+(?P<f>FILE\d+)"),
     ("write_table", rf"\boutput\s+(?P<f>FILE\d+)|\b(?:\w+\s+)?(?:table|tables|results|scores)\s*{ARROW}\s*(?P<g>FILE\d+)"),
-    ("write_table", rf"\b(?:write|writes|save|saves|store|stores|dump|persist|output|put|export)\w*\s+{skip(3)}(?:to|as|into|in)\s+"
+    ("write_table", rf"\b(?:write|writes|written|save|saves|store|stores|dump|persist|output|put|export)\w*\s+{skip(3)}(?:to|as|into|in)\s+"
                     r"(?:a\s+|the\s+|one\s+)?(?:table|parquet\s+file|csv(?:\s+file)?)\b(?:\s+(?:at|in|to|under)\s+(?P<f>FILE\d+))?"
                     r"|\b(?:write|save|output|produce|make)\s+(?:a\s+|the\s+)?(?:score\s+|scores\s+|results\s+|output\s+)?table\b(?!\s+(?:to|as|into|in|at)\s+FILE)"
                     r"|\b(?:a\s+|the\s+)?(?:score|scores|results?|summary|output)?\s*tables?\s+(?:of\s+(?:the\s+)?(?:scores|results|predictions)\s*)?"
@@ -136,6 +136,8 @@ TRIGGERS: list[tuple[str, str]] = [
     ("select_best", r"\b(?:(?:keep|pick|choose|select|take|use|go\s+with|retain|promote)\s+)?(?:whichever|the\s+(?:more|most)\s+(?:accurate|precise)|"
                     r"the\s+one\s+that\s+(?:does|scores|performs)\s+better)\b(?:\s+(?:one|model|is\s+more\s+accurate|is\s+better))?"
                     r"(?:\s+(?:has|gets|reaches|achieves|scores|shows|ends\s+(?:up\s+)?with|wins|does\s+better|performs\s+better|comes\s+out\s+with)\b)?"),
+    ("select_best", rf"\b(?:the\s+)?(?:best|top|winner|winning|strongest|better)(?:\s+(?:one|model|classifier|result|of\s+them))?"
+                    rf"(?P<sk>\s+(?:by|on|in\s+terms\s+of)\s+[\w-]+(?:\s+[\w-]+)?)?{AUX}\s+(?:kept|selected|chosen|picked|retained)\b"),
     ("tune", r"(?<!the )(?<!a )(?<!this )(?<!that )(?<!best )\btuned\b(?!\s+(?:model|one|classifier|version))|\b(?:tune|tunes|tuning|hyper-?parameter\s+(?:search|tuning|optimi[sz]ation|sweep)|grid\s+search|random\s+search|"
              r"sweep|search)\b"),
     ("train_model", rf"\b(?:train|trains|trained|training|fit|fits|fitted|fitting|learn|build|builds|estimate|develop|"
