@@ -107,7 +107,7 @@ CATALOG: dict[str, CatalogEntry] = {e.name: e for e in [
     _e("stats", _TABLES, "stats", "summary statistics of a table", inputs={"data": TABLE},
        output=STATS, metrics=("rows", "missing_fraction")),
     _e("train_model", _STEPS, "train_model", "train a small classifier",
-       inputs={"data": SPLIT}, output=MODEL, metrics=CLASSIFIER_METRICS, loop_carry="init",
+       inputs={"data": SPLIT}, output=MODEL, metrics=CLASSIFIER_METRICS + ("train_loss", "val_loss"), loop_carry="init",
        optional_inputs=("init",)),
     _e("evaluate_model", _STEPS, "evaluate_model", "evaluate a model on the test set",
        inputs={"model": MODEL, "data": SPLIT}, output=EVALUATION, metrics=CLASSIFIER_METRICS),

@@ -103,7 +103,8 @@ def train_model(data: dict, model: Literal["linear", "logistic", "knn", "centroi
                 epochs: int = 20, lr: float = 0.1, k: int = KNN_K, batch_size: Optional[int] = None,
                 init: Optional[dict] = None) -> dict:
     """Train a small classifier on data['train']; returns the model with its training metrics
-    (accuracy, loss, rmse...; ``score`` is the accuracy) and the settings it was trained with.
+    (accuracy, loss, rmse...; ``score`` is the accuracy; ``train_loss`` the loss, ``val_loss`` the
+    loss on data['test'] when the split has one) and the settings it was trained with.
     ``k``: neighbours of a knn model. ``batch_size``: rows per gradient step (logistic, and
     linear, which is solved by least squares when it is None); None: the whole table.
     ``init`` (a previous model of the same kind) continues training, for loops."""
@@ -137,6 +138,10 @@ def train_model(data: dict, model: Literal["linear", "logistic", "knn", "centroi
     m.update(lr=lr, k=int(k), batch_size=batch_size)
     m.update(classification_metrics(m, x, y))
     m["score"] = m["accuracy"]
+    m["train_loss"] = m["loss"]
+    if data.get("test") is not None:   # the held-out split's loss, watched by loops ("until val loss ...")
+        xt, yt = _xy(data["test"])
+        m["val_loss"] = classification_metrics(m, xt, yt)["loss"]
     return m
 
 

@@ -80,13 +80,16 @@ def _loops(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
                                "say 'at most N times'"], "unbounded")
         bm, btoks = bound
         t.mark(btoks, "loop bound")
-        n = next(g for g in (bm.group("n"), bm.group("n2"), bm.group("n3")) if g)
+        n = next(g for g in (bm.group("n"), bm.group("n2"), bm.group("n3"), bm.group("n4")) if g)
+        per_round: dict = {}
+        for pat, params in L.PER_ROUND.items():
+            for _, toks2 in t.finditer(pat, lo, hi, free_only=True):
+                t.mark(toks2, "loop")
+                per_round.update(params)
         out.append(Cue("loop", toks[0].i, end, si, {"metric": metric, "op": _reach(op, metric),
-                                                   "value": value,
+                                                   "value": value, "per_round": per_round,
                                                    "max": int(float(t.literal(n).value()))}))
-        for _, toks2 in t.finditer(r"\b(?:repeat(?:ing|edly)?|keep|keeps|keeping|again|iterat\w*|re-?run\w*|"
-                                   r"rounds?|runs|at\s+a\s+time|each\s+round|per\s+round)\b",
-                                   lo, hi, free_only=True):
+        for _, toks2 in t.finditer(L.LOOP_WORDS, lo, hi, free_only=True):
             t.mark(toks2, "loop")
     return out
 

@@ -66,7 +66,13 @@ BOUND = (r"(?:(?:for\s+)?(?:at\s+most|up\s+to|no\s+more\s+than|not\s+more\s+than
          r"maximum\s+of|max(?:imum)?|capped\s+at|with\s+a\s+(?:maximum|limit|cap)\s+of|limited\s+to)\s+"
          r"(?P<n>NUM\d+)\s*(?:times|rounds?|iterations?|attempts?|tries|repetitions?|passes|runs)?"
          r"|(?P<n2>NUM\d+)\s+(?:times|rounds|iterations|attempts|tries)\s+(?:at\s+most|max(?:imum)?)"
-         r"|(?:in|over)\s+(?:at\s+most\s+)?(?P<n3>NUM\d+)\s+(?:rounds|iterations|attempts|tries))")
+         r"|(?:in|over)\s+(?:at\s+most\s+)?(?P<n3>NUM\d+)\s+(?:rounds|iterations|attempts|tries)"
+         r"|(?:and\s+|but\s+)?(?:stop|stopping|give\s+up|quit)\s+after\s+(?P<n4>NUM\d+)\s+(?:rounds|iterations|attempts|tries|times|runs|passes))")
+# "epoch by epoch", "round after round", "keep going until": how a loop is written, not a step;
+# PER_ROUND says what one round of the looped step runs ("epoch by epoch" = one epoch a round)
+LOOP_WORDS = (r"\b(?:repeat(?:ing|edly)?|keep|keeps|keeping|again|iterat\w*|re-?run\w*|rounds?|runs|at\s+a\s+time|"
+              r"each\s+round|per\s+round|going|at\s+it|(?:round|epoch|pass)\s+(?:by|after)\s+(?:round|epoch|pass))\b")
+PER_ROUND = {r"\bepoch\s+(?:by|after)\s+epoch\b": {"epochs": 1}}
 RETRY_WORDS = {"once": 1, "twice": 2, "thrice": 3}
 RETRIES = [
     r"(?:with\s+|and\s+)?(?:up\s+to\s+|at\s+most\s+|a\s+maximum\s+of\s+)?(?P<n>NUM\d+)\s+retr(?:y|ies)"

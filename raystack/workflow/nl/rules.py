@@ -32,6 +32,7 @@ from raystack.workflow.nl.triggers import COMPILED, EVAL_OBJECTS, MODEL_KIND, PR
 
 PARTS = ("elastic_dlrm", "edit_pretrain", "mlora_finetune")
 SOURCES = ("load_data", "make_dataset", "load_checkpoint")   # read data, change nothing
+PER_ROUND_STEPS = ("train_model", "elastic_dlrm")   # steps with a top-level ``epochs`` to run per round
 # words between "after"/"once" and the step its clause names ("once it is evaluated")
 SUBORDINATE_SKIP = {"the", "a", "an", "it", "they", "its", "their", "has", "have", "is", "are", "been",
                     "being", "was", "were", "all", "data", "model"}
@@ -378,10 +379,18 @@ class RulePlanner:
             elif c.kind == "loop":       # the nearest step that reports the metric it waits for
                 reports = [a for a in acts if c.data["metric"] in CATALOG[a.entry].metrics]
                 near = [a for a in reports if a.lo < c.lo][-1:] or [a for a in reports if a.lo >= c.hi][:1]
+                if not near and not before:   # "Elastic DLRM job x, an epoch per round; keep going until AUC ..."
+                    near = [a for a in actions if a.sentence < c.sentence
+                            and c.data["metric"] in CATALOG[a.entry].metrics][-1:]
                 tgt = near[0] if near else before[-1] if before else (after[0] if after else None)
                 if tgt is None:
                     raise PlanRefused(["a loop with no step to repeat"])
                 tgt.step.loop = LoopSpec(c.data["metric"], c.data["op"], c.data["value"], c.data["max"])
+                for param, value in c.data.get("per_round", {}).items():   # "epoch by epoch"
+                    if tgt.entry not in PER_ROUND_STEPS:
+                        raise PlanRefused([f"{tgt.entry} has no {param!r} per round to set"])
+                    tgt.step.params.setdefault(param, value)
+                    tgt.step.stated.setdefault(param, value)
             elif c.kind == "cond":
                 else_at = next((e.lo for e in cues if e.kind == "else" and e.lo > c.lo
                                 and e.sentence == c.sentence), None)
