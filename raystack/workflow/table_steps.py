@@ -221,13 +221,15 @@ def write_table(data: pa.Table | dict | list, path: str = "table.parquet",
 
 
 @step(side_effect=True)
-def plot(data: pa.Table | dict | list, column: Optional[str] = None, path: str = "plot.png",
+def plot(data: pa.Table | dict | list | Artifact, column: Optional[str] = None, path: str = "plot.png",
          metric: Optional[str] = None, run_context: Optional[RunContext] = None) -> Artifact:
     """Plot a table column's histogram, or a list of numbers / a metrics dict as a line or
     bars, to a PNG file. ``metric``: the metric of a metrics dict (or of each of a list of
     them, or of each adapter of an adapter evaluation) to chart."""
     if metric is not None:
         data = _metric_values(data, metric)
+    elif isinstance(data, Artifact):
+        data = dict(data.metrics)      # every figure the part reported
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -253,9 +255,14 @@ def plot(data: pa.Table | dict | list, column: Optional[str] = None, path: str =
     return make_artifact(REPORT_FILE, target)
 
 
-def _metric_values(data: pa.Table | dict | list, metric: str) -> dict | list:
-    """``metric`` of a metrics dict, of each result of a list, or of each adapter of an adapter
-    evaluation (``{"adapters": {name: {...}}}``), as {name: value} or [values]."""
+def _metric_values(data: pa.Table | dict | list | Artifact, metric: str) -> dict | list:
+    """``metric`` of a metrics dict, of each result of a list, of each adapter of an adapter
+    evaluation (``{"adapters": {name: {...}}}``), or that a part's artifact reports (an EDiT
+    checkpoint's val_loss, a DLRM model's AUC), as {name: value} or [values]."""
+    if isinstance(data, Artifact):
+        if metric not in data.metrics:
+            raise ValueError(f"plot: the {data.kind} reports no metric {metric!r} (it reports {sorted(data.metrics)})")
+        return {metric: float(data.metrics[metric])}
     if isinstance(data, list):
         return [float(r[metric]) for r in data if isinstance(r, dict) and metric in r]
     if isinstance(data, dict):

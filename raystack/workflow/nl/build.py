@@ -115,8 +115,23 @@ class _Wiring:
         for s in self.draft.steps:
             e = CATALOG[s.entry]
             self._wire_one(s, e)
+            self._check_plotted_metric(s)
             self.out.append(s)
         return self.out
+
+    def _check_plotted_metric(self, s: DraftStep) -> None:
+        """A plot of a named metric reads it from a step that reports it ("plot the validation
+        loss" after a pretraining run), never from a table that has no such figure."""
+        metric = s.params.get("metric") if s.entry == "plot" else None
+        if metric is None or "data" not in s.inputs:
+            return
+        srcs = s.inputs["data"] if isinstance(s.inputs["data"], list) else [s.inputs["data"]]
+        by_label = {x.label: x for x in self.out}
+        for label in srcs:
+            src = by_label.get(label)
+            if src is not None and metric not in CATALOG[src.entry].metrics:
+                raise PlanRefused([f"the plot of {metric!r} reads {src.entry}, which does not report it "
+                                   f"(it reports {list(CATALOG[src.entry].metrics)})"])
 
     def _wire_one(self, s: DraftStep, e: CatalogEntry) -> None:
         tables_used: list[str] = []

@@ -91,6 +91,8 @@ def _loops(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
                                                    "max": int(float(t.literal(n).value()))}))
         for _, toks2 in t.finditer(L.LOOP_WORDS, lo, hi, free_only=True):
             t.mark(toks2, "loop")
+        for _, toks2 in t.finditer(L.ROUND_WORDS, 0, len(t.tokens), free_only=True):
+            t.mark(toks2, "loop")   # "an epoch per round; keep going until ...": the round is the loop's
     return out
 
 

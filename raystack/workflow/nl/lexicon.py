@@ -72,6 +72,7 @@ BOUND = (r"(?:(?:for\s+)?(?:at\s+most|up\s+to|no\s+more\s+than|not\s+more\s+than
 # PER_ROUND says what one round of the looped step runs ("epoch by epoch" = one epoch a round)
 LOOP_WORDS = (r"\b(?:repeat(?:ing|edly)?|keep|keeps|keeping|again|iterat\w*|re-?run\w*|rounds?|runs|at\s+a\s+time|"
               r"each\s+round|per\s+round|going|at\s+it|(?:round|epoch|pass)\s+(?:by|after)\s+(?:round|epoch|pass))\b")
+ROUND_WORDS = r"\b(?:per|each|a)\s+round\b"
 PER_ROUND = {r"\bepoch\s+(?:by|after)\s+epoch\b": {"epochs": 1}}
 RETRY_WORDS = {"once": 1, "twice": 2, "thrice": 3}
 RETRIES = [

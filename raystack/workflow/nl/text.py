@@ -46,6 +46,8 @@ UNIT_WORDS = set("""epoch epochs step steps worker workers rank ranks replica re
 row rows sample samples example examples feature features time times trial trials retry retries
 round rounds iteration iterations model models node nodes gpu gpus parameter server servers
 lora dora file files record records run runs pass passes attempt attempts gb percent""".split())
+# "an epoch per round", "a single epoch": the article counts one only before these
+ONE_UNITS = {"epoch"}
 LIST_MARKER = "list marker"
 PLACEHOLDER = {"quote": "QUOTE", "addr": "ADDR", "ratio": "RATIO", "path": "FILE", "num": "NUM",
                "pct": "PCT"}
@@ -123,6 +125,10 @@ def _merge_numbers(tokens: list[Token]) -> list[Token]:
             out.append(Token(0, tok.text + " " + nxt.text, "pct", tok.start, nxt.end,
                              val=FRACTION_WORDS[nxt.low]))
             i += 2
+            continue
+        if tok.kind == "word" and low in ("a", "an") and i + 1 < len(tokens) and tokens[i + 1].low in ONE_UNITS:
+            out.append(Token(0, tok.text, "num", tok.start, tok.end, val=1.0))   # "an epoch per round"
+            i += 1
             continue
         numeric = tok.kind == "num" and tok.val is None and not re.search(r"[%km]$", low)
         if (tok.kind == "word" and low in NUMBER_WORDS) or numeric:
