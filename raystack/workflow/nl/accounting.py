@@ -23,7 +23,7 @@ from typing import Iterable
 
 from raystack.workflow.nl import lexicon as L
 from raystack.workflow.nl.plan import PlanRefused
-from raystack.workflow.nl.text import Text, Token
+from raystack.workflow.nl.text import ARROWS, Text, Token
 
 MAX_DESCRIPTION = 4          # words before a head noun read as its description
 MAX_OBJECT = 3               # words after an action's phrase read as its object
@@ -81,6 +81,12 @@ def lead_ins(t: Text) -> None:
     for tok in t.tokens:
         if tok.kind == "punct" and tok.text in ("(", ")"):
             continue
+        if tok.kind == "punct" and tok.text in ARROWS and start == 0 and tok.i + 1 < len(t.tokens) \
+                and t.tokens[tok.i + 1].kind == "path":
+            seg = [x for x in t.tokens[:tok.i] if _free(x)]     # "Warehouse picking times -> picks.csv -> ..."
+            if seg and len(seg) == len([x for x in t.tokens[:tok.i] if x.kind != "punct"]) and _title(seg) \
+                    and not any(x.low in L.FILLERS for x in seg):     # a noun phrase, not "frobnicate the rows"
+                t.mark(seg, "context")
         if tok.kind == "punct" and tok.text not in LEAD_IN_ENDS:
             start = tok.i + 1
             continue
@@ -176,8 +182,10 @@ def describes(t: Text, run: list[Token]) -> bool:
         return False
     heads = _heads()
     j = run[-1].i + 1
-    while j < len(t.tokens) and (t.tokens[j].low in ("the", "a", "an") or t.tokens[j].text == "("):
-        j += 1      # "the telecom churn data", "Satellite scene metadata (scenes.parquet, ...)"
+    if j < len(t.tokens) and t.tokens[j].low in ("the", "a", "an"):
+        return False    # "frobnicate the rows": words before an article act on what follows, never describe it
+    while j < len(t.tokens) and t.tokens[j].text == "(":
+        j += 1      # "Satellite scene metadata (scenes.parquet, ...)"
     nxt = t.tokens[j] if j < len(t.tokens) else None
     if any(x.low in L.TASK_NOUNS for x in run):   # "the sentiment model", never "sentiment analysis on x.csv"
         return nxt is not None and nxt.low.rstrip("s") in heads
