@@ -118,13 +118,16 @@ TRIGGERS: list[tuple[str, str]] = [
     ("plot", r"\b(?:plot|plots|plotted|plotting|chart|charts|charted|graph|graphs|visuali[sz]\w*|draw|render)\b"
              r"(?:\s+(?:a|an|the)?\s*(?:histogram|bar\s+chart|chart|graph|plot|line\s+chart|figure))?"),
     ("save_report", rf"\b(?:write|writes|save|saves|store|produce|create|generate|dump|output|log|record|put)\w*\s+{skip(3)}"
-                    r"(?:report|results|result|metrics|scores|findings)\b(?:\s+(?:to|in|into|as|at)\s+FILE\d+)?"
+                    r"(?:report|results|result|metrics|scores|findings)\b(?:\s+(?:(?:to|in|into|as|at)\s+)?FILE\d+)?"
                     r"|\breport\s+(?:to|in|into|as)\s+FILE\d+"),
+    ("save_report", rf"(?:^|(?<=[),;:>→]\s)|(?<=\bthen\s)|(?<=\band\s))report\s+(?:the\s+|its\s+|their\s+)?(?=(?:{METRIC_RX})\b)"),
     ("save_report", rf"\breport\s+{skip(3)}(?:to|in|into|as)\s+FILE\d+|\breport\s*(?:{ARROW}|:|\()?\s*FILE\d+"),
     ("save_report", r"\b(?:wrap|write|sum)\s+(?:it\s+|everything\s+|things\s+|it\s+all\s+|them\s+)?up\b(?:\s+(?:in|into|as|with)?\s*(?:a|the)\s+(?:final\s+|short\s+|summary\s+)?report\b)?"),
     ("save_report", r"\b(?:a|the|final|short|brief)\s+(?:final\s+|short\s+|summary\s+|brief\s+|saved\s+|written\s+)?report\b"),
     ("save_report", rf"(?:^|(?<=[),;:>→]\s)|(?<=\bthen\s)|(?<=\band\s))(?:final\s+|summary\s+)?report\b(?=\s*(?:$|[.;,)]|{ARROW}))"),
     ("write_table", rf"\b(?:write|writes|save|saves|store|stores|export|dump|persist|output|put)\w*\s+{skip(4)}(?:to|as|into|in)\s+(?P<f>FILE\d+)"),
+    ("write_table", r"\b(?:write|writes|save|saves|store|stores|dump|persist|output|export)\w*\s+(?:the\s+|a\s+)?"
+                    r"(?:tables?|results?|output|scores)\s+(?P<f>FILE\d+)"),    # "write table out/dept.csv"
     ("write_table", rf"\boutput\s+(?P<f>FILE\d+)|\b(?:\w+\s+)?(?:table|tables|results|scores)\s*{ARROW}\s*(?P<g>FILE\d+)"),
     ("write_table", rf"\b(?:write|writes|written|save|saves|store|stores|dump|persist|output|put|export)\w*\s+{skip(3)}(?:to|as|into|in)\s+"
                     r"(?:a\s+|the\s+|one\s+)?(?:table|parquet\s+file|csv(?:\s+file)?)\b(?:\s+(?:at|in|to|under)\s+(?P<f>FILE\d+))?"
@@ -168,6 +171,24 @@ TRIGGERS: list[tuple[str, str]] = [
     ("load_data", r"\b(?:load|read|ingest|open|import)\s+(?:it|them|each(?:\s+one)?|every\s+one|the\s+files?)\b"),
     ("load_data", r"\bFILE\d+"),   # a data file named as the object of another step ("split iris.csv")
 ]
+
+
+def _passive_first(triggers: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Within each kind's run of phrases, the object-first (passive) ones go first, so that
+    "the blanks are imputed" claims its object before the bare verb "imputed" does."""
+    out: list[tuple[str, str]] = []
+    for entry, pat in triggers:
+        if out and out[-1][0] == entry and AUX in pat:
+            k = len(out)
+            while k > 0 and out[k - 1][0] == entry and AUX not in out[k - 1][1]:
+                k -= 1
+            out.insert(k, (entry, pat))
+        else:
+            out.append((entry, pat))
+    return out
+
+
+TRIGGERS = _passive_first(TRIGGERS)
 COMPILED = [(e, re.compile(p)) for e, p in TRIGGERS]
 PREPOSITIONS = {"on", "from", "using", "with", "over", "in", "via", "of", "at"}
 EVAL_OBJECTS = {"it", "them", "the", "each", "every", "both", "all", "this", "that", "these", "those",
