@@ -25,6 +25,7 @@ from raystack.elastic.config import ElasticConfig
 from raystack.mlora.config import MLoRAConfig
 from raystack.workflow.artifacts import (ADAPTER_SET, DLRM_MODEL, EDIT_CHECKPOINT, Artifact,
                                          ArtifactError, make_artifact)
+from raystack.workflow.adapter_sets import write_index
 from raystack.workflow.context import RunContext
 from raystack.workflow.partsteps import config_from_params, make_part_step
 
@@ -82,6 +83,8 @@ def _run_mlora(cfg: MLoRAConfig, inputs: dict, ctx: Optional[RunContext]) -> Art
     d["output_dir"] = _out(cfg.output_dir, MLoRAConfig().output_dir, ctx)
     cfg = load_config(MLoRAConfig, d)
     o = drivers.finetune(cfg)
+    if Path(o.path).is_dir():   # so that a later workflow can load the set by its path
+        write_index(o.path, o.files, o.info)
     return make_artifact(ADAPTER_SET, o.path, files=o.files, metrics=o.metrics, info=o.info)
 
 

@@ -89,6 +89,8 @@ CATALOG: dict[str, CatalogEntry] = {e.name: e for e in [
     _e("load_data", _TABLES, "load_data", "load a CSV/Parquet/JSON file", output=TABLE),
     _e("load_checkpoint", _STEPS, "load_checkpoint", "load a saved model checkpoint directory",
        output=CHECKPOINT),
+    _e("load_adapters", _STEPS, "load_checkpoint", "load a saved adapter set (the directory mlora_finetune wrote)",
+       output=ADAPTERS),
     _e("clean_data", _TABLES, "clean_data", "drop rows with missing values",
        inputs={"data": TABLE}, output=TABLE),
     _e("impute", _TABLES, "impute", "fill missing values (mean, median or zero)",

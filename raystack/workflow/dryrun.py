@@ -126,6 +126,9 @@ def prepare(ir: WorkflowIR, workdir: Path) -> WorkflowIR:
         if name == "load_checkpoint" or (name == "mlora_finetune" and isinstance(s.params.get("base"), str)
                                          and s.params["base"].startswith(str(workdir))):
             _checkpoint(s.params.get("path") or s.params["base"])
+        if name == "load_adapters":
+            from raystack.workflow.adapter_sets import stand_in_adapter_set
+            stand_in_adapter_set(s.params["path"])
         if name == "elastic_dlrm" and isinstance((s.params.get("data") or {}).get("path"), str):
             d = dict(s.params["data"])
             d["path"] = _inside(workdir, d["path"])

@@ -252,3 +252,10 @@ def load_checkpoint(path: str) -> Artifact:
     if not weights:
         raise FileNotFoundError(f"checkpoint {path!r}: no weight files (*.safetensors)")
     return make_artifact(EDIT_CHECKPOINT, os.path.abspath(path), info={"source": "loaded"})
+
+
+def load_adapters(path: str) -> Artifact:
+    """A saved adapter set: the peft adapter directories ``mlora_finetune`` exported under
+    ``path``, with their index (base, adapter names, the mLoRA config), to evaluate or serve."""
+    from raystack.workflow.adapter_sets import read_adapter_set
+    return read_adapter_set(path)

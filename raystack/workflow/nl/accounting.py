@@ -41,7 +41,7 @@ COMPARING_STEPS = {"select_best", "evaluate_model", "evaluate_adapters", "tune"}
 COMPARE_WORDS = {"compare", "compares", "comparing", "compared", "comparison", "bake-off", "bakeoff",
                  "shootout", "head-to-head", "against", "versus", "vs"}
 # steps that train or run a model: a task named as the request's subject is theirs to carry out
-MODEL_STEPS = {"train_model", "tune", "edit_pretrain", "mlora_finetune", "elastic_dlrm", "load_checkpoint",
+MODEL_STEPS = {"train_model", "tune", "edit_pretrain", "mlora_finetune", "elastic_dlrm", "load_checkpoint", "load_adapters",
                "evaluate_adapters", "serve_adapters"}
 ENUMERATOR = re.compile(r"^(?:[a-h]|[ivx]{1,3}|\d)$")
 

@@ -393,7 +393,7 @@ def cleanup(text: Text, lo: int, hi: int, f: Found) -> None:
 from raystack.workflow.nl import extract_parts as P  # noqa: E402 - they use the helpers above
 
 EXTRACTORS: dict[str, Callable[[Text, int, int, Found], None]] = {
-    "make_dataset": make_dataset, "load_data": load_data, "load_checkpoint": load_checkpoint,
+    "make_dataset": make_dataset, "load_data": load_data, "load_checkpoint": load_checkpoint, "load_adapters": load_checkpoint,
     "impute": impute, "dedup": dedup, "clean_data": clean_data, "sample": sample, "split_data": split_data, "join": join,
     "aggregate": aggregate, "plot": plot, "save_report": report,
     "write_table": file_out("path", TABLE_EXT, "(?:table\\s+)?"), "export_model": file_out("path"),

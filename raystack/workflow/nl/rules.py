@@ -31,7 +31,8 @@ from raystack.workflow.nl.text import Text, Token, sentences
 from raystack.workflow.nl.triggers import COMPILED, EVAL_OBJECTS, MODEL_KIND, PREPOSITIONS
 
 PARTS = ("elastic_dlrm", "edit_pretrain", "mlora_finetune")
-SOURCES = ("load_data", "make_dataset", "load_checkpoint")   # read data, change nothing
+SOURCES = ("load_data", "make_dataset", "load_checkpoint", "load_adapters")   # read data, change nothing
+SAVED_SOURCES = ("load_checkpoint", "load_adapters")   # "load them" after one names its load
 PER_ROUND_STEPS = ("train_model", "elastic_dlrm")   # steps with a top-level ``epochs`` to run per round
 # words between "after"/"once" and the step its clause names ("once it is evaluated")
 SUBORDINATE_SKIP = {"the", "a", "an", "it", "they", "its", "their", "has", "have", "is", "are", "been",
@@ -78,6 +79,8 @@ class RulePlanner:
             actions += s_actions
         if not actions:
             raise PlanRefused([f"no workflow step in {text.strip()[:80]!r}"], "out_of_scope")
+        actions = [a for k, a in enumerate(actions) if not (   # "the adapters in ./a? Load them, ..."
+            a.entry == "load_data" and not a.has_file and k and actions[k - 1].entry in SAVED_SOURCES)]
         self._resolve_context(t, actions, cues)
         for a in actions:
             with t.claiming(a.entry):
@@ -108,7 +111,7 @@ class RulePlanner:
                 if entry == "train_model" and VERBLESS_MODEL.match(m.group(0)) and any(
                         b.entry in ("train_model", "tune") and b.lo <= toks[0].i < b.trig_end for b in found):
                     continue  # a model word inside another training phrase ("train a logistic model")
-                if entry in ("load_data", "load_checkpoint") and "FILE" in m.group(0) and any(
+                if entry in ("load_data", "load_checkpoint", "load_adapters") and "FILE" in m.group(0) and any(
                         x.kind == "path" and x.used and x.used != entry for x in toks):
                     continue
                 if entry == "load_data" and "FILE" in m.group(0) and not any(
@@ -259,6 +262,8 @@ class RulePlanner:
         for a in actions:
             if a.entry in ("train_model", "mlora_finetune", "elastic_dlrm", "edit_pretrain", "tune"):
                 last_model = a.entry
+            elif a.entry == "load_adapters":       # saved adapters are evaluated and served as fine-tuned ones
+                last_model = "mlora_finetune"
             elif a.entry == "evaluate_model" and last_model == "elastic_dlrm":
                 a.entry = "evaluate_dlrm"
             elif a.entry == "evaluate_model" and last_model == "mlora_finetune":

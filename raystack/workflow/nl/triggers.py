@@ -47,6 +47,11 @@ TRIGGERS: list[tuple[str, str]] = [
     ("cleanup", rf"\b(?:clean\s*up|clean-up|cleanup|remove|delete|erase|wipe|purge|clear|empty|tidy\s+up|get\s+rid\s+of)\s+{skip(3)}"
                 r"(?:tmp|temp|temporary|scratch|intermediate|staging)\b(?:\s+(?:files?|director(?:y|ies)|folders?|dirs?|data|outputs?|space|area))?"),
     ("cleanup", r"\b(?:clean\s*up|clean-up|cleanup|tidy\s+up)\b(?!\s+(?:the\s+|a\s+)?(?:data|dataset|table|records|rows|values|text)\b)"),
+    ("load_adapters", rf"\b(?:load|loads|loading|read|restore|open|take|use|using|reuse|start\s+from|starting\s+from|from|pick\s+up)\s+"
+                      rf"{skip(3)}adapters?\s+(?:(?:saved|stored|kept|exported|written|that\s+(?:are|were)\s+saved)\s+)?(?:at|in|from|under|into)\s*FILE\d+"),
+    ("load_adapters", passive(r"(?:the\s+)?(?:saved\s+|stored\s+|exported\s+)?adapters?\s+(?:saved\s+|stored\s+)?(?:at|in|from|under)\s+FILE\d+",
+                              r"loaded|read|restored|reloaded")),
+    ("load_adapters", r"\b(?:saved\s+|stored\s+|exported\s+)?adapters?\s+(?:saved\s+|stored\s+)?(?:at|in|under)\s+FILE\d+"),
     ("load_checkpoint", rf"\b(?:load|read|restore|open|take|use|using|start\s+from|starting\s+from|from|resume\s+from|begin\s+(?:with|from)|on|off)\s+"
                         rf"{skip(3)}checkpoints?\s+(?:at|in|from|under|stored\s+(?:at|in))?\s*FILE\d+"),
     ("edit_pretrain", r"\b(?:train|run|use|using)\w*\s+" + skip(3) + r"(?:llm|language\s+models?)\b(?!\s+adapters)"),
