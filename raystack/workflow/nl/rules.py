@@ -102,6 +102,8 @@ class RulePlanner:
             for m, toks in t.finditer(rx, lo, hi, free_only=True):
                 if entry == "evaluate_model" and not self._is_eval_verb(t, toks[0]):
                     continue
+                if entry == "split_data" and self._names_existing_split(t, toks[0]):
+                    continue
                 out_file = next((x for x in reversed(toks) if x.kind == "path"), None)
                 if entry == "write_table" and not (out_file and out_file.low.endswith(TABLE_EXT[:4])) and not (
                         out_file is None and re.search(r"\btables?\b", m.group(0))):
@@ -244,6 +246,20 @@ class RulePlanner:
         if nxt is None:   # "write the scores to a table"
             return t.match_at(r"(?:to|as|into|in)\s+(?:a\s+|the\s+)?tables?\b", toks[-1].i + 1, hi) is not None
         return nxt.low.endswith(TABLE_EXT[:4])
+
+    @staticmethod
+    def _names_existing_split(t: Text, tok: Token) -> bool:
+        """"evaluate on the test split": the held-out part of a split already made, not a new
+        split; its words are a reference."""
+        words = t.tokens[max(0, tok.i - 3):tok.i]
+        if len(words) < 3 or tok.low != "split" or any(x.used for x in words):
+            return False
+        prep, art, part = words
+        if prep.low in ("on", "against", "using", "with") and art.low == "the" and \
+                part.low in ("test", "held-out", "holdout", "validation", "eval", "evaluation"):
+            t.mark([art, part, tok], "reference")
+            return True
+        return False
 
     @staticmethod
     def _is_eval_verb(t: Text, tok: Token) -> bool:

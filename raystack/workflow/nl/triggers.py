@@ -20,7 +20,7 @@ def skip(n: int) -> str:
 
 MODEL_NOUN = r"(?:models?|classifiers?|regressors?|regression|predictors?|estimators?|learners?|k-?nn|knn|centroid|logistic|linear)"
 # a model named by its method: "logistic regression", "k-nearest neighbours", "nearest centroid"
-MODEL_KIND = (r"(?<![\w-])(?:logistic(?:\s+regression)?|linear\s+regression|k-?nn|k-nearest(?:[\s-]+neighbou?rs?)?"
+MODEL_KIND = (r"(?<![\w-])(?:logistic(?:\s+regression)?|linear\s+regression|linear(?=\s+(?:models?|regressors?|fit)\b)|k-?nn|k-nearest(?:[\s-]+neighbou?rs?)?"
               r"|nearest[\s-]+centroid|centroid)(?![\w-])")
 ARROW = r"(?:->|=>|→|⇒|⟶)"
 # "the duplicates are dropped", "duplicates removed", "should be imputed": an object, an
