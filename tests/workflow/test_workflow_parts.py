@@ -35,6 +35,11 @@ def test_pretrain_then_finetune_on_the_checkpoint_then_serve(ray_cluster, tmp_pa
     assert adapters.kind == "adapter_set" and adapters.info["base"] == ckpt.path
     cfg = json.loads((Path(adapters.files["copy_lora"]) / "adapter_config.json").read_text())
     assert cfg["base_model_name_or_path"] == ckpt.path      # the adapter records its real base
+    from raystack.workflow.steps import load_adapters       # a later workflow loads the set by its path
+    again = load_adapters(adapters.path)
+    assert {n: Path(p).resolve() for n, p in again.files.items()} == \
+        {n: Path(p).resolve() for n, p in adapters.files.items()}
+    assert again.info["config"] == adapters.info["config"] and again.info["base"] == ckpt.path
     served = out["serve_adapters"]
     assert served.info["adapters"] == ["copy_lora"] and "copy_lora" in served.info["answers"]
     assert served.info["deleted"]                           # a tiny (dry) run leaves no app up

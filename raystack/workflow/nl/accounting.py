@@ -58,14 +58,25 @@ def _unknown(t: Token) -> bool:
     return _free(t) and t.kind == "word" and t.low not in L.FILLERS
 
 
-def _title(words: list[Token]) -> bool:
+def _title(words: list[Token], t: Text | None = None) -> bool:
     """Words that can name a request's subject: no method the catalog lacks, and a word that is
-    also an operation the catalog lacks ("crop", "filter") only inside a title that ends in a
-    topic head ("Crop yield regression") -- "Filter spam emails:" asks for a filter."""
+    also an operation the catalog lacks ("crop", "filter") only inside a title whose head (its
+    last word outside parentheses) is a topic head ("Crop yield regression (agriculture)") --
+    "Filter spam emails:" asks for a filter."""
     if not words or len(words) > MAX_LEAD_IN or any(_method(x) for x in words):
         return False
     verbs = [x for x in words if x.low in L.UNMAPPED_VERBS]
-    return not verbs or (len(words) >= 2 and words[-1].low in L.TOPIC_HEADS and words[-1] not in verbs)
+    if not verbs:
+        return True
+    outside = [x for x in words if t is None or not _in_parentheses(t, x)]
+    return len(outside) >= 2 and outside[-1].low in L.TOPIC_HEADS and outside[-1] not in verbs
+
+
+def _in_parentheses(t: Text, x: Token) -> bool:
+    depth = 0
+    for tok in t.tokens[:x.i]:
+        depth += (tok.text == "(") - (tok.text == ")")
+    return depth > 0
 
 
 def _method(x: Token) -> bool:
@@ -84,7 +95,7 @@ def lead_ins(t: Text) -> None:
         if tok.kind == "punct" and tok.text in ARROWS and start == 0 and tok.i + 1 < len(t.tokens) \
                 and t.tokens[tok.i + 1].kind == "path":
             seg = [x for x in t.tokens[:tok.i] if _free(x)]     # "Warehouse picking times -> picks.csv -> ..."
-            if seg and len(seg) == len([x for x in t.tokens[:tok.i] if x.kind != "punct"]) and _title(seg) \
+            if seg and len(seg) == len([x for x in t.tokens[:tok.i] if x.kind != "punct"]) and _title(seg, t) \
                     and not any(x.low in L.FILLERS for x in seg):     # a noun phrase, not "frobnicate the rows"
                 t.mark(seg, "context")
         if tok.kind == "punct" and tok.text not in LEAD_IN_ENDS:
@@ -92,7 +103,7 @@ def lead_ins(t: Text) -> None:
             continue
         if tok.kind == "punct" and tok.i + 1 < len(t.tokens):
             seg = [x for x in t.tokens[start:tok.i] if _free(x)]
-            if _title(seg):
+            if _title(seg, t):
                 t.mark(seg, "context")
                 t.mark([x for x in t.tokens[start:tok.i] if x.text in ("(", ")") and not x.used], "context")
             start = tok.i + 1
@@ -105,7 +116,7 @@ def headings(t: Text) -> None:
     if not first or len(first) == len(t.tokens) or any(x.used and x.used != "punctuation" for x in first):
         return
     words = [x for x in first if _free(x)]
-    if _title(words):
+    if _title(words, t):
         t.mark(words, "context")
 
 
