@@ -26,7 +26,7 @@ from raystack.workflow.nl.extract import EXTRACTORS, TABLE_EXT, Found, resource_
 from raystack.workflow.nl.names import adapter_names
 from raystack.workflow.nl.plan import Cond, Draft, DraftStep, LoopSpec, Plan, PlanRefused
 from raystack.workflow.nl.safety import screen
-from raystack.workflow.nl.search import read_tune
+from raystack.workflow.nl.search import SPACE_PARAM_RX, read_tune
 from raystack.workflow.nl.text import Text, Token, sentences
 from raystack.workflow.nl.triggers import COMPILED, EVAL_OBJECTS, MODEL_KIND, PREPOSITIONS
 
@@ -292,8 +292,11 @@ class RulePlanner:
                 continue
             end = min([x for x in seqs if x > a.lo] or [10 ** 9])
             prev = actions[i - 1] if i else None
-            if prev is not None and prev.entry == "train_model" and prev.verbless and \
-                    prev.sentence == a.sentence and not any(x.kind == "punct" for x in t.tokens[prev.trig_end:a.lo]):
+            if prev is not None and prev.entry == "train_model" and prev.sentence == a.sentence and \
+                    not any(x.kind == "punct" for x in t.tokens[prev.trig_end:a.lo]) and (prev.verbless or all(
+                        (x.low in L.FILLERS and x.low not in L.CLAUSE_WORDS) or re.fullmatch(SPACE_PARAM_RX, x.low)
+                        for x in t.tokens[prev.trig_end:a.lo])):
+                # "kNN tuned on k in {...}", "fit kNN w/ k tuned over 3, 5 and 7": one search
                 a.lo, a.zlo = prev.lo, min(prev.zlo, a.zlo)     # "kNN tuned on k in {...}"
                 prev.entry = "_absorbed"
             else:

@@ -19,7 +19,8 @@ from raystack.workflow.nl.text import Text, number
 SPACE_PARAMS = [(r"learning[\s-]+rates?|lrs?|step\s+sizes?", "lr"), (r"batch[\s-]+sizes?", "batch_size"),
                 (r"epochs?|passes", "epochs"), (r"k|neighbou?rs?|number\s+of\s+neighbou?rs?", "k")]
 _PARAM = "|".join(rf"(?P<p{i}>{p})" for i, (p, _) in enumerate(SPACE_PARAMS))
-_JOIN = r"(?:\s*(?:=|:|∈|in|of|over|from|at|values?|across|among|to|grid|set|\(|,)\s*)*\s*"
+SPACE_PARAM_RX = "|".join(p for p, _ in SPACE_PARAMS)     # a parameter's name, one word
+_JOIN = r"(?:\s*(?:=|:|∈|in|of|over|from|at|values?|across|among|to|grid|set|tuned|searched|swept|varied|\(|,)\s*)*\s*"
 _RANGE = r"between\s+(?P<a>NUM\d+)\s+and\s+(?P<b>NUM\d+)|from\s+(?P<c>NUM\d+)\s+to\s+(?P<d>NUM\d+)"
 _MAX = r"maximi[sz]\w*|maximum|max|highest|higher|best"
 _MIN = r"minimi[sz]\w*|minimum|min|lowest|lower|smallest"

@@ -59,7 +59,7 @@ TRIGGERS: list[tuple[str, str]] = [
                       r"|(?<!the )(?<!a )(?<!an )(?<!that )(?<!this )\bpre-?trained\b(?!\s+(?:checkpoint|model|weights|base|llm))"),
     ("edit_pretrain", r"\b(?:a-?edit|edit|diloco)\b(?:\s+local\s+sgd)?|\blocal\s+sgd\b"),
     ("mlora_finetune", r"\b(?:fine-?tun\w*|finetun\w*)\b"),
-    ("mlora_finetune", rf"\b(?:train|trains|training|trained|fit|learn|build|create|make)\s+{skip(5)}(?:lora|dora)?\s*adapters?\b"),
+    ("mlora_finetune", rf"\b(?:train|trains|training|trained|fit|learn|build|create|make)\s+(?P<sk>(?:[^\s.;:]+\s+){{0,8}}?)(?:lora|dora)?\s*adapters?\b"),
     ("mlora_finetune", r"\bmlora\b|\b(?:lora|dora)\s+adapters?\b"),
     ("serve_adapters", rf"\b(?:serve|serves|serving|deploy\w*|host|hosts|expose|publish)\s+{skip(3)}adapters?\b"
                        r"|(?<!with )(?<!using )(?<!via )(?<!on )(?<!through )(?<!behind )(?<!over )(?<!in )\bray\s+serve\b"
@@ -106,7 +106,7 @@ TRIGGERS: list[tuple[str, str]] = [
                   rf"average|averages|avg|mean|tally|add\s+up)\w*\s+{skip(3)}(?:per|by|for\s+each)\s+(?!NUM)\w+"),
     ("aggregate", r"\b(?:aggregat\w*|group\w*\s+by|roll(?:s|ed|ing)?\s*(?:it\s+|them\s+)?up(?=\s+(?:[\w-]+\s+){0,6}?(?:by|per|to)\b)|"
                   r"summari[sz]e\w*\s+(?=\w+\s+(?:per|by)\b))\b|\bbreak\w*\s+(?:[\w-]+\s+){0,3}?down\s+(?=by|per)|\bbreakdowns?\s+(?=by|per)"
-                  r"|\b(?:totals?|sums?|counts?|averages?|means?)\s+(?=per\s+|by\s+)|\bper-[a-z_]\w*\s+(?:totals?|sums?|counts?|averages?|means?|aggregates?|rollups?|roll-ups?)\b"),
+                  r"|\b(?:totals?|sums?|counts?|averages?|means?)\s+(?=per\s+|by\s+)|\bper-[a-z_]\w*\s+(?:[a-z_]+\s+)?(?:totals?|sums?|counts?|averages?|means?|aggregates?|rollups?|roll-ups?)\b"),
     ("save_report", rf"\bsummari[sz]e\w*\s+{skip(2)}(?:in|into|as|with)\s+(?:a\s+|the\s+)?report\b"),
     ("stats", rf"\b(?:compute|calculate|get|produce|report|show|print|collect|gather|derive|generate|run)\s+{skip(2)}"
               r"(?:summary\s+|descriptive\s+|basic\s+|column\s+|some\s+)?(?:statistics|stats)\b"),
@@ -133,6 +133,8 @@ TRIGGERS: list[tuple[str, str]] = [
     ("write_table", rf"\b(?:write|writes|save|saves|store|stores|export|dump|persist|output|put)\w*\s+{skip(4)}(?:to|as|into|in)\s+(?P<f>FILE\d+)"),
     ("write_table", r"\b(?:write|writes|save|saves|store|stores|dump|persist|output|export)\w*\s+(?:the\s+|a\s+)?"
                     r"(?:tables?|results?|output|scores)\s+(?P<f>FILE\d+)"),    # "write table out/dept.csv"
+    ("write_table", r"\b(?:written|saved|stored|exported|dumped|persisted)\s+(?:out\s+)?(?:to|into|as|at|in)\s+(?P<f>FILE\d+)"),
+    ("save_report", r"\b(?:written|saved|stored|dumped|persisted)\s+(?:out\s+)?(?:to|into|as|at|in)\s+FILE\d+"),
     ("write_table", rf"\boutput\s+(?P<f>FILE\d+)|\b(?:\w+\s+)?(?:table|tables|results|scores)\s*{ARROW}\s*(?P<g>FILE\d+)"),
     ("write_table", rf"\b(?:write|writes|written|save|saves|store|stores|dump|persist|output|put|export)\w*\s+{skip(3)}(?:to|as|into|in)\s+"
                     r"(?:a\s+|the\s+|one\s+)?(?:table|parquet\s+file|csv(?:\s+file)?)\b(?:\s+(?:at|in|to|under)\s+(?P<f>FILE\d+))?"
@@ -143,6 +145,7 @@ TRIGGERS: list[tuple[str, str]] = [
     ("select_best", rf"\b(?:select|pick|choose|keep|take|find|identify|determine|retain|get|go\s+with|settle\s+on|opt\s+for|"
                     rf"stick\s+with|crown|declare|promote|prefer|favou?r|single\s+out)\w*\s+{skip(2)}(?:best|winner|winning|top|better|"
                     r"strongest|stronger|highest[- ]scoring|top-performing|best-performing)\b(?:\s+(?:one|model|classifier|of\s+them|result|performer))?"),
+    ("select_best", rf"\b(?:select|pick|choose|keep|take|retain|go\s+with)\s+(?:the\s+one\s+with\s+)?(?:the\s+)?(?:lower|lowest|higher|highest|smaller|smallest|larger|largest|better|best)\s+(?=(?:{METRIC_RX})\b)"),
     ("select_best", rf"\b(?:select|pick|choose|keep|take|use)\s+(?:whichever|the\s+one)\s+(?:one\s+)?(?:has|scores|gets|is|with|ends)\s+"
                     r"(?:the\s+|with\s+the\s+)?(?:higher|highest|best|better|greater|top|lower|lowest)\b"),
     ("select_best", r"\b(?:(?:keep|pick|choose|select|take|use|go\s+with|retain|promote)\s+)?(?:whichever|the\s+(?:more|most)\s+(?:accurate|precise)|"
