@@ -205,6 +205,7 @@ detect detects rank ranks sort sorts shuffle shuffles augment augments balance o
 undersample resample reweight weight crop resize rotate flip trim truncate backfill interpolate
 predict predicts infer generate-images summarise summarize translate forecast
 removed deleted dropped discarded excluded filtered eliminated purged stripped converted transformed
+removal filtering deletion extraction conversion transformation redaction anonymization anonymisation
 """.split())
 # word beginnings that name a method or task the catalog lacks ("transcribing", "clustered")
 UNSUPPORTED_PREFIXES = ("transcri", "translat", "cluster", "scrap", "crawl",

@@ -69,7 +69,8 @@ TRIGGERS: list[tuple[str, str]] = [
     ("elastic_dlrm", rf"\b(?:train|trains|training|fit|fits|run|learn|build)\w*\s+{skip(5)}(?:dlrm|recommend\w*|recsys|"
                      r"click-?through(?:-rate)?|ctr|criteo|ad\s+click)\b(?:\s+(?:models?|training|prediction))?"),
     ("elastic_dlrm", r"\belastic(?:ally)?\b(?:\s+(?:training|dlrm))?|\bdlrm\b(?:\s+(?:models?|training))?"),
-    ("dedup", r"\bde-?dup\w*\b|\bdeduplicat\w*\b"),
+    ("dedup", r"\bde-?dup\w*\b|\bdeduplicat\w*\b|\b(?:duplicate|dupe)s?\s+removal\b|\bremoval\s+of\s+(?:the\s+)?(?:duplicates|dupes)\b"),
+    ("clean_data", r"\b(?:missing[\s-]+values?|nulls?|nans?|na|incomplete[\s-]+rows?|bad[\s-]+rows?)\s+removal\b"),
     ("dedup", rf"\b(?:drop|drops|remove|removes|delete|discard|eliminate|filter\s+out|get\s+rid\s+of|strip)\s+{skip(2)}duplicat\w*"
               r"(?:\s+(?:rows|records|entries|lines|transactions|events|clicks?))?"),
     ("dedup", r"\b(?:keep|retain|take)\s+(?:only\s+)?(?:the\s+)?(?:unique|distinct)\s+(?:rows|records|entries)\b"
