@@ -34,7 +34,7 @@ DATA_OBJECT_STEPS = {"dedup", "impute", "clean_data", "normalize", "sample", "st
                      "aggregate", "load_data", "write_table", "save_report", "split_data", "join"}
 OBJECT_STOPS = {"on", "in", "from", "with", "to", "for", "of", "by", "at", "into", "over", "using", "via"}
 LEAD_IN_ENDS = (":", "—", "–", "-")
-MAX_LEAD_IN = 6              # words of a lead-in
+MAX_LEAD_IN = 8              # words of a lead-in ("Our HR team wants a quick look:")
 CLAUSE_ENDS = {",", ";", ".", "!", "?", ":", "(", ")", "—", "–", "-", *("->", "=>", "→", "⇒", "⟶")}
 # steps that compare results, and the words that say so ("compare the runs and keep the best")
 COMPARING_STEPS = {"select_best", "evaluate_model", "evaluate_adapters", "tune"}

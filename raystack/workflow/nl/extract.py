@@ -297,6 +297,9 @@ def train_model(text: Text, lo: int, hi: int, f: Found) -> None:
             _search(text, lo, hi, rf"{ep}\s*(?:=|:|of)?\s*(?P<n>NUM\d+)", "epochs")
         if m:
             f.set("epochs", int(_num(text, m.group("n"))))
+    m = _search(text, lo, hi, r"\bk\s*(?:=|:|of)\s*(?P<n>NUM\d+)|(?P<m>NUM\d+)\s+(?:nearest\s+)?neighbou?rs\b", "k")
+    if m:      # "kNN (k = 7)", "retrain with k = 3", "5 neighbours"
+        f.set("k", int(_num(text, m.group("n") or m.group("m"))))
     lr = r"(?:learning[\s-]+rates?|lrs?|step\s+sizes?)"
     m = _search(text, lo, hi, rf"{lr}\s*(?:=|:|of|at|in)?\s*(?P<l>{NUMLIST})", "learning rate") or \
         _search(text, lo, hi, rf"(?:for\s+)?each\s+{lr}\s+(?:in|of|from)\s+(?P<l>{NUMLIST})", "learning rate")

@@ -17,19 +17,25 @@ from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.text import Text, number
 
 
-def _workers(text: Text, lo: int, hi: int) -> tuple[str, int | list] | None:
-    """('bound', n) for "at most n workers", ('exact', n) for "n workers", ('list', [...])."""
+def bound_unit(matched: str) -> str:
+    """The bound's parameter: "at most 2 GPUs" bounds ``gpus``, workers, ranks and nodes ``workers``."""
+    return "gpus" if re.search(r"\bgpus?\b", matched, re.I) else "workers"
+
+
+def _workers(text: Text, lo: int, hi: int) -> tuple[str, int | list, str] | None:
+    """('bound', n, unit) for "at most n workers" / "no more than 2 GPUs" (unit: the bound's
+    parameter, workers or gpus), ('exact', n, "workers") for "n workers", ('list', [...], "workers")."""
     m = _search(text, lo, hi, rf"(?:at\s+most|up\s+to|no\s+more\s+than|not\s+more\s+than|a\s+maximum\s+of|"
                               rf"maximum\s+of|max(?:imum)?|capped\s+at|limited\s+to|<=|≤)\s*(?P<n>NUM\d+)\s+(?:\w+\s+)?{WORKERS}", "workers bound")
     if m:
-        return "bound", int(_num(text, m.group("n")))
+        return "bound", int(_num(text, m.group("n"))), bound_unit(m.group(0))
     m = _search(text, lo, hi, rf"(?:on|with|across|using)?\s*(?P<l>{NUMLIST})\s+{WORKERS}", "workers")
     if m:
-        return "list", [int(v) for v in _list(text, m.group("l"))]
+        return "list", [int(v) for v in _list(text, m.group("l"))], "workers"
     m = _search(text, lo, hi, rf"(?:(?:on|with|across|using|over)\s+)?(?P<n>NUM\d+)\s+(?:\w+\s+)?{WORKERS}", "workers") or \
         _search(text, lo, hi, rf"{WORKERS}\s*(?:=|:)\s*(?P<n>NUM\d+)", "workers")
     if m:
-        return "exact", int(_num(text, m.group("n")))
+        return "exact", int(_num(text, m.group("n"))), "workers"
     return None
 
 
@@ -74,10 +80,10 @@ def edit_pretrain(text: Text, lo: int, hi: int, f: Found) -> None:
         f.set("model", models[0])
     w = _workers(text, lo, hi)
     if w is not None:
-        kind, n = w
+        kind, n, unit = w
         if kind == "bound":       # EDiT runs a fixed size: at most n ranks is n ranks, kept as a bound
             f.params["ranks"] = n
-            f.bound = {"param": "workers", "op": "<=", "value": n}
+            f.bound = {"param": unit, "op": "<=", "value": n}
         elif kind == "list":
             _set_map(f, "ranks", n)
             f.stated_map = ("workers", n)
@@ -210,14 +216,14 @@ def elastic_dlrm(text: Text, lo: int, hi: int, f: Found) -> None:
     res: dict[str, Any] = {}
     w = _workers(text, lo, hi)
     if w is not None:
-        kind, n = w
+        kind, n, unit = w
         if kind == "list":
             raise PlanRefused(["a list of worker counts for elastic DLRM: the job sizes itself; "
                                "give a bound ('at most N workers')"])
         if kind == "bound":
             res["max_workers"] = n
             res["initial_workers"] = min(2, n)
-            f.bound = {"param": "workers", "op": "<=", "value": n}
+            f.bound = {"param": unit, "op": "<=", "value": n}
         else:
             res.update(max_workers=n, initial_workers=n, autoscale=False)
             f.stated["workers"] = n

@@ -27,7 +27,7 @@ from raystack.workflow.nl.names import adapter_names
 from raystack.workflow.nl.plan import Cond, Draft, DraftStep, LoopSpec, Plan, PlanRefused
 from raystack.workflow.nl.safety import screen
 from raystack.workflow.nl.search import SPACE_PARAM_RX, read_tune
-from raystack.workflow.nl.text import Text, Token, sentences
+from raystack.workflow.nl.text import ARROWS, Text, Token, sentences
 from raystack.workflow.nl.triggers import COMPILED, EVAL_OBJECTS, MODEL_KIND, PREPOSITIONS
 
 PARTS = ("elastic_dlrm", "edit_pretrain", "mlora_finetune")
@@ -104,6 +104,14 @@ class RulePlanner:
                     continue
                 if entry == "split_data" and self._names_existing_split(t, toks[0]):
                     continue
+                if entry == "load_data" and len(toks) == 1 and toks[0].i and t.tokens[toks[0].i - 1].text in ARROWS \
+                        and any(b.lo < toks[0].i and b.sentence == si and b.entry not in SOURCES for b in found):
+                    # "... -> line chart -> out/x.parquet": where the chain ends is written, never a new input
+                    if not toks[0].low.endswith(TABLE_EXT[:4]):
+                        continue
+                    written_end = True
+                else:
+                    written_end = False
                 out_file = next((x for x in reversed(toks) if x.kind == "path"), None)
                 if entry == "write_table" and not (out_file and out_file.low.endswith(TABLE_EXT[:4])) and not (
                         out_file is None and re.search(r"\btables?\b", m.group(0))):
@@ -120,7 +128,7 @@ class RulePlanner:
                         x.kind == "path" and (x.low.endswith(TABLE_EXT) or "." not in x.text.rsplit("/", 1)[-1])
                         for x in toks):
                     continue
-                if entry == "save_report" and self._table_result(t, m, toks, hi):
+                if written_end or (entry == "save_report" and self._table_result(t, m, toks, hi)):
                     entry_here = "write_table"
                 else:
                     entry_here = entry
@@ -331,11 +339,24 @@ class RulePlanner:
                               tune=tune, bound=f.bound, span=span, refs=dict(f.refs))
             a.step = s
             steps.append(s)
+        self._retrain_same_model(t, actions)
         self._apply_cues(t, actions, cues)
         self._subordinate(t, actions)
         self._hoist(actions)
         self._order(actions)
         return [s for a in actions for s in [*a.extra, a.step]]
+
+    @staticmethod
+    def _retrain_same_model(t: Text, actions: list[Action]) -> None:
+        """"retrain with k = 3", "refit it": the model trained before, with what the phrase changes."""
+        last: str | None = None
+        for a in actions:
+            if a.entry != "train_model":
+                continue
+            if "model" not in a.step.params and a.step.map is None and last is not None and \
+                    re.match(r"re-?(?:train|fit)", t.tokens[a.lo].low):
+                a.step.params["model"] = a.step.stated["model"] = last
+            last = a.step.params.get("model", last)
 
     @staticmethod
     def _order(actions: list[Action]) -> None:
