@@ -125,7 +125,7 @@ CATALOG: dict[str, CatalogEntry] = {e.name: e for e in [
     _e("write_table", _TABLES, "write_table", "write a table (or scores) to a Parquet or CSV file",
        inputs={"data": f"{TABLE}|{EVALUATION}|{STATS}"}, output=FILE),
     _e("plot", _TABLES, "plot", "plot a table column, metrics, or a part's reported metrics to a PNG file",
-       inputs={"data": f"{TABLE}|{STATS}|{EVALUATION}|{CHECKPOINT}|{DLRM}"}, output=FILE),
+       inputs={"data": f"{TABLE}|{STATS}|{EVALUATION}|{MODEL}|{CHECKPOINT}|{DLRM}"}, output=FILE),
     _e("notify", _STEPS, "notify", "send a notification message", exit_ok=True),
     _e("cleanup", _STEPS, "cleanup", "remove a directory in the run's scratch space",
        exit_ok=True),

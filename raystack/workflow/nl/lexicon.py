@@ -149,7 +149,7 @@ candidate candidates option options version versions variant variants baseline
 whichever whatever one one's anything something both either two-step across written
 is are be it\s*'s that's them they those their its everything finally eventually
 note notes etc e.g i.e via per each apiece respectively overall at ensure ensuring say
-made taken performed carried possible able give gives
+made taken performed carried possible able give gives only way
 """.split())
 # words that open a clause: an object, purpose or description never runs across them
 CLAUSE_WORDS = set("""
