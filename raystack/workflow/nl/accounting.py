@@ -39,7 +39,7 @@ CLAUSE_ENDS = {",", ";", ".", "!", "?", ":", "(", ")", "—", "–", "-", *("->"
 # steps that compare results, and the words that say so ("compare the runs and keep the best")
 COMPARING_STEPS = {"select_best", "evaluate_model", "evaluate_adapters", "tune"}
 COMPARE_WORDS = {"compare", "compares", "comparing", "compared", "comparison", "bake-off", "bakeoff",
-                 "shootout", "head-to-head", "against", "versus", "vs"}
+                 "shootout", "head-to-head", "against", "versus", "vs", "better", "which", "wins", "win"}
 # steps that train or run a model: a task named as the request's subject is theirs to carry out
 MODEL_STEPS = {"train_model", "tune", "edit_pretrain", "mlora_finetune", "elastic_dlrm", "load_checkpoint", "load_adapters",
                "evaluate_adapters", "serve_adapters"}

@@ -318,6 +318,9 @@ _CAP = r"(?:at\s+most|up\s+to|no\s+more\s+than|not\s+more\s+than|a\s+maximum\s+o
 BOUND_PATTERNS = [
     rf"(?:(?:with|and)\s+)?(?:the\s+)?(?:(?P<w>workers?|gpus?)|memory|ram)\s+(?:capped|limited)\s+(?:at|to)\s+(?P<n>NUM\d+)\s*(?:{_UNIT})?\b",
     rf"(?:(?:on|with|using|across|over|in)\s+)?{_CAP}\s*(?P<n>NUM\d+)\s*(?:{_UNIT})\b(?:\s+of\s+(?:memory|ram))?",
+    # "a 16GB memory cap", "an 8-worker limit", "4 GPUs max"
+    rf"(?:(?:with|and|under|within)\s+)?(?:a\s+|an\s+)?(?P<n>NUM\d+)\s*-?\s*(?:{_UNIT})\s+(?:of\s+)?(?:memory\s+|ram\s+)?"
+    rf"(?:cap|limit|ceiling|budget|max(?:imum)?|at\s+most|tops)\b",
 ]
 
 

@@ -26,9 +26,10 @@ def _workers(text: Text, lo: int, hi: int) -> tuple[str, int | list, str] | None
     """('bound', n, unit) for "at most n workers" / "no more than 2 GPUs" (unit: the bound's
     parameter, workers or gpus), ('exact', n, "workers") for "n workers", ('list', [...], "workers")."""
     m = _search(text, lo, hi, rf"(?:at\s+most|up\s+to|no\s+more\s+than|not\s+more\s+than|a\s+maximum\s+of|"
-                              rf"maximum\s+of|max(?:imum)?|capped\s+at|limited\s+to|<=|≤)\s*(?P<n>NUM\d+)\s+(?:\w+\s+)?{WORKERS}", "workers bound")
+                              rf"maximum\s+of|max(?:imum)?|capped\s+at|limited\s+to|<=|≤)\s*(?P<n>NUM\d+)\s+(?:\w+\s+)?{WORKERS}"
+                              rf"|(?P<m>NUM\d+)\s+{WORKERS}\s+(?:max(?:imum)?|at\s+most|tops)\b", "workers bound")
     if m:
-        return "bound", int(_num(text, m.group("n"))), bound_unit(m.group(0))
+        return "bound", int(_num(text, m.group("n") or m.group("m"))), bound_unit(m.group(0))
     m = _search(text, lo, hi, rf"(?:on|with|across|using)?\s*(?P<l>{NUMLIST})\s+{WORKERS}", "workers")
     if m:
         return "list", [int(v) for v in _list(text, m.group("l"))], "workers"
