@@ -151,7 +151,9 @@ def join(left: pa.Table, right: pa.Table, on: Optional[str] = None,
 
 def aggregate(data: pa.Table, by: Optional[str] = None,
               agg: Literal["sum", "mean", "count", "min", "max"] = "sum") -> pa.Table:
-    """Group by column ``by`` (or first text column) and aggregate every numeric column."""
+    """Group by column ``by`` (or first text column) and aggregate every numeric column; the
+    columns keep their names (the table of per-city totals still has its target ``y``, so a
+    model can be trained on it)."""
     if by is None:
         text = [n for n in data.column_names if pa.types.is_string(data.column(n).type)]
         by = text[0] if text else data.column_names[0]
@@ -159,7 +161,9 @@ def aggregate(data: pa.Table, by: Optional[str] = None,
         raise ValueError(f"aggregate: no column {by!r}; columns are {data.column_names}")
     numeric = [n for n in data.column_names if n != by and
                (pa.types.is_integer(data.column(n).type) or pa.types.is_floating(data.column(n).type))]
-    return data.group_by(by, use_threads=False).aggregate([(n, agg) for n in numeric])
+    out = data.group_by(by, use_threads=False).aggregate([(n, agg) for n in numeric])
+    return out.rename_columns([c[:-len(agg) - 1] if c.endswith(f"_{agg}") and c[:-len(agg) - 1] in numeric else c
+                               for c in out.column_names])
 
 
 def _missing(col: pa.ChunkedArray) -> int:

@@ -322,7 +322,13 @@ def test_train_model_reports_the_held_out_loss_its_loops_watch():
     assert m["val_loss"] == pytest.approx(evaluate_model(m, data, metric="loss")["loss"])
     assert m["train_loss"] == m["loss"] and m["val_loss"] != m["train_loss"]
     assert "val_loss" not in train_model({"train": data["train"]}, model="logistic")
-    assert isinstance(data["test"], pa.Table)
+    from raystack.workflow.table_steps import aggregate    # per-group totals keep their names, target included
+    t = make_dataset(rows=40, seed=2)
+    t = t.append_column("city", pa.array([f"c{i % 7}" for i in range(40)]))
+    per_city = aggregate(t, by="city", agg="mean")
+    assert per_city.column_names == t.column_names[-1:] + t.column_names[:-1] and per_city.num_rows == 7
+    assert per_city.column("y").to_pylist()[0] == pytest.approx(sum(t.column("y").to_pylist()[0::7]) / 6)
+    assert train_model(split_data(per_city, test_fraction=0.3), model="linear")["kind"] == "linear"
 
 
 def test_saved_adapters_load_by_path_and_evaluate(tmp_path):
