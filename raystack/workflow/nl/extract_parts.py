@@ -166,7 +166,8 @@ def mlora_finetune(text: Text, lo: int, hi: int, f: Found) -> None:
         raise PlanRefused([f"{len(names)} adapters named but {len(tasks)} tasks"])
     datasets, adapters, jobs = [], [], []
     for i, task in enumerate(chosen):
-        name = names[i] if names else (f"{task}{i}" if chosen.count(task) > 1 else task)
+        # a name as written ("legal-qa") is the adapter's; its config needs an identifier ("legal_qa")
+        name = re.sub(r"\W", "_", names[i]) if names else (f"{task}{i}" if chosen.count(task) > 1 else task)
         datasets.append({"name": name, "synthetic": task, "seed": i})
         a = {**d["adapters"][i % len(d["adapters"])], "name": name if names else f"{name}_lora", "seed": i}
         a["type"] = kind or "lora"

@@ -38,6 +38,7 @@ def adapter_names(t: Text) -> list[Token]:
             if any(x.kind != "word" and x.text not in (",", "&", "+") for x in span):
                 continue
             t.mark(span, NAMED_BY)
+            t.mark([x for x in t.covered(*m.span()) if x.low in ("called", "named") and not x.used], "names")
             names += [x for x in words if x not in names]
     return sorted(names, key=lambda x: x.i)
 
