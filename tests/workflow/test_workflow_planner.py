@@ -350,3 +350,23 @@ def test_saved_adapters_load_by_path_and_evaluate(tmp_path):
     (d / INDEX_FILE).unlink()
     with pytest.raises(FileNotFoundError, match=INDEX_FILE):
         load_adapters(str(d))
+
+
+def test_chains_bounds_retrains_and_names_read_as_written():
+    """The end of an arrow chain is written; a GPU bound stays a GPU bound; a retrain keeps its
+    model; "for every file in" maps the load; a hyphenated adapter name gets a config identifier."""
+    p = _plan("Pls: crops.parquet -> clean -> per-region means -> line chart -> out/crops_by_region.parquet")
+    assert _kinds(p) == ["load_data", "clean_data", "aggregate", "plot", "write_table"]
+    p = _plan("First pretrain tiny-1m using EDiT for 800 steps on no more than 2 GPUs, second fine-tune the qa "
+              "adapter on that checkpoint, third evaluate the adapter.")
+    assert p.draft.steps[0].bound == {"param": "gpus", "op": "<=", "value": 2}
+    assert _kinds(p) == ["edit_pretrain", "mlora_finetune", "evaluate_adapters"]
+    p = _plan("Train a k-nearest neighbours model (k = 7) on the 80/20 split of tracks.parquet and evaluate it; "
+              "if recall drops below 0.5, retrain with k = 3.")
+    trains = [d for d in p.draft.steps if d.entry == "train_model"]
+    assert [d.stated for d in trains] == [{"model": "knn", "k": 7}, {"k": 3, "model": "knn"}] and trains[1].when
+    p = _plan("For every file in jan.csv, feb.csv and mar.csv: load it; then compute statistics and save a report.")
+    assert p.draft.steps[0].map == ("path", ["jan.csv", "feb.csv", "mar.csv"])
+    p = _plan("Fine-tune adapters named legal-qa and legal-sum on tiny-1m (mLoRA, 250 steps).")
+    assert p.draft.steps[0].stated["adapters"] == ["legal-qa", "legal-sum"]
+    assert [a["name"] for a in p.draft.steps[0].params["adapters"]] == ["legal_qa", "legal_sum"]
