@@ -91,6 +91,13 @@ class RulePlanner:
                     ex(t, a.zlo, a.hi, a.found)
                 if a.found.bound is None and not CATALOG[a.entry].side_effect:
                     resource_bound(t, a.zlo, a.hi, a.found)
+        seen: set[str] = set()     # "(a) aggregate staff.csv ... (b) stats of staff.csv": one load of the file
+        for a in list(actions):
+            path = a.found.params.get("path") if a.entry == "load_data" and a.found.map is None else None
+            if isinstance(path, str) and path in seen and a.prepositional and a.trig_end - a.lo <= 2:
+                actions.remove(a)
+            elif isinstance(path, str):
+                seen.add(path)
         steps = self._steps(t, actions, cues)
         account(t, [(a.entry, a.trig_end) for a in actions])
         return Draft(text.strip(), steps)
@@ -487,6 +494,10 @@ class RulePlanner:
         else:
             cut = max([x for x in seq + commas if behind and x < behind[-1].lo] or [start])
             group = [a for a in behind if a.lo > cut]
+        # a file or split named inside a member's phrase ("aggregate staff.csv by ...", "on the
+        # 80/20 split of songs.csv") is its input, made before the group, not a member
+        group = [a for k, a in enumerate(group) if not (
+            k and a.prepositional and a.entry in (*SOURCES, "split_data") and group[k - 1].entry not in SOURCES)]
         for a in group:
             if a.step.exit is None:
                 a.step.concurrent = f"par{c.sentence}"
