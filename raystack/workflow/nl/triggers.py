@@ -158,7 +158,7 @@ TRIGGERS: list[tuple[str, str]] = [
     ("select_best", rf"\b(?:the\s+)?(?:best|top|winner|winning|strongest|better)(?:\s+(?:one|model|classifier|result|of\s+them))?"
                     rf"(?P<sk>\s+(?:by|on|in\s+terms\s+of)\s+[\w-]+(?:\s+[\w-]+)?)?{AUX}\s+(?:kept|selected|chosen|picked|retained)\b"),
     ("tune", r"(?<!the )(?<!a )(?<!this )(?<!that )(?<!best )\btuned\b(?!\s+(?:model|one|classifier|version))|\b(?:tune|tunes|tuning|hyper-?parameter\s+(?:search|tuning|optimi[sz]ation|sweep)|grid\s+search|random\s+search|"
-             r"sweep|search)\b"),
+             r"sweep|search)\b(?![\s-]+(?:ranking|rankings|engines?|quer(?:y|ies)|results|logs?|terms|index|relevance|traffic|ads?|bar|box|history)\b)"),
     ("train_model", rf"\b(?:train|trains|trained|training|fit|fits|fitted|fitting|learn|build|builds|estimate|develop|"
                     rf"create|make|produce|retrain\w*|re-train\w*|refit\w*|re-fit\w*)\s+{skip(5)}{MODEL_NOUN}\b"),
     ("train_model", r"\b(?:retrain|re-train|refit|re-fit)(?:s|ed|ing)?\b(?=\s+(?:it|them|with|on|using|the\s+model)\b)"),
