@@ -91,13 +91,7 @@ class RulePlanner:
                     ex(t, a.zlo, a.hi, a.found)
                 if a.found.bound is None and not CATALOG[a.entry].side_effect:
                     resource_bound(t, a.zlo, a.hi, a.found)
-        seen: set[str] = set()     # "(a) aggregate staff.csv ... (b) stats of staff.csv": one load of the file
-        for a in list(actions):
-            path = a.found.params.get("path") if a.entry == "load_data" and a.found.map is None else None
-            if isinstance(path, str) and path in seen and a.prepositional and a.trig_end - a.lo <= 2:
-                actions.remove(a)
-            elif isinstance(path, str):
-                seen.add(path)
+        self._one_load_per_file(actions)
         steps = self._steps(t, actions, cues)
         account(t, [(a.entry, a.trig_end) for a in actions])
         return Draft(text.strip(), steps)
@@ -312,7 +306,7 @@ class RulePlanner:
                         (x.low in L.FILLERS and x.low not in L.CLAUSE_WORDS) or re.fullmatch(SPACE_PARAM_RX, x.low)
                         for x in t.tokens[prev.trig_end:a.lo])):
                 # "kNN tuned on k in {...}", "fit kNN w/ k tuned over 3, 5 and 7": one search
-                a.lo, a.zlo = prev.lo, min(prev.zlo, a.zlo)     # "kNN tuned on k in {...}"
+                a.lo, a.zlo = prev.lo, min(prev.zlo, a.zlo)
                 prev.entry = "_absorbed"
             else:
                 nxt = next((b for b in actions[i + 1:] if b.sentence == a.sentence and b.entry == "train_model"
@@ -352,6 +346,18 @@ class RulePlanner:
         self._hoist(actions)
         self._order(actions)
         return [s for a in actions for s in [*a.extra, a.step]]
+
+    @staticmethod
+    def _one_load_per_file(actions: list[Action]) -> None:
+        """"(a) aggregate staff.csv ... (b) stats of staff.csv": a file named again inside a later
+        phrase is the load already made."""
+        seen: set[str] = set()
+        for a in list(actions):
+            path = a.found.params.get("path") if a.entry == "load_data" and a.found.map is None else None
+            if isinstance(path, str) and path in seen and a.prepositional and a.trig_end - a.lo <= 2:
+                actions.remove(a)
+            elif isinstance(path, str):
+                seen.add(path)
 
     @staticmethod
     def _retrain_same_model(t: Text, actions: list[Action]) -> None:
