@@ -126,6 +126,10 @@ def _merge_numbers(tokens: list[Token]) -> list[Token]:
                              val=FRACTION_WORDS[nxt.low]))
             i += 2
             continue
+        if tok.kind == "word" and low == "half" and i + 1 < len(tokens) and tokens[i + 1].low == "of":
+            out.append(Token(0, tok.text, "pct", tok.start, tok.end, val=0.5))   # "half of clicks.csv"
+            i += 1
+            continue
         if tok.kind == "word" and low in ("a", "an") and i + 1 < len(tokens) and tokens[i + 1].low in ONE_UNITS:
             out.append(Token(0, tok.text, "num", tok.start, tok.end, val=1.0))   # "an epoch per round"
             i += 1
