@@ -114,6 +114,16 @@ def _conditions(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
         t.mark(t.tokens[toks[0].i:end], "condition")
         out.append(Cue("cond", toks[0].i, end, si, {"metric": metric, "op": _reach(op, metric),
                                                    "value": value}))
+    for m, toks in t.finditer(rf"\bunless\s+(?:the\s+|its\s+|their\s+|it's\s+|model's\s+)?{L.METRIC_MOD}"
+                              rf"(?P<m>{L.METRIC_RX})\s+{L.METRIC_WHERE}", lo, hi, free_only=True):
+        cmp = comparison(t, toks[-1].i + 1, hi)
+        if cmp is None or cmp[0] not in L.NEGATED_OPS and cmp[0] != "reach":
+            continue
+        op, value, end = cmp
+        metric = metric_of(m.group("m"))
+        t.mark(t.tokens[toks[0].i:end], "condition")
+        out.append(Cue("cond", toks[0].i, end, si, {"metric": metric, "value": value,
+                                                   "op": L.NEGATED_OPS[_reach(op, metric)]}))
     for m, toks in t.finditer(rf"(?:^|(?<=[;:.,)>→]\s))(?P<m>{L.METRIC_RX})\s+", lo, hi, free_only=True):
         cmp = comparison(t, toks[-1].i + 1, hi)
         if cmp is None:

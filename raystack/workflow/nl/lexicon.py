@@ -46,6 +46,8 @@ COMPARISONS = [
     (rf"(?:is|equals?|==)\s+(?:exactly\s+)?(?P<v>{NUMV})", "=="),
 ]
 
+# "deploy it unless recall is below 0.5": a condition on the opposite comparison
+NEGATED_OPS = {">": "<=", ">=": "<", "<": ">=", "<=": ">", "==": "!="}
 IF_CUE = (r"(?:(?:but\s+)?only\s+(?:if|when|once)|if|when|whenever|provided(?:\s+that)?|as\s+long\s+as|in\s+case|"
           r"assuming|once)")
 METRIC_MOD = r"(?:(?:best|final|overall|mean|average|model's|test|resulting|measured|tuned|held-out)\s+)?"
@@ -54,7 +56,7 @@ METRIC_WHERE = r"(?:(?:on|of|for|over|in|from)\s+(?:the\s+)?(?:test|validation|v
 ELSE_CUE = (r"(?:otherwise|else|if\s+not|failing\s+that|if\s+(?:it|they|that|the\s+\w+)\s+(?:falls?|fall)\s+short"
             r"|if\s+(?:it|they)\s+(?:doesn't|don't|does\s+not|do\s+not)(?:\s+(?:make\s+it|pass|qualify))?"
             r"|if\s+(?:it|they)\s+(?:miss(?:es)?|fails?)\s+(?:the\s+)?(?:bar|threshold|cut))")
-UNTIL_CUE = (r"(?:until|till|unless|stopping\s+(?:once|when|as\s+soon\s+as)|stop\s+(?:once|when|as\s+soon\s+as)"
+UNTIL_CUE = (r"(?:until|till|stopping\s+(?:once|when|as\s+soon\s+as)|stop\s+(?:once|when|as\s+soon\s+as)"
              r"|(?:and\s+)?stop\s+(?:training\s+)?(?:once|when))")
 UNBOUNDED = (r"\b(?:forever|indefinitely|endlessly|without\s+(?:a\s+|any\s+)?(?:limit|bound|end|cap)|"
              r"until\s+(?:it\s+)?converges?|until\s+convergence|until\s+(?:it\s+is\s+|it\s*'s\s+)?perfect|"

@@ -72,17 +72,17 @@ TRIGGERS: list[tuple[str, str]] = [
     ("elastic_dlrm", r"\belastic(?:ally)?\b(?:\s+(?:training|dlrm))?|\bdlrm\b(?:\s+(?:models?|training))?"),
     ("dedup", r"\bde-?dup\w*\b|\bdeduplicat\w*\b|\b(?:duplicate|dupe)s?\s+removal\b|\bremoval\s+of\s+(?:the\s+)?(?:duplicates|dupes)\b"),
     ("clean_data", r"\b(?:missing[\s-]+values?|nulls?|nans?|na|incomplete[\s-]+rows?|bad[\s-]+rows?)\s+removal\b"),
-    ("dedup", rf"\b(?:drop|drops|remove|removes|delete|discard|eliminate|filter\s+out|get\s+rid\s+of|strip)\s+{skip(2)}duplicat\w*"
+    ("dedup", rf"\b(?:drop|drops|dropping|remove|removes|removing|deleting|discarding|eliminating|delete|discard|eliminate|filter\s+out|get\s+rid\s+of|strip)\s+{skip(2)}duplicat\w*"
               r"(?:\s+(?:rows|records|entries|lines|transactions|events|clicks?))?"),
     ("dedup", r"\b(?:keep|retain|take)\s+(?:only\s+)?(?:the\s+)?(?:unique|distinct)\s+(?:rows|records|entries)\b"
               r"|\b(?:make|making)\s+(?:the\s+)?(?:rows|records)\s+unique\b|\bunique-?ify\b"),
-    ("dedup", rf"\b(?:drop|drops|remove|removes|delete|discard|eliminate|filter\s+out|get\s+rid\s+of|strip|purge|"
+    ("dedup", rf"\b(?:drop|drops|dropping|remove|removes|removing|deleting|discarding|eliminating|delete|discard|eliminate|filter\s+out|get\s+rid\s+of|strip|purge|"
               rf"weed\s+out|take\s+out|cut)\s+{skip(2)}(?:{DUPLICATES})"),
     ("dedup", passive(rf"(?:{DUPLICATES})(?:\s+(?:rows|records|entries|lines|[a-z]+s))?", REMOVED)),
     ("impute", r"\bimput\w*\b(?:\s+(?:the\s+|any\s+)?(?:missing|null|nan)\s*(?:values?|entries|cells|data)?)?"),
     ("impute", rf"\b(?:fill|fills|filling|replace|replaces|patch|patches|substitute|plug|plugs|complete)\s+(?:in\s+)?{skip(2)}(?:{GAPS})\b"),
     ("impute", passive(rf"(?:the\s+)?(?:{GAPS})", r"filled(?:\s+in)?|imputed|replaced|patched|plugged")),
-    ("clean_data", rf"\b(?:drop|drops|remove|removes|delete|discard|exclude|eliminate|filter\s+out|get\s+rid\s+of|throw\s+away|skip)\s+{skip(3)}"
+    ("clean_data", rf"\b(?:drop|drops|dropping|remove|removes|removing|deleting|discarding|eliminating|delete|discard|exclude|eliminate|filter\s+out|get\s+rid\s+of|throw\s+away|skip)\s+{skip(3)}"
                    r"(?:missing|null|nulls|nan|nans|empty|incomplete|blank|na|invalid)\b(?:\s+(?:values?|entries|cells|fields|rows|records|data))?"),
     ("clean_data", passive(rf"(?:the\s+)?(?:{BAD_ROWS}|nulls|nans)", REMOVED + r"|cleaned(?:\s+(?:up|out))?")),
     ("clean_data", rf"\b(?:drop|remove|discard|exclude|filter\s+out|throw\s+(?:away|out)|weed\s+out)\s+{skip(2)}(?:{BAD_ROWS})"),
