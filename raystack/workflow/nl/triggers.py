@@ -117,7 +117,7 @@ TRIGGERS: list[tuple[str, str]] = [
                       r"computed|calculated|produced|generated|collected|gathered|derived|reported|run")),
     ("stats", rf"\b(?:describe|summari[sz]e)\w*\b(?:\s+{skip(3)}with\s+(?:summary\s+)?(?:statistics|stats))?|\b(?:summary|descriptive)\s+(?:statistics|stats)\b"
               r"|\bprofil(?:e|es|ing)\s+(?=it\b|them\b|the\b|this\b|that\b|each\b|every\b|all\b)"),
-    ("stats", r"(?<!those )(?<!these )(?<!the )(?<!of )\b(?:stats|statistics)\b(?:\s+comparison)?"),
+    ("stats", r"(?<!those )(?<!these )(?<!the )(?<!of )\b(?:stats|statistics)\b(?:\s+(?:comparison|summary|overview))?"),
     ("plot", r"\b(?:bar|line|pie|scatter)\s*-?\s*(?:charts?|graphs?|plots?)\b"),
     ("plot", rf"\b(?P<sk>(?:{METRIC_RX})\s+)(?:plot|chart|graph|curve|figure|histogram)s?\b"),   # "a val loss plot"
     ("plot", r"\b(?:make|create|produce|generate|build|draw|render)\s+(?:a|an)\s+(?:\w+\s+)?(?:histogram|bar\s+chart|chart|graph|plot|figure|visuali[sz]ation)s?\b"),
