@@ -21,23 +21,22 @@ if "RAYSTACK_CACHE" not in os.environ or os.environ.get("PYTEST_XDIST_WORKER"): 
     atexit.register(shutil.rmtree, os.environ["RAYSTACK_CACHE"], True)
 
 
-# Under `pytest -n 2 --dist loadscope` (`make test`), every test module that uses the shared Ray
-# session (directly or through a fixture: the embedded cluster, the simulated multi-node one) runs
-# in ONE worker, in collection order, exactly as without xdist. The other modules run in the other
-# worker meanwhile: those that need no Ray at all (algorithms, configs, the planner, models built
-# in-process) and those that start only processes of their own, each with its own Ray instance if
-# any (the quick benchmark runs, the notebooks, a local model server). They fill the time the
-# cluster worker spends waiting on Ray: actor starts, health checks, simulated links and slowed
-# workers. A module uses the shared session when its source mentions one of these (a test written
-# against a new fixture that starts Ray must name it here).
-_NEEDS_CLUSTER = re.compile(r"ray_cluster|\bnodes\b|\bsim\b|import ray|\bray\.|connect\(|cluster_utils|SimulatedCluster")
+# Under `pytest -n 2 --dist loadscope` (`make test`), every test module that starts Ray, a
+# subprocess or a server (directly or through a fixture) runs in ONE worker, in collection order,
+# on one shared embedded cluster, exactly as without xdist; the modules that need none of them
+# (algorithms, configs, the planner, models built in-process) run in the other worker meanwhile,
+# on the CPU the cluster tests leave idle while they wait on Ray: actor starts, health checks,
+# simulated links and slowed workers. A module is a cluster module when its source mentions one
+# of these (a test written against a new fixture that starts Ray must name it here).
+_NEEDS_CLUSTER = re.compile(r"ray_cluster|\bnodes\b|\bsim\b|import ray|\bray\.|subprocess|Popen|nbclient|"
+                            r"connect\(|cluster_utils|SimulatedCluster")
 CLUSTER_SCOPE = "cluster"
 _ROOT = Path(__file__).resolve().parent.parent
 _module_needs_cluster: dict[str, bool] = {}
 
 
 def module_needs_cluster(path: str) -> bool:
-    """Whether the test module at ``path`` (relative to the repository) uses the shared Ray session."""
+    """Whether the test module at ``path`` (relative to the repository) starts Ray, a process or a server."""
     if path not in _module_needs_cluster:
         _module_needs_cluster[path] = bool(_NEEDS_CLUSTER.search((_ROOT / path).read_text()))
     return _module_needs_cluster[path]
