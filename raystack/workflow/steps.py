@@ -16,13 +16,12 @@ import shutil
 from typing import Any, Literal, Optional
 
 import numpy as np
-import pyarrow as pa
 
 from raystack.workflow.api import step
 from raystack.workflow.artifacts import (EDIT_CHECKPOINT, REPORT_FILE, Artifact,
                                          make_artifact)
 from raystack.workflow.context import RunContext, deletable
-from raystack.workflow.table_steps import (TARGET, aggregate, clean_data, dedup,  # noqa: F401
+from raystack.workflow.table_steps import (TARGET, aggregate, is_numeric, clean_data, dedup,  # noqa: F401
                                            impute, join, load_data, make_dataset, normalize,
                                            plot, sample, split_data, stats, write_table)
 
@@ -37,8 +36,7 @@ EPS = 1e-12
 def _xy(t, target: str = TARGET) -> tuple[np.ndarray, np.ndarray]:
     if target not in t.column_names:
         raise ValueError(f"the table has no target column {target!r}; columns: {t.column_names}")
-    feats = [c for c in t.column_names if c != target and (pa.types.is_integer(t.column(c).type)
-                                                           or pa.types.is_floating(t.column(c).type))]
+    feats = [c for c in t.column_names if c != target and is_numeric(t.column(c).type)]
     if not feats:   # text columns (ids, the key of an aggregation) are not features
         raise ValueError(f"the table has no numeric feature column; columns: {t.column_names}")
     x = np.stack([t.column(c).to_numpy(zero_copy_only=False).astype(np.float64) for c in feats], axis=1)

@@ -21,6 +21,13 @@ from raystack.workflow.api import step
 from raystack.workflow.artifacts import REPORT_FILE, TABLE_FILE, Artifact, make_artifact
 from raystack.workflow.context import RunContext
 
+
+def is_numeric(col_type: pa.DataType) -> bool:
+    """Whether a column of this type holds numbers (integers or floats): the columns the table
+    steps compute on and models train on."""
+    return pa.types.is_integer(col_type) or pa.types.is_floating(col_type)
+
+
 TARGET = "y"
 TABLE_SUFFIXES = (".csv", ".parquet", ".pq", ".json", ".jsonl", ".tsv")
 
@@ -81,7 +88,7 @@ def impute(data: pa.Table, strategy: Literal["mean", "median", "zero"] = "mean")
     cols = {}
     for name in data.column_names:
         col = data.column(name)
-        if pa.types.is_integer(col.type) or pa.types.is_floating(col.type):
+        if is_numeric(col.type):
             a = col.to_numpy(zero_copy_only=False).astype(np.float64)
             known = a[~np.isnan(a)]
             fill = 0.0 if strategy == "zero" or known.size == 0 else (
@@ -105,7 +112,7 @@ def normalize(data: pa.Table, target: str = TARGET) -> pa.Table:
     cols = {}
     for name in data.column_names:
         col = data.column(name)
-        numeric = pa.types.is_integer(col.type) or pa.types.is_floating(col.type)
+        numeric = is_numeric(col.type)
         if name == target or not numeric:
             cols[name] = col
             continue
@@ -159,8 +166,7 @@ def aggregate(data: pa.Table, by: Optional[str] = None,
         by = text[0] if text else data.column_names[0]
     if by not in data.column_names:
         raise ValueError(f"aggregate: no column {by!r}; columns are {data.column_names}")
-    numeric = [n for n in data.column_names if n != by and
-               (pa.types.is_integer(data.column(n).type) or pa.types.is_floating(data.column(n).type))]
+    numeric = [n for n in data.column_names if n != by and is_numeric(data.column(n).type)]
     out = data.group_by(by, use_threads=False).aggregate([(n, agg) for n in numeric])
     return out.rename_columns([c[:-len(agg) - 1] if c.endswith(f"_{agg}") and c[:-len(agg) - 1] in numeric else c
                                for c in out.column_names])
@@ -197,7 +203,7 @@ def stats(data: pa.Table) -> dict:
                  "columns": {}}
     for name in data.column_names:
         col = data.column(name)
-        if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
+        if not is_numeric(col.type):
             continue
         a = col.to_numpy(zero_copy_only=False).astype(np.float64)
         ok = a[~np.isnan(a)]
