@@ -84,6 +84,29 @@ def _method(x: Token) -> bool:
     return x.low in L.UNSUPPORTED or any(x.low.startswith(p) for p in L.UNSUPPORTED_PREFIXES)
 
 
+def title_span(t: Text) -> tuple[int, int] | None:
+    """Tokens [0, end) of a request's title: the words before its first colon or dash, when
+    they hold no file, number or other punctuation and end in a topic head ("Cyber alert
+    triage:", "Podcast summarizer model:"). A step word inside it ("alert") names the subject,
+    never a step."""
+    words: list[Token] = []
+    for tok in t.tokens:
+        if tok.kind == "punct" and tok.text in ("(", ")"):
+            continue
+        if tok.kind == "punct":
+            if tok.text not in LEAD_IN_ENDS[:3] or not words:
+                return None
+            outside = [x for x in words if not _in_parentheses(t, x)]
+            if len(words) > MAX_LEAD_IN or len(outside) < 2 or outside[-1].low not in L.TOPIC_HEADS \
+                    or any(_method(x) or x.low in L.FILLERS for x in words):
+                return None
+            return 0, tok.i
+        if tok.kind != "word":
+            return None
+        words.append(tok)
+    return None
+
+
 def lead_ins(t: Text) -> None:
     """The few words before a colon or dash that opens a list or the request ("LLM run:
     ...", "weekly CTR refresh --", "Harvest timing (agriculture):"), back to the clause's start;

@@ -17,7 +17,14 @@ from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.text import ARROWS, Text, number
 
 CUE_KINDS = ("retry", "exit", "loop", "cond", "else", "parallel", "join", "seq", "comma")
-MISSING = (r"\b(?P<cue>if|when|only\s+if|provided)\s+(?P<cmp>more|fewer|less)\s+than\s+(?P<v>PCT\d+)\s+"
+# the share of missing values compared in any of the comparison wordings ("more than",
+# "over", "at least", "under" ...): "if over 30% of the values are missing"
+MISSING_OPS = {"more than": ">", "over": ">", "above": ">", "in excess of": ">", "fewer than": "<",
+               "less than": "<", "under": "<", "below": "<", "at least": ">=", "no less than": ">=",
+               "at most": "<=", "no more than": "<=", "up to": "<="}
+MISSING = (r"\b(?P<cue>if|when|only\s+if|provided)\s+(?P<cmp>"
+           + "|".join(k.replace(" ", r"\s+") for k in sorted(MISSING_OPS, key=len, reverse=True))
+           + r")\s+(?P<v>PCT\d+)\s+"
            r"(?:of\s+(?:the\s+|its\s+|their\s+)?(?:values?|rows?|cells?|entries|records?|data)\s+)?(?:are|is)\s+missing\b")
 
 
@@ -100,7 +107,7 @@ def _conditions(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
     out = []
     for m, toks in t.finditer(MISSING, lo, hi, free_only=True):
         t.mark(toks, "condition")
-        op = ">" if m.group("cmp") == "more" else "<"
+        op = MISSING_OPS[" ".join(m.group("cmp").split())]
         out.append(Cue("cond", toks[0].i, toks[-1].i + 1, si,
                        {"metric": "missing_fraction", "op": op,
                         "value": number(float(t.literal(m.group("v")).value()))}))

@@ -249,7 +249,7 @@ def aggregate(text: Text, lo: int, hi: int, f: Found) -> None:
 
 def plot(text: Text, lo: int, hi: int, f: Found) -> None:
     _path_param(text, lo, hi, f, "path", IMAGE_EXT, "plot file")
-    m = _search(text, lo, hi, rf"\b(?:(?:the|their|its|of)\s+)?(?P<m>{METRIC_RX})\b(?!\s+(?:is|are|of|above|below))", "plot metric")
+    m = _search(text, lo, hi, rf"\b(?:(?:the|their|its|of)\s+)?(?P<m>{METRIC_RX})\b(?!\s+(?:of|above|below)|\s+(?:is|are)\s+(?!plotted|charted|graphed|visuali[sz]ed|drawn))", "plot metric")
     if m and metric_of(m.group("m")) not in ("score", "loss", "error"):
         f.set("metric", metric_of(m.group("m")))
     m = _search(text, lo, hi, r"\b(?:of|for)\s+(?:the\s+)?(?P<c>[a-z_][a-z0-9_]*)\s+column", "column")

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from raystack.workflow.catalog import CATALOG
 from raystack.workflow.nl import lexicon as L
-from raystack.workflow.nl.accounting import account
+from raystack.workflow.nl.accounting import account, title_span
 from raystack.workflow.nl.build import build
 from raystack.workflow.nl.cues import Cue, read_cues, unbounded
 from raystack.workflow.nl.extract import EXTRACTORS, TABLE_EXT, Found, resource_bound
@@ -77,6 +77,13 @@ class RulePlanner:
             s_actions = self._actions(t, lo, hi, si, s_cues)
             cues += s_cues
             actions += s_actions
+        title = title_span(t)
+        if title is not None:   # "Cyber alert triage: ...": the title's words name the subject
+            inside = [a for a in actions if a.trig_end <= title[1]]
+            for x in t.tokens[:title[1]]:
+                if any(x.used == a.entry for a in inside):
+                    x.used = ""
+            actions = [a for a in actions if a not in inside]
         if not actions:
             raise PlanRefused([f"no workflow step in {text.strip()[:80]!r}"], "out_of_scope")
         actions = [a for k, a in enumerate(actions) if not (   # "the adapters in ./a? Load them, ..."

@@ -115,11 +115,13 @@ TRIGGERS: list[tuple[str, str]] = [
               r"(?:summary\s+|descriptive\s+|basic\s+|column\s+|some\s+)?(?:statistics|stats)\b"),
     ("stats", passive(r"(?:summary\s+|descriptive\s+|basic\s+)?(?:statistics|stats)|(?:a\s+|the\s+)?(?:data\s+)?profile",
                       r"computed|calculated|produced|generated|collected|gathered|derived|reported|run")),
-    ("stats", rf"\b(?:describe|summari[sz]e)\w*\b(?:\s+{skip(3)}with\s+(?:summary\s+)?(?:statistics|stats))?|\b(?:summary|descriptive)\s+(?:statistics|stats)\b"
+    ("stats", rf"\b(?:describe|summari[sz]e)(?!rs?\b)\w*\b(?:\s+{skip(3)}with\s+(?:summary\s+)?(?:statistics|stats))?|\b(?:summary|descriptive)\s+(?:statistics|stats)\b"
               r"|\bprofil(?:e|es|ing)\s+(?=it\b|them\b|the\b|this\b|that\b|each\b|every\b|all\b)"),
     ("stats", r"(?<!those )(?<!these )(?<!the )(?<!of )\b(?:stats|statistics)\b(?:\s+(?:comparison|summary|overview))?"),
     ("plot", r"\b(?:bar|line|pie|scatter)\s*-?\s*(?:charts?|graphs?|plots?)\b"),
     ("plot", rf"\b(?P<sk>(?:{METRIC_RX})\s+)(?:plot|chart|graph|curve|figure|histogram)s?\b"),   # "a val loss plot"
+    ("plot", rf"\b(?P<sk>(?:the\s+|its\s+|their\s+)?(?:{METRIC_RX})(?:\s+(?:curves?|values?|history))?){AUX}\s+"
+             r"(?:plotted|charted|graphed|visuali[sz]ed|drawn)\b"),   # passive, the metric first: "the RMSE is plotted"
     ("plot", r"\b(?:make|create|produce|generate|build|draw|render)\s+(?:a|an)\s+(?:\w+\s+)?(?:histogram|bar\s+chart|chart|graph|plot|figure|visuali[sz]ation)s?\b"),
     ("plot", passive(r"(?:a\s+|the\s+)?(?:histogram|bar\s+chart|chart|graph|plot|figure|visuali[sz]ation)s?",
                      r"drawn|made|produced|created|generated|rendered|plotted|built")),
@@ -134,7 +136,7 @@ TRIGGERS: list[tuple[str, str]] = [
     ("save_report", r"\b(?:wrap|write|sum)\s+(?:it\s+|everything\s+|things\s+|it\s+all\s+|them\s+)?up\b(?:\s+(?:in|into|as|with)?\s*(?:a|the)\s+(?:final\s+|short\s+|summary\s+)?report\b)?"),
     ("save_report", r"\b(?:a|the|final|short|brief)\s+(?:final\s+|short\s+|summary\s+|brief\s+|saved\s+|written\s+)?report\b"),
     ("save_report", rf"(?:^|(?<=[),;:>→]\s)|(?<=\bthen\s)|(?<=\band\s))(?:final\s+|summary\s+)?report\b(?=\s*(?:$|[.;,)]|{ARROW}))"),
-    ("write_table", rf"\b(?:write|writes|save|saves|store|stores|export|dump|persist|output|put)\w*\s+{skip(4)}(?:to|as|into|in)\s+(?P<f>FILE\d+)"),
+    ("write_table", rf"\b(?:write|writes|save|saves|store|stores|export|dump|persist|output|put)\w*\s+{skip(4)}(?:to|as|into|in|at)\s+(?P<f>FILE\d+)"),
     ("write_table", r"\b(?:write|writes|save|saves|store|stores|dump|persist|output|export)\w*\s+(?:the\s+|a\s+)?"
                     r"(?:tables?|results?|output|scores)\s+(?P<f>FILE\d+)"),    # "write table out/dept.csv"
     ("write_table", r"\b(?:written|saved|stored|exported|dumped|persisted)\s+(?:out\s+)?(?:to|into|as|at|in)\s+(?P<f>FILE\d+)"),
@@ -145,7 +147,7 @@ TRIGGERS: list[tuple[str, str]] = [
                     r"|\b(?:write|save|output|produce|make)\s+(?:a\s+|the\s+)?(?:score\s+|scores\s+|results\s+|output\s+)?table\b(?!\s+(?:to|as|into|in|at)\s+FILE)"
                     r"|\b(?:a\s+|the\s+)?(?:score|scores|results?|summary|output)?\s*tables?\s+(?:of\s+(?:the\s+)?(?:scores|results|predictions)\s*)?"
                     r"(?:at|to|in|into|under)\s+(?P<g>FILE\d+)|\b(?:a\s+|the\s+)?tables?\s+of\s+(?:the\s+)?(?:scores|results|predictions)\b"),
-    ("export_model", rf"\b(?:export|exports|save|saves|write|writes|store|dump|serialize|persist)\w*\s+{skip(4)}(?:to|as|into|in)\s+(?P<f>FILE\d+)"),
+    ("export_model", rf"\b(?:export|exports|save|saves|write|writes|store|dump|serialize|persist)\w*\s+{skip(4)}(?:to|as|into|in|at)\s+(?P<f>FILE\d+)"),
     ("select_best", rf"\b(?:select|pick|choose|keep|take|find|identify|determine|retain|get|go\s+with|settle\s+on|opt\s+for|"
                     rf"stick\s+with|crown|declare|promote|prefer|favou?r|single\s+out)\w*\s+{skip(2)}(?:best|winner|winning|top|better|"
                     r"strongest|stronger|highest[- ]scoring|top-performing|best-performing)\b(?:\s+(?:one|model|classifier|of\s+them|result|performer))?"),
@@ -156,6 +158,8 @@ TRIGGERS: list[tuple[str, str]] = [
     ("select_best", r"\b(?:(?:keep|pick|choose|select|take|use|go\s+with|retain|promote)\s+)?(?:whichever|the\s+(?:more|most)\s+(?:accurate|precise)|"
                     r"the\s+one\s+that\s+(?:does|scores|performs)\s+better)\b(?:\s+(?:one|model|is\s+more\s+accurate|is\s+better))?"
                     r"(?:\s+(?:has|gets|reaches|achieves|scores|shows|ends\s+(?:up\s+)?with|wins|does\s+better|performs\s+better|comes\s+out\s+with)\b)?"),
+    ("select_best", rf"\b(?:the\s+)?(?:one|model|classifier|candidate)\s+(?:with|that\s+has|having)\s+(?:the\s+)?(?:best|top|highest|lowest|higher|lower|better)"
+                    rf"(?P<sk>\s+(?:{METRIC_RX}))?{AUX}\s+(?:kept|selected|chosen|picked|retained)\b"),
     ("select_best", rf"\b(?:the\s+)?(?:best|top|winner|winning|strongest|better)(?:\s+(?:one|model|classifier|result|of\s+them))?"
                     rf"(?P<sk>\s+(?:by|on|in\s+terms\s+of)\s+[\w-]+(?:\s+[\w-]+)?)?{AUX}\s+(?:kept|selected|chosen|picked|retained)\b"),
     ("tune", r"(?<!the )(?<!a )(?<!this )(?<!that )(?<!best )\btuned\b(?!\s+(?:model|one|classifier|version))|\b(?:tune|tunes|tuning|hyper-?parameter\s+(?:search|tuning|optimi[sz]ation|sweep)|grid\s+search|random\s+search|"
