@@ -35,6 +35,7 @@ DATA_OBJECT_STEPS = {"dedup", "impute", "clean_data", "normalize", "sample", "st
 OBJECT_STOPS = {"on", "in", "from", "with", "to", "for", "of", "by", "at", "into", "over", "using", "via"}
 LEAD_IN_ENDS = (":", "—", "–", "-")
 MAX_LEAD_IN = 8              # words of a lead-in ("Our HR team wants a quick look:")
+MAX_TITLE = 5                # words of a title closed by a full stop or a comma ("Food delivery ETA.")
 CLAUSE_ENDS = {",", ";", ".", "!", "?", ":", "(", ")", "—", "–", "-", *("->", "=>", "→", "⇒", "⟶")}
 # steps that compare results, and the words that say so ("compare the runs and keep the best")
 COMPARING_STEPS = {"select_best", "evaluate_model", "evaluate_adapters", "tune"}
@@ -130,6 +131,23 @@ def lead_ins(t: Text) -> None:
                 t.mark(seg, "context")
                 t.mark([x for x in t.tokens[start:tok.i] if x.text in ("(", ")") and not x.used], "context")
             start = tok.i + 1
+
+
+def title_clauses(t: Text) -> None:
+    """A title that opens the request and ends at a full stop ("Food delivery ETA. Load ...") or
+    at a comma before the colon that opens the request ("Flight manual QA, tiny-1m vs tiny-20m:
+    ..."): a short noun phrase (no filler, no verb the catalog lacks) of free words."""
+    ends = [x for x in t.tokens if x.kind == "punct" and x.text not in ("(", ")")]
+    if not ends or ends[0].text not in (".", ",") or ends[0] is t.tokens[-1]:
+        return
+    if ends[0].text == ",":
+        colon = next((x for x in ends[1:] if x.text != ","), None)
+        if colon is None or colon.text not in LEAD_IN_ENDS[:3]:
+            return
+    words = [x for x in t.tokens[:ends[0].i] if x.text not in ("(", ")")]
+    if words and len(words) <= MAX_TITLE and all(_free(x) and x.kind == "word" and x.low not in L.FILLERS
+                                                 for x in words) and _title(words, t):
+        t.mark(words, "context")
 
 
 def headings(t: Text) -> None:
@@ -247,6 +265,7 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]]) -> None:
         raise PlanRefused([f"no catalog step does {t.span_text(r)!r}" for r in t.runs(unsupported)])
     lead_ins(t)      # a title may hold a task noun or a word that is also a verb ("Crop yield regression:")
     headings(t)
+    title_clauses(t)
     verbs = [x for x in t.unused() if x.low in L.UNMAPPED_VERBS]
     if verbs:
         raise PlanRefused([f"no catalog step does {t.span_text(r)!r}" for r in t.runs(verbs)])

@@ -87,7 +87,10 @@ class RulePlanner:
         if not actions:
             raise PlanRefused([f"no workflow step in {text.strip()[:80]!r}"], "out_of_scope")
         actions = [a for k, a in enumerate(actions) if not (   # "the adapters in ./a? Load them, ..."
-            a.entry == "load_data" and not a.has_file and k and actions[k - 1].entry in SAVED_SOURCES)]
+            a.entry == "load_data" and not a.has_file and k and (actions[k - 1].entry in SAVED_SOURCES or (
+                # "We keep the records in cargo.parquet. Load them ...": a load with no file of its
+                # own refers back to the file the step before it named
+                actions[k - 1].entry == "load_data" and actions[k - 1].has_file)))]
         self._resolve_context(t, actions, cues)
         for a in actions:
             with t.claiming(a.entry):

@@ -182,7 +182,7 @@ TRIGGERS: list[tuple[str, str]] = [
     ("make_dataset", rf"\b(?:generate|generates|create|creates|make|makes|synthesi[sz]e|simulate|produce|build|fabricate|construct)\s+{skip(4)}"
                      r"(?:dataset|data\s+set|data|table|rows|samples|examples|records|points|observations|instances)\b"),
     ("make_dataset", r"\b(?:synthetic|toy|random|fake|dummy|artificial|simulated|generated)\s+(?:[\w-]+\s+)?(?:data|dataset|rows|samples|examples|table|records)\b"),
-    ("load_data", r"\b(?:for\s+)?(?:each|every|all)\s+(?:of\s+)?(?:the\s+)?(?:files?|tables?|inputs?)?\s*(?:in|of|among|from)?\s*"
+    ("load_data", r"\b(?:(?:load|read|ingest|import|open)\s+)?(?:for\s+)?(?:each|every|all)\s+(?:of\s+)?(?:the\s+)?(?:files?|tables?|inputs?)?\s*(?:in|of|among|from)?\s*"
                   r"FILE\d+(?:\s*,\s*FILE\d+)*(?:\s*,?\s*(?:and|or|&|\+|plus)\s+FILE\d+)?"),    # "for every file in a.csv, b.csv"
     ("load_data", rf"\b(?:load|loads|loaded|loading|read|reads|reading|ingest\w*|import\w*|open|take|use|using|fetch|pull|start\s+with|"
                   rf"starting\s+with|get|for|grab|bring\s+in|pick\s+up)\b\s+{skip(7)}FILE\d+(?:\s*,\s*FILE\d+)*(?:\s*,?\s*(?:and|or|&|\+|plus)\s+FILE\d+)?"),
