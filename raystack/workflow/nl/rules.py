@@ -91,6 +91,13 @@ class RulePlanner:
                 # "We keep the records in cargo.parquet. Load them ...": a load with no file of its
                 # own refers back to the file the step before it named
                 actions[k - 1].entry == "load_data" and actions[k - 1].has_file)))]
+        for k in range(len(actions) - 1):   # "evaluate the saved adapters in ./a": load them, evaluate them
+            a, b = actions[k], actions[k + 1]
+            if a.entry == "evaluate_model" and b.entry == "load_adapters" and a.sentence == b.sentence and all(
+                    x.low in ("the", "our", "my", "those", "these", "its", "their") for x in t.tokens[a.trig_end:b.lo]):
+                t.mark([x for x in t.tokens[a.lo:a.trig_end] if x.used == a.entry], "evaluate_adapters")
+                a.entry = "evaluate_adapters"
+                actions[k], actions[k + 1] = b, a
         self._resolve_context(t, actions, cues)
         for a in actions:
             with t.claiming(a.entry):

@@ -345,14 +345,17 @@ class Text:
 
 
 def sentences(text: Text) -> list[tuple[int, int]]:
-    """Token ranges [lo, hi) of sentences (split at . ; ! ? and newlines)."""
-    out, lo = [], 0
+    """Token ranges [lo, hi) of sentences (split at . ; ! ? and newlines, never inside
+    parentheses: "tune kNN (k = 3, 7; 6 trials; lowest RMSE wins)" is one sentence)."""
+    out, lo, depth = [], 0, 0
     for t in text.tokens:
+        if t.kind == "punct" and t.text in "()":
+            depth = max(0, depth + (1 if t.text == "(" else -1))
         nl = "\n" in text.raw[text.tokens[t.i - 1].end:t.start] if t.i else False
         if nl and t.i > lo:
             out.append((lo, t.i))
-            lo = t.i
-        if t.kind == "punct" and t.text in ".;!?":
+            lo, depth = t.i, 0
+        if t.kind == "punct" and t.text in ".;!?" and depth == 0:
             t.used = t.used or "punctuation"
             if t.i + 1 > lo:
                 out.append((lo, t.i + 1))
