@@ -85,11 +85,12 @@ def _method(x: Token) -> bool:
     return x.low in L.UNSUPPORTED or any(x.low.startswith(p) for p in L.UNSUPPORTED_PREFIXES)
 
 
-def title_span(t: Text) -> tuple[int, int] | None:
-    """Tokens [0, end) of a request's title: the words before its first colon or dash, when
-    they hold no file, number or other punctuation and end in a topic head ("Cyber alert
-    triage:", "Podcast summarizer model:"). A step word inside it ("alert") names the subject,
-    never a step."""
+def title_span(t: Text) -> tuple[int, bool] | None:
+    """(end, headed) for a request's title, tokens [0, end): the words before its first colon
+    or dash, when they hold no file, number, filler or other punctuation; ``headed`` when it
+    ends in a topic head ("Cyber alert triage:"). A step word inside a headed title ("alert")
+    names the subject, never a step; so does one the request's body asks for again ("Bike demand
+    tuning: ..., tune a kNN ...")."""
     words: list[Token] = []
     for tok in t.tokens:
         if tok.kind == "punct" and tok.text in ("(", ")"):
@@ -98,10 +99,9 @@ def title_span(t: Text) -> tuple[int, int] | None:
             if tok.text not in LEAD_IN_ENDS[:3] or not words:
                 return None
             outside = [x for x in words if not _in_parentheses(t, x)]
-            if len(words) > MAX_LEAD_IN or len(outside) < 2 or outside[-1].low not in L.TOPIC_HEADS \
-                    or any(_method(x) or x.low in L.FILLERS for x in words):
+            if len(words) > MAX_LEAD_IN or len(outside) < 2 or any(_method(x) or x.low in L.FILLERS for x in words):
                 return None
-            return 0, tok.i
+            return tok.i, outside[-1].low in L.TOPIC_HEADS
         if tok.kind != "word":
             return None
         words.append(tok)
@@ -140,9 +140,10 @@ def title_clauses(t: Text) -> None:
     ends = [x for x in t.tokens if x.kind == "punct" and x.text not in ("(", ")")]
     if not ends or ends[0].text not in (".", ",") or ends[0] is t.tokens[-1]:
         return
-    if ends[0].text == ",":
-        colon = next((x for x in ends[1:] if x.text != ","), None)
-        if colon is None or colon.text not in LEAD_IN_ENDS[:3]:
+    if ends[0].text == ",":      # "Video game churn, players.csv. Steps: ...": the rest of the clause is used
+        close = next((x for x in ends[1:] if x.text != ","), None)
+        if close is None or not (close.text in LEAD_IN_ENDS[:3] or (close.text == "." and all(
+                x.used or x.kind != "word" for x in t.tokens[ends[0].i + 1:close.i]))):
             return
     words = [x for x in t.tokens[:ends[0].i] if x.text not in ("(", ")")]
     if words and len(words) <= MAX_TITLE and all(_free(x) and x.kind == "word" and x.low not in L.FILLERS
@@ -204,7 +205,8 @@ def purposes(t: Text) -> None:
             run.pop()
             j -= 1
         nxt = t.tokens[j] if j < len(t.tokens) else None
-        if run and len(run) <= MAX_PURPOSE and (nxt is None or nxt.kind == "punct" or nxt.used) \
+        # the purpose ends where the next clause's glue starts ("For our bike-sharing project I'd like to ...")
+        if run and len(run) <= MAX_PURPOSE and (nxt is None or nxt.kind == "punct" or nxt.used or nxt.low in L.FILLERS) \
                 and not any(x.low in L.UNSUPPORTED or x.low in L.CLAUSE_WORDS or x.low in L.UNMAPPED_VERBS
                             for x in run):
             t.mark([tok, *run], "purpose")

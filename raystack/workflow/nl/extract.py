@@ -221,7 +221,9 @@ def split_data(text: Text, lo: int, hi: int, f: Found) -> None:
 
 
 def join(text: Text, lo: int, hi: int, f: Found) -> None:
-    m = _search(text, lo, hi, r"\b(?:on|keys?\s*[:=]?|using\s+(?:the\s+)?(?:key|column)|by\s+(?:the\s+)?(?:key|column))\s+(?:the\s+)?(?:column\s+|key\s+|field\s+)?(?P<c>[a-z_][a-z0-9_]*)"
+    # "using cell_id": a column-like name (an underscore, or an id) after "using"/"via" is the key
+    m = _search(text, lo, hi, r"\b(?:on|keys?\s*[:=]?|using\s+(?:the\s+)?(?:key|column)|by\s+(?:the\s+)?(?:key|column)"
+                              r"|(?:using|via)(?=\s+(?:the\s+)?[a-z0-9]*(?:_[a-z0-9]+|id)\b))\s+(?:the\s+)?(?:column\s+|key\s+|field\s+)?(?P<c>[a-z_][a-z0-9_]*)"
                               r"(?:\s+(?:column|key|field))?", "join key")
     if m and m.group("c") not in ("the", "it", "them", "a"):
         f.set("on", m.group("c"))
@@ -378,7 +380,9 @@ def deploy_model(text: Text, lo: int, hi: int, f: Found) -> None:
 
 def notify(text: Text, lo: int, hi: int, f: Found) -> None:
     consume(text, lo, hi, r"\b(?:(?:a|an|the)\s+)?(?:notification|message|alert|note|e-?mail|ping)\b", "notify")
-    m = _search(text, lo, hi, r"(?P<q>QUOTE\d+)", "message")
+    # the words that introduce the quoted text ("an alert saying 'x'", "with the message 'x'")
+    m = _search(text, lo, hi, r"(?:\b(?:saying|that\s+says|which\s+says|reading|with\s+(?:the\s+)?(?:text|message|words?)|"
+                              r"containing|stating)\s+)?(?P<q>QUOTE\d+)", "message")
     if m:
         f.set("message", text.literal(m.group("q")).value())
 

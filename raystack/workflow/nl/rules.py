@@ -79,8 +79,10 @@ class RulePlanner:
             actions += s_actions
         title = title_span(t)
         if title is not None:   # "Cyber alert triage: ...": the title's words name the subject
-            inside = [a for a in actions if a.trig_end <= title[1]]
-            for x in t.tokens[:title[1]]:
+            end, headed = title
+            inside = [a for a in actions if a.trig_end <= end and (
+                headed or any(b.entry == a.entry and b.lo >= end for b in actions))]
+            for x in t.tokens[:end]:
                 if any(x.used == a.entry for a in inside):
                     x.used = ""
             actions = [a for a in actions if a not in inside]

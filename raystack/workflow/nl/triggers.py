@@ -13,9 +13,15 @@ from raystack.workflow.nl.lexicon import METRIC_RX
 _SK = r"(?:[^\s,.;:]+\s+)"
 
 
-def skip(n: int) -> str:
-    """Up to n words inside a phrase; they stay unmarked, for extractors and the accounting."""
-    return f"(?P<sk>{_SK}{{0,{n}}}?)"
+def skip(n: int, never: str = "") -> str:
+    """Up to n words inside a phrase; they stay unmarked, for extractors and the accounting.
+    ``never``: words the skip may not pass over (the phrase's own verb said again nearer its
+    object: "For our project I'd like to load x.csv" is the load's, not the "for"'s)."""
+    word = rf"(?:(?!(?:{never})\b){_SK})" if never else _SK
+    return f"(?P<sk>{word}{{0,{n}}}?)"
+
+
+LOAD_VERBS = r"load|loads|loaded|loading|read|reads|reading|ingest\w*|import\w*"
 
 
 MODEL_NOUN = r"(?:models?|classifiers?|regressors?|regression|predictors?|estimators?|learners?|k-?nn|knn|centroid|logistic|linear)"
@@ -184,8 +190,8 @@ TRIGGERS: list[tuple[str, str]] = [
     ("make_dataset", r"\b(?:synthetic|toy|random|fake|dummy|artificial|simulated|generated)\s+(?:[\w-]+\s+)?(?:data|dataset|rows|samples|examples|table|records)\b"),
     ("load_data", r"\b(?:(?:load|read|ingest|import|open)\s+)?(?:for\s+)?(?:each|every|all)\s+(?:of\s+)?(?:the\s+)?(?:files?|tables?|inputs?)?\s*(?:in|of|among|from)?\s*"
                   r"FILE\d+(?:\s*,\s*FILE\d+)*(?:\s*,?\s*(?:and|or|&|\+|plus)\s+FILE\d+)?"),    # "for every file in a.csv, b.csv"
-    ("load_data", rf"\b(?:load|loads|loaded|loading|read|reads|reading|ingest\w*|import\w*|open|take|use|using|fetch|pull|start\s+with|"
-                  rf"starting\s+with|get|for|grab|bring\s+in|pick\s+up)\b\s+{skip(7)}FILE\d+(?:\s*,\s*FILE\d+)*(?:\s*,?\s*(?:and|or|&|\+|plus)\s+FILE\d+)?"),
+    ("load_data", rf"\b(?:{LOAD_VERBS}|open|take|use|using|fetch|pull|start\s+with|"
+                  rf"starting\s+with|get|for|grab|bring\s+in|pick\s+up)\b\s+{skip(7, LOAD_VERBS)}FILE\d+(?:\s*,\s*FILE\d+)*(?:\s*,?\s*(?:and|or|&|\+|plus)\s+FILE\d+)?"),
     ("load_data", passive(r"FILE\d+(?:\s+(?:data|file|table|dataset))?",
                           r"loaded|read|ingested|imported|fetched|pulled(?:\s+in)?|in|available|ready")),
     ("load_data", r"\b(?:from|in|at|on|of)\s+FILE\d+"),
