@@ -156,10 +156,12 @@ DEV3 = ROOT / "benchmarks" / "data" / "nl_dev3.yaml"
 EXTRA = Path(__file__).parent / "data" / "nl_planner_extra.yaml"
 STRESS = Path(__file__).parent / "data" / "nl_planner_stress.yaml"
 STRESS4 = Path(__file__).parent / "data" / "nl_planner_stress4.yaml"
+STRESS5 = Path(__file__).parent / "data" / "nl_planner_stress5.yaml"
 
 
-@pytest.mark.parametrize("path,floor", [(DEV2, 0.9), (EXTRA, 0.9), (STRESS, 0.9), (DEV3, 0.9), (STRESS4, 0.9)],
-                         ids=["nl_dev2", "extra", "stress", "nl_dev3", "stress4"])
+@pytest.mark.parametrize("path,floor", [(DEV2, 0.9), (EXTRA, 0.9), (STRESS, 0.9), (DEV3, 0.9), (STRESS4, 0.9),
+                                        (STRESS5, 0.9)],
+                         ids=["nl_dev2", "extra", "stress", "nl_dev3", "stress4", "stress5"])
 def test_sets_written_by_others_score(path, floor):
     """The development sets written by others (their conventions: README_sets2.md,
     README_sets3.md) and the tests' own varied and rephrased prompts: plans equal to gold,
