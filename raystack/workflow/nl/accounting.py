@@ -143,7 +143,7 @@ def title_clauses(t: Text) -> None:
     if ends[0].text == ",":      # "Video game churn, players.csv. Steps: ...": the rest of the clause is used
         close = next((x for x in ends[1:] if x.text != ","), None)
         if close is None or not (close.text in LEAD_IN_ENDS[:3] or (close.text == "." and all(
-                x.used or x.kind != "word" for x in t.tokens[ends[0].i + 1:close.i]))):
+                x.used or x.kind != "word" or x.low in L.FILLERS for x in t.tokens[ends[0].i + 1:close.i]))):
             return
     words = [x for x in t.tokens[:ends[0].i] if x.text not in ("(", ")")]
     if words and len(words) <= MAX_TITLE and all(_free(x) and x.kind == "word" and x.low not in L.FILLERS

@@ -239,7 +239,8 @@ AGG_WORDS = {"sum": "sum", "sums": "sum", "total": "sum", "totals": "sum", "coun
 
 
 def aggregate(text: Text, lo: int, hi: int, f: Found) -> None:
-    consume(text, lo, hi, r"\b(?:the\s+)?[a-z_][a-z0-9_]*\s+(?=(?:by|per|for\s+each)\b)", "measure")
+    # what is aggregated, one word or a compound ("the delay minutes per line")
+    consume(text, lo, hi, r"\b(?:the\s+)?(?:[a-z_][a-z0-9_]*\s+){1,2}(?=(?:by|per|for\s+each)\b)", "measure")
     m = _search(text, lo, hi, r"\b(?:by|per|for\s+each|for\s+every|grouped\s+by|across)\s+(?!NUM)(?P<c>[a-z_][a-z0-9_]*)", "group key") or \
         _search(text, lo, hi, r"\bper-(?P<c>[a-z_][a-z0-9_]*)\b", "group key")
     if m:
@@ -367,6 +368,17 @@ def metric_param(param: str = "metric", with_mode: bool = False) -> Callable:
     return ex
 
 
+HELD_OUT_PART = (r"\b(?:on|against|over|using)\s+(?:the\s+)?(?:test|held-out|holdout|hold-out|validation|val|eval|evaluation|"
+                 r"remaining|unseen)\s+(?:set|split|data|part|portion|rows|fold|share|slice)\b")
+
+
+def evaluate_model(text: Text, lo: int, hi: int, f: Found) -> None:
+    """The metric an evaluation is asked for, and the held-out data it runs on (the split's
+    test part, which is what the step evaluates on: "score it on the held-out part")."""
+    consume(text, lo, hi, HELD_OUT_PART, "evaluation data")
+    metric_param()(text, lo, hi, f)
+
+
 def deploy_model(text: Text, lo: int, hi: int, f: Found) -> None:
     m = _search(text, lo, hi, r"\b(?:under\s+the\s+name|named|called|with\s+the\s+name|as)\s+(?!a\b|an\b|the\b|it\b|well\b|soon\b|QUOTE)"
                               r"(?P<n>[a-z_][a-z0-9_\-]*)", "name") or \
@@ -407,7 +419,7 @@ EXTRACTORS: dict[str, Callable[[Text, int, int, Found], None]] = {
     "impute": impute, "dedup": dedup, "clean_data": clean_data, "sample": sample, "split_data": split_data, "join": join,
     "aggregate": aggregate, "plot": plot, "save_report": report,
     "write_table": file_out("path", TABLE_EXT, "(?:table\\s+)?"), "export_model": file_out("path"),
-    "train_model": train_model, "evaluate_model": metric_param(), "select_best": metric_param(with_mode=True),
+    "train_model": train_model, "evaluate_model": evaluate_model, "select_best": metric_param(with_mode=True),
     "deploy_model": deploy_model, "notify": notify, "cleanup": cleanup,
     "edit_pretrain": P.edit_pretrain, "mlora_finetune": P.mlora_finetune,
     "elastic_dlrm": P.elastic_dlrm, "serve_adapters": P.serve_adapters,

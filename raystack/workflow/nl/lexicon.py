@@ -69,7 +69,7 @@ BOUND = (r"(?:(?:for\s+)?(?:at\s+most|up\s+to|no\s+more\s+than|not\s+more\s+than
          r"(?P<n>NUM\d+)\s*(?:times|rounds?|iterations?|attempts?|tries|repetitions?|passes|runs)?"
          r"|(?P<n2>NUM\d+)\s+(?:times|rounds|iterations|attempts|tries)\s+(?:at\s+most|max(?:imum)?)"
          r"|(?:in|over)\s+(?:at\s+most\s+)?(?P<n3>NUM\d+)\s+(?:rounds|iterations|attempts|tries)"
-         r"|(?:and\s+|but\s+)?(?:stop|stopping|give\s+up|quit)\s+after\s+(?P<n4>NUM\d+)\s+(?:rounds|iterations|attempts|tries|times|runs|passes))")
+         r"|(?:and\s+|but\s+)?(?:stop|stopping|give\s+up|quit)\s+after\s+(?P<n4>NUM\d+)\s+(?:rounds|iterations|attempts|tries|times|runs|passes)(?:\s+(?:at\s+(?:the\s+)?most|max(?:imum)?|tops))?)")
 # "epoch by epoch", "round after round", "keep going until": how a loop is written, not a step;
 # PER_ROUND says what one round of the looped step runs ("epoch by epoch" = one epoch a round)
 LOOP_WORDS = (r"\b(?:keep(?:s|ing)?\s+(?:on\s+)?(?:training|running|fitting|iterating|repeating|going)|repeat(?:ing|edly)?|keep|keeps|keeping|again|iterat\w*|re-?run\w*|rounds?|runs|at\s+a\s+time|"
@@ -148,6 +148,7 @@ pls plz ok hi hey hello thanks thank cheers so here there's team folks guys real
 basically simply quick toy demo job jobs run runs pipeline workflow flow task tasks stuff
 get got gets put puts produce make makes take takes separate separately individually
 candidate candidates option options version versions variant variants baseline
+plan here's here what's
 whichever whatever one one's anything something both either two-step across written
 is are be it\s*'s that's them they those their its everything finally eventually
 note notes etc e.g i.e via per each apiece respectively overall at ensure ensuring say
@@ -168,7 +169,8 @@ telemetry metrics scores results report reports run job jobs runs
 """.split())
 # methods and models the catalog does not have: their presence is never read as a description
 # (a domain word that is also part of a method's name stays out: "network" in "Telecom network
-# logs", "online" in "Online gaming"; the method is caught by its own word, "neural", "download")
+# logs", "online" in "Online gaming", "hive" in "Beekeeping hive health"; the method is caught by
+# its own word, "neural", "download", "sql")
 UNSUPPORTED = set("""
 forest forests random-forest gradient boosted boosting xgboost lightgbm catboost svm svms svc
 neural mlp cnn rnn lstm gru bert gpt transformer transformers tree trees
@@ -177,7 +179,7 @@ umap arima prophet ridge lasso elasticnet elastic-net perceptron
 deep ensemble stacking bagging adaboost autoencoder gan diffusion vae reinforcement
 one-hot onehot encode encoding tokenize tokenizer translate translation
 internet download downloaded url http https scrape crawl kaggle hub huggingface
-sql database databases spark hive bigquery snowflake redshift postgres mysql mongodb
+sql database databases spark bigquery snowflake redshift postgres mysql mongodb
 whisper asr speech-to-text text-to-speech tts ocr transcribe transcribes transcribed transcription
 transcriptions transcript transcripts machine-translate machine-translated translated translating
 segment segmentation segmenting detect-objects yolo embed embedding embeddings vectorize

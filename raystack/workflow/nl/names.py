@@ -1,5 +1,5 @@
 """Names a request gives to things before any step is read: the adapters of a fine-tuning
-("the sql and chat adapters", "adapters (us, uk, in, au)", "three LoRA adapters -- icd,
+("the sql and chat adapters", "adapters (us, uk, in, au)", "adapters for booking and billing", "three LoRA adapters -- icd,
 triage, discharge", "the support adapter"). A name list is read as names even when a word in
 it is also a verb elsewhere ("the summarize and qa adapters"); its words are then taken.
 """
@@ -16,7 +16,7 @@ LIST = rf"{NAME}(?:\s*,\s*{NAME})*\s*,?\s*(?:and|&|\+)\s+{NAME}|{NAME}(?:\s*,\s*
 KINDS = r"(?:(?:lora|dora)\s+)?"
 PATTERNS = [
     (rf"\bthe\s+(?P<l>{LIST})\s+{KINDS}adapters\b", False),
-    (rf"\badapters\s*(?:\(|—|–|-|:|,|called|named)?\s*(?P<l>{LIST})\s*(?:\)|—|–)?", True),
+    (rf"\badapters\s*(?:\(|—|–|-|:|,|called|named|for)?\s*(?P<l>{LIST})\s*(?:\)|—|–)?", True),
     (rf"\bthe\s+(?P<l>{NAME})\s+{KINDS}adapter\b(?!s)", False),
 ]
 NAMED_BY = "name:adapter"
@@ -38,7 +38,7 @@ def adapter_names(t: Text) -> list[Token]:
             if any(x.kind != "word" and x.text not in (",", "&", "+") for x in span):
                 continue
             t.mark(span, NAMED_BY)
-            t.mark([x for x in t.covered(*m.span()) if x.low in ("called", "named") and not x.used], "names")
+            t.mark([x for x in t.covered(*m.span()) if x.low in ("called", "named", "for") and not x.used], "names")
             names += [x for x in words if x not in names]
     return sorted(names, key=lambda x: x.i)
 

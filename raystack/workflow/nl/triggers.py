@@ -44,8 +44,8 @@ def passive(objects: str, participles: str) -> str:
 DUPLICATES = r"duplicat\w*|dupes?|repeated\s+(?:rows|records|entries|lines)|double\s+entries"
 GAPS = (r"(?:missing|null|nan|empty|blank|na)\s*(?:values?|entries|cells|fields|data|readings|amounts)?"
         r"|gaps|blanks|holes|nulls|nans|missings")
-BAD_ROWS = (r"(?:rows|records|entries|lines)\s+(?:with|containing|that\s+have)\s+(?:missing|null|nan|empty|blank|"
-            r"incomplete|invalid)\s*(?:values?|entries|fields|cells|data)?|(?:incomplete|invalid|bad|broken|corrupt(?:ed)?|"
+BAD_ROWS = (r"(?:rows|records|entries|lines|anything|everything|any\s+row|any\s+record)\s+(?:with|containing|that\s+have|that\s+has)\s+(?:missing|null|nan|empty|blank|"
+            r"incomplete|invalid)\s*(?:values?|entries|fields|cells|data|readings|measurements)?|(?:incomplete|invalid|bad|broken|corrupt(?:ed)?|"
             r"malformed)\s+(?:rows|records|entries|lines)")
 REMOVED = (r"dropped|removed|deleted|discarded|eliminated|filtered(?:\s+out)?|excluded|thrown\s+(?:away|out)|"
            r"stripped|purged|taken\s+out|weeded\s+out|cut|pruned")
@@ -124,7 +124,8 @@ TRIGGERS: list[tuple[str, str]] = [
     ("stats", rf"\b(?:describe|summari[sz]e)(?!rs?\b)\w*\b(?:\s+{skip(3)}with\s+(?:summary\s+)?(?:statistics|stats))?|\b(?:summary|descriptive)\s+(?:statistics|stats)\b"
               r"|\bprofil(?:e|es|ing)\s+(?=it\b|them\b|the\b|this\b|that\b|each\b|every\b|all\b)"),
     ("stats", r"(?<!those )(?<!these )(?<!the )(?<!of )\b(?:stats|statistics)\b(?:\s+(?:comparison|summary|overview))?"),
-    ("plot", r"\b(?:bar|line|pie|scatter)\s*-?\s*(?:charts?|graphs?|plots?)\b"),
+    ("plot", r"\b(?:(?:draw|make|create|produce|render|build|plot|give\s+me|show\s+me)\s+(?:a\s+|an\s+|the\s+)?)?"
+             r"(?:bar|line|pie|scatter)\s*-?\s*(?:charts?|graphs?|plots?)\b"),     # with its verb: "draw a bar chart"
     ("plot", rf"\b(?P<sk>(?:{METRIC_RX})\s+)(?:plot|chart|graph|curve|figure|histogram)s?\b"),   # "a val loss plot"
     ("plot", rf"\b(?P<sk>(?:the\s+|its\s+|their\s+)?(?:{METRIC_RX})(?:\s+(?:curves?|values?|history))?){AUX}\s+"
              r"(?:plotted|charted|graphed|visuali[sz]ed|drawn)\b"),   # passive, the metric first: "the RMSE is plotted"
