@@ -25,6 +25,7 @@ from raystack.workflow.nl.cues import Cue, read_cues, unbounded
 from raystack.workflow.nl.extract import EXTRACTORS, TABLE_EXT, Found, resource_bound
 from raystack.workflow.nl.names import adapter_names
 from raystack.workflow.nl.plan import Cond, Draft, DraftStep, LoopSpec, Plan, PlanRefused
+from raystack.workflow.nl.questions import defer_candidates, fill_from_question, questions
 from raystack.workflow.nl.safety import screen
 from raystack.workflow.nl.search import SPACE_PARAM_RX, read_tune
 from raystack.workflow.nl.text import ARROWS, Text, Token, sentences
@@ -72,7 +73,8 @@ class RulePlanner:
         t.named["adapters"] = adapter_names(t)
         actions: list[Action] = []
         cues: list[Cue] = []
-        for si, (lo, hi) in enumerate(sentences(t)):
+        spans = sentences(t)
+        for si, (lo, hi) in enumerate(spans):
             s_cues = read_cues(t, lo, hi, si)
             s_actions = self._actions(t, lo, hi, si, s_cues)
             cues += s_cues
@@ -100,6 +102,8 @@ class RulePlanner:
                 t.mark([x for x in t.tokens[a.lo:a.trig_end] if x.used == a.entry], "evaluate_adapters")
                 a.entry = "evaluate_adapters"
                 actions[k], actions[k + 1] = b, a
+        asked = questions(t, spans)
+        actions = defer_candidates(t, actions, asked)
         self._resolve_context(t, actions, cues)
         for a in actions:
             with t.claiming(a.entry):
@@ -110,6 +114,7 @@ class RulePlanner:
                     ex(t, a.zlo, a.hi, a.found)
                 if a.found.bound is None and not CATALOG[a.entry].side_effect:
                     resource_bound(t, a.zlo, a.hi, a.found)
+        fill_from_question(t, actions, asked, EXTRACTORS)
         self._one_load_per_file(actions)
         steps = self._steps(t, actions, cues)
         account(t, [(a.entry, a.trig_end) for a in actions])

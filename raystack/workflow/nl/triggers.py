@@ -175,6 +175,8 @@ TRIGGERS: list[tuple[str, str]] = [
                     rf"create|make|produce|retrain\w*|re-train\w*|refit\w*|re-fit\w*)\s+{skip(5)}{MODEL_NOUN}\b"),
     ("train_model", r"\b(?:retrain|re-train|refit|re-fit)(?:s|ed|ing)?\b(?=\s+(?:it|them|with|on|using|the\s+model)\b)"),
     ("train_model", passive(MODEL_NOUN, r"trained|fitted|fit|built|learned|learnt|estimated|re-?trained")),
+    ("train_model", r"\b(?:train|trains|fit|fits|try|build|run)\s+(?:them\s+)?(?:both|each|all\s+of\s+them|each\s+of\s+them|"
+                    rf"both\s+of\s+them|them\s+all)\b(?!\s+(?:a|an|the|models?|classifiers?)\b|\s+{MODEL_KIND})"),   # "train both": a question's candidates
     ("train_model", rf"\b(?:a\s+|the\s+)?(?:final\s+|plain\s+|simple\s+)?{MODEL_KIND}\b(?:\s+(?:models?|classifiers?|regressors?|"
                     r"candidates?|baselines?|fit|run))?"),
     ("evaluate_model", r"\b(?:evaluat\w*|assess\w*|score|scores|test|tests|validate|validates|measure|measures|benchmark|benchmarks|check)\b"),
