@@ -375,3 +375,27 @@ def test_chains_bounds_retrains_and_names_read_as_written():
     p = _plan("Load shots.csv, split 80/20, fit kNN, evaluate, and deploy as shots-knn unless recall is below 0.5.")
     deploy = p.draft.steps[-1]
     assert deploy.entry == "deploy_model" and (deploy.when.metric, deploy.when.op, deploy.when.value) == ("recall", ">=", 0.5)
+
+
+def test_titles_questions_and_back_references_widen_only_where_the_meaning_is_fixed():
+    """A title's step word names the subject ("Cyber alert triage:" plans no notify); a title
+    closed by a full stop is context; a question's candidates are trained where the request
+    refers back to them; "the data is stored in x" says where the input is, and a fileless "load
+    it" is the file named before. What maps to nothing
+    still refuses with the words quoted: "train both" with no candidates named, a sentence that
+    acts on data ("Frobnicate the widgets.")."""
+    p = _plan("Cyber alert triage: alerts.csv is loaded and split 80/20; three classifiers (logistic, kNN and "
+              "nearest centroid) are trained and the one with the best F1 is kept.")
+    assert _kinds(p) == ["load_data", "split_data", "train_model", "select_best"]
+    assert p.draft.steps[-1].stated == {"metric": "f1"}
+    p = _plan("Which is better for predicting breakdowns, kNN or logistic regression? Use rides.csv with an "
+              "80/20 split and keep the one with the higher F1.")
+    assert _kinds(p) == ["load_data", "split_data", "train_model", "select_best"]
+    assert p.draft.steps[2].map == ("model", ["knn", "logistic"])
+    p = _plan("Food delivery ETA. Our data is stored in trips.parquet. Load it and remove duplicates.")
+    assert _kinds(p) == ["load_data", "dedup"] and p.draft.steps[0].stated == {"path": "trips.parquet"}
+    for text, words in [("Load x.csv, split 80/20, train both and evaluate them.", "train"),
+                        ("Frobnicate the widgets. Load x.csv and compute stats.", "Frobnicate")]:
+        with pytest.raises(PlanRefused) as e:
+            _plan(text)
+        assert any(words in r for r in e.value.reasons), (text, e.value.reasons)

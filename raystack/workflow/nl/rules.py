@@ -34,6 +34,7 @@ from raystack.workflow.nl.triggers import COMPILED, EVAL_OBJECTS, MODEL_KIND, PR
 PARTS = ("elastic_dlrm", "edit_pretrain", "mlora_finetune")
 SOURCES = ("load_data", "make_dataset", "load_checkpoint", "load_adapters")   # read data, change nothing
 SAVED_SOURCES = ("load_checkpoint", "load_adapters")   # "load them" after one names its load
+STATE_PARTICIPLES = {"stored", "saved", "kept", "held"}    # "the data is stored in x.parquet" says where it is
 PER_ROUND_STEPS = ("train_model", "elastic_dlrm")   # steps with a top-level ``epochs`` to run per round
 # words between "after"/"once" and the step its clause names ("once it is evaluated")
 SUBORDINATE_SKIP = {"the", "a", "an", "it", "they", "its", "their", "has", "have", "is", "are", "been",
@@ -90,6 +91,13 @@ class RulePlanner:
             actions = [a for a in actions if a not in inside]
         if not actions:
             raise PlanRefused([f"no workflow step in {text.strip()[:80]!r}"], "out_of_scope")
+        first = actions[0]    # "Our data is stored in trips.parquet": where the input is, nothing to write yet
+        if first.entry in ("write_table", "save_report") and any(
+                x.low in STATE_PARTICIPLES for x in t.tokens[first.lo:first.trig_end]) and any(
+                x.kind == "path" and x.low.endswith(TABLE_EXT) for x in t.tokens[first.lo:first.trig_end]):
+            for x in t.tokens[first.lo:first.trig_end]:
+                x.used = "load_data" if x.used == first.entry else x.used
+            first.entry, first.has_file = "load_data", True
         actions = [a for k, a in enumerate(actions) if not (   # "the adapters in ./a? Load them, ..."
             a.entry == "load_data" and not a.has_file and k and (actions[k - 1].entry in SAVED_SOURCES or (
                 # "We keep the records in cargo.parquet. Load them ...": a load with no file of its
@@ -99,7 +107,8 @@ class RulePlanner:
             a, b = actions[k], actions[k + 1]
             if a.entry == "evaluate_model" and b.entry == "load_adapters" and a.sentence == b.sentence and all(
                     x.low in ("the", "our", "my", "those", "these", "its", "their") for x in t.tokens[a.trig_end:b.lo]):
-                t.mark([x for x in t.tokens[a.lo:a.trig_end] if x.used == a.entry], "evaluate_adapters")
+                for x in t.tokens[a.lo:a.trig_end]:
+                    x.used = "evaluate_adapters" if x.used == a.entry else x.used
                 a.entry = "evaluate_adapters"
                 actions[k], actions[k + 1] = b, a
         asked = questions(t, spans)
