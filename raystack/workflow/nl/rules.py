@@ -19,13 +19,14 @@ from dataclasses import dataclass, field
 
 from raystack.workflow.catalog import CATALOG
 from raystack.workflow.nl import lexicon as L
-from raystack.workflow.nl.accounting import account, title_span
+from raystack.workflow.nl.accounting import account
 from raystack.workflow.nl.build import build
 from raystack.workflow.nl.cues import Cue, read_cues, unbounded
 from raystack.workflow.nl.extract import EXTRACTORS, TABLE_EXT, Found, resource_bound
 from raystack.workflow.nl.names import adapter_names
 from raystack.workflow.nl.plan import Cond, Draft, DraftStep, LoopSpec, Plan, PlanRefused
 from raystack.workflow.nl.questions import defer_candidates, fill_from_question, questions
+from raystack.workflow.nl.reread import reread
 from raystack.workflow.nl.safety import screen
 from raystack.workflow.nl.search import SPACE_PARAM_RX, read_tune
 from raystack.workflow.nl.text import ARROWS, Text, Token, sentences
@@ -33,8 +34,6 @@ from raystack.workflow.nl.triggers import COMPILED, EVAL_OBJECTS, MODEL_KIND, PR
 
 PARTS = ("elastic_dlrm", "edit_pretrain", "mlora_finetune")
 SOURCES = ("load_data", "make_dataset", "load_checkpoint", "load_adapters")   # read data, change nothing
-SAVED_SOURCES = ("load_checkpoint", "load_adapters")   # "load them" after one names its load
-STATE_PARTICIPLES = {"stored", "saved", "kept", "held"}    # "the data is stored in x.parquet" says where it is
 PER_ROUND_STEPS = ("train_model", "elastic_dlrm")   # steps with a top-level ``epochs`` to run per round
 # words between "after"/"once" and the step its clause names ("once it is evaluated")
 SUBORDINATE_SKIP = {"the", "a", "an", "it", "they", "its", "their", "has", "have", "is", "are", "been",
@@ -80,37 +79,9 @@ class RulePlanner:
             s_actions = self._actions(t, lo, hi, si, s_cues)
             cues += s_cues
             actions += s_actions
-        title = title_span(t)
-        if title is not None:   # "Cyber alert triage: ...": the title's words name the subject
-            end, headed = title
-            inside = [a for a in actions if a.trig_end <= end and (
-                headed or any(b.entry == a.entry and b.lo >= end for b in actions))]
-            for x in t.tokens[:end]:
-                if any(x.used == a.entry for a in inside):
-                    x.used = ""
-            actions = [a for a in actions if a not in inside]
+        actions = reread(t, actions)
         if not actions:
             raise PlanRefused([f"no workflow step in {text.strip()[:80]!r}"], "out_of_scope")
-        first = actions[0]    # "Our data is stored in trips.parquet": where the input is, nothing to write yet
-        if first.entry in ("write_table", "save_report") and any(
-                x.low in STATE_PARTICIPLES for x in t.tokens[first.lo:first.trig_end]) and any(
-                x.kind == "path" and x.low.endswith(TABLE_EXT) for x in t.tokens[first.lo:first.trig_end]):
-            for x in t.tokens[first.lo:first.trig_end]:
-                x.used = "load_data" if x.used == first.entry else x.used
-            first.entry, first.has_file = "load_data", True
-        actions = [a for k, a in enumerate(actions) if not (   # "the adapters in ./a? Load them, ..."
-            a.entry == "load_data" and not a.has_file and k and (actions[k - 1].entry in SAVED_SOURCES or (
-                # "We keep the records in cargo.parquet. Load them ...": a load with no file of its
-                # own refers back to the file the step before it named
-                actions[k - 1].entry == "load_data" and actions[k - 1].has_file)))]
-        for k in range(len(actions) - 1):   # "evaluate the saved adapters in ./a": load them, evaluate them
-            a, b = actions[k], actions[k + 1]
-            if a.entry == "evaluate_model" and b.entry == "load_adapters" and a.sentence == b.sentence and all(
-                    x.low in ("the", "our", "my", "those", "these", "its", "their") for x in t.tokens[a.trig_end:b.lo]):
-                for x in t.tokens[a.lo:a.trig_end]:
-                    x.used = "evaluate_adapters" if x.used == a.entry else x.used
-                a.entry = "evaluate_adapters"
-                actions[k], actions[k + 1] = b, a
         asked = questions(t, spans)
         actions = defer_candidates(t, actions, asked)
         self._resolve_context(t, actions, cues)
