@@ -49,7 +49,7 @@ COMPARISONS = [
 # "deploy it unless recall is below 0.5": a condition on the opposite comparison
 NEGATED_OPS = {">": "<=", ">=": "<", "<": ">=", "<=": ">", "==": "!="}
 IF_CUE = (r"(?:(?:but\s+)?only\s+(?:if|when|once)|if|when|whenever|provided(?:\s+that)?|as\s+long\s+as|in\s+case|"
-          r"assuming|once)")
+          r"assuming|once|should(?=\s+(?:the\s+|its\s+|their\s+)?(?:[\w-]+\s+){0,2}(?:come|be|fall|drop|go|end|stay|reach|exceed|get)))")
 METRIC_MOD = r"(?:(?:best|final|overall|mean|average|model's|test|resulting|measured|tuned|held-out)\s+)?"
 # "accuracy on the test set is under 0.6": where the metric was measured, between it and its comparison
 METRIC_WHERE = r"(?:(?:on|of|for|over|in|from)\s+(?:the\s+)?(?:test|validation|val|held-out|holdout|eval|evaluation)\s*(?:set|split|data|rows)?\s+)?"
@@ -97,7 +97,8 @@ EXIT_CUES = [
     (r"\bon\s+(?:a\s+|any\s+)?failure\b|\bupon\s+failure\b|\bfailure\s+anywhere\b|\bany\s+failure\b|\bif\s+(?:it|something|anything)\s+(?:fails|breaks)\b|\bin\s+case\s+of\s+(?:a\s+|any\s+)?(?:failures?|errors?)\b|"
      r"\b(?:if|when|should)\s+(?:anything|something|any\s+step|a\s+step|any\s+of\s+(?:this|these|them)|"
      r"the\s+(?:run|workflow|pipeline|job|training|whole\s+thing|flow))\s+(?:fails?|failed|breaks?|go(?:es)?\s+wrong|"
-     r"errors(?:\s+out)?|crashes)\b|\bif\s+there\s+is\s+(?:an\s+)?error\b", "failure"),
+     r"errors(?:\s+out)?|crashes)(?:\s+(?:anywhere|at\s+any\s+(?:point|step)|somewhere|along\s+the\s+way))?\b"
+     r"|\bif\s+there\s+is\s+(?:an\s+)?error\b", "failure"),
     (r"\bon\s+success\b|\bupon\s+success\b|\b(?:if|when|once)\s+(?:everything|it\s+all|all\s+steps|"
      r"the\s+(?:run|workflow|pipeline|job|whole\s+thing))\s+(?:succeeds|succeeded|is\s+successful|"
      r"completes\s+successfully|finishes\s+successfully|goes\s+well)\b", "success"),
@@ -148,7 +149,7 @@ pls plz ok hi hey hello thanks thank cheers so here there's team folks guys real
 basically simply quick toy demo job jobs run runs pipeline workflow flow task tasks stuff
 get got gets put puts produce make makes take takes separate separately individually
 candidate candidates option options version versions variant variants baseline
-plan here's here what's
+plan here's here what's i've we've you've
 whichever whatever one one's anything something both either two-step across written
 is are be it\s*'s that's them they those their its everything finally eventually
 note notes etc e.g i.e via per each apiece respectively overall at ensure ensuring say

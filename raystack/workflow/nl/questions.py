@@ -19,6 +19,7 @@ from typing import Any, Callable
 from raystack.workflow.nl.text import Text
 
 QUESTION_WORDS = {"which", "whether"}
+YES_NO_OPENERS = {"is", "are", "does", "do", "would", "should", "will"}   # with "A or B" in the question
 # the steps whose candidates a question can name (a model kind, a base model)
 CANDIDATE_STEPS = ("train_model", "edit_pretrain")
 REFERRING_ENDS = {"both", "each", "either", "them", "all", "two", "three", "four"}
@@ -26,9 +27,12 @@ REFERRING = re.compile(r"\b(?:both|each|either|all\s+of\s+them|them\s+all|all\s+
 
 
 def questions(t: Text, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """The sentences [lo, hi) that ask which candidate is better."""
+    """The sentences [lo, hi) that ask which candidate is better ("Which base is better, ...?",
+    "Is nearest centroid or logistic regression more accurate on lots.csv?")."""
     return [(lo, hi) for lo, hi in spans
-            if t.tokens[hi - 1].text == "?" and any(x.low in QUESTION_WORDS for x in t.tokens[lo:hi])]
+            if t.tokens[hi - 1].text == "?" and (any(x.low in QUESTION_WORDS for x in t.tokens[lo:hi])
+                                               or (t.tokens[lo].low in YES_NO_OPENERS
+                                                   and any(x.low == "or" for x in t.tokens[lo:hi])))]
 
 
 def _inside(a: Any, span: tuple[int, int]) -> bool:
@@ -54,6 +58,7 @@ def defer_candidates(t: Text, actions: list, asked: list[tuple[int, int]]) -> li
         best = next((a for a in later if a.entry == "select_best"), None)
         if ref is not None:
             out[out.index(ref)] = cand          # its words stay the referring step's
+            del out[next(k for k, a in enumerate(out) if a is cand)]
         elif best is not None:
             out.remove(cand)
             out.insert(out.index(best), cand)
