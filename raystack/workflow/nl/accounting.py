@@ -44,6 +44,7 @@ COMPARE_WORDS = {"compare", "compares", "comparing", "compared", "comparison", "
 # steps that train or run a model: a task named as the request's subject is theirs to carry out
 MODEL_STEPS = {"train_model", "tune", "edit_pretrain", "mlora_finetune", "elastic_dlrm", "load_checkpoint", "load_adapters",
                "evaluate_adapters", "serve_adapters"}
+TARGET_VERBS = {"predict", "forecast", "classify", "detect", "estimate", "flag", "identify", "spot"}
 ENUMERATOR = re.compile(r"^(?:[a-h]|[ivx]{1,3}|\d)$")
 
 
@@ -189,6 +190,21 @@ def objects(t: Text, action_ends: Iterable[tuple[str, int]]) -> None:
             t.mark(run, f"object of {entry}")
 
 
+def targets(t: Text) -> None:
+    """"fit a linear regression to predict finish times": what a model step is for, right after
+    its phrase, is its target (the words after the verb are then described by it)."""
+    for tok in t.tokens[1:-1]:
+        prev, verb = t.tokens[tok.i - 1], t.tokens[tok.i + 1]
+        if tok.low == "to" and not tok.used and not verb.used and verb.low in TARGET_VERBS \
+                and (prev.used in MODEL_STEPS or prev.used == "model kind"):
+            what = []
+            for x in t.tokens[verb.i + 1:verb.i + 1 + MAX_OBJECT]:
+                if x.used or x.kind == "punct" or x.low in L.CLAUSE_WORDS or _method(x) or x.low in L.UNMAPPED_VERBS:
+                    break
+                what.append(x)
+            t.mark([tok, verb, *what], "purpose")
+
+
 def purposes(t: Text) -> None:
     """"for keyword spotting", "for the recommender": what the work is for."""
     for tok in t.tokens:
@@ -265,6 +281,7 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]]) -> None:
     unsupported = [x for x in t.tokens if not x.used.startswith("name:") and _method(x)]
     if unsupported:
         raise PlanRefused([f"no catalog step does {t.span_text(r)!r}" for r in t.runs(unsupported)])
+    targets(t)
     lead_ins(t)      # a title may hold a task noun or a word that is also a verb ("Crop yield regression:")
     headings(t)
     title_clauses(t)
