@@ -28,7 +28,6 @@ import tempfile
 import time
 import uuid
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Callable, Sequence
 
 import torch
@@ -47,9 +46,7 @@ from raystack.runtime.controller import Controller, ControllerState, MetricsCall
 from raystack.runtime.group import ActorGroup, MemberSpec, PlacementSpec, Spawner
 from raystack.runtime.policy import FailureEvent, FailurePolicy
 from raystack.runtime.ray_spawner import spread_nodes
-from raystack.runtime.result import Result, history_table
 from raystack.runtime.storage import RunDir, Storage, open_run, torch_bytes, torch_load_bytes
-from raystack.runtime.tracking import TENSORBOARD_DIR, make_loggers
 
 logger = logging.getLogger(__name__)
 
@@ -417,7 +414,8 @@ class EDiTGroup:
         self.controller.raise_if_errored()
         val = self.evaluate()
         self._m_val.set(val)
-        path = self.save_checkpoint() if save else self.checkpoint_dir
+        if save:
+            self.save_checkpoint()
         reports = self._reports
         tokens = sum(r.tokens for r in reports)
         return EDiTSummary(
@@ -564,44 +562,3 @@ def run_edit(cfg: EDiTConfig, progress: bool = True, on_segment=None) -> EDiTSum
         return group.run(progress=progress, on_segment=on_segment)
     finally:
         group.shutdown()
-
-
-class EDiTDriver:
-    """The EDiT part behind ``raystack.edit.pretrain(cfg)``: one EDiTGroup, experiment
-    tracking, and the run's :class:`Result`."""
-
-    part = "edit"
-
-    def __init__(self, cfg: EDiTConfig, *, callbacks: Sequence[MetricsCallback] = (),
-                 progress: bool = True) -> None:
-        self.cfg, self.progress = cfg, progress
-        self.group = EDiTGroup(cfg, callbacks=callbacks)
-        self.run_dir = self.group.run_dir
-        self.group.callbacks.extend(make_loggers(cfg.loggers, self.run_dir.tracking_dir(), self.part,
-                                                 config_to_dict(cfg), run_name=self.run_dir.run_id))
-
-    @property
-    def controller(self) -> Controller | None:
-        return self.group.controller
-
-    def step(self) -> ControllerState:
-        if self.group.controller is None:
-            self.group.begin(self.progress)
-        return self.group.step()
-
-    def result(self) -> Result:
-        s = self.group.finish()
-        metrics = {k: float(getattr(s, k)) for k in ("steps", "tokens", "seconds", "tokens_per_s", "train_loss",
-                                                      "val_loss", "sync_seconds", "dp_seconds", "outliers",
-                                                      "replacements", "extra_state_bytes")}
-        metrics.update({f"wire_bytes_{k}": float(v) for k, v in s.wire_bytes.items()})    # per rank, sent
-        metrics.update({f"memory_{k}": float(v) for k, v in s.memory.items()})             # per rank, held
-        artifacts = {"model": s.model_dir, "checkpoint": self.group.checkpoint_dir,
-                     "run": self.run_dir.storage.uri}
-        if "tensorboard" in self.cfg.loggers:
-            artifacts["tensorboard"] = str(self.run_dir.tracking_dir() / TENSORBOARD_DIR)
-        rows = [{**row, "val_loss": row.get("val_loss")} for row in s.history]
-        return Result("edit", metrics, history_table(rows), s.model_dir, artifacts, config_to_dict(self.cfg))
-
-    def shutdown(self) -> None:
-        self.group.shutdown()

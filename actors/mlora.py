@@ -52,11 +52,9 @@ from raystack.models.tokenizer import pad_token_id
 from raystack.runtime.controller import Controller, ControllerState, MetricsCallback, Progress
 from raystack.runtime.group import ActorGroup, Call, MemberSpec, PlacementSpec, Spawner
 from raystack.runtime.policy import FailureEvent, FailurePolicy
-from raystack.runtime.result import Result, history_table
 from raystack.runtime.storage import RunDir, open_run
-from raystack.runtime.tracking import TENSORBOARD_DIR, make_loggers
 
-__all__ = ["LoRAPipeline", "MLoRADriver", "PipelineRun", "PipelineStage", "StagePeak", "WindowReport"]
+__all__ = ["LoRAPipeline", "PipelineRun", "PipelineStage", "StagePeak", "WindowReport"]
 
 logger = logging.getLogger(__name__)
 
@@ -565,41 +563,3 @@ class LoRAPipeline:
             self._bar.close()
             self._bar = None
         self.group.shutdown()
-
-
-class MLoRADriver:
-    """The mLoRA part behind ``raystack.mlora.finetune(cfg)``: one LoRAPipeline, experiment
-    tracking, and the run's :class:`Result`."""
-
-    part = "mlora"
-
-    def __init__(self, cfg: MLoRAConfig, *, callbacks: Sequence[MetricsCallback] = (),
-                 progress: bool = True) -> None:
-        self.cfg = cfg
-        self.pipeline = LoRAPipeline(cfg, progress=progress, callbacks=callbacks)
-        self.run_dir = self.pipeline.run_dir
-        self.pipeline.callbacks.extend(make_loggers(cfg.loggers, self.run_dir.tracking_dir(), self.part,
-                                                    config_to_dict(cfg), run_name=self.run_dir.run_id))
-        self.pipeline.begin()
-
-    @property
-    def controller(self) -> Controller:
-        return self.pipeline.controller
-
-    def step(self) -> ControllerState:
-        return self.pipeline.step()
-
-    def result(self) -> Result:
-        run = self.pipeline.finish()
-        store = self.run_dir.storage
-        artifacts = {f"adapter.{n}": d for n, d in run.adapters.items()}
-        artifacts.update(losses=store.write_json(run.losses, "losses.json"), run=store.uri)  # every step's loss
-        if run.refused:  # jobs that can never fit a stage's memory budget, with the numbers
-            artifacts["refused"] = store.write_json(run.refused, "refused.json")
-        if "tensorboard" in self.cfg.loggers:
-            artifacts["tensorboard"] = str(self.run_dir.tracking_dir() / TENSORBOARD_DIR)
-        return Result("mlora", run.summary(), history_table(run.history_rows()), store.path("adapters"),
-                      artifacts, config_to_dict(self.cfg))
-
-    def shutdown(self) -> None:
-        self.pipeline.shutdown()

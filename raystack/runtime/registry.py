@@ -19,8 +19,8 @@ class PartEntry:
 
 
 BUILTIN_PARTS: dict[str, PartEntry] = {
-    "edit": PartEntry("raystack.actors.edit:EDiTDriver", "raystack.edit.config:EDiTConfig"),
-    "mlora": PartEntry("raystack.actors.mlora:MLoRADriver", "raystack.mlora.config:MLoRAConfig"),
+    "edit": PartEntry("raystack.actors.edit_driver:EDiTDriver", "raystack.edit.config:EDiTConfig"),
+    "mlora": PartEntry("raystack.actors.mlora_driver:MLoRADriver", "raystack.mlora.config:MLoRAConfig"),
     "elastic": PartEntry("raystack.actors.elastic.controller:ElasticDriver",
                          "raystack.elastic.config:ElasticConfig"),
 }
