@@ -2,7 +2,7 @@
 found (before any parameter is read):
 
 - a step word inside the request's title names its subject ("Cyber alert triage:" is no
-  notify), when the title ends in a topic head or the body asks for that step again;
+  notify), when it is a noun of the title's topic head or the body asks for that step again;
 - "the data is stored in trips.parquet" as the first step says where the input is: a load, since
   nothing before it made anything to write;
 - a load with no file of its own right after a load that named one ("We keep the records in
@@ -20,6 +20,9 @@ from raystack.workflow.nl.text import Text
 
 SAVED_SOURCES = ("load_checkpoint", "load_adapters")   # "load them" after one names its load
 STATE_PARTICIPLES = {"stored", "saved", "kept", "held"}    # "the data is stored in x.parquet" says where it is
+# steps whose word in a title is a noun modifying its head ("Cyber alert triage", "Churn report
+# model"); an operation in a title ("Dedup report:") is still asked for unless the body asks again
+TITLE_NOUN_STEPS = ("notify", "save_report", "plot", "stats")
 POSSESSIVES = {"the", "our", "my", "those", "these", "its", "their"}
 
 
@@ -35,7 +38,7 @@ def reread(t: Text, actions: list) -> list:
     if title is not None:
         end, headed = title
         inside = [a for a in actions if a.trig_end <= end and (
-            headed or any(b.entry == a.entry and b.lo >= end for b in actions))]
+            (headed and a.entry in TITLE_NOUN_STEPS) or any(b.entry == a.entry and b.lo >= end for b in actions))]
         for x in t.tokens[:end]:
             if any(x.used == a.entry for a in inside):
                 x.used = ""
