@@ -6,7 +6,7 @@ Tune trial throughput (reuse_actors on/off); ASHA vs FIFO iterations on a seeded
 Couler-score vs LRU eviction on a replayed (simulated) cache trace; the cache's code keys on a
 replayed multi-run trace with code edits; the NL planner's structural match, executable match
 (the plan runs at tiny sizes) and silently-wrong rate on its three development sets and, when present,
-on the held-out sets benchmarks/data/nl_heldout.yaml, nl_heldout2.yaml and nl_heldout3.yaml. `--quick` shrinks every size and checks part
+on the held-out sets benchmarks/data/nl_heldout.yaml, nl_heldout2.yaml, nl_heldout3.yaml and nl_heldout4.yaml. `--quick` shrinks every size and checks part
 steps (EDiT, mLoRA, Serve, elastic) by validation only.
 """
 
@@ -346,7 +346,7 @@ def main() -> int:
     data = Path(__file__).resolve().parent / "data"
     sets = [("dev", data / "nl_dev.yaml"), ("dev2", data / "nl_dev2.yaml"), ("dev3", data / "nl_dev3.yaml")]
     for name, held in (("heldout", "nl_heldout.yaml"), ("heldout2", "nl_heldout2.yaml"),
-                       ("heldout3", "nl_heldout3.yaml")):
+                       ("heldout3", "nl_heldout3.yaml"), ("heldout4", "nl_heldout4.yaml")):
         if (data / held).exists():
             sets.append((name, data / held))
         else:
