@@ -9,7 +9,8 @@ from raystack.config import config_to_dict
 from raystack.edit.config import EDiTConfig
 from raystack.runtime.controller import Controller, ControllerState, MetricsCallback
 from raystack.runtime.result import Result, history_table
-from raystack.runtime.tracking import TENSORBOARD_DIR, make_loggers
+from raystack.runtime.tracking import make_loggers, tracking_artifacts
+
 
 class EDiTDriver:
     """The EDiT part behind ``raystack.edit.pretrain(cfg)``: one EDiTGroup, experiment
@@ -43,8 +44,7 @@ class EDiTDriver:
         metrics.update({f"memory_{k}": float(v) for k, v in s.memory.items()})             # per rank, held
         artifacts = {"model": s.model_dir, "checkpoint": self.group.checkpoint_dir,
                      "run": self.run_dir.storage.uri}
-        if "tensorboard" in self.cfg.loggers:
-            artifacts["tensorboard"] = str(self.run_dir.tracking_dir() / TENSORBOARD_DIR)
+        artifacts.update(tracking_artifacts(self.cfg.loggers, self.run_dir.tracking_dir()))
         rows = [{**row, "val_loss": row.get("val_loss")} for row in s.history]
         return Result("edit", metrics, history_table(rows), s.model_dir, artifacts, config_to_dict(self.cfg))
 

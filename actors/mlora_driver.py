@@ -9,7 +9,8 @@ from raystack.config import config_to_dict
 from raystack.mlora.config import MLoRAConfig
 from raystack.runtime.controller import Controller, ControllerState, MetricsCallback
 from raystack.runtime.result import Result, history_table
-from raystack.runtime.tracking import TENSORBOARD_DIR, make_loggers
+from raystack.runtime.tracking import make_loggers, tracking_artifacts
+
 
 class MLoRADriver:
     """The mLoRA part behind ``raystack.mlora.finetune(cfg)``: one LoRAPipeline, experiment
@@ -40,8 +41,7 @@ class MLoRADriver:
         artifacts.update(losses=store.write_json(run.losses, "losses.json"), run=store.uri)  # every step's loss
         if run.refused:  # jobs that can never fit a stage's memory budget, with the numbers
             artifacts["refused"] = store.write_json(run.refused, "refused.json")
-        if "tensorboard" in self.cfg.loggers:
-            artifacts["tensorboard"] = str(self.run_dir.tracking_dir() / TENSORBOARD_DIR)
+        artifacts.update(tracking_artifacts(self.cfg.loggers, self.run_dir.tracking_dir()))
         return Result("mlora", run.summary(), history_table(run.history_rows()), store.path("adapters"),
                       artifacts, config_to_dict(self.cfg))
 

@@ -29,7 +29,7 @@ from raystack.elastic.stragglers import StragglerDetector
 from raystack.runtime.controller import Controller, ControllerState, MetricsCallback, RunFailedError
 from raystack.runtime.result import Result, history_table
 from raystack.runtime.storage import RunDir, Storage, find_run, open_run
-from raystack.runtime.tracking import TENSORBOARD_DIR, make_loggers
+from raystack.runtime.tracking import make_loggers, tracking_artifacts
 
 logger = logging.getLogger(__name__)
 
@@ -273,8 +273,7 @@ class ElasticDriver:
         metrics["rows_redone"] = float(sum(r.rows_redone for r in restores))
         artifacts = {"events": events, "eval_file": job.eval_file, "run": store.uri,
                      "data": str(Path(self.cfg.data.path or self.cfg.data.out_dir).resolve())}
-        if "tensorboard" in self.cfg.loggers:
-            artifacts["tensorboard"] = str(self.run_dir.tracking_dir() / TENSORBOARD_DIR)
+        artifacts.update(tracking_artifacts(self.cfg.loggers, self.run_dir.tracking_dir()))
         return Result("elastic", metrics, history_table(job.history), store.path("ps"),
                       artifacts, config_to_dict(self.cfg))
 

@@ -125,6 +125,12 @@ def _flatten(d: Mapping, prefix: str = "") -> dict:
     return out
 
 
+def tracking_artifacts(names: Sequence[str], out_dir: str | Path) -> dict[str, str]:
+    """A run's tracking files on disk, for its Result's artifacts (``{"tensorboard": dir}`` when
+    ``names`` logs there; MLflow and W&B keep theirs in their own stores)."""
+    return {"tensorboard": str(Path(out_dir) / TENSORBOARD_DIR)} if "tensorboard" in names else {}
+
+
 def make_loggers(names: Sequence[str], out_dir: str | Path, part: str, config: Mapping | None = None,
                  run_name: str | None = None) -> list:
     """The callbacks for a run whose config says ``loggers: names``."""

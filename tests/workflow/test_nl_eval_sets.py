@@ -48,7 +48,7 @@ def _check_condition(cond: dict, where: str) -> None:
     assert cond["metric"] == cond["metric"].lower() and " " not in cond["metric"], where
 
 
-def _check_plan(pid: str, steps: list[dict], max_steps: int = MAX_STEPS[HELDOUT.name]) -> None:
+def _check_plan(pid: str, steps: list[dict], max_steps: int) -> None:
     """Labels unique, edges to earlier labels only (acyclic), constructs well-formed,
     `after` a transitive reduction (the set's stated convention)."""
     assert MIN_STEPS <= len(steps) <= max_steps, f"{pid}: {len(steps)} steps"

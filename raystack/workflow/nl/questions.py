@@ -64,9 +64,7 @@ def defer_candidates(t: Text, actions: list, asked: list[tuple[int, int]]) -> li
             out.insert(out.index(best), cand)
     for a in [a for a in out if a.entry == "train_model" and not a.verbless and _refers(t, a)]:
         if not any(span[0] < a.lo for span in asked):     # "train both" with nothing named to train
-            for x in t.tokens[a.lo:a.trig_end]:
-                if x.used == a.entry:
-                    x.used = ""
+            t.relabel(t.tokens[a.lo:a.trig_end], a.entry)
             out.remove(a)
     return out
 

@@ -27,8 +27,7 @@ POSSESSIVES = {"the", "our", "my", "those", "these", "its", "their"}
 
 
 def _rename(t: Text, a: Any, entry: str) -> None:
-    for x in t.tokens[a.lo:a.trig_end]:
-        x.used = entry if x.used == a.entry else x.used
+    t.relabel(t.tokens[a.lo:a.trig_end], a.entry, entry)
     a.entry = entry
 
 
@@ -39,9 +38,8 @@ def reread(t: Text, actions: list) -> list:
         end, headed = title
         inside = [a for a in actions if a.trig_end <= end and (
             (headed and a.entry in TITLE_NOUN_STEPS) or any(b.entry == a.entry and b.lo >= end for b in actions))]
-        for x in t.tokens[:end]:
-            if any(x.used == a.entry for a in inside):
-                x.used = ""
+        for entry in {a.entry for a in inside}:
+            t.relabel(t.tokens[:end], entry)
         actions = [a for a in actions if a not in inside]
     if not actions:
         return actions

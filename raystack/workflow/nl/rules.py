@@ -159,9 +159,7 @@ class RulePlanner:
             a = found[k]
             if a.entry in ("load_data", "make_dataset") and found[k - 1].entry in PARTS and \
                     found[k - 1].sentence == a.sentence and self._part_data(t, found[k - 1], a):
-                for x in t.tokens[a.lo:a.trig_end]:
-                    if x.used == a.entry:
-                        x.used = ""
+                t.relabel(t.tokens[a.lo:a.trig_end], a.entry)
                 del found[k]
         merged: list[Action] = []
         for a in found:  # several phrases of one step ("use EDiT local SGD to pre-train an LLM")

@@ -267,6 +267,13 @@ class Text:
             if not t.used or (self.claim and t.used == self.claim):
                 t.used = why
 
+    def relabel(self, toks: Iterable[Token], old: str, new: str = "") -> None:
+        """Tokens marked ``old`` become marked ``new`` (``""``: unaccounted again), the others
+        stay as they are: a step dropped or re-read gives back or renames its own words."""
+        for t in toks:
+            if t.used == old:
+                t.used = new
+
     def finditer(self, pattern: str | re.Pattern, lo: int = 0, hi: int | None = None,
                  free_only: bool = False) -> Iterator[tuple[re.Match, list[Token]]]:
         """Matches of ``pattern`` on the masked text within tokens [lo, hi)."""
