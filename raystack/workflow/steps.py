@@ -43,6 +43,24 @@ def _xy(t, target: str = TARGET) -> tuple[np.ndarray, np.ndarray]:
     return x, t.column(target).to_numpy(zero_copy_only=False).astype(np.float64)
 
 
+KNN_CHUNK = 4096        # query rows per distance block: a block holds KNN_CHUNK x KNN_KEEP floats
+
+
+def _knn_scores(xs: np.ndarray, ys: np.ndarray, k: int, x: np.ndarray) -> np.ndarray:
+    """Mean target of each row's k nearest kept rows (squared Euclidean distance), in blocks of
+    KNN_CHUNK rows, so memory stays O(KNN_CHUNK x kept rows) whatever the table's size."""
+    k = min(k, len(xs))
+    kept_sq = (xs ** 2).sum(1)
+    out = np.empty(len(x))
+    for lo in range(0, len(x), KNN_CHUNK):
+        q = x[lo:lo + KNN_CHUNK]
+        # |q - xs|^2 = |q|^2 - 2 q.xs + |xs|^2; |q|^2 is the same for every neighbour of a row
+        d = kept_sq[None, :] - 2.0 * (q @ xs.T)
+        nn = np.argpartition(d, k - 1, axis=1)[:, :k] if k < len(xs) else np.broadcast_to(np.arange(len(xs)), d.shape)
+        out[lo:lo + KNN_CHUNK] = ys[nn].mean(axis=1)
+    return out
+
+
 def _scores(model: dict, x: np.ndarray) -> np.ndarray:
     """A score per row, higher meaning class 1 (probabilities for logistic)."""
     kind = model["kind"]
@@ -54,10 +72,7 @@ def _scores(model: dict, x: np.ndarray) -> np.ndarray:
         d = ((x[:, None, :] - c[None]) ** 2).sum(-1)
         return d[:, 0] - d[:, 1]
     if kind == "knn":
-        xs, ys = np.asarray(model["x"]), np.asarray(model["y"])
-        d = ((x[:, None, :] - xs[None]) ** 2).sum(-1)
-        nn = np.argsort(d, axis=1)[:, : model["k"]]
-        return ys[nn].mean(axis=1)
+        return _knn_scores(np.asarray(model["x"]), np.asarray(model["y"]), int(model["k"]), x)
     raise ValueError(f"unknown model kind {kind!r}; expected one of {MODEL_KINDS}")
 
 

@@ -61,3 +61,18 @@ def test_wrong_part_fields_fail_when_the_workflow_is_built():
     ck = wf.step(P.edit_pretrain, id="pre", ranks=2, steps=10, sync={"h": 4})
     wf.step(P.mlora_finetune, id="ft", base=ck, steps=5)
     assert [s.id for s in wf.build().steps] == ["pre", "ft"]
+
+
+def test_knn_scores_are_the_nearest_neighbours_mean_in_bounded_blocks():
+    import numpy as np
+
+    from raystack.workflow import steps as S
+    rng = np.random.default_rng(3)
+    kept, ys = rng.normal(size=(50, 3)), (rng.random(50) > 0.5).astype(float)
+    rows = rng.normal(size=(2 * S.KNN_CHUNK + 7, 3))     # three blocks, the last one short
+    d = ((rows[:, None, :] - kept[None]) ** 2).sum(-1)   # brute force: every pair at once
+    want = ys[np.argsort(d, axis=1)[:, :5]].mean(axis=1)
+    model = {"kind": "knn", "x": kept.tolist(), "y": ys.tolist(), "k": 5}
+    assert np.allclose(S._scores(model, rows), want)
+    # k above the rows kept: every kept row is a neighbour
+    assert np.allclose(S._scores({**model, "k": 80}, rows[:4]), ys.mean())
