@@ -1,10 +1,11 @@
-"""EDiT on real Ray actors: an end-to-end run, kill-and-replace, and resume."""
+"""EDiT on real Ray actors: an end-to-end run, kill-and-replace (its metrics scraped meanwhile), and resume."""
 import pytest
 import ray
 import torch
 
 from raystack.config import load_config
 from raystack.edit.config import EDiTConfig
+from tests.scrape import scraped
 
 pytestmark = pytest.mark.cluster
 
@@ -24,9 +25,11 @@ def small_cfg(tmp_path, **over):
     return load_config(EDiTConfig, base)
 
 
-def test_a_killed_replica_is_replaced_and_the_run_finishes(ray_cluster, tmp_path):
+def test_a_killed_replica_is_replaced_the_run_finishes_and_its_metrics_reach_the_dashboard(ray_cluster, tmp_path):
+    """A replica's actor killed mid-run is replaced and the run ends at its step count; the
+    README's EDiT series reach the cluster's metrics endpoint throughout (scraped while it runs)."""
     from raystack.actors.edit import EDiTGroup
-    cfg = small_cfg(tmp_path, steps=32)
+    cfg = small_cfg(tmp_path, steps=32, run={"eval_every": 4})
     group = EDiTGroup(cfg)
     group.start()
     killed = []
@@ -35,13 +38,24 @@ def test_a_killed_replica_is_replaced_and_the_run_finishes(ray_cluster, tmp_path
         if segment == 4 and not killed:        # after the checkpoint at segment 2
             killed.append(g.workers[1])
             ray.kill(g.workers[1])
-    try:
-        res = group.run(progress=False, on_segment=kill_once)
-    finally:
-        group.shutdown()
+
+    def final_loss_shown(res, s) -> bool:
+        return min(s.values("edit_train_loss"), default=float("inf")) <= res.train_loss + 0.5
+
+    names = ["edit_train_loss", "edit_val_loss", "edit_tokens_per_s", "edit_sync_seconds",
+             "edit_replacements_total"]
+    res, s = scraped(lambda: group.run(progress=False, on_segment=kill_once), group.shutdown, names,
+                     final_loss_shown)
     assert killed and res.replacements == 1
     assert res.steps == 32
     assert res.val_loss < 5.0
+    assert all(0.0 < v < 6.0 for v in s.values("edit_train_loss")), s.values("edit_train_loss")
+    assert all(0.0 < v < 6.0 for v in s.values("edit_val_loss"))
+    assert s.values("edit_tokens_per_s") and max(s.values("edit_tokens_per_s")) > 0
+    assert s.values("edit_sync_seconds") and min(s.values("edit_sync_seconds")) >= 0
+    assert max(s.values("edit_replacements_total")) >= 1   # the replacement is counted
+    # the loss shown while it trained came down towards the final one
+    assert min(s.values("edit_train_loss")) <= res.train_loss + 0.5
 
 
 def test_run_writes_a_transformers_checkpoint_and_resume_continues_it(ray_cluster, tmp_path):

@@ -1,7 +1,7 @@
-"""Elastic DLRM on the shared local Ray cluster: end to end, and faults by really killing actors."""
+"""Elastic DLRM on the shared local Ray cluster: end to end, and faults by really killing actors
+(the ten-kill run also scrapes the metrics endpoint)."""
 import contextlib
 import re
-import threading
 import time
 import uuid
 
@@ -9,13 +9,14 @@ import numpy as np
 import pytest
 import ray
 
-from raystack.actors.elastic import ElasticController, ElasticJobError
+from raystack.actors.elastic import ElasticController
 from raystack.actors.elastic.ps import ParameterServer, TableMoved
 from raystack.config import ConfigError, load_config
 from raystack.data.criteo import DataError
 from raystack.elastic.config import ElasticConfig
 from raystack.elastic.dlrm import DLRMSpec
 from raystack.runtime.storage import Storage
+from tests.scrape import scraped
 
 pytestmark = pytest.mark.cluster
 
@@ -56,7 +57,10 @@ def test_trains_to_a_useful_auc_with_every_sample_once(fault_free):
 
 
 @pytest.mark.slow
-def test_ten_worker_kills_lose_and_duplicate_nothing(ray_cluster, data_dir, fault_free):
+def test_ten_worker_kills_lose_and_duplicate_nothing_and_metrics_reach_the_dashboard(ray_cluster, data_dir,
+                                                                                    fault_free):
+    """Ten worker kills in one epoch: no sample lost or trained twice; the README's elastic series
+    reach the cluster's metrics endpoint throughout (scraped while workers die and come back)."""
     kills = []
 
     def killer(ctl):
@@ -72,7 +76,12 @@ def test_ten_worker_kills_lose_and_duplicate_nothing(ray_cluster, data_dir, faul
     # Both workers equally slowed (no straggler between them) so the epoch outlasts ten kills and
     # relaunches on a fast, idle machine too.
     slow = {"worker-0": 4.0, "worker-1": 4.0}
-    res, ctl = run(make_cfg(data_dir, "kills", rows=48_000, faults={"slow_workers": slow}), on_step=killer)
+    job = "kills"  # this job's series only: other jobs of the session have their own
+    ctl = ElasticController(make_cfg(data_dir, job, rows=48_000, faults={"slow_workers": slow}))
+    names = ["elastic_workers", "elastic_ps", "elastic_samples_per_s", "elastic_samples_total",
+             "elastic_rows_committed_total", "elastic_shards_done", "elastic_plan_changes_total",
+             "elastic_ps_touched_rows"]
+    res, s = scraped(lambda: ctl.run(on_step=killer), ctl.shutdown, names)
     assert len(kills) == 10
     assert res.lost == 0 and res.duplicated == 0, res
     assert sum("relaunch" in e for e in res.events) >= 9
@@ -80,6 +89,13 @@ def test_ten_worker_kills_lose_and_duplicate_nothing(ray_cluster, data_dir, faul
     # kill_auc_delta) on a 240k-row job beside two fault-free runs: at this test's 48k rows two
     # fault-free runs alone differ by 0.005-0.012 (the order in which asynchronous pushes land),
     # so a single-run comparison here would test luck, not recovery.
+    cfg = ctl.cfg.resources
+    assert s.values("elastic_workers", job=job) and s.values("elastic_ps", job=job)
+    assert set(s.values("elastic_workers", job=job)) <= set(range(1, cfg.max_workers + 1))
+    assert set(s.values("elastic_ps", job=job)) <= set(range(1, cfg.max_ps + 1))
+    assert max(s.values("elastic_samples_per_s", job=job)) > 0
+    assert 0 < max(s.values("elastic_rows_committed_total", job=job)) <= res.rows
+    assert max(s.values("elastic_plan_changes_total", job=job)) >= 1
 
 
 @pytest.mark.slow

@@ -1,4 +1,5 @@
-"""The Ray pipeline: same weights as single-process BatchLoRA, jobs added live, stage kill."""
+"""The Ray pipeline: same weights as single-process BatchLoRA, jobs added live, stage kill (its
+metrics scraped meanwhile)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from raystack.mlora.config import load_mlora_config
 from raystack.mlora.export import read_peft
 from raystack.mlora.jobs import form_lanes
 from raystack.mlora.trainer import train_single_process
+from tests.scrape import scraped
 
 pytestmark = pytest.mark.cluster
 
@@ -82,12 +84,15 @@ def test_shared_lane_through_two_stages_trains_each_adapter_as_alone_and_admits_
     _assert_same(result, reference, ["add", "cpy", "rev", "srt"])
 
 
-def test_killed_stage_restarts_and_adapters_resume_from_checkpoint(ray_cluster, tmp_path, reference):
+def test_killed_stage_restarts_adapters_resume_from_checkpoint_and_metrics_reach_the_dashboard(
+        ray_cluster, tmp_path, reference):
+    """A stage actor killed twice restarts and every adapter resumes exactly; the README's mLoRA
+    series reach the cluster's metrics endpoint throughout (scraped while it runs)."""
     from raystack.actors.mlora import LoRAPipeline
 
     cfg = _cfg(tmp_path)
     pipe = LoRAPipeline(cfg, progress=False)
-    killed = {}
+    killed, stages_after = {}, []
 
     def kill_stage(window, p):
         # mid-window 0, before any job's first checkpoint (every job starts over), and
@@ -96,15 +101,24 @@ def test_killed_stage_restarts_and_adapters_resume_from_checkpoint(ray_cluster, 
             killed[window] = p.stages[1]
             ray.kill(p.stages[1])
 
-    try:
+    def run():
         result = pipe.run(after_submit=kill_stage)
-        stages_after = list(pipe.stages)
-    finally:
-        pipe.shutdown()
+        stages_after.extend(pipe.stages)
+        return result
+
+    names = ["mlora_loss", "mlora_step", "mlora_tokens_total", "mlora_stage_idle_fraction",
+             "mlora_stage_busy_seconds_total"]
+    result, s = scraped(run, pipe.shutdown, names)
     assert result.restarts == 2 and sorted(killed) == [0, 1]
     assert all(stages_after[1] is not k for k in killed.values())
     assert sorted(result.adapters) == ["cpy", "rev", "srt"]
     _assert_same(result, reference, ["cpy", "rev", "srt"])  # resumed exactly, nothing lost
+    assert 0 < s.increase("mlora_tokens_total") <= result.tokens
+    # summed over the adapters (label sets): at most their max_steps each
+    assert 0 < max(s.values("mlora_step")) <= sum(t.max_steps for t in cfg.tasks)
+    # idle fraction summed over 2 stages
+    assert all(0.0 <= v <= 2.0 for v in s.values("mlora_stage_idle_fraction"))
+    assert max(s.values("mlora_stage_busy_seconds_total")) > 0
 
 
 def test_rerun_reports_finished_adapters_and_ignores_checkpoints_of_another_config(ray_cluster, tmp_path):
