@@ -39,15 +39,17 @@ QUICK_ARMS = ["ddp", "edit_int8", "torchft_streaming"]    # the job kinds, small
 EVAL_BATCHES, EVAL_ROWS, EVAL_SEQ = 8, 8, 64
 
 
-# Chosen on seeds 10-12 at 1,000 steps (not the benchmark's seeds; docs/edit.md has the screen):
+# Chosen on seeds that are not the benchmark's (docs/edit.md has the screens): tiny-1m on seeds
+# 10-12 at 1,000 steps, tiny-20m on seeds 10 and 11 at 500 steps
 WARMUP_FRACTION = 0.05   # synchronous steps before local SGD, as a share of the steps (--warmup)
-OUTER = (0.7, 0.5)       # outer Nesterov (lr, momentum) of every arm with one (--outer)
+OUTER = {"tiny-1m": (0.7, 0.5), "tiny-20m": (0.5, 0.5)}  # outer Nesterov (lr, momentum) per model (--outer)
 
 
-def arm_config(arm: str, model: str, size: dict, seed: int, quick: bool, outer: tuple = OUTER,
+def arm_config(arm: str, model: str, size: dict, seed: int, quick: bool, outer: tuple | None = None,
                warmup: int | None = None, tau: int = TAU) -> dict:
     """The EDiT config dict of one job (torchft arms read the shared fields from it too)."""
     h = 4 if quick else H
+    outer = outer or OUTER[model]
     cfg = {"model": model, "ranks": 2, "shards": 1, "steps": size["steps"],
            "inner": {"lr": 3e-3 if model == "tiny-1m" else 1e-3, "lr_warmup_steps": 4 if quick else 50,
                      "lr_decay": "cosine", "lr_min_ratio": 0.1},
@@ -310,8 +312,8 @@ def main() -> None:
                        help="jobs at a time, each in its own process (default 2; 0: one by one in this process, "
                             "the default with --quick)"),
         p.add_argument("--steps", type=int, default=None, help="steps per replica (default: the model's)"),
-        p.add_argument("--outer", default=None, help="outer lr,momentum (default %s,%s)" % OUTER),
-        p.add_argument("--warmup", type=int, default=None, help=f"synchronous steps first (default {WARMUP_FRACTION:.0%} of the steps)"),
+        p.add_argument("--outer", default=None, help="outer lr,momentum for every model (default: per model, %s)" % OUTER),
+        p.add_argument("--warmup", type=int, default=None, help=f"synchronous steps first (default {WARMUP_FRACTION * 100:g}%% of the steps)"),
         p.add_argument("--tau", type=int, default=TAU, help=f"edit_overlap's tau (default {TAU})")))
     try:
         import torchft  # noqa: F401
@@ -329,10 +331,10 @@ def main() -> None:
         seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else sizes[model]["seeds"]
         for seed in seeds:
             for arm in [a for a in arms if a not in skip]:
-                outer = tuple(float(x) for x in args.outer.split(",")) if args.outer else OUTER
+                outer = tuple(float(x) for x in args.outer.split(",")) if args.outer else OUTER[model]
                 jobs.append((arm, arm_config(arm, model, sizes[model], seed, args.quick, outer, args.warmup, args.tau), sizes[model]["evals"]))
     report = Report("edit_quality", args.quick, {"H": 4 if args.quick else H, "tau": args.tau,
-                                                 "outer": args.outer or OUTER, "torchft_fragments": FRAGMENTS,
+                                                 "outer": args.outer or {m: OUTER[m] for m in models}, "torchft_fragments": FRAGMENTS,
                                                  "torchft_fragment_sync_delay": STREAMING_DELAY, "sizes": sizes,
                                                  "jobs": [(a, c["model"], c["run"]["seed"]) for a, c, _ in jobs]})
     if skip:
@@ -404,10 +406,11 @@ def main() -> None:
                 f"depend on it), {workers or 1} job(s) at a time; every arm trains replicas x steps x batch tokens")
     h = 4 if args.quick else H
     warm = {c["model"]: c["sync"]["warmup_steps"] for _, c, _ in jobs}
-    report.note(f"every local-SGD arm: outer Nesterov (lr, momentum) = {args.outer or OUTER}, the first "
+    report.note(f"every local-SGD arm: outer Nesterov (lr, momentum) = {args.outer or {m: OUTER[m] for m in models}}, the first "
                 f"{', '.join(f'{n} ({m})' for m, n in warm.items())} steps synchronous "
                 "(torchft's arms: none), inner AdamW with a linear ramp and a cosine decay to 10%; the outer optimizer "
-                "and the warm-up were chosen on seeds 10-12 at 1,000 steps, not on the benchmark's seeds")
+                "and the warm-up were chosen on seeds that are not the benchmark's (tiny-1m: 10-12 at 1,000 steps; "
+                "tiny-20m: 10 and 11 at 500 steps)")
     report.note(f"H = {h}; edit_overlap applies each block's outer update {min(args.tau, h - 1)} inner steps after its "
                 f"sync; torchft_streaming: {FRAGMENTS} fragments, fragment_sync_delay "
                 f"{min(STREAMING_DELAY, h // FRAGMENTS - 1)}; torchft "

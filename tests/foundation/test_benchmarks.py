@@ -29,6 +29,15 @@ def test_there_are_benchmarks():
     assert SCRIPTS, "no benchmarks/*.py found"
 
 
+@pytest.mark.parametrize("script", SCRIPTS, ids=[p.stem for p in SCRIPTS])
+def test_help_prints_every_option(script):
+    """``--help`` works (argparse formats each help text with %: a bare '%' in one broke it)."""
+    proc = subprocess.run([sys.executable, str(script), "--help"], cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "--quick" in proc.stdout and "--out" in proc.stdout
+
+
 AT_ONCE = 2
 _runs: dict[str, Future] = {}
 
