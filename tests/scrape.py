@@ -39,6 +39,30 @@ class Scraper:
         self._stop.set()
         self._thread.join()
 
+    def settle(self, names: list[str], quiet_s: float = 2.5, timeout_s: float = 20.0) -> None:
+        """Wait until what earlier runs in this process left has reached the endpoint or gone:
+        the counters among ``names`` (``*_total``) unchanged for ``quiet_s`` (over an export
+        interval) and the gauges gone (Ray drops a gauge two export intervals after it was last
+        set); then forget the snapshots so far, so ``increase`` and ``values`` see this run only."""
+        counters = [n for n in names if n.endswith("_total")]
+        gauges = [P + n for n in names if not n.endswith("_total")]
+
+        def now() -> tuple:
+            snap = self.snapshots[-1] if self.snapshots else []
+            return tuple(sum(v for n, _, v in snap if n == P + c) for c in counters)
+
+        def gauges_left() -> bool:
+            return bool(self.snapshots) and any(n in gauges for n, _, _ in self.snapshots[-1])
+
+        deadline = time.time() + timeout_s
+        last, since = now(), time.time()
+        while time.time() < deadline and (time.time() - since < quiet_s or gauges_left()):
+            time.sleep(0.25)
+            if (cur := now()) != last:
+                last, since = cur, time.time()
+        kept = self.snapshots[-1:]
+        self.snapshots[:] = kept
+
     def values(self, name: str, **labels: str) -> list[float]:
         """Per snapshot where the series appears: its value summed over matching label sets."""
         out = []
@@ -82,11 +106,14 @@ class Scraper:
 def scraped(run, shutdown, names: list[str], settled=None):
     """``run()`` with the endpoint scraped throughout, then ``shutdown()``; (result, Scraper).
 
-    ``settled(result, scraper)``, when given, is waited for before the shutdown: a short run
-    can end between two exports, and the values it set last reach the endpoint only with the
-    next export, while its actors still live."""
+    The endpoint settles first (``Scraper.settle``): an earlier run in this process may still
+    have counter increments on their way to it, or gauges not yet dropped. ``settled(result, scraper)``,
+    when given, is waited for before the shutdown: a short run can end between two exports, and
+    the values it set last reach the endpoint only with the next export, while its actors still
+    live."""
     try:
         with Scraper() as s:
+            s.settle(names)
             res = run()
             s.wait_for(names)
             if settled is not None:
