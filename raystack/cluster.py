@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -358,16 +357,27 @@ def stop_head(state_dir: Path = STATE_DIR, grace_s: float = 10.0) -> list[int]:
     return [p.pid for p in procs]
 
 
+# Ports Ray and Serve take by default when not told otherwise: GCS, dashboard, Ray Client, the
+# dashboard agent's HTTP server, Serve's HTTP and gRPC proxies. 52365 lies in Linux's ephemeral
+# range, so the OS can hand it out as "free" before a head starts, and the head then refuses to
+# start (seen in CI: a simulated cluster's dashboard drew 52365, its agent's default).
+RAY_DEFAULT_PORTS = frozenset({6379, 8265, 10001, 52365, 8000, 9000})
+
+
+def free_port(host: str = "127.0.0.1", avoid: frozenset[int] | set[int] = frozenset()) -> int:
+    """A TCP port free on ``host`` right now, none of Ray's defaults and none in ``avoid``."""
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind((host, 0))
+            port = s.getsockname()[1]
+        if port not in RAY_DEFAULT_PORTS and port not in avoid:
+            return port
+
+
 def free_port_pair() -> tuple[int, int]:
-    """Two distinct free TCP ports on localhost (for a GCS and a dashboard)."""
-    socks = [socket.socket() for _ in range(2)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return socks[0].getsockname()[1], socks[1].getsockname()[1]
-    finally:
-        for s in socks:
-            s.close()
+    """Two distinct free TCP ports on localhost (for a GCS and a dashboard), none of Ray's defaults."""
+    first = free_port()
+    return first, free_port(avoid={first})
 
 
 def metrics_url() -> str:

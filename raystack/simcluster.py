@@ -22,12 +22,13 @@ import contextlib
 import json
 import logging
 import os
-import socket
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping
+
+from raystack.cluster import free_port
 
 logger = logging.getLogger(__name__)
 
@@ -35,12 +36,6 @@ NODE_LABEL = "raystack/node"      # every simulated node carries raystack/node=<
 SHORT_HEALTH_CHECK = {"health_check_period_ms": 500, "health_check_failure_threshold": 3,
                       "health_check_timeout_ms": 500, "health_check_initial_delay_ms": 0}
 NODE_ID_LABEL = "ray.io/node-id"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @contextlib.contextmanager

@@ -7,25 +7,20 @@ on while the (real and simulated) transfer runs, and `wait()` blocks only for wh
 """
 from __future__ import annotations
 
-import socket
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Callable, Sequence
 
 import torch
 import torch.distributed as dist
 
+from raystack.cluster import free_port  # noqa: F401  (raystack.comm.free_port: a rendezvous port)
 from raystack.comm.network import NetworkModel, SimulatedLink, ring_bytes
 
 OPS = ("all_reduce", "all_gather", "broadcast")
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port free on this host right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
 
 
 def default_backend() -> str:

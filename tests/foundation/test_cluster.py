@@ -35,3 +35,31 @@ def test_connect_is_idempotent_and_reports_resources(ray_cluster):
     info = connect()
     assert info.address == ray_cluster.address
     assert info.resources.get("CPU") == 4
+
+
+def test_free_ports_skip_the_ports_ray_takes_by_default(monkeypatch):
+    """The OS may offer 52365 (the dashboard agent's default, inside Linux's ephemeral range) as
+    free before a head starts; a head given it for its dashboard then refuses to start."""
+    import raystack.cluster as C
+
+    offered = iter([52365, 8265, 41000, 41000, 41001])
+
+    class FakeSocket:
+        def __init__(self, *a):
+            self.port = next(offered)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def bind(self, addr):
+            pass
+
+        def getsockname(self):
+            return ("127.0.0.1", self.port)
+
+    monkeypatch.setattr(C.socket, "socket", FakeSocket)
+    assert C.free_port_pair() == (41000, 41001)     # Ray's defaults skipped, the pair distinct
+    assert {52365, 8265, 6379, 10001} <= C.RAY_DEFAULT_PORTS
