@@ -373,10 +373,16 @@ def elastic_arm(sim, root: Path, rows: int, repeats: int, fault_free: int) -> di
         if i >= repeats:
             continue
         res, _, backend, t_lost = elastic_run(sim, root, f"loss{i}", rows, lose=True)
-        restore = backend.restores[0]
-        # recoveries: a replacement's first commit minus when the loss was first seen
-        out["recovery_s"].append(max(backend.recoveries) + restore.time - t_lost)
-        out["rows_redone"].append(restore.rows_redone)
+        if t_lost is None or not backend.restores:
+            # the nodes were not removed before the epoch ended, or no PS had to be restored (seen
+            # once under CI load, with a node declared dead by missed heartbeats first): counted,
+            # and the audit below still reads the run, rather than the whole benchmark failing
+            out["repeats_without_restore"] = out.get("repeats_without_restore", 0) + 1
+        else:
+            restore = backend.restores[0]
+            # recoveries: a replacement's first commit minus when the loss was first seen
+            out["recovery_s"].append(max(backend.recoveries) + restore.time - t_lost)
+            out["rows_redone"].append(restore.rows_redone)
         out["lost"].append(res.lost)
         out["duplicated"].append(res.duplicated)
         out["auc"].append(res.auc)
@@ -481,8 +487,10 @@ def main() -> int:
                   "adapter weights after a stage's node loss vs the single-process reference (max abs)")
     report.target("elastic_lost", max(el["lost"]), "==", 0, "samples never trained (audit by sample id)")
     report.target("elastic_duplicated", max(el["duplicated"]), "==", 0, "samples trained twice")
-    report.target("elastic_recovery_p95_s", el["recovery_p95_s"], "<=", 10.0,
-                  "node loss (dense PS + a worker) -> a replacement's first committed batch, short detection")
+    report.target("elastic_recovery_p95_s", el.get("recovery_p95_s"), "<=", 10.0,
+                  "node loss (dense PS + a worker) -> a replacement's first committed batch, short detection"
+                  + (f"; {el['repeats_without_restore']} repeat(s) had no PS restore and are not timed"
+                     if el.get("repeats_without_restore") else ""))
     ff = el["auc_fault_free"]
     report.target("elastic_auc_delta", min(ff) - min(el["auc"]), "<=", 0.005,
                   f"lowest AUC after the node loss below the lowest of {len(ff)} fault-free run(s) (their spread: "
