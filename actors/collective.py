@@ -11,7 +11,8 @@ from typing import Sequence
 
 import ray
 
-from raystack.comm import CommGroup, NetworkModel, free_port
+from raystack.cluster import free_port
+from raystack.comm import CommGroup, NetworkModel
 from raystack.runtime.group import ActorGroup, MemberSpec
 
 

@@ -333,8 +333,9 @@ def main() -> None:
             for arm in [a for a in arms if a not in skip]:
                 outer = tuple(float(x) for x in args.outer.split(",")) if args.outer else OUTER[model]
                 jobs.append((arm, arm_config(arm, model, sizes[model], seed, args.quick, outer, args.warmup, args.tau), sizes[model]["evals"]))
+    outer_shown = args.outer or {m: OUTER[m] for m in models}
     report = Report("edit_quality", args.quick, {"H": 4 if args.quick else H, "tau": args.tau,
-                                                 "outer": args.outer or {m: OUTER[m] for m in models}, "torchft_fragments": FRAGMENTS,
+                                                 "outer": outer_shown, "torchft_fragments": FRAGMENTS,
                                                  "torchft_fragment_sync_delay": STREAMING_DELAY, "sizes": sizes,
                                                  "jobs": [(a, c["model"], c["run"]["seed"]) for a, c, _ in jobs]})
     if skip:
@@ -406,7 +407,7 @@ def main() -> None:
                 f"depend on it), {workers or 1} job(s) at a time; every arm trains replicas x steps x batch tokens")
     h = 4 if args.quick else H
     warm = {c["model"]: c["sync"]["warmup_steps"] for _, c, _ in jobs}
-    report.note(f"every local-SGD arm: outer Nesterov (lr, momentum) = {args.outer or {m: OUTER[m] for m in models}}, the first "
+    report.note(f"every local-SGD arm: outer Nesterov (lr, momentum) = {outer_shown}, the first "
                 f"{', '.join(f'{n} ({m})' for m, n in warm.items())} steps synchronous "
                 "(torchft's arms: none), inner AdamW with a linear ramp and a cosine decay to 10%; the outer optimizer "
                 "and the warm-up were chosen on seeds that are not the benchmark's (tiny-1m: 10-12 at 1,000 steps; "

@@ -14,6 +14,11 @@ from raystack.cluster import scrape_series
 P = "ray_raystack_"
 
 
+def _series(snap, name: str, labels: dict[str, str]) -> list[tuple[dict[str, str], float]]:
+    """(labels, value) of ``name``'s series in one snapshot whose labels include ``labels``."""
+    return [(lab, v) for n, lab, v in snap if n == P + name and all(lab.get(k) == x for k, x in labels.items())]
+
+
 class Scraper:
     """Scrapes the metrics endpoint in the background; keeps every snapshot taken."""
 
@@ -45,14 +50,14 @@ class Scraper:
         interval) and the gauges gone (Ray drops a gauge two export intervals after it was last
         set); then forget the snapshots so far, so ``increase`` and ``values`` see this run only."""
         counters = [n for n in names if n.endswith("_total")]
-        gauges = [P + n for n in names if not n.endswith("_total")]
+        gauges = [n for n in names if not n.endswith("_total")]
 
         def now() -> tuple:
             snap = self.snapshots[-1] if self.snapshots else []
-            return tuple(sum(v for n, _, v in snap if n == P + c) for c in counters)
+            return tuple(sum(v for _, v in _series(snap, c, {})) for c in counters)
 
         def gauges_left() -> bool:
-            return bool(self.snapshots) and any(n in gauges for n, _, _ in self.snapshots[-1])
+            return bool(self.snapshots) and any(_series(self.snapshots[-1], g, {}) for g in gauges)
 
         deadline = time.time() + timeout_s
         last, since = now(), time.time()
@@ -60,32 +65,27 @@ class Scraper:
             time.sleep(0.25)
             if (cur := now()) != last:
                 last, since = cur, time.time()
-        kept = self.snapshots[-1:]
-        self.snapshots[:] = kept
+        del self.snapshots[:-1]
 
     def values(self, name: str, **labels: str) -> list[float]:
         """Per snapshot where the series appears: its value summed over matching label sets."""
         out = []
         for snap in self.snapshots:
-            hits = [v for n, lab, v in snap if n == P + name
-                    and all(lab.get(k) == x for k, x in labels.items())]
-            if hits:
-                out.append(sum(hits))
+            if hits := _series(snap, name, labels):
+                out.append(sum(v for _, v in hits))
         return out
 
     def increase(self, name: str, **labels: str) -> float:
         """How much a counter rose during the scrape: earlier runs in this session count from
         the first snapshot (taken before this run's first export)."""
-        first = [v for n, lab, v in self.snapshots[0] if n == P + name
-                 and all(lab.get(k) == x for k, x in labels.items())] if self.snapshots else []
-        return max(self.values(name, **labels), default=0.0) - sum(first)
+        first = _series(self.snapshots[0], name, labels) if self.snapshots else []
+        return max(self.values(name, **labels), default=0.0) - sum(v for _, v in first)
 
     def snapshot_labels(self, name: str, key: str, **labels: str) -> list[dict[str, float]]:
         """Per snapshot: {label value of ``key``: value} of the series matching ``labels``."""
         out = []
         for snap in self.snapshots:
-            row = {lab.get(key, ""): v for n, lab, v in snap if n == P + name
-                   and all(lab.get(k) == x for k, x in labels.items())}
+            row = {lab.get(key, ""): v for lab, v in _series(snap, name, labels)}
             if row:
                 out.append(row)
         return out

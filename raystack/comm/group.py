@@ -15,12 +15,9 @@ from typing import Callable, Sequence
 import torch
 import torch.distributed as dist
 
-from raystack.cluster import free_port  # noqa: F401  (raystack.comm.free_port: a rendezvous port)
 from raystack.comm.network import NetworkModel, SimulatedLink, ring_bytes
 
 OPS = ("all_reduce", "all_gather", "broadcast")
-
-
 
 
 def default_backend() -> str:

@@ -56,7 +56,7 @@ def _knn_scores(xs: np.ndarray, ys: np.ndarray, k: int, x: np.ndarray) -> np.nda
         q = x[lo:lo + KNN_CHUNK]
         # |q - xs|^2 = |q|^2 - 2 q.xs + |xs|^2; |q|^2 is the same for every neighbour of a row
         d = kept_sq[None, :] - 2.0 * (q @ xs.T)
-        nn = np.argpartition(d, k - 1, axis=1)[:, :k] if k < len(xs) else np.broadcast_to(np.arange(len(xs)), d.shape)
+        nn = np.argpartition(d, k - 1, axis=1)[:, :k]
         out[lo:lo + KNN_CHUNK] = ys[nn].mean(axis=1)
     return out
 

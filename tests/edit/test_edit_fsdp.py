@@ -10,7 +10,7 @@ import os
 import torch
 import torch.multiprocessing as mp
 
-from raystack.comm import free_port
+from raystack.cluster import free_port
 from raystack.config import load_config
 from raystack.edit.config import EDiTConfig
 from test_edit_equivalence import ReplicaBatches, run, tiny_llama

@@ -73,7 +73,7 @@ def check_comm() -> dict:
 
 
 def _run_comm(backend: str) -> dict:
-    from raystack.comm import free_port
+    from raystack.cluster import free_port
 
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
