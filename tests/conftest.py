@@ -31,8 +31,17 @@ if "RAYSTACK_CACHE" not in os.environ or os.environ.get("PYTEST_XDIST_WORKER"): 
 _NEEDS_CLUSTER = re.compile(r"ray_cluster|\bnodes\b|\bsim\b|import ray|\bray\.|subprocess|Popen|nbclient|"
                             r"connect\(|cluster_utils|SimulatedCluster")
 CLUSTER_SCOPE = "cluster"
+# A module that starts only Ray instances of its own, in processes it runs (benchmark scripts,
+# notebook kernels, `raystack up`), and never touches the shared cluster, says so with
+# `pytest.mark.own_ray` in its `pytestmark`. Those modules form a second work unit, which the other worker
+# takes beside the pure modules while the cluster worker runs the shared cluster's modules: their
+# processes' Ray starts and simulated waits then overlap the cluster tests' waits instead of
+# following them. They stay in one unit, so at most one of them runs at a time.
+OWN_RAY_SCOPE = "own-ray"
+_OWN_RAY = re.compile(r"\bpytest\.mark\.own_ray\b")
 _ROOT = Path(__file__).resolve().parent.parent
 _module_needs_cluster: dict[str, bool] = {}
+_module_owns_ray: dict[str, bool] = {}
 
 
 def module_needs_cluster(path: str) -> bool:
@@ -42,6 +51,21 @@ def module_needs_cluster(path: str) -> bool:
     return _module_needs_cluster[path]
 
 
+def module_owns_ray(path: str) -> bool:
+    """Whether the test module at ``path`` is marked ``own_ray`` (see OWN_RAY_SCOPE)."""
+    if path not in _module_owns_ray:
+        _module_owns_ray[path] = bool(_OWN_RAY.search((_ROOT / path).read_text()))
+    return _module_owns_ray[path]
+
+
+def work_unit(path: str) -> str:
+    """The xdist work unit of the test module at ``path``: the shared cluster's, the own-Ray
+    modules', or the module's own."""
+    if module_owns_ray(path):
+        return OWN_RAY_SCOPE
+    return CLUSTER_SCOPE if module_needs_cluster(path) else path
+
+
 def pytest_collection_modifyitems(config, items):
     """Multi-node tests last: their simulated cluster replaces the embedded one for good."""
     items.sort(key=lambda item: "tests/multinode/" in item.nodeid.replace("\\", "/"))
@@ -49,15 +73,15 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
-    """``--dist loadscope``: one work unit holding every cluster module, one per other module."""
+    """``--dist loadscope``: one work unit holding every module on the shared cluster, one holding
+    the own-Ray modules, one per other module."""
     if config.getvalue("dist") != "loadscope":
         return None
     from xdist.scheduler import LoadScopeScheduling
 
     class ClusterScopeScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            path = nodeid.split("::", 1)[0]
-            return CLUSTER_SCOPE if module_needs_cluster(path) else path
+            return work_unit(nodeid.split("::", 1)[0])
 
     return ClusterScopeScheduling(config, log)
 

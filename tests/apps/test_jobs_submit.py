@@ -13,7 +13,7 @@ from raystack.cluster import (ClusterUnreachableError, check_reachable, free_por
                               session_processes)
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.own_ray]  # see tests/conftest.py: OWN_RAY_SCOPE
 
 
 def test_up_submit_a_part_job_read_logs_then_down(tmp_path):

@@ -10,6 +10,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+pytestmark = pytest.mark.own_ray  # see tests/conftest.py: OWN_RAY_SCOPE
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "apps" / "notebooks").glob("*.ipynb"))
 PARTS = {"edit", "mlora", "elastic", "workflow", "demo"}

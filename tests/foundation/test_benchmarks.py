@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.own_ray  # see tests/conftest.py: OWN_RAY_SCOPE
 ROOT = Path(__file__).resolve().parents[2]
 # Longest first, so the two slots finish together (no quick run left alone at the end); seconds
 # each took under CI (two at a time, 2 cores); a script not listed counts as the longest. The tests
