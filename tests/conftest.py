@@ -36,8 +36,12 @@ CLUSTER_SCOPE = "cluster"
 # `pytest.mark.own_ray` in its `pytestmark`. Those modules form a second work unit, which the other worker
 # takes beside the pure modules while the cluster worker runs the shared cluster's modules: their
 # processes' Ray starts and simulated waits then overlap the cluster tests' waits instead of
-# following them. They stay in one unit, so at most one of them runs at a time.
+# following them. They stay in one unit, so at most one of them runs at a time, and under xdist
+# they run niced (OWN_RAY_NICE, inherited by every process they start): the cluster worker's
+# modules, the suite's critical path and the ones with timeouts on recovery, keep the CPU they
+# had alone, and the own-Ray processes take what it leaves idle.
 OWN_RAY_SCOPE = "own-ray"
+OWN_RAY_NICE = 10
 _OWN_RAY = re.compile(r"\bpytest\.mark\.own_ray\b")
 _ROOT = Path(__file__).resolve().parent.parent
 _module_needs_cluster: dict[str, bool] = {}
@@ -84,6 +88,16 @@ def pytest_xdist_make_scheduler(config, log):
             return work_unit(nodeid.split("::", 1)[0])
 
     return ClusterScopeScheduling(config, log)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _own_ray_niced(request):
+    """Under xdist, lower this worker's priority before an own-Ray module starts its processes
+    (once: the rest of the worker's modules, pure ones, also fill idle CPU from then on)."""
+    path = str(Path(request.fspath).relative_to(_ROOT))
+    if os.environ.get("PYTEST_XDIST_WORKER") and module_owns_ray(path) and os.nice(0) < OWN_RAY_NICE:
+        os.nice(OWN_RAY_NICE - os.nice(0))
+    yield
 
 
 @pytest.fixture(scope="session")
