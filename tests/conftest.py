@@ -43,6 +43,8 @@ CLUSTER_SCOPE = "cluster"
 OWN_RAY_SCOPE = "own-ray"
 OWN_RAY_NICE = 10
 _OWN_RAY = re.compile(r"\bpytest\.mark\.own_ray\b")
+# what an own-Ray module must not do: ask for the shared cluster, or start Ray in-process
+SHARED_OR_IN_PROCESS_RAY = re.compile(r"\bray_cluster\b|\bray\.init\(|\bconnect\(")
 _ROOT = Path(__file__).resolve().parent.parent
 _module_needs_cluster: dict[str, bool] = {}
 _module_owns_ray: dict[str, bool] = {}

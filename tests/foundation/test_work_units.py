@@ -1,7 +1,6 @@
 """How `make test` splits the suite over its two xdist workers (tests/conftest.py): the modules on
 the shared cluster in one unit, the modules that start only Ray instances of their own in a second,
 every other module alone."""
-import re
 from pathlib import Path
 
 import conftest
@@ -18,12 +17,13 @@ def test_own_ray_modules_never_touch_the_shared_cluster():
     """An own-Ray module runs beside the cluster worker's modules: asking for the shared cluster
     there would start a second embedded cluster in the other worker, and connecting in-process
     would do the same."""
+    forbidden = conftest.SHARED_OR_IN_PROCESS_RAY
+    assert forbidden.search((TESTS / "elastic" / "test_elastic_cluster.py").read_text())   # it would notice
     owns = [m for m in _modules() if conftest.module_owns_ray(m)]
     assert {"tests/foundation/test_benchmarks.py", "tests/apps/test_notebooks.py",
             "tests/apps/test_jobs_submit.py"} <= set(owns)
     for module in owns:
-        source = (ROOT / module).read_text()
-        assert "ray_cluster" not in source and not re.search(r"\bray\.init\(|\bconnect\(", source), module
+        assert not forbidden.search((ROOT / module).read_text()), module
         assert conftest.work_unit(module) == conftest.OWN_RAY_SCOPE
 
 
