@@ -41,7 +41,10 @@ CLUSTER_SCOPE = "cluster"
 # modules, the suite's critical path and the ones with timeouts on recovery, keep the CPU they
 # had alone, and the own-Ray processes take what it leaves idle.
 OWN_RAY_SCOPE = "own-ray"
-OWN_RAY_NICE = 10
+# Ray starts its workers 15 above the process that started Ray (RAY_worker_niceness): the
+# cluster worker's actors run at 15, so an own-Ray driver, raylet or GCS at 10 would outrank
+# them. At 19 every own-Ray process (their workers too, capped at 19) ranks below them.
+OWN_RAY_NICE = 19
 _OWN_RAY = re.compile(r"\bpytest\.mark\.own_ray\b")
 # what an own-Ray module must not do: ask for the shared cluster, or start Ray in-process
 SHARED_OR_IN_PROCESS_RAY = re.compile(r"\bray_cluster\b|\bray\.init\(|\bconnect\(")
