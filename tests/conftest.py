@@ -99,7 +99,7 @@ def pytest_xdist_make_scheduler(config, log):
 def _own_ray_niced(request):
     """Under xdist, lower this worker's priority before an own-Ray module starts its processes
     (once: the rest of the worker's modules, pure ones, also fill idle CPU from then on)."""
-    path = str(Path(request.fspath).relative_to(_ROOT))
+    path = str(request.path.relative_to(_ROOT))
     if os.environ.get("PYTEST_XDIST_WORKER") and module_owns_ray(path) and os.nice(0) < OWN_RAY_NICE:
         os.nice(OWN_RAY_NICE - os.nice(0))
     yield
