@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import atexit
+import functools
 import os
 import re
 import shutil
@@ -49,24 +50,25 @@ _OWN_RAY = re.compile(r"\bpytest\.mark\.own_ray\b")
 # what an own-Ray module must not do: ask for the shared cluster, or start Ray in-process
 SHARED_OR_IN_PROCESS_RAY = re.compile(r"\bray_cluster\b|\bray\.init\(|\bconnect\(")
 _ROOT = Path(__file__).resolve().parent.parent
-_module_needs_cluster: dict[str, bool] = {}
-_module_owns_ray: dict[str, bool] = {}
+
+
+@functools.cache
+def _module_source(path: str) -> str:
+    """The text of the test module at ``path`` (relative to the repository), read once."""
+    return (_ROOT / path).read_text()
 
 
 def module_needs_cluster(path: str) -> bool:
     """Whether the test module at ``path`` (relative to the repository) starts Ray, a process or a server."""
-    if path not in _module_needs_cluster:
-        _module_needs_cluster[path] = bool(_NEEDS_CLUSTER.search((_ROOT / path).read_text()))
-    return _module_needs_cluster[path]
+    return bool(_NEEDS_CLUSTER.search(_module_source(path)))
 
 
 def module_owns_ray(path: str) -> bool:
     """Whether the test module at ``path`` is marked ``own_ray`` (see OWN_RAY_SCOPE)."""
-    if path not in _module_owns_ray:
-        _module_owns_ray[path] = bool(_OWN_RAY.search((_ROOT / path).read_text()))
-    return _module_owns_ray[path]
+    return bool(_OWN_RAY.search(_module_source(path)))
 
 
+@functools.cache
 def work_unit(path: str) -> str:
     """The xdist work unit of the test module at ``path``: the shared cluster's, the own-Ray
     modules', or the module's own."""
