@@ -83,7 +83,7 @@ class Report:
                 "config": self.config, "notes": self.notes, "arms": self.arms, "targets": self.targets}
 
     def markdown(self) -> str:
-        lines = [f"| target | value | goal | met | what |", "| --- | --- | --- | --- | --- |"]
+        lines = ["| target | value | goal | met | what |", "| --- | --- | --- | --- | --- |"]
         for name, t in self.targets.items():
             v = "n/a" if t["value"] is None else (f"{t['value']:.3g}" if isinstance(t["value"], float) else t["value"])
             lines.append(f"| {name} | {v} | {t['op']} {t['target']} | {'yes' if t['met'] else 'no'} | {t['what']} |")

@@ -185,7 +185,7 @@ def main() -> None:
                             record(f"torchft_streaming_delay{delay}@r={r}", res, rep)
                             sweep[delay] = res["tokens_per_s"]
                         best_delay = max(sweep, key=sweep.get)
-                        report.note(f"torchft Streaming DiLoCo fragment_sync_delay sweep at r=4 (tokens/s, seed 0): "
+                        report.note("torchft Streaming DiLoCo fragment_sync_delay sweep at r=4 (tokens/s, seed 0): "
                                     + ", ".join(f"{d}: {v:.0f}" for d, v in sweep.items()) + f"; best {best_delay}")
                         runs[f"torchft_streaming@r={r}"] = [runs[f"torchft_streaming_delay{best_delay}@r={r}"][0]]
                     else:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import time
 
 from raystack.apps.commands.common import (add_part_arguments, load_part_config, preflight_and_connect,

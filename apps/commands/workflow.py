@@ -143,7 +143,6 @@ def run(args) -> int:
     if cmd is None:
         print("usage: raystack workflow {run,plan,export,catalog} ... (see --help)", file=sys.stderr)
         return 2
-    from raystack.config import ConfigError
     from raystack.workflow import WorkflowError
     try:
         cfg = _config(args)

@@ -193,7 +193,7 @@ def _tokenize(sources: DataSources, files: Sequence[tuple[str, Path]], tokenizer
     writers = {s: _ShardWriter(out, s, dtype) for s in SPLITS}
     total_bytes = sum(p.stat().st_size for _, p in files)
     bar = tqdm(total=total_bytes, unit="B", unit_scale=True, desc="tokenizing", disable=not progress)
-    t0, tokens, last_train = time.perf_counter(), 0, None
+    t0, tokens = time.perf_counter(), 0
     for batch in _batches(sources.documents(files)):
         ids = tokenizer([text for _, text in batch], add_special_tokens=False,
                         return_attention_mask=False)["input_ids"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from raystack.config import ConfigError
-from raystack.mlora.config import MLoRAConfig, load_mlora_config
+from raystack.mlora.config import load_mlora_config
 from raystack.mlora.trainer import check_config
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,7 +12,6 @@ import yaml
 
 import wf_toys as T
 from raystack.workflow import Workflow
-from raystack.workflow import steps as S
 from raystack.workflow.argo_step import main as step_main
 from raystack.workflow.argo_step import read_artifact
 from raystack.workflow.export_argo import DEFAULT_IMAGE, to_argo, to_argo_yaml

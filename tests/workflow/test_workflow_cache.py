@@ -190,7 +190,6 @@ def step_d(n: int) -> int:
 
 def _modules(tmp_path, monkeypatch):
     import importlib
-    import sys
     tag = f"m{abs(hash(str(tmp_path))) % 10**8}"
     (tmp_path / f"h_{tag}.py").write_text(HELPERS)
     (tmp_path / f"s_{tag}.py").write_text(STEPS.format(h=f"h_{tag}"))

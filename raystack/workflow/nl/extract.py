@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from raystack.workflow.nl.lexicon import METRIC_RX, METRICS, NUMLIST, NUMV
+from raystack.workflow.nl.lexicon import METRIC_RX, METRICS, NUMLIST
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.text import Text, Token, number
 
@@ -119,7 +119,7 @@ def make_dataset(text: Text, lo: int, hi: int, f: Found) -> None:
         f.map = ("rows", [int(v) for v in _list(text, m.group("l"))])
     else:
         m = _search(text, lo, hi, rf"(?P<n>NUM\d+)\s*(?:-\s*)?{noun}", "rows") or \
-            _search(text, lo, hi, rf"(?:rows|samples|examples)\s*(?:=|:|of)?\s*(?P<n>NUM\d+)", "rows")
+            _search(text, lo, hi, r"(?:rows|samples|examples)\s*(?:=|:|of)?\s*(?P<n>NUM\d+)", "rows")
         if m:
             f.set("rows", int(_num(text, m.group("n"))))
     m = _search(text, lo, hi, r"(?P<n>NUM\d+)\s+(?:features?|columns?|dimensions?|dims|variables)", "features")

@@ -42,7 +42,7 @@ from typing import Any
 
 import yaml
 
-from raystack.workflow.catalog import CATALOG, entry_for
+from raystack.workflow.catalog import entry_for
 from raystack.workflow.nl.lexicon import METRICS
 from raystack.workflow.nl.plan import REFUSAL_KINDS, Plan
 

@@ -6,7 +6,6 @@ it is also a verb elsewhere ("the summarize and qa adapters"); its words are the
 
 from __future__ import annotations
 
-import re
 
 from raystack.workflow.nl.text import Text, Token
 from raystack.workflow.nl.triggers import COMPILED

@@ -22,9 +22,9 @@ _TARGETS = (r"(?:/|~|\$home|everything|all\s+(?:the\s+)?(?:files|data|folders|di
             r"workspace|codebase|source|checkpoints?|outputs|results|logs|files|data\s+lake|warehouse|backups?)|"
             r"production|prod\b|the\s+\w+\s+(?:folder|directory|bucket|database))")
 PATTERNS: list[tuple[str, str]] = [
-    (rf"\b(?:ignore|disregard|forget|override|bypass|skip)\s+(?:all\s+|any\s+|your\s+|the\s+|my\s+|previous\s+|prior\s+|"
-     rf"above\s+|earlier\s+|safety\s+|system\s+)*(?:instructions?|rules|guidelines|constraints|policies|policy|"
-     rf"safety|restrictions|prompt|system\s+prompt|guardrails)\b", "asks to override the planner's instructions"),
+    (r"\b(?:ignore|disregard|forget|override|bypass|skip)\s+(?:all\s+|any\s+|your\s+|the\s+|my\s+|previous\s+|prior\s+|"
+     r"above\s+|earlier\s+|safety\s+|system\s+)*(?:instructions?|rules|guidelines|constraints|policies|policy|"
+     r"safety|restrictions|prompt|system\s+prompt|guardrails)\b", "asks to override the planner's instructions"),
     (r"\b(?:you\s+are\s+now|pretend\s+(?:to\s+be|you\s+are)|act\s+as|jailbreak|developer\s+mode)\b",
      "asks the planner to take another role"),
     (r"\brm\s+-\w+|\bsudo\b|\bmkfs\b|\bchmod\b|\bchown\b|\bdd\s+if=|\bcurl\b|\bwget\b|\|\s*(?:sh|bash)\b|"

@@ -66,7 +66,7 @@ TRIGGERS: list[tuple[str, str]] = [
                       r"|(?<!the )(?<!a )(?<!an )(?<!that )(?<!this )\bpre-?trained\b(?!\s+(?:checkpoint|model|weights|base|llm))"),
     ("edit_pretrain", r"\b(?:a-?edit|edit|diloco)\b(?:\s+local\s+sgd)?|\blocal\s+sgd\b"),
     ("mlora_finetune", r"\b(?:fine-?tun\w*|finetun\w*)\b"),
-    ("mlora_finetune", rf"\b(?:train|trains|training|trained|fit|learn|build|create|make)\s+(?P<sk>(?:[^\s.;:]+\s+){{0,8}}?)(?:lora|dora)?\s*adapters?\b"),
+    ("mlora_finetune", r"\b(?:train|trains|training|trained|fit|learn|build|create|make)\s+(?P<sk>(?:[^\s.;:]+\s+){0,8}?)(?:lora|dora)?\s*adapters?\b"),
     ("mlora_finetune", r"\bmlora\b|\b(?:lora|dora)\s+adapters?\b"),
     ("serve_adapters", rf"\b(?:serve|serves|serving|deploy\w*|host|hosts|expose|publish)\s+{skip(3)}adapters?\b"
                        r"|(?<!with )(?<!using )(?<!via )(?<!on )(?<!through )(?<!behind )(?<!over )(?<!in )\bray\s+serve\b"
@@ -160,7 +160,7 @@ TRIGGERS: list[tuple[str, str]] = [
                     r"strongest|stronger|highest[- ]scoring|top-performing|best-performing)\b(?:\s+(?:one|model|classifier|of\s+them|result|performer))?"),
     ("select_best", rf"(?:{AFTER_ARROW}|(?<=[,;:]\s)|^)(?:the\s+)?best\s+(?:one\s+|model\s+)?(?:by|on)\s+(?=(?:{METRIC_RX})\b)"),
     ("select_best", rf"\b(?:select|pick|choose|keep|take|retain|go\s+with)\s+(?:the\s+one\s+with\s+)?(?:the\s+)?(?:lower|lowest|higher|highest|smaller|smallest|larger|largest|better|best)\s+(?=(?:{METRIC_RX})\b)"),
-    ("select_best", rf"\b(?:select|pick|choose|keep|take|use)\s+(?:whichever|the\s+one)\s+(?:one\s+)?(?:has|scores|gets|is|with|ends)\s+"
+    ("select_best", r"\b(?:select|pick|choose|keep|take|use)\s+(?:whichever|the\s+one)\s+(?:one\s+)?(?:has|scores|gets|is|with|ends)\s+"
                     r"(?:the\s+|with\s+the\s+)?(?:higher|highest|best|better|greater|top|lower|lowest)\b"),
     ("select_best", r"\b(?:(?:keep|pick|choose|select|take|use|go\s+with|retain|promote)\s+)?(?:whichever|the\s+(?:more|most)\s+(?:accurate|precise)|"
                     r"the\s+one\s+that\s+(?:does|scores|performs)\s+better)\b(?:\s+(?:one|model|is\s+more\s+accurate|is\s+better))?"
