@@ -16,6 +16,15 @@ from pathlib import Path
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 _cli_out: str | None = None  # --out from parse_args: where Report writes unless told otherwise
+QUICK_DIR = RESULTS_DIR / "quick"   # git-ignored: a smoke run never replaces a full run's figures
+
+
+def default_out(name: str, quick: bool) -> Path:
+    """Where a run's JSON goes unless ``--out`` says: ``results/<name>.json`` for a full run,
+    ``results/quick/<name>.json`` for ``--quick`` (its plots go beside it)."""
+    return (QUICK_DIR if quick else RESULTS_DIR) / f"{name}.json"
+
+
 _OPS = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt, "==": operator.eq}
 
 # Let `python benchmarks/<part>.py` import the project from a checkout without installing it.
@@ -27,7 +36,8 @@ if _ROOT not in sys.path:
 def parse_args(description: str, extra=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--quick", action="store_true", help="shrink every size so the run takes < 2 minutes")
-    p.add_argument("--out", default=None, help="results file (default benchmarks/results/<part>.json)")
+    p.add_argument("--out", default=None, help="results file (default benchmarks/results/<part>.json; "
+                   "with --quick benchmarks/results/quick/<part>.json, which git ignores)")
     if extra:
         extra(p)
     args = p.parse_args()
@@ -59,7 +69,7 @@ class Report:
         self.targets: dict[str, dict] = {}
         self.notes: list[str] = []
         out = out or _cli_out
-        self.out = Path(out) if out else RESULTS_DIR / f"{part}.json"
+        self.out = Path(out) if out else default_out(part, quick)
         self.started = time.time()
 
     def arm(self, name: str, **figures) -> dict:

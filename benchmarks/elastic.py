@@ -27,7 +27,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
-from benchmarks.common import Report, parse_args  # noqa: E402
+from benchmarks.common import Report, default_out, parse_args  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -299,7 +299,7 @@ def main() -> int:
            "resize_min_rows": 100_000, "straggler_rows": 128_000, "straggler_reps": 0 if q else 3,
            "trace_jobs": 20 if q else 60, "trace_seeds_extra": [] if q else [1, 2, 3, 4],
            "model_jobs": 20 if q else 50, "ray_train": not q, "parts": parts}
-    rep = Report("elastic", q, cfg, args.out or (str(RESULTS / f"{name}.json") if partial else None))
+    rep = Report("elastic", q, cfg, args.out or (str(default_out(name, q)) if partial else None))
     if partial:
         rep.note(f"partial run: only {', '.join(parts)} (the full run writes elastic.json).")
 

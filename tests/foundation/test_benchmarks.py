@@ -99,3 +99,19 @@ def test_quick_reliability_reads_the_fault_free_spread(quick_outputs):
     assert all(arm["seconds"] > 0 for arm in result["arms"].values())
     assert "torchft" not in result["arms"] and result["targets"]["edit_vs_torchft_recovery"]["value"] is None
     assert any("torchft arm: full run only" in n for n in result["notes"])
+
+
+def test_a_quick_run_never_replaces_the_full_runs_results():
+    """Without --out a --quick run writes under results/quick/ (git-ignored), so a smoke run
+    after a full one leaves the full run's JSON and plots as they were; --out still wins."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import common
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    full, quick = common.Report("edit_quality", False), common.Report("edit_quality", True)
+    assert full.out == ROOT / "benchmarks" / "results" / "edit_quality.json"
+    assert quick.out == ROOT / "benchmarks" / "results" / "quick" / "edit_quality.json"
+    assert common.Report("edit_quality", True, out="/tmp/x.json").out == Path("/tmp/x.json")
+    ignored = subprocess.run(["git", "check-ignore", "-q", str(quick.out.relative_to(ROOT))], cwd=ROOT)
+    assert ignored.returncode == 0, "results/quick/ must be git-ignored"
