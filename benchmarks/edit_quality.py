@@ -309,8 +309,8 @@ def main() -> None:
         p.add_argument("--seeds", default=None, help="comma-separated seeds (default: 0,1,2 on tiny-1m, 0 on tiny-20m)"),
         p.add_argument("--arms", default=None, help="comma-separated arms (default: all of the model's)"),
         p.add_argument("--workers", type=int, default=None,
-                       help="jobs at a time, each in its own process (default 2; 0: one by one in this process, "
-                            "the default with --quick)"),
+                       help="jobs at a time, each in a fresh process (default 2; 0: one by one in this process, "
+                            "the default with --quick, whose torchft job runs last)"),
         p.add_argument("--steps", type=int, default=None, help="steps per replica (default: the model's)"),
         p.add_argument("--outer", default=None, help="outer lr,momentum for every model (default: per model, %s)" % OUTER),
         p.add_argument("--warmup", type=int, default=None, help=f"synchronous steps first (default {WARMUP_FRACTION * 100:g}%% of the steps)"),
@@ -354,7 +354,11 @@ def main() -> None:
         for job in jobs:
             done(run_job(*job))
     else:
-        with cf.ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as pool:
+        # a fresh process per job: torchft leaves threads running after its jobs (its timeout
+        # manager's watchdog and event loop), which took GIL time from every later job in the same
+        # process (a third of py-spy's samples in one) and so moved A-EDiT's time-based windows
+        with cf.ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"),
+                                    max_tasks_per_child=1) as pool:
             for fut in cf.as_completed([pool.submit(run_job, *job) for job in jobs]):
                 done(fut.result())
     out_dir = report.out.parent
