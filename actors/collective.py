@@ -11,7 +11,8 @@ from typing import Sequence
 
 import ray
 
-from raystack.comm import CommGroup, NetworkModel, host_rendezvous
+from raystack.cluster import free_port
+from raystack.comm import CommGroup, NetworkModel
 from raystack.runtime.group import ActorGroup, MemberSpec
 
 
@@ -19,23 +20,18 @@ class CommMember:
     """Mixin for actor classes that take part in a collective group (sets `self.comm`)."""
 
     comm: CommGroup | None = None
-    _rendezvous_store = None  # the store this actor hosts for the group it joins next, as rank 0
 
-    def comm_rendezvous(self, timeout_s: float = 120.0) -> tuple[str, int]:
-        """Host the next group's rendezvous on this actor's node (this actor will be rank 0):
-        the store is bound before its port is handed out, so no other process can take it."""
+    def comm_rendezvous(self) -> tuple[str, int]:
+        """An address and a free port on this actor's node, for rank 0 to host the rendezvous."""
         ip = ray.util.get_node_ip_address()
-        self._rendezvous_store = host_rendezvous(ip, timeout_s)
-        return ip, self._rendezvous_store.port
+        return ip, free_port(ip)
 
     def join_comm(self, rank: int, world_size: int, addr: str, port: int, backend: str | None = None,
                   network: NetworkModel | None = None, timeout_s: float = 120.0) -> int:
         if self.comm is not None:
             self.comm.destroy()
-        store, self._rendezvous_store = self._rendezvous_store, None
-        hosted = store if rank == 0 and store is not None and store.port == port else None
         self.comm = CommGroup.init(rank, world_size, addr, port, backend=backend, network=network,
-                                   timeout_s=timeout_s, store=hosted)
+                                   timeout_s=timeout_s)
         return rank
 
     def leave_comm(self) -> None:
@@ -58,6 +54,6 @@ def form_comm_group(members: ActorGroup | Sequence, network: NetworkModel | None
     keys = members.keys
     if not keys:
         raise ValueError("form_comm_group needs at least one actor")
-    addr, port = members.ask(keys[0], "comm_rendezvous", timeout_s)
+    addr, port = members.ask(keys[0], "comm_rendezvous")
     members.call_each("join_comm", {k: (rank, len(keys), addr, port, backend, network, timeout_s)
                                     for rank, k in enumerate(keys)})

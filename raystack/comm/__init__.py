@@ -7,7 +7,6 @@ from __future__ import annotations
 import importlib
 
 _HOME = {"CommGroup": "group", "CommHandle": "group", "OpStats": "group", "default_backend": "group",
-         "host_rendezvous": "group",
          "NetworkModel": "network", "SimulatedLink": "network", "ring_bytes": "network"}
 __all__ = list(_HOME)
 

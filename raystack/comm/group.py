@@ -73,16 +73,6 @@ class CommHandle:
         return self._result
 
 
-def host_rendezvous(host: str, timeout_s: float = 120.0) -> "dist.TCPStore":
-    """The store the members of a new group meet at, listening on ``host`` at a port the OS
-    picked when it bound it (``.port``). Rank 0 hosts it and joins with ``CommGroup.init(...,
-    store=it)``; the others join at ``host:.port``. Choosing a free port first and binding it
-    later (in ``init_process_group``) leaves a window in which another process can take it, and
-    the group then fails to form with ``DistNetworkError``."""
-    return dist.TCPStore(host, 0, None, True, timeout=timedelta(seconds=timeout_s),
-                         wait_for_workers=False)
-
-
 class CommGroup:
     """A collective group seen from one member. Build with `CommGroup.init` in every member."""
 
@@ -101,28 +91,16 @@ class CommGroup:
     @classmethod
     def init(cls, rank: int, world_size: int, master_addr: str, master_port: int,
              backend: str | None = None, network: NetworkModel | None = None,
-             timeout_s: float = 120.0, store: "dist.TCPStore | None" = None) -> "CommGroup":
-        """Join the world of `world_size` processes rendezvousing at master_addr:master_port.
-        Rank 0 may pass the ``store`` it hosts there (`host_rendezvous`) instead of binding the
-        port itself."""
+             timeout_s: float = 120.0) -> "CommGroup":
+        """Join the world of `world_size` processes rendezvousing at master_addr:master_port."""
         if not 0 <= rank < world_size:
             raise ValueError(f"rank must be in [0, {world_size}), got {rank}")
         backend = backend or default_backend()
         if dist.is_initialized():
             raise RuntimeError("this process already belongs to a torch.distributed world; "
                                "call destroy() on its CommGroup first")
-        timeout = timedelta(seconds=timeout_s)
-        if store is not None:
-            if rank != 0 or store.port != master_port:
-                raise ValueError(f"only rank 0 joins through the store it hosts (port {store.port}); "
-                                 f"got rank {rank} at port {master_port}")
-            store.set_timeout(timeout)
-        else:   # rank 0 without a hosted store binds master_port here; the others connect to it
-            store = dist.TCPStore(master_addr, master_port, world_size, rank == 0, timeout=timeout,
-                                  wait_for_workers=False)
-        # every member passes a store, so all see the same keys (init_method would prefix them)
-        dist.init_process_group(backend=backend, store=store, rank=rank, world_size=world_size,
-                                timeout=timeout)
+        dist.init_process_group(backend=backend, init_method=f"tcp://{master_addr}:{master_port}",
+                                rank=rank, world_size=world_size, timeout=timedelta(seconds=timeout_s))
         return cls(rank, world_size, dist.group.WORLD, backend, network)
 
     @property

@@ -120,23 +120,3 @@ def test_compressed_all_reduce_over_gloo_sums_alike_everywhere_and_counts_compre
         assert sums[0] == sums[1] == sums[2]
         assert max(abs(a - b) for a, b in zip(sums[0], exact)) <= tol
         assert all(o[1] == 2 * payload for o in out)      # all-gather on 3 ranks: 2 x the payload
-
-
-def test_rendezvous_port_is_held_from_the_moment_it_is_handed_out_and_the_group_reforms(members):
-    """Rank 0 binds the rendezvous port before it names it, so no other process on the node can
-    take it in between (a port chosen free and bound later was taken once in CI, and the group
-    then failed to form with DistNetworkError); re-forming the same members then works."""
-    import socket
-    addr, port = ray.get(members[0].comm_rendezvous.remote(30.0))
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s, pytest.raises(OSError):
-        s.bind((addr, port))
-    form_comm_group(members, timeout_s=60)
-    out = ray.get([m.all_reduce.remote([float(r)], "sum") for r, m in enumerate(members)])
-    assert out == [[3.0]] * 3
-
-
-def test_only_rank_0_joins_through_the_store_it_hosts():
-    from raystack.comm import CommGroup, host_rendezvous
-    store = host_rendezvous("127.0.0.1", 5.0)
-    with pytest.raises(ValueError, match="only rank 0"):
-        CommGroup.init(1, 2, "127.0.0.1", store.port, backend="gloo", store=store)
