@@ -27,9 +27,8 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
-from benchmarks.common import Report, default_out, parse_args  # noqa: E402
+from benchmarks.common import RESULTS_DIR, Report, default_out, parse_args  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def job_cfg(work: Path, name: str, rows: int, **over):
@@ -242,7 +241,7 @@ TRACE_NOTE = (
     "part alone.")
 
 
-def plots(trace: dict, out: Path = RESULTS / "elastic.json") -> list[str]:
+def plots(trace: dict, out: Path = RESULTS_DIR / "elastic.json") -> list[str]:
     """The JCT and utilisation plots, next to the results file ``out``, named after it."""
     import matplotlib
 
