@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -364,8 +365,40 @@ def stop_head(state_dir: Path = STATE_DIR, grace_s: float = 10.0) -> list[int]:
 RAY_DEFAULT_PORTS = frozenset({6379, 8265, 10001, 52365, 8000, 9000})
 
 
+# Where to look for a port to listen on: above Ray's worker ports (10002-19999 by default) and
+# below the range the OS takes local ports of outgoing connections from (Linux's
+# ip_local_port_range, 32768-60999 by default; IANA's 49152 elsewhere). A port the OS offers as
+# free (bind to port 0) lies inside that range, and on a busy node an outgoing connection (Ray
+# opens many) can take it before its caller binds it: seen in CI, where a re-formed comm group's
+# rendezvous then failed with DistNetworkError. Below the range only an explicit bind takes it.
+_LISTEN_BAND_START = 20000
+_EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+
+
+def listen_band() -> range:
+    """The ports `free_port` draws from (empty where the OS's ephemeral range starts too low)."""
+    try:
+        start = int(_EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        start = 49152
+    return range(_LISTEN_BAND_START, max(_LISTEN_BAND_START, start))
+
+
 def free_port(host: str = "127.0.0.1", avoid: frozenset[int] | set[int] = frozenset()) -> int:
-    """A TCP port free on ``host`` right now, none of Ray's defaults and none in ``avoid``."""
+    """A TCP port free on ``host`` right now, none of Ray's defaults and none in ``avoid``: drawn
+    at random from `listen_band` (so no outgoing connection takes it before the caller binds
+    it), or offered by the OS if that band is empty or too full."""
+    band, draw = listen_band(), random.SystemRandom()   # no shared seed: forked callers differ
+    for _ in range(64 if len(band) >= 1024 else 0):
+        port = draw.randrange(band.start, band.stop)
+        if port in RAY_DEFAULT_PORTS or port in avoid:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind((host, port))
+            except OSError:
+                continue
+        return port
     while True:
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
             s.bind((host, 0))
