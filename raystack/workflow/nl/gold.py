@@ -15,7 +15,11 @@ How a plan is compared (fixed before any held-out prompt was seen):
 - edges are compared as the ordering they impose: the transitive closure of ``after`` over
   non-exit steps (taken from the IR's dependencies for the plan);
 - params are compared by value, not name (``80/20``, ``20%`` and ``0.2`` are one test
-  fraction; names differ between writers: ``workers`` / ``ranks``), as multisets;
+  fraction; names differ between writers: ``workers`` / ``ranks``), as multisets; a param set
+  to its step's default ("total the sales by store": ``agg: sum``) states nothing the step
+  would not do anyway: one side stating it and the other not is no difference (added
+  2026-12-02, from development set 4, whose author and set 1's disagreed on it; before
+  held-out set 5 was scored);
 - constructs: map values, when (step, metric, op, value), otherwise, loop (metric, op, value,
   max_iterations), retries, exit kind, concurrency, tune (the fields gold states), bound.
 
@@ -35,6 +39,7 @@ the scorer applies the same canonical mapping to the plan (:class:`Conventions`)
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,7 +47,7 @@ from typing import Any
 
 import yaml
 
-from raystack.workflow.catalog import entry_for
+from raystack.workflow.catalog import CATALOG, CatalogEntry, entry_for
 from raystack.workflow.nl.lexicon import METRICS
 from raystack.workflow.nl.plan import REFUSAL_KINDS, Plan
 
@@ -208,6 +213,34 @@ class Canon:
     concurrent: bool
     tune: dict | None
     bound: tuple | None
+    defaults: frozenset = frozenset()   # params' values equal to the step's defaults
+
+
+def _defaults(entries: list[CatalogEntry]) -> dict[str, Any]:
+    """The default of each parameter of these catalog steps (the first entry's, by name)."""
+    out: dict[str, Any] = {}
+    for e in entries:
+        try:
+            params = e.params()
+        except Exception:  # noqa: BLE001 - a step whose signature cannot be read states all
+            continue
+        for name, p in params.items():
+            if not p.required:
+                out.setdefault(name, p.default)
+    return out
+
+
+def default_values(params: dict, entries: list[CatalogEntry]) -> frozenset[str]:
+    """The comparable values among ``params`` that equal their step's default (by the
+    parameter's catalog name; a name the catalog does not use, a gold writer's alias, matches
+    any of the step's defaults)."""
+    defaults = {k: v for k, v in _defaults(entries).items() if v is not None}
+    out = set()
+    for k, v in params.items():
+        options = [defaults[k]] if k in defaults else list(defaults.values())
+        if any(norm_value(v) == norm_value(d) for d in options):
+            out.add(repr(norm_value(v)))
+    return frozenset(out)
 
 
 def gold_steps(steps: list[dict]) -> list[Canon]:
@@ -215,12 +248,14 @@ def gold_steps(steps: list[dict]) -> list[Canon]:
     for s in steps:
         mp = s.get("map")
         b = s.get("bound")
+        entries = [e for e in CATALOG.values() if e.kind == s["kind"]]
         out.append(Canon(
             s["name"], s["kind"], sorted(map(repr, (norm_value(v) for v in (s.get("params") or {}).values()))),
             set(s.get("after") or []), sorted(map(repr, norm_value(mp["values"]))) if mp else None,
             _canon_cond(s.get("when")), bool(s.get("otherwise")), _canon_loop(s.get("loop")),
             int(s.get("retries") or 0), s.get("exit"), bool(s.get("concurrent")),
-            s.get("tune"), (b.get("op"), norm_value(b.get("value"))) if b else None))
+            s.get("tune"), (b.get("op"), norm_value(b.get("value"))) if b else None,
+            default_values(s.get("params") or {}, entries)))
     return out
 
 
@@ -278,7 +313,8 @@ def plan_steps(plan: Plan, conventions: Conventions = SETS1) -> list[Canon]:
             lab, kind, sorted(map(repr, (norm_value(v) for v in d.stated.values()))), deps(lab), mp, when,
             bool(spec.when and spec.when[0].negate), loop, spec.retries, spec.exit,
             bool(d.concurrent), tune,
-            (d.bound["op"], norm_value(d.bound["value"])) if d.bound else None))
+            (d.bound["op"], norm_value(d.bound["value"])) if d.bound else None,
+            default_values(d.stated, [entry] if entry else [])))
     return out
 
 
@@ -307,8 +343,10 @@ def _local_equal(g: Canon, m: Canon, inherited_map: list | None,
     ``else_of``: for a gold else-branch without its own ``when``, the condition it negates."""
     if g.kind != m.kind and not (g.kind == "tune" and m.tune is not None):
         return f"kind {m.kind} != {g.kind}"
-    if g.params != m.params:
-        return f"{g.name}: params {m.params} != {g.params}"
+    if g.params != m.params:   # a value one side states and the other leaves to its default is equal
+        only_g, only_m = Counter(g.params) - Counter(m.params), Counter(m.params) - Counter(g.params)
+        if not (set(only_g) <= g.defaults and set(only_m) <= m.defaults):
+            return f"{g.name}: params {m.params} != {g.params}"
     if g.map != m.map and not (m.map is None and g.map == inherited_map):
         return f"{g.name}: map {m.map} != {g.map}"
     for f in ("otherwise", "loop", "retries", "exit", "concurrent", "bound"):

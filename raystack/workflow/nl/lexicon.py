@@ -94,7 +94,7 @@ RETRIES = [
 ]
 
 EXIT_CUES = [
-    (r"\bon\s+(?:a\s+|any\s+)?failure\b|\bupon\s+failure\b|\bfailure\s+anywhere\b|\bany\s+failure\b|\bif\s+(?:it|something|anything)\s+(?:fails|breaks)\b|\bin\s+case\s+of\s+(?:a\s+|any\s+)?(?:failures?|errors?)\b|"
+    (r"\b(?:on|upon)\s+(?:a\s+|any\s+)?failures?(?:\s+(?:anywhere|at\s+any\s+(?:point|step)|along\s+the\s+way))?\b|\bfailure\s+anywhere\b|\bany\s+failure\b|\bif\s+(?:it|something|anything)\s+(?:fails|breaks)\b|\bin\s+case\s+of\s+(?:a\s+|any\s+)?(?:failures?|errors?)\b|"
      r"\b(?:if|when|should)\s+(?:anything|something|any\s+step|a\s+step|any\s+of\s+(?:this|these|them)|"
      r"the\s+(?:run|workflow|pipeline|job|training|whole\s+thing|flow))\s+(?:fails?|failed|breaks?|go(?:es)?\s+wrong|"
      r"errors(?:\s+out)?|crashes)(?:\s+(?:anywhere|at\s+any\s+(?:point|step)|somewhere|along\s+the\s+way))?\b"
@@ -150,6 +150,7 @@ basically simply quick toy demo job jobs run runs pipeline workflow flow task ta
 get got gets put puts produce make makes take takes separate separately individually
 candidate candidates option options version versions variant variants baseline
 plan here's here what's i've we've you've
+u ur pls plz thx obviously course naturally of
 whichever whatever one one's anything something both either two-step across written
 is are be it\s*'s that's them they those their its everything finally eventually
 note notes etc e.g i.e via per each apiece respectively overall at ensure ensuring say

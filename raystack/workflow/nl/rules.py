@@ -38,6 +38,8 @@ PER_ROUND_STEPS = ("train_model", "elastic_dlrm")   # steps with a top-level ``e
 # words between "after"/"once" and the step its clause names ("once it is evaluated")
 SUBORDINATE_SKIP = {"the", "a", "an", "it", "they", "its", "their", "has", "have", "is", "are", "been",
                     "being", "was", "were", "all", "data", "model"}
+# a directory that holds a checkpoint by its name ("./ckpt/x", "runs/checkpoints/latest")
+CHECKPOINT_PATH = re.compile(r"(?:^|/|\.)(?:ckpts?|checkpoints?)(?:/|$|[-_])")
 VERBLESS_MODEL = re.compile(rf"(?:(?:a|the|final|plain|simple)\s+)*{MODEL_KIND}\b")
 
 
@@ -135,6 +137,8 @@ class RulePlanner:
                     continue
                 if written_end or (entry == "save_report" and self._table_result(t, m, toks, hi)):
                     entry_here = "write_table"
+                elif entry == "load_data" and out_file is not None and CHECKPOINT_PATH.search(out_file.low):
+                    entry_here = "load_checkpoint"   # "./ckpt/base is loaded": a checkpoint, never a table
                 else:
                     entry_here = entry
                 skipped = set()
@@ -162,11 +166,16 @@ class RulePlanner:
                 t.relabel(t.tokens[a.lo:a.trig_end], a.entry)
                 del found[k]
         merged: list[Action] = []
+        slash_end: dict[int, int] = {}   # a load's files so far, "a.csv / b.csv": where the last ends
         for a in found:  # several phrases of one step ("use EDiT local SGD to pre-train an LLM")
             if a.entry in PARTS and len(merged) > 1 and merged[-2].entry == a.entry and merged[-1].prepositional \
                     and merged[-1].entry in SOURCES and merged[-2].sentence == a.sentence \
                     and not any(x.kind == "punct" and x.text not in ("(", ")") for x in t.tokens[merged[-2].lo:a.lo]):
                 continue  # "fine-tune two adapters on the checkpoint in ./ckpt with mLoRA": one step
+            if merged and a.entry == merged[-1].entry == "load_data" and a.has_file and merged[-1].has_file \
+                    and [x.text for x in t.tokens[slash_end.get(id(merged[-1]), merged[-1].trig_end):a.lo]] == ["/"]:
+                slash_end[id(merged[-1])] = a.trig_end
+                continue  # "read a.csv / b.csv / c.csv": one load over the files (a map)
             if merged and merged[-1].entry == a.entry and (
                     a.entry not in ("load_data", "train_model", "evaluate_model", "notify")
                     or (a.entry == "load_data" and not (a.has_file and merged[-1].has_file))

@@ -222,15 +222,16 @@ class Text:
         t.tokens = _merge_numbers(t.tokens)
         t._list_markers()
         parts, pos = [], 0
-        for tok in t.tokens:
+        for k, tok in enumerate(t.tokens):
             piece = (f"{PLACEHOLDER[tok.kind]}{tok.i}" if tok.kind in PLACEHOLDER
                      else tok.low)
-            if parts:
+            if parts:   # a line break stays one ("- report" ends its bullet: ``(?m:$)`` sees it)
+                parts.append("\n" if "\n" in raw[t.tokens[k - 1].end:tok.start] else " ")
                 pos += 1
             t._pos.append((pos, pos + len(piece), tok.i))
             parts.append(piece)
             pos += len(piece)
-        t.masked = " ".join(parts)
+        t.masked = "".join(parts)
         return t
 
     def _list_markers(self) -> None:

@@ -142,7 +142,8 @@ TRIGGERS: list[tuple[str, str]] = [
     ("save_report", rf"\breport\s+{skip(3)}(?:to|in|into|as)\s+FILE\d+|\breport\s*(?:{ARROW}|:|\()?\s*FILE\d+"),
     ("save_report", r"\b(?:wrap|write|sum)\s+(?:it\s+|everything\s+|things\s+|it\s+all\s+|them\s+)?up\b(?:\s+(?:in|into|as|with)?\s*(?:a|the)\s+(?:final\s+|short\s+|summary\s+)?report\b)?"),
     ("save_report", r"\b(?:a|the|final|short|brief)\s+(?:final\s+|short\s+|summary\s+|brief\s+|saved\s+|written\s+)?report\b"),
-    ("save_report", rf"(?:^|(?<=[),;:>→]\s)|(?<=\bthen\s)|(?<=\band\s))(?:final\s+|summary\s+)?report\b(?=\s*(?:$|[.;,)]|{ARROW}))"),
+    ("save_report", rf"(?:(?m:^)|(?<=[),;:>→]\s)|(?<=\s-\s)|(?<=\bthen\s)|(?<=\band\s))(?:final\s+|summary\s+)?report\b"
+                    rf"(?=\s*(?:(?m:$)|[.;,)]|{ARROW}|(?:when|once|after)\s+(?:both|all|they|everything|it)\b))"),
     ("write_table", rf"\b(?:write|writes|save|saves|store|stores|export|dump|persist|output|put)\w*\s+{skip(4)}(?:to|as|into|in|at)\s+(?P<f>FILE\d+)"),
     ("write_table", r"\b(?:write|writes|save|saves|store|stores|dump|persist|output|export)\w*\s+(?:the\s+|a\s+)?"
                     r"(?:tables?|results?|output|scores)\s+(?P<f>FILE\d+)"),    # "write table out/dept.csv"
