@@ -87,7 +87,7 @@ def _loops(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
                                "say 'at most N times'"], "unbounded")
         bm, btoks = bound
         t.mark(btoks, "loop bound")
-        n = next(g for g in (bm.group("n"), bm.group("n2"), bm.group("n3"), bm.group("n4")) if g)
+        n = next(g for g in (bm.group("n"), bm.group("n2"), bm.group("n3"), bm.group("n4"), bm.group("n5")) if g)
         per_round: dict = {}
         for pat, params in L.PER_ROUND.items():
             for _, toks2 in t.finditer(pat, lo, hi, free_only=True):
@@ -137,7 +137,7 @@ def _conditions(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
             continue
         op, value, end = cmp
         nxt = t.tokens[end] if end < len(t.tokens) else None
-        if nxt is None or nxt.text not in (*ARROWS, ":", ","):
+        if nxt is None or nxt.text not in (*ARROWS, ":", ",", "?"):
             continue          # only a clause of its own: "Recall under 60% -> send 'low'"
         metric = metric_of(m.group("m"))
         t.mark(t.tokens[toks[0].i:end], "condition")

@@ -205,7 +205,8 @@ def elastic_dlrm(text: Text, lo: int, hi: int, f: Found) -> None:
                           r"ad\s+click|training|run|job)\b", "elastic")
     m = _search(text, lo, hi, r"(?:(?:job\s+)?name[sd]?|called|as)\s*(?::|=)?\s*(?P<n>" + JOB_NAME + r")\b", "job name") or \
         _search(text, lo, hi, r"\bjob\s+(?P<n>" + JOB_NAME + r")\b", "job name") or \
-        _search(text, lo, hi, r"(?:(?:job\s+)?name[sd]?|called|as)\s*(?::|=)?\s*(?P<q>QUOTE\d+)", "job name")
+        _search(text, lo, hi, r"(?:(?:job\s+)?name[sd]?|called|as)\s*(?::|=)?\s*(?P<q>QUOTE\d+)", "job name") or \
+        _search(text, lo, hi, r"\b(?P<n>" + JOB_NAME + r")\s+(?:\(\s*)?elastic\b", "job name")  # "snack-recs elastic DLRM"
     if m:
         f.set("name", m.group("n") if m.groupdict().get("n") else text.literal(m.group("q")).value())
     m = _search(text, lo, hi, rf"(?:for\s+)?(?P<l>{NUMLIST})\s+(?:training\s+)?epochs\b", "epochs")

@@ -69,7 +69,9 @@ BOUND = (r"(?:(?:for\s+)?(?:at\s+most|up\s+to|no\s+more\s+than|not\s+more\s+than
          r"(?P<n>NUM\d+)\s*(?:times|rounds?|iterations?|attempts?|tries|repetitions?|passes|runs)?"
          r"|(?P<n2>NUM\d+)\s+(?:times|rounds|iterations|attempts|tries)\s+(?:at\s+most|max(?:imum)?)"
          r"|(?:in|over)\s+(?:at\s+most\s+)?(?P<n3>NUM\d+)\s+(?:rounds|iterations|attempts|tries)"
-         r"|(?:and\s+|but\s+)?(?:stop|stopping|give\s+up|quit)\s+after\s+(?P<n4>NUM\d+)\s+(?:rounds|iterations|attempts|tries|times|runs|passes)(?:\s+(?:at\s+(?:the\s+)?most|max(?:imum)?|tops))?)")
+         r"|(?:and\s+|but\s+)?(?:stop|stopping|give\s+up|quit)\s+after\s+(?P<n4>NUM\d+)\s+(?:rounds|iterations|attempts|tries|times|runs|passes)(?:\s+(?:at\s+(?:the\s+)?most|max(?:imum)?|tops))?)"
+         r"|or\s+(?:stop\s+|quit\s+)?after\s+(?P<n5>NUM\d+)\s+(?:rounds|iterations|attempts|tries|times|runs|passes|epochs)"
+         r"(?:\s*,?\s*whichever\s+(?:comes\s+|happens\s+|is\s+)?(?:first|sooner|earlier))?")
 # "epoch by epoch", "round after round", "keep going until": how a loop is written, not a step;
 # PER_ROUND says what one round of the looped step runs ("epoch by epoch" = one epoch a round)
 LOOP_WORDS = (r"\b(?:keep(?:s|ing)?\s+(?:on\s+)?(?:training|running|fitting|iterating|repeating|going)|repeat(?:ing|edly)?|keep|keeps|keeping|again|iterat\w*|re-?run\w*|rounds?|runs|at\s+a\s+time|"

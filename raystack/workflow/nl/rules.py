@@ -96,6 +96,13 @@ class RulePlanner:
                     ex(t, a.zlo, a.hi, a.found)
                 if a.found.bound is None and not CATALOG[a.entry].side_effect:
                     resource_bound(t, a.zlo, a.hi, a.found)
+        for si, (lo, hi) in enumerate(spans):   # "...DLRM job, epoch by epoch; max 6 workers.": a bound
+            if any(a.sentence == si for a in actions):   # in a clause of its own is the last step's
+                continue
+            prev = [a for a in actions if a.sentence < si and not a.prepositional]
+            if prev and prev[-1].found.bound is None and not CATALOG[prev[-1].entry].side_effect:
+                with t.claiming(prev[-1].entry):
+                    resource_bound(t, lo, hi, prev[-1].found)
         fill_from_question(t, actions, asked, EXTRACTORS)
         self._one_load_per_file(actions)
         steps = self._steps(t, actions, cues)
@@ -465,6 +472,9 @@ class RulePlanner:
                                 and e.sentence == c.sentence), None)
                 fwd = [a for a in after if else_at is None or a.lo < else_at]
                 targets = fwd if fwd and (not before or c.lo >= before[-1].hi) else before[-1:]
+                if not targets and c.hi < len(t.tokens) and t.tokens[c.hi].text == "?":
+                    # "AUC >= 0.75? -> export it": a question guards the next sentence's first step
+                    targets = [a for a in actions if a.sentence == c.sentence + 1][:1]
                 if not targets:
                     raise PlanRefused(["a condition with no step to guard"])
                 cond = Cond("", c.data["metric"], c.data["op"], c.data["value"])
