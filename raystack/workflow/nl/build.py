@@ -130,8 +130,31 @@ class _Wiring:
         for label in srcs:
             src = by_label.get(label)
             if src is not None and metric not in CATALOG[src.entry].metrics:
-                raise PlanRefused([f"the plot of {metric!r} reads {src.entry}, which does not report it "
-                                   f"(it reports {list(CATALOG[src.entry].metrics)})"])
+                # "train ..., evaluate it and plot the val loss": the training run upstream
+                # reports it; the plot reads that run and still follows the evaluation
+                up = [x for x in self._upstream(src) if metric in CATALOG[x.entry].metrics]
+                if isinstance(s.inputs["data"], list) or not up:
+                    raise PlanRefused([f"the plot of {metric!r} reads {src.entry}, which does not report it "
+                                       f"(it reports {list(CATALOG[src.entry].metrics)})"])
+                s.inputs["data"] = up[0].label
+                s.after = list(dict.fromkeys([*s.after, src.label]))
+
+    def _upstream(self, step: DraftStep) -> list[DraftStep]:
+        """The steps ``step`` reads from, directly or not, nearest first (by data edges)."""
+        by_label = {x.label: x for x in self.out}
+        out: list[DraftStep] = []
+        frontier = [step]
+        while frontier:
+            nxt = []
+            for x in frontier:
+                for v in x.inputs.values():
+                    for label in (v if isinstance(v, list) else [v]):
+                        up = by_label.get(label) if isinstance(label, str) else None
+                        if up is not None and up not in out:
+                            out.append(up)
+                            nxt.append(up)
+            frontier = nxt
+        return out
 
     def _wire_one(self, s: DraftStep, e: CatalogEntry) -> None:
         tables_used: list[str] = []

@@ -114,7 +114,8 @@ END_PHRASES = (r"\b(?:(?:when|once)\s+(?:it\s+is\s+|it\s*'s\s+|everything\s+is\s
                r"(?:finishes|is\s+(?:done|finished|over)|completes|ends|has\s+finished)|when\s+done|"
                r"once\s+(?:it\s+is|it\s*'s|everything\s+is)\s+(?:done|finished)|when\s+the\s+run\s+ends|"
                r"after\s+(?:everything|all\s+steps|it\s+all)|at\s+the\s+close|when\s+it\s*'s\s+over|when\s+(?:it|everything)\s+is\s+over|"
-               r"at\s+the\s+end\s+of\s+(?:the\s+)?(?:run|job|pipeline|workflow))\b")
+               r"at\s+the\s+end\s+of\s+(?:the\s+)?(?:run|job|pipeline|workflow)|"
+               r"(?:when|once)\s+(?:it|everything|the\s+(?:run|workflow|pipeline|job))\s+(?:stops|has\s+stopped|ends|is\s+over))\b")
 # "when both are done": the join after a parallel group (the next step follows every member)
 JOIN_PHRASES = (r"\b(?:when|once|after)\s+(?:both|all(?:\s+of\s+them)?|they|these|the\s+(?:two|NUM\d+)|each|everything)\s+"
                 r"(?:(?:are|is|have|has)\s+)?(?:done|finished|finish|complete|completed|complete|through|over|ready|been\s+run)\b")

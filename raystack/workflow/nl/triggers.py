@@ -46,7 +46,7 @@ GAPS = (r"(?:missing|null|nan|empty|blank|na)\s*(?:values?|entries|cells|fields|
         r"|gaps|blanks|holes|nulls|nans|missings")
 BAD_ROWS = (r"(?:rows|records|entries|lines|anything|everything|any\s+row|any\s+record)\s+(?:with|containing|that\s+have|that\s+has)\s+(?:missing|null|nan|empty|blank|"
             r"incomplete|invalid)\s*(?:values?|entries|fields|cells|data|readings|measurements)?|(?:incomplete|invalid|bad|broken|corrupt(?:ed)?|"
-            r"malformed)\s+(?:rows|records|entries|lines)")
+            r"malformed|junk|garbage|bogus|dirty|faulty|erroneous|unusable)\s+(?:rows|records|entries|lines)")
 REMOVED = (r"dropped|removed|deleted|discarded|eliminated|filtered(?:\s+out)?|excluded|thrown\s+(?:away|out)|"
            r"stripped|purged|taken\s+out|weeded\s+out|cut|pruned")
 # (catalog step, pattern) in priority order: an earlier, more specific phrase claims its words
@@ -91,7 +91,7 @@ TRIGGERS: list[tuple[str, str]] = [
     ("clean_data", rf"\b(?:drop|drops|dropping|remove|removes|removing|deleting|discarding|eliminating|delete|discard|exclude|eliminate|filter\s+out|get\s+rid\s+of|throw\s+away|skip)\s+{skip(3)}"
                    r"(?:missing|null|nulls|nan|nans|empty|incomplete|blank|na|invalid)\b(?:\s+(?:values?|entries|cells|fields|rows|records|data))?"),
     ("clean_data", passive(rf"(?:the\s+)?(?:{BAD_ROWS}|nulls|nans)", REMOVED + r"|cleaned(?:\s+(?:up|out))?")),
-    ("clean_data", rf"\b(?:drop|remove|discard|exclude|filter\s+out|throw\s+(?:away|out)|weed\s+out)\s+{skip(2)}(?:{BAD_ROWS})"),
+    ("clean_data", rf"\b(?:drop|remove|discard|exclude|filter\s+out|throw\s+(?:away|out)|weed\s+out|get\s+rid\s+of|ditch|toss)\s+{skip(2)}(?:{BAD_ROWS})"),
     ("clean_data", r"\b(?:tidy|scrub|sanitize|sanitise|cleanse)\w*\b(?!\s+up\s+(?:the\s+)?(?:tmp|temp|scratch))"),
     ("clean_data", r"\bdropna\b|\bclean(?:s|ed|ing)?\s+up\s+(?:the\s+)?(?:data|dataset|table|records|rows)\b|\bclean(?:s|ed|ing)?\b(?!\s*up)"),
     ("normalize", r"\b(?:normali[sz]\w*|standardi[sz]\w*|re-?scal\w*|scale|scales|scaled|scaling|z-?scor\w*|min-?max)\b"
