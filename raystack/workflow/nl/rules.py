@@ -38,6 +38,8 @@ PER_ROUND_STEPS = ("train_model", "elastic_dlrm")   # steps with a top-level ``e
 # words between "after"/"once" and the step its clause names ("once it is evaluated")
 SUBORDINATE_SKIP = {"the", "a", "an", "it", "they", "its", "their", "has", "have", "is", "are", "been",
                     "being", "was", "were", "all", "data", "model"}
+# a reminder that the file named is loaded first, said beside the step that reads it
+LOADED_FIRST = r"\b(?:after|once|but)\s+(?:loading|reading|you\s+load|we\s+load|you\s+read|we\s+read)\s+(?:it|them)\b"
 # a directory that holds a checkpoint by its name ("./ckpt/x", "runs/checkpoints/latest")
 CHECKPOINT_PATH = re.compile(r"(?:^|/|\.)(?:ckpts?|checkpoints?)(?:/|$|[-_])")
 VERBLESS_MODEL = re.compile(rf"(?:(?:a|the|final|plain|simple)\s+)*{MODEL_KIND}\b")
@@ -103,6 +105,9 @@ class RulePlanner:
             if prev and prev[-1].found.bound is None and not CATALOG[prev[-1].entry].side_effect:
                 with t.claiming(prev[-1].entry):
                     resource_bound(t, lo, hi, prev[-1].found)
+        if any(a.entry == "load_data" for a in actions):   # "(after loading it, obviously)": that load
+            for _, toks in t.finditer(LOADED_FIRST, 0, len(t.tokens), free_only=True):
+                t.mark(toks, "load_data")
         fill_from_question(t, actions, asked, EXTRACTORS)
         self._one_load_per_file(actions)
         steps = self._steps(t, actions, cues)
@@ -258,7 +263,7 @@ class RulePlanner:
     @staticmethod
     def _coordinated(t: Text, first: Action, second: Action) -> bool:
         """Only list glue between two phrases: "fit a logistic regression and a kNN classifier"."""
-        glue = {",", "and", "or", "+", "&", "vs", "versus", "a", "an", "the", "both", "plus", "(", ")",
+        glue = {",", ":", "—", "–", "-", "and", "or", "+", "&", "vs", "versus", "a", "an", "the", "both", "plus", "(", ")",
                 "either", "then", "regression", "model", "models", "classifier", "classifiers", "regressor"}
         between = t.tokens[first.trig_end:second.lo]
         return all(x.low in glue or x.used == "train_model" or x.kind == "num" for x in between)

@@ -156,7 +156,7 @@ TRIGGERS: list[tuple[str, str]] = [
                     r"|\b(?:a\s+|the\s+)?(?:score|scores|results?|summary|output)?\s*tables?\s+(?:of\s+(?:the\s+)?(?:scores|results|predictions)\s*)?"
                     r"(?:at|to|in|into|under)\s+(?P<g>FILE\d+)|\b(?:a\s+|the\s+)?tables?\s+of\s+(?:the\s+)?(?:scores|results|predictions)\b"),
     ("export_model", rf"\b(?:export|exports|save|saves|write|writes|store|dump|serialize|persist)\w*\s+{skip(4)}(?:to|as|into|in|at)\s+(?P<f>FILE\d+)"),
-    ("select_best", rf"\b(?:select|pick|choose|keep|take|find|identify|determine|retain|get|go\s+with|settle\s+on|opt\s+for|"
+    ("select_best", rf"(?<!whichever )(?<!which )\b(?:select|pick|choose|keep|take|find|identify|determine|retain|get|go\s+with|settle\s+on|opt\s+for|"
                     rf"stick\s+with|crown|declare|promote|prefer|favou?r|single\s+out)\w*\s+{skip(2)}(?:best|winner|winning|top|better|"
                     r"strongest|stronger|highest[- ]scoring|top-performing|best-performing)\b(?:\s+(?:one|model|classifier|of\s+them|result|performer))?"),
     ("select_best", rf"(?:{AFTER_ARROW}|(?<=[,;:]\s)|^)(?:the\s+)?best\s+(?:one\s+|model\s+)?(?:by|on)\s+(?=(?:{METRIC_RX})\b)"),
@@ -183,11 +183,12 @@ TRIGGERS: list[tuple[str, str]] = [
     ("evaluate_model", r"\b(?:evaluat\w*|assess\w*|score|scores|test|tests|validate|validates|measure|measures|benchmark|benchmarks|check)\b"
                        r"|\beval\b(?!\s*(?:loss|accuracy|acc|set|split|data|metrics?|f1|auc|rmse|recall)\b)"),   # the abbreviation
     ("deploy_model", r"\b(?:deploy\w*|publish\w*|ship|ships|release|promote|(?<!ray )serve|push\w*\s+(?:it\s+|them\s+)?to\s+production|"
-                     r"roll\s+(?:it\s+|them\s+)?out|put\s+(?:it\s+)?(?:in|into)\s+production)\b(?:\s+(?:to|into)\s+production)?"),
+                     r"roll\s+(?:it\s+|them\s+|that\s+|this\s+|the\s+(?:winner|model|best\s+one)\s+)?out|put\s+(?:it\s+)?(?:in|into)\s+production)\b(?:\s+(?:to|into)\s+production)?"),
     ("notify", r"\bsend\s+(?:me\s+|us\s+)?(?:a\s+|an\s+|the\s+)?(?:notification|message|alert|note|email|e-mail|ping|update)\b|\blet\s+(?:me|us|the\s+team|everyone|someone|people|the\s+\w+\s+team|ops|oncall|on-call)\s+know\b"
                r"|\b(?:give|send)\s+(?:me\s+|us\s+|the\s+team\s+)?a\s+heads-?up\b|\bdrop\s+(?:me|us)\s+a\s+(?:line|note|message)\b"
                r"|\bsend\s+(?:me\s+|us\s+)?(?=QUOTE)"),
-    ("notify", r"(?:QUOTE\d+|\b(?:a|an|the)\s+(?:notification|message|alert|note|e-?mail))\s+(?:is|gets|will\s+be|should\s+be)\s+sent\b"),
+    ("notify", r"(?:QUOTE\d+|\b(?:a|an|the)\s+(?:notification|message|alert|note|e-?mail))\s+(?:is|gets|will\s+be|should\s+be)\s+sent\b"
+               r"|QUOTE\d+\s+(?:goes|go|is\s+sent|gets\s+sent|should\s+go)\s+out(?:\s+as\s+(?:a\s+|an\s+)?(?:notification|message|alert|note|e-?mail))?"),
     ("notify", r"\b(?:notify|notifies|notified|notification|notifications|alert|ping|message|tell|inform|email|e-mail|page|slack)\b"
                r"(?:\s+(?:me|us|the\s+team|someone|everyone))?"),
     ("make_dataset", rf"\b(?:generate|generates|create|creates|make|makes|synthesi[sz]e|simulate|produce|build|fabricate|construct)\s+{skip(4)}"
