@@ -205,6 +205,26 @@ def targets(t: Text) -> None:
             t.mark([tok, verb, *what], "purpose")
 
 
+SOURCE_WORDS = ("load_data", "path")   # "... from queues.csv:": the load's words inside a goal
+
+
+def goal(t: Text, ends: list[tuple[str, int]]) -> None:
+    """"Predict ride wait times from queues.csv: dedupe -> ... -> linear": a request that opens
+    with what its model is for, closed by a colon, names its subject when a step trains a
+    model (its file is the load's)."""
+    if not t.tokens or t.tokens[0].low not in TARGET_VERBS or not any(e in MODEL_STEPS for e, _ in ends):
+        return
+    words = []
+    for tok in t.tokens[1:MAX_LEAD_IN + 2]:
+        if tok.kind == "punct" and tok.text == ":":
+            if words and not any(_method(x) or x.low in L.UNMAPPED_VERBS for x in words):
+                t.mark([t.tokens[0], *[x for x in words if _free(x)]], "purpose")
+            return
+        if tok.kind not in ("word", "path") or (tok.used and tok.used not in SOURCE_WORDS):
+            return
+        words.append(tok)
+
+
 def purposes(t: Text) -> None:
     """"for keyword spotting", "for the recommender": what the work is for."""
     for tok in t.tokens:
@@ -282,13 +302,14 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]]) -> None:
     if unsupported:
         raise PlanRefused([f"no catalog step does {t.span_text(r)!r}" for r in t.runs(unsupported)])
     targets(t)
+    ends = list(action_ends)
+    goal(t, ends)
     lead_ins(t)      # a title may hold a task noun or a word that is also a verb ("Crop yield regression:")
     headings(t)
     title_clauses(t)
     verbs = [x for x in t.unused() if x.low in L.UNMAPPED_VERBS]
     if verbs:
         raise PlanRefused([f"no catalog step does {t.span_text(r)!r}" for r in t.runs(verbs)])
-    ends = list(action_ends)
     if any(e in COMPARING_STEPS for e, _ in ends):   # "compare A and B ... keep the best"
         t.mark([x for x in t.unused() if x.low in COMPARE_WORDS], "compared by a step")
     objects(t, ends)

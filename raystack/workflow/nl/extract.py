@@ -304,7 +304,7 @@ def train_model(text: Text, lo: int, hi: int, f: Found) -> None:
     if m:      # "kNN (k = 7)", "retrain with k = 3", "5 neighbours"
         f.set("k", int(_num(text, m.group("n") or m.group("m"))))
     lr = r"(?:learning[\s-]+rates?|lrs?|step\s+sizes?)"
-    m = _search(text, lo, hi, rf"{lr}\s*(?:=|:|of|at|in)?\s*(?P<l>{NUMLIST})", "learning rate") or \
+    m = _search(text, lo, hi, rf"{lr}\s*(?:=|:|of|at|in|∈|over)?\s*(?P<l>{NUMLIST})", "learning rate") or \
         _search(text, lo, hi, rf"(?:for\s+)?each\s+{lr}\s+(?:in|of|from)\s+(?P<l>{NUMLIST})", "learning rate")
     if m:
         _set_map(f, "lr", _list(text, m.group("l")))

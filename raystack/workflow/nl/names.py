@@ -17,7 +17,12 @@ PATTERNS = [
     (rf"\bthe\s+(?P<l>{LIST})\s+{KINDS}adapters\b", False),
     (rf"\badapters\s*(?:\(|—|–|-|:|,|called|named|for)?\s*(?P<l>{LIST})\s*(?:\)|—|–)?", True),
     (rf"\bthe\s+(?P<l>{NAME})\s+{KINDS}adapter\b(?!s)", False),
+    (rf"\b(?:fine-?tune|finetune|train)\s+(?P<l>{LIST})\s+{KINDS}adapters\b", True),   # "fine-tune timetable and refunds adapters"
 ]
+# what may follow a list of names that holds a step's word ("adapters recap + search via mLoRA"):
+# a preposition, never the list's object ("adapters, evaluate and serve them") nor a clause break
+# ("adapters a and b, evaluate and serve.")
+AFTER_NAMES = {"via", "with", "using", "on", "over", "through", "from"}
 NAMED_BY = "name:adapter"
 
 
@@ -32,7 +37,9 @@ def adapter_names(t: Text) -> list[Token]:
         for m, toks in t.finditer(pat, 0, None, free_only=True):
             span = t.covered(*m.span("l"))
             words = [x for x in span if x.kind == "word" and x.low not in ("and",)]
-            if check_verbs and any(_is_step_word(x.low) for x in words):
+            end = span[-1].i + 1 if span else len(t.tokens)
+            closed = end >= len(t.tokens) or t.tokens[end].low in AFTER_NAMES
+            if check_verbs and any(_is_step_word(x.low) for x in words) and not closed:
                 continue  # "adapters, evaluate and serve them": steps, not names
             if any(x.kind != "word" and x.text not in (",", "&", "+") for x in span):
                 continue
