@@ -153,6 +153,7 @@ def test_dry_run_executes_a_plan_at_tiny_sizes_in_its_own_directory(tmp_path):
 
 DEV2 = ROOT / "benchmarks" / "data" / "nl_dev2.yaml"
 DEV3 = ROOT / "benchmarks" / "data" / "nl_dev3.yaml"
+DEV4 = ROOT / "benchmarks" / "data" / "nl_dev4.yaml"
 EXTRA = Path(__file__).parent / "data" / "nl_planner_extra.yaml"
 STRESS = Path(__file__).parent / "data" / "nl_planner_stress.yaml"
 STRESS4 = Path(__file__).parent / "data" / "nl_planner_stress4.yaml"
@@ -160,11 +161,11 @@ STRESS5 = Path(__file__).parent / "data" / "nl_planner_stress5.yaml"
 
 
 @pytest.mark.parametrize("path,floor", [(DEV2, 0.9), (EXTRA, 0.9), (STRESS, 0.9), (DEV3, 0.9), (STRESS4, 0.9),
-                                        (STRESS5, 0.9)],
-                         ids=["nl_dev2", "extra", "stress", "nl_dev3", "stress4", "stress5"])
+                                        (STRESS5, 0.9), (DEV4, 0.9)],
+                         ids=["nl_dev2", "extra", "stress", "nl_dev3", "stress4", "stress5", "nl_dev4"])
 def test_sets_written_by_others_score(path, floor):
     """The development sets written by others (their conventions: README_sets2.md,
-    README_sets3.md) and the tests' own varied and rephrased prompts: plans equal to gold,
+    README_sets3.md, README_dev4.md) and the tests' own varied and rephrased prompts: plans equal to gold,
     refusals refused, nothing silently wrong."""
     from raystack.workflow.nl.evaluate import score_set
     sc = score_set(path, _plan, run=False)
@@ -399,3 +400,41 @@ def test_titles_questions_and_back_references_widen_only_where_the_meaning_is_fi
         with pytest.raises(PlanRefused) as e:
             _plan(text)
         assert any(words in r for r in e.value.reasons), (text, e.value.reasons)
+
+
+def test_bullets_questions_and_passives_of_development_set_4():
+    """Wordings development set 4 showed the planner missing, some of them silently: a bare
+    'report' ending a bullet, a checkpoint directory loaded in the passive (a table load would
+    train the adapters on nothing), a condition asked as a question, a loop bound said as 'or
+    after N rounds', a plot of a metric that only the training upstream reports."""
+    p = _plan("Library loans, weekly:\n- load loans_2024.csv\n- clean\n- report\nSuccess or not: notify 'done'.")
+    assert _kinds(p) == ["load_data", "clean_data", "save_report", "notify"] and p.draft.steps[-1].exit == "always"
+    p = _plan("./ckpt/dental-base is loaded, then mLoRA adapters (booking, billing) are trained on that checkpoint.")
+    assert _kinds(p) == ["load_checkpoint", "mlora_finetune"]
+    p = _plan("Elastic DLRM job robot-picks, three epochs. Evaluate afterwards. AUC >= 0.75? -> export to ./models/rp. "
+              "Otherwise send 'too low'.")
+    export, note = p.draft.steps[-2:]
+    assert (export.entry, export.when.metric, export.when.op, export.when.value) == ("export_model", "auc", ">=", 0.75)
+    assert note.entry == "notify" and note.otherwise
+    p = _plan("lift-faults (elastic DLRM): epoch by epoch, stop once auc >= 0.8 or after 4 rounds, whichever first; "
+              "max 6 workers.")
+    (dlrm,) = p.draft.steps
+    assert dlrm.loop.max_iterations == 4 and dlrm.bound == {"param": "workers", "op": "<=", "value": 6}
+    assert dlrm.stated["name"] == "lift-faults"
+    p = _plan("Load m.csv, split 80/20, train a linear regression one epoch at a time until the validation loss is "
+              "0.2 or lower, at most 5 rounds. Evaluate it and plot the val loss.")
+    train, ev, plot = (d for d in p.draft.steps if d.entry in ("train_model", "evaluate_model", "plot"))
+    assert plot.inputs["data"] == train.label and ev.label in plot.after
+    p = _plan("solar: read n.csv / s.csv / e.csv → clean → stats & plot in parallel → report when both done")
+    assert _kinds(p) == ["load_data", "clean_data", "stats", "plot", "save_report"]
+    assert p.draft.steps[0].map == ("path", ["n.csv", "s.csv", "e.csv"])
+
+
+def test_a_param_left_at_its_default_is_the_same_plan():
+    """'total the sales by store' and 'aggregate by store with a sum' are one plan (the sum is
+    the aggregate's default); a count is not."""
+    gold = [{"name": "l", "kind": "load_data", "params": {"path": "o.csv"}, "after": []},
+            {"name": "a", "kind": "aggregate", "params": {"by": "store"}, "after": ["l"]}]
+    assert compare(_plan("Load o.csv and aggregate by store with a sum."), gold)[0]
+    assert compare(_plan("Load o.csv and total the sales per store."), gold)[0]
+    assert not compare(_plan("Load o.csv and aggregate by store with a count."), gold)[0]
