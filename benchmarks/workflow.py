@@ -5,9 +5,9 @@ hand-written Ray tasks; fan-out speedup; a 10,000-step workflow split across run
 Tune trial throughput (reuse_actors on/off); ASHA vs FIFO iterations on a seeded objective;
 Couler-score vs LRU eviction on a replayed (simulated) cache trace; the cache's code keys on a
 replayed multi-run trace with code edits; the NL planner's structural match, executable match
-(the plan runs at tiny sizes) and silently-wrong rate on its three development sets and, when present,
-on the held-out sets benchmarks/data/nl_heldout.yaml, nl_heldout2.yaml, nl_heldout3.yaml and nl_heldout4.yaml. `--quick` shrinks every size and checks part
-steps (EDiT, mLoRA, Serve, elastic) by validation only.
+(the plan runs at tiny sizes) and silently-wrong rate on its development sets (nl_dev*.yaml) and, when
+present, on the held-out sets benchmarks/data/nl_heldout.yaml and nl_heldout2-5.yaml. `--quick`
+shrinks every size and checks part steps (EDiT, mLoRA, Serve, elastic) by validation only.
 """
 
 from __future__ import annotations
@@ -344,9 +344,11 @@ def main() -> int:
     from raystack.workflow.nl.evaluate import score_set
     from raystack.workflow.nl.rules import RulePlanner
     data = Path(__file__).resolve().parent / "data"
-    sets = [("dev", data / "nl_dev.yaml"), ("dev2", data / "nl_dev2.yaml"), ("dev3", data / "nl_dev3.yaml")]
+    sets = [(name, data / f"nl_{name}.yaml") for name in ("dev", "dev2", "dev3", "dev4", "dev5")
+            if (data / f"nl_{name}.yaml").exists()]
     for name, held in (("heldout", "nl_heldout.yaml"), ("heldout2", "nl_heldout2.yaml"),
-                       ("heldout3", "nl_heldout3.yaml"), ("heldout4", "nl_heldout4.yaml")):
+                       ("heldout3", "nl_heldout3.yaml"), ("heldout4", "nl_heldout4.yaml"),
+                       ("heldout5", "nl_heldout5.yaml")):
         if (data / held).exists():
             sets.append((name, data / held))
         else:
@@ -365,7 +367,8 @@ def main() -> int:
                 silently_wrong_prompts=sc.silently_wrong, refused_plannable=sc.refused_plannable,
                 seconds=sc.seconds, wrong=sc.wrong, failed_runs=sc.failed_runs, **r)
         what = {"dev": "developed on this set", "dev2": "another author's set, developed on",
-                "dev3": "another author's set, developed on"}.get(
+                "dev3": "another author's set, developed on", "dev4": "another author's set, developed on",
+                "dev5": "another author's set, developed on"}.get(
             name, "written by someone else, scored once")
         rep.target(f"nl_{name}_structural_match", r["structural_match"], ">=", 0.80,
                    f"plans equal to gold, refusals of must-refuse prompts ({sc.prompts} prompts; {what})")
