@@ -34,6 +34,7 @@ DATA_OBJECT_STEPS = {"dedup", "impute", "clean_data", "normalize", "sample", "st
                      "aggregate", "load_data", "write_table", "save_report", "split_data", "join"}
 OBJECT_STOPS = {"on", "in", "from", "with", "to", "for", "of", "by", "at", "into", "over", "using", "via"}
 LEAD_IN_ENDS = (":", "—", "–", "-")
+TITLE_JOINERS = ("(", ")", "/", "&")   # inside a title's words: "Room inspection pass/fail (hotels):"
 MAX_LEAD_IN = 8              # words of a lead-in ("Our HR team wants a quick look:")
 MAX_TITLE = 5                # words of a title closed by a full stop or a comma ("Food delivery ETA.")
 CLAUSE_ENDS = {",", ";", ".", "!", "?", ":", "(", ")", "—", "–", "-", *("->", "=>", "→", "⇒", "⟶")}
@@ -71,7 +72,9 @@ def _title(words: list[Token], t: Text | None = None) -> bool:
     if not verbs:
         return True
     outside = [x for x in words if t is None or not _in_parentheses(t, x)]
-    return len(outside) >= 2 and outside[-1].low in L.TOPIC_HEADS and outside[-1] not in verbs
+    # the head may itself be such a word when another word leads ("Bakery waste forecast")
+    return len(outside) >= 2 and outside[-1].low in L.TOPIC_HEADS and (
+        outside[-1] not in verbs or outside[0] not in verbs)
 
 
 def _in_parentheses(t: Text, x: Token) -> bool:
@@ -94,7 +97,7 @@ def title_span(t: Text) -> tuple[int, bool] | None:
     tuning: ..., tune a kNN ...")."""
     words: list[Token] = []
     for tok in t.tokens:
-        if tok.kind == "punct" and tok.text in ("(", ")"):
+        if tok.kind == "punct" and tok.text in TITLE_JOINERS:
             continue
         if tok.kind == "punct":
             if tok.text not in LEAD_IN_ENDS[:3] or not words:
@@ -115,7 +118,7 @@ def lead_ins(t: Text) -> None:
     a parenthesis inside them is part of the title."""
     start = 0
     for tok in t.tokens:
-        if tok.kind == "punct" and tok.text in ("(", ")"):
+        if tok.kind == "punct" and tok.text in TITLE_JOINERS:
             continue
         if tok.kind == "punct" and tok.text in ARROWS and start == 0 and tok.i + 1 < len(t.tokens) \
                 and t.tokens[tok.i + 1].kind == "path":
@@ -130,7 +133,7 @@ def lead_ins(t: Text) -> None:
             seg = [x for x in t.tokens[start:tok.i] if _free(x)]
             if _title(seg, t):
                 t.mark(seg, "context")
-                t.mark([x for x in t.tokens[start:tok.i] if x.text in ("(", ")") and not x.used], "context")
+                t.mark([x for x in t.tokens[start:tok.i] if x.text in TITLE_JOINERS and not x.used], "context")
             start = tok.i + 1
 
 

@@ -24,6 +24,8 @@ METRICS = {
     "rmse": "rmse", "root mean squared error": "rmse", "root-mean-square error": "rmse",
     "missing fraction": "missing_fraction", "missing_fraction": "missing_fraction",
     "share of missing values": "missing_fraction", "fraction of missing values": "missing_fraction",
+    "missing share": "missing_fraction", "missing-value share": "missing_fraction", "missing rate": "missing_fraction",
+    "share missing": "missing_fraction", "missing-value rate": "missing_fraction",
     "exact_match": "exact_match", "token_accuracy": "token_accuracy",
 }
 LOWER_IS_BETTER = {"loss", "val_loss", "train_loss", "logloss", "error", "rmse", "missing_fraction"}
@@ -54,6 +56,7 @@ METRIC_MOD = r"(?:(?:best|final|overall|mean|average|model's|test|resulting|meas
 # "accuracy on the test set is under 0.6": where the metric was measured, between it and its comparison
 METRIC_WHERE = r"(?:(?:on|of|for|over|in|from)\s+(?:the\s+)?(?:test|validation|val|held-out|holdout|eval|evaluation)\s*(?:set|split|data|rows)?\s+)?"
 ELSE_CUE = (r"(?:otherwise|else|if\s+not|failing\s+that|if\s+(?:it|they|that|the\s+\w+)\s+(?:falls?|fall)\s+short"
+            r"|(?:(?:it|they)\s+)?(?:falls?|fell)\s+short(?=\s*\?)|(?:and\s+)?if\s+(?:it\s+)?(?:doesn't|does\s+not)\s*\?"
             r"|if\s+(?:it|they)\s+(?:doesn't|don't|does\s+not|do\s+not)(?:\s+(?:make\s+it|pass|qualify))?"
             r"|if\s+(?:it|they)\s+(?:miss(?:es)?|fails?)\s+(?:the\s+)?(?:bar|threshold|cut))")
 UNTIL_CUE = (r"(?:until|till|stopping\s+(?:once|when|as\s+soon\s+as)|stop\s+(?:once|when|as\s+soon\s+as)"
@@ -153,7 +156,7 @@ basically simply quick toy demo job jobs run runs pipeline workflow flow task ta
 get got gets put puts produce make makes take takes separate separately individually
 candidate candidates option options version versions variant variants baseline
 plan here's here what's i've we've you've
-u ur pls plz thx obviously course naturally of
+u ur pls plz thx obviously course naturally of em 'em
 whichever whatever one one's anything something both either two-step across written
 is are be it\s*'s that's them they those their its everything finally eventually
 note notes etc e.g i.e via per each apiece respectively overall at ensure ensuring say

@@ -298,7 +298,9 @@ class RulePlanner:
         """"test" and "score" are verbs only at the start of a clause or before their object."""
         prev = t.tokens[tok.i - 1] if tok.i else None
         nxt = t.tokens[tok.i + 1] if tok.i + 1 < len(t.tokens) else None
-        if tok.low.startswith(("evaluat", "assess", "validat", "measur")):
+        if tok.low.startswith(("evaluat", "evalut", "assess", "validat", "measur", "eval")) and (nxt is None or nxt.kind == "punct"):
+            return True     # a noun ending its clause names the step: "an eval;", "adapter eval ->"
+        if tok.low.startswith(("evaluat", "evalut", "assess", "validat", "measur")):
             return not (prev is not None and prev.low in ("the", "an", "a", "for", "of"))
         starts = prev is None or prev.kind == "punct" or prev.low in ("and", "then", "also", "to", "next", "finally", "first")
         return starts and (nxt is None or nxt.low in EVAL_OBJECTS or nxt.kind == "punct")

@@ -31,6 +31,18 @@ _ABBR = r"\b(?:w/o|w/|b/c)(?![\w/])|\b(?:e\.g|i\.e)\.?(?!\w)|\betc\.(?=\s*[,;)a-
 _TOKEN = re.compile(f"(?P<quote>{_QUOTE})|(?P<addr>{_ADDR})|(?P<abbr>{_ABBR})|(?P<ratio>{_RATIO})|(?P<path>{_PATH})"
                     f"|(?P<num>{_NUM})|(?P<word>{_WORD})|(?P<punct>{_PUNCT})", re.I)
 NOT_PATHS = {"train/test", "train/validation", "test/train", "and/or", "train/val", "input/output"}
+# folders a path written without "./" names by its first or last part ("data/criteo", "out/x")
+DIR_WORDS = set("""data dataset datasets out output outputs model models run runs ckpt ckpts checkpoint
+checkpoints tmp temp results result reports report logs log exports export artifacts artifact plots
+figures figs raw processed staging scratch home users user mnt opt var srv tables adapters""".split())
+
+
+def _word_pair(s: str) -> bool:
+    """"pass/fail", "yes/no", "buy/sell": two plain words with a slash, not a folder (a path
+    has a folder's name, a digit, an underscore, a dot or a slash at either end)."""
+    parts = s.lower().split("/")
+    return len(parts) == 2 and all(re.fullmatch(r"[a-z]{1,12}", p) for p in parts) \
+        and not any(p in DIR_WORDS for p in parts)
 # numbers in words: "five thousand" -> 5000, "twenty five" -> 25, "a quarter" -> 0.25
 UNIT_NUMBERS = {w: i for i, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
@@ -201,7 +213,7 @@ class Text:
                     t.tokens.append(Token(len(t.tokens), part.group(0), "num" if part.group(0) != "/" else "punct",
                                           m.start() + part.start(), m.start() + part.end()))
                 continue
-            if kind == "path" and s.lower() in NOT_PATHS:
+            if kind == "path" and (s.lower() in NOT_PATHS or _word_pair(s)):
                 for part in re.finditer(r"\w+|/", s):
                     t.tokens.append(Token(len(t.tokens), part.group(0),
                                           "word" if part.group(0) != "/" else "punct",
@@ -239,6 +251,7 @@ class Text:
         marker opens a line or follows a clause break, and says nothing of its own."""
         toks = self.tokens
         seen = False
+        last: str | None = None         # the previous marker: "1) load x 2) clean it" counts on
         for k, tok in enumerate(toks[:-1]):
             nxt = toks[k + 1]
             short = (tok.kind == "num" and re.fullmatch(r"\d{1,2}", tok.text)) or \
@@ -250,8 +263,10 @@ class Text:
             opens = prev is None or "\n" in self.raw[prev.end:tok.start] or prev.text in (";", ":") or (
                 prev.text == "(" and nxt.text == ")") or (prev.text == "," and seen and after is not None
                                                            and after.kind == "word")
-            if opens:
-                seen = True
+            counts_on = last is not None and nxt.text == ")" and after is not None and after.kind == "word" and (
+                (last.isdigit() and tok.text == str(int(last) + 1)) or (len(last) == 1 and tok.low == chr(ord(last) + 1)))
+            if opens or counts_on:
+                seen, last = True, tok.low
                 tok.used = LIST_MARKER
                 if nxt.text != ".":
                     nxt.used = LIST_MARKER

@@ -51,7 +51,7 @@ REMOVED = (r"dropped|removed|deleted|discarded|eliminated|filtered(?:\s+out)?|ex
            r"stripped|purged|taken\s+out|weeded\s+out|cut|pruned")
 # (catalog step, pattern) in priority order: an earlier, more specific phrase claims its words
 TRIGGERS: list[tuple[str, str]] = [
-    ("cleanup", rf"\b(?:clean\s*up|clean-up|cleanup|remove|delete|erase|wipe|purge|clear|empty|tidy\s+up|get\s+rid\s+of)\s+{skip(3)}"
+    ("cleanup", rf"\b(?:clean\s*up|clean-up|cleanup|remove|delete|erase|wipe|purge|clear(?:\s+out)?|empty|tidy\s+up|get\s+rid\s+of)\s+{skip(3)}"
                 r"(?:tmp|temp|temporary|scratch|intermediate|staging)\b(?:\s+(?:files?|director(?:y|ies)|folders?|dirs?|data|outputs?|space|area))?"),
     ("cleanup", passive(r"(?:the\s+|our\s+|its\s+)?(?:(?:run|job|pipeline|workflow)\s+'s\s+)?(?:tmp|temp|temporary|scratch|intermediate)\s+"
                         r"(?:files?|director(?:y|ies)|folders?|dirs?|data|outputs?)",
@@ -114,7 +114,7 @@ TRIGGERS: list[tuple[str, str]] = [
     ("join", r"(?<!the )(?<!a )\b(?:join|joins|joined|joining|merge|merges|merged|merging|combine|combines|combined|enrich|enriches|enriched|link|links|linked|"
              r"concatenate|concatenated|append|appended|stitch|stitched|match\s+up)\b"
              r"(?:\s+(?:them|the\s+(?:two|NUM\d+)(?:\s+tables)?|both(?:\s+tables)?|the\s+tables|these|those))?"),
-    ("aggregate", r"\b(?:hourly|daily|weekly|monthly|quarterly|yearly|annual)\s+(?:totals|sums|counts|averages|means|aggregates|roll-?ups)\b"
+    ("aggregate", r"\b(?:hourly|daily|weekly|monthly|quarterly|yearly|annual)\s+(?:totals?|sums?|counts?|averages?|means?|aggregates?|roll-?ups?|rollups?)\b"
                   r"(?=\s*\(?\s*(?:per|by|for\s+each)\s+(?!NUM)\w+)"),   # "hourly totals (by hour)"
     ("aggregate", rf"\b(?:(?:compute|calculate|get|find|work\s+out|report)\s+(?:the\s+)?)?(?:sum|sums|total|totals|count|counts|"
                   rf"average|averages|avg|mean|tally|add\s+up)\w*\s+{skip(3)}(?:per|by|for\s+each)\s+(?!NUM)\w+"),
@@ -153,6 +153,8 @@ TRIGGERS: list[tuple[str, str]] = [
     ("write_table", r"\b(?:write|writes|save|saves|store|stores|dump|persist|output|export)\w*\s+(?:the\s+|a\s+)?"
                     r"(?:tables?|results?|output|scores)\s+(?P<f>FILE\d+)"),    # "write table out/dept.csv"
     ("write_table", r"\b(?:written|saved|stored|exported|dumped|persisted)\s+(?:out\s+)?(?:to|into|as|at|in)\s+(?P<f>FILE\d+)"),
+    ("write_table", r"\b(?P<f>FILE\d+)\s+(?:gets|receives|holds|takes|stores)\s+(?:the\s+|that\s+)?(?:table|result|results|output|scores|rows|it)\b"
+                    r"|\b(?:the\s+)?(?:table|result|results|output|scores)\s+(?:goes|go|is\s+sent|gets\s+written)\s+(?:to|into)\s+(?P<g>FILE\d+)"),
     ("save_report", r"\b(?:written|saved|stored|dumped|persisted)\s+(?:out\s+)?(?:to|into|as|at|in)\s+FILE\d+"),
     ("write_table", rf"\boutput\s+(?P<f>FILE\d+)|\b(?:\w+\s+)?(?:table|tables|results|scores)\s*{ARROW}\s*(?P<g>FILE\d+)"),
     ("write_table", rf"\b(?:write|writes|written|save|saves|store|stores|dump|persist|output|put|export)\w*\s+{skip(3)}(?:to|as|into|in)\s+"
@@ -180,13 +182,13 @@ TRIGGERS: list[tuple[str, str]] = [
     ("train_model", rf"\b(?:train|trains|trained|training|fit|fits|fitted|fitting|learn|build|builds|estimate|develop|"
                     rf"create|make|produce|retrain\w*|re-train\w*|refit\w*|re-fit\w*)\s+{skip(5)}{MODEL_NOUN}\b"),
     ("train_model", r"\b(?:retrain|re-train|refit|re-fit)(?:s|ed|ing)?\b(?=\s+(?:it|them|with|on|using|the\s+model)\b)"),
-    ("train_model", passive(MODEL_NOUN, r"trained|fitted|fit|built|learned|learnt|estimated|re-?trained")),
+    ("train_model", passive(rf"(?:(?:linear|logistic|k-?nn|centroid)\s+)?{MODEL_NOUN}", r"trained|fitted|fit|built|learned|learnt|estimated|re-?trained")),
     ("train_model", r"\b(?:train|trains|fit|fits|try|build|run)\s+(?:them\s+)?(?:both|each|all\s+of\s+them|each\s+of\s+them|"
                     rf"both\s+of\s+them|them\s+all)\b(?!\s+(?:a|an|the|models?|classifiers?)\b|\s+{MODEL_KIND})"),   # "train both": a question's candidates
     ("train_model", rf"{AFTER_ARROW}linear(?=\s*(?:{ARROW}|$|[,.;]))"),   # "80/20 -> linear -> evaluate"
     ("train_model", rf"\b(?:a\s+|the\s+)?(?:final\s+|plain\s+|simple\s+)?{MODEL_KIND}\b(?:\s+(?:models?|classifiers?|regressors?|"
                     r"candidates?|baselines?|fit|run))?"),
-    ("evaluate_model", r"\b(?:evaluat\w*|assess\w*|score|scores|test|tests|validate|validates|measure|measures|benchmark|benchmarks|check)\b"
+    ("evaluate_model", r"\b(?:evaluat\w*|evalut\w*|evaulat\w*|assess\w*|score|scores|test|tests|validate|validates|measure|measures|benchmark|benchmarks|check)\b"
                        r"|\beval\b(?!\s*(?:loss|accuracy|acc|set|split|data|metrics?|f1|auc|rmse|recall)\b)"),   # the abbreviation
     ("deploy_model", r"\b(?:deploy\w*|publish\w*|ship|ships|release|promote|(?<!ray )serve|push\w*\s+(?:it\s+|them\s+)?to\s+production|"
                      r"roll\s+(?:it\s+|them\s+|that\s+|this\s+|the\s+(?:winner|model|best\s+one)\s+)?out|put\s+(?:it\s+)?(?:in|into)\s+production)\b(?:\s+(?:to|into)\s+production)?"),
