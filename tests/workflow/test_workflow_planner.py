@@ -154,6 +154,7 @@ def test_dry_run_executes_a_plan_at_tiny_sizes_in_its_own_directory(tmp_path):
 DEV2 = ROOT / "benchmarks" / "data" / "nl_dev2.yaml"
 DEV3 = ROOT / "benchmarks" / "data" / "nl_dev3.yaml"
 DEV4 = ROOT / "benchmarks" / "data" / "nl_dev4.yaml"
+DEV5 = ROOT / "benchmarks" / "data" / "nl_dev5.yaml"
 EXTRA = Path(__file__).parent / "data" / "nl_planner_extra.yaml"
 STRESS = Path(__file__).parent / "data" / "nl_planner_stress.yaml"
 STRESS4 = Path(__file__).parent / "data" / "nl_planner_stress4.yaml"
@@ -161,11 +162,11 @@ STRESS5 = Path(__file__).parent / "data" / "nl_planner_stress5.yaml"
 
 
 @pytest.mark.parametrize("path,floor", [(DEV2, 0.9), (EXTRA, 0.9), (STRESS, 0.9), (DEV3, 0.9), (STRESS4, 0.9),
-                                        (STRESS5, 0.9), (DEV4, 0.9)],
-                         ids=["nl_dev2", "extra", "stress", "nl_dev3", "stress4", "stress5", "nl_dev4"])
+                                        (STRESS5, 0.9), (DEV4, 0.9), (DEV5, 0.9)],
+                         ids=["nl_dev2", "extra", "stress", "nl_dev3", "stress4", "stress5", "nl_dev4", "nl_dev5"])
 def test_sets_written_by_others_score(path, floor):
     """The development sets written by others (their conventions: README_sets2.md,
-    README_sets3.md, README_dev4.md) and the tests' own varied and rephrased prompts: plans equal to gold,
+    README_sets3.md, README_dev4.md, README_dev5.md) and the tests' own varied and rephrased prompts: plans equal to gold,
     refusals refused, nothing silently wrong."""
     from raystack.workflow.nl.evaluate import score_set
     sc = score_set(path, _plan, run=False)
@@ -438,3 +439,33 @@ def test_a_param_left_at_its_default_is_the_same_plan():
     assert compare(_plan("Load o.csv and aggregate by store with a sum."), gold)[0]
     assert compare(_plan("Load o.csv and total the sales per store."), gold)[0]
     assert not compare(_plan("Load o.csv and aggregate by store with a count."), gold)[0]
+
+
+def test_lists_words_and_questions_of_development_set_5():
+    """Development set 5's wordings: 'one' in a list of number words is a value (a map that
+    dropped it ran two jobs of three, silently); 'pass/fail' is two words, not a folder to load;
+    a file that 'gets the table' is written; a question about missing values is a condition;
+    inline numbered items count on; a reason in parentheses changes nothing."""
+    from raystack.workflow.nl.text import Text
+    (dlrm, *_) = _plan("Elastic DLRM runs named kennel-recs for one, two and four epochs -> best AUC -> "
+                       "export to ./models/kennel-recs.").draft.steps
+    assert dlrm.map == ("epochs", [1, 2, 4])
+    assert [x.value() for x in Text.parse("keep the best one, two runs").tokens if x.kind == "num"] == [2.0]
+    p = _plan("Room inspection pass/fail (hotel housekeeping): load room_inspections.csv, drop bad rows, train a "
+              "logistic regression.")
+    assert _kinds(p)[:2] == ["load_data", "clean_data"] and p.draft.steps[0].stated == {"path": "room_inspections.csv"}
+    p = _plan("At the same time read a.csv and b.csv; link the two on machine_id; weekly roll-up (by week); "
+              "out/w.csv gets the table; finally ping 'written'.")
+    assert _kinds(p) == ["load_data", "load_data", "join", "aggregate", "write_table", "notify"]
+    p = _plan("apiary data: load hives.csv; de-duplicate; descriptive statistics. Is over five percent of the data "
+              "missing? Then alert 'patchy'. Otherwise the table goes to out/hives.csv.")
+    alert, table = p.draft.steps[-2:]
+    assert (alert.when.metric, alert.when.op, alert.when.value) == ("missing_fraction", ">", 0.05)
+    assert table.entry == "write_table" and table.otherwise
+    p = _plan("1) load enrolments.csv 2) in parallel: summary statistics & a chart 3) once both finish, a report "
+              "4) notify 'ready'")
+    assert _kinds(p) == ["load_data", "stats", "plot", "save_report", "notify"]
+    p = _plan("Load machines.csv (retry up to 3 times b/c the share is flaky), tidy it up, write the table to out/m.csv.")
+    assert p.draft.steps[0].retries == 3 and _kinds(p) == ["load_data", "clean_data", "write_table"]
+    with pytest.raises(PlanRefused, match="filter"):
+        _plan("Load logs.csv, then filter logs and plot them.")

@@ -211,6 +211,33 @@ def targets(t: Text) -> None:
 SOURCE_WORDS = ("load_data", "path")   # "... from queues.csv:": the load's words inside a goal
 
 
+REASON_WORDS = {"because", "b/c", "bc", "since", "cause", "'cause"}
+
+
+def reasons(t: Text) -> None:
+    """"(retry up to 3 times b/c the share is flaky)": why the user asks, inside parentheses,
+    to their close; it changes nothing in the plan. Words a rule used end it."""
+    for tok in t.tokens:
+        if tok.low not in REASON_WORDS or tok.used or not _in_parentheses(t, tok):
+            continue
+        run = [tok]
+        for x in t.tokens[tok.i + 1:]:
+            if x.text == ")" or x.used or x.kind not in ("word", "num"):
+                break
+            run.append(x)
+        if run[-1].i + 1 < len(t.tokens) and t.tokens[run[-1].i + 1].text == ")":
+            t.mark(run, "reason")
+
+
+def _noun_modifier(t: Text, x: Token) -> bool:
+    """"Beehive weight logs": a word that is also an operation, between a free descriptive word
+    and a head noun, describes the data ("then filter logs" asks for a filter)."""
+    prev = t.tokens[x.i - 1] if x.i else None
+    nxt = t.tokens[x.i + 1] if x.i + 1 < len(t.tokens) else None
+    return prev is not None and nxt is not None and _unknown(prev) and prev.low not in L.CLAUSE_WORDS \
+        and prev.low not in L.UNMAPPED_VERBS and nxt.low in L.HEAD_NOUNS
+
+
 def goal(t: Text, ends: list[tuple[str, int]]) -> None:
     """"Predict ride wait times from queues.csv: dedupe -> ... -> linear": a request that opens
     with what its model is for, closed by a colon, names its subject when a step trains a
@@ -305,12 +332,13 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]]) -> None:
     if unsupported:
         raise PlanRefused([f"no catalog step does {t.span_text(r)!r}" for r in t.runs(unsupported)])
     targets(t)
+    reasons(t)
     ends = list(action_ends)
     goal(t, ends)
     lead_ins(t)      # a title may hold a task noun or a word that is also a verb ("Crop yield regression:")
     headings(t)
     title_clauses(t)
-    verbs = [x for x in t.unused() if x.low in L.UNMAPPED_VERBS]
+    verbs = [x for x in t.unused() if x.low in L.UNMAPPED_VERBS and not _noun_modifier(t, x)]
     if verbs:
         raise PlanRefused([f"no catalog step does {t.span_text(r)!r}" for r in t.runs(verbs)])
     if any(e in COMPARING_STEPS for e, _ in ends):   # "compare A and B ... keep the best"

@@ -298,6 +298,8 @@ class RulePlanner:
         """"test" and "score" are verbs only at the start of a clause or before their object."""
         prev = t.tokens[tok.i - 1] if tok.i else None
         nxt = t.tokens[tok.i + 1] if tok.i + 1 < len(t.tokens) else None
+        if tok.low in ("they", "it", "the"):
+            return True     # the passive trigger: "they get scored"
         if tok.low.startswith(("evaluat", "evalut", "assess", "validat", "measur", "eval")) and (nxt is None or nxt.kind == "punct"):
             return True     # a noun ending its clause names the step: "an eval;", "adapter eval ->"
         if tok.low.startswith(("evaluat", "evalut", "assess", "validat", "measur")):

@@ -25,7 +25,8 @@ _RANGE = r"between\s+(?P<a>NUM\d+)\s+and\s+(?P<b>NUM\d+)|from\s+(?P<c>NUM\d+)\s+
 _MAX = r"maximi[sz]\w*|maximum|max|highest|higher|best"
 _MIN = r"minimi[sz]\w*|minimum|min|lowest|lower|smallest"
 METRIC_PHRASES = [
-    rf"\b(?P<v>{_MAX}|{_MIN}|optimi[sz]\w*(?:\s+for)?|objective|by|on|for)\s+(?:the\s+)?(?:validation\s+|test\s+)?"
+    rf"\b(?:(?:picking|choosing|selecting|aiming|going|looking|searching)\s+for\s+)?"   # "picking for max accuracy"
+    rf"(?P<v>{_MAX}|{_MIN}|optimi[sz]\w*(?:\s+for)?|objective|by|on|for)\s+(?:the\s+)?(?:validation\s+|test\s+)?"
     rf"(?P<m>{L.METRIC_RX})\b(?:\s*\(\s*(?P<v2>{_MAX}|{_MIN})\s*\))?(?:\s+wins)?",
     rf"\b(?P<m>{L.METRIC_RX})\s*\(?\s*(?P<v>{_MAX}|{_MIN})\b\s*\)?",
     rf"\b(?:the\s+)?(?P<v>{_MAX}|{_MIN})\s+(?P<m>{L.METRIC_RX})\s+wins\b",

@@ -30,6 +30,8 @@ ABBREVIATIONS = {"w/": "with", "w/o": "without", "b/c": "because", "thru": "thro
 _ABBR = r"\b(?:w/o|w/|b/c)(?![\w/])|\b(?:e\.g|i\.e)\.?(?!\w)|\betc\.(?=\s*[,;)a-z])"
 _TOKEN = re.compile(f"(?P<quote>{_QUOTE})|(?P<addr>{_ADDR})|(?P<abbr>{_ABBR})|(?P<ratio>{_RATIO})|(?P<path>{_PATH})"
                     f"|(?P<num>{_NUM})|(?P<word>{_WORD})|(?P<punct>{_PUNCT})", re.I)
+# words before "one" that make it a pronoun ("the best one, two ...")
+DETERMINERS = {"the", "a", "an", "best", "this", "that", "each", "every", "which", "any", "no", "other", "another", "last"}
 NOT_PATHS = {"train/test", "train/validation", "test/train", "and/or", "train/val", "input/output"}
 # folders a path written without "./" names by its first or last part ("data/criteo", "out/x")
 DIR_WORDS = set("""data dataset datasets out output outputs model models run runs ckpt ckpts checkpoint
@@ -158,8 +160,11 @@ def _merge_numbers(tokens: list[Token]) -> list[Token]:
             value = _word_number(words)
             nxt = tokens[j] if j < len(tokens) else None
             if value is not None and (j > i + 1 or tok.kind == "word"):
-                if words == ["one"] and not (nxt is not None and (nxt.low in UNIT_WORDS
-                                                                    or nxt.low in PERCENT_WORDS)):
+                prev_low = tokens[i - 1].low if i else ""
+                listed = nxt is not None and nxt.low in (",", "and", "or", "&") and j + 1 < len(tokens) and \
+                    tokens[j + 1].low in NUMBER_WORDS and prev_low not in DETERMINERS   # "one, two and four epochs"
+                if words == ["one"] and not listed and not (nxt is not None and (nxt.low in UNIT_WORDS
+                                                                                 or nxt.low in PERCENT_WORDS)):
                     out.append(tok)
                     i += 1
                     continue
