@@ -412,6 +412,7 @@ def test_bullets_questions_and_passives_of_development_set_4():
     assert _kinds(p) == ["load_data", "clean_data", "save_report", "notify"] and p.draft.steps[-1].exit == "always"
     p = _plan("./ckpt/dental-base is loaded, then mLoRA adapters (booking, billing) are trained on that checkpoint.")
     assert _kinds(p) == ["load_checkpoint", "mlora_finetune"]
+    assert _kinds(_plan("Load ./ckpt/scores.csv and plot it.")) == ["load_data", "plot"]   # a table stays a table
     p = _plan("Elastic DLRM job robot-picks, three epochs. Evaluate afterwards. AUC >= 0.75? -> export to ./models/rp. "
               "Otherwise send 'too low'.")
     export, note = p.draft.steps[-2:]

@@ -149,7 +149,8 @@ class RulePlanner:
                     continue
                 if written_end or (entry == "save_report" and self._table_result(t, m, toks, hi)):
                     entry_here = "write_table"
-                elif entry == "load_data" and out_file is not None and CHECKPOINT_PATH.search(out_file.low):
+                elif entry == "load_data" and out_file is not None and CHECKPOINT_PATH.search(out_file.low) \
+                        and not out_file.low.endswith(TABLE_EXT):
                     entry_here = "load_checkpoint"   # "./ckpt/base is loaded": a checkpoint, never a table
                 else:
                     entry_here = entry
