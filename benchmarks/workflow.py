@@ -346,9 +346,8 @@ def main() -> int:
     data = Path(__file__).resolve().parent / "data"
     sets = [(name, data / f"nl_{name}.yaml") for name in ("dev", "dev2", "dev3", "dev4", "dev5")
             if (data / f"nl_{name}.yaml").exists()]
-    for name, held in (("heldout", "nl_heldout.yaml"), ("heldout2", "nl_heldout2.yaml"),
-                       ("heldout3", "nl_heldout3.yaml"), ("heldout4", "nl_heldout4.yaml"),
-                       ("heldout5", "nl_heldout5.yaml")):
+    for name in ("heldout", "heldout2", "heldout3", "heldout4", "heldout5"):
+        held = f"nl_{name}.yaml"
         if (data / held).exists():
             sets.append((name, data / held))
         else:
@@ -366,10 +365,8 @@ def main() -> int:
                 executable=sc.executable, executable_validated_only=sc.executable_validated,
                 silently_wrong_prompts=sc.silently_wrong, refused_plannable=sc.refused_plannable,
                 seconds=sc.seconds, wrong=sc.wrong, failed_runs=sc.failed_runs, **r)
-        what = {"dev": "developed on this set", "dev2": "another author's set, developed on",
-                "dev3": "another author's set, developed on", "dev4": "another author's set, developed on",
-                "dev5": "another author's set, developed on"}.get(
-            name, "written by someone else, scored once")
+        what = ("developed on this set" if name == "dev" else "another author's set, developed on"
+                if name.startswith("dev") else "written by someone else, scored once")
         rep.target(f"nl_{name}_structural_match", r["structural_match"], ">=", 0.80,
                    f"plans equal to gold, refusals of must-refuse prompts ({sc.prompts} prompts; {what})")
         exec_key = "executable_match" if cfg["planner_run_parts"] else "executable_or_validated_match"

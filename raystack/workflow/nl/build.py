@@ -132,16 +132,16 @@ class _Wiring:
             if src is not None and metric not in CATALOG[src.entry].metrics:
                 # "train ..., evaluate it and plot the val loss": the training run upstream
                 # reports it; the plot reads that run and still follows the evaluation
-                up = [x for x in self._upstream(src) if metric in CATALOG[x.entry].metrics]
+                up = [x for x in self._upstream(src, by_label) if metric in CATALOG[x.entry].metrics]
                 if isinstance(s.inputs["data"], list) or not up:
                     raise PlanRefused([f"the plot of {metric!r} reads {src.entry}, which does not report it "
                                        f"(it reports {list(CATALOG[src.entry].metrics)})"])
                 s.inputs["data"] = up[0].label
                 s.after = list(dict.fromkeys([*s.after, src.label]))
 
-    def _upstream(self, step: DraftStep) -> list[DraftStep]:
+    @staticmethod
+    def _upstream(step: DraftStep, by_label: dict[str, DraftStep]) -> list[DraftStep]:
         """The steps ``step`` reads from, directly or not, nearest first (by data edges)."""
-        by_label = {x.label: x for x in self.out}
         out: list[DraftStep] = []
         frontier = [step]
         while frontier:

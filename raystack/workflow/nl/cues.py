@@ -22,16 +22,16 @@ CUE_KINDS = ("retry", "exit", "loop", "cond", "else", "parallel", "join", "seq",
 MISSING_OPS = {"more than": ">", "over": ">", "above": ">", "in excess of": ">", "fewer than": "<",
                "less than": "<", "under": "<", "below": "<", "at least": ">=", "no less than": ">=",
                "at most": "<=", "no more than": "<=", "up to": "<="}
-MISSING = (r"\b(?P<cue>if|when|only\s+if|provided)\s+(?P<cmp>"
-           + "|".join(k.replace(" ", r"\s+") for k in sorted(MISSING_OPS, key=len, reverse=True))
-           + r")\s+(?P<v>PCT\d+)\s+"
-           r"(?:of\s+(?:the\s+|its\s+|their\s+)?(?:values?|rows?|cells?|entries|records?|data)\s+)?(?:are|is)\s+missing\b"
-           r"|\b(?P<cue2>should)\s+(?P<cmp2>" + "|".join(k.replace(" ", r"\s+") for k in sorted(MISSING_OPS, key=len, reverse=True))
-           + r")\s+(?P<v2>PCT\d+)\s+(?:of\s+(?:the\s+|its\s+|their\s+)?(?:values?|rows?|cells?|entries|records?|data)\s+)?"
-           r"(?:be|turn\s+out\s+to\s+be|come\s+back)\s+missing\b"   # "should over 10% of values be missing"
-           r"|\b(?:is|are)\s+(?P<cmp3>" + "|".join(k.replace(" ", r"\s+") for k in sorted(MISSING_OPS, key=len, reverse=True))
-           + r")\s+(?P<v3>PCT\d+)\s+(?:of\s+(?:the\s+|its\s+|their\s+)?(?:values?|rows?|cells?|entries|records?|data)\s+)?"
-           r"missing(?=\s*\?)")   # "Is over 5% of the data missing?"
+_MISSING_CMP = "|".join(k.replace(" ", r"\s+") for k in sorted(MISSING_OPS, key=len, reverse=True))
+_OF_VALUES = r"(?:of\s+(?:the\s+|its\s+|their\s+)?(?:values?|rows?|cells?|entries|records?|data)\s+)?"
+# each with the comparison ``cmp`` and the share ``v``
+MISSING = [
+    rf"\b(?:if|when|only\s+if|provided)\s+(?P<cmp>{_MISSING_CMP})\s+(?P<v>PCT\d+)\s+{_OF_VALUES}(?:are|is)\s+missing\b",
+    # "should over 10% of values be missing"
+    rf"\bshould\s+(?P<cmp>{_MISSING_CMP})\s+(?P<v>PCT\d+)\s+{_OF_VALUES}(?:be|turn\s+out\s+to\s+be|come\s+back)\s+missing\b",
+    # "Is over 5% of the data missing?"
+    rf"\b(?:is|are)\s+(?P<cmp>{_MISSING_CMP})\s+(?P<v>PCT\d+)\s+{_OF_VALUES}missing(?=\s*\?)",
+]
 
 
 @dataclass
@@ -111,12 +111,13 @@ def _loops(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
 
 def _conditions(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
     out = []
-    for m, toks in t.finditer(MISSING, lo, hi, free_only=True):
-        t.mark(toks, "condition")
-        op = MISSING_OPS[" ".join((m.group("cmp") or m.group("cmp2") or m.group("cmp3")).split())]
-        out.append(Cue("cond", toks[0].i, toks[-1].i + 1, si,
-                       {"metric": "missing_fraction", "op": op,
-                        "value": number(float(t.literal(m.group("v") or m.group("v2") or m.group("v3")).value()))}))
+    for pat in MISSING:
+        for m, toks in t.finditer(pat, lo, hi, free_only=True):
+            t.mark(toks, "condition")
+            op = MISSING_OPS[" ".join(m.group("cmp").split())]
+            out.append(Cue("cond", toks[0].i, toks[-1].i + 1, si,
+                           {"metric": "missing_fraction", "op": op,
+                            "value": number(float(t.literal(m.group("v")).value()))}))
     for m, toks in t.finditer(rf"\b{L.IF_CUE}\s+(?:the\s+|its\s+|their\s+|it's\s+|model's\s+|the\s+model's\s+)?"
                               rf"{L.METRIC_MOD}(?P<m>{L.METRIC_RX})\s+{L.METRIC_WHERE}", lo, hi, free_only=True):
         cmp = comparison(t, toks[-1].i + 1, hi)

@@ -38,9 +38,10 @@ the scorer applies the same canonical mapping to the plan (:class:`Conventions`)
 
 from __future__ import annotations
 
+import functools
 import itertools
-from collections import Counter
 import re
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -216,17 +217,19 @@ class Canon:
     defaults: frozenset = frozenset()   # params' values equal to the step's defaults
 
 
-def _defaults(entries: list[CatalogEntry]) -> dict[str, Any]:
-    """The default of each parameter of these catalog steps (the first entry's, by name)."""
+@functools.lru_cache(maxsize=None)
+def _defaults(names: tuple[str, ...]) -> dict[str, Any]:
+    """The default of each parameter of these catalog steps (the first entry's, by name; read
+    once per set of steps: a signature is inspected, not cheap per compared step)."""
     out: dict[str, Any] = {}
-    for e in entries:
+    for name in names:
         try:
-            params = e.params()
+            params = CATALOG[name].params()
         except Exception:  # noqa: BLE001 - a step whose signature cannot be read states all
             continue
-        for name, p in params.items():
+        for pname, p in params.items():
             if not p.required:
-                out.setdefault(name, p.default)
+                out.setdefault(pname, p.default)
     return out
 
 
@@ -234,7 +237,7 @@ def default_values(params: dict, entries: list[CatalogEntry]) -> frozenset[str]:
     """The comparable values among ``params`` that equal their step's default (by the
     parameter's catalog name; a name the catalog does not use, a gold writer's alias, matches
     any of the step's defaults)."""
-    defaults = {k: v for k, v in _defaults(entries).items() if v is not None}
+    defaults = {k: v for k, v in _defaults(tuple(e.name for e in entries)).items() if v is not None}
     out = set()
     for k, v in params.items():
         options = [defaults[k]] if k in defaults else list(defaults.values())

@@ -38,6 +38,8 @@ PER_ROUND_STEPS = ("train_model", "elastic_dlrm")   # steps with a top-level ``e
 # words between "after"/"once" and the step its clause names ("once it is evaluated")
 SUBORDINATE_SKIP = {"the", "a", "an", "it", "they", "its", "their", "has", "have", "is", "are", "been",
                     "being", "was", "were", "all", "data", "model"}
+# word stems that name an evaluation wherever they stand ("evalute": a typo users make)
+EVAL_STEMS = ("evaluat", "evalut", "assess", "validat", "measur")
 # a reminder that the file named is loaded first, said beside the step that reads it
 LOADED_FIRST = r"\b(?:after|once|but)\s+(?:loading|reading|you\s+load|we\s+load|you\s+read|we\s+read)\s+(?:it|them)\b"
 # a directory that holds a checkpoint by its name ("./ckpt/x", "runs/checkpoints/latest")
@@ -301,9 +303,9 @@ class RulePlanner:
         nxt = t.tokens[tok.i + 1] if tok.i + 1 < len(t.tokens) else None
         if tok.low in ("they", "it", "the"):
             return True     # the passive trigger: "they get scored"
-        if tok.low.startswith(("evaluat", "evalut", "assess", "validat", "measur", "eval")) and (nxt is None or nxt.kind == "punct"):
+        if tok.low.startswith((*EVAL_STEMS, "eval")) and (nxt is None or nxt.kind == "punct"):
             return True     # a noun ending its clause names the step: "an eval;", "adapter eval ->"
-        if tok.low.startswith(("evaluat", "evalut", "assess", "validat", "measur")):
+        if tok.low.startswith(EVAL_STEMS):
             return not (prev is not None and prev.low in ("the", "an", "a", "for", "of"))
         starts = prev is None or prev.kind == "punct" or prev.low in ("and", "then", "also", "to", "next", "finally", "first")
         return starts and (nxt is None or nxt.low in EVAL_OBJECTS or nxt.kind == "punct")
