@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
+from raystack.workflow.nl.spelling import corrected
+
 _QUOTE = r"\"[^\"]*\"|(?<!\w)'[^'\n]*'(?!\w)|`[^`]*`|“[^”]*”|‘[^’]*’"
 _ADDR = r"[\w.+-]+@[\w-]+\.[\w.-]+|\b\w+://\S+|\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"
 _RATIO = (r"\b(?:" + "|".join(f"{a}\\s*/\\s*{100 - a}" for a in range(1, 100)) + r")\b(?!\.\d)")
@@ -76,10 +78,11 @@ class Token:
     end: int
     used: str = ""       # what accounted for it ("" = not yet)
     val: float | None = None   # a number's value (percentages as fractions)
+    spelled: str = ""    # the word a typo stands for ("evalaute": "evaluate")
 
     @property
     def low(self) -> str:
-        low = self.text.lower()
+        low = self.spelled or self.text.lower()
         return ABBREVIATIONS.get(low, low)
 
     def value(self) -> float | str:
@@ -237,6 +240,9 @@ class Text:
                 continue
             t.tokens.append(Token(len(t.tokens), s, kind, m.start(), m.end()))
         t.tokens = _merge_numbers(t.tokens)
+        for tok in t.tokens:
+            if tok.kind == "word":
+                tok.spelled = corrected(tok.text) or ""
         t._list_markers()
         parts, pos = [], 0
         for k, tok in enumerate(t.tokens):
