@@ -64,7 +64,8 @@ def main() -> None:
         p.add_argument("--no-torchft", action="store_true", help="skip the torchft arms"),
         p.add_argument("--only", choices=PARTS, action="append", help="run only these parts"),
         p.add_argument("--repeats", type=int, default=None, help="timed repeats (repeat k uses seed k; default 3)"),
-        p.add_argument("--r", default=None, help="comma-separated r values of the speed part (default 0.25,1,4)")))
+        p.add_argument("--r", default=None, help="comma-separated r values of the speed part (default 0.25,1,4)"),
+        p.add_argument("--tau", type=int, default=TAU, help=f"edit_overlap's delay in inner steps (default {TAU})")))
     quick = args.quick
     parts = args.only or list(PARTS)
     H = 4 if quick else 16
@@ -73,7 +74,7 @@ def main() -> None:
     steps = warmup + H * windows
     rs = [float(x) for x in args.r.split(",")] if args.r else [4.0] if quick else [0.25, 1.0, 4.0]
     repeats = args.repeats or (1 if quick else 3)
-    tau = min(TAU, H - 1)
+    tau = min(args.tau, H - 1)
     base = {"model": "tiny-1m", "ranks": 2, "shards": 1, "steps": steps,
             "inner": {"lr": 3e-3, "lr_warmup_steps": 10},
             "sync": {"h": H, "warmup_steps": warmup, "min_steps": 2},
