@@ -65,7 +65,9 @@ def test_overlap_zero_equals_todays_edit_step_for_step(case):
         assert have["syncs"] == want["syncs"] and have["outliers"] == want["outliers"]
         assert len(have["losses"]) == len(want["losses"]) == 12
         for step, (a, b) in enumerate(zip(want["losses"], have["losses"])):
-            assert abs(a - b) <= 1e-6, (case, step, a, b)
+            # a few fp32 ulps (one ulp of a loss near 5 is 4.8e-7): the BLAS kernels' rounding may
+            # differ from run to run; any change to the update itself moves the loss by far more
+            assert abs(a - b) <= 1e-6 * max(1.0, abs(a)), (case, step, a, b)
         for pa, pb in zip(want["projections"], have["projections"]):
             for a, b in zip(pa, pb):
                 assert abs(a - b) <= 1e-5 * max(1.0, abs(a)), (case, a, b)

@@ -89,6 +89,17 @@ def _method(x: Token) -> bool:
     return x.low in L.UNSUPPORTED or any(x.low.startswith(p) for p in L.UNSUPPORTED_PREFIXES)
 
 
+def _method_near(t: Text, x: Token) -> bool:
+    """A domain word that names a method next to the word that makes it one ("decision tree",
+    "train a tree", "tree model"; "Tree nursery" is a domain)."""
+    near = L.METHOD_IF_NEAR.get(x.low)
+    if near is None:
+        return False
+    words = near.split()
+    neighbours = [y.low for y in t.tokens[max(0, x.i - 2):x.i + 2] if y is not x]
+    return any(w in words for w in neighbours)
+
+
 def title_span(t: Text) -> tuple[int, bool] | None:
     """(end, headed) for a request's title, tokens [0, end): the words before its first colon
     or dash, when they hold no file, number, filler or other punctuation; ``headed`` when it
@@ -212,6 +223,8 @@ SOURCE_WORDS = ("load_data", "path")   # "... from queues.csv:": the load's word
 
 
 REASON_WORDS = {"because", "b/c", "bc", "since", "cause", "'cause"}
+REMARK_VERBS = {"is", "are", "was", "were", "keeps", "tends", "gets", "can", "often", "sometimes"}
+MAX_REMARK = 7
 
 
 def reasons(t: Text) -> None:
@@ -226,6 +239,19 @@ def reasons(t: Text) -> None:
                 break
             run.append(x)
         if run[-1].i + 1 < len(t.tokens) and t.tokens[run[-1].i + 1].text == ")":
+            t.mark(run, "reason")
+    # "(3 retries, the NAS is flaky)": a remark with its own verb after what a rule read, to the close
+    for tok in t.tokens:
+        if tok.text != "," or not _in_parentheses(t, tok) or not t.tokens[tok.i - 1].used:
+            continue
+        run = []
+        for x in t.tokens[tok.i + 1:]:
+            if x.text == ")" or x.used or x.kind != "word" or len(run) > MAX_REMARK:
+                break
+            run.append(x)
+        closes = run and run[-1].i + 1 < len(t.tokens) and t.tokens[run[-1].i + 1].text == ")"
+        if closes and any(x.low in REMARK_VERBS for x in run) and not any(
+                _method(x) or x.low in L.UNMAPPED_VERBS for x in run):
             t.mark(run, "reason")
 
 
@@ -328,7 +354,7 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]]) -> None:
                         r"other)(?:\s+one)?\b", t.masked)
     if ordinal:  # "train on the first and evaluate on the second": which is which is a guess
         raise PlanRefused([f"cannot tell which step {ordinal.group(0)!r} refers to"])
-    unsupported = [x for x in t.tokens if not x.used.startswith("name:") and _method(x)]
+    unsupported = [x for x in t.tokens if not x.used.startswith("name:") and (_method(x) or _method_near(t, x))]
     if unsupported:
         raise PlanRefused([f"no catalog step does {t.span_text(r)!r}" for r in t.runs(unsupported)])
     targets(t)

@@ -31,6 +31,8 @@ MISSING = [
     rf"\bshould\s+(?P<cmp>{_MISSING_CMP})\s+(?P<v>PCT\d+)\s+{_OF_VALUES}(?:be|turn\s+out\s+to\s+be|come\s+back)\s+missing\b",
     # "Is over 5% of the data missing?"
     rf"\b(?:is|are)\s+(?P<cmp>{_MISSING_CMP})\s+(?P<v>PCT\d+)\s+{_OF_VALUES}missing(?=\s*\?)",
+    # "Over 15% of the values missing? Send ..." (a question opening its clause)
+    rf"(?:(?m:^)|(?<=[;:.,)>→?-]\s))(?P<cmp>{_MISSING_CMP})\s+(?P<v>PCT\d+)\s+{_OF_VALUES}(?:(?:are|is)\s+)?missing(?=\s*[?:,→]|\s*->)",
 ]
 
 
@@ -50,8 +52,27 @@ def comparison(t: Text, i: int, hi: int) -> tuple[str, float, int] | None:
         if hit is not None:
             m, toks = hit
             v = t.literal(m.group("v"))
-            return op, number(float(v.value())), toks[-1].i + 1
+            return op, number(float(v.value())), _past_unit(t, toks[-1].i + 1)
     return None
+
+
+# units a threshold may be written in ("RMSE under 6 minutes", "below 6 (minutes)"); the value
+# compares as written
+VALUE_UNITS = {"minutes", "minute", "mins", "min", "seconds", "second", "secs", "sec", "s", "ms", "hours",
+               "hour", "hrs", "h", "days", "day", "points", "pts", "pp", "degrees", "kg", "km", "mm", "cm",
+               "euros", "eur", "dollars", "usd"}
+
+
+def _past_unit(t: Text, end: int) -> int:
+    """The token after a threshold's unit, written plain or in parentheses (the caller marks the
+    comparison's tokens up to it)."""
+    toks = t.tokens
+    if end < len(toks) and toks[end].low in VALUE_UNITS and not toks[end].used:
+        return end + 1
+    if end + 2 < len(toks) and toks[end].text == "(" and toks[end + 1].low in VALUE_UNITS and toks[end + 2].text == ")" \
+            and not toks[end + 1].used:
+        return end + 3
+    return end
 
 
 def _reach(op: str, metric: str) -> str:
@@ -76,16 +97,29 @@ def _retries(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
     return out
 
 
+def _loop_conditions(t: Text, lo: int, hi: int):
+    """(match, tokens, negate) of each loop condition: "until X <op> v", or "repeat while X <op> v"
+    (its stopping test is the opposite comparison)."""
+    subject = rf"\s+(?:the\s+|its\s+|their\s+|it\s+|model's\s+)?{L.METRIC_MOD}(?P<m>{L.METRIC_RX})\s+{L.METRIC_WHERE}"
+    found = [(m, toks, False) for m, toks in t.finditer(rf"\b{L.UNTIL_CUE}{subject}", lo, hi, free_only=True)]
+    found += [(m, toks, True) for m, toks in t.finditer(rf"\b{L.WHILE_CUE}{subject}", lo, hi, free_only=True)]
+    return sorted(found, key=lambda f: f[1][0].i)
+
+
 def _loops(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
     out = []
-    for m, toks in t.finditer(rf"\b{L.UNTIL_CUE}\s+(?:the\s+|its\s+|their\s+|it\s+|model's\s+)?"
-                              rf"{L.METRIC_MOD}(?P<m>{L.METRIC_RX})\s+{L.METRIC_WHERE}", lo, hi, free_only=True):
+    for m, toks, negate in _loop_conditions(t, lo, hi):
         cmp = comparison(t, toks[-1].i + 1, hi)
         if cmp is None:
             raise PlanRefused([f"the loop condition {t.span_text(toks)!r}... is not a comparison "
                                "with a number"])
         op, value, end = cmp
         metric = metric_of(m.group("m"))
+        op = _reach(op, metric)
+        if negate:
+            if op not in L.NEGATED_OPS:
+                raise PlanRefused([f"the loop condition {t.span_text(t.tokens[toks[0].i:end])!r} has no opposite to stop on"])
+            op = L.NEGATED_OPS[op]
         t.mark(t.tokens[toks[0].i:end], "loop")
         bound = next(t.finditer(L.BOUND, lo, hi, free_only=True), None)
         if bound is None:
@@ -99,7 +133,7 @@ def _loops(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
             for _, toks2 in t.finditer(pat, lo, hi, free_only=True):
                 t.mark(toks2, "loop")
                 per_round.update(params)
-        out.append(Cue("loop", toks[0].i, end, si, {"metric": metric, "op": _reach(op, metric),
+        out.append(Cue("loop", toks[0].i, end, si, {"metric": metric, "op": op,
                                                    "value": value, "per_round": per_round,
                                                    "max": int(float(t.literal(n).value()))}))
         for _, toks2 in t.finditer(L.LOOP_WORDS, lo, hi, free_only=True):
@@ -138,7 +172,7 @@ def _conditions(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
         t.mark(t.tokens[toks[0].i:end], "condition")
         out.append(Cue("cond", toks[0].i, end, si, {"metric": metric, "value": value,
                                                    "op": L.NEGATED_OPS[_reach(op, metric)]}))
-    for m, toks in t.finditer(rf"(?:^|(?<=[;:.,)>→]\s))(?P<m>{L.METRIC_RX})\s+", lo, hi, free_only=True):
+    for m, toks in t.finditer(rf"(?:(?m:^)|(?<=[;:.,)>→-]\s))(?P<m>{L.METRIC_RX})\s+", lo, hi, free_only=True):
         cmp = comparison(t, toks[-1].i + 1, hi)
         if cmp is None:
             continue

@@ -31,7 +31,7 @@ MODEL_NAMES = ("tiny-1m", "tiny-20m", "small-50m")
 # a named base model: "tiny-20m", "small-50m", "llama-7b" (the part's config checks it exists)
 BASE_MODEL = r"\b[a-z][a-z0-9]*-\d+(?:\.\d+)?[mkb]\b"
 COUNT_NOUNS = ("models", "runs", "times", "samples", "adapters", "candidates", "variants", "jobs",
-               "configs", "configurations", "separate", "different", "sizes", "settings", "values")
+               "configs", "configurations", "separate", "different", "sizes", "settings", "values", "ways")
 WORKERS = r"(?:workers?|ranks?|replicas?|processes|nodes|machines|gpus?|devices)"
 MAX_ADAPTERS = 16
 
@@ -86,7 +86,7 @@ def claim_count(text: Text, lo: int, hi: int, n: int, before: int = 4) -> None:
             continue
         nxt = text.tokens[tok.i + 1] if tok.i + 1 < len(text.tokens) else None
         if tok.text.isalpha() or (nxt is not None and nxt.low in COUNT_NOUNS):
-            text.mark([tok] + ([nxt] if nxt is not None and nxt.low in ("times", "separate", "different")
+            text.mark([tok] + ([nxt] if nxt is not None and nxt.low in ("times", "separate", "different", "ways")
                                and not nxt.used else []), "count")
             return
 
@@ -177,9 +177,13 @@ def clean_data(text: Text, lo: int, hi: int, f: Found) -> None:
     consume(text, lo, hi, r"\b(?:missing|null|nan|empty|incomplete|blank)\s+[a-z_]\w*", "clean")
 
 
+ROWS_UNIT = r"(?:rows?|records?|examples|entries)"
+
+
 def sample(text: Text, lo: int, hi: int, f: Found) -> None:
-    rows = _search(text, lo, hi, rf"(?P<l>{NUMLIST})\s*-?\s*(?:random\s+)?(?:rows?|records?|examples|entries)\b",
-                   "row counts")
+    rows = _search(text, lo, hi, rf"(?P<l>{NUMLIST})\s*-?\s*(?:random\s+)?{ROWS_UNIT}\b", "row counts") or \
+        _search(text, lo, hi, rf"(?P<l>NUM\d+\s+{ROWS_UNIT}(?:\s*,\s*NUM\d+\s+{ROWS_UNIT})*"      # "2,000 rows, 8,000 rows"
+                              rf"(?:\s*,?\s*(?:(?:and|or|&)\s+)?NUM\d+\s+{ROWS_UNIT}))\b", "row counts")
     if rows and not re.search(r"PCT\d+", rows.group("l")):   # "samples of 1k, 5k and 10k rows"
         f.map = ("rows", [int(v) for v in _list(text, rows.group("l"))])
         claim_count(text, lo, hi, len(f.map[1]))
@@ -212,7 +216,7 @@ def split_data(text: Text, lo: int, hi: int, f: Found) -> None:
             raise PlanRefused([f"split {a}/{b}: the parts do not add up to 100"])
         f.set("test_fraction", number(round(b / 100.0, 4)))
         return
-    m = _search(text, lo, hi, r"(?P<p>PCT\d+)(?:\s+(?:of\s+(?:the\s+)?(?:data|rows|it|them)\s+)?"
+    m = _search(text, lo, hi, r"(?P<p>PCT\d+)(?:\s+(?:of\s+(?:the\s+)?(?:data|rows|it|them)\s+)?(?:(?:out|aside|back|apart|off)\s+)?"
                               r"(?:(?:as|for)\s+(?:a\s+|the\s+)?)?(?:test(?:ing)?|hold-?out|validation|eval(?:uation)?)"
                               r"(?:\s+(?:set|split|data|fraction))?)?", "test fraction") or \
         _search(text, lo, hi, r"test\s+(?:fraction|size|share)\s*(?:of|=)?\s*(?P<p>NUM\d+|PCT\d+)", "test fraction")
@@ -319,7 +323,9 @@ BOUND_UNITS = [(r"workers?|ranks?|replicas?|processes|nodes|machines", "workers"
 _UNIT = "|".join(rf"(?P<u{i}>{p})" for i, (p, _) in enumerate(BOUND_UNITS))
 _CAP = r"(?:at\s+most|up\s+to|no\s+more\s+than|not\s+more\s+than|a\s+maximum\s+of|maximum\s+of|max(?:imum)?|capped\s+at|limited\s+to|<=|≤)"
 BOUND_PATTERNS = [
-    rf"(?:(?:with|and)\s+)?(?:the\s+)?(?:(?P<w>workers?|gpus?)|memory|ram)\s+(?:capped|limited)\s+(?:at|to)\s+(?P<n>NUM\d+)\s*(?:{_UNIT})?\b",
+    rf"(?:(?:with|and)\s+)?(?:the\s+)?(?:(?P<w>workers?|gpus?)(?:\s+count)?|memory|ram)\s+(?:capped|limited)\s+(?:at|to)\s+(?P<n>NUM\d+)\s*(?:{_UNIT})?\b",
+    # "cap memory at 8GB", "capping the workers at 4"
+    rf"\bcap(?:ping|s)?\s+(?:the\s+)?(?:(?P<w>workers?|gpus?)(?:\s+count)?|memory|ram)\s+(?:at|to)\s+(?P<n>NUM\d+)\s*(?:{_UNIT})?\b",
     rf"(?:(?:on|with|using|across|over|in)\s+)?{_CAP}\s*(?P<n>NUM\d+)\s*(?:{_UNIT})\b(?:\s+of\s+(?:memory|ram))?",
     # "a 16GB memory cap", "an 8-worker limit", "4 GPUs max"
     rf"(?:(?:with|and|under|within)\s+)?(?:a\s+|an\s+)?(?P<n>NUM\d+)\s*-?\s*(?:{_UNIT})\s+(?:of\s+)?(?:memory\s+|ram\s+)?"

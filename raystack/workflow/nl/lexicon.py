@@ -61,16 +61,20 @@ ELSE_CUE = (r"(?:otherwise|else|if\s+not|failing\s+that|if\s+(?:it|they|that|the
             r"|if\s+(?:it|they)\s+(?:miss(?:es)?|fails?)\s+(?:the\s+)?(?:bar|threshold|cut))")
 UNTIL_CUE = (r"(?:until|till|stopping\s+(?:once|when|as\s+soon\s+as)|stop\s+(?:once|when|as\s+soon\s+as)"
              r"|(?:and\s+)?stop\s+(?:training\s+)?(?:once|when))")
+# "repeat while the val loss > 3.2": a loop that stops on the opposite comparison
+WHILE_CUE = (r"(?:repeat(?:ing)?|keep\s+(?:going|training|running|at\s+it)|continu(?:e|ing)|loop(?:ing)?|go\s+on|iterate)"
+             r"\s+(?:it\s+|this\s+|training\s+)?(?:while|as\s+long\s+as)")
 UNBOUNDED = (r"\b(?:forever|indefinitely|endlessly|without\s+(?:a\s+|any\s+)?(?:limit|bound|end|cap)|"
              r"until\s+(?:it\s+)?converges?|until\s+convergence|until\s+(?:it\s+is\s+|it\s*'s\s+)?perfect|"
              r"no\s+matter\s+how\s+long|as\s+long\s+as\s+(?:it\s+takes|needed|necessary)|"
              r"as\s+many\s+(?:rounds|times|iterations|attempts|retries|epochs)\s+as\s+(?:it\s+takes|needed|necessary|required)|"
              r"again\s+and\s+again|over\s+and\s+over|keep\s+retrying|retry\s+until|unlimited\s+(?:retries|attempts|rounds)|"
              r"no\s+limit\s+on\s+(?:the\s+)?(?:attempts|retries|rounds|iterations))\b")
-BOUND = (r"(?:(?:for\s+)?(?:at\s+most|up\s+to|no\s+more\s+than|not\s+more\s+than|a\s+maximum\s+of|"
-         r"maximum\s+of|max(?:imum)?|capped\s+at|with\s+a\s+(?:maximum|limit|cap)\s+of|limited\s+to)\s+"
-         r"(?P<n>NUM\d+)\s*(?:times|rounds?|iterations?|attempts?|tries|repetitions?|passes|runs)?"
-         r"|(?P<n2>NUM\d+)\s+(?:times|rounds|iterations|attempts|tries)\s+(?:at\s+most|max(?:imum)?)"
+BOUND = (r"(?:(?:but\s+|and\s+)?(?:for\s+)?(?:at\s+most|up\s+to|no\s+more\s+than|not\s+more\s+than|never\s+more\s+than|a\s+maximum\s+of|"
+         r"maximum\s+of|max(?:imum)?|capped\s+at|cap\s*(?::|of|at)?|with\s+a\s+(?:maximum|limit|cap)\s+of|limited\s+to)\s+"
+         r"(?P<n>NUM\d+)(?!\d)(?!\s*(?:workers?|gpus?|gb|gib|ranks?|nodes?|replicas?|machines|processes|cpus?)\b)"
+         r"\s*(?:times|rounds?|iterations?|attempts?|tries|repetitions?|passes|runs|chunks|cycles)?"
+         r"|(?P<n2>NUM\d+)\s+(?:times|rounds|iterations|attempts|tries|passes|runs|chunks|cycles)\s+(?:at\s+(?:the\s+)?most|max(?:imum)?|tops)"
          r"|(?:in|over)\s+(?:at\s+most\s+)?(?P<n3>NUM\d+)\s+(?:rounds|iterations|attempts|tries)"
          r"|(?:and\s+|but\s+)?(?:stop|stopping|give\s+up|quit)\s+after\s+(?P<n4>NUM\d+)\s+(?:rounds|iterations|attempts|tries|times|runs|passes)(?:\s+(?:at\s+(?:the\s+)?most|max(?:imum)?|tops))?)"
          r"|or\s+(?:stop\s+|quit\s+)?after\s+(?P<n5>NUM\d+)\s+(?:rounds|iterations|attempts|tries|times|runs|passes|epochs)"
@@ -78,9 +82,9 @@ BOUND = (r"(?:(?:for\s+)?(?:at\s+most|up\s+to|no\s+more\s+than|not\s+more\s+than
 # "epoch by epoch", "round after round", "keep going until": how a loop is written, not a step;
 # PER_ROUND says what one round of the looped step runs ("epoch by epoch" = one epoch a round)
 LOOP_WORDS = (r"\b(?:keep(?:s|ing)?\s+(?:on\s+)?(?:training|running|fitting|iterating|repeating|going)|repeat(?:ing|edly)?|keep|keeps|keeping|again|iterat\w*|re-?run\w*|rounds?|runs|at\s+a\s+time|"
-              r"each\s+round|per\s+round|going|at\s+it|(?:round|epoch|pass)\s+(?:by|after)\s+(?:round|epoch|pass))\b")
-ROUND_WORDS = r"\b(?:per|each|a)\s+round\b"
-PER_ROUND = {r"\bepoch\s+(?:by|after)\s+epoch\b": {"epochs": 1}}
+              r"each\s+round|per\s+round|going|at\s+it|(?:round|epoch|pass)\s+(?:by|after)\s+(?:round|epoch|pass)|passes|chunks|cycles)\b")
+ROUND_WORDS = r"\b(?:per|each|a)\s+(?:round|pass|chunk|cycle|iteration)\b|\bin\s+chunks\s+of\b"
+PER_ROUND = {r"\bepoch\s+(?:by|after)\s+epoch\b|\b(?:a\s+)?single\s+epoch\s+at\s+a\s+time\b": {"epochs": 1}}
 RETRY_WORDS = {"once": 1, "twice": 2, "thrice": 3}
 RETRIES = [
     r"(?:with\s+|and\s+)?(?:up\s+to\s+|at\s+most\s+|a\s+maximum\s+of\s+)?(?P<n>NUM\d+)\s+retr(?:y|ies)"
@@ -102,16 +106,18 @@ EXIT_CUES = [
     (r"\b(?:on|upon)\s+(?:a\s+|any\s+)?failures?(?:\s+(?:anywhere|at\s+any\s+(?:point|step)|along\s+the\s+way))?\b|\bfailure\s+anywhere\b|\bany\s+failure\b|\bif\s+(?:it|something|anything)\s+(?:fails|breaks)\b|\bin\s+case\s+of\s+(?:a\s+|any\s+)?(?:failures?|errors?)\b|"
      r"\b(?:if|when|should)\s+(?:anything|something|any\s+step|a\s+step|any\s+of\s+(?:this|these|them)|"
      r"the\s+(?:(?:whole|entire|full)\s+)?(?:run|workflow|pipeline|job|training|whole\s+thing|flow))\s+(?:fails?|failed|breaks?|go(?:es)?\s+wrong|"
-     r"errors(?:\s+out)?|crashes)(?:\s+(?:anywhere|at\s+any\s+(?:point|step)|somewhere|along\s+the\s+way))?\b"
+     r"errors(?:\s+out)?|crash(?:es|ed)?|blows?\s+up|blew\s+up|dies|died)(?:\s+(?:anywhere|at\s+any\s+(?:point|step)|somewhere|along\s+the\s+way))?\b"
      r"|\bif\s+there\s+is\s+(?:an\s+)?error\b", "failure"),
     (r"\bon\s+success\b|\bupon\s+success\b|\b(?:if|when|once)\s+(?:everything|it\s+all|all\s+steps|"
      r"the\s+(?:(?:whole|entire|full)\s+)?(?:run|workflow|pipeline|job|whole\s+thing))\s+(?:succeeds|succeeded|is\s+successful|"
-     r"completes\s+successfully|finishes\s+successfully|goes\s+well)\b", "success"),
+     r"completes\s+successfully|finishes\s+successfully|goes\s+well|(?:finishes|completes|runs|goes\s+through|ends)\s+without\s+"
+     r"(?:any\s+)?(?:errors?|failures?|problems|issues|a\s+hitch))\b", "success"),
     (r"\b(?:always|no\s+matter\s+what(?:\s+happens)?|whatever\s+happens|regardless(?:\s+of\s+(?:the\s+)?"
      r"(?:outcome|result|whether\s+it\s+succeeds(?:\s+or\s+(?:fails|not))?))?|in\s+any\s+case|in\s+all\s+cases|"
      r"come\s+what\s+may|succeed\s+or\s+fail|even\s+if\s+(?:it|something|anything)\s+fails|success\s+or\s+(?:not|failure)|"
      r"pass\s+or\s+fail|whatever\s+the\s+(?:outcome|result)|either\s+way|in\s+every\s+case|"
-     r"whether\s+(?:it|the\s+run|everything)\s+(?:succeeds|works|passes)\s+or\s+(?:not|fails))\b", "always"),
+     r"whether\s+(?:it|the\s+run|everything)\s+(?:succeeds|works|passes)\s+or\s+(?:not|fails)|"
+     r"regardless\s+of\s+how\s+(?:it|the\s+(?:run|job|pipeline|workflow)|things)\s+(?:ends|goes|turns\s+out))\b", "always"),
 ]
 END_PHRASES = (r"\b(?:(?:when|once)\s+(?:it\s+is\s+|it\s*'s\s+|everything\s+is\s+)?(?:finished|complete|completed|done)|at\s+the\s+(?:very\s+)?end|when\s+(?:it|everything|the\s+(?:run|workflow|pipeline|job))\s+"
                r"(?:finishes|is\s+(?:done|finished|over)|completes|ends|has\s+finished)|when\s+done|"
@@ -181,7 +187,7 @@ telemetry metrics scores results report reports run job jobs runs
 # its own word, "neural", "download", "sql")
 UNSUPPORTED = set("""
 forest forests random-forest gradient boosted boosting xgboost lightgbm catboost svm svms svc
-neural mlp cnn rnn lstm gru bert gpt transformer transformers tree trees
+neural mlp cnn rnn lstm gru bert gpt transformer transformers tree-based
 decision naive bayes bayesian kmeans k-means cluster clusters clustering dbscan pca tsne t-sne
 umap arima prophet ridge lasso elasticnet elastic-net perceptron
 deep ensemble stacking bagging adaboost autoencoder gan diffusion vae reinforcement
@@ -195,6 +201,11 @@ rag retrieval scraping scraped
 crawler crawling diagnose diagnosis prescribe prescription
 medication dose dosage symptoms poem essay letter email-campaign
 """.split())
+# domain words that are also a method's name ("Tree nursery", "apple trees"): a method only next
+# to a word that makes them one ("decision tree", "a tree model", "boosted trees")
+METHOD_IF_NEAR = {"tree": "decision boosted gradient random regression model models classifier classifiers regressor "
+                          "ensemble train fit build learn trained fitted",
+                  "trees": "decision boosted gradient random regression model models classifier ensemble extra"}
 # tasks and domains named as nouns ("sentiment", "captioning", "load forecasting"): the subject of
 # a request, accepted as its context where it is one (a lead-in or title, a description before a
 # head noun, a purpose), and refused like a method anywhere else ("run sentiment analysis")

@@ -47,6 +47,10 @@ CHECKPOINT_PATH = re.compile(r"(?:^|/|\.)(?:ckpts?|checkpoints?)(?:/|$|[-_])")
 VERBLESS_MODEL = re.compile(rf"(?:(?:a|the|final|plain|simple)\s+)*{MODEL_KIND}\b")
 
 
+# steps that use a cluster's workers, GPUs or memory: what a resource bound limits
+COMPUTE_STEPS = {"train_model", "tune", "edit_pretrain", "mlora_finetune", "elastic_dlrm"}
+
+
 @dataclass
 class Action:
     entry: str
@@ -107,6 +111,7 @@ class RulePlanner:
             if prev and prev[-1].found.bound is None and not CATALOG[prev[-1].entry].side_effect:
                 with t.claiming(prev[-1].entry):
                     resource_bound(t, lo, hi, prev[-1].found)
+        self._bounds_to_compute(actions)
         if any(a.entry == "load_data" for a in actions):   # "(after loading it, obviously)": that load
             for _, toks in t.finditer(LOADED_FIRST, 0, len(t.tokens), free_only=True):
                 t.mark(toks, "load_data")
@@ -376,6 +381,18 @@ class RulePlanner:
         self._hoist(actions)
         self._order(actions)
         return [s for a in actions for s in [*a.extra, a.step]]
+
+    @staticmethod
+    def _bounds_to_compute(actions: list[Action]) -> None:
+        """"kNN on a 5% sample (hold out 20%; cap memory at 8GB)": a resource bound read inside a
+        data step's words belongs to the sentence's model step (the one before it, else after)."""
+        for k, a in enumerate(actions):
+            if a.found.bound is None or a.entry in COMPUTE_STEPS:
+                continue
+            same = [b for b in actions if b.sentence == a.sentence and b.entry in COMPUTE_STEPS and b.found.bound is None]
+            target = next((b for b in reversed(same) if actions.index(b) < k), None) or next(iter(same), None)
+            if target is not None:
+                target.found.bound, a.found.bound = a.found.bound, None
 
     @staticmethod
     def _one_load_per_file(actions: list[Action]) -> None:

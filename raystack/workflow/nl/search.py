@@ -22,13 +22,13 @@ _PARAM = "|".join(rf"(?P<p{i}>{p})" for i, (p, _) in enumerate(SPACE_PARAMS))
 SPACE_PARAM_RX = "|".join(p for p, _ in SPACE_PARAMS)     # a parameter's name, one word
 _JOIN = r"(?:\s*(?:=|:|∈|in|of|over|from|at|values?|across|among|to|grid|set|tuned|searched|swept|varied|\(|,)\s*)*\s*"
 _RANGE = r"between\s+(?P<a>NUM\d+)\s+and\s+(?P<b>NUM\d+)|from\s+(?P<c>NUM\d+)\s+to\s+(?P<d>NUM\d+)"
-_MAX = r"maximi[sz]\w*|maximum|max|highest|higher|best"
-_MIN = r"minimi[sz]\w*|minimum|min|lowest|lower|smallest"
+_MAX = r"(?:higher|bigger|larger|more)\s+(?:is|=)\s+better|maximi[sz]\w*|maximum|max|highest|higher|best"
+_MIN = r"(?:lower|smaller|less)\s+(?:is|=)\s+better|minimi[sz]\w*|minimum|min|lowest|lower|smallest"
 METRIC_PHRASES = [
     rf"\b(?:(?:picking|choosing|selecting|aiming|going|looking|searching)\s+for\s+)?"   # "picking for max accuracy"
     rf"(?P<v>{_MAX}|{_MIN}|optimi[sz]\w*(?:\s+for)?|objective|by|on|for)\s+(?:the\s+)?(?:validation\s+|test\s+)?"
     rf"(?P<m>{L.METRIC_RX})\b(?:\s*\(\s*(?P<v2>{_MAX}|{_MIN})\s*\))?(?:\s+wins)?",
-    rf"\b(?P<m>{L.METRIC_RX})\s*\(?\s*(?P<v>{_MAX}|{_MIN})\b\s*\)?",
+    rf"\b(?P<m>{L.METRIC_RX})\s*(?:\(|,)?\s*(?P<v>{_MAX}|{_MIN})\b\s*\)?",
     rf"\b(?:the\s+)?(?P<v>{_MAX}|{_MIN})\s+(?P<m>{L.METRIC_RX})\s+wins\b",
 ]
 SCHEDULER = (r"\b(?:under|with|using|via)?\s*(?:the\s+|plain\s+|an?\s+)?(?P<s>asha|hyperband|successive\s+halving|"
@@ -69,6 +69,9 @@ def read_tune(t: Text, lo: int, hi: int, space: dict | None = None) -> TuneSpec:
                            "parameter it tunes over which values"])
     for _, toks in t.finditer(r"\b(?:over|across|among|values?|in|search|searching|trying)\b", lo, hi, free_only=True):
         t.mark(toks, "tune")
+    for m, toks in t.finditer(rf"(?<![\w-])(?:{_PARAM})(?![\w-])", lo, hi, free_only=True):   # "sweep k for a kNN (k = 3/5/9)"
+        if next(SPACE_PARAMS[i][1] for i in range(len(SPACE_PARAMS)) if m.group(f"p{i}")) in space:
+            t.mark(toks, "tune space")
     trials = 0
     m = next(t.finditer(r"(?P<n>NUM\d+)\s*(?:-\s*)?(?:trials?|samples|configurations|configs|runs|tries)\b", lo, hi,
                         free_only=True), None)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from raystack.workflow.nl.lexicon import METRIC_RX
+from raystack.workflow.nl.lexicon import METRIC_RX, NUMLIST
 
 _SK = r"(?:[^\s,.;:]+\s+)"
 
@@ -107,10 +107,14 @@ TRIGGERS: list[tuple[str, str]] = [
     ("split_data", r"\btrain\s*/\s*(?:test|validation|val)\b(?:\s+split)?|\btrain-test\s+split\b|\btrain\s+test\s+split\b|\bRATIO\d+\s+split\b"),
     ("split_data", r"\b(?:split|splits|splitting|partition\w*|divide)\b(?:\s+off)?|\bhold(?:ing)?\s+out\b|\bholdout\b|\bhold-out\b|\bheld\s+out\b"
                    r"|\b(?:carve|carving|set|setting|hold|holding|keep|keeping|put|putting|reserve|reserving|held|kept)\s+(?:out|aside|back|apart)\b"
-                   r"|\breserve\s+(?=PCT|a\s+quarter|the\s+last)"),
+                   r"|\breserve\s+(?=PCT|a\s+quarter|the\s+last)"
+                   # "keep a fifth back for test", "carve off 30% as a test set": the share between
+                   r"|\b(?:carv|set|hold|keep|put|reserv|tak|leav|lay)\w*\s+(?:off\s+|aside\s+|back\s+|out\s+)?"
+                   r"(?=PCT\d+(?:\s+(?:out|aside|back|apart|off))?\s+(?:as|for)\s+(?:a\s+|the\s+)?(?:test|testing|validation|hold-?out|eval))"),
     ("sample", r"\b(?:randomly\s+)?(?:sub-?sampl\w*|down-?sampl\w*|sample)\s+(?=NUM|PCT|FILE|the\b|a\b|an\b|it\b|them\b|down\b|rows\b|each\b|every\b)"),
     ("sample", r"\b(?:take|draw|pick|select|keep|grab|use|pull|get|make|create|build|extract)\s+(?:a\s+|an\s+)?(?:random\s+)?(?:PCT\d+\s+|NUM\d+\s*(?:-\s*)?(?:rows?\s+|records?\s+)?)?(?:random\s+)?(?:samples?|subsets?|fraction|portion|subsamples?)\b"),
     ("sample", r"\b(?:take|draw|pick|select|keep|grab)\s+(?:a\s+|an\s+)?(?:random\s+)?(?:PCT\d+|NUM\d+)\s+(?:random\s+)?(?:rows|records|of)\b"),
+    ("sample", rf"(?:\b(?:take|draw|pick|grab|pull|make|get)\s+)?(?:{NUMLIST})\s*-?\s*(?:rows?|records?)\s+(?:random\s+)?(?:sub-?)?samples?\b"),
     ("sample", r"(?:\bPCT\d+|\bNUM\d+\s*(?:-\s*)?(?:rows?|records?))\s+(?:random\s+)?(?:sub-?)?samples?\b"
                r"|\b(?:sub-?)?samples?\s+(?:of\s+)?(?=PCT)|\b(?:NUM\d+\s+)?samples\s*(?:—|–|:|-|\()\s*(?=PCT)"),
     ("join", r"(?<!the )(?<!a )\b(?:join|joins|joined|joining|merge|merges|merged|merging|combine|combines|combined|enrich|enriches|enriched|link|links|linked|"
