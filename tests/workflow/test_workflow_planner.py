@@ -155,6 +155,7 @@ DEV2 = ROOT / "benchmarks" / "data" / "nl_dev2.yaml"
 DEV3 = ROOT / "benchmarks" / "data" / "nl_dev3.yaml"
 DEV4 = ROOT / "benchmarks" / "data" / "nl_dev4.yaml"
 DEV5 = ROOT / "benchmarks" / "data" / "nl_dev5.yaml"
+DEV6 = ROOT / "benchmarks" / "data" / "nl_dev6.yaml"
 EXTRA = Path(__file__).parent / "data" / "nl_planner_extra.yaml"
 STRESS = Path(__file__).parent / "data" / "nl_planner_stress.yaml"
 STRESS4 = Path(__file__).parent / "data" / "nl_planner_stress4.yaml"
@@ -162,11 +163,12 @@ STRESS5 = Path(__file__).parent / "data" / "nl_planner_stress5.yaml"
 
 
 @pytest.mark.parametrize("path,floor", [(DEV2, 0.9), (EXTRA, 0.9), (STRESS, 0.9), (DEV3, 0.9), (STRESS4, 0.9),
-                                        (STRESS5, 0.9), (DEV4, 0.9), (DEV5, 0.9)],
-                         ids=["nl_dev2", "extra", "stress", "nl_dev3", "stress4", "stress5", "nl_dev4", "nl_dev5"])
+                                        (STRESS5, 0.9), (DEV4, 0.9), (DEV5, 0.9), (DEV6, 0.9)],
+                         ids=["nl_dev2", "extra", "stress", "nl_dev3", "stress4", "stress5", "nl_dev4", "nl_dev5",
+                              "nl_dev6"])
 def test_sets_written_by_others_score(path, floor):
     """The development sets written by others (their conventions: README_sets2.md,
-    README_sets3.md, README_dev4.md, README_dev5.md) and the tests' own varied and rephrased prompts: plans equal to gold,
+    README_sets3.md, README_dev4.md, README_dev5.md, README_dev6.md) and the tests' own varied and rephrased prompts: plans equal to gold,
     refusals refused, nothing silently wrong."""
     from raystack.workflow.nl.evaluate import score_set
     sc = score_set(path, _plan, run=False)
@@ -470,3 +472,65 @@ def test_lists_words_and_questions_of_development_set_5():
     assert p.draft.steps[0].retries == 3 and _kinds(p) == ["load_data", "clean_data", "write_table"]
     with pytest.raises(PlanRefused, match="filter"):
         _plan("Load logs.csv, then filter logs and plot them.")
+
+
+def test_typos_units_remarks_and_loops_of_development_set_6():
+    """Development set 6's wordings: a word one slip from a step word is read as it (a real word
+    one letter away is not); 'tree' is a domain until a word makes it a method; a threshold may
+    carry its unit; 'repeat while' stops on the opposite comparison; 'cap: 5 rounds' bounds the
+    loop and 'max six workers' the resources; a remark in parentheses changes nothing."""
+    from raystack.workflow.nl.text import Text
+    p = _plan("Load rides.csv, split 80/20, train logistic regression and evalaute it, then compute statistcs.")
+    assert _kinds(p) == ["load_data", "split_data", "train_model", "evaluate_model", "stats"]
+    assert [x.spelled for x in Text.parse("retrain the de-duplicate model").tokens] == ["", "", "", ""]
+    assert _kinds(_plan("Tree nursery survey: load blocks.csv and aggregate it by species.")) == ["load_data", "aggregate"]
+    for method in ("load a.csv and train a decision tree on it", "load a.csv, fit a tree model and evaluate it"):
+        with pytest.raises(PlanRefused, match="tree"):
+            _plan(method)
+    p = _plan("Load trips.csv, split 80/20, fit a linear regression, evaluate it. RMSE under 6 minutes -> deploy it "
+              "as eta, else notify 'missed'.")
+    deploy, alert = p.draft.steps[-2:]
+    assert (deploy.when.metric, deploy.when.op, deploy.when.value) == ("rmse", "<", 6) and alert.otherwise
+    p = _plan("EDiT on tiny-1m, 400 steps per round, repeat while val loss > 3.2 but never more than 6 rounds; "
+              "afterwards plot the val loss.")
+    loop = p.draft.steps[0].loop
+    assert (loop.metric, loop.op, loop.value, loop.max_iterations) == ("val_loss", "<=", 3.2, 6)
+    dlrm = _plan("elastic DLRM named dive-recs, 1 epoch per round, keep going till auc >= 0.78 (cap: 5 rounds), "
+                 "max six workers.").draft.steps[0]
+    assert dlrm.loop.max_iterations == 5 and dlrm.bound == {"param": "workers", "op": "<=", "value": 6}
+    p = _plan("Load calls.parquet (3 retries, the NAS is flaky) and get summary statistics. Over 15% of the values "
+              "missing? Send 'too patchy'. Otherwise save a report.")
+    assert p.draft.steps[0].retries == 3
+    assert (p.draft.steps[2].when.metric, p.draft.steps[2].when.value) == ("missing_fraction", 0.15)
+    p = _plan("If the run finishes without errors, notify 'ok'. Load a.csv; de-duplicate; write it to out/a.csv.")
+    assert next(d for d in p.draft.steps if d.entry == "notify").exit == "success"
+    p = _plan("Load a.csv, split it, train knn. Should any step crash, notify 'broke'.")
+    assert next(d for d in p.draft.steps if d.entry == "notify").exit == "failure"
+
+
+def test_shares_searches_bounds_and_selections_of_development_set_6():
+    """A share kept 'back for test' is the split; 'higher is better' is the search's direction
+    and 'sweep k' names its parameter; a resource bound read in a data step's words is the model
+    step's; the best of several pretrained bases is the fine-tune's one base (not a fine-tune per
+    base), so a condition on the evaluated adapters has one result to test; steps in an 'after'
+    clause run first; "they're" is "they are"."""
+    p = _plan("Load olives.csv, keep a fifth back for test, train a logistic regression.")
+    assert p.draft.steps[1].stated == {"test_fraction": 0.2}
+    p = _plan("Load kilns.csv, then sweep k for a kNN (k = 3/5/9, 12 trials, asha, accuracy - higher is better).")
+    tune = p.draft.steps[-1].tune
+    assert tune.space == {"k": [3, 5, 9]} and (tune.metric, tune.mode, tune.trials) == ("accuracy", "max", 12)
+    p = _plan("kNN on a five percent sample of audio.parquet (hold out 20%; cap memory at 8GB), then evaluate.")
+    bounds = {d.entry: d.bound for d in p.draft.steps if d.bound}
+    assert bounds == {"train_model": {"param": "memory_gb", "op": "<=", "value": 8}}
+    p = _plan("Which base works better, tiny-1m or tiny-20m? EDiT-pretrain both for 300 steps, keep the one with the "
+              "lower val loss, then mLoRA the faq and checkin adapters on that base. Score the adapters; serve them "
+              "only if exact match reaches 0.6.")
+    fn = {s.id: s.fn.rsplit(":", 1)[1] for s in p.ir.steps}
+    assert sorted(fn.values()).count("mlora_finetune") == 1 and sorted(fn.values()).count("evaluate_adapters") == 1
+    finetune = next(s for s in p.ir.steps if fn[s.id] == "mlora_finetune")
+    assert fn[finetune.params["base"].step] == "select_best"
+    p = _plan("Logistic w/ lr = 0.01, 0.03 and 0.1 on shifts.csv after cleaning + a 75/25 split; keep the top F1.")
+    assert _kinds(p) == ["load_data", "clean_data", "split_data", "train_model", "select_best"]
+    p = _plan("./ckpt/base is loaded; on it, two adapters (a1, b2) get fine-tuned with mLoRA. Then they're scored, "
+              "and if exact match is over 65% they go behind Ray Serve, else a 'not good enough' notification is sent.")
+    assert _kinds(p) == ["load_checkpoint", "mlora_finetune", "evaluate_adapters", "serve_adapters", "notify"]

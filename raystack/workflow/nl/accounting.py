@@ -41,7 +41,8 @@ CLAUSE_ENDS = {",", ";", ".", "!", "?", ":", "(", ")", "—", "–", "-", *("->"
 # steps that compare results, and the words that say so ("compare the runs and keep the best")
 COMPARING_STEPS = {"select_best", "evaluate_model", "evaluate_adapters", "tune"}
 COMPARE_WORDS = {"compare", "compares", "comparing", "compared", "comparison", "bake-off", "bakeoff",
-                 "shootout", "head-to-head", "against", "versus", "vs", "better", "which", "wins", "win"}
+                 "shootout", "head-to-head", "against", "versus", "vs", "better", "which", "wins", "win",
+                 "works", "work", "performs", "perform", "fares", "worse"}
 # steps that train or run a model: a task named as the request's subject is theirs to carry out
 MODEL_STEPS = {"train_model", "tune", "edit_pretrain", "mlora_finetune", "elastic_dlrm", "load_checkpoint", "load_adapters",
                "evaluate_adapters", "serve_adapters"}
@@ -318,6 +319,10 @@ def references(t: Text) -> None:
         elif prev is not None and prev.text == "(" and nxt is not None and nxt.text == ")" \
                 and ENUMERATOR.match(tok.low):
             t.mark([prev, tok, nxt], "enumerator")
+    # "fine-tune ... on that base", "on top of the chosen base": the model an earlier step made
+    for _, toks in t.finditer(r"\b(?:on|onto|over|from)\s+(?:top\s+of\s+)?(?:that|this|the\s+(?:chosen|selected|winning|best|better|resulting))"
+                              r"\s+(?:base|bases|base\s+model|checkpoint)\b", 0, len(t.tokens), free_only=True):
+        t.mark(toks, "reference")
 
 
 def describes(t: Text, run: list[Token]) -> bool:

@@ -15,7 +15,7 @@ import os
 from typing import Any, Iterator
 
 from raystack.workflow.api import Out, Workflow
-from raystack.workflow.catalog import CATALOG, SPLIT, TABLE, CatalogEntry
+from raystack.workflow.catalog import CATALOG, CHECKPOINT, DLRM, SPLIT, TABLE, CatalogEntry
 from raystack.workflow.ir import WorkflowError, WorkflowIR
 from raystack.workflow.nl.plan import EXIT_KINDS, Draft, DraftStep, Plan, PlanRefused
 
@@ -109,7 +109,19 @@ class _Wiring:
         cond = consumer.when if consumer is not None else None
         return [s for s in self.out[:before] if s.exit is None and not (group and s.concurrent == group)
                 and not (cond is not None and s.when == cond and s.otherwise != consumer.otherwise)
-                and (CATALOG[s.entry].output in kinds or ("any" in kinds and CATALOG[s.entry].output))]
+                and (self.output(s) in kinds or ("any" in kinds and self.output(s)))]
+
+    def output(self, s: DraftStep) -> str | None:
+        """What the step makes: its catalog output, except that a selection among part runs makes
+        what it selects ("keep the base with the lower val loss" is a checkpoint, the fine-tune's
+        base; the best of three DLRM runs is a DLRM model to evaluate)."""
+        if s.entry == "select_best" and s.inputs.get("results"):
+            src = s.inputs["results"]
+            label = src[0] if isinstance(src, list) else src
+            chosen = next((x for x in self.out if x.label == label), None)
+            if chosen is not None and self.output(chosen) in SELECTED_ARTIFACTS:
+                return self.output(chosen)
+        return CATALOG[s.entry].output
 
     def wire(self) -> list[DraftStep]:
         for s in self.draft.steps:
@@ -178,7 +190,7 @@ class _Wiring:
                 last = max((i for i, x in enumerate(self.out) if x.entry == s.entry), default=-1)
                 since = []           # of the first kind it accepts that has any
                 for k in kinds:
-                    since = [p for p in found if self.out.index(p) > last and CATALOG[p.entry].output == k]
+                    since = [p for p in found if self.out.index(p) > last and self.output(p) == k]
                     if since:
                         break
                 if since:
@@ -204,6 +216,10 @@ class _Wiring:
             s.inputs[pname] = src.label
             if spec == TABLE:
                 tables_used.append(src.label)
+
+
+# part artifacts a selection passes on as what they are (a table model's selection stays an evaluation)
+SELECTED_ARTIFACTS = (CHECKPOINT, DLRM)
 
 
 def _cond_ref(outs: dict[str, Any], label: str, metric: str) -> Out:

@@ -31,7 +31,8 @@ MODEL_NAMES = ("tiny-1m", "tiny-20m", "small-50m")
 # a named base model: "tiny-20m", "small-50m", "llama-7b" (the part's config checks it exists)
 BASE_MODEL = r"\b[a-z][a-z0-9]*-\d+(?:\.\d+)?[mkb]\b"
 COUNT_NOUNS = ("models", "runs", "times", "samples", "adapters", "candidates", "variants", "jobs",
-               "configs", "configurations", "separate", "different", "sizes", "settings", "values", "ways")
+               "configs", "configurations", "separate", "different", "sizes", "settings", "values", "ways",
+               "learning", "rates", "lrs", "seeds")
 WORKERS = r"(?:workers?|ranks?|replicas?|processes|nodes|machines|gpus?|devices)"
 MAX_ADAPTERS = 16
 
@@ -304,7 +305,7 @@ def train_model(text: Text, lo: int, hi: int, f: Found) -> None:
             _search(text, lo, hi, rf"{ep}\s*(?:=|:|of)?\s*(?P<n>NUM\d+)", "epochs")
         if m:
             f.set("epochs", int(_num(text, m.group("n"))))
-    m = _search(text, lo, hi, r"\bk\s*(?:=|:|of)\s*(?P<n>NUM\d+)|(?P<m>NUM\d+)\s+(?:nearest\s+)?neighbou?rs\b", "k")
+    m = _search(text, lo, hi, r"\bk\s*(?:=|:|of)\s*(?P<n>NUM\d+)|(?P<m>NUM\d+)\s*-?\s*(?:nearest\s+)?neighbou?rs?\b", "k")
     if m:      # "kNN (k = 7)", "retrain with k = 3", "5 neighbours"
         f.set("k", int(_num(text, m.group("n") or m.group("m"))))
     lr = r"(?:learning[\s-]+rates?|lrs?|step\s+sizes?)"
@@ -312,6 +313,7 @@ def train_model(text: Text, lo: int, hi: int, f: Found) -> None:
         _search(text, lo, hi, rf"(?:for\s+)?each\s+{lr}\s+(?:in|of|from)\s+(?P<l>{NUMLIST})", "learning rate")
     if m:
         _set_map(f, "lr", _list(text, m.group("l")))
+        claim_count(text, lo, hi, len(f.map[1]))     # "at three learning rates (0.01, 0.03, 0.1)"
     else:
         m = _search(text, lo, hi, rf"{lr}\s*(?:=|:|of|at)?\s*(?P<n>NUM\d+)", "learning rate")
         if m:

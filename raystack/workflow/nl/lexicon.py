@@ -58,7 +58,8 @@ METRIC_WHERE = r"(?:(?:on|of|for|over|in|from)\s+(?:the\s+)?(?:test|validation|v
 ELSE_CUE = (r"(?:otherwise|else|if\s+not|failing\s+that|if\s+(?:it|they|that|the\s+\w+)\s+(?:falls?|fall)\s+short"
             r"|(?:(?:it|they)\s+)?(?:falls?|fell)\s+short(?=\s*\?)|(?:and\s+)?if\s+(?:it\s+)?(?:doesn't|does\s+not)\s*\?"
             r"|if\s+(?:it|they)\s+(?:doesn't|don't|does\s+not|do\s+not)(?:\s+(?:make\s+it|pass|qualify))?"
-            r"|if\s+(?:it|they)\s+(?:miss(?:es)?|fails?)\s+(?:the\s+)?(?:bar|threshold|cut))")
+            r"|if\s+(?:it|they)\s+(?:miss(?:es)?|fails?)\s+(?:the\s+)?(?:bar|threshold|cut)"
+            r"|(?:below|under|short\s+of|anything\s+less\s+than)\s+(?:that|this|it)(?=\s*(?:->|=>|→|,|:|;)))")
 UNTIL_CUE = (r"(?:until|till|stopping\s+(?:once|when|as\s+soon\s+as)|stop\s+(?:once|when|as\s+soon\s+as)"
              r"|(?:and\s+)?stop\s+(?:training\s+)?(?:once|when))")
 # "repeat while the val loss > 3.2": a loop that stops on the opposite comparison
@@ -127,9 +128,10 @@ END_PHRASES = (r"\b(?:(?:when|once)\s+(?:it\s+is\s+|it\s*'s\s+|everything\s+is\s
                r"(?:when|once)\s+(?:it|everything|the\s+(?:run|workflow|pipeline|job))\s+(?:stops|has\s+stopped|ends|is\s+over))\b")
 # "when both are done": the join after a parallel group (the next step follows every member)
 JOIN_PHRASES = (r"\b(?:when|once|after)\s+(?:both|all(?:\s+of\s+them)?|they|these|the\s+(?:two|NUM\d+)|each|everything)\s+"
-                r"(?:(?:are|is|have|has)\s+)?(?:done|finished|finish|complete|completed|complete|through|over|ready|been\s+run)\b")
+                r"(?:(?:are|is|have|has)\s+)?(?:been\s+)?(?:done|finished|finish|complete|completed|complete|through|over|ready|run|loaded|read|in)\b")
 PARALLEL = (r"\b(?:in\s+parallel|at\s+the\s+same\s+time|at\s+once|simultaneously|concurrently|side\s+by\s+side|"
-            r"in\s+tandem|independently|independent(?:\s+of\s+each\s+other)?|parallel)\b")
+            r"in\s+tandem|independently|independent(?:\s+of\s+each\s+other)?|parallel|"
+            r"neither\s+(?:one\s+)?(?:needs|depends\s+on|waits\s+(?:for|on))\s+the\s+other|no\s+dependency\s+between\s+them)\b")
 SEQUENCE = (r"\b(?:and\s+then|then|after\s+that|afterwards|afterward|next|finally|followed\s+by|"
             r"subsequently|lastly|first|firstly|second|secondly|third|thirdly|fourth|fourthly|fifth|once\s+that\s+is\s+done|when\s+that\s+is\s+done|"
             r"at\s+the\s+end|after\s+this|and\s+after\s+that|once\s+done)\b|->|=>|→|⇒|⟶")
@@ -167,6 +169,7 @@ whichever whatever one one's anything something both either two-step across writ
 is are be it\s*'s that's them they those their its everything finally eventually
 note notes etc e.g i.e via per each apiece respectively overall at ensure ensuring say
 made taken performed carried possible able give gives only way
+goes
 """.split())
 # words that open a clause: an object, purpose or description never runs across them
 CLAUSE_WORDS = set("""

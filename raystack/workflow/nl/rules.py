@@ -47,6 +47,10 @@ CHECKPOINT_PATH = re.compile(r"(?:^|/|\.)(?:ckpts?|checkpoints?)(?:/|$|[-_])")
 VERBLESS_MODEL = re.compile(rf"(?:(?:a|the|final|plain|simple)\s+)*{MODEL_KIND}\b")
 
 
+# punctuation inside one clause ("logistic w/ lr = 0.01, 0.03 on x.csv after ...")
+IN_CLAUSE_PUNCT = {",", "=", "/", "(", ")"}
+# words that join steps of one clause ("after cleaning + a split")
+COORDINATORS = {"+", "&", "and", ",", "a", "an", "the", "then", "plus"}
 # steps that use a cluster's workers, GPUs or memory: what a resource bound limits
 COMPUTE_STEPS = {"train_model", "tune", "edit_pretrain", "mlora_finetune", "elastic_dlrm"}
 
@@ -589,10 +593,18 @@ class RulePlanner:
                 continue
             main = [k for k in range(i) if actions[k].sentence == a.sentence and actions[k].lo < j
                     and not actions[k].prepositional and actions[k].step.exit is None]
-            if not main or any(x.kind == "punct" and x.text != "," for x in t.tokens[actions[main[-1]].lo:j]):
+            if not main or any(x.kind == "punct" and x.text not in IN_CLAUSE_PUNCT for x in t.tokens[actions[main[-1]].lo:j]):
                 continue
             t.tokens[j].used = "order"
-            actions.insert(main[-1], actions.pop(i))
+            chain = [a]     # "after cleaning + a 75/25 split": the clause's coordinated steps move with it
+            for b in actions[i + 1:]:
+                gap = t.tokens[chain[-1].hi if chain[-1].hi <= b.lo else b.lo:b.lo]
+                if b.sentence != a.sentence or not gap or any(x.low not in COORDINATORS for x in gap):
+                    break
+                chain.append(b)
+            for k, c in enumerate(chain):
+                actions.remove(c)
+                actions.insert(main[-1] + k, c)
 
     def _hoist(self, actions: list[Action]) -> None:
         """Producers named after their consumer ("train a model on generated data with a

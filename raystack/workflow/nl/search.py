@@ -28,7 +28,7 @@ METRIC_PHRASES = [
     rf"\b(?:(?:picking|choosing|selecting|aiming|going|looking|searching)\s+for\s+)?"   # "picking for max accuracy"
     rf"(?P<v>{_MAX}|{_MIN}|optimi[sz]\w*(?:\s+for)?|objective|by|on|for)\s+(?:the\s+)?(?:validation\s+|test\s+)?"
     rf"(?P<m>{L.METRIC_RX})\b(?:\s*\(\s*(?P<v2>{_MAX}|{_MIN})\s*\))?(?:\s+wins)?",
-    rf"\b(?P<m>{L.METRIC_RX})\s*(?:\(|,)?\s*(?P<v>{_MAX}|{_MIN})\b\s*\)?",
+    rf"\b(?P<m>{L.METRIC_RX})\s*(?:\(|,|-|—|:)?\s*(?P<v>{_MAX}|{_MIN})\b\s*\)?",
     rf"\b(?:the\s+)?(?P<v>{_MAX}|{_MIN})\s+(?P<m>{L.METRIC_RX})\s+wins\b",
 ]
 SCHEDULER = (r"\b(?:under|with|using|via)?\s*(?:the\s+|plain\s+|an?\s+)?(?P<s>asha|hyperband|successive\s+halving|"

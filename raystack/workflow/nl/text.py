@@ -64,6 +64,7 @@ round rounds iteration iterations model models node nodes gpu gpus parameter ser
 lora dora file files record records run runs pass passes attempt attempts gb percent""".split())
 # "an epoch per round", "a single epoch": the article counts one only before these
 ONE_UNITS = {"epoch"}
+CONTRACTIONS = {"'re": "are", "'ve": "have", "'ll": "will"}
 LIST_MARKER = "list marker"
 PLACEHOLDER = {"quote": "QUOTE", "addr": "ADDR", "ratio": "RATIO", "path": "FILE", "num": "NUM",
                "pct": "PCT"}
@@ -234,6 +235,10 @@ class Text:
                 t.tokens.append(Token(len(t.tokens), head, kind, m.start(), m.start() + len(head)))
                 t.tokens.append(Token(len(t.tokens), tail, kind, m.end() - len(tail), m.end()))
                 continue
+            if kind == "word" and s.lower()[-3:] in CONTRACTIONS:   # "they're scored": they are scored
+                t.tokens.append(Token(len(t.tokens), s[:-3], kind, m.start(), m.end() - 3))
+                t.tokens.append(Token(len(t.tokens), s[-3:], kind, m.end() - 3, m.end(), spelled=CONTRACTIONS[s.lower()[-3:]]))
+                continue
             if kind == "word" and s.lower().endswith("'s"):  # possessive: "classifier's"
                 t.tokens.append(Token(len(t.tokens), s[:-2], kind, m.start(), m.end() - 2))
                 t.tokens.append(Token(len(t.tokens), s[-2:], kind, m.end() - 2, m.end()))
@@ -241,7 +246,7 @@ class Text:
             t.tokens.append(Token(len(t.tokens), s, kind, m.start(), m.end()))
         t.tokens = _merge_numbers(t.tokens)
         for tok in t.tokens:
-            if tok.kind == "word":
+            if tok.kind == "word" and not tok.spelled:
                 tok.spelled = corrected(tok.text) or ""
         t._list_markers()
         parts, pos = [], 0

@@ -73,7 +73,9 @@ TRIGGERS: list[tuple[str, str]] = [
     ("mlora_finetune", r"\bmlora\b|\b(?:lora|dora)\s+adapters?\b"),
     ("serve_adapters", rf"\b(?:serve|serves|serving|deploy\w*|host|hosts|expose|publish)\s+{skip(3)}adapters?\b"
                        r"|(?<!with )(?<!using )(?<!via )(?<!on )(?<!through )(?<!behind )(?<!over )(?<!in )\bray\s+serve\b"
-                       r"|\b(?:put|place|expose)\s+(?:them|it|the\s+adapters)\s+(?:behind|on|with|via)\s+(?:ray\s+)?serve\b"),
+                       r"|\b(?:put|place|expose)\s+(?:them|it|the\s+adapters)\s+(?:behind|on|with|via)\s+(?:ray\s+)?serve\b"
+                       r"|\b(?:they|the\s+adapters)\s+(?:go|get\s+put|are\s+put|get\s+deployed|are\s+deployed|get\s+served|are\s+served)\s+"
+                       r"(?:behind|on|with|via)\s+(?:ray\s+)?serve\b"),
     ("evaluate_adapters", rf"\b(?:evaluat\w*|assess\w*|score|test|validate|measure|benchmark|check)\s+{skip(4)}adapters?\b(?:\s+do)?"
                           r"|\badapter\s+evaluations?\b|\bevaluations?\s+of\s+(?:the\s+)?adapters\b"),
     ("elastic_dlrm", rf"\b(?:train|trains|training|fit|fits|run|learn|build)\w*\s+{skip(5)}(?:dlrm|recommend\w*|recsys|"
@@ -126,6 +128,7 @@ TRIGGERS: list[tuple[str, str]] = [
                   r"(?=\s*\(?\s*(?:per|by|for\s+each)\s+(?!NUM)\w+)"),   # "hourly totals (by hour)"
     ("aggregate", rf"\b(?:(?:compute|calculate|get|find|work\s+out|report)\s+(?:the\s+)?)?(?:sum|sums|total|totals|count|counts|"
                   rf"average|averages|avg|mean|tally|add\s+up)\w*\s+{skip(3)}(?:per|by|for\s+each)\s+(?!NUM)\w+"),
+    ("aggregate", r"\broll(?:s|ed|ing)?\s+(?:the\s+|it\s+|them\s+)?(?:[\w-]+\s+){0,3}?up\s+(?=by\s|per\s)"),   # "roll the merged rows up by press"
     ("aggregate", r"\b(?:aggregat\w*|(?:group|bucket|bin)(?:s|ed|ing)?\s+(?:it\s+|them\s+|the\s+(?:rows|data|records)\s+)?by|roll(?:s|ed|ing)?\s*(?:it\s+|them\s+)?up(?=\s+(?:[\w-]+\s+){0,6}?(?:by|per|to)\b)|"
                   r"summari[sz]e\w*\s+(?=\w+\s+(?:per|by)\b))\b|\bbreak\w*\s+(?:[\w-]+\s+){0,3}?down\s+(?=by|per)|\bbreakdowns?\s+(?=by|per)"
                   r"|\b(?:totals?|sums?|counts?|averages?|means?)\s+(?=per\s+|by\s+)|\b(?:(?:compute|calculate|get|find|work\s+out|report|show|produce)\s+(?:the\s+)?)?per-[a-z_]\w*\s+(?:[a-z_]+\s+)?(?:totals?|sums?|counts?|averages?|means?|aggregates?|rollups?|roll-ups?)\b"),
@@ -162,7 +165,8 @@ TRIGGERS: list[tuple[str, str]] = [
                     r"(?:tables?|results?|output|scores)\s+(?P<f>FILE\d+)"),    # "write table out/dept.csv"
     ("write_table", r"\b(?:written|saved|stored|exported|dumped|persisted)\s+(?:out\s+)?(?:to|into|as|at|in)\s+(?P<f>FILE\d+)"),
     ("write_table", r"\b(?P<f>FILE\d+)\s+(?:gets|receives|holds|takes|stores)\s+(?:the\s+|that\s+)?(?:table|result|results|output|scores|rows|it)\b"
-                    r"|\b(?:the\s+)?(?:table|result|results|output|scores)\s+(?:goes|go|is\s+sent|gets\s+written)\s+(?:to|into)\s+(?P<g>FILE\d+)"),
+                    r"|\b(?:the\s+)?(?:(?:output|result|results|final|score|scores|summary)\s+)?(?:table|result|results|output|scores)\s+"
+                    r"(?:goes|go|is\s+sent|gets\s+written|is\s+written|gets\s+saved|is\s+saved|lands)\s+(?:to|into|in|at)\s+(?P<g>FILE\d+)"),
     ("save_report", r"\b(?:written|saved|stored|dumped|persisted)\s+(?:out\s+)?(?:to|into|as|at|in)\s+FILE\d+"),
     ("write_table", rf"\boutput\s+(?P<f>FILE\d+)|\b(?:\w+\s+)?(?:table|tables|results|scores)\s*{ARROW}\s*(?P<g>FILE\d+)"),
     ("write_table", rf"\b(?:write|writes|written|save|saves|store|stores|dump|persist|output|put|export)\w*\s+{skip(3)}(?:to|as|into|in)\s+"
@@ -206,11 +210,12 @@ TRIGGERS: list[tuple[str, str]] = [
     ("notify", r"\bsend\s+(?:me\s+|us\s+)?(?:a\s+|an\s+|the\s+)?(?:notification|message|alert|note|email|e-mail|ping|update)\b|\blet\s+(?:me|us|the\s+team|everyone|someone|people|the\s+\w+\s+team|ops|oncall|on-call)\s+know\b"
                r"|\b(?:give|send)\s+(?:me\s+|us\s+|the\s+team\s+)?a\s+heads-?up\b|\bdrop\s+(?:me|us)\s+a\s+(?:line|note|message)\b"
                r"|\bsend\s+(?:me\s+|us\s+)?(?=QUOTE)"),
-    ("notify", r"(?:QUOTE\d+|\b(?:a|an|the)\s+(?:notification|message|alert|note|e-?mail))\s+(?:is|gets|will\s+be|should\s+be)\s+sent\b"
+    ("notify", r"(?:(?:\b(?:a|an|the)\s+)?QUOTE\d+(?:\s+(?:notification|message|alert|note|e-?mail))?|\b(?:a|an|the)\s+(?:notification|message|alert|note|e-?mail))\s+(?:is|gets|will\s+be|should\s+be)\s+sent\b"
                r"|QUOTE\d+\s+(?:goes|go|is\s+sent|gets\s+sent|should\s+go)\s+out(?:\s+as\s+(?:a\s+|an\s+)?(?:notification|message|alert|note|e-?mail))?"),
     ("notify", r"\b(?:notify|notifies|notified|notification|notifications|alert|ping|message|tell|inform|email|e-mail|page|slack)\b"
                r"(?:\s+(?:me|us|the\s+team|someone|everyone))?"),
-    ("make_dataset", rf"\b(?:generate|generates|create|creates|make|makes|synthesi[sz]e|simulate|produce|build|fabricate|construct)\s+{skip(4)}"
+    ("make_dataset", rf"\b(?:generate|generates|create|creates|make|makes|synthesi[sz]e|simulate|produce|build|fabricate|construct|"
+                     rf"(?:fake|mock|whip|cook|dummy)\s+up)\s+{skip(4)}"
                      r"(?:dataset|data\s+set|data|table|rows|samples|examples|records|points|observations|instances)\b"),
     ("make_dataset", r"\b(?:synthetic|toy|random|fake|dummy|artificial|simulated|generated)\s+(?:[\w-]+\s+)?(?:data|dataset|rows|samples|examples|table|records)\b"),
     ("load_data", r"\b(?:(?:load|read|ingest|import|open)\s+)?(?:for\s+)?(?:each|every|all)\s+(?:of\s+)?(?:the\s+)?(?:files?|tables?|inputs?)?\s*(?:in|of|among|from)?\s*"
