@@ -534,3 +534,18 @@ def test_shares_searches_bounds_and_selections_of_development_set_6():
     p = _plan("./ckpt/base is loaded; on it, two adapters (a1, b2) get fine-tuned with mLoRA. Then they're scored, "
               "and if exact match is over 65% they go behind Ray Serve, else a 'not good enough' notification is sent.")
     assert _kinds(p) == ["load_checkpoint", "mlora_finetune", "evaluate_adapters", "serve_adapters", "notify"]
+
+
+def test_the_best_one_named_where_it_is_used():
+    """"export the run with the best AUC", "the lowest-RMSE one is exported": a selection of the
+    mapped results, then the step on the selected one; without a map there is nothing to select."""
+    p = _plan("Run the pitch-upsell elastic DLRM for one, two and three epochs (approx. an hour in all) and export the run "
+              "with the best AUC to ./models/upsell.")
+    assert _kinds(p) == ["elastic_dlrm", "select_best", "export_model"]
+    best = p.draft.steps[1]
+    assert best.params["metric"] == "auc" and best.params["mode"] == "max"
+    p = _plan("rehab.parquet -> 75/25 split -> linear & kNN regressors -> the lowest-RMSE one is exported to ./m.json")
+    assert p.draft.steps[2].map == ("model", ["linear", "knn"])
+    assert _kinds(p)[-2:] == ["select_best", "export_model"] and p.draft.steps[-2].params["mode"] == "min"
+    p = _plan("Load a.csv, split 80/20, train a logistic regression and export the model with the best accuracy to ./m.json.")
+    assert "select_best" not in _kinds(p)

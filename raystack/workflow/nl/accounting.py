@@ -226,6 +226,7 @@ SOURCE_WORDS = ("load_data", "path")   # "... from queues.csv:": the load's word
 REASON_WORDS = {"because", "b/c", "bc", "since", "cause", "'cause"}
 REMARK_VERBS = {"is", "are", "was", "were", "keeps", "tends", "gets", "can", "often", "sometimes"}
 MAX_REMARK = 7
+ESTIMATE_WORDS = {"approx", "approximately", "about", "around", "roughly", "maybe", "probably", "est", "estimated"}
 
 
 def reasons(t: Text) -> None:
@@ -241,17 +242,21 @@ def reasons(t: Text) -> None:
             run.append(x)
         if run[-1].i + 1 < len(t.tokens) and t.tokens[run[-1].i + 1].text == ")":
             t.mark(run, "reason")
-    # "(3 retries, the NAS is flaky)": a remark with its own verb after what a rule read, to the close
+    # "(3 retries, the NAS is flaky)", "(approx. an hour in all)": a remark with its own verb after
+    # what a rule read, or an estimate, to the close
     for tok in t.tokens:
-        if tok.text != "," or not _in_parentheses(t, tok) or not t.tokens[tok.i - 1].used:
+        opens_estimate = tok.text == "(" and 0 < tok.i < len(t.tokens) - 1 and t.tokens[tok.i - 1].used \
+            and t.tokens[tok.i + 1].low in ESTIMATE_WORDS
+        if not opens_estimate and (tok.text not in (",", ";") or not _in_parentheses(t, tok) or not t.tokens[tok.i - 1].used):
             continue
         run = []
         for x in t.tokens[tok.i + 1:]:
-            if x.text == ")" or x.used or x.kind != "word" or len(run) > MAX_REMARK:
+            abbreviated = x.text == "." and run and run[-1].low in ESTIMATE_WORDS     # "approx. an hour"
+            if x.text == ")" or x.used or (x.kind not in ("word", "num") and not abbreviated) or len(run) > MAX_REMARK:
                 break
             run.append(x)
         closes = run and run[-1].i + 1 < len(t.tokens) and t.tokens[run[-1].i + 1].text == ")"
-        if closes and any(x.low in REMARK_VERBS for x in run) and not any(
+        if closes and (any(x.low in REMARK_VERBS for x in run) or run[0].low in ESTIMATE_WORDS) and not any(
                 _method(x) or x.low in L.UNMAPPED_VERBS for x in run):
             t.mark(run, "reason")
 

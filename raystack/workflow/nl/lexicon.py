@@ -31,6 +31,12 @@ METRICS = {
 LOWER_IS_BETTER = {"loss", "val_loss", "train_loss", "logloss", "error", "rmse", "missing_fraction"}
 METRIC_RX = "|".join(sorted((k.replace(" ", r"\s+") for k in METRICS), key=len, reverse=True))
 
+# "the run with the best AUC", "the lowest-RMSE one": the best of several results, named where it is
+# used ("export the run with the best AUC to ./m"); ``d``/``d2`` the direction, ``m``/``m2`` the metric
+BEST_ONE = (rf"\b(?:the\s+)?(?:(?:run|one|model|job|candidate|version|variant|classifier|regressor|checkpoint|base)\s+"
+            rf"(?:with|that\s+has|having|that\s+scores?)\s+(?:the\s+)?(?P<d>best|highest|top|lowest|lower|higher|better)\s+"
+            rf"(?P<m>{METRIC_RX})|(?P<d2>best|highest|top|lowest)[\s-](?P<m2>{METRIC_RX})\s+(?:one|run|model|job|candidate|version))\b")
+
 # comparison phrases (regex) -> operator; {v} is the number; CMP_LEAD the verb before it
 # ("is", "ends up", "comes in", "turns out to be")
 CMP_LEAD = (r"(?:(?:is|are|was|were|gets?|goes|go|rises?|climbs?|drops?|falls?|stays?|remains?|ends?\s+up|ended\s+up|"

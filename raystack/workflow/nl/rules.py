@@ -22,7 +22,7 @@ from raystack.workflow.nl import lexicon as L
 from raystack.workflow.nl.accounting import account
 from raystack.workflow.nl.build import build
 from raystack.workflow.nl.cues import Cue, read_cues, unbounded
-from raystack.workflow.nl.extract import EXTRACTORS, TABLE_EXT, Found, resource_bound
+from raystack.workflow.nl.extract import EXTRACTORS, TABLE_EXT, Found, metric_of, resource_bound
 from raystack.workflow.nl.names import adapter_names
 from raystack.workflow.nl.plan import Cond, Draft, DraftStep, LoopSpec, Plan, PlanRefused
 from raystack.workflow.nl.questions import defer_candidates, fill_from_question, questions
@@ -379,12 +379,33 @@ class RulePlanner:
                               tune=tune, bound=f.bound, span=span, refs=dict(f.refs))
             a.step = s
             steps.append(s)
+            best = self._best_one(t, a, actions[:k])
+            if best is not None:
+                a.extra = [*a.extra, best]
         self._retrain_same_model(t, actions)
         self._apply_cues(t, actions, cues)
         self._subordinate(t, actions)
         self._hoist(actions)
         self._order(actions)
         return [s for a in actions for s in [*a.extra, a.step]]
+
+    @staticmethod
+    def _best_one(t: Text, a: Action, before: list[Action]) -> DraftStep | None:
+        """"export the run with the best AUC", "the lowest-RMSE one is exported": a selection of
+        the several results made before (a map), then the step on the selected one."""
+        if a.entry not in ("export_model", "deploy_model") or not any(b.found.map for b in before):
+            return None
+        m = next(t.finditer(L.BEST_ONE, a.lo, a.hi), None)
+        if m is None:
+            return None
+        match, toks = m
+        metric = metric_of(match.group("m") or match.group("m2"))
+        direction = (match.group("d") or match.group("d2")).lower()
+        mode = "min" if direction in ("lowest", "lower") else "max" if direction in ("highest", "higher") else \
+            "min" if metric in L.LOWER_IS_BETTER else "max"
+        t.mark(toks, a.entry)
+        return DraftStep(f"{a.step.label}b", "select_best", {"metric": metric, "mode": mode}, {"metric": metric},
+                         span=t.span_text(toks))
 
     @staticmethod
     def _bounds_to_compute(actions: list[Action]) -> None:

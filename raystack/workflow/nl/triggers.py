@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import re
 
+from raystack.workflow.nl.lexicon import BEST_ONE as _BEST_NAMED
 from raystack.workflow.nl.lexicon import METRIC_RX, NUMLIST
 
 _SK = r"(?:[^\s,.;:]+\s+)"
+BEST_ONE = re.sub(r"\(\?P<\w+>", "(?:", _BEST_NAMED)    # in a step's phrase, its groups unnamed
 
 
 def skip(n: int, never: str = "") -> str:
@@ -26,7 +28,8 @@ LOAD_VERBS = r"load|loads|loaded|loading|read|reads|reading|ingest\w*|import\w*"
 
 MODEL_NOUN = r"(?:models?|classifiers?|regressors?|regression|predictors?|estimators?|learners?|k-?nn|knn|centroid|logistic|linear)"
 # a model named by its method: "logistic regression", "k-nearest neighbours", "nearest centroid"
-MODEL_KIND = (r"(?<![\w-])(?:logistic(?:\s+regression)?|linear\s+regression|linear(?=\s+(?:models?|regressors?|fit)\b)|k-?nn|k-nearest(?:[\s-]+neighbou?rs?)?"
+MODEL_KIND = (r"(?<![\w-])(?:logistic(?:\s+regression)?|linear\s+regression|linear(?=\s+(?:models?|regressors?|fit)\b)|"
+              r"linear(?=\s+(?:&|and|or|\+|/)\s+(?:k-?nn|logistic|centroid|nearest)\b)|k-?nn|k-nearest(?:[\s-]+neighbou?rs?)?"
               r"|nearest[\s-]+centroid|centroid)(?![\w-])")
 ARROW = r"(?:->|=>|→|⇒|⟶)"
 AFTER_ARROW = r"(?:(?<=->\s)|(?<==>\s)|(?<=→\s)|(?<=⇒\s)|(?<=⟶\s))"   # right after an arrow and its space
@@ -160,6 +163,9 @@ TRIGGERS: list[tuple[str, str]] = [
     ("save_report", r"\b(?:a|the|final|short|brief)\s+(?:final\s+|short\s+|summary\s+|brief\s+|saved\s+|written\s+)?report\b"),
     ("save_report", rf"(?:(?m:^)|(?<=[),;:>→]\s)|(?<=\s-\s)|(?<=\bthen\s)|(?<=\band\s))(?:final\s+|summary\s+)?report\b"
                     rf"(?=\s*(?:(?m:$)|[.;,)]|{ARROW}|(?:when|once|after)\s+(?:both|all|they|everything|it)\b))"),
+    ("export_model", rf"\b(?:export|exports|save|saves|write|writes|store|dump|serialize|persist)\w*\s+(?:{BEST_ONE})\s+(?:to|as|into|in|at)\s+(?P<f>FILE\d+)"),
+    ("export_model", rf"(?:{BEST_ONE}){AUX}\s+(?:exported|saved|written|stored|dumped|serialized)\s+(?:to|as|into|in|at)\s+(?P<f>FILE\d+)"),
+    ("deploy_model", rf"\b(?:deploy\w*|ship|release|promote|publish)\s+(?:{BEST_ONE})|(?:{BEST_ONE}){AUX}\s+(?:deployed|shipped|released|promoted|published)\b"),
     ("write_table", rf"\b(?:write|writes|save|saves|store|stores|export|dump|persist|output|put)\w*\s+{skip(4)}(?:to|as|into|in|at)\s+(?P<f>FILE\d+)"),
     ("write_table", r"\b(?:write|writes|save|saves|store|stores|dump|persist|output|export)\w*\s+(?:the\s+|a\s+)?"
                     r"(?:tables?|results?|output|scores)\s+(?P<f>FILE\d+)"),    # "write table out/dept.csv"
