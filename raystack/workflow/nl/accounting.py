@@ -24,6 +24,7 @@ from typing import Iterable
 from raystack.workflow.nl import lexicon as L
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.text import ARROWS, Text, Token
+from raystack.workflow.nl.triggers import SYSTEM_NOUNS
 
 MAX_DESCRIPTION = 4          # words before a head noun read as its description
 MAX_OBJECT = 3               # words after an action's phrase read as its object
@@ -226,6 +227,7 @@ SOURCE_WORDS = ("load_data", "path")   # "... from queues.csv:": the load's word
 REASON_WORDS = {"because", "b/c", "bc", "since", "cause", "'cause"}
 REMARK_VERBS = {"is", "are", "was", "were", "keeps", "tends", "gets", "can", "often", "sometimes"}
 MAX_REMARK = 7
+COUNTED_STEPS = {"loads", "reads", "branches", "subsamples", "lanes", "tracks"}   # "two loads": the steps named next
 ESTIMATE_WORDS = {"approx", "approximately", "about", "around", "roughly", "maybe", "probably", "est", "estimated"}
 
 
@@ -242,6 +244,19 @@ def reasons(t: Text) -> None:
             run.append(x)
         if run[-1].i + 1 < len(t.tokens) and t.tokens[run[-1].i + 1].text == ")":
             t.mark(run, "reason")
+    for tok in t.tokens:      # "(the bucket mount is flaky, so retry it twice)": a remark, then what a rule read
+        if tok.text != "(":
+            continue
+        run = []
+        for x in t.tokens[tok.i + 1:]:
+            if x.kind != "word" or x.used or len(run) > MAX_REMARK:
+                break
+            run.append(x)
+        end = run[-1].i + 1 if run else tok.i + 1
+        after = t.tokens[end:end + 2]
+        if run and any(x.low in REMARK_VERBS for x in run) and len(after) == 2 and after[0].text == "," \
+                and after[1].low in ("so", "hence", "thus") and not any(_method(x) or x.low in L.UNMAPPED_VERBS for x in run):
+            t.mark([*run, after[1]], "reason")
     # "(3 retries, the NAS is flaky)", "(approx. an hour in all)": a remark with its own verb after
     # what a rule read, or an estimate, to the close
     for tok in t.tokens:
@@ -274,13 +289,15 @@ def goal(t: Text, ends: list[tuple[str, int]]) -> None:
     """"Predict ride wait times from queues.csv: dedupe -> ... -> linear": a request that opens
     with what its model is for, closed by a colon, names its subject when a step trains a
     model (its file is the load's)."""
-    if not t.tokens or t.tokens[0].low not in TARGET_VERBS or not any(e in MODEL_STEPS for e, _ in ends):
+    lead = 2 if len(t.tokens) > 2 and t.tokens[0].low in ("can", "could", "would") and \
+        t.tokens[1].low in ("you", "we", "i", "u") else 0      # "Can you predict lamp failures from x.csv? ..."
+    if len(t.tokens) <= lead or t.tokens[lead].low not in TARGET_VERBS or not any(e in MODEL_STEPS for e, _ in ends):
         return
     words = []
-    for tok in t.tokens[1:MAX_LEAD_IN + 2]:
-        if tok.kind == "punct" and tok.text == ":":
+    for tok in t.tokens[lead + 1:lead + MAX_LEAD_IN + 2]:
+        if tok.kind == "punct" and tok.text == (":" if not lead else "?"):
             if words and not any(_method(x) or x.low in L.UNMAPPED_VERBS for x in words):
-                t.mark([t.tokens[0], *[x for x in words if _free(x)]], "purpose")
+                t.mark([*t.tokens[:lead + 1], *[x for x in words if _free(x)]], "purpose")
             return
         if tok.kind not in ("word", "path") or (tok.used and tok.used not in SOURCE_WORDS):
             return
@@ -288,7 +305,10 @@ def goal(t: Text, ends: list[tuple[str, int]]) -> None:
 
 
 def purposes(t: Text) -> None:
-    """"for keyword spotting", "for the recommender": what the work is for."""
+    """"for keyword spotting", "for the recommender", "to test the pipeline": what the work is for."""
+    for _, toks in t.finditer(rf"\bto\s+(?:test|try|exercise|check|demo|validate|smoke-test)\s+(?:out\s+)?(?:the\s+|our\s+|my\s+|this\s+)?"
+                              rf"{SYSTEM_NOUNS}\b", 0, len(t.tokens), free_only=True):
+        t.mark(toks, "purpose")
     for tok in t.tokens:
         if tok.low != "for" or tok.used:
             continue
@@ -324,6 +344,11 @@ def references(t: Text) -> None:
         elif prev is not None and prev.text == "(" and nxt is not None and nxt.text == ")" \
                 and ENUMERATOR.match(tok.low):
             t.mark([prev, tok, nxt], "enumerator")
+        elif tok.kind == "num" and tok.text.isalpha() and nxt is not None and nxt.low in COUNTED_STEPS and not nxt.used:
+            t.mark([tok, nxt], "count")     # "kick off two loads in tandem", "two parallel branches"
+        elif tok.kind == "num" and tok.text.isalpha() and nxt is not None and nxt.low == "parallel" and tok.i + 2 < len(t.tokens) \
+                and t.tokens[tok.i + 2].low in COUNTED_STEPS and not t.tokens[tok.i + 2].used:
+            t.mark([tok, t.tokens[tok.i + 2]], "count")
     # "fine-tune ... on that base", "on top of the chosen base": the model an earlier step made
     for _, toks in t.finditer(r"\b(?:on|onto|over|from)\s+(?:top\s+of\s+)?(?:that|this|the\s+(?:chosen|selected|winning|best|better|resulting))"
                               r"\s+(?:base|bases|base\s+model|checkpoint)\b", 0, len(t.tokens), free_only=True):
@@ -360,7 +385,7 @@ def describes(t: Text, run: list[Token]) -> bool:
 
 def account(t: Text, action_ends: Iterable[tuple[str, int]]) -> None:
     """Raise PlanRefused quoting every span no rule accounts for."""
-    ordinal = re.search(r"\b(?:on|with|using|against|from|to|into)\s+the\s+(?:first|second|third|former|latter|"
+    ordinal = re.search(r"(?<!waits\s)(?<!wait\s)(?<!depends\s)(?<!depend\s)(?<!relies\s)\b(?:on|with|using|against|from|to|into)\s+the\s+(?:first|second|third|former|latter|"
                         r"other)(?:\s+one)?\b", t.masked)
     if ordinal:  # "train on the first and evaluate on the second": which is which is a guess
         raise PlanRefused([f"cannot tell which step {ordinal.group(0)!r} refers to"])

@@ -127,7 +127,7 @@ def _loops(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
                                "say 'at most N times'"], "unbounded")
         bm, btoks = bound
         t.mark(btoks, "loop bound")
-        n = next(g for g in (bm.group("n"), bm.group("n2"), bm.group("n3"), bm.group("n4"), bm.group("n5")) if g)
+        n = next(g for g in (bm.group("n"), bm.group("n2"), bm.group("n3"), bm.group("n4"), bm.group("n5"), bm.group("n6")) if g)
         per_round: dict = {}
         for pat, params in L.PER_ROUND.items():
             for _, toks2 in t.finditer(pat, lo, hi, free_only=True):
@@ -183,6 +183,12 @@ def _conditions(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
         metric = metric_of(m.group("m"))
         t.mark(t.tokens[toks[0].i:end], "condition")
         out.append(Cue("cond", toks[0].i, end, si, {"metric": metric, "op": _reach(op, metric), "value": value}))
+    for m, toks in t.finditer(rf"(?:(?m:^)|(?<=[;:.,)>→-]\s))(?P<op>>=|≥|<=|≤|>|<)\s*(?P<v>{L.NUMV})\s+(?P<m>{L.METRIC_RX})(?=\s*[?:→]|\s*->)",
+                              lo, hi, free_only=True):      # "≥80% accuracy? deploy as x"
+        op = {"≥": ">=", "≤": "<="}.get(m.group("op"), m.group("op"))
+        t.mark(toks, "condition")
+        out.append(Cue("cond", toks[0].i, toks[-1].i + 1, si, {"metric": metric_of(m.group("m")), "op": op,
+                                                               "value": number(float(t.literal(m.group("v")).value()))}))
     for _, toks in t.finditer(rf"\b{L.ELSE_CUE}\b", lo, hi, free_only=True):
         t.mark(toks, "otherwise")
         out.append(Cue("else", toks[0].i, toks[-1].i + 1, si))

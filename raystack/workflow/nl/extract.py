@@ -87,7 +87,7 @@ def claim_count(text: Text, lo: int, hi: int, n: int, before: int = 4) -> None:
             continue
         nxt = text.tokens[tok.i + 1] if tok.i + 1 < len(text.tokens) else None
         if tok.text.isalpha() or (nxt is not None and nxt.low in COUNT_NOUNS):
-            text.mark([tok] + ([nxt] if nxt is not None and nxt.low in ("times", "separate", "different", "ways")
+            text.mark([tok] + ([nxt] if nxt is not None and nxt.low in ("times", "separate", "different", "ways", "sizes")
                                and not nxt.used else []), "count")
             return
 
@@ -305,7 +305,11 @@ def train_model(text: Text, lo: int, hi: int, f: Found) -> None:
             _search(text, lo, hi, rf"{ep}\s*(?:=|:|of)?\s*(?P<n>NUM\d+)", "epochs")
         if m:
             f.set("epochs", int(_num(text, m.group("n"))))
-    m = _search(text, lo, hi, r"\bk\s*(?:=|:|of)\s*(?P<n>NUM\d+)|(?P<m>NUM\d+)\s*-?\s*(?:nearest\s+)?neighbou?rs?\b", "k")
+    m = _search(text, lo, hi, rf"\b(?:(?:for\s+)?(?:each|every)\s+)?k\s*(?:=|:|∈|in|of|from)\s*(?P<l>{NUMLIST})", "k values")
+    if m:      # "three kNN classifiers with k = 3, 7 and 15", "one kNN for each k in 3, 7, 15"
+        _set_map(f, "k", [int(v) for v in _list(text, m.group("l"))])
+        claim_count(text, lo, hi, len(f.map[1]))
+    m = _search(text, lo, hi, r"\bk\s*(?:=|:|of)\s*(?P<n>NUM\d+)|(?P<m>NUM\d+)\s*-?\s*(?:nearest[\s-]+)?neighbou?rs?\b", "k")
     if m:      # "kNN (k = 7)", "retrain with k = 3", "5 neighbours"
         f.set("k", int(_num(text, m.group("n") or m.group("m"))))
     lr = r"(?:learning[\s-]+rates?|lrs?|step\s+sizes?)"
@@ -328,6 +332,8 @@ BOUND_PATTERNS = [
     rf"(?:(?:with|and)\s+)?(?:the\s+)?(?:(?P<w>workers?|gpus?)(?:\s+count)?|memory|ram)\s+(?:capped|limited)\s+(?:at|to)\s+(?P<n>NUM\d+)\s*(?:{_UNIT})?\b",
     # "cap memory at 8GB", "capping the workers at 4"
     rf"\bcap(?:ping|s)?\s+(?:the\s+)?(?:(?P<w>workers?|gpus?)(?:\s+count)?|memory|ram)\s+(?:at|to)\s+(?P<n>NUM\d+)\s*(?:{_UNIT})?\b",
+    # "GPU budget of 2", "a worker limit of 4"
+    rf"(?:(?:with|and|under|within)\s+)?(?:a\s+|the\s+)?(?:(?P<w>workers?|gpus?)|memory|ram)\s+(?:budget|cap|limit|ceiling)\s+(?:of|at|:)?\s*(?P<n>NUM\d+)\s*(?:{_UNIT})?\b",
     rf"(?:(?:on|with|using|across|over|in)\s+)?{_CAP}\s*(?P<n>NUM\d+)\s*(?:{_UNIT})\b(?:\s+of\s+(?:memory|ram))?",
     # "a 16GB memory cap", "an 8-worker limit", "4 GPUs max"
     rf"(?:(?:with|and|under|within)\s+)?(?:a\s+|an\s+)?(?P<n>NUM\d+)\s*-?\s*(?:{_UNIT})\s+(?:of\s+)?(?:memory\s+|ram\s+)?"
@@ -390,6 +396,7 @@ def evaluate_model(text: Text, lo: int, hi: int, f: Found) -> None:
 def deploy_model(text: Text, lo: int, hi: int, f: Found) -> None:
     m = _search(text, lo, hi, r"\b(?:under\s+the\s+name|named|called|with\s+the\s+name|as)\s+(?!a\b|an\b|the\b|it\b|well\b|soon\b|QUOTE)"
                               r"(?P<n>[a-z_][a-z0-9_\-]*)", "name") or \
+        _search(text, lo, hi, r"\bunder\s+(?P<n>[a-z][a-z0-9]*(?:[-_][a-z0-9]+)+)\b", "name") or \
         _search(text, lo, hi, r"\b(?:under\s+the\s+name|named|called|as)\s+(?P<q>QUOTE\d+)", "name")
     if m:
         f.set("name", m.group("n") if m.groupdict().get("n") else text.literal(m.group("q")).value())

@@ -60,13 +60,15 @@ IF_CUE = (r"(?:(?:but\s+)?only\s+(?:if|when|once)|if|when|whenever|provided(?:\s
           r"assuming|once|should(?=\s+(?:the\s+|its\s+|their\s+)?(?:[\w-]+\s+){0,2}(?:come|be|fall|drop|go|end|stay|reach|exceed|get)))")
 METRIC_MOD = r"(?:(?:best|final|overall|mean|average|model's|test|resulting|measured|tuned|held-out)\s+)?"
 # "accuracy on the test set is under 0.6": where the metric was measured, between it and its comparison
-METRIC_WHERE = r"(?:(?:on|of|for|over|in|from)\s+(?:the\s+)?(?:test|validation|val|held-out|holdout|eval|evaluation)\s*(?:set|split|data|rows)?\s+)?"
+METRIC_WHERE = (r"(?:(?:on|of|for|over|in|from)\s+(?:the\s+)?(?:test|validation|val|held-out|holdout|eval|evaluation)\s*(?:set|split|data|rows)?\s+"
+                r"|(?:of|for|from)\s+(?:the\s+|its\s+|our\s+)?(?:[\w-]+\s+){0,3}?(?:model|classifier|regressor|predictor)\s+)?")
 ELSE_CUE = (r"(?:otherwise|else|if\s+not|failing\s+that|if\s+(?:it|they|that|the\s+\w+)\s+(?:falls?|fall)\s+short"
             r"|(?:(?:it|they)\s+)?(?:falls?|fell)\s+short(?=\s*\?)|(?:and\s+)?if\s+(?:it\s+)?(?:doesn't|does\s+not)\s*\?"
             r"|if\s+(?:it|they)\s+(?:doesn't|don't|does\s+not|do\s+not)(?:\s+(?:make\s+it|pass|qualify))?"
             r"|if\s+(?:it|they)\s+(?:miss(?:es)?|fails?)\s+(?:the\s+)?(?:bar|threshold|cut)"
-            r"|(?:below|under|short\s+of|anything\s+less\s+than)\s+(?:that|this|it)(?=\s*(?:->|=>|→|,|:|;)))")
-UNTIL_CUE = (r"(?:until|till|stopping\s+(?:once|when|as\s+soon\s+as)|stop\s+(?:once|when|as\s+soon\s+as)"
+            r"|(?:below|under|short\s+of|anything\s+less\s+than)\s+(?:that|this|it)(?=\s*(?:->|=>|→|,|:|;))"
+            r"|anything\s+(?:less|lower|under|below|worse|else)(?:\s+than\s+that)?(?=\s*(?:->|=>|→|,|:|;)))")
+UNTIL_CUE = (r"(?:(?:continu(?:e|ing)\s+|keep\s+going\s+)?until|till|stopping\s+(?:once|when|as\s+soon\s+as)|stop\s+(?:once|when|as\s+soon\s+as)"
              r"|(?:and\s+)?stop\s+(?:training\s+)?(?:once|when))")
 # "repeat while the val loss > 3.2": a loop that stops on the opposite comparison
 WHILE_CUE = (r"(?:repeat(?:ing)?|keep\s+(?:going|training|running|at\s+it)|continu(?:e|ing)|loop(?:ing)?|go\s+on|iterate)"
@@ -83,19 +85,23 @@ BOUND = (r"(?:(?:but\s+|and\s+)?(?:for\s+)?(?:at\s+most|up\s+to|no\s+more\s+than
          r"\s*(?:times|rounds?|iterations?|attempts?|tries|repetitions?|passes|runs|chunks|cycles)?"
          r"|(?P<n2>NUM\d+)\s+(?:times|rounds|iterations|attempts|tries|passes|runs|chunks|cycles)\s+(?:at\s+(?:the\s+)?most|max(?:imum)?|tops)"
          r"|(?:in|over)\s+(?:at\s+most\s+)?(?P<n3>NUM\d+)\s+(?:rounds|iterations|attempts|tries)"
-         r"|(?:and\s+|but\s+)?(?:stop|stopping|give\s+up|quit)\s+after\s+(?P<n4>NUM\d+)\s+(?:rounds|iterations|attempts|tries|times|runs|passes)(?:\s+(?:at\s+(?:the\s+)?most|max(?:imum)?|tops))?)"
+         r"|(?:and\s+|but\s+)?(?:stop|stopping|give\s+up|giving\s+up|quit|quitting)\s+after\s+(?P<n4>NUM\d+)\s+(?:rounds|iterations|attempts|tries|times|runs|passes)(?:\s+(?:at\s+(?:the\s+)?most|max(?:imum)?|tops|regardless))?)"
          r"|or\s+(?:stop\s+|quit\s+)?after\s+(?P<n5>NUM\d+)\s+(?:rounds|iterations|attempts|tries|times|runs|passes|epochs)"
-         r"(?:\s*,?\s*whichever\s+(?:comes\s+|happens\s+|is\s+)?(?:first|sooner|earlier))?")
+         r"(?:\s*,?\s*whichever\s+(?:comes\s+|happens\s+|is\s+)?(?:first|sooner|earlier))?"
+         r"|(?P<n6>NUM\d+)\s*-?\s*(?:rounds?|iterations?|passes|pass|tries|attempts?|runs?)\s+(?:cap|limit|max(?:imum)?|ceiling)")
 # "epoch by epoch", "round after round", "keep going until": how a loop is written, not a step;
 # PER_ROUND says what one round of the looped step runs ("epoch by epoch" = one epoch a round)
 LOOP_WORDS = (r"\b(?:keep(?:s|ing)?\s+(?:on\s+)?(?:training|running|fitting|iterating|repeating|going)|repeat(?:ing|edly)?|keep|keeps|keeping|again|iterat\w*|re-?run\w*|rounds?|runs|at\s+a\s+time|"
               r"each\s+round|per\s+round|going|at\s+it|(?:round|epoch|pass)\s+(?:by|after)\s+(?:round|epoch|pass)|passes|chunks|cycles)\b")
 ROUND_WORDS = r"\b(?:per|each|a)\s+(?:round|pass|chunk|cycle|iteration)\b|\bin\s+chunks\s+of\b"
-PER_ROUND = {r"\bepoch\s+(?:by|after)\s+epoch\b|\b(?:a\s+)?single\s+epoch\s+at\s+a\s+time\b": {"epochs": 1}}
+PER_ROUND = {r"\bepoch\s+(?:by|after)\s+epoch\b|\b(?:a\s+)?single\s+epoch\b(?:\s+(?:at\s+a\s+time|(?:per|each|a)\s+(?:iteration|round|pass)))?": {"epochs": 1}}
 RETRY_WORDS = {"once": 1, "twice": 2, "thrice": 3}
 RETRIES = [
     r"(?:with\s+|and\s+)?(?:up\s+to\s+|at\s+most\s+|a\s+maximum\s+of\s+)?(?P<n>NUM\d+)\s+retr(?:y|ies)"
-    r"(?:\s+(?:each|apiece|per\s+(?:step|model|run|value)))?(?:\s+(?:on|upon|in\s+case\s+of)\s+failures?)?",
+    r"(?:\s+(?:each|apiece|per\s+(?:step|model|run|value)))?(?:\s+(?:on|upon|in\s+case\s+of)\s+failures?"
+    r"|\s+if\s+(?:it|they)\s+(?:fails?|crash(?:es)?|breaks?|errors?\s+out))?",
+    r"(?:(?:each|both|it|they|all)\s+)?(?:(?:is|are|gets?)\s+)?retried\s+(?:(?P<w>once|twice|thrice)|(?P<n>NUM\d+)\s+times?)"
+    r"(?:\s+(?:each|apiece))?(?:\s+(?:on|upon|after)\s+(?:a\s+)?failures?|\s+if\s+(?:it|they)\s+fails?)?",
     r"retry(?:ing)?\s+(?:it\s+|them\s+|each(?:\s+one)?\s+|that\s+|the\s+step\s+|this\s+step\s+|training\s+|on\s+failure\s+|"
     r"if\s+it\s+fails\s+|when\s+it\s+fails\s+)*(?P<w>once|twice|thrice)(?:\s+(?:each|apiece))?"
     r"(?:\s+(?:if\s+it\s+fails|if\s+they\s+fail|on\s+failure|upon\s+failure))?",
@@ -110,21 +116,24 @@ RETRIES = [
 ]
 
 EXIT_CUES = [
-    (r"\b(?:on|upon)\s+(?:a\s+|any\s+)?failures?(?:\s+(?:anywhere|at\s+any\s+(?:point|step)|along\s+the\s+way))?\b|\bfailure\s+anywhere\b|\bany\s+failure\b|\bif\s+(?:it|something|anything)\s+(?:fails|breaks)\b|\bin\s+case\s+of\s+(?:a\s+|any\s+)?(?:failures?|errors?)\b|"
-     r"\b(?:if|when|should)\s+(?:anything|something|any\s+step|a\s+step|any\s+of\s+(?:this|these|them)|"
+    (r"\b(?:on|upon)\s+(?:a\s+|any\s+)?failures?(?:\s+(?:anywhere|at\s+any\s+(?:point|step)|along\s+the\s+way))?\b|\bfailure\s+anywhere\b|\bany\s+failure\b|\b(?<!even\s)if\s+(?:it|something|anything)\s+(?:fails|breaks)\b(?:\s+(?:anywhere|somewhere|along\s+the\s+way))?|\bin\s+case\s+of\s+(?:a\s+|any\s+)?(?:failures?|errors?)\b|"
+     r"\b(?<!even\s)(?:if|when|should)\s+(?:anything|something|any\s+step|a\s+step|any\s+of\s+(?:this|these|them)|"
      r"the\s+(?:(?:whole|entire|full)\s+)?(?:run|workflow|pipeline|job|training|whole\s+thing|flow))\s+(?:fails?|failed|breaks?|go(?:es)?\s+wrong|"
      r"errors(?:\s+out)?|crash(?:es|ed)?|blows?\s+up|blew\s+up|dies|died)(?:\s+(?:anywhere|at\s+any\s+(?:point|step)|somewhere|along\s+the\s+way))?\b"
      r"|\bif\s+there\s+is\s+(?:an\s+)?error\b", "failure"),
     (r"\bon\s+success\b|\bupon\s+success\b|\b(?:if|when|once)\s+(?:everything|it\s+all|all\s+steps|"
      r"the\s+(?:(?:whole|entire|full)\s+)?(?:run|workflow|pipeline|job|whole\s+thing))\s+(?:succeeds|succeeded|is\s+successful|"
      r"completes\s+successfully|finishes\s+successfully|goes\s+well|(?:finishes|completes|runs|goes\s+through|ends)\s+without\s+"
-     r"(?:any\s+)?(?:errors?|failures?|problems|issues|a\s+hitch))\b", "success"),
-    (r"\b(?:always|no\s+matter\s+what(?:\s+happens)?|whatever\s+happens|regardless(?:\s+of\s+(?:the\s+)?"
+     r"(?:any\s+)?(?:errors?|failures?|problems|issues|a\s+hitch)|goes\s+through(?:\s+cleanly)?|go\s+through(?:\s+cleanly)?|"
+     r"(?:runs|finishes|completes)\s+cleanly|passes|pass)\b", "success"),
+    (r"\b(?:always|no\s+matter\s+what(?:\s+happens)?|whatever\s+happens|"
+     r"(?<!rounds\s)(?<!iterations\s)(?<!times\s)(?<!passes\s)(?<!attempts\s)(?<!tries\s)regardless(?:\s+of\s+(?:the\s+)?"
      r"(?:outcome|result|whether\s+it\s+succeeds(?:\s+or\s+(?:fails|not))?))?|in\s+any\s+case|in\s+all\s+cases|"
      r"come\s+what\s+may|succeed\s+or\s+fail|even\s+if\s+(?:it|something|anything)\s+fails|success\s+or\s+(?:not|failure)|"
      r"pass\s+or\s+fail|whatever\s+the\s+(?:outcome|result)|either\s+way|in\s+every\s+case|"
      r"whether\s+(?:it|the\s+run|everything)\s+(?:succeeds|works|passes)\s+or\s+(?:not|fails)|"
-     r"regardless\s+of\s+how\s+(?:it|the\s+(?:run|job|pipeline|workflow)|things)\s+(?:ends|goes|turns\s+out))\b", "always"),
+     r"(?:regardless\s+of|no\s+matter)\s+how\s+(?:it|the\s+(?:run|job|pipeline|workflow)|things)\s+(?:ends|goes|turns\s+out)|"
+     r"however\s+(?:it|the\s+(?:run|job|pipeline|workflow)|things)\s+(?:ends|goes|turns\s+out))\b", "always"),
 ]
 END_PHRASES = (r"\b(?:(?:when|once)\s+(?:it\s+is\s+|it\s*'s\s+|everything\s+is\s+)?(?:finished|complete|completed|done)|at\s+the\s+(?:very\s+)?end|when\s+(?:it|everything|the\s+(?:run|workflow|pipeline|job))\s+"
                r"(?:finishes|is\s+(?:done|finished|over)|completes|ends|has\s+finished)|when\s+done|"
@@ -134,7 +143,7 @@ END_PHRASES = (r"\b(?:(?:when|once)\s+(?:it\s+is\s+|it\s*'s\s+|everything\s+is\s
                r"(?:when|once)\s+(?:it|everything|the\s+(?:run|workflow|pipeline|job))\s+(?:stops|has\s+stopped|ends|is\s+over))\b")
 # "when both are done": the join after a parallel group (the next step follows every member)
 JOIN_PHRASES = (r"\b(?:when|once|after)\s+(?:both|all(?:\s+of\s+them)?|they|these|the\s+(?:two|NUM\d+)|each|everything)\s+"
-                r"(?:(?:are|is|have|has)\s+)?(?:been\s+)?(?:done|finished|finish|complete|completed|complete|through|over|ready|run|loaded|read|in)\b")
+                r"(?:(?:are|is|have|has)\s+)?(?:both\s+|all\s+)?(?:been\s+)?(?:done|finished|finish|complete|completed|complete|through|over|ready|run|loaded|read|in)\b")
 PARALLEL = (r"\b(?:in\s+parallel|at\s+the\s+same\s+time|at\s+once|simultaneously|concurrently|side\s+by\s+side|"
             r"in\s+tandem|independently|independent(?:\s+of\s+each\s+other)?|parallel|"
             r"neither\s+(?:one\s+)?(?:needs|depends\s+on|waits\s+(?:for|on))\s+the\s+other|no\s+dependency\s+between\s+them)\b")

@@ -16,15 +16,16 @@ from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.text import Text, number
 
 # parameter words -> the training step's parameter
-SPACE_PARAMS = [(r"learning[\s-]+rates?|lrs?|step\s+sizes?", "lr"), (r"batch[\s-]+sizes?", "batch_size"),
+SPACE_PARAMS = [(r"learning[\s-]+rates?|lrs?|step\s+sizes?", "lr"), (r"batch[\s_-]+sizes?", "batch_size"),
                 (r"epochs?|passes", "epochs"), (r"k|neighbou?rs?|number\s+of\s+neighbou?rs?", "k")]
 _PARAM = "|".join(rf"(?P<p{i}>{p})" for i, (p, _) in enumerate(SPACE_PARAMS))
 SPACE_PARAM_RX = "|".join(p for p, _ in SPACE_PARAMS)     # a parameter's name, one word
 _JOIN = r"(?:\s*(?:=|:|∈|in|of|over|from|at|values?|across|among|to|grid|set|tuned|searched|swept|varied|\(|,)\s*)*\s*"
 _RANGE = r"between\s+(?P<a>NUM\d+)\s+and\s+(?P<b>NUM\d+)|from\s+(?P<c>NUM\d+)\s+to\s+(?P<d>NUM\d+)"
-_MAX = r"(?:higher|bigger|larger|more)\s+(?:is|=)\s+better|maximi[sz]\w*|maximum|max|highest|higher|best"
-_MIN = r"(?:lower|smaller|less)\s+(?:is|=)\s+better|minimi[sz]\w*|minimum|min|lowest|lower|smallest"
+_MAX = rf"(?:higher|bigger|larger|more)\s+(?:(?:{L.METRIC_RX})\s+)?(?:is|=)\s+better|maximi[sz]\w*|maximum|max|highest|higher|best"
+_MIN = rf"(?:lower|smaller|less)\s+(?:(?:{L.METRIC_RX})\s+)?(?:is|=)\s+better|minimi[sz]\w*|minimum|min|lowest|lower|smallest"
 METRIC_PHRASES = [
+    rf"\b(?P<v>(?:higher|bigger|larger|lower|smaller)\s+(?P<m>{L.METRIC_RX})\s+(?:is|=)\s+better)\b",   # "higher accuracy is better"
     rf"\b(?:(?:picking|choosing|selecting|aiming|going|looking|searching)\s+for\s+)?"   # "picking for max accuracy"
     rf"(?P<v>{_MAX}|{_MIN}|optimi[sz]\w*(?:\s+for)?|objective|by|on|for)\s+(?:the\s+)?(?:validation\s+|test\s+)?"
     rf"(?P<m>{L.METRIC_RX})\b(?:\s*\(\s*(?P<v2>{_MAX}|{_MIN})\s*\))?(?:\s+wins)?",

@@ -32,6 +32,8 @@ MODEL_KIND = (r"(?<![\w-])(?:logistic(?:\s+regression)?|linear\s+regression|line
               r"linear(?=\s+(?:&|and|or|\+|/)\s+(?:k-?nn|logistic|centroid|nearest)\b)|k-?nn|k-nearest(?:[\s-]+neighbou?rs?)?"
               r"|nearest[\s-]+centroid|centroid)(?![\w-])")
 ARROW = r"(?:->|=>|→|⇒|⟶)"
+# what a request exercises rather than a model to evaluate ("synthetic data to test the pipeline")
+SYSTEM_NOUNS = r"(?:pipeline|pipelines|setup|workflow|flow|code|system|tooling|infra|infrastructure|plumbing|wiring)"
 AFTER_ARROW = r"(?:(?<=->\s)|(?<==>\s)|(?<=→\s)|(?<=⇒\s)|(?<=⟶\s))"   # right after an arrow and its space
 # "the duplicates are dropped", "duplicates removed", "should be imputed": an object, an
 # optional auxiliary, then the step's verb as a participle
@@ -44,7 +46,7 @@ def passive(objects: str, participles: str) -> str:
     return rf"\b(?:{objects})(?P<sk>\s+(?:in|from|of|within)\s+FILE\d+)?{AUX}\s+(?:{participles})\b"
 
 
-DUPLICATES = r"duplicat\w*|dupes?|repeated\s+(?:rows|records|entries|lines)|double\s+entries"
+DUPLICATES = r"duplicat\w*|dupes?|repeated\s+(?:rows|records|entries|lines|[a-z]+s\b)|double\s+entries"
 GAPS = (r"(?:missing|null|nan|empty|blank|na)\s*(?:values?|entries|cells|fields|data|readings|amounts)?"
         r"|gaps|blanks|holes|nulls|nans|missings")
 BAD_ROWS = (r"(?:rows|records|entries|lines|anything|everything|any\s+row|any\s+record)\s+(?:with|containing|that\s+have|that\s+has)\s+(?:missing|null|nan|empty|blank|"
@@ -86,14 +88,14 @@ TRIGGERS: list[tuple[str, str]] = [
     ("elastic_dlrm", r"\belastic(?:ally)?\b(?:\s+(?:training|dlrm))?|\bdlrm\b(?:\s+(?:models?|training))?"),
     ("dedup", r"\bde-?dup\w*\b|\bdeduplicat\w*\b|\b(?:duplicate|dupe)s?\s+removal\b|\bremoval\s+of\s+(?:the\s+)?(?:duplicates|dupes)\b"),
     ("clean_data", r"\b(?:missing[\s-]+values?|nulls?|nans?|na|incomplete[\s-]+rows?|bad[\s-]+rows?)\s+removal\b"),
-    ("dedup", rf"\b(?:drop|drops|dropping|remove|removes|removing|deleting|discarding|eliminating|delete|discard|eliminate|filter\s+out|get\s+rid\s+of|strip)\s+{skip(2)}duplicat\w*"
+    ("dedup", rf"\b(?:drop|drops|dropping|remove|removes|removing|deleting|discarding|eliminating|delete|discard|eliminate|filter\s+out|get\s+rid\s+of|strip)\s+{skip(2)}(?:[a-z]+-)?duplicat\w*"
               r"(?:\s+(?:rows|records|entries|lines|transactions|events|clicks?))?"),
     ("dedup", r"\b(?:has|have|contains?|there\s+are)\s+(?:some\s+|a\s+few\s+)?(?:dupes|duplicates|duplicate\s+rows)(?:\s+in\s+it)?\s*,?\s*"
               r"(?:so\s+|and\s+)?(?:get\s+rid\s+of|remove|drop|delete|strip|toss)\s+(?:those|them|these)\b"),   # "has dupes in it, get rid of those"
     ("dedup", r"\b(?:keep|retain|take)\s+(?:only\s+)?(?:the\s+)?(?:unique|distinct)\s+(?:rows|records|entries)\b"
               r"|\b(?:make|making)\s+(?:the\s+)?(?:rows|records)\s+unique\b|\bunique-?ify\b"),
     ("dedup", rf"\b(?:drop|drops|dropping|remove|removes|removing|deleting|discarding|eliminating|delete|discard|eliminate|filter\s+out|get\s+rid\s+of|strip|purge|"
-              rf"weed\s+out|take\s+out|cut|throw\s+(?:away|out)|throwing\s+(?:away|out)|toss|tossing)\s+{skip(2)}(?:{DUPLICATES})"),
+              rf"weed\s+out|take\s+out|cut|throw\s+(?:away|out)|throwing\s+(?:away|out)|toss|tossing|strip\s+out|strip\s+away)\s+{skip(2)}(?:{DUPLICATES})"),
     ("dedup", passive(rf"(?:{DUPLICATES})(?:\s+(?:rows|records|entries|lines|[a-z]+s))?", REMOVED)),
     ("impute", r"\bimput\w*\b(?:\s+(?:the\s+|any\s+)?(?:missing|null|nan)\s*(?:values?|entries|cells|data)?)?"),
     ("impute", rf"\b(?:fill|fills|filling|replace|replaces|patch|patches|substitute|plug|plugs|complete)\s+(?:in\s+)?{skip(2)}(?:{GAPS})\b"),
@@ -109,6 +111,7 @@ TRIGGERS: list[tuple[str, str]] = [
     ("normalize", passive(r"(?:the\s+)?(?:numeric\s+|numerical\s+|input\s+)?(?:features|columns|values|inputs|variables|data)",
                           r"normali[sz]ed|standardi[sz]ed|scaled|rescaled|z-scored")),
     ("split_data", rf"(?:{AFTER_ARROW}|(?<=[,;:]\s)|^)RATIO\d+(?=\s*(?:$|[.;,)]|{ARROW}))"),   # "... -> 75/25 -> ..."
+    ("split_data", rf"\b(?:a\s+|the\s+)?PCT\d+(?:\s+of\s+(?:it|the\s+data|the\s+rows))?{AUX}\s+(?:held\s+(?:out|back)|set\s+aside|kept\s+back|reserved)\b"),   # "a quarter is held out"
     ("split_data", r"\btrain\s*/\s*(?:test|validation|val)\b(?:\s+split)?|\btrain-test\s+split\b|\btrain\s+test\s+split\b|\bRATIO\d+\s+split\b"),
     ("split_data", r"\b(?:split|splits|splitting|partition\w*|divide)\b(?:\s+off)?|\bhold(?:ing)?\s+out\b|\bholdout\b|\bhold-out\b|\bheld\s+out\b"
                    r"|\b(?:carve|carving|set|setting|hold|holding|keep|keeping|put|putting|reserve|reserving|held|kept)\s+(?:out|aside|back|apart)\b"
@@ -180,7 +183,9 @@ TRIGGERS: list[tuple[str, str]] = [
                     r"|\b(?:write|save|output|produce|make)\s+(?:a\s+|the\s+)?(?:score\s+|scores\s+|results\s+|output\s+)?table\b(?!\s+(?:to|as|into|in|at)\s+FILE)"
                     r"|\b(?:a\s+|the\s+)?(?:score|scores|results?|summary|output)?\s*tables?\s+(?:of\s+(?:the\s+)?(?:scores|results|predictions)\s*)?"
                     r"(?:at|to|in|into|under)\s+(?P<g>FILE\d+)|\b(?:a\s+|the\s+)?tables?\s+of\s+(?:the\s+)?(?:scores|results|predictions)\b"),
-    ("export_model", rf"\b(?:export|exports|save|saves|write|writes|store|dump|serialize|persist)\w*\s+{skip(4)}(?:to|as|into|in|at)\s+(?P<f>FILE\d+)"),
+    ("export_model", rf"\b(?:export|exports|save|saves|write|writes|store|dump|serialize|persist)\w*\s+{skip(4)}(?:to|as|into|in|at|{ARROW})\s+(?P<f>FILE\d+)"),
+    ("export_model", r"\b(?:export|exports|save|saves|serialize|persist)\s+(?:it|them|the\s+(?:model|winner|result|run|checkpoint))"
+                     r"(?=\s+(?:afterwards|afterward|later|then|next|finally)\s+(?:to|into|as|at)\s+FILE\d+)"),   # "export it afterwards to ./m"
     ("select_best", rf"(?<!whichever )(?<!which )\b(?:select|pick|choose|keep|take|find|identify|determine|retain|get|go\s+with|settle\s+on|opt\s+for|"
                     rf"stick\s+with|crown|declare|promote|prefer|favou?r|single\s+out)\w*\s+{skip(2)}(?:best|winner|winning|top|better|"
                     r"strongest|stronger|highest[- ]scoring|top-performing|best-performing)\b(?:\s+(?:one|model|classifier|of\s+them|result|performer))?"),
@@ -196,6 +201,8 @@ TRIGGERS: list[tuple[str, str]] = [
                     rf"(?P<sk>\s+(?:{METRIC_RX}))?{AUX}\s+(?:kept|selected|chosen|picked|retained)\b"),
     ("select_best", rf"\b(?:the\s+)?(?:best|top|winner|winning|strongest|better)(?:\s+(?:one|model|classifier|result|of\s+them))?"
                     rf"(?P<sk>\s+(?:by|on|in\s+terms\s+of)\s+[\w-]+(?:\s+[\w-]+)?)?{AUX}\s+(?:kept|selected|chosen|picked|retained)\b"),
+    ("tune", r"\b(?:hunt|hunting|look|looking|search|searching|scan|scanning)\s+for\s+(?:the\s+)?(?:best|optimal|right|ideal)\s+"
+             r"(?=k\b|lr\b|learning\s+rate|epochs?\b|batch\s+size|neighbou?rs\b|number\s+of\s+neighbou?rs)"),   # "hunt for the best k"
     ("tune", r"(?<!the )(?<!a )(?<!this )(?<!that )(?<!best )\btuned\b(?!\s+(?:model|one|classifier|version))|\b(?:tune|tunes|tuning|hyper-?parameter\s+(?:search|tuning|optimi[sz]ation|sweep)|grid\s+search|random\s+search|"
              r"sweep|search)\b(?![\s-]+(?:ranking|rankings|engines?|quer(?:y|ies)|results|logs?|terms|index|relevance|traffic|ads?|bar|box|history)\b)"),
     ("train_model", rf"\b(?:train|trains|trained|training|fit|fits|fitted|fitting|learn|build|builds|estimate|develop|"
@@ -210,6 +217,7 @@ TRIGGERS: list[tuple[str, str]] = [
     ("evaluate_model", r"\b(?:they|it|the\s+(?:adapters|model|models|classifier|winner))\s+(?:get|gets|are|is|will\s+be)\s+(?:then\s+)?"
                        r"(?:scored|evaluated|assessed|tested|validated|benchmarked)\b"),   # "they get scored"
     ("evaluate_model", r"\b(?:evaluat\w*|evalut\w*|evaulat\w*|assess\w*|score|scores|test|tests|validate|validates|measure|measures|benchmark|benchmarks|check)\b"
+                       rf"(?!\s+(?:the\s+|our\s+|my\s+)?{SYSTEM_NOUNS}\b)"
                        r"|\beval\b(?!\s*(?:loss|accuracy|acc|set|split|data|metrics?|f1|auc|rmse|recall)\b)"),   # the abbreviation
     ("deploy_model", r"\b(?:deploy\w*|publish\w*|ship|ships|release|promote|(?<!ray )serve|push\w*\s+(?:it\s+|them\s+)?to\s+production|"
                      r"roll\s+(?:it\s+|them\s+|that\s+|this\s+|the\s+(?:winner|model|best\s+one)\s+)?out|put\s+(?:it\s+)?(?:in|into)\s+production)\b(?:\s+(?:to|into)\s+production)?"),
@@ -221,7 +229,7 @@ TRIGGERS: list[tuple[str, str]] = [
     ("notify", r"\b(?:notify|notifies|notified|notification|notifications|alert|ping|message|tell|inform|email|e-mail|page|slack)\b"
                r"(?:\s+(?:me|us|the\s+team|someone|everyone))?"),
     ("make_dataset", rf"\b(?:generate|generates|create|creates|make|makes|synthesi[sz]e|simulate|produce|build|fabricate|construct|"
-                     rf"(?:fake|mock|whip|cook|dummy)\s+up)\s+{skip(4)}"
+                     rf"(?:fake|mock|whip|cook|dummy|spin)\s+up)\s+{skip(4)}"
                      r"(?:dataset|data\s+set|data|table|rows|samples|examples|records|points|observations|instances)\b"),
     ("make_dataset", r"\b(?:synthetic|toy|random|fake|dummy|artificial|simulated|generated)\s+(?:[\w-]+\s+)?(?:data|dataset|rows|samples|examples|table|records)\b"),
     ("load_data", r"\b(?:(?:load|read|ingest|import|open)\s+)?(?:for\s+)?(?:each|every|all)\s+(?:of\s+)?(?:the\s+)?(?:files?|tables?|inputs?)?\s*(?:in|of|among|from)?\s*"
@@ -232,7 +240,7 @@ TRIGGERS: list[tuple[str, str]] = [
                           r"loaded|read|ingested|imported|fetched|pulled(?:\s+in)?|in|available|ready")),
     ("load_data", r"\b(?:from|in|at|on|of)\s+FILE\d+"),
     ("load_data", r"\b(?:load|read|ingest|open|import)\s+(?:it|them|each(?:\s+one)?|every\s+one|the\s+files?)\b"),
-    ("load_data", r"\bFILE\d+"),   # a data file named as the object of another step ("split iris.csv")
+    ("load_data", r"(?:(?<=joined to )|(?<=linked to )|(?<=matched to )|(?<=merged to )|(?<!to ))(?<!into )(?<!onto )\bFILE\d+"),   # a data file named as the object of another step ("split iris.csv"), never a destination
 ]
 
 
