@@ -6,7 +6,7 @@ Tune trial throughput (reuse_actors on/off); ASHA vs FIFO iterations on a seeded
 Couler-score vs LRU eviction on a replayed (simulated) cache trace; the cache's code keys on a
 replayed multi-run trace with code edits; the NL planner's structural match, executable match
 (the plan runs at tiny sizes) and silently-wrong rate on its development sets (nl_dev*.yaml) and, when
-present, on the held-out sets benchmarks/data/nl_heldout.yaml and nl_heldout2-5.yaml. `--quick`
+present, on the held-out sets benchmarks/data/nl_heldout*.yaml (scored once each). `--quick`
 shrinks every size and checks part steps (EDiT, mLoRA, Serve, elastic) by validation only.
 """
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import os
 import random
+import re
 import statistics
 import sys
 import tempfile
@@ -344,15 +345,13 @@ def main() -> int:
     from raystack.workflow.nl.evaluate import score_set
     from raystack.workflow.nl.rules import RulePlanner
     data = Path(__file__).resolve().parent / "data"
-    sets = [(name, data / f"nl_{name}.yaml") for name in ("dev", "dev2", "dev3", "dev4", "dev5")
-            if (data / f"nl_{name}.yaml").exists()]
-    for name in ("heldout", "heldout2", "heldout3", "heldout4", "heldout5"):
-        held = f"nl_{name}.yaml"
-        if (data / held).exists():
-            sets.append((name, data / held))
-        else:
-            rep.note(f"held-out planner set benchmarks/data/{held} absent: skipped "
-                     "(it is merged and scored once the planner is frozen)")
+    def numbered(kind: str) -> list[tuple[str, Path]]:
+        """nl_<kind>.yaml, nl_<kind>2.yaml, ... in number order."""
+        found = [(p.stem[3:], p) for p in data.glob(f"nl_{kind}*.yaml") if re.fullmatch(rf"nl_{kind}\d*", p.stem)]
+        return sorted(found, key=lambda x: int(x[0][len(kind):] or 1))
+    sets = numbered("dev") + numbered("heldout")
+    if not numbered("heldout"):
+        rep.note("no held-out planner set in benchmarks/data: skipped (merged and scored once the planner is frozen)")
     if cfg["planner_prompts"]:
         sets = [(name, quick_subset(path, tmp / "quick-sets")) for name, path in sets]
         rep.note(f"quick: first {QUICK_PLAN_PROMPTS} plannable and first {QUICK_REFUSE_PROMPTS} must-refuse "
