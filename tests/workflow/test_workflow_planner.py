@@ -532,6 +532,9 @@ def test_shares_searches_bounds_and_selections_of_development_set_6():
     assert fn[finetune.params["base"].step] == "select_best"
     p = _plan("Logistic w/ lr = 0.01, 0.03 and 0.1 on shifts.csv after cleaning + a 75/25 split; keep the top F1.")
     assert _kinds(p) == ["load_data", "clean_data", "split_data", "train_model", "select_best"]
+    for then in (", then evaluate it.", " and evaluate it."):     # the clause ends before the next step
+        p = _plan("Fit a linear regression on rides.csv after dropping duplicates and a 80/20 split" + then)
+        assert _kinds(p) == ["load_data", "dedup", "split_data", "train_model", "evaluate_model"]
     p = _plan("./ckpt/base is loaded; on it, two adapters (a1, b2) get fine-tuned with mLoRA. Then they're scored, "
               "and if exact match is over 65% they go behind Ray Serve, else a 'not good enough' notification is sent.")
     assert _kinds(p) == ["load_checkpoint", "mlora_finetune", "evaluate_adapters", "serve_adapters", "notify"]

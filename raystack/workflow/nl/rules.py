@@ -50,7 +50,10 @@ VERBLESS_MODEL = re.compile(rf"(?:(?:a|the|final|plain|simple)\s+)*{MODEL_KIND}\
 # punctuation inside one clause ("logistic w/ lr = 0.01, 0.03 on x.csv after ...")
 IN_CLAUSE_PUNCT = {",", "=", "/", "(", ")"}
 # words that join steps of one clause ("after cleaning + a split")
-COORDINATORS = {"+", "&", "and", ",", "a", "an", "the", "then", "plus"}
+COORDINATORS = {"+", "&", "and", "a", "an", "the", "plus"}
+# steps that prepare the data a model step uses: what an "after" clause names
+PREPARING_STEPS = {"load_data", "make_dataset", "clean_data", "dedup", "impute", "normalize", "sample",
+                   "split_data", "join", "aggregate"}
 # steps that use a cluster's workers, GPUs or memory: what a resource bound limits
 COMPUTE_STEPS = {"train_model", "tune", "edit_pretrain", "mlora_finetune", "elastic_dlrm"}
 
@@ -619,8 +622,9 @@ class RulePlanner:
             t.tokens[j].used = "order"
             chain = [a]     # "after cleaning + a 75/25 split": the clause's coordinated steps move with it
             for b in actions[i + 1:]:
-                gap = t.tokens[chain[-1].hi if chain[-1].hi <= b.lo else b.lo:b.lo]
-                if b.sentence != a.sentence or not gap or any(x.low not in COORDINATORS for x in gap):
+                gap = [x for x in t.tokens[chain[-1].trig_end:b.lo] if x.used != chain[-1].entry]
+                if b.sentence != a.sentence or b.entry not in PREPARING_STEPS or b.lo < chain[-1].trig_end \
+                        or any(x.low not in COORDINATORS for x in gap):
                     break
                 chain.append(b)
             for k, c in enumerate(chain):
