@@ -94,12 +94,8 @@ def _method(x: Token) -> bool:
 def _method_near(t: Text, x: Token) -> bool:
     """A domain word that names a method next to the word that makes it one ("decision tree",
     "train a tree", "tree model"; "Tree nursery" is a domain)."""
-    near = L.METHOD_IF_NEAR.get(x.low)
-    if near is None:
-        return False
-    words = near.split()
-    neighbours = [y.low for y in t.tokens[max(0, x.i - 2):x.i + 2] if y is not x]
-    return any(w in words for w in neighbours)
+    near = L.METHOD_IF_NEAR.get(x.low, frozenset())
+    return any(y.low in near for y in t.tokens[max(0, x.i - 2):x.i + 2] if y is not x)
 
 
 def title_span(t: Text) -> tuple[int, bool] | None:
@@ -255,7 +251,7 @@ def reasons(t: Text) -> None:
         end = run[-1].i + 1 if run else tok.i + 1
         after = t.tokens[end:end + 2]
         if run and any(x.low in REMARK_VERBS for x in run) and len(after) == 2 and after[0].text == "," \
-                and after[1].low in ("so", "hence", "thus") and not any(_method(x) or x.low in L.UNMAPPED_VERBS for x in run):
+                and after[1].low in ("so", "hence", "thus") and _asks_nothing(run):
             t.mark([*run, after[1]], "reason")
     # "(3 retries, the NAS is flaky)", "(approx. an hour in all)": a remark with its own verb after
     # what a rule read, or an estimate, to the close
@@ -271,9 +267,13 @@ def reasons(t: Text) -> None:
                 break
             run.append(x)
         closes = run and run[-1].i + 1 < len(t.tokens) and t.tokens[run[-1].i + 1].text == ")"
-        if closes and (any(x.low in REMARK_VERBS for x in run) or run[0].low in ESTIMATE_WORDS) and not any(
-                _method(x) or x.low in L.UNMAPPED_VERBS for x in run):
+        if closes and (any(x.low in REMARK_VERBS for x in run) or run[0].low in ESTIMATE_WORDS) and _asks_nothing(run):
             t.mark(run, "reason")
+
+
+def _asks_nothing(words: list[Token]) -> bool:
+    """No method the catalog lacks and no operation it has no step for: words that can be context."""
+    return not any(_method(x) or x.low in L.UNMAPPED_VERBS for x in words)
 
 
 def _noun_modifier(t: Text, x: Token) -> bool:
@@ -296,7 +296,7 @@ def goal(t: Text, ends: list[tuple[str, int]]) -> None:
     words = []
     for tok in t.tokens[lead + 1:lead + MAX_LEAD_IN + 2]:
         if tok.kind == "punct" and tok.text == (":" if not lead else "?"):
-            if words and not any(_method(x) or x.low in L.UNMAPPED_VERBS for x in words):
+            if words and _asks_nothing(words):
                 t.mark([*t.tokens[:lead + 1], *[x for x in words if _free(x)]], "purpose")
             return
         if tok.kind not in ("word", "path") or (tok.used and tok.used not in SOURCE_WORDS):

@@ -221,9 +221,10 @@ medication dose dosage symptoms poem essay letter email-campaign
 """.split())
 # domain words that are also a method's name ("Tree nursery", "apple trees"): a method only next
 # to a word that makes them one ("decision tree", "a tree model", "boosted trees")
-METHOD_IF_NEAR = {"tree": "decision boosted gradient random regression model models classifier classifiers regressor "
-                          "ensemble train fit build learn trained fitted",
-                  "trees": "decision boosted gradient random regression model models classifier ensemble extra"}
+METHOD_IF_NEAR = {"tree": frozenset("decision boosted gradient random regression model models classifier classifiers "
+                                    "regressor ensemble train fit build learn trained fitted".split()),
+                  "trees": frozenset("decision boosted gradient random regression model models classifier ensemble "
+                                     "extra".split())}
 # tasks and domains named as nouns ("sentiment", "captioning", "load forecasting"): the subject of
 # a request, accepted as its context where it is one (a lead-in or title, a description before a
 # head noun, a purpose), and refused like a method anywhere else ("run sentiment analysis")
