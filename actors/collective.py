@@ -21,6 +21,10 @@ class CommMember:
 
     comm: CommGroup | None = None
 
+    def comm_ready(self) -> bool:
+        """Answers once the actor is constructed (a call waits for the constructor)."""
+        return True
+
     def comm_rendezvous(self) -> tuple[str, int]:
         """An address and a free port on this actor's node, for rank 0 to host the rendezvous."""
         ip = ray.util.get_node_ip_address()
@@ -44,9 +48,14 @@ class CommMember:
 
 
 def form_comm_group(members: ActorGroup | Sequence, network: NetworkModel | None = None,
-                    backend: str | None = None, timeout_s: float = 120.0) -> None:
+                    backend: str | None = None, timeout_s: float = 120.0,
+                    ready_timeout_s: float | None = None) -> None:
     """Make ``members`` (CommMember actors, rank = position) one collective group; blocks
-    until every member joined."""
+    until every member joined.
+
+    Every member is first awaited until it is constructed (``ready_timeout_s``, default the
+    group's), so a replacement still importing torch on a busy node does not eat into the
+    rendezvous' ``timeout_s`` while the members already up wait for it in the store."""
     if not isinstance(members, ActorGroup):
         actors, members = list(members), ActorGroup("comm")
         for i, actor in enumerate(actors):
@@ -54,6 +63,7 @@ def form_comm_group(members: ActorGroup | Sequence, network: NetworkModel | None
     keys = members.keys
     if not keys:
         raise ValueError("form_comm_group needs at least one actor")
+    members.call("comm_ready", timeout_s=members.ready_timeout_s if ready_timeout_s is None else ready_timeout_s)
     addr, port = members.ask(keys[0], "comm_rendezvous")
     members.call_each("join_comm", {k: (rank, len(keys), addr, port, backend, network, timeout_s)
                                     for rank, k in enumerate(keys)})

@@ -13,7 +13,8 @@ from raystack.cluster import (ClusterUnreachableError, check_reachable, free_por
                               session_processes)
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = [pytest.mark.slow, pytest.mark.own_ray]  # see tests/conftest.py: OWN_RAY_SCOPE
+# own_ray: see tests/conftest.py, OWN_RAY_SCOPE; the timeout covers the waits below (120 + 180 + 240 + 90 s)
+pytestmark = [pytest.mark.slow, pytest.mark.own_ray, pytest.mark.timeout(900)]
 
 
 def test_up_submit_a_part_job_read_logs_then_down(tmp_path):

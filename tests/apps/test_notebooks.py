@@ -42,6 +42,7 @@ def executed(request) -> dict[str, Future]:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)  # waits for its own run and part of another's; niced under xdist (tests/conftest.py)
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_runs_top_to_bottom(path, executed):
     nb = executed[path.name].result()

@@ -43,11 +43,25 @@ AT_ONCE = 2
 _runs: dict[str, Future] = {}
 
 
+# A hang detector, not a speed check: under xdist the quick runs are niced below the shared
+# cluster's tests (tests/conftest.py: OWN_RAY_NICE) and on a busy 2-core machine one took 480 s
+# that takes 145 s alone.
+QUICK_TIMEOUT_S = 1200
+# Ray gives a local node's raylet a fixed 30 s to register with its GCS (ray/_private/node.py);
+# a niced raylet on a busy machine can miss that before any benchmark code has run. Such a run
+# is started once more; any other failure is reported as it is.
+RAY_START_TIMED_OUT = "The current node timed out during startup"
+
+
 def _quick_run(script: Path, out: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
     env.pop("RAY_ADDRESS", None)
-    return subprocess.run([sys.executable, str(script), "--quick", "--out", str(out)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=480)
+    for attempt in (1, 2):
+        proc = subprocess.run([sys.executable, str(script), "--quick", "--out", str(out)], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=QUICK_TIMEOUT_S)
+        if proc.returncode == 0 or RAY_START_TIMED_OUT not in proc.stderr:
+            return proc
+    return proc
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +82,7 @@ def quick_outputs(tmp_path_factory, request):
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(600)  # a test waits for its own run (480 s at most) and, at worst, part of another's
+@pytest.mark.timeout(3 * QUICK_TIMEOUT_S)  # a test waits for its own run (up to two tries) and part of another's
 @pytest.mark.parametrize("script", SCRIPTS, ids=[p.stem for p in SCRIPTS])
 def test_quick_benchmark_writes_conventional_json(script, quick_outputs):
     out = quick_outputs[script]
@@ -86,6 +100,7 @@ def test_quick_benchmark_writes_conventional_json(script, quick_outputs):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3 * QUICK_TIMEOUT_S)
 def test_quick_reliability_reads_the_fault_free_spread(quick_outputs):
     """The quick reliability run (shared with the test above) judges the elastic AUC against its
     fault-free run(s), times every arm, and says why the torchft recovery target is not read."""
