@@ -1,0 +1,251 @@
+"""How a draft's steps are arranged once each is read: constructs and order.
+
+The rule planner (:mod:`raystack.workflow.nl.rules`) reads each action's step from its words;
+:func:`arrange` then, in this order,
+
+1. applies the sentence's construct cues to the steps they govern: exit handlers, retries,
+   loops with their bound, conditions (and their else branch), parallel groups;
+2. moves a step named in an "after" / "once" clause before its main clause's step;
+3. moves producers named after their consumer ("train a model on generated data") before it;
+4. sets each step's ``follows``: the order the steps were written in, with parallel groups,
+   branches and sources named in a row side by side.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from raystack.workflow.catalog import CATALOG
+from raystack.workflow.nl.cues import Cue
+from raystack.workflow.nl.plan import Cond, DraftStep, LoopSpec, PlanRefused
+from raystack.workflow.nl.text import Text
+
+if TYPE_CHECKING:
+    from raystack.workflow.nl.rules import Action
+
+SOURCES = ("load_data", "make_dataset", "load_checkpoint", "load_adapters")   # read data, change nothing
+PER_ROUND_STEPS = ("train_model", "elastic_dlrm")   # steps with a top-level ``epochs`` to run per round
+# words between "after"/"once" and the step its clause names ("once it is evaluated")
+SUBORDINATE_SKIP = {"the", "a", "an", "it", "they", "its", "their", "has", "have", "is", "are", "been",
+                    "being", "was", "were", "all", "data", "model"}
+# punctuation inside one clause ("logistic w/ lr = 0.01, 0.03 on x.csv after ...")
+IN_CLAUSE_PUNCT = {",", "=", "/", "(", ")"}
+# words that join steps of one clause ("after cleaning + a split")
+COORDINATORS = {"+", "&", "and", "a", "an", "the", "plus"}
+# steps that prepare the data a model step uses: what an "after" clause names
+PREPARING_STEPS = {"load_data", "make_dataset", "clean_data", "dedup", "impute", "normalize", "sample",
+                   "split_data", "join", "aggregate"}
+
+
+def arrange(t: Text, actions: list[Action], cues: list[Cue]) -> None:
+    """Constructs, then order, for ``actions`` (each with its step read); reorders in place."""
+    apply_cues(t, actions, cues)
+    subordinate(t, actions)
+    hoist(actions)
+    order(actions)
+
+
+def order(actions: list[Action]) -> None:
+    """Steps written one after another run in that order, even when no data passes between
+    them; a parallel group's members share what came before and the next step follows them
+    all; an else branch follows what its condition's branch followed; items of one phrase
+    ("load a.csv and b.csv") run side by side."""
+    main = [a for a in actions if a.step.exit is None]
+    pred: list[str] = []
+    branch_pred: list[str] | None = None
+    branch: list[str] = []
+    i = 0
+    while i < len(main):
+        a = main[i]
+        group = a.step.concurrent
+        members = [a]
+        if group:
+            while i + len(members) < len(main) and main[i + len(members)].step.concurrent == group:
+                members.append(main[i + len(members)])
+        if a.step.otherwise and branch_pred is not None:
+            follows = list(branch_pred)
+        elif a.entry in SOURCES and i and main[i - 1].entry in SOURCES:
+            follows = list(main[i - 1].step.follows)   # sources named in a row run side by side
+            pred = pred + [st.label for st in [*a.extra, a.step]]
+            for st in [*a.extra, a.step]:
+                st.follows = follows
+            i += 1
+            continue
+        else:
+            follows = list(pred)
+            if a.step.when is not None:
+                if branch_pred is None:
+                    branch_pred, branch = list(pred), []
+            else:
+                branch_pred = None
+        labels: list[str] = []
+        for b in members:
+            for st in [*b.extra, b.step]:
+                st.follows = list(follows)
+                labels.append(st.label)
+        if a.step.when is not None and not a.step.otherwise:
+            branch += labels
+        elif a.step.otherwise and branch_pred is not None:
+            labels = branch + labels
+        pred = labels
+        i += len(members)
+
+def apply_cues(t: Text, actions: list[Action], cues: list[Cue]) -> None:
+    last_when: DraftStep | None = None
+    for c in cues:
+        acts = [a for a in actions if a.sentence == c.sentence]
+        before = [a for a in acts if a.lo < c.lo]
+        after = [a for a in acts if a.lo >= c.hi]
+        if c.kind == "exit":
+            targets = after[:1] if after else before[-1:]
+            if not targets:
+                raise PlanRefused(["an exit handler cue names no step to run"])
+            targets[0].step.exit = c.data["kind"]
+        elif c.kind == "retry":
+            earlier = [a for a in actions if a.sentence < c.sentence and not a.prepositional]
+            tgt = before[-1] if before else (after[0] if after else (earlier[-1] if earlier else None))
+            if tgt is None:
+                raise PlanRefused(["retries asked for, but for no step"])
+            tgt.step.retries = c.data["n"]
+        elif c.kind == "loop":       # the nearest step that reports the metric it waits for
+            reports = [a for a in acts if c.data["metric"] in CATALOG[a.entry].metrics]
+            near = [a for a in reports if a.lo < c.lo][-1:] or [a for a in reports if a.lo >= c.hi][:1]
+            if not near and not before:   # "Elastic DLRM job x, an epoch per round; keep going until AUC ..."
+                near = [a for a in actions if a.sentence < c.sentence
+                        and c.data["metric"] in CATALOG[a.entry].metrics][-1:]
+            tgt = near[0] if near else before[-1] if before else (after[0] if after else None)
+            if tgt is None:
+                raise PlanRefused(["a loop with no step to repeat"])
+            tgt.step.loop = LoopSpec(c.data["metric"], c.data["op"], c.data["value"], c.data["max"])
+            for param, value in c.data.get("per_round", {}).items():   # "epoch by epoch"
+                if tgt.entry not in PER_ROUND_STEPS:
+                    raise PlanRefused([f"{tgt.entry} has no {param!r} per round to set"])
+                tgt.step.params.setdefault(param, value)
+                tgt.step.stated.setdefault(param, value)
+        elif c.kind == "cond":
+            else_at = next((e.lo for e in cues if e.kind == "else" and e.lo > c.lo
+                            and e.sentence == c.sentence), None)
+            fwd = [a for a in after if else_at is None or a.lo < else_at]
+            targets = fwd if fwd and (not before or c.lo >= before[-1].hi) else before[-1:]
+            if not targets and c.hi < len(t.tokens) and t.tokens[c.hi].text == "?":
+                # "AUC >= 0.75? -> export it": a question guards the next sentence's first step
+                targets = [a for a in actions if a.sentence == c.sentence + 1][:1]
+            if not targets:
+                raise PlanRefused(["a condition with no step to guard"])
+            cond = Cond("", c.data["metric"], c.data["op"], c.data["value"])
+            for a in targets:
+                a.step.when = cond
+            last_when = targets[-1].step
+            if else_at is not None:
+                for a in [a for a in acts if a.lo >= else_at]:
+                    a.step.when, a.step.otherwise = cond, True
+        elif c.kind == "else":
+            if last_when is None:
+                raise PlanRefused(["'otherwise' with no condition before it"])
+            if any(a.step.otherwise for a in acts if a.lo >= c.hi):
+                continue  # handled with its condition
+            nxt = [a for a in actions if a.lo >= c.hi][:1]
+            for a in nxt:
+                if a.step.when is None:
+                    a.step.when, a.step.otherwise = last_when.when, True
+        elif c.kind == "parallel":
+            _parallel(t, c, cues, before, after)
+    resolve_conditions(actions)
+
+def _parallel(t: Text, c: Cue, cues: list[Cue], before: list[Action], after: list[Action]) -> None:
+    """The steps a parallel cue groups, within its clause (up to a "then", an arrow or the
+    sentence's end): "A and B in parallel" the steps before it (back to a comma),
+    "in parallel, A and B" / "side by side: A, B" those after it, "A and, in parallel, B"
+    the step before it and those after it."""
+    seq = [x.lo for x in cues if x.sentence == c.sentence and x.kind in ("seq", "join")]
+    commas = [x.lo for x in cues if x.sentence == c.sentence and x.kind == "comma"]
+    start = max([x for x in seq if x < c.lo] or [-1])
+    end = min([x for x in seq if x >= c.hi] or [10 ** 9])
+    ahead = [a for a in after if a.lo < end]
+    behind = [a for a in before if a.lo > start]
+    closes = c.hi >= len(t.tokens) or t.tokens[c.hi].kind == "punct"
+    if ahead and behind and closes and not any(x.kind == "punct" for x in t.tokens[behind[-1].lo:c.lo]):
+        ahead = []      # "load A and B in parallel, join them": the cue closes its phrase
+    if ahead:
+        j = c.lo - 1
+        while j > 0 and t.tokens[j].text == ",":
+            j -= 1
+        mid = bool(behind) and t.tokens[j].low in ("and", "while", "with")
+        group = ([behind[-1]] if mid else []) + ahead
+    else:
+        cut = max([x for x in seq + commas if behind and x < behind[-1].lo] or [start])
+        group = [a for a in behind if a.lo > cut]
+    # a file or split named inside a member's phrase ("aggregate staff.csv by ...", "on the
+    # 80/20 split of songs.csv") is its input, made before the group, not a member
+    group = [a for k, a in enumerate(group) if not (
+        k and a.prepositional and a.entry in (*SOURCES, "split_data") and group[k - 1].entry not in SOURCES)]
+    for a in group:
+        if a.step.exit is None:
+            a.step.concurrent = f"par{c.sentence}"
+            for x in a.extra:
+                x.concurrent = a.step.concurrent
+
+def resolve_conditions(actions: list[Action]) -> None:
+    for i, a in enumerate(actions):
+        w = a.step.when
+        if w is None or w.step:
+            continue
+        tested = next((b for b in reversed(actions[:i]) if w.metric in CATALOG[b.entry].metrics
+                       and b.step.exit is None and b.step.when is None), None)
+        if tested is None:
+            raise PlanRefused([f"the condition on {w.metric!r} for {a.entry} has no earlier step "
+                               f"that reports {w.metric!r}"])
+        cond = Cond(tested.step.label, w.metric, w.op, w.value)
+        for b in actions:
+            if b.step.when is w:
+                b.step.when = cond
+
+def subordinate(t: Text, actions: list[Action]) -> None:
+    """A step in a clause opened by "after" / "once" that follows its main clause ("fit a
+    model after the bad rows have been removed", "deploy it once it is evaluated") runs
+    before the main clause's step."""
+    for i in range(1, len(actions)):
+        a = actions[i]
+        j = a.lo - 1
+        while j > 0 and t.tokens[j].low in SUBORDINATE_SKIP and not t.tokens[j].used:
+            j -= 1
+        if t.tokens[j].low not in ("after", "once") or t.tokens[j].used:
+            continue
+        main = [k for k in range(i) if actions[k].sentence == a.sentence and actions[k].lo < j
+                and not actions[k].prepositional and actions[k].step.exit is None]
+        if not main or any(x.kind == "punct" and x.text not in IN_CLAUSE_PUNCT for x in t.tokens[actions[main[-1]].lo:j]):
+            continue
+        t.tokens[j].used = "order"
+        chain = [a]     # "after cleaning + a 75/25 split": the clause's coordinated steps move with it
+        for b in actions[i + 1:]:
+            gap = [x for x in t.tokens[chain[-1].trig_end:b.lo] if x.used != chain[-1].entry]
+            if b.sentence != a.sentence or b.entry not in PREPARING_STEPS or b.lo < chain[-1].trig_end \
+                    or any(x.low not in COORDINATORS for x in gap):
+                break
+            chain.append(b)
+        for k, c in enumerate(chain):
+            actions.remove(c)
+            actions.insert(main[-1] + k, c)
+
+def hoist(actions: list[Action]) -> None:
+    """Producers named after their consumer ("train a model on generated data with a
+    train/test split") move before it."""
+    changed = True
+    guard = 0
+    while changed and guard < 20:
+        changed, guard = False, guard + 1
+        for i, a in enumerate(actions):
+            if not a.prepositional and not (a.entry == "split_data" and i and actions[i - 1].entry == "train_model"):
+                continue
+            out = CATALOG[a.entry].output
+            for j in range(i - 1, -1, -1):
+                b = actions[j]
+                if b.sentence != a.sentence:
+                    break
+                needs = [k for spec in CATALOG[b.entry].inputs.values() for k in spec.rstrip("*").split("|")]
+                if out in needs or (out == "table" and "split" in needs):
+                    actions.insert(j, actions.pop(i))
+                    changed = True
+                    break
+            if changed:
+                break
