@@ -48,13 +48,11 @@ class CommMember:
 
 
 def form_comm_group(members: ActorGroup | Sequence, network: NetworkModel | None = None,
-                    backend: str | None = None, timeout_s: float = 120.0,
-                    ready_timeout_s: float | None = None) -> None:
+                    backend: str | None = None, timeout_s: float = 120.0) -> None:
     """Make ``members`` (CommMember actors, rank = position) one collective group; blocks
     until every member joined.
 
-    Every member is first awaited until it is constructed (``ready_timeout_s``, default the
-    group's), so a replacement still importing torch on a busy node does not eat into the
+    Every member is first awaited until it is constructed (the group's ``ready_timeout_s``), so a replacement still importing torch on a busy node does not eat into the
     rendezvous' ``timeout_s`` while the members already up wait for it in the store."""
     if not isinstance(members, ActorGroup):
         actors, members = list(members), ActorGroup("comm")
@@ -63,7 +61,7 @@ def form_comm_group(members: ActorGroup | Sequence, network: NetworkModel | None
     keys = members.keys
     if not keys:
         raise ValueError("form_comm_group needs at least one actor")
-    members.call("comm_ready", timeout_s=members.ready_timeout_s if ready_timeout_s is None else ready_timeout_s)
+    members.call("comm_ready", timeout_s=members.ready_timeout_s)
     addr, port = members.ask(keys[0], "comm_rendezvous")
     members.call_each("join_comm", {k: (rank, len(keys), addr, port, backend, network, timeout_s)
                                     for rank, k in enumerate(keys)})

@@ -56,7 +56,7 @@ RAY_START_TIMED_OUT = "The current node timed out during startup"
 def _quick_run(script: Path, out: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
     env.pop("RAY_ADDRESS", None)
-    for attempt in (1, 2):
+    for _ in range(2):
         proc = subprocess.run([sys.executable, str(script), "--quick", "--out", str(out)], cwd=ROOT, env=env,
                               capture_output=True, text=True, timeout=QUICK_TIMEOUT_S)
         if proc.returncode == 0 or RAY_START_TIMED_OUT not in proc.stderr:

@@ -39,13 +39,13 @@ PREPARING_STEPS = {"load_data", "make_dataset", "clean_data", "dedup", "impute",
 
 def arrange(t: Text, actions: list[Action], cues: list[Cue]) -> None:
     """Constructs, then order, for ``actions`` (each with its step read); reorders in place."""
-    apply_cues(t, actions, cues)
-    subordinate(t, actions)
-    hoist(actions)
-    order(actions)
+    _apply_cues(t, actions, cues)
+    _subordinate(t, actions)
+    _hoist(actions)
+    _order(actions)
 
 
-def order(actions: list[Action]) -> None:
+def _order(actions: list[Action]) -> None:
     """Steps written one after another run in that order, even when no data passes between
     them; a parallel group's members share what came before and the next step follows them
     all; an else branch follows what its condition's branch followed; items of one phrase
@@ -90,7 +90,8 @@ def order(actions: list[Action]) -> None:
         pred = labels
         i += len(members)
 
-def apply_cues(t: Text, actions: list[Action], cues: list[Cue]) -> None:
+
+def _apply_cues(t: Text, actions: list[Action], cues: list[Cue]) -> None:
     last_when: DraftStep | None = None
     for c in cues:
         acts = [a for a in actions if a.sentence == c.sentence]
@@ -150,7 +151,8 @@ def apply_cues(t: Text, actions: list[Action], cues: list[Cue]) -> None:
                     a.step.when, a.step.otherwise = last_when.when, True
         elif c.kind == "parallel":
             _parallel(t, c, cues, before, after)
-    resolve_conditions(actions)
+    _resolve_conditions(actions)
+
 
 def _parallel(t: Text, c: Cue, cues: list[Cue], before: list[Action], after: list[Action]) -> None:
     """The steps a parallel cue groups, within its clause (up to a "then", an arrow or the
@@ -185,7 +187,8 @@ def _parallel(t: Text, c: Cue, cues: list[Cue], before: list[Action], after: lis
             for x in a.extra:
                 x.concurrent = a.step.concurrent
 
-def resolve_conditions(actions: list[Action]) -> None:
+
+def _resolve_conditions(actions: list[Action]) -> None:
     for i, a in enumerate(actions):
         w = a.step.when
         if w is None or w.step:
@@ -200,7 +203,8 @@ def resolve_conditions(actions: list[Action]) -> None:
             if b.step.when is w:
                 b.step.when = cond
 
-def subordinate(t: Text, actions: list[Action]) -> None:
+
+def _subordinate(t: Text, actions: list[Action]) -> None:
     """A step in a clause opened by "after" / "once" that follows its main clause ("fit a
     model after the bad rows have been removed", "deploy it once it is evaluated") runs
     before the main clause's step."""
@@ -227,7 +231,8 @@ def subordinate(t: Text, actions: list[Action]) -> None:
             actions.remove(c)
             actions.insert(main[-1] + k, c)
 
-def hoist(actions: list[Action]) -> None:
+
+def _hoist(actions: list[Action]) -> None:
     """Producers named after their consumer ("train a model on generated data with a
     train/test split") move before it."""
     changed = True
