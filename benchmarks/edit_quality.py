@@ -64,11 +64,12 @@ def arm_config(arm: str, model: str, size: dict, seed: int, quick: bool, outer: 
            "penalty": {"warmup_syncs": 2},
            "data": {"max_bytes": 300_000 if quick else 4_000_000, "batch_size": size["batch"], "seq_len": size["seq"]},
            "run": {"seed": seed}}
-    mode = {"ddp": "sync", "edit_overlap": "edit", "edit_fp16": "edit", "edit_int8": "edit",
+    mode = {"ddp": "sync", "edit_overlap": "edit", "edit_eager": "edit", "edit_fp16": "edit", "edit_int8": "edit",
             "edit_nopenalty": "edit"}.get(arm, arm)
     cfg["mode"] = "diloco" if arm.startswith("torchft") else mode
-    if arm == "edit_overlap":
+    if arm in ("edit_overlap", "edit_eager"):
         cfg["sync"]["overlap_steps"] = min(tau, h - 1)
+        cfg["sync"]["overlap_eager"] = arm == "edit_eager"
     if arm == "edit_nopenalty":                 # not a default arm: what the penalty costs (--arms)
         cfg["penalty"]["enabled"] = False
     if arm in ("edit_fp16", "edit_int8"):

@@ -64,6 +64,9 @@ class SyncConfig(ConfigBase):
     overlap_steps: int = option(0, "tau: inner steps a block's outer update is applied after its sync "
                                 "(mode edit; 0: in the next forward, the paper's method; must be < h)",
                                 ge=0, le=100_000)
+    overlap_eager: bool = option(False, "with overlap_steps > 0: at the sync point each replica steps to its own "
+                                 "estimate of the outer update (its pseudo-gradient for the average) and trains the "
+                                 "tau steps from there; the real update replaces the estimate when it lands")
     compression: Compression = option("none", "pseudo-gradients on the wire: none (fp32), fp16, bf16 or int8")
     error_feedback: bool = option(True, "carry what compression lost into the next sync")
 

@@ -16,6 +16,13 @@ With τ = ``sync.overlap_steps`` > 0 the apply stage runs in the forward τ + 1 
 point, so the all-reduce hides behind τ whole steps; the replica then keeps the progress it made
 in those τ steps: θ_b ← θ_sync_b + (θ_b − θ_b at the sync point). With τ = 0 it is EDiT's
 layer-wise sync: θ_b ← θ_sync_b in the next forward.
+
+With ``sync.overlap_eager`` the τ steps start from a better point ("eager" updates): at the sync
+point each replica steps block b to its own estimate of the outer update, the same clipped outer
+Nesterov step with its own Δ_b in place of the replicas' average (θ_sync and the momentum are
+not touched), and trains from there; when the average lands, the real step replaces the
+estimate and the τ steps are kept: θ_b ← θ_sync_b + (θ_b − the estimate). When every replica's
+Δ_b is the same, the estimate is the update and the τ steps are exactly EDiT's.
 """
 from __future__ import annotations
 
@@ -97,6 +104,7 @@ class OuterSync:
         self.timer = timer
         self.state_device = state_device
         self.overlap = cfg.overlap_steps
+        self.eager = bool(self.overlap) and cfg.sync.overlap_eager
         self.prefetch = cfg.sync.prefetch
         self.codec = make_codec(cfg.sync.compression)
         self.feedback = ErrorFeedback() if self.codec is not None and cfg.sync.error_feedback else None
@@ -155,9 +163,27 @@ class OuterSync:
             meta = torch.tensor(list(meta_prefix) + partial, dtype=torch.float64)
         with self.timer.phase("meta"):
             handle = self.meta_comm.all_gather(meta, async_op=True)
+        if self.eager:
+            self._step_to_estimate(deltas, anchors, partial)
         self.round = SyncRound(handle, deltas, anchors)
         held = sum(t.numel() * t.element_size() for t in list(deltas.values()) + list(anchors.values()))
         self.peak_round_bytes = max(self.peak_round_bytes, held)
+
+    def _step_to_estimate(self, deltas: dict, anchors: dict, sq: list[float]) -> None:
+        """Eager updates: every block to this replica's own estimate of its outer update, which
+        becomes the block's anchor (what the real update replaces)."""
+        with self.timer.phase("outer"):
+            if self.replica_comm is not None:         # Δ_b's norm over the replica's shards
+                sq = self.replica_comm.all_reduce(torch.tensor(sq, dtype=torch.float64), op="sum").tolist()
+            clip = self.cfg.penalty.clip if self.cfg.uses_penalty else 0.0
+            for b, delta in deltas.items():
+                coef = clip_coefficient(math.sqrt(sq[b]), clip)
+                estimate = self.theta_sync[b].clone()
+                nesterov_step(estimate, self.momentum[b].clone(), delta * coef if coef != 1.0 else delta,
+                              self.cfg.outer_lr, self.cfg.outer_momentum, self.cfg.outer.nesterov)
+                estimate = estimate.to(anchors[b].device)
+                self.shards.add(b, torch.sub(estimate, anchors[b]))
+                anchors[b] = estimate
 
     def wait_meta(self) -> list[torch.Tensor]:
         """Every rank's meta row (blocks until the slowest replica reached the sync)."""

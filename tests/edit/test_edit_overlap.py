@@ -104,6 +104,71 @@ def test_overlapped_update_lands_tau_steps_late_and_keeps_the_local_steps(tau):
             assert torch.allclose(ai, expect, atol=2e-6, rtol=0), (i, float((ai - expect).abs().max()))
 
 
+@pytest.mark.parametrize("tau", [1, 2])
+def test_eager_update_trains_the_tau_steps_from_the_own_estimate_then_takes_the_average(tau):
+    """Eager updates with outer lr 0.5, no momentum, no penalty: at the sync point (step s) a
+    replica moves at once to its own estimate θ_sync − 0.5·Δ_i = (θ_sync + θ_i(s)) / 2, trains τ
+    steps from there, and the average's update then replaces the estimate, keeping those steps:
+    θ_i ← (θ_sync + mean_j θ_j(s)) / 2 + (θ_i(s + τ) − estimate_i)."""
+    cfg = _config({"ranks": 2, "steps": 9, "sync": {"h": 4, "overlap_steps": tau, "overlap_eager": True},
+                   "penalty": {"enabled": False}, "outer": {"lr": 0.5, "momentum": 0.0}})
+
+    def rank_fn(comm):
+        r = EDiTRank(cfg, tiny_llama(), comm, ReplicaBatches(comm.rank, 0, 1))
+        while True:
+            r.train_step()
+            if r.counters.step == cfg.sync.warmup_steps:
+                start = _params(r.model)   # θ_sync: the synchronous warm-up's end, the same on both
+            at_sync = _params(r.model)
+            if r.maybe_sync():
+                break
+        estimate = _params(r.model)
+        for _ in range(tau):
+            r.train_step()
+            assert r.outer.pending
+        before = _params(r.model)
+        r.flush()
+        return start, at_sync, estimate, before, _params(r.model)
+    out = run_in_threads(2, rank_fn)
+    for i, (start, at_sync, estimate, before, after) in enumerate(out):
+        for k, (x, s_i, e_i, b_i, a_i) in enumerate(zip(start, at_sync, estimate, before, after)):
+            assert torch.allclose(e_i, (x + s_i) / 2, atol=2e-6, rtol=0), (i, k)
+            mean_at_sync = (out[0][1][k] + out[1][1][k]) / 2
+            expect = (x + mean_at_sync) / 2 + (b_i - e_i)
+            assert torch.allclose(a_i, expect, atol=2e-6, rtol=0), (i, k, float((a_i - expect).abs().max()))
+
+
+def _same_data_run(sync: dict) -> list:
+    """Two replicas fed the same batches (so the same pseudo-gradients): losses and final params."""
+    cfg = _config({"ranks": 2, "steps": 14, "sync": {"h": 4, **sync}})
+
+    def rank_fn(comm):
+        r = EDiTRank(cfg, tiny_llama(), comm, ReplicaBatches(0, 0, 1))
+        losses = []
+        while not r.done:
+            losses.append(r.train_step())
+            r.maybe_sync()
+        r.flush()
+        return losses, _params(r.model), r.counters.syncs
+    return run_in_threads(2, rank_fn)
+
+
+def test_eager_update_with_equal_pseudo_gradients_is_edit_step_for_step():
+    """When every replica's pseudo-gradient is the same, a replica's own estimate is the outer
+    update, so the eager overlapped update (τ = 2, Nesterov, the penalty's clipping) trains
+    exactly as EDiT does (τ = 0), loss for loss; the plain overlapped update does not."""
+    edit = _same_data_run({"overlap_steps": 0})
+    eager = _same_data_run({"overlap_steps": 2, "overlap_eager": True})
+    late = _same_data_run({"overlap_steps": 2})
+    assert edit[0][2] == eager[0][2] >= 2
+    for (la, pa, _), (lb, pb, _) in zip(edit, eager):
+        for a, b in zip(la, lb):
+            assert abs(a - b) <= 1e-5 * max(1.0, abs(a)), (la, lb)
+        for x, y in zip(pa, pb):
+            assert torch.allclose(x, y, atol=1e-5, rtol=0), float((x - y).abs().max())
+    assert max(abs(a - b) for a, b in zip(edit[0][0], late[0][0])) > 1e-4
+
+
 @pytest.mark.parametrize("tau", [0, 2])
 def test_a_spiking_replica_is_flagged_and_down_weighted_through_the_rank_code(tau):
     """Three replicas; replica 2 gets shuffled tokens and a 30x learning rate for two steps after
