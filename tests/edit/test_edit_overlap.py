@@ -138,28 +138,30 @@ def test_eager_update_trains_the_tau_steps_from_the_own_estimate_then_takes_the_
             assert torch.allclose(a_i, expect, atol=2e-6, rtol=0), (i, k, float((a_i - expect).abs().max()))
 
 
-def _same_data_run(sync: dict) -> list:
+def _same_data_run(sync: dict, shards: int) -> list:
     """Two replicas fed the same batches (so the same pseudo-gradients): losses and final params."""
-    cfg = _config({"ranks": 2, "steps": 14, "sync": {"h": 4, **sync}})
+    cfg = _config({"ranks": 2 * shards, "shards": shards, "steps": 14, "sync": {"h": 4, **sync}})
 
     def rank_fn(comm):
-        r = EDiTRank(cfg, tiny_llama(), comm, ReplicaBatches(0, 0, 1))
+        r = EDiTRank(cfg, tiny_llama(), comm, ReplicaBatches(0, comm.rank % shards, shards))
         losses = []
         while not r.done:
             losses.append(r.train_step())
             r.maybe_sync()
         r.flush()
         return losses, _params(r.model), r.counters.syncs
-    return run_in_threads(2, rank_fn)
+    return run_in_threads(cfg.ranks, rank_fn)
 
 
-def test_eager_update_with_equal_pseudo_gradients_is_edit_step_for_step():
+@pytest.mark.parametrize("shards", [1, 2])
+def test_eager_update_with_equal_pseudo_gradients_is_edit_step_for_step(shards):
     """When every replica's pseudo-gradient is the same, a replica's own estimate is the outer
-    update, so the eager overlapped update (τ = 2, Nesterov, the penalty's clipping) trains
-    exactly as EDiT does (τ = 0), loss for loss; the plain overlapped update does not."""
-    edit = _same_data_run({"overlap_steps": 0})
-    eager = _same_data_run({"overlap_steps": 2, "overlap_eager": True})
-    late = _same_data_run({"overlap_steps": 2})
+    update, so the eager overlapped update (τ = 2, Nesterov, the penalty's clipping; S ranks per
+    replica) trains exactly as EDiT does (τ = 0), loss for loss; the plain overlapped update does
+    not."""
+    edit = _same_data_run({"overlap_steps": 0}, shards)
+    eager = _same_data_run({"overlap_steps": 2, "overlap_eager": True}, shards)
+    late = _same_data_run({"overlap_steps": 2}, shards)
     assert edit[0][2] == eager[0][2] >= 2
     for (la, pa, _), (lb, pb, _) in zip(edit, eager):
         for a, b in zip(la, lb):
