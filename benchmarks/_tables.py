@@ -8,19 +8,11 @@ import json
 import re
 from pathlib import Path
 
+from common import format_target_value
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 TABLES = ROOT / "docs" / "benchmarks.md"  # the README links there, keeping the user guide first
-
-
-def _fmt(v) -> str:
-    if v is None:
-        return "n/a"
-    if isinstance(v, bool):
-        return str(v).lower()
-    if isinstance(v, float):
-        return f"{v:.3g}"
-    return str(v)
 
 
 def table(part: str) -> str:
@@ -31,7 +23,8 @@ def table(part: str) -> str:
             f"(`benchmarks/{part}.py`, raw figures in `benchmarks/results/{part}.json`).")
     lines = [head, "", "| target | value | goal | met | what |", "| --- | --- | --- | --- | --- |"]
     for name, t in r["targets"].items():
-        lines.append(f"| {name} | {_fmt(t['value'])} | {t['op']} {_fmt(t['target'])} | "
+        lines.append(f"| {name} | {format_target_value(t['value'], t['op'], t['target'])} | "
+                     f"{t['op']} {format_target_value(t['target'])} | "
                      f"{'yes' if t['met'] else '**no**'} | {t['what']} |")
     for note in r.get("notes", []):
         lines.append(f"\n_{note}_")

@@ -33,6 +33,23 @@ if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
 
+def format_target_value(value, op: str | None = None, target: float | None = None) -> str:
+    """A target's value as the tables show it: 4 significant digits, more where 4 would round
+    it onto the other side of its goal (1.0324 against <= 1.03 shows 1.032, never 1.03)."""
+    if value is None:
+        return "n/a"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if not isinstance(value, float):
+        return str(value)
+    met = None if op is None or target is None else bool(_OPS[op](value, target))
+    for digits in range(4, 18):
+        text = f"{value:.{digits}g}"
+        if met is None or bool(_OPS[op](float(text), target)) == met:
+            return text
+    return repr(value)
+
+
 def parse_args(description: str, extra=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--quick", action="store_true", help="shrink every size so the run takes < 2 minutes")
@@ -95,8 +112,9 @@ class Report:
     def markdown(self) -> str:
         lines = ["| target | value | goal | met | what |", "| --- | --- | --- | --- | --- |"]
         for name, t in self.targets.items():
-            v = "n/a" if t["value"] is None else (f"{t['value']:.3g}" if isinstance(t["value"], float) else t["value"])
-            lines.append(f"| {name} | {v} | {t['op']} {t['target']} | {'yes' if t['met'] else 'no'} | {t['what']} |")
+            v = format_target_value(t["value"], t["op"], t["target"])
+            lines.append(f"| {name} | {v} | {t['op']} {format_target_value(t['target'])} | "
+                         f"{'yes' if t['met'] else 'no'} | {t['what']} |")
         for n in self.notes:
             lines.append(f"\n_{n}_")
         return "\n".join(lines)

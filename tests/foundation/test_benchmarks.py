@@ -130,3 +130,23 @@ def test_a_quick_run_never_replaces_the_full_runs_results():
     assert common.Report("edit_quality", True, out="/tmp/x.json").out == Path("/tmp/x.json")
     ignored = subprocess.run(["git", "check-ignore", "-q", str(quick.out.relative_to(ROOT))], cwd=ROOT)
     assert ignored.returncode == 0, "results/quick/ must be git-ignored"
+
+
+def test_a_tables_value_never_reads_as_the_other_side_of_its_goal():
+    """The tables round a value to 4 significant digits unless that would put it on the other
+    side of its goal: 1.0324 against <= 1.03 (missed) must not show as 1.03."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import common
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    fmt = common.format_target_value
+    assert fmt(1.0324, "<=", 1.03) == "1.032"
+    assert fmt(1.03004, "<=", 1.03) == "1.03004"  # missed by 4e-5: shown with the digits it takes
+    assert fmt(0.20004, "<=", 0.2) == "0.20004"  # missed by a hair: never shown as 0.2
+    assert fmt(0.19996, "<=", 0.2) == "0.2"  # met, and 0.2 <= 0.2 reads as met
+    assert fmt(1.0035, ">=", 1.0) == "1.004" and fmt(None, "<=", 1.0) == "n/a"
+    assert fmt(7.1534e-07, "<=", 1e-05) == "7.153e-07" and fmt(3, "==", 3) == "3"
+    report = common.Report("edit_quality", True, out="/tmp/unused.json")
+    report.target("loss", 1.0324, "<=", 1.03, "a ratio")
+    assert "| loss | 1.032 | <= 1.03 | no |" in report.markdown()
