@@ -8,7 +8,7 @@ import json
 import re
 from pathlib import Path
 
-from common import format_target_value
+from common import targets_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
@@ -21,14 +21,7 @@ def table(part: str) -> str:
     head = (f"Measured {r.get('date', '?')} on {m.get('cpus', '?')} CPUs, "
             f"{'GPU ' + m['gpu'] if m.get('gpu') else 'no GPU'}, {'quick' if r.get('quick') else 'full'} run "
             f"(`benchmarks/{part}.py`, raw figures in `benchmarks/results/{part}.json`).")
-    lines = [head, "", "| target | value | goal | met | what |", "| --- | --- | --- | --- | --- |"]
-    for name, t in r["targets"].items():
-        lines.append(f"| {name} | {format_target_value(t['value'], t['op'], t['target'])} | "
-                     f"{t['op']} {format_target_value(t['target'])} | "
-                     f"{'yes' if t['met'] else '**no**'} | {t['what']} |")
-    for note in r.get("notes", []):
-        lines.append(f"\n_{note}_")
-    return "\n".join(lines)
+    return "\n".join([head, ""] + targets_markdown(r["targets"], r.get("notes", []), missed="**no**"))
 
 
 def main() -> None:

@@ -50,6 +50,16 @@ def format_target_value(value, op: str | None = None, target: float | None = Non
     return repr(value)
 
 
+def targets_markdown(targets: dict, notes: list[str], missed: str = "no") -> list[str]:
+    """The target table's lines (header, one row per target) and the notes under it."""
+    lines = ["| target | value | goal | met | what |", "| --- | --- | --- | --- | --- |"]
+    for name, t in targets.items():
+        lines.append(f"| {name} | {format_target_value(t['value'], t['op'], t['target'])} | "
+                     f"{t['op']} {format_target_value(t['target'])} | {'yes' if t['met'] else missed} | {t['what']} |")
+    lines += [f"\n_{n}_" for n in notes]
+    return lines
+
+
 def parse_args(description: str, extra=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--quick", action="store_true", help="shrink every size so the run takes < 2 minutes")
@@ -110,14 +120,7 @@ class Report:
                 "config": self.config, "notes": self.notes, "arms": self.arms, "targets": self.targets}
 
     def markdown(self) -> str:
-        lines = ["| target | value | goal | met | what |", "| --- | --- | --- | --- | --- |"]
-        for name, t in self.targets.items():
-            v = format_target_value(t["value"], t["op"], t["target"])
-            lines.append(f"| {name} | {v} | {t['op']} {format_target_value(t['target'])} | "
-                         f"{'yes' if t['met'] else 'no'} | {t['what']} |")
-        for n in self.notes:
-            lines.append(f"\n_{n}_")
-        return "\n".join(lines)
+        return "\n".join(targets_markdown(self.targets, self.notes))
 
     def write(self) -> Path:
         self.out.parent.mkdir(parents=True, exist_ok=True)

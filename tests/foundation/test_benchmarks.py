@@ -116,14 +116,20 @@ def test_quick_reliability_reads_the_fault_free_spread(quick_outputs):
     assert any("torchft arm: full run only" in n for n in result["notes"])
 
 
-def test_a_quick_run_never_replaces_the_full_runs_results():
-    """Without --out a --quick run writes under results/quick/ (git-ignored), so a smoke run
-    after a full one leaves the full run's JSON and plots as they were; --out still wins."""
+def _benchmarks_common():
+    """benchmarks/common.py, imported the way the scripts import it (their folder on the path)."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     try:
         import common
     finally:
         sys.path.remove(str(ROOT / "benchmarks"))
+    return common
+
+
+def test_a_quick_run_never_replaces_the_full_runs_results():
+    """Without --out a --quick run writes under results/quick/ (git-ignored), so a smoke run
+    after a full one leaves the full run's JSON and plots as they were; --out still wins."""
+    common = _benchmarks_common()
     full, quick = common.Report("edit_quality", False), common.Report("edit_quality", True)
     assert full.out == ROOT / "benchmarks" / "results" / "edit_quality.json"
     assert quick.out == ROOT / "benchmarks" / "results" / "quick" / "edit_quality.json"
@@ -135,11 +141,7 @@ def test_a_quick_run_never_replaces_the_full_runs_results():
 def test_a_tables_value_never_reads_as_the_other_side_of_its_goal():
     """The tables round a value to 4 significant digits unless that would put it on the other
     side of its goal: 1.0324 against <= 1.03 (missed) must not show as 1.03."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        import common
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
+    common = _benchmarks_common()
     fmt = common.format_target_value
     assert fmt(1.0324, "<=", 1.03) == "1.032"
     assert fmt(1.03004, "<=", 1.03) == "1.03004"  # missed by 4e-5: shown with the digits it takes
