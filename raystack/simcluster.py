@@ -38,6 +38,24 @@ SHORT_HEALTH_CHECK = {"health_check_period_ms": 500, "health_check_failure_thres
 NODE_ID_LABEL = "ray.io/node-id"
 
 
+START_ATTEMPTS = 3                # tries to start one node before its startup error is raised
+
+
+def _node_raising(exc: BaseException):
+    """The ``ray._private.node.Node`` whose constructor raised ``exc`` (a node that started its
+    processes but did not register in time), or None when ``exc`` came from elsewhere: the
+    cluster never received that object, so only the traceback can stop its processes."""
+    from ray._private.node import Node
+
+    tb = exc.__traceback__
+    while tb is not None:
+        frame = tb.tb_frame
+        if frame.f_code is Node.__init__.__code__ and isinstance(frame.f_locals.get("self"), Node):
+            return frame.f_locals["self"]
+        tb = tb.tb_next
+    return None
+
+
 @contextlib.contextmanager
 def _cwd(path: Path | None) -> Iterator[None]:
     if path is None:
@@ -139,10 +157,23 @@ class SimulatedCluster:
         self._count += 1
         cpus = self.cpus_per_node if cpus is None else cpus
         cwd = Path(self.node_dirs) / name if self.node_dirs else None
-        with _cwd(cwd):
-            handle = self.cluster.add_node(wait=wait, num_cpus=cpus, resources={name: 1.0, **(resources or {})},
-                                           labels={NODE_LABEL: name},
-                                           object_store_memory=self.object_store_bytes)
+        args = dict(num_cpus=cpus, resources={name: 1.0, **(resources or {})}, labels={NODE_LABEL: name},
+                    object_store_memory=self.object_store_bytes)
+        for attempt in range(1, START_ATTEMPTS + 1):
+            try:
+                with _cwd(cwd):
+                    handle = self.cluster.add_node(wait=wait, **args)
+                break
+            except Exception as exc:
+                # Ray waits a fixed 30 s for a new raylet to register with the GCS; on a loaded
+                # machine it can take longer. The half-started node is stopped and started again.
+                started = _node_raising(exc)
+                if started is None or attempt == START_ATTEMPTS:
+                    raise
+                logger.warning("node %s did not register within Ray's startup wait (%s); stopping it and "
+                               "starting it again (attempt %d of %d)", name, exc, attempt + 1, START_ATTEMPTS)
+                with contextlib.suppress(Exception):
+                    started.kill_all_processes(check_alive=False, allow_graceful=False, wait=True)
         node = SimNode(name, handle, handle.node_id, str(cwd) if cwd else None, cpus)
         self.members[name] = node
         return node
