@@ -114,7 +114,8 @@ class SimulatedCluster:
             head.update(self._autoscaling_head())
         if sys_cfg:
             head["_system_config"] = dict(sys_cfg)
-        self.cluster = Cluster(initialize_head=True, head_node_args=head)
+        self.cluster = Cluster()
+        self._start_node("head", None, wait=True, **head)
         for _ in range(self.nodes):
             self.add(wait=False)          # the raylets start side by side; joined below
         if connect:
@@ -157,16 +158,21 @@ class SimulatedCluster:
         self._count += 1
         cpus = self.cpus_per_node if cpus is None else cpus
         cwd = Path(self.node_dirs) / name if self.node_dirs else None
-        args = dict(num_cpus=cpus, resources={name: 1.0, **(resources or {})}, labels={NODE_LABEL: name},
-                    object_store_memory=self.object_store_bytes)
+        handle = self._start_node(name, cwd, wait=wait, num_cpus=cpus, resources={name: 1.0, **(resources or {})},
+                                  labels={NODE_LABEL: name}, object_store_memory=self.object_store_bytes)
+        node = SimNode(name, handle, handle.node_id, str(cwd) if cwd else None, cpus)
+        self.members[name] = node
+        return node
+
+    def _start_node(self, name: str, cwd: Path | None, wait: bool, **args: Any):
+        """``Cluster.add_node`` (the head first), tried up to START_ATTEMPTS times: Ray waits a
+        fixed 30 s for a new raylet to register with the GCS, and on a loaded machine it can take
+        longer. A node that missed the wait is stopped and started again."""
         for attempt in range(1, START_ATTEMPTS + 1):
             try:
                 with _cwd(cwd):
-                    handle = self.cluster.add_node(wait=wait, **args)
-                break
+                    return self.cluster.add_node(wait=wait, **args)
             except Exception as exc:
-                # Ray waits a fixed 30 s for a new raylet to register with the GCS; on a loaded
-                # machine it can take longer. The half-started node is stopped and started again.
                 started = _node_raising(exc)
                 if started is None or attempt == START_ATTEMPTS:
                     raise
@@ -174,9 +180,7 @@ class SimulatedCluster:
                                "starting it again (attempt %d of %d)", name, exc, attempt + 1, START_ATTEMPTS)
                 with contextlib.suppress(Exception):
                     started.kill_all_processes(check_alive=False, allow_graceful=False, wait=True)
-        node = SimNode(name, handle, handle.node_id, str(cwd) if cwd else None, cpus)
-        self.members[name] = node
-        return node
+        raise AssertionError("unreachable")
 
     def remove(self, name: str) -> float:
         """Kill a node at once (no graceful drain), as a machine that is lost; returns the time."""
