@@ -377,6 +377,11 @@ def test_chains_bounds_retrains_and_names_read_as_written():
     p = _plan("Fine-tune adapters named legal-qa and legal-sum on tiny-1m (mLoRA, 250 steps).")
     assert p.draft.steps[0].stated["adapters"] == ["legal-qa", "legal-sum"]
     assert [a["name"] for a in p.draft.steps[0].params["adapters"]] == ["legal_qa", "legal_sum"]
+    for text in ("fine-tune an adapter named qa on tiny-20m and evaluate it",   # one adapter, named
+                 "Fine-tune a LoRA adapter called qa on tiny-20m, then evaluate it"):
+        p = _plan(text)
+        assert [d.entry for d in p.draft.steps] == ["mlora_finetune", "evaluate_adapters"]
+        assert p.draft.steps[0].stated == {"adapters": ["qa"], "base": "tiny-20m"}
     p = _plan("Load shots.csv, split 80/20, fit kNN, evaluate, and deploy as shots-knn unless recall is below 0.5.")
     deploy = p.draft.steps[-1]
     assert deploy.entry == "deploy_model" and (deploy.when.metric, deploy.when.op, deploy.when.value) == ("recall", ">=", 0.5)

@@ -17,6 +17,7 @@ PATTERNS = [
     (rf"\bthe\s+(?P<l>{LIST})\s+{KINDS}adapters\b", False),
     (rf"\badapters\s*(?:\(|—|–|-|:|,|called|named|for)?\s*(?P<l>{LIST})\s*(?:\)|—|–)?", True),
     (rf"\bthe\s+(?P<l>{NAME})\s+{KINDS}adapter\b(?!s)", False),
+    (rf"\b{KINDS}adapter\s+(?:called|named)\s+(?P<l>{NAME})\b", False),   # "an adapter named qa"
     (rf"\b(?:fine-?tune|finetune|train)\s+(?P<l>{LIST})\s+{KINDS}adapters\b", True),   # "fine-tune timetable and refunds adapters"
 ]
 # what may follow a list of names that holds a step's word ("adapters recap + search via mLoRA"):
