@@ -45,8 +45,10 @@ def _columns_named(ir: WorkflowIR) -> dict[str, str]:
         name = e.name if e else ""
         if name == "join" and isinstance(s.params.get("on"), str):
             out[s.params["on"]] = "key"
-        if name == "aggregate" and isinstance(s.params.get("by"), str):
-            out[s.params["by"]] = "group"
+        if name == "aggregate":
+            by = s.params.get("by")
+            for key in [by] if isinstance(by, str) else by if isinstance(by, list) else []:
+                out[key] = "group"
         if name == "plot" and isinstance(s.params.get("column"), str):
             out[s.params["column"]] = "value"
     return out

@@ -9,7 +9,7 @@ run's output directory unless given an absolute path.
 from __future__ import annotations
 
 import os
-from typing import Literal, Optional
+from typing import Literal, Optional, Union
 
 import numpy as np
 import pyarrow as pa
@@ -156,18 +156,22 @@ def join(left: pa.Table, right: pa.Table, on: Optional[str] = None,
     return left.join(right, keys=on, join_type=how, right_suffix="_right")
 
 
-def aggregate(data: pa.Table, by: Optional[str] = None,
+def aggregate(data: pa.Table, by: Optional[Union[str, list[str]]] = None,
               agg: Literal["sum", "mean", "count", "min", "max"] = "sum") -> pa.Table:
-    """Group by column ``by`` (or first text column) and aggregate every numeric column; the
-    columns keep their names (the table of per-city totals still has its target ``y``, so a
-    model can be trained on it)."""
+    """Group by column ``by`` (a list: by each of them, "by store and month"; none: the first
+    text column) and aggregate every numeric column; the columns keep their names (the table of
+    per-city totals still has its target ``y``, so a model can be trained on it)."""
     if by is None:
         text = [n for n in data.column_names if pa.types.is_string(data.column(n).type)]
         by = text[0] if text else data.column_names[0]
-    if by not in data.column_names:
-        raise ValueError(f"aggregate: no column {by!r}; columns are {data.column_names}")
-    numeric = [n for n in data.column_names if n != by and is_numeric(data.column(n).type)]
-    out = data.group_by(by, use_threads=False).aggregate([(n, agg) for n in numeric])
+    keys = [by] if isinstance(by, str) else list(by)
+    if not keys:
+        raise ValueError("aggregate: 'by' names no column")
+    missing = [k for k in keys if k not in data.column_names]
+    if missing:
+        raise ValueError(f"aggregate: no column {missing[0]!r}; columns are {data.column_names}")
+    numeric = [n for n in data.column_names if n not in keys and is_numeric(data.column(n).type)]
+    out = data.group_by(keys, use_threads=False).aggregate([(n, agg) for n in numeric])
     return out.rename_columns([c[:-len(agg) - 1] if c.endswith(f"_{agg}") and c[:-len(agg) - 1] in numeric else c
                                for c in out.column_names])
 

@@ -597,3 +597,47 @@ def test_conditions_exits_bounds_and_lists_of_development_set_7():
     assert _kinds(p) == ["make_dataset", "stats"]
     p = _plan("two-epoch elastic DLRM run named vendor-recs; export it afterwards to ./models/vendor-recs")
     assert _kinds(p) == ["elastic_dlrm", "export_model"]
+
+
+def test_retries_targets_purposes_places_and_group_keys_written_another_way(tmp_path):
+    """Wordings found trying the planner with requests of my own (2026-12-03), none from a set:
+    a retry naming the step ('retry the training') lands on the clause's own step, never on the
+    load its preposition named; attempts in all ('trying it up to two times') are one retry; a
+    participle states a model's target; 'behind Serve' is where a deploy goes; 'tell me the
+    accuracy' reports it; 'save the checkpoint' is what pretraining does; 'by store and month'
+    groups by both, and the plan runs."""
+    p = _plan("Fit a centroid classifier on wine.csv, retry the training up to 3 times if it fails.")
+    assert sorted((d.entry, d.retries) for d in p.draft.steps) == [("load_data", 0), ("split_data", 0),
+                                                                   ("train_model", 3)]
+    p = _plan("Load iris.csv and train a knn classifier, trying it up to two times if it crashes.")
+    assert p.draft.steps[-1].entry == "train_model" and p.draft.steps[-1].retries == 1
+    p = _plan("Load weather.parquet, drop rows with nulls, and fit a linear model predicting temperature.")
+    assert _kinds(p) == ["load_data", "clean_data", "train_model"]
+    p = _plan("Fine-tune adapters for support and sales on tiny-1m, evaluate them and deploy them behind Serve.")
+    assert _kinds(p) == ["mlora_finetune", "evaluate_adapters", "serve_adapters"]
+    p = _plan("Load x.csv, train a knn model and deploy it with Ray Serve as shop-knn.")
+    assert _kinds(p)[-1] == "deploy_model" and p.draft.steps[-1].stated == {"name": "shop-knn"}
+    assert _kinds(_plan("Train a logistic regression on churn.csv and tell me the accuracy."))[-1] == "save_report"
+    p = _plan("Pretrain tiny-20m with EDiT for 500 steps using 2 replicas and save the checkpoint.")
+    assert _kinds(p) == ["edit_pretrain"]
+    with pytest.raises(PlanRefused):      # still not a word to drop: there is no step for it
+        _plan("Load x.csv and fit a linear model predicting temperature tomorrow using astrology.")
+    p = _plan("Load the rows from sales.json, aggregate total amount by store and month, and export the table "
+              "to ./agg.csv.")
+    agg = next(d for d in p.draft.steps if d.entry == "aggregate")
+    assert agg.params["by"] == ["store", "month"]
+    assert next(d for d in _plan("Load s.csv, aggregate revenue by region and plot it.").draft.steps
+                if d.entry == "aggregate").params["by"] == "region"
+    from raystack.workflow.dryrun import dry_run
+    assert dry_run(p.ir, str(tmp_path / "dry")).status == "succeeded"
+
+
+def test_aggregate_groups_by_several_columns():
+    import pyarrow as pa
+    from raystack.workflow.table_steps import aggregate
+    t = pa.table({"store": ["a", "a", "b", "a"], "month": [1, 2, 1, 1], "amount": [1.0, 2.0, 3.0, 4.0]})
+    out = aggregate(t, by=["store", "month"])
+    rows = sorted(zip(out.column("store").to_pylist(), out.column("month").to_pylist(), out.column("amount").to_pylist()))
+    assert rows == [("a", 1, 5.0), ("a", 2, 2.0), ("b", 1, 3.0)]
+    with pytest.raises(ValueError, match="no column 'week'"):
+        aggregate(t, by=["store", "week"])

@@ -48,6 +48,12 @@ COMPARE_WORDS = {"compare", "compares", "comparing", "compared", "comparison", "
 MODEL_STEPS = {"train_model", "tune", "edit_pretrain", "mlora_finetune", "elastic_dlrm", "load_checkpoint", "load_adapters",
                "evaluate_adapters", "serve_adapters"}
 TARGET_VERBS = {"predict", "forecast", "classify", "detect", "estimate", "flag", "identify", "spot"}
+TARGET_PARTICIPLES = {"predicting", "forecasting", "classifying", "detecting", "estimating"}
+MODEL_HEADS = {"model", "classifier", "regressor", "predictor", "estimator", "regression"}   # "a linear model predicting y"
+
+
+def _is_model_word(tok: Token) -> bool:
+    return tok.used in MODEL_STEPS or tok.used == "model kind"
 ENUMERATOR = re.compile(r"^(?:[a-h]|[ivx]{1,3}|\d)$")
 
 
@@ -207,14 +213,21 @@ def targets(t: Text) -> None:
     its phrase, is its target (the words after the verb are then described by it)."""
     for tok in t.tokens[1:-1]:
         prev, verb = t.tokens[tok.i - 1], t.tokens[tok.i + 1]
-        if tok.low == "to" and not tok.used and not verb.used and verb.low in TARGET_VERBS \
-                and (prev.used in MODEL_STEPS or prev.used == "model kind"):
-            what = []
-            for x in t.tokens[verb.i + 1:verb.i + 1 + MAX_OBJECT]:
-                if x.used or x.kind == "punct" or x.low in L.CLAUSE_WORDS or _method(x) or x.low in L.UNMAPPED_VERBS:
-                    break
-                what.append(x)
-            t.mark([tok, verb, *what], "purpose")
+        model_before = _is_model_word(prev) or (prev.low in MODEL_HEADS and tok.i >= 2
+                                                 and _is_model_word(t.tokens[tok.i - 2]))
+        if tok.low == "to" and not tok.used and not verb.used and verb.low in TARGET_VERBS and model_before:
+            lead = [tok, verb]
+        elif not tok.used and tok.low in TARGET_PARTICIPLES and model_before:
+            lead, verb = [tok], tok     # "fit a linear model predicting temperature"
+        else:
+            continue
+        what = []
+        for x in t.tokens[verb.i + 1:verb.i + 1 + MAX_OBJECT]:
+            if x.used or x.kind == "punct" or x.low in L.CLAUSE_WORDS or _method(x) or x.low in L.UNMAPPED_VERBS:
+                break
+            what.append(x)
+        if what:
+            t.mark([*lead, *what], "purpose")
 
 
 SOURCE_WORDS = ("load_data", "path")   # "... from queues.csv:": the load's words inside a goal

@@ -104,7 +104,11 @@ def _apply_cues(t: Text, actions: list[Action], cues: list[Cue]) -> None:
             targets[0].step.exit = c.data["kind"]
         elif c.kind == "retry":
             earlier = [a for a in actions if a.sentence < c.sentence and not a.prepositional]
-            tgt = before[-1] if before else (after[0] if after else (earlier[-1] if earlier else None))
+            # the clause's own step, not a producer read from its preposition ("fit X on f.csv,
+            # retry the training ...": the fit, not the load of f.csv)
+            named = [a for a in before if not a.prepositional] or before
+            last = max(named, key=lambda a: a.lo) if named else None
+            tgt = last or (after[0] if after else (earlier[-1] if earlier else None))
             if tgt is None:
                 raise PlanRefused(["retries asked for, but for no step"])
             tgt.step.retries = c.data["n"]

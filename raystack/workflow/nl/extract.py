@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from raystack.workflow.nl.lexicon import METRIC_RX, METRICS, NUMLIST
+from raystack.workflow.nl.lexicon import METRIC_RX, METRICS, NUMLIST, SERVE_AS_PLACE
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.text import Text, Token, number
 
@@ -246,10 +246,21 @@ AGG_WORDS = {"sum": "sum", "sums": "sum", "total": "sum", "totals": "sum", "coun
 def aggregate(text: Text, lo: int, hi: int, f: Found) -> None:
     # what is aggregated, one word or a compound ("the delay minutes per line")
     consume(text, lo, hi, r"\b(?:the\s+)?(?:[a-z_][a-z0-9_]*\s+){1,2}(?=(?:by|per|for\s+each)\b)", "measure")
+    key = r"(?!NUM)(?!(?:the|a|an|it|them|then|and)\b)[a-z_][a-z0-9_]*"
+    # "by store and month", "per region, channel and week": every column named is a key
+    m = _search(text, lo, hi, rf"\b(?:by|per|grouped\s+by)\s+(?P<c>{key})(?P<more>(?:\s*,\s*{key})*\s*,?\s*(?:and|&)\s+{key})"
+                              r"(?=\s*(?:[.;:)]|,\s*(?:and|then)\b|$))", "group keys")
+    if m:
+        f.set("by", [m.group("c")] + re.findall(r"[a-z_][a-z0-9_]*", re.sub(r"\band\b", " ", m.group("more"))))
+        return _agg_word(text, lo, hi, f)
     m = _search(text, lo, hi, r"\b(?:by|per|for\s+each|for\s+every|grouped\s+by|across)\s+(?!NUM)(?P<c>[a-z_][a-z0-9_]*)", "group key") or \
         _search(text, lo, hi, r"\bper-(?P<c>[a-z_][a-z0-9_]*)\b", "group key")
     if m:
         f.set("by", m.group("c"))
+    _agg_word(text, lo, hi, f)
+
+
+def _agg_word(text: Text, lo: int, hi: int, f: Found) -> None:
     m = _search(text, lo, hi, r"\b(?P<a>" + "|".join(AGG_WORDS) + r")\b", "aggregate")
     if m:
         f.set("agg", AGG_WORDS[m.group("a")])
@@ -394,6 +405,7 @@ def evaluate_model(text: Text, lo: int, hi: int, f: Found) -> None:
 
 
 def deploy_model(text: Text, lo: int, hi: int, f: Found) -> None:
+    consume(text, lo, hi, SERVE_AS_PLACE, "serve")    # "deploy it behind Ray Serve"
     m = _search(text, lo, hi, r"\b(?:under\s+the\s+name|named|called|with\s+the\s+name|as)\s+(?!a\b|an\b|the\b|it\b|well\b|soon\b|QUOTE)"
                               r"(?P<n>[a-z_][a-z0-9_\-]*)", "name") or \
         _search(text, lo, hi, r"\bunder\s+(?P<n>[a-z][a-z0-9]*(?:[-_][a-z0-9]+)+)\b", "name") or \

@@ -12,7 +12,7 @@ from typing import Any
 from raystack.workflow.nl.extract import (BASE_MODEL, EDIT_MODES, MAX_ADAPTERS, SYNTH_TASKS,
                                           TABLE_EXT, WORKERS, Found, _list, _num, _search,
                                           _set_map, claim_count, consume, files)
-from raystack.workflow.nl.lexicon import NUMLIST
+from raystack.workflow.nl.lexicon import NUMLIST, SERVE_AS_PLACE
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.text import Text, number
 
@@ -67,6 +67,10 @@ def _base_models(text: Text, lo: int, hi: int) -> list[str]:
 def edit_pretrain(text: Text, lo: int, hi: int, f: Found) -> None:
     consume(text, lo, hi, r"\b(?:pre-?train\w*|pre-training|edit|local\s+sgd|llm|large\s+language\s+models?|"
                           r"language\s+models?)\b", "edit")
+    # "... and save the checkpoint": the run writes its checkpoint (the step's output) anyway;
+    # a destination ("save the checkpoint to ./x") is not consumed here and stays unaccounted
+    consume(text, lo, hi, r"\b(?:save|keep|write|store)s?\s+(?:the|its|a)\s+(?:model\s+|final\s+)?checkpoint\b"
+                          r"(?!\s+(?:to|in|into|at|as|under)\b)", "edit")
     for p, mode in EDIT_MODES:
         if _search(text, lo, hi, rf"\b(?:{p})\b", "mode", free=False):
             f.set("mode", mode)
@@ -256,7 +260,7 @@ def elastic_dlrm(text: Text, lo: int, hi: int, f: Found) -> None:
 
 
 def serve_adapters(text: Text, lo: int, hi: int, f: Found) -> None:
-    consume(text, lo, hi, r"\b(?:with|using|via|on|through|behind|in|over)\s+(?:ray\s+)?serve\b", "serve")
+    consume(text, lo, hi, SERVE_AS_PLACE, "serve")
     m = _search(text, lo, hi, r"\b(?:as|named|called)\s+(?!a\b|an\b|the\b|it\b|them\b)(?P<n>[a-z_][a-z0-9_\-]*)", "name")
     if m:
         f.set("name", m.group("n"))

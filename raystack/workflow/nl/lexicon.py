@@ -10,6 +10,8 @@ NUMLIST = (rf"{NUMV}(?:\s*,\s*{NUMV})*\s*,?\s*(?:and|or|&|\+)\s+{NUMV}"
            rf"|[\[{{(]\s*{NUMV}(?:\s*,\s*{NUMV})+\s*[\]}})]"
            rf"|{NUMV}(?:\s*,\s*{NUMV}){{2,}}|{NUMV}(?:\s*/\s*{NUMV})+")
 FILEV = r"FILE\d+"
+# where a model or adapters are served, said after the verb: "behind Ray Serve", "with Serve"
+SERVE_AS_PLACE = r"\b(?:with|using|via|on|through|behind|in|over)\s+(?:ray\s+)?serve\b"
 
 # metric words -> catalog metric names; longest first when matching
 METRICS = {
@@ -96,20 +98,22 @@ LOOP_WORDS = (r"\b(?:keep(?:s|ing)?\s+(?:on\s+)?(?:training|running|fitting|iter
 ROUND_WORDS = r"\b(?:per|each|a)\s+(?:round|pass|chunk|cycle|iteration)\b|\bin\s+chunks\s+of\b"
 PER_ROUND = {r"\bepoch\s+(?:by|after)\s+epoch\b|\b(?:a\s+)?single\s+epoch\b(?:\s+(?:at\s+a\s+time|(?:per|each|a)\s+(?:iteration|round|pass)))?": {"epochs": 1}}
 RETRY_WORDS = {"once": 1, "twice": 2, "thrice": 3}
+# "if it fails", "if they crash", "on failure": a failure clause after a retry's count
+_IF_FAILS = (r"(?:\s+(?:if\s+(?:it|they|that|training|the\s+step)\s+(?:fails?|crash(?:es)?|breaks?|errors?\s+out)"
+             r"|on\s+failures?|upon\s+failures?|in\s+case\s+of\s+failures?))?")
+# what a retry names before its count: "retry it", "retry the training", "retrying that step"
+_RETRY_OBJECT = (r"(?:it\s+|them\s+|each(?:\s+one)?\s+|that\s+|(?:the|that|this)\s+(?:step|training|fit|load|job|run)\s+|"
+                 r"training\s+|on\s+failure\s+|if\s+it\s+fails\s+|when\s+it\s+fails\s+)*")
 RETRIES = [
     r"(?:with\s+|and\s+)?(?:up\s+to\s+|at\s+most\s+|a\s+maximum\s+of\s+)?(?P<n>NUM\d+)\s+retr(?:y|ies)"
-    r"(?:\s+(?:each|apiece|per\s+(?:step|model|run|value)))?(?:\s+(?:on|upon|in\s+case\s+of)\s+failures?"
-    r"|\s+if\s+(?:it|they)\s+(?:fails?|crash(?:es)?|breaks?|errors?\s+out))?",
+    r"(?:\s+(?:each|apiece|per\s+(?:step|model|run|value)))?" + _IF_FAILS,
     r"(?:(?:each|both|it|they|all)\s+)?(?:(?:is|are|gets?)\s+)?retried\s+(?:(?P<w>once|twice|thrice)|(?P<n>NUM\d+)\s+times?)"
     r"(?:\s+(?:each|apiece))?(?:\s+(?:on|upon|after)\s+(?:a\s+)?failures?|\s+if\s+(?:it|they)\s+fails?)?",
-    r"retry(?:ing)?\s+(?:it\s+|them\s+|each(?:\s+one)?\s+|that\s+|the\s+step\s+|this\s+step\s+|training\s+|on\s+failure\s+|"
-    r"if\s+it\s+fails\s+|when\s+it\s+fails\s+)*(?P<w>once|twice|thrice)(?:\s+(?:each|apiece))?"
-    r"(?:\s+(?:if\s+it\s+fails|if\s+they\s+fail|on\s+failure|upon\s+failure))?",
-    r"retry(?:ing)?\s+(?:it\s+|them\s+|each(?:\s+one)?\s+|that\s+|the\s+step\s+|this\s+step\s+|training\s+|on\s+failure\s+|"
-    r"if\s+it\s+fails\s+|when\s+it\s+fails\s+)*(?:up\s+to\s+|at\s+most\s+)?(?P<n>NUM\d+)\s+times?(?:\s+(?:each|apiece))?"
-    r"(?:\s+(?:if\s+it\s+fails|if\s+they\s+fail|on\s+failure|upon\s+failure))?",
+    r"retry(?:ing)?\s+" + _RETRY_OBJECT + r"(?P<w>once|twice|thrice)(?:\s+(?:each|apiece))?" + _IF_FAILS,
+    r"retry(?:ing)?\s+" + _RETRY_OBJECT + r"(?:up\s+to\s+|at\s+most\s+)?(?P<n>NUM\d+)\s+times?(?:\s+(?:each|apiece))?" + _IF_FAILS,
     r"(?:if|when)\s+it\s+fails\s*,?\s*retry\s+(?:it\s+)?(?:up\s+to\s+)?(?P<n>NUM\d+)\s+times?",
-    r"(?:try|attempt)\s+(?:it\s+)?(?:up\s+to\s+|at\s+most\s+)(?P<t>NUM\d+)\s+times",
+    # "try it up to 3 times", "trying it up to two times if it crashes": attempts in all, one more than the retries
+    r"(?:try|trying|attempt|attempting)\s+(?:it\s+|that\s+|this\s+)?(?:up\s+to\s+|at\s+most\s+)(?P<t>NUM\d+)\s+times" + _IF_FAILS,
     r"(?:(?:if|when|should)\s+(?:it|that|this|training|the\s+step)\s+fails?\s*,?\s*)?(?:try|run|attempt|do|start)\s+(?:it\s+|that\s+)?"
     r"(?:again|over)\s+(?:up\s+to\s+|at\s+most\s+|a\s+maximum\s+of\s+)?(?P<n>NUM\d+)\s+(?:more\s+|additional\s+|extra\s+)?times?",
     r"(?:with\s+|allowing\s+|and\s+)?(?:up\s+to\s+|at\s+most\s+)?(?P<n>NUM\d+)\s+(?:more|additional|extra|further)\s+(?:attempts|tries|goes)",

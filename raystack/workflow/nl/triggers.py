@@ -161,6 +161,8 @@ TRIGGERS: list[tuple[str, str]] = [
                     r"(?:report|results|result|metrics|scores|findings)\b(?:\s+(?:(?:to|in|into|as|at)\s+)?FILE\d+)?"
                     r"|\breport\s+(?:to|in|into|as)\s+FILE\d+"),
     ("save_report", rf"(?:^|(?<=[),;:>→]\s)|(?<=\bthen\s)|(?<=\band\s))report\s+(?:the\s+|its\s+|their\s+)?(?=(?:{METRIC_RX})\b)"),
+    # "... and tell me the accuracy", "show us its AUC": the metrics reported back
+    ("save_report", rf"\b(?:tell|show|give)\s+(?:me|us)\s+(?:the\s+|its\s+|their\s+|what\s+the\s+)?(?=(?:{METRIC_RX})\b)"),
     ("save_report", rf"\breport\s+{skip(3)}(?:to|in|into|as)\s+FILE\d+|\breport\s*(?:{ARROW}|:|\()?\s*FILE\d+"),
     ("save_report", r"\b(?:wrap|write|sum)\s+(?:it\s+|everything\s+|things\s+|it\s+all\s+|them\s+)?up\b(?:\s+(?:in|into|as|with)?\s*(?:a|the)\s+(?:final\s+|short\s+|summary\s+)?report\b)?"),
     ("save_report", r"\b(?:a|the|final|short|brief)\s+(?:final\s+|short\s+|summary\s+|brief\s+|saved\s+|written\s+)?report\b"),
@@ -219,7 +221,7 @@ TRIGGERS: list[tuple[str, str]] = [
     ("evaluate_model", r"\b(?:evaluat\w*|evalut\w*|evaulat\w*|assess\w*|score|scores|test|tests|validate|validates|measure|measures|benchmark|benchmarks|check)\b"
                        rf"(?!\s+(?:the\s+|our\s+|my\s+)?{SYSTEM_NOUNS}\b)"
                        r"|\beval\b(?!\s*(?:loss|accuracy|acc|set|split|data|metrics?|f1|auc|rmse|recall)\b)"),   # the abbreviation
-    ("deploy_model", r"\b(?:deploy\w*|publish\w*|ship|ships|release|promote|(?<!ray )serve|push\w*\s+(?:it\s+|them\s+)?to\s+production|"
+    ("deploy_model", r"\b(?:deploy\w*|publish\w*|ship|ships|release|promote|(?<!ray )(?<!behind )(?<!with )(?<!via )(?<!through )(?<!using )serve|push\w*\s+(?:it\s+|them\s+)?to\s+production|"
                      r"roll\s+(?:it\s+|them\s+|that\s+|this\s+|the\s+(?:winner|model|best\s+one)\s+)?out|put\s+(?:it\s+)?(?:in|into)\s+production)\b(?:\s+(?:to|into)\s+production)?"),
     ("notify", r"\bsend\s+(?:me\s+|us\s+)?(?:a\s+|an\s+|the\s+)?(?:notification|message|alert|note|email|e-mail|ping|update)\b|\blet\s+(?:me|us|the\s+team|everyone|someone|people|the\s+\w+\s+team|ops|oncall|on-call)\s+know\b"
                r"|\b(?:give|send)\s+(?:me\s+|us\s+|the\s+team\s+)?a\s+heads-?up\b|\bdrop\s+(?:me|us)\s+a\s+(?:line|note|message)\b"
