@@ -10,6 +10,7 @@ Serve (``raystack.apps.workflow_serve``). All are referenced by path, imported o
 from __future__ import annotations
 
 import inspect
+import types
 import typing
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -172,6 +173,19 @@ def describe() -> list[dict[str, Any]]:
 
 
 def _type_name(tp: Any) -> str:
+    """A parameter's type as a reader (or the LLM planner, which is shown this listing) needs
+    it: the members of a union, the choices of a Literal, a list's item type ("str | list[str]
+    | None", "'sum' | 'mean'"), not only the outer name ("Union", "Literal")."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if tp is type(None):
+        return "None"
+    if origin is typing.Literal:
+        return " | ".join(repr(a) for a in args)
+    if origin is typing.Union or isinstance(tp, types.UnionType):
+        return " | ".join(_type_name(a) for a in args)
+    if origin is not None and args:
+        name = getattr(origin, "__name__", None) or str(origin).replace("typing.", "")
+        return f"{name}[{', '.join('...' if a is Ellipsis else _type_name(a) for a in args)}]"
     return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
 
 

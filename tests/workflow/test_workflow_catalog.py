@@ -21,6 +21,9 @@ def test_every_catalog_step_has_typed_params_a_kind_and_a_description():
     assert set(rows) == set(CATALOG)
     assert rows["split_data"]["params"]["test_fraction"] == {"type": "float", "default": 0.2}
     assert rows["train_model"]["inputs"] == {"data": "split"}
+    # unions, choices and item types are spelled out (the LLM planner is shown this listing)
+    assert rows["aggregate"]["params"]["by"]["type"] == "str | list[str] | None"
+    assert rows["aggregate"]["params"]["agg"]["type"] == "'sum' | 'mean' | 'count' | 'min' | 'max'"
     assert all(r["description"] and r["kind"] in CANONICAL_KINDS for r in rows.values())
     # every canonical kind but the tune construct has a catalog step
     assert set(CANONICAL_KINDS) - {r["kind"] for r in rows.values()} == {"tune"}
