@@ -641,3 +641,24 @@ def test_aggregate_groups_by_several_columns():
     assert rows == [("a", 1, 5.0), ("a", 2, 2.0), ("b", 1, 3.0)]
     with pytest.raises(ValueError, match="no column 'week'"):
         aggregate(t, by=["store", "week"])
+
+
+def test_the_best_one_named_with_no_metric_is_picked_or_refused_never_dropped():
+    """'deploy the best one' after several models deployed each of them (the pick was read as
+    filler words: a silently wrong plan); now the pick is a selection, as 'keep the best one' makes
+    it. Where no step can pick ('serve the best ones' of an adapter set, 'the best' of one model)
+    the request is refused, quoting the pick. A 'for each k in ...' phrase opening a clause after
+    ', then' is the map of the step it precedes."""
+    p = _plan("Train logistic and knn on x.csv, evaluate them and deploy the best one.")
+    assert _kinds(p)[-2:] == ["select_best", "deploy_model"] and p.draft.steps[-1].map is None
+    p = _plan("Load x.csv, train linear and knn models, and export the winner to ./m.")
+    assert _kinds(p)[-2:] == ["select_best", "export_model"]
+    p = _plan("Create 1000 synthetic samples and fit a logistic and a knn classifier on them; evaluate every one "
+              "and pick the winner. Deploy the winner.")
+    assert _kinds(p).count("select_best") == 1       # 'the winner' again is the one already picked
+    for text in ("Evaluate the exported adapters in ./adapters/v2 and serve the best ones.",
+                 "Load x.csv, train a knn model and export the best to ./m."):
+        with pytest.raises(PlanRefused, match="no step picks 'the best"):
+            _plan(text)
+    p = _plan("Load tickets.csv, then for each k in 2, 4 and 8 train a knn model")
+    assert p.draft.steps[-1].map == ("k", [2, 4, 8])

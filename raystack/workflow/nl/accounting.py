@@ -396,8 +396,35 @@ def describes(t: Text, run: list[Token]) -> bool:
     return run[-1].low.rstrip("s") in heads
 
 
-def account(t: Text, action_ends: Iterable[tuple[str, int]]) -> None:
-    """Raise PlanRefused quoting every span no rule accounts for."""
+# steps that act on what they are given, all of it: "serve the best ones" asks for a pick they do not make
+ACTING_STEPS = {"serve_adapters", "deploy_model", "export_model", "write_table", "save_report", "notify",
+                "evaluate_adapters", "plot"}
+PICK_WORDS = {"best", "top", "winning", "strongest", "better"}
+
+
+def _unselected_subset(t: Text) -> list[str]:
+    """"evaluate the adapters and serve the best ones": a pick ('the best ones', 'the top two')
+    right after a step that acts on everything it gets, which no rule turned into a selection.
+    Left as filler words it would plan a step on all of them, silently."""
+    out = []
+    for tok in t.tokens:
+        if tok.used or tok.low not in PICK_WORDS:
+            continue
+        j = tok.i - 1
+        while j >= 0 and t.tokens[j].low in ("the", "only", "just", "a", "few"):
+            j -= 1
+        if j >= 0 and t.tokens[j].used in ACTING_STEPS:
+            end = tok.i + 1
+            while end < len(t.tokens) and not t.tokens[end].used and t.tokens[end].kind in ("word", "num") \
+                    and end - tok.i < 3:
+                end += 1
+            out.append(t.span_text(t.tokens[j + 1:end]))
+    return out
+
+
+def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = False) -> None:
+    """Raise PlanRefused quoting every span no rule accounts for. ``picked``: a step of the plan
+    keeps the best of several results (a selection or a search), which 'the best one' may name."""
     ordinal = re.search(r"(?<!waits\s)(?<!wait\s)(?<!depends\s)(?<!depend\s)(?<!relies\s)\b(?:on|with|using|against|from|to|into)\s+the\s+(?:first|second|third|former|latter|"
                         r"other)(?:\s+one)?\b", t.masked)
     if ordinal:  # "train on the first and evaluate on the second": which is which is a guess
@@ -405,9 +432,12 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]]) -> None:
     unsupported = [x for x in t.tokens if not x.used.startswith("name:") and (_method(x) or _method_near(t, x))]
     if unsupported:
         raise PlanRefused([f"no catalog step does {t.span_text(r)!r}" for r in t.runs(unsupported)])
+    ends = list(action_ends)
+    subset = [] if picked else _unselected_subset(t)
+    if subset:
+        raise PlanRefused([f"no step picks {q!r}: the step would act on all of them" for q in subset])
     targets(t)
     reasons(t)
-    ends = list(action_ends)
     goal(t, ends)
     lead_ins(t)      # a title may hold a task noun or a word that is also a verb ("Crop yield regression:")
     headings(t)

@@ -40,6 +40,9 @@ EVAL_STEMS = ("evaluat", "evalut", "assess", "validat", "measur")
 LOADED_FIRST = r"\b(?:after|once|but)\s+(?:loading|reading|you\s+load|we\s+load|you\s+read|we\s+read)\s+(?:it|them)\b"
 # a directory that holds a checkpoint by its name ("./ckpt/x", "runs/checkpoints/latest")
 CHECKPOINT_PATH = re.compile(r"(?:^|/|\.)(?:ckpts?|checkpoints?)(?:/|$|[-_])")
+# the best of several results named with no metric where it is used ("deploy the best one")
+BEST_PLAIN = (r"\bthe\s+(?:best|winning|top|strongest)(?:\s+(?:one|model|run|candidate|version))?\b"
+              r"(?!\s*(?:-|ones|models|runs|NUM|two|three|four|five)\b)|\bthe\s+winner\b")
 VERBLESS_MODEL = re.compile(rf"(?:(?:a|the|final|plain|simple)\s+)*{MODEL_KIND}\b")
 
 
@@ -114,7 +117,8 @@ class RulePlanner:
         fill_from_question(t, actions, asked, EXTRACTORS)
         self._one_load_per_file(actions)
         steps = self._steps(t, actions, cues)
-        account(t, [(a.entry, a.trig_end) for a in actions])
+        account(t, [(a.entry, a.trig_end) for a in actions], picked=any(
+            a.entry == "select_best" or a.step.tune is not None for a in actions))
         return Draft(text.strip(), steps)
 
     # -- actions ------------------------------------------------------------------------------
@@ -240,6 +244,9 @@ class RulePlanner:
         j, lead = a.lo - 1, []
         if a.prepositional:
             return a.lo
+        each = RulePlanner._for_each_start(t, a, prev)
+        if each is not None:
+            return each
         while j >= max(prev.trig_end, a.lo - 4):
             x = t.tokens[j]
             if x.used or x.kind == "punct" or x.low in L.CLAUSE_WORDS or x.low in PREPOSITIONS \
@@ -253,6 +260,19 @@ class RulePlanner:
         if lead[-1].low in ("a", "an", "the", "some") or any(x.kind in ("num", "pct", "ratio") for x in lead):
             return lead[-1].i
         return a.lo
+
+    @staticmethod
+    def _for_each_start(t: Text, a: Action, prev: Action) -> int | None:
+        """", then for each k in 2, 4 and 8 train ...": a 'for each/every X in ...' phrase right
+        before the step's words is the step's own (its map), wherever the clause opens."""
+        gap = t.tokens[prev.trig_end:a.lo]
+        for n, x in enumerate(gap[:-1]):
+            if x.low == "for" and gap[n + 1].low in ("each", "every") and not x.used:
+                rest = gap[n + 2:]
+                if rest and not any(y.used or y.low in L.CLAUSE_WORDS and y.low != "and"
+                                    or (y.kind == "punct" and y.text != ",") for y in rest):
+                    return x.i
+        return None
 
     @staticmethod
     def _part_data(t: Text, part: Action, a: Action) -> bool:
@@ -386,7 +406,13 @@ class RulePlanner:
             return None
         m = next(t.finditer(L.BEST_ONE, a.lo, a.hi), None)
         if m is None:
-            return None
+            # "deploy the best one", "export the winner to ./m": the pick with no metric named,
+            # as "keep the best one" makes it (select_best's own metric)
+            plain = next(t.finditer(BEST_PLAIN, a.lo, a.hi, free_only=True), None)
+            if plain is None or any(b.entry == "select_best" for b in before):   # "pick the winner. Deploy the winner"
+                return None
+            t.mark(plain[1], a.entry)
+            return DraftStep(f"{a.step.label}b", "select_best", {}, {}, span=t.span_text(plain[1]))
         match, toks = m
         metric = metric_of(match.group("m") or match.group("m2"))
         direction = (match.group("d") or match.group("d2")).lower()
