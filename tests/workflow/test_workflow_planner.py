@@ -660,5 +660,8 @@ def test_the_best_one_named_with_no_metric_is_picked_or_refused_never_dropped():
                  "Load x.csv, train a knn model and export the best to ./m."):
         with pytest.raises(PlanRefused, match="no step picks 'the best"):
             _plan(text)
+    with pytest.raises(PlanRefused, match="no step picks 'only the knn model'"):   # it evaluated both, and
+        _plan("Train logistic and knn on x.csv and evaluate only the knn model.")    # trained a third model
+    assert _plan("Load x.csv, train knn, and deploy only if accuracy is above 0.8.").draft.steps[-1].when
     p = _plan("Load tickets.csv, then for each k in 2, 4 and 8 train a knn model")
     assert p.draft.steps[-1].map == ("k", [2, 4, 8])

@@ -408,6 +408,14 @@ def _unselected_subset(t: Text) -> list[str]:
     Left as filler words it would plan a step on all of them, silently."""
     out = []
     for tok in t.tokens:
+        if tok.low == "only" and not tok.used and tok.i and t.tokens[tok.i - 1].used in ACTING_STEPS | {"evaluate_model"}:
+            # "evaluate only the knn model": a restriction to some of the results, which no step makes
+            end = tok.i + 1
+            while end < len(t.tokens) and t.tokens[end].kind != "punct" and t.tokens[end].low not in L.CLAUSE_WORDS \
+                    and end - tok.i < 5:
+                end += 1
+            out.append(t.span_text(t.tokens[tok.i:end]))
+            continue
         if tok.used or tok.low not in PICK_WORDS:
             continue
         j = tok.i - 1
