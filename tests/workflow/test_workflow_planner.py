@@ -665,3 +665,12 @@ def test_the_best_one_named_with_no_metric_is_picked_or_refused_never_dropped():
     assert _plan("Load x.csv, train knn, and deploy only if accuracy is above 0.8.").draft.steps[-1].when
     p = _plan("Load tickets.csv, then for each k in 2, 4 and 8 train a knn model")
     assert p.draft.steps[-1].map == ("k", [2, 4, 8])
+
+
+def test_results_deployed_together_get_a_name_each():
+    """'deploy them' after two models published both as deployed/model.json, the second over the
+    first; each is now deployed under its own name."""
+    for text, names in (("Train logistic and knn on x.csv and deploy them.", ["model-1", "model-2"]),
+                        ("Train logistic and knn on x.csv and deploy both as shop.", ["shop-1", "shop-2"])):
+        deploys = [s for s in _plan(text).ir.steps if s.fn.endswith(":deploy_model")]
+        assert [s.params["name"] for s in deploys] == names

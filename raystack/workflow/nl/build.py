@@ -301,6 +301,19 @@ def _best_refs(s: DraftStep, tuned: str | None, outs: dict[str, Any]) -> dict[st
     return {p: src[p] for p in s.refs}
 
 
+# side-effect steps that publish under a name outside their own step directory: fanned out over
+# several results, each item needs its own name, or the last one replaces the others
+NAMED_DESTINATIONS = {"deploy_model": ("name", "model")}
+
+
+def _own_destination(s: DraftStep, e: CatalogEntry, i: int) -> dict[str, Any]:
+    """"deploy them" after two models: 'model-1' and 'model-2', not 'model' twice."""
+    if e.name not in NAMED_DESTINATIONS:
+        return {}
+    param, default = NAMED_DESTINATIONS[e.name]
+    return {param: f"{s.params.get(param, default)}-{i + 1}"}
+
+
 def _add(wf: Workflow, s: DraftStep, e: CatalogEntry, outs: dict[str, Any],
          tuned: str | None = None) -> tuple[Any, list[str]]:
     fn = e.function()
@@ -349,7 +362,7 @@ def _add(wf: Workflow, s: DraftStep, e: CatalogEntry, outs: dict[str, Any],
                 for i in range(n.pop()):
                     kw = {p: (v[i] if p in fan else v) for p, v in ins.items()}
                     res.append(wf.step(fn, id=f"{s.label}[{i}]", tune=s.tune,
-                                       args={**kw, **s.params}, **opts))
+                                       args={**kw, **s.params, **_own_destination(s, e, i)}, **opts))
             return res, [x.step_id for x in res]
         o = wf.step(fn, id=s.label, tune=s.tune, args={**ins, **s.params}, **opts)
         return o, [o.step_id]
