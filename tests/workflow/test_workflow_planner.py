@@ -674,3 +674,22 @@ def test_results_deployed_together_get_a_name_each():
                         ("Train logistic and knn on x.csv and deploy both as shop.", ["shop-1", "shop-2"])):
         deploys = [s for s in _plan(text).ir.steps if s.fn.endswith(":deploy_model")]
         assert [s.params["name"] for s in deploys] == names
+
+
+def test_a_condition_on_a_tables_own_measure_gets_the_step_that_measures_it(tmp_path):
+    """'if the missing share is over 5%, impute' with no statistics step named was refused; the
+    statistics step is now added, marked implicit, and the condition reads it. An exit handler
+    'whether or not it succeeds' runs always; 'cap it at 6 rounds' bounds a loop."""
+    from raystack.workflow.dryrun import dry_run
+    p = _plan("Load reviews.csv; if over 10% of values are missing, impute them, otherwise clean it.")
+    assert [d.entry for d in p.draft.steps] == ["load_data", "stats", "impute", "clean_data"]
+    check = p.draft.steps[1]
+    assert check.implicit and p.draft.steps[2].when.step == check.label == p.draft.steps[3].when.step
+    assert (p.draft.steps[2].when.metric, p.draft.steps[2].when.op) == ("missing_fraction", ">")
+    assert dry_run(p.ir, str(tmp_path / "dry")).status == "succeeded"
+    with pytest.raises(PlanRefused, match="no earlier step that reports 'missing_fraction'"):
+        _plan("Pretrain tiny-1m with EDiT; if more than 10% of values are missing, notify 'gaps'.")  # no table
+    p = _plan("Whether or not it succeeds, clean up the temp files at the end. First load m.csv and train a knn.")
+    assert p.draft.steps[0].entry == "cleanup" and p.draft.steps[0].exit == "always"
+    p = _plan("Repeat the DLRM training, one epoch at a time, until the AUC is at least 0.78 — cap it at 6 rounds.")
+    assert p.draft.steps[0].loop.max_iterations == 6

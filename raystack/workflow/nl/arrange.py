@@ -199,13 +199,29 @@ def _resolve_conditions(actions: list[Action]) -> None:
             continue
         tested = next((b for b in reversed(actions[:i]) if w.metric in CATALOG[b.entry].metrics
                        and b.step.exit is None and b.step.when is None), None)
-        if tested is None:
+        label = tested.step.label if tested is not None else _implicit_check(actions, i, w.metric)
+        if label is None:
             raise PlanRefused([f"the condition on {w.metric!r} for {a.entry} has no earlier step "
                                f"that reports {w.metric!r}"])
-        cond = Cond(tested.step.label, w.metric, w.op, w.value)
+        cond = Cond(label, w.metric, w.op, w.value)
         for b in actions:
             if b.step.when is w:
                 b.step.when = cond
+
+
+def _implicit_check(actions: list[Action], i: int, metric: str) -> str | None:
+    """"load r.csv, and if the missing share is over 5%, impute": a table's own measure
+    (missing share, rows) tested with no step named to measure it gets the summary statistics
+    step, implicit, right before the step it guards; its label, or None when no table is made
+    before it."""
+    if metric not in CATALOG["stats"].metrics or not any(
+            CATALOG[b.entry].output == CATALOG["stats"].inputs["data"] for b in actions[:i]):
+        return None
+    a = actions[i]
+    check = DraftStep(f"_check_{a.step.label}", "stats", implicit=True, concurrent=a.step.concurrent,
+                      span="(implicit: stats, to measure what the condition tests)")
+    a.extra = [*a.extra, check]
+    return check.label
 
 
 def _subordinate(t: Text, actions: list[Action]) -> None:

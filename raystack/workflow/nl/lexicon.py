@@ -82,7 +82,8 @@ UNBOUNDED = (r"\b(?:forever|indefinitely|endlessly|without\s+(?:a\s+|any\s+)?(?:
              r"again\s+and\s+again|over\s+and\s+over|keep\s+retrying|retry\s+until|unlimited\s+(?:retries|attempts|rounds)|"
              r"no\s+limit\s+on\s+(?:the\s+)?(?:attempts|retries|rounds|iterations))\b")
 BOUND = (r"(?:(?:but\s+|and\s+)?(?:for\s+)?(?:at\s+most|up\s+to|no\s+more\s+than|not\s+more\s+than|never\s+more\s+than|a\s+maximum\s+of|"
-         r"maximum\s+of|max(?:imum)?|capped\s+at|cap\s*(?::|of|at)?|with\s+a\s+(?:maximum|limit|cap)\s+of|limited\s+to)\s+"
+         r"maximum\s+of|max(?:imum)?|capped\s+at|cap\s*(?::|of|at)?|cap\s+(?:it|that|this|the\s+loop)\s+at|"
+         r"limit\s+(?:it|that|this|the\s+loop)\s+to|with\s+a\s+(?:maximum|limit|cap)\s+of|limited\s+to)\s+"
          r"(?P<n>NUM\d+)(?!\d)(?!\s*(?:workers?|gpus?|gb|gib|ranks?|nodes?|replicas?|machines|processes|cpus?)\b)"
          r"\s*(?:times|rounds?|iterations?|attempts?|tries|repetitions?|passes|runs|chunks|cycles)?"
          r"|(?P<n2>NUM\d+)\s+(?:times|rounds|iterations|attempts|tries|passes|runs|chunks|cycles)\s+(?:at\s+(?:the\s+)?most|max(?:imum)?|tops)"
@@ -136,6 +137,7 @@ EXIT_CUES = [
      r"come\s+what\s+may|succeed\s+or\s+fail|even\s+if\s+(?:it|something|anything)\s+fails|success\s+or\s+(?:not|failure)|"
      r"pass\s+or\s+fail|whatever\s+the\s+(?:outcome|result)|either\s+way|in\s+every\s+case|"
      r"whether\s+(?:it|the\s+run|everything)\s+(?:succeeds|works|passes)\s+or\s+(?:not|fails)|"
+     r"whether\s+or\s+not\s+(?:it|the\s+(?:run|job|pipeline|workflow)|everything)\s+(?:succeeds|works|passes|fails)|"
      r"(?:regardless\s+of|no\s+matter)\s+how\s+(?:it|the\s+(?:run|job|pipeline|workflow)|things)\s+(?:ends|goes|turns\s+out)|"
      r"however\s+(?:it|the\s+(?:run|job|pipeline|workflow)|things)\s+(?:ends|goes|turns\s+out))\b", "always"),
 ]
