@@ -88,17 +88,20 @@ class Workflow:
              resources: dict[str, float] | None = None, cache: bool | None = None,
              ignore: Sequence[str] = (), description: str = "", side_effect: bool = False,
              tune: TuneSpec | None = None, span: str = "", args: dict[str, Any] | None = None,
-             **params: Any) -> Out:
+             passthrough: str | None = None, **params: Any) -> Out:
         """Add a step calling ``fn(**params)``; returns a handle to its output.
 
         ``tune``: search some parameters with Ray Tune and keep the best trial's output.
         ``args``: parameters whose names are also step options (e.g. the elastic part's
         ``resources`` config section), passed to the function, not to the runner.
+        ``passthrough``: inside ``when(...)``, the parameter whose input becomes this step's
+        output when the condition is false, so the steps after it run either way (a transform
+        applied only when needed: ``wf.step(impute, data=raw, passthrough="data")``).
         """
         return Out(self._add(fn, id=id, after=after, retries=retries, timeout_s=timeout_s,
                              resources=resources, cache=cache, ignore=ignore,
                              description=description, params={**(args or {}), **params},
-                             side_effect=side_effect, tune=tune, span=span))
+                             side_effect=side_effect, tune=tune, span=span, passthrough=passthrough))
 
     def map(self, fn: Callable, items: Sequence[Any], *, over: str, id: str | None = None,
             **kwargs: Any) -> list[Out]:
@@ -246,7 +249,7 @@ class Workflow:
              timeout_s: float | None = None, resources: dict[str, float] | None = None,
              cache: bool | None = None, ignore: Sequence[str] = (), description: str = "",
              loop: Loop | None = None, exit: str | None = None, side_effect: bool = False,
-             tune: TuneSpec | None = None, span: str = "") -> str:
+             tune: TuneSpec | None = None, span: str = "", passthrough: str | None = None) -> str:
         if not callable(fn):
             raise WorkflowError(id or "", f"a step needs a function, got {fn!r}")
         opts = step_options(fn)
@@ -277,7 +280,8 @@ class Workflow:
             cache=bool(cache if cache is not None else opts.get("cache", True)),
             ignore=list(ignore or opts.get("ignore", [])),
             description=description or (fn.__doc__ or "").strip().split("\n")[0],
-            side_effect=bool(side_effect or opts.get("side_effect", False)), tune=tune, span=span)
+            side_effect=bool(side_effect or opts.get("side_effect", False)), tune=tune, span=span,
+            passthrough=passthrough)
         self._steps.append(spec)
         return sid
 
@@ -285,7 +289,7 @@ class Workflow:
 # the Ray runner lives in the actors layer; raystack/ names it and imports it only when a run starts
 WORKFLOW_RUNNER = "raystack.actors.workflow.runner:run_workflow"
 _OPTION_NAMES = ("after", "retries", "timeout_s", "resources", "cache", "ignore", "description",
-                 "span")
+                 "span", "passthrough")
 
 
 def validate(ir: WorkflowIR, functions: dict[str, Callable] | None = None,
@@ -296,7 +300,8 @@ def validate(ir: WorkflowIR, functions: dict[str, Callable] | None = None,
     an unknown step, a condition on a step that is not upstream, an exit handler used as an
     input, a function outside the catalog and ``allow`` (see :func:`functions.resolve`), an
     unknown/missing/reserved parameter or one of the wrong type, a part step's config field
-    that its part rejects, a bad loop, retry or tune. A step whose function is marked as a
+    that its part rejects, a bad loop, retry or tune, a passthrough without a condition or an
+    input to hand on. A step whose function is marked as a
     side effect is marked so here too, whatever the IR said.
     """
     seen: set[str] = set()
@@ -319,6 +324,13 @@ def validate(ir: WorkflowIR, functions: dict[str, Callable] | None = None,
                 raise WorkflowError(s.id, f"resource {k!r} must be a number >= 0, got {v!r}")
         if s.loop is not None and s.loop.max_iterations < 1:
             raise WorkflowError(s.id, "loop.max_iterations must be >= 1")
+        if s.passthrough is not None:
+            if not s.when:
+                raise WorkflowError(s.id, "passthrough needs a 'when' condition (it says what a skipped step hands on)")
+            held = s.params.get(s.passthrough)
+            if not isinstance(held, Ref) or held.key is not None:
+                raise WorkflowError(s.id, f"passthrough {s.passthrough!r} must name a parameter holding one "
+                                    "whole upstream output")
         try:
             fn = resolve(s.fn, ir.registry(functions), allow)
         except WorkflowError as e:

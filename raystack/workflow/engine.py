@@ -62,10 +62,17 @@ class StepResult:
     seconds: float = 0.0
     cost_s: float = 0.0        # recompute cost: own seconds plus upstream cost
     iterations: int = 0
+    handed_on: str | None = None   # skipped, its ``passthrough`` input handed on: that step's id
+
+    @property
+    def blocks(self) -> bool:
+        """Whether dependents are skipped too: a skipped step that handed nothing on."""
+        return self.status == "skipped" and self.handed_on is None
 
     def load(self, store: ArtifactStore | None) -> Any:
-        """The output value (read from the store when not carried; None for a skipped step)."""
-        if self.status == "skipped":
+        """The output value (read from the store when not carried; None for a skipped step
+        that handed nothing on)."""
+        if self.blocks:
             return None
         if self.has_value:
             return self.value
@@ -168,6 +175,16 @@ def _call(spec: StepSpec, fn: Callable, kwargs: dict, tuner: Tuner | None) -> tu
     return out, iterations
 
 
+def _skipped(spec: StepSpec, inputs: dict[str, StepResult]) -> StepResult:
+    """A step whose condition is false: skipped; with ``passthrough``, the named parameter's
+    input handed on as its output (same value, key and digest), so its dependents still run."""
+    if spec.passthrough is None:
+        return StepResult(spec.id, "skipped")
+    src = inputs[spec.params[spec.passthrough].step]   # a whole upstream output (validated)
+    return StepResult(spec.id, "skipped", src.key, src.digest, src.value, src.has_value, cost_s=src.cost_s,
+                      handed_on=src.step)
+
+
 def execute_step(spec: StepSpec, fn: Callable, inputs: dict[str, StepResult],
                  store: ArtifactStore | None, *, reuse: int = 1,
                  extra: dict[str, Any] | None = None, context: RunContext | None = None,
@@ -179,7 +196,7 @@ def execute_step(spec: StepSpec, fn: Callable, inputs: dict[str, StepResult],
     has no side effect; otherwise calls the function (tuned, or looping while the loop's
     condition is unmet) and stores the output when it fits a data format.
     """
-    if any(inputs[d].status == "skipped" for d in spec.deps() if d in inputs):
+    if any(inputs[d].blocks for d in spec.deps() if d in inputs):
         return StepResult(spec.id, "skipped")
     missing = [d for d in spec.deps() if d not in inputs]
     if missing:
@@ -187,7 +204,7 @@ def execute_step(spec: StepSpec, fn: Callable, inputs: dict[str, StepResult],
     for c in spec.when:
         x = _pick(inputs[c.ref.step].load(store), c.ref.key)
         if not c.evaluate(x):
-            return StepResult(spec.id, "skipped")
+            return _skipped(spec, inputs)
     upstream = sum(inputs[d].cost_s for d in spec.deps() if d in inputs)
     use_cache = store is not None and cacheable(spec, fn)
     key = step_key(spec, inputs) if store is not None else None

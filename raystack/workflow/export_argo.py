@@ -121,7 +121,25 @@ def _template(step: StepSpec, image: str, workflow: str, allow: Sequence[str]) -
     return t
 
 
-def _task(step: StepSpec, with_deps: bool = True) -> dict:
+def _source_expr(step_id: str, by_id: dict[str, StepSpec]) -> str:
+    """The expression of a task's output artifact; for a step that hands its input on when
+    skipped (``passthrough``), that input's when the task was Skipped."""
+    own = f"tasks['{_name(step_id)}'].outputs.artifacts['{RESULT}']"
+    s = by_id.get(step_id)
+    if s is None or s.passthrough is None:
+        return own
+    upstream = _source_expr(s.params[s.passthrough].step, by_id)
+    return f"(tasks['{_name(step_id)}'].status == 'Skipped' ? {upstream} : {own})"
+
+
+def _artifact_arg(arg: str, ref: Ref, by_id: dict[str, StepSpec]) -> dict:
+    src = by_id.get(ref.step)
+    if src is not None and src.passthrough is not None:
+        return {"name": _art_name(arg), "fromExpression": _source_expr(ref.step, by_id)}
+    return {"name": _art_name(arg), "from": f"{{{{tasks.{_name(ref.step)}.outputs.artifacts.{RESULT}}}}}"}
+
+
+def _task(step: StepSpec, with_deps: bool = True, by_id: dict[str, StepSpec] | None = None) -> dict:
     literals, arts = _inputs(step)
     task: dict[str, Any] = {"name": _name(step.id), "template": _name(step.id)}
     arguments: dict[str, Any] = {}
@@ -129,9 +147,7 @@ def _task(step: StepSpec, with_deps: bool = True) -> dict:
         arguments["parameters"] = [{"name": f"p-{_art_name(k)}", "value": json.dumps(v)}
                                    for k, v in literals]
     if arts:
-        arguments["artifacts"] = [{"name": _art_name(arg),
-                                   "from": f"{{{{tasks.{_name(ref.step)}.outputs.artifacts.{RESULT}}}}}"}
-                                  for arg, ref in arts]
+        arguments["artifacts"] = [_artifact_arg(arg, ref, by_id or {}) for arg, ref in arts]
     if arguments:
         task["arguments"] = arguments
     deps = [_name(d) for d in step.deps()]
@@ -155,13 +171,13 @@ def to_argo(ir: WorkflowIR, image: str = DEFAULT_IMAGE, namespace: str | None = 
     if namespace:
         meta["namespace"] = namespace
     spec: dict[str, Any] = {"entrypoint": "main",
-                            "templates": [{"name": "main", "dag": {"tasks": [_task(s) for s in main]}}]}
+                            "templates": [{"name": "main", "dag": {"tasks": [_task(s, by_id=by_id) for s in main]}}]}
     spec["templates"] += [_template(s, image, ir.name, allow) for s in main + exits]
     if exits:
         spec["onExit"] = "exit-handler"
         tasks = []
         for s in exits:
-            t = _task(s, with_deps=False)
+            t = _task(s, with_deps=False, by_id=by_id)
             if s.exit == "failure":
                 t["when"] = "{{workflow.status}} != Succeeded"
             elif s.exit == "success":

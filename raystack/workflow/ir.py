@@ -145,6 +145,9 @@ class StepSpec:
     side_effect: bool = False                 # changes the world: never served from the cache
     tune: TuneSpec | None = None
     span: str = ""                            # the request's words that produced this step
+    # with ``when``: the parameter whose input is handed on, as this step's output, when the
+    # condition is false ("if over 5% is missing, impute; then train" trains either way)
+    passthrough: str | None = None
 
     def refs(self) -> list[Ref]:
         """Every data reference in the parameters and conditions."""
@@ -266,6 +269,8 @@ def _step_to_dict(s: StepSpec) -> dict:
     d["params"] = _to_json_value(s.params)
     d["when"] = [{"ref": c.ref.to_json(), "op": c.op, "value": c.value, "negate": c.negate}
                  for c in s.when]
+    if d["passthrough"] is None:     # written only where used: IR files stay as they were
+        del d["passthrough"]
     return d
 
 

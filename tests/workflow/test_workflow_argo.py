@@ -79,6 +79,22 @@ def test_argo_artifacts_and_parameters_are_typed():
     assert m["spec"]["onExit"] == "exit-handler"
 
 
+def test_a_step_that_hands_its_input_on_when_skipped_exports_a_conditional_artifact():
+    """'if over 10% is missing, impute them, otherwise clean it; then train': in Argo a skipped
+    task has no output, so what reads it takes the artifact by expression: the task's own when
+    it ran, else the one it hands on (chained through the if/else pair). Schema-valid."""
+    ir = RulePlanner().plan("Load r.csv; if over 10% of values are missing, impute them, otherwise clean it. "
+                            "Then train knn.").ir
+    m = to_argo(ir)
+    _validate_schema(m)
+    tasks = {t["name"]: t for t in m["spec"]["templates"][0]["dag"]["tasks"]}
+    clean = tasks["s3"]["arguments"]["artifacts"][0]
+    assert clean["fromExpression"] == ("(tasks['s2'].status == 'Skipped' ? tasks['s1'].outputs.artifacts['result'] "
+                                       ": tasks['s2'].outputs.artifacts['result'])")
+    split = next(t for n, t in tasks.items() if "split" in n)["arguments"]["artifacts"][0]
+    assert split["fromExpression"].startswith("(tasks['s3'].status == 'Skipped' ? (tasks['s2'].status")
+
+
 def test_argo_step_runs_a_catalog_function_on_artifact_files(tmp_path):
     """What a step's container does: typed parameters in, data-format artifacts out and in."""
     out1 = tmp_path / "gen"

@@ -95,6 +95,45 @@ def test_when_and_otherwise_decided_at_run_time():
         assert ("big" in rep.skipped) == (not expect_big)
 
 
+def test_a_skipped_step_with_passthrough_hands_its_input_on_and_what_follows_runs(tmp_path):
+    """A transform applied only when needed: skipped, it hands its input on (same value, key and
+    digest), so the step after it runs on the untransformed data; run, it hands on its output.
+    The cache keys of what follows see the value they got."""
+    from raystack.workflow.store import ArtifactStore
+    for n, scaled in ((5, True), (2, False)):
+        wf = Workflow("maybe-scale")
+        s = wf.step(T.source, id="s", n=n)
+        t = wf.step(T.total, id="t", xs=s)
+        with wf.when(t, ">", 5):
+            big = wf.step(T.scale, id="scale", xs=s, factor=10.0, passthrough="xs")
+        wf.step(T.total, id="after", xs=big)
+        ir = wf.build()
+        assert WorkflowIR.from_json(ir.to_json()).by_id()["scale"].passthrough == "xs"
+        rep = run_local(ir, store=ArtifactStore(str(tmp_path / f"store{n}")))
+        assert ("scale" in rep.executed) == scaled and ("scale" in rep.skipped) == (not scaled)
+        assert "after" in rep.executed
+        assert rep.output("after") == sum(range(n)) * (10.0 if scaled else 1.0)
+    # without passthrough the step after a skipped one is skipped (the default)
+    wf = Workflow("skip")
+    s = wf.step(T.source, id="s", n=2)
+    with wf.when(wf.step(T.total, id="t", xs=s), ">", 5):
+        big = wf.step(T.scale, id="scale", xs=s, factor=10.0)
+    wf.step(T.total, id="after", xs=big)
+    assert "after" in run_local(wf.build()).skipped
+    # a passthrough needs a condition and a parameter holding a whole upstream output
+    wf = Workflow("bad")
+    s = wf.step(T.source, id="s", n=2)
+    wf.step(T.scale, id="scale", xs=s, passthrough="xs")
+    with pytest.raises(WorkflowError, match="passthrough needs a 'when'"):
+        validate(wf.build())
+    wf = Workflow("bad2")
+    s = wf.step(T.source, id="s", n=2)
+    with wf.when(wf.step(T.total, id="t", xs=s), ">", 5):
+        wf.step(T.scale, id="scale", xs=s, factor=2.0, passthrough="factor")
+    with pytest.raises(WorkflowError, match="must name a parameter holding one whole upstream output"):
+        validate(wf.build())
+
+
 def test_bounded_loop_runs_to_its_bound_when_condition_never_holds():
     wf = Workflow("loop")
     wf.loop(T.grow, id="g", max_iterations=7, until=("done", "truthy"), x=0.0)

@@ -693,3 +693,33 @@ def test_a_condition_on_a_tables_own_measure_gets_the_step_that_measures_it(tmp_
     assert p.draft.steps[0].entry == "cleanup" and p.draft.steps[0].exit == "always"
     p = _plan("Repeat the DLRM training, one epoch at a time, until the AUC is at least 0.78 — cap it at 6 rounds.")
     assert p.draft.steps[0].loop.max_iterations == 6
+
+
+def test_a_conditional_transform_leaves_the_rest_of_the_pipeline_running(tmp_path, monkeypatch):
+    """'if over 10% of values are missing, impute them; then train': when the condition is false
+    the training still runs, on the loaded table (it was skipped with the imputation); with an
+    else branch ('otherwise clean it') what follows reads whichever branch ran."""
+    from raystack.workflow.engine import run_local
+    monkeypatch.chdir(tmp_path)
+    with open("reviews.csv", "w") as f:       # a third of column a missing: 67 of 600 values, 11%
+        f.write("a,b,y\n" + "".join(f"{'' if i % 3 == 0 else i / 200},{(i * 7 % 200) / 200},{i % 2}\n"
+                                    for i in range(200)))
+
+    def train_rows(text):
+        p = _plan(text)
+        rep = run_local(p.ir)
+        assert rep.status == "succeeded" and any(s.fn.endswith(":train_model") and s.id in rep.executed
+                                                 for s in p.ir.steps)
+        split = next(s.id for s in p.ir.steps if s.fn.endswith(":split_data"))
+        train = rep.results[split].load(None)["train"]
+        return train.num_rows, train.column("a").null_count, rep
+    rows, nulls, rep = train_rows("Load reviews.csv; if over 50% of values are missing, impute them. Then train knn.")
+    assert "s2" in rep.skipped and rows == 160 and nulls > 0                                # the loaded table
+    rows, nulls, _ = train_rows("Load reviews.csv; if over 10% of values are missing, impute them. Then train knn.")
+    assert (rows, nulls) == (160, 0)                                                        # imputed
+    rows, nulls, _ = train_rows("Load reviews.csv; if over 10% of values are missing, impute them, otherwise clean "
+                                "it. Then train knn.")
+    assert (rows, nulls) == (160, 0)                                                        # imputed
+    rows, nulls, _ = train_rows("Load reviews.csv; if over 50% of values are missing, impute them, otherwise clean "
+                                "it. Then train knn.")
+    assert rows < 160 and nulls == 0                                                        # cleaned

@@ -253,6 +253,7 @@ def build(draft: Draft, name: str = "planned") -> Plan:
                         and f not in set().union(given, *(upstream.get(g, set()) for g in given))]
         deps = given | set(s.after) | ({s.when.step} if s.when else set())
         upstream[s.label] = deps.union(*(upstream.get(d, set()) for d in deps))
+    handing_on = _handing_on(steps)
     wf = Workflow(name, description=draft.text)
     outs: dict[str, Any] = {}
     ids: dict[str, list[str]] = {}
@@ -264,7 +265,7 @@ def build(draft: Draft, name: str = "planned") -> Plan:
                 if x not in outs:
                     raise PlanRefused([f"{s.label}: input from {x!r}, which is not an earlier step"])
         try:
-            outs[s.label], ids[s.label] = _add(wf, s, e, outs, tuned)
+            outs[s.label], ids[s.label] = _add(wf, s, e, outs, tuned, handing_on.get(s.label))
         except WorkflowError as err:
             if isinstance(err, PlanRefused):
                 raise
@@ -314,14 +315,41 @@ def _own_destination(s: DraftStep, e: CatalogEntry, i: int) -> dict[str, Any]:
     return {param: f"{s.params.get(param, default)}-{i + 1}"}
 
 
+def _is_transform(s: DraftStep) -> bool:
+    """A step that turns one table into another (clean, impute, dedup, normalize, sample...)."""
+    e = CATALOG[s.entry]
+    return (list(e.inputs) == ["data"] and e.inputs["data"] == e.output and isinstance(s.inputs.get("data"), str)
+            and s.map is None and s.loop is None)
+
+
+def _handing_on(steps: list[DraftStep]) -> dict[str, str]:
+    """Conditional table transforms: label -> the parameter whose table they hand on when
+    skipped, so the steps after them run either way ("if over 5% is missing, impute; then
+    train"). An if/else pair of transforms on the same table ("impute them, otherwise clean it")
+    is chained, the else branch reading the if branch's output: whichever ran, what follows
+    reads its table (the else branch hands on the if branch's table when it is skipped)."""
+    out = {}
+    for k, s in enumerate(steps):
+        if s.when is None or s.otherwise or not _is_transform(s):
+            continue
+        out[s.label] = "data"
+        other = next((o for o in steps[k + 1:] if o.otherwise and o.when is not None and o.when.step == s.when.step), None)
+        if other is not None and _is_transform(other) and other.inputs["data"] == s.inputs["data"]:
+            other.inputs["data"] = s.label
+            out[other.label] = "data"
+    return out
+
+
 def _add(wf: Workflow, s: DraftStep, e: CatalogEntry, outs: dict[str, Any],
-         tuned: str | None = None) -> tuple[Any, list[str]]:
+         tuned: str | None = None, passthrough: str | None = None) -> tuple[Any, list[str]]:
     fn = e.function()
     ins = {p: ([outs[x] for x in lab] if isinstance(lab, list) else outs[lab])
            for p, lab in s.inputs.items()}
     ins.update(_best_refs(s, tuned, outs))
     after = [o for lab in s.after for o in (outs[lab] if isinstance(outs[lab], list) else [outs[lab]])]
     opts: dict[str, Any] = {"span": s.span}
+    if passthrough is not None:
+        opts["passthrough"] = passthrough
     if s.retries:
         opts["retries"] = s.retries
     if after:
