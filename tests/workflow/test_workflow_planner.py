@@ -723,3 +723,25 @@ def test_a_conditional_transform_leaves_the_rest_of_the_pipeline_running(tmp_pat
     rows, nulls, _ = train_rows("Load reviews.csv; if over 50% of values are missing, impute them, otherwise clean "
                                 "it. Then train knn.")
     assert rows < 160 and nulls == 0                                                        # cleaned
+
+
+def test_a_step_said_of_several_tables_runs_on_each_and_coordinated_verbs_share_their_object(tmp_path):
+    """'load a.csv and b.csv in parallel, clean both, and join them' cleaned only b.csv and
+    joined it with itself (a silently wrong plan): the clean now runs once per table and the join
+    reads both results. 'Train and evaluate a knn classifier' trained the default logistic model
+    (the knn was read by the evaluation only): the training verb now shares the object."""
+    from raystack.workflow.dryrun import dry_run
+    p = _plan("Load a.csv and b.csv in parallel, dedup each of them, and join them on id, then compute stats.")
+    by = {s.id: s for s in p.ir.steps}
+    dedups = [s for s in p.ir.steps if s.fn.endswith(":dedup")]
+    assert sorted(by[d.params["data"].step].params["path"] for d in dedups) == ["a.csv", "b.csv"]
+    join = next(s for s in p.ir.steps if s.fn.endswith(":join"))
+    assert {join.params["left"].step, join.params["right"].step} == {d.id for d in dedups}
+    assert dry_run(p.ir, str(tmp_path / "dry")).status == "succeeded"
+    p = _plan("Load a.csv and b.csv in parallel, clean both, and join them.")
+    assert len([s for s in p.ir.steps if s.fn.endswith(":clean_data")]) == 2
+    train = next(s for s in _plan("Train and evaluate a knn classifier on fraud.parquet.").ir.steps
+                 if s.fn.endswith(":train_model"))
+    assert train.params["model"] == "knn"
+    p = _plan("Run EDiT pretraining on tiny-20m for 1000 steps with 4 workers, synchronizing every 32 steps.")
+    assert p.ir.steps[0].params["sync"] == {"h": 32}

@@ -11,7 +11,9 @@ Anything that does not hold is a :class:`PlanRefused` naming the step and the ru
 from __future__ import annotations
 
 import contextlib
+import re
 import os
+from dataclasses import replace
 from typing import Any, Iterator
 
 from raystack.workflow.api import Out, Workflow
@@ -126,10 +128,34 @@ class _Wiring:
     def wire(self) -> list[DraftStep]:
         for s in self.draft.steps:
             e = CATALOG[s.entry]
-            self._wire_one(s, e)
-            self._check_plotted_metric(s)
-            self.out.append(s)
+            tables = self._each_table(s, e)
+            for k, src in enumerate(tables or [None]):
+                one = s if k == 0 else replace(s, label=f"{s.label}{chr(ord('a') + k)}", inputs={},
+                                               params=dict(s.params), stated=dict(s.stated), after=list(s.after),
+                                               follows=list(s.follows))
+                if src is not None:
+                    one.inputs["data"] = src
+                self._wire_one(one, e)
+                self._check_plotted_metric(one)
+                self.out.append(one)
         return self.out
+
+    def _each_table(self, s: DraftStep, e: CatalogEntry) -> list[str]:
+        """"load a.csv and b.csv in parallel, clean both, and join them": a one-table step said
+        of several tables runs once per table (a copy each, in order), so what follows reads
+        every result; it read only the last table, and the join paired it with itself."""
+        if list(e.inputs) != ["data"] or e.inputs["data"] != TABLE or "data" in s.inputs or s.map is not None \
+                or not EACH_TABLE.search(s.span):
+            return []
+        used = {x for o in self.out for v in o.inputs.values() for x in (v if isinstance(v, list) else [v])}
+        fresh = []
+        for p in reversed(self.producers([TABLE], len(self.out), s)):   # the latest tables nothing reads yet
+            if p.label in used:
+                break
+            fresh.insert(0, p.label)
+        if len(fresh) < 2:   # one step (a load over several files fans out what follows by itself)
+            return []
+        return fresh[-2:] if re.search(r"\bboth\b", s.span, re.I) else fresh
 
     def _check_plotted_metric(self, s: DraftStep) -> None:
         """A plot of a named metric reads it from a step that reports it ("plot the validation
@@ -216,6 +242,11 @@ class _Wiring:
             s.inputs[pname] = src.label
             if spec == TABLE:
                 tables_used.append(src.label)
+
+
+# a one-table step said of several tables ("clean both", "dedup each of them", "normalize them all")
+EACH_TABLE = re.compile(r"\b(?:both|each\s+of\s+them|each\s+one|them\s+all|all\s+of\s+them|each\s+table|every\s+table)\b",
+                        re.I)
 
 
 # part artifacts a selection passes on as what they are (a table model's selection stays an evaluation)

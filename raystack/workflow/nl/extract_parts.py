@@ -101,7 +101,8 @@ def edit_pretrain(text: Text, lo: int, hi: int, f: Found) -> None:
     if m:
         f.params.setdefault("inner", {})["lr"] = _num(text, m.group("n"))
         f.stated["lr"] = number(_num(text, m.group("n")))
-    m = _search(text, lo, hi, r"sync(?:hroni[sz]e|ing|s)?\s+every\s+(?P<n>NUM\d+)\s+steps?", "sync interval")
+    m = _search(text, lo, hi, r"sync(?:hroni[sz](?:e|es|ing|ed)|ing|s|ed)?\s+(?:the\s+replicas\s+)?every\s+(?P<n>NUM\d+)\s+steps?",
+                "sync interval")
     if m:
         f.params.setdefault("sync", {})["h"] = int(_num(text, m.group("n")))
         f.stated["sync_every"] = int(_num(text, m.group("n")))

@@ -94,13 +94,13 @@ class RulePlanner:
         asked = questions(t, spans)
         actions = defer_candidates(t, actions, asked)
         self._resolve_context(t, actions, cues)
-        for a in actions:
+        for k, a in enumerate(actions):
             with t.claiming(a.entry):
                 if a.found.params.pop("_tune", False):
                     a.found.params["_tune"] = read_tune(t, a.zlo, a.hi)
                 ex = EXTRACTORS.get(a.entry)
                 if ex is not None:
-                    ex(t, a.zlo, a.hi, a.found)
+                    ex(t, a.zlo, self._shared_object_end(t, actions, k), a.found)
                 if a.found.bound is None and not CATALOG[a.entry].side_effect:
                     resource_bound(t, a.zlo, a.hi, a.found)
         for si, (lo, hi) in enumerate(spans):   # "...DLRM job, epoch by epoch; max 6 workers.": a bound
@@ -260,6 +260,18 @@ class RulePlanner:
         if lead[-1].low in ("a", "an", "the", "some") or any(x.kind in ("num", "pct", "ratio") for x in lead):
             return lead[-1].i
         return a.lo
+
+    @staticmethod
+    def _shared_object_end(t: Text, actions: list[Action], k: int) -> int:
+        """Where step k reads its parameters up to: its own words, or, for a training verb
+        coordinated with the evaluation right after it ("train and evaluate a knn classifier"),
+        the evaluation's words too (the object they share: the knn is what is trained)."""
+        a = actions[k]
+        nxt = actions[k + 1] if k + 1 < len(actions) else None
+        if a.entry != "train_model" or nxt is None or nxt.entry != "evaluate_model" or nxt.sentence != a.sentence \
+                or a.verbless or not all(x.low in ("and", "&", "+") for x in t.tokens[a.trig_end:nxt.lo]):
+            return a.hi
+        return nxt.hi
 
     @staticmethod
     def _for_each_start(t: Text, a: Action, prev: Action) -> int | None:
