@@ -745,3 +745,18 @@ def test_a_step_said_of_several_tables_runs_on_each_and_coordinated_verbs_share_
     assert train.params["model"] == "knn"
     p = _plan("Run EDiT pretraining on tiny-20m for 1000 steps with 4 workers, synchronizing every 32 steps.")
     assert p.ir.steps[0].params["sync"] == {"h": 32}
+
+
+def test_a_step_that_names_or_points_at_another_table_than_it_would_read_is_refused():
+    """'...; then normalize x' after loading x.csv and y.csv read y.csv, and 'in parallel, load
+    y.csv and dedup it' deduplicated the other branch's table: both plans ran on the wrong data.
+    They are refused, naming the table the words point at; where the words and the wiring agree
+    the plan stands."""
+    with pytest.raises(PlanRefused, match="'then normalize x' names x.csv"):
+        _plan("Load x.csv and, at the same time, load y.csv; then normalize x.")
+    with pytest.raises(PlanRefused, match="'dedup it': 'it' is"):
+        _plan("Load x.csv and normalize it; in parallel, load y.csv and dedup it.")
+    p = _plan("Load x.csv and y.csv; join them; train knn on x.csv only.")     # its own load of x.csv
+    assert _kinds(p)[-2:] == ["load_data", "train_model"]
+    p = _plan("Load x.csv and normalize it while loading y.csv.")
+    assert next(s for s in p.ir.steps if s.fn.endswith(":normalize")).params["data"].step == "s1"

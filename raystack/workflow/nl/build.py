@@ -19,6 +19,7 @@ from typing import Any, Iterator
 from raystack.workflow.api import Out, Workflow
 from raystack.workflow.catalog import CATALOG, CHECKPOINT, DLRM, SPLIT, TABLE, CatalogEntry
 from raystack.workflow.ir import WorkflowError, WorkflowIR
+from raystack.workflow.nl import lexicon as L
 from raystack.workflow.nl.plan import EXIT_KINDS, Draft, DraftStep, Plan, PlanRefused
 
 OPS = ("==", "!=", "<", "<=", ">", ">=")
@@ -253,6 +254,61 @@ EACH_TABLE = re.compile(r"\b(?:both|each\s+of\s+them|each\s+one|them\s+all|all\s
 SELECTED_ARTIFACTS = (CHECKPOINT, DLRM)
 
 
+def _check_named_tables(steps: list[DraftStep]) -> None:
+    """"load x.csv and, at the same time, load y.csv; then normalize x": a one-table step whose
+    words name a loaded file by its stem reads that file (or what was made from it). Wired to
+    another table, the plan would run on the wrong data; it is refused, naming both."""
+    by_label = {s.label: s for s in steps}
+    loads = {s.label: os.path.splitext(os.path.basename(str(s.params["path"])))[0].lower() for s in steps
+             if s.entry == "load_data" and isinstance(s.params.get("path"), str)}
+    for s in steps:
+        src = s.inputs.get("data")
+        if s.entry == "load_data" or not isinstance(src, str) or list(CATALOG[s.entry].inputs) != ["data"]:
+            continue
+        words = set(re.findall(r"[a-z0-9_\-]+", s.span.lower())) - L.FILLERS
+        named = [lab for lab, stem in loads.items() if stem in words and not re.search(
+            rf"\b{re.escape(stem)}\.[a-z]+", s.span.lower())]
+        if len(named) != 1:
+            continue
+        seen, frontier = set(), [src]
+        while frontier:           # every step the input was made from
+            lab = frontier.pop()
+            if lab in seen or lab not in by_label:
+                continue
+            seen.add(lab)
+            for v in by_label[lab].inputs.values():
+                frontier += v if isinstance(v, list) else [v]
+        if named[0] not in seen:
+            raise PlanRefused([f"{s.span!r} names {by_label[named[0]].params['path']}, but it would read "
+                               f"{by_label[src].span!r}; say which table it reads in its own clause"])
+    for k, s in enumerate(steps):   # "load y.csv and dedup it": 'it' is the table made just before
+        src = s.inputs.get("data")
+        if s.implicit or not isinstance(src, str) or list(CATALOG[s.entry].inputs) != ["data"] \
+                or not re.search(r"\b(?:it|this|that)\b", s.span, re.I):
+            continue
+        nearest = next((p for p in reversed(steps[:k]) if p.exit is None and not p.implicit
+                        and CATALOG[p.entry].output == TABLE and p.when is None), None)
+        if nearest is not None and nearest.label != src and CATALOG[by_label[src].entry].output == TABLE \
+                and not _made_from(by_label, src, nearest.label):
+            raise PlanRefused([f"{s.span!r}: 'it' is {nearest.span!r} just before, but the step would read "
+                               f"{by_label[src].span!r}; say which table it reads"])
+
+
+def _made_from(by_label: dict[str, DraftStep], label: str, origin: str) -> bool:
+    """Whether step ``label``'s output was made, directly or not, from step ``origin``'s."""
+    seen, frontier = set(), [label]
+    while frontier:
+        lab = frontier.pop()
+        if lab == origin:
+            return True
+        if lab in seen or lab not in by_label:
+            continue
+        seen.add(lab)
+        for v in by_label[lab].inputs.values():
+            frontier += v if isinstance(v, list) else [v]
+    return False
+
+
 def _cond_ref(outs: dict[str, Any], label: str, metric: str) -> Out:
     o = outs[label]
     if isinstance(o, list):
@@ -275,6 +331,7 @@ def build(draft: Draft, name: str = "planned") -> Plan:
         check_step(s, known)
         known[s.label] = s
     steps = _Wiring(draft).wire()
+    _check_named_tables(steps)
     by_label = {s.label: s for s in steps}
     upstream: dict[str, set[str]] = {}
     for s in steps:  # "then": a step runs after the ones written before it, data or not
