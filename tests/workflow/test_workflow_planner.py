@@ -760,3 +760,29 @@ def test_a_step_that_names_or_points_at_another_table_than_it_would_read_is_refu
     assert _kinds(p)[-2:] == ["load_data", "train_model"]
     p = _plan("Load x.csv and normalize it while loading y.csv.")
     assert next(s for s in p.ir.steps if s.fn.endswith(":normalize")).params["data"].step == "s1"
+
+
+def test_a_model_named_again_is_the_one_trained_and_a_join_reads_the_tables_nothing_else_read():
+    """'train a knn on x.csv, evaluate the knn model, and export it' trained a second knn (from
+    'the knn model') and exported that one; 'load sales.csv and returns.csv, dedup the returns,
+    then join them' joined returns with its own dedup (sales unused). Both silently wrong; now
+    the model named again is the trained one, a pick among several models is refused, and a join
+    reads the latest tables no step has read yet."""
+    p = _plan("Train a knn on x.csv, evaluate the knn model, and export it to ./k.json.")
+    trains = [s for s in p.ir.steps if s.fn.endswith(":train_model")]
+    assert len(trains) == 1
+    by = {s.id: s for s in p.ir.steps}
+    export = next(s for s in p.ir.steps if s.fn.endswith(":export_model"))
+    assert by[export.params["model"].step].params["model"].step == trains[0].id   # export <- evaluate <- the knn
+    with pytest.raises(PlanRefused, match="no step picks 'the knn' of the 2 models"):
+        _plan("Train a knn and a centroid model on x.csv, evaluate them with f1, and deploy the knn.")
+    p = _plan("Load sales.csv and returns.csv, dedup the returns, then join them on order_id.")
+    by = {s.id: s for s in p.ir.steps}
+    join = next(s for s in p.ir.steps if s.fn.endswith(":join"))
+    assert by[join.params["left"].step].params["path"] == "sales.csv"
+    assert by[join.params["right"].step].fn.endswith(":dedup")
+    p = _plan("Load x.csv and normalize it, then load y.csv and normalize that too, then join both.")
+    join = next(s for s in p.ir.steps if s.fn.endswith(":join"))
+    by = {s.id: s for s in p.ir.steps}
+    assert {by[by[join.params[k].step].params["data"].step].params["path"] for k in ("left", "right")} == \
+        {"x.csv", "y.csv"}

@@ -199,7 +199,12 @@ class _Wiring:
         tables_used: list[str] = []
         table_inputs = [p for p, spec in e.inputs.items() if spec == TABLE and p not in s.params]
         if len(table_inputs) > 1:  # a join: the last tables made, in the order they were named
-            found = self.producers([TABLE], len(self.out))[-len(table_inputs):]
+            made = self.producers([TABLE], len(self.out))
+            # tables nothing reads yet: "load sales.csv and returns.csv, dedup the returns, then
+            # join them" joins sales with the deduplicated returns, not returns with its own dedup
+            used = {x for o in self.out for v in o.inputs.values() for x in (v if isinstance(v, list) else [v])}
+            leaves = [p for p in made if p.label not in used]
+            found = (leaves if len(leaves) >= len(table_inputs) else made)[-len(table_inputs):]
             if len(found) < len(table_inputs):
                 raise PlanRefused([f"{s.entry} needs {len(table_inputs)} tables, but only "
                                    f"{len(found)} earlier step(s) make one"])

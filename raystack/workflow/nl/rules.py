@@ -40,6 +40,9 @@ EVAL_STEMS = ("evaluat", "evalut", "assess", "validat", "measur")
 LOADED_FIRST = r"\b(?:after|once|but)\s+(?:loading|reading|you\s+load|we\s+load|you\s+read|we\s+read)\s+(?:it|them)\b"
 # a directory that holds a checkpoint by its name ("./ckpt/x", "runs/checkpoints/latest")
 CHECKPOINT_PATH = re.compile(r"(?:^|/|\.)(?:ckpts?|checkpoints?)(?:/|$|[-_])")
+# steps that take a trained model as their object ("evaluate the knn model", "deploy the knn")
+MODEL_TAKERS = {"evaluate_model", "deploy_model", "export_model", "select_best", "save_report", "plot"}
+REFERENCE_WORDS = {"the", "that", "this", "our", "trained", "fitted", "resulting", "final"}
 # the best of several results named with no metric where it is used ("deploy the best one")
 BEST_PLAIN = (r"\bthe\s+(?:best|winning|top|strongest)(?:\s+(?:one|model|run|candidate|version))?\b"
               r"(?!\s*(?:-|ones|models|runs|NUM|two|three|four|five)\b)|\bthe\s+winner\b")
@@ -111,6 +114,7 @@ class RulePlanner:
                 with t.claiming(prev[-1].entry):
                     resource_bound(t, lo, hi, prev[-1].found)
         self._bounds_to_compute(actions)
+        actions = self._model_references(t, actions)
         if any(a.entry == "load_data" for a in actions):   # "(after loading it, obviously)": that load
             for _, toks in t.finditer(LOADED_FIRST, 0, len(t.tokens), free_only=True):
                 t.mark(toks, "load_data")
@@ -260,6 +264,37 @@ class RulePlanner:
         if lead[-1].low in ("a", "an", "the", "some") or any(x.kind in ("num", "pct", "ratio") for x in lead):
             return lead[-1].i
         return a.lo
+
+    @staticmethod
+    def _model_references(t: Text, actions: list[Action]) -> list[Action]:
+        """"train a knn on x.csv, evaluate the knn model, and export it": a model named as the
+        object of a step that takes a model, after that model was trained, is the trained one;
+        read as a new training step it made a second model, which the export then wrote (a
+        silently wrong plan). Among several models trained side by side ("deploy the knn" after
+        a knn and a centroid) it would be a pick no step makes: refused."""
+        out: list[Action] = []
+        for k, a in enumerate(actions):
+            prev = actions[k - 1] if k else None
+            if not (a.entry == "train_model" and a.verbless and prev is not None and prev.entry in MODEL_TAKERS
+                    and prev.sentence == a.sentence
+                    and all(x.low in REFERENCE_WORDS for x in t.tokens[prev.trig_end:a.lo])):
+                out.append(a)
+                continue
+            trained = [b for b in out if b.entry == "train_model" and not b.verbless]
+            if not trained:
+                out.append(a)
+                continue
+            kind, last = a.found.params.get("model"), trained[-1]
+            if last.found.map is not None and last.found.map[0] == "model":
+                if kind in last.found.map[1]:
+                    raise PlanRefused([f"no step picks {t.span_text(t.tokens[a.lo:a.trig_end])!r} of the "
+                                       f"{len(last.found.map[1])} models trained: the step would take all of them"])
+                out.append(a)
+            elif kind is None or kind == last.found.params.get("model"):
+                t.mark(t.tokens[a.lo:a.trig_end], "reference")    # the model trained before: no new step
+            else:
+                out.append(a)
+        return out
 
     @staticmethod
     def _shared_object_end(t: Text, actions: list[Action], k: int) -> int:
