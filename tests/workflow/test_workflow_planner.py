@@ -786,3 +786,16 @@ def test_a_model_named_again_is_the_one_trained_and_a_join_reads_the_tables_noth
     by = {s.id: s for s in p.ir.steps}
     assert {by[by[join.params[k].step].params["data"].step].params["path"] for k in ("left", "right")} == \
         {"x.csv", "y.csv"}
+
+
+def test_the_original_table_is_read_where_it_is_named_and_a_file_named_is_the_one_read():
+    """'sample 20%; compute stats on the full table' computed them on the sample, 'plot the
+    original data' plotted the normalized table, and 'train a knn on x.csv and a logistic model on
+    y.csv' trained both on y.csv: silently wrong. The table a chain started from is read where the
+    words name it; a step wired to another file than the one it names is refused."""
+    p = _plan("Load a.csv; sample 20%; compute stats on the full table.")
+    assert next(s for s in p.ir.steps if s.fn.endswith(":stats")).params["data"].step == "s1"
+    p = _plan("Load x.csv, normalize it, and plot the original data.")
+    assert next(s for s in p.ir.steps if s.fn.endswith(":plot")).params["data"].step == "s1"
+    with pytest.raises(PlanRefused, match="names x.csv, but it would read the split_data of y.csv"):
+        _plan("Train a knn on x.csv and a logistic model on y.csv, then deploy the logistic one.")

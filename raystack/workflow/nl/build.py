@@ -250,6 +250,9 @@ class _Wiring:
                 tables_used.append(src.label)
 
 
+# the table a chain started from, named as such ("compute stats on the full table")
+ORIGINAL_TABLE = re.compile(r"\b(?:original|raw|full|unsampled|untouched|initial|source)\s+"
+                            r"(?:data|dataset|table|file|rows|csv)\b", re.I)
 # a one-table step said of several tables ("clean both", "dedup each of them", "normalize them all")
 EACH_TABLE = re.compile(r"\b(?:both|each\s+of\s+them|each\s+one|them\s+all|all\s+of\s+them|each\s+table|every\s+table)\b",
                         re.I)
@@ -260,32 +263,33 @@ SELECTED_ARTIFACTS = (CHECKPOINT, DLRM)
 
 
 def _check_named_tables(steps: list[DraftStep]) -> None:
-    """"load x.csv and, at the same time, load y.csv; then normalize x": a one-table step whose
-    words name a loaded file by its stem reads that file (or what was made from it). Wired to
-    another table, the plan would run on the wrong data; it is refused, naming both."""
+    """The table a step's words point at is the one it reads. "...; then normalize x" after
+    loading x.csv and y.csv (a file named by its stem), "train a knn on x.csv and a logistic model
+    on y.csv" (a file named in full): wired to another table the plan would run on the wrong
+    data, so it is refused, naming both. "the original data", "the full table", "the raw file":
+    the table the chain started from, not its latest form (the input is moved there)."""
     by_label = {s.label: s for s in steps}
-    loads = {s.label: os.path.splitext(os.path.basename(str(s.params["path"])))[0].lower() for s in steps
+    loads = {s.label: str(s.params["path"]) for s in steps
              if s.entry == "load_data" and isinstance(s.params.get("path"), str)}
     for s in steps:
         src = s.inputs.get("data")
-        if s.entry == "load_data" or not isinstance(src, str) or list(CATALOG[s.entry].inputs) != ["data"]:
+        if s.entry == "load_data" or not isinstance(src, str):
             continue
-        words = set(re.findall(r"[a-z0-9_\-]+", s.span.lower())) - L.FILLERS
-        named = [lab for lab, stem in loads.items() if stem in words and not re.search(
-            rf"\b{re.escape(stem)}\.[a-z]+", s.span.lower())]
-        if len(named) != 1:
+        if ORIGINAL_TABLE.search(s.span) and list(CATALOG[s.entry].inputs) == ["data"]:
+            root = _chain_source(by_label, src)
+            if root is not None:
+                s.inputs["data"] = src = root
+        text = s.span.lower()
+        words = set(re.findall(r"[a-z0-9_\-]+", text)) - L.FILLERS
+        named = [lab for lab, path in loads.items() if os.path.basename(path).lower() in text or (
+            list(CATALOG[s.entry].inputs) == ["data"] and os.path.splitext(os.path.basename(path))[0].lower() in words)]
+        if len(named) != 1 or _made_from(by_label, src, named[0]):
             continue
-        seen, frontier = set(), [src]
-        while frontier:           # every step the input was made from
-            lab = frontier.pop()
-            if lab in seen or lab not in by_label:
-                continue
-            seen.add(lab)
-            for v in by_label[lab].inputs.values():
-                frontier += v if isinstance(v, list) else [v]
-        if named[0] not in seen:
-            raise PlanRefused([f"{s.span!r} names {by_label[named[0]].params['path']}, but it would read "
-                               f"{by_label[src].span!r}; say which table it reads in its own clause"])
+        origin = _chain_source(by_label, src)
+        reads = repr(by_label[src].span) if not by_label[src].implicit else \
+            f"the {by_label[src].entry} of {loads.get(origin, 'another table') if origin else 'another table'}"
+        raise PlanRefused([f"{s.span!r} names {loads[named[0]]}, but it would read {reads}; "
+                           "say which table it reads in its own clause"])
     for k, s in enumerate(steps):   # "load y.csv and dedup it": 'it' is the table made just before
         src = s.inputs.get("data")
         if s.implicit or not isinstance(src, str) or list(CATALOG[s.entry].inputs) != ["data"] \
@@ -297,6 +301,19 @@ def _check_named_tables(steps: list[DraftStep]) -> None:
                 and not _made_from(by_label, src, nearest.label):
             raise PlanRefused([f"{s.span!r}: 'it' is {nearest.span!r} just before, but the step would read "
                                f"{by_label[src].span!r}; say which table it reads"])
+
+
+def _chain_source(by_label: dict[str, DraftStep], label: str) -> str | None:
+    """The load (or generated table) a chain of one-table steps started from."""
+    while label in by_label:
+        s = by_label[label]
+        if s.entry in ("load_data", "make_dataset"):
+            return label
+        src = s.inputs.get("data")
+        if not isinstance(src, str) or list(CATALOG[s.entry].inputs) != ["data"]:
+            return None
+        label = src
+    return None
 
 
 def _made_from(by_label: dict[str, DraftStep], label: str, origin: str) -> bool:
