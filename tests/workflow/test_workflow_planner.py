@@ -799,3 +799,22 @@ def test_the_original_table_is_read_where_it_is_named_and_a_file_named_is_the_on
     assert next(s for s in p.ir.steps if s.fn.endswith(":plot")).params["data"].step == "s1"
     with pytest.raises(PlanRefused, match="names x.csv, but it would read the split_data of y.csv"):
         _plan("Train a knn on x.csv and a logistic model on y.csv, then deploy the logistic one.")
+
+
+def test_an_evaluation_said_of_several_models_runs_on_each_and_a_retry_lands_on_the_step_it_names():
+    """'train a knn ... and a logistic model ..., evaluate each, and keep the better' evaluated
+    the logistic model only, and the selection had one candidate; 'retry the load 2 times' set
+    the retries on the training. Both silently wrong."""
+    p = _plan("Load x.csv, split 75/25, train a knn with k = 4 and a logistic model with lr 0.05, evaluate each "
+              "with accuracy, and keep the better.")
+    by = {s.id: s for s in p.ir.steps}
+    evals = [s for s in p.ir.steps if s.fn.endswith(":evaluate_model")]
+    assert sorted(by[e.params["model"].step].params["model"] for e in evals) == ["knn", "logistic"]
+    best = next(s for s in p.ir.steps if s.fn.endswith(":select_best"))
+    assert sorted(r.step for r in best.params["results"]) == sorted(e.id for e in evals)
+    p = _plan("Train a knn on x.csv and then a centroid model, evaluate them both, and deploy the best one.")
+    assert _kinds(p)[-2:] == ["select_best", "deploy_model"]
+    p = _plan("Load x.csv and train knn; retry the load 2 times.")
+    assert [(s.fn.split(":")[1], s.retries) for s in p.ir.steps if s.retries] == [("load_data", 2)]
+    with pytest.raises(PlanRefused, match="names a export_model step the plan does not have"):
+        _plan("Load x.csv and train knn; retry the export twice.")

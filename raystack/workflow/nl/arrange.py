@@ -109,6 +109,12 @@ def _apply_cues(t: Text, actions: list[Action], cues: list[Cue]) -> None:
             named = [a for a in before if not a.prepositional] or before
             last = max(named, key=lambda a: a.lo) if named else None
             tgt = last or (after[0] if after else (earlier[-1] if earlier else None))
+            kind = _retried_kind(t, c)      # "retry the load 2 times": the step it names
+            if kind is not None:
+                same = [a for a in actions if a.entry == kind and a.sentence <= c.sentence and a.lo < c.lo]
+                if not same:
+                    raise PlanRefused([f"{t.span_text(t.tokens[c.lo:c.hi])!r} names a {kind} step the plan does not have"])
+                tgt = max(same, key=lambda a: (a.sentence, a.lo))
             if tgt is None:
                 raise PlanRefused(["retries asked for, but for no step"])
             tgt.step.retries = c.data["n"]
@@ -207,6 +213,21 @@ def _resolve_conditions(actions: list[Action]) -> None:
         for b in actions:
             if b.step.when is w:
                 b.step.when = cond
+
+
+# the step a retry names ("retry the load 2 times", "retry the training up to 3 times")
+RETRIED_KINDS = {"load": "load_data", "loading": "load_data", "training": "train_model", "train": "train_model",
+                 "fit": "train_model", "split": "split_data", "export": "export_model",
+                 "deployment": "deploy_model", "deploy": "deploy_model", "evaluation": "evaluate_model",
+                 "pretraining": "edit_pretrain", "fine-tune": "mlora_finetune", "fine-tuning": "mlora_finetune"}
+
+
+def _retried_kind(t: Text, c: Cue) -> str | None:
+    toks = t.tokens[c.lo:c.hi]
+    for x, y in zip(toks, toks[1:]):
+        if x.low in ("the", "that", "this") and y.low in RETRIED_KINDS:
+            return RETRIED_KINDS[y.low]
+    return None
 
 
 def _implicit_check(actions: list[Action], i: int, metric: str) -> str | None:

@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Any, Iterator
 
 from raystack.workflow.api import Out, Workflow
-from raystack.workflow.catalog import CATALOG, CHECKPOINT, DLRM, SPLIT, TABLE, CatalogEntry
+from raystack.workflow.catalog import CATALOG, CHECKPOINT, DLRM, MODEL, SPLIT, TABLE, CatalogEntry
 from raystack.workflow.ir import WorkflowError, WorkflowIR
 from raystack.workflow.nl import lexicon as L
 from raystack.workflow.nl.plan import EXIT_KINDS, Draft, DraftStep, Plan, PlanRefused
@@ -129,34 +129,42 @@ class _Wiring:
     def wire(self) -> list[DraftStep]:
         for s in self.draft.steps:
             e = CATALOG[s.entry]
-            tables = self._each_table(s, e)
-            for k, src in enumerate(tables or [None]):
+            pname, sources = self._each_input(s, e)
+            for k, src in enumerate(sources or [None]):
                 one = s if k == 0 else replace(s, label=f"{s.label}{chr(ord('a') + k)}", inputs={},
                                                params=dict(s.params), stated=dict(s.stated), after=list(s.after),
                                                follows=list(s.follows))
                 if src is not None:
-                    one.inputs["data"] = src
+                    one.inputs[pname] = src
                 self._wire_one(one, e)
                 self._check_plotted_metric(one)
                 self.out.append(one)
         return self.out
 
-    def _each_table(self, s: DraftStep, e: CatalogEntry) -> list[str]:
-        """"load a.csv and b.csv in parallel, clean both, and join them": a one-table step said
-        of several tables runs once per table (a copy each, in order), so what follows reads
-        every result; it read only the last table, and the join paired it with itself."""
-        if list(e.inputs) != ["data"] or e.inputs["data"] != TABLE or "data" in s.inputs or s.map is not None \
-                or not EACH_TABLE.search(s.span):
-            return []
+    def _each_input(self, s: DraftStep, e: CatalogEntry) -> tuple[str, list[str]]:
+        """A step said of several results runs once per result (a copy each, in order), so what
+        follows reads every one: "load a.csv and b.csv in parallel, clean both, and join them"
+        (it cleaned only the last table, and the join paired it with itself); "train a knn ...
+        and a logistic model ..., evaluate each, and keep the better" (it evaluated the last
+        model only, and the selection had one candidate). Returns (parameter, sources); no
+        sources when the step reads one result."""
+        if list(e.inputs) == ["data"] and e.inputs["data"] == TABLE:
+            pname, kind, said = "data", TABLE, EACH_TABLE
+        elif s.entry == "evaluate_model":
+            pname, kind, said = "model", MODEL, EACH_MODEL
+        else:
+            return "", []
+        if pname in s.inputs or s.map is not None or not said.search(s.span):
+            return "", []
         used = {x for o in self.out for v in o.inputs.values() for x in (v if isinstance(v, list) else [v])}
         fresh = []
-        for p in reversed(self.producers([TABLE], len(self.out), s)):   # the latest tables nothing reads yet
+        for p in reversed(self.producers([kind], len(self.out), s)):   # the latest results nothing reads yet
             if p.label in used:
                 break
             fresh.insert(0, p.label)
-        if len(fresh) < 2:   # one step (a load over several files fans out what follows by itself)
-            return []
-        return fresh[-2:] if re.search(r"\bboth\b", s.span, re.I) else fresh
+        if len(fresh) < 2:   # one step (a map, or a load over several files, fans out what follows by itself)
+            return "", []
+        return pname, fresh[-2:] if re.search(r"\bboth\b", s.span, re.I) else fresh
 
     def _check_plotted_metric(self, s: DraftStep) -> None:
         """A plot of a named metric reads it from a step that reports it ("plot the validation
@@ -250,6 +258,8 @@ class _Wiring:
                 tables_used.append(src.label)
 
 
+# an evaluation said of several models ("evaluate each", "evaluate them both")
+EACH_MODEL = re.compile(r"\b(?:both|each(?:\s+of\s+them|\s+one)?|them|all\s+of\s+them|them\s+all|every\s+one)\b", re.I)
 # the table a chain started from, named as such ("compute stats on the full table")
 ORIGINAL_TABLE = re.compile(r"\b(?:original|raw|full|unsampled|untouched|initial|source)\s+"
                             r"(?:data|dataset|table|file|rows|csv)\b", re.I)

@@ -103,7 +103,8 @@ RETRY_WORDS = {"once": 1, "twice": 2, "thrice": 3}
 _IF_FAILS = (r"(?:\s+(?:if\s+(?:it|they|that|training|the\s+step)\s+(?:fails?|crash(?:es)?|breaks?|errors?\s+out)"
              r"|on\s+failures?|upon\s+failures?|in\s+case\s+of\s+failures?))?")
 # what a retry names before its count: "retry it", "retry the training", "retrying that step"
-_RETRY_OBJECT = (r"(?:it\s+|them\s+|each(?:\s+one)?\s+|that\s+|(?:the|that|this)\s+(?:step|training|fit|load|job|run)\s+|"
+_RETRY_OBJECT = (r"(?:it\s+|them\s+|each(?:\s+one)?\s+|that\s+|(?:the|that|this)\s+(?:step|training|fit|load|loading|split|export|evaluation|deployment|pretraining|"
+                 r"fine-tune|fine-tuning|job|run)\s+|"
                  r"training\s+|on\s+failure\s+|if\s+it\s+fails\s+|when\s+it\s+fails\s+)*")
 RETRIES = [
     r"(?:with\s+|and\s+)?(?:up\s+to\s+|at\s+most\s+|a\s+maximum\s+of\s+)?(?P<n>NUM\d+)\s+retr(?:y|ies)"

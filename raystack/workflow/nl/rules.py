@@ -449,7 +449,8 @@ class RulePlanner:
     def _best_one(t: Text, a: Action, before: list[Action]) -> DraftStep | None:
         """"export the run with the best AUC", "the lowest-RMSE one is exported": a selection of
         the several results made before (a map), then the step on the selected one."""
-        if a.entry not in ("export_model", "deploy_model") or not any(b.found.map for b in before):
+        several = any(b.found.map for b in before) or sum(b.entry == "train_model" for b in before) > 1
+        if a.entry not in ("export_model", "deploy_model") or not several:
             return None
         m = next(t.finditer(L.BEST_ONE, a.lo, a.hi), None)
         if m is None:
