@@ -814,6 +814,8 @@ def test_an_evaluation_said_of_several_models_runs_on_each_and_a_retry_lands_on_
     assert sorted(r.step for r in best.params["results"]) == sorted(e.id for e in evals)
     p = _plan("Train a knn on x.csv and then a centroid model, evaluate them both, and deploy the best one.")
     assert _kinds(p)[-2:] == ["select_best", "deploy_model"]
+    p = _plan("Load x.csv; train knn with k=3 and knn with k=7; evaluate both; export the better one to ./m.json.")
+    assert _kinds(p)[-2:] == ["select_best", "export_model"]
     p = _plan("Load x.csv and train knn; retry the load 2 times.")
     assert [(s.fn.split(":")[1], s.retries) for s in p.ir.steps if s.retries] == [("load_data", 2)]
     with pytest.raises(PlanRefused, match="names a export_model step the plan does not have"):

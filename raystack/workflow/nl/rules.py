@@ -44,7 +44,7 @@ CHECKPOINT_PATH = re.compile(r"(?:^|/|\.)(?:ckpts?|checkpoints?)(?:/|$|[-_])")
 MODEL_TAKERS = {"evaluate_model", "deploy_model", "export_model", "select_best", "save_report", "plot"}
 REFERENCE_WORDS = {"the", "that", "this", "our", "trained", "fitted", "resulting", "final"}
 # the best of several results named with no metric where it is used ("deploy the best one")
-BEST_PLAIN = (r"\bthe\s+(?:best|winning|top|strongest)(?:\s+(?:one|model|run|candidate|version))?\b"
+BEST_PLAIN = (r"\bthe\s+(?:best|better|winning|top|strongest)(?:\s+(?:one|model|run|candidate|version))?\b"
               r"(?!\s*(?:-|ones|models|runs|NUM|two|three|four|five)\b)|\bthe\s+winner\b")
 VERBLESS_MODEL = re.compile(rf"(?:(?:a|the|final|plain|simple)\s+)*{MODEL_KIND}\b")
 
