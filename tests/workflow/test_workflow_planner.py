@@ -820,3 +820,11 @@ def test_an_evaluation_said_of_several_models_runs_on_each_and_a_retry_lands_on_
     assert [(s.fn.split(":")[1], s.retries) for s in p.ir.steps if s.retries] == [("load_data", 2)]
     with pytest.raises(PlanRefused, match="names a export_model step the plan does not have"):
         _plan("Load x.csv and train knn; retry the export twice.")
+
+
+def test_retries_said_after_a_preposition_land_on_the_step_not_the_load():
+    """Before the ninth round 'train a knn on x.csv with 2 retries' set 2 retries on the load of
+    x.csv, not on the training (silently wrong)."""
+    for text, n in (("Train a knn on x.csv with 2 retries.", 2),
+                    ("Fit a centroid classifier on wine.csv, retry it twice if it fails.", 2)):
+        assert [(s.fn.split(":")[1], s.retries) for s in _plan(text).ir.steps if s.retries] == [("train_model", n)]
