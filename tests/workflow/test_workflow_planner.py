@@ -828,3 +828,21 @@ def test_retries_said_after_a_preposition_land_on_the_step_not_the_load():
     for text, n in (("Train a knn on x.csv with 2 retries.", 2),
                     ("Fit a centroid classifier on wine.csv, retry it twice if it fails.", 2)):
         assert [(s.fn.split(":")[1], s.retries) for s in _plan(text).ir.steps if s.retries] == [("train_model", n)]
+
+
+def test_a_condition_after_its_step_guards_that_step_and_the_untransformed_table_is_read_where_named():
+    """'retrain it with lr 0.01 if accuracy is under 0.8, and deploy the final model' put the
+    condition on the deploy and retrained always; the condition now guards the retrain, and the
+    deploy of 'the final model', which would run only when the retrain did, is refused. 'train
+    knn on the unnormalized data' trained on the normalized table (its split now reads the load)."""
+    p = _plan("Load x.csv, train knn, and deploy it if accuracy is above 0.8.")
+    assert p.draft.steps[-1].entry == "deploy_model" and p.draft.steps[-1].when.op == ">"
+    with pytest.raises(PlanRefused, match="'deploy the final model' reads 'retrain it with lr 0.01', which runs only"):
+        _plan("Train logistic on x.csv, then retrain it with lr 0.01 if accuracy is under 0.8, and deploy the "
+              "final model.")
+    p = _plan("Train logistic on x.csv, then retrain it with lr 0.01 if accuracy is under 0.8.")
+    retrain = p.draft.steps[-1]
+    assert retrain.entry == "train_model" and retrain.params.get("lr") == 0.01 and retrain.when.op == "<"
+    p = _plan("Load x.csv, normalize it, then train knn on the unnormalized data.")
+    split = next(s for s in p.ir.steps if s.fn.endswith(":split_data"))
+    assert split.params["data"].step == "s1"

@@ -138,6 +138,8 @@ def _apply_cues(t: Text, actions: list[Action], cues: list[Cue]) -> None:
                             and e.sentence == c.sentence), None)
             fwd = [a for a in after if else_at is None or a.lo < else_at]
             targets = fwd if fwd and (not before or c.lo >= before[-1].hi) else before[-1:]
+            if before and else_at is None and _postposed(t, c):
+                targets = before[-1:]   # "retrain it with lr 0.01 if accuracy is under 0.8, and deploy ..."
             if not targets and c.hi < len(t.tokens) and t.tokens[c.hi].text == "?":
                 # "AUC >= 0.75? -> export it": a question guards the next sentence's first step
                 targets = [a for a in actions if a.sentence == c.sentence + 1][:1]
@@ -228,6 +230,24 @@ def _retried_kind(t: Text, c: Cue) -> str | None:
         if x.low in ("the", "that", "this") and y.low in RETRIED_KINDS:
             return RETRIED_KINDS[y.low]
     return None
+
+
+def _postposed(t: Text, c: Cue) -> bool:
+    """A condition written after its step's words with nothing between ("retrain it if accuracy
+    is under 0.8") and closed by the sentence's end or by ', and' / ', then' before the next
+    step: it guards the step before it, not the one coordinated after it."""
+    if c.lo == 0 or t.tokens[c.lo - 1].kind == "punct" or t.tokens[c.lo - 1].low in L_CLAUSE_OPENERS:
+        return False
+    if t.tokens[c.lo].low not in ("if", "when", "whenever", "provided", "unless", "should"):
+        return False
+    j = c.hi
+    if j >= len(t.tokens) or t.tokens[j].text in (".", ";", "!"):
+        return True
+    return t.tokens[j].text == "," and j + 1 < len(t.tokens) and t.tokens[j + 1].low in ("and", "then")
+
+
+# words after which a condition opens a new clause rather than closing the step before it
+L_CLAUSE_OPENERS = {"and", "then", "but", "so", "or"}
 
 
 def _implicit_check(actions: list[Action], i: int, metric: str) -> str | None:

@@ -260,8 +260,11 @@ class _Wiring:
 
 # an evaluation said of several models ("evaluate each", "evaluate them both")
 EACH_MODEL = re.compile(r"\b(?:both|each(?:\s+of\s+them|\s+one)?|them|all\s+of\s+them|them\s+all|every\s+one)\b", re.I)
+# a result named as whatever the steps before ended with ("deploy the final model")
+FINAL_RESULT = re.compile(r"\b(?:final|latest|resulting|whichever|last)\b", re.I)
 # the table a chain started from, named as such ("compute stats on the full table")
-ORIGINAL_TABLE = re.compile(r"\b(?:original|raw|full|unsampled|untouched|initial|source)\s+"
+ORIGINAL_TABLE = re.compile(r"\b(?:original|raw|full|untouched|initial|source|unmodified|unprocessed|"
+                            r"un(?:normali[sz]|clean|dedup(?:licat)?|imput|sampl|filter|transform|scal)ed)\s+"
                             r"(?:data|dataset|table|file|rows|csv)\b", re.I)
 # a one-table step said of several tables ("clean both", "dedup each of them", "normalize them all")
 EACH_TABLE = re.compile(r"\b(?:both|each\s+of\s+them|each\s+one|them\s+all|all\s+of\s+them|each\s+table|every\s+table)\b",
@@ -287,8 +290,10 @@ def _check_named_tables(steps: list[DraftStep]) -> None:
             continue
         if ORIGINAL_TABLE.search(s.span) and list(CATALOG[s.entry].inputs) == ["data"]:
             root = _chain_source(by_label, src)
-            if root is not None:
+            if root is not None and TABLE in _kinds(CATALOG[s.entry].inputs["data"])[0]:
                 s.inputs["data"] = src = root
+            elif root is not None and by_label[src].implicit and by_label[src].entry == "split_data":
+                by_label[src].inputs["data"] = root   # "train knn on the unnormalized data": its split
         text = s.span.lower()
         words = set(re.findall(r"[a-z0-9_\-]+", text)) - L.FILLERS
         named = [lab for lab, path in loads.items() if os.path.basename(path).lower() in text or (
@@ -311,6 +316,22 @@ def _check_named_tables(steps: list[DraftStep]) -> None:
                 and not _made_from(by_label, src, nearest.label):
             raise PlanRefused([f"{s.span!r}: 'it' is {nearest.span!r} just before, but the step would read "
                                f"{by_label[src].span!r}; say which table it reads"])
+
+
+def _check_final_results(steps: list[DraftStep], handing_on: dict[str, str]) -> None:
+    """"retrain it if accuracy is under 0.8, and deploy the final model": the final model is the
+    retrained one or, when the condition is false, the first; a step reading the conditional
+    step's output would run only when it ran, so the plan is refused, saying so."""
+    by_label = {s.label: s for s in steps}
+    for s in steps:
+        if s.when is not None or s.exit is not None or not FINAL_RESULT.search(s.span):
+            continue
+        for v in s.inputs.values():
+            for lab in (v if isinstance(v, list) else [v]):
+                src = by_label.get(lab)
+                if src is not None and src.when is not None and lab not in handing_on:
+                    raise PlanRefused([f"{s.span!r} reads {src.span!r}, which runs only when its condition holds: "
+                                       "say what it reads otherwise"])
 
 
 def _chain_source(by_label: dict[str, DraftStep], label: str) -> str | None:
@@ -374,6 +395,7 @@ def build(draft: Draft, name: str = "planned") -> Plan:
         deps = given | set(s.after) | ({s.when.step} if s.when else set())
         upstream[s.label] = deps.union(*(upstream.get(d, set()) for d in deps))
     handing_on = _handing_on(steps)
+    _check_final_results(steps, handing_on)
     wf = Workflow(name, description=draft.text)
     outs: dict[str, Any] = {}
     ids: dict[str, list[str]] = {}
