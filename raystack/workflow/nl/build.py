@@ -19,8 +19,8 @@ from typing import Any, Iterator
 from raystack.workflow.api import Out, Workflow
 from raystack.workflow.catalog import CATALOG, CHECKPOINT, DLRM, MODEL, SPLIT, TABLE, CatalogEntry
 from raystack.workflow.ir import WorkflowError, WorkflowIR
-from raystack.workflow.nl import lexicon as L
 from raystack.workflow.nl.plan import EXIT_KINDS, Draft, DraftStep, Plan, PlanRefused
+from raystack.workflow.nl.table_refs import check_final_results, check_named_tables
 
 OPS = ("==", "!=", "<", "<=", ">", ">=")
 # A step needing kind K when only kind J exists gets this implicit step inserted after J.
@@ -260,12 +260,6 @@ class _Wiring:
 
 # an evaluation said of several models ("evaluate each", "evaluate them both")
 EACH_MODEL = re.compile(r"\b(?:both|each(?:\s+of\s+them|\s+one)?|them|all\s+of\s+them|them\s+all|every\s+one)\b", re.I)
-# a result named as whatever the steps before ended with ("deploy the final model")
-FINAL_RESULT = re.compile(r"\b(?:final|latest|resulting|whichever|last)\b", re.I)
-# the table a chain started from, named as such ("compute stats on the full table")
-ORIGINAL_TABLE = re.compile(r"\b(?:original|raw|full|untouched|initial|source|unmodified|unprocessed|"
-                            r"un(?:normali[sz]|clean|dedup(?:licat)?|imput|sampl|filter|transform|scal)ed)\s+"
-                            r"(?:data|dataset|table|file|rows|csv)\b", re.I)
 # a one-table step said of several tables ("clean both", "dedup each of them", "normalize them all")
 EACH_TABLE = re.compile(r"\b(?:both|each\s+of\s+them|each\s+one|them\s+all|all\s+of\s+them|each\s+table|every\s+table)\b",
                         re.I)
@@ -273,93 +267,6 @@ EACH_TABLE = re.compile(r"\b(?:both|each\s+of\s+them|each\s+one|them\s+all|all\s
 
 # part artifacts a selection passes on as what they are (a table model's selection stays an evaluation)
 SELECTED_ARTIFACTS = (CHECKPOINT, DLRM)
-
-
-def _check_named_tables(steps: list[DraftStep]) -> None:
-    """The table a step's words point at is the one it reads. "...; then normalize x" after
-    loading x.csv and y.csv (a file named by its stem), "train a knn on x.csv and a logistic model
-    on y.csv" (a file named in full): wired to another table the plan would run on the wrong
-    data, so it is refused, naming both. "the original data", "the full table", "the raw file":
-    the table the chain started from, not its latest form (the input is moved there)."""
-    by_label = {s.label: s for s in steps}
-    loads = {s.label: str(s.params["path"]) for s in steps
-             if s.entry == "load_data" and isinstance(s.params.get("path"), str)}
-    for s in steps:
-        src = s.inputs.get("data")
-        if s.entry == "load_data" or not isinstance(src, str):
-            continue
-        if ORIGINAL_TABLE.search(s.span) and list(CATALOG[s.entry].inputs) == ["data"]:
-            root = _chain_source(by_label, src)
-            if root is not None and TABLE in _kinds(CATALOG[s.entry].inputs["data"])[0]:
-                s.inputs["data"] = src = root
-            elif root is not None and by_label[src].implicit and by_label[src].entry == "split_data":
-                by_label[src].inputs["data"] = root   # "train knn on the unnormalized data": its split
-        text = s.span.lower()
-        words = set(re.findall(r"[a-z0-9_\-]+", text)) - L.FILLERS
-        named = [lab for lab, path in loads.items() if os.path.basename(path).lower() in text or (
-            list(CATALOG[s.entry].inputs) == ["data"] and os.path.splitext(os.path.basename(path))[0].lower() in words)]
-        if len(named) != 1 or _made_from(by_label, src, named[0]):
-            continue
-        origin = _chain_source(by_label, src)
-        reads = repr(by_label[src].span) if not by_label[src].implicit else \
-            f"the {by_label[src].entry} of {loads.get(origin, 'another table') if origin else 'another table'}"
-        raise PlanRefused([f"{s.span!r} names {loads[named[0]]}, but it would read {reads}; "
-                           "say which table it reads in its own clause"])
-    for k, s in enumerate(steps):   # "load y.csv and dedup it": 'it' is the table made just before
-        src = s.inputs.get("data")
-        if s.implicit or not isinstance(src, str) or list(CATALOG[s.entry].inputs) != ["data"] \
-                or not re.search(r"\b(?:it|this|that)\b", s.span, re.I):
-            continue
-        nearest = next((p for p in reversed(steps[:k]) if p.exit is None and not p.implicit
-                        and CATALOG[p.entry].output == TABLE and p.when is None), None)
-        if nearest is not None and nearest.label != src and CATALOG[by_label[src].entry].output == TABLE \
-                and not _made_from(by_label, src, nearest.label):
-            raise PlanRefused([f"{s.span!r}: 'it' is {nearest.span!r} just before, but the step would read "
-                               f"{by_label[src].span!r}; say which table it reads"])
-
-
-def _check_final_results(steps: list[DraftStep], handing_on: dict[str, str]) -> None:
-    """"retrain it if accuracy is under 0.8, and deploy the final model": the final model is the
-    retrained one or, when the condition is false, the first; a step reading the conditional
-    step's output would run only when it ran, so the plan is refused, saying so."""
-    by_label = {s.label: s for s in steps}
-    for s in steps:
-        if s.when is not None or s.exit is not None or not FINAL_RESULT.search(s.span):
-            continue
-        for v in s.inputs.values():
-            for lab in (v if isinstance(v, list) else [v]):
-                src = by_label.get(lab)
-                if src is not None and src.when is not None and lab not in handing_on:
-                    raise PlanRefused([f"{s.span!r} reads {src.span!r}, which runs only when its condition holds: "
-                                       "say what it reads otherwise"])
-
-
-def _chain_source(by_label: dict[str, DraftStep], label: str) -> str | None:
-    """The load (or generated table) a chain of one-table steps started from."""
-    while label in by_label:
-        s = by_label[label]
-        if s.entry in ("load_data", "make_dataset"):
-            return label
-        src = s.inputs.get("data")
-        if not isinstance(src, str) or list(CATALOG[s.entry].inputs) != ["data"]:
-            return None
-        label = src
-    return None
-
-
-def _made_from(by_label: dict[str, DraftStep], label: str, origin: str) -> bool:
-    """Whether step ``label``'s output was made, directly or not, from step ``origin``'s."""
-    seen, frontier = set(), [label]
-    while frontier:
-        lab = frontier.pop()
-        if lab == origin:
-            return True
-        if lab in seen or lab not in by_label:
-            continue
-        seen.add(lab)
-        for v in by_label[lab].inputs.values():
-            frontier += v if isinstance(v, list) else [v]
-    return False
 
 
 def _cond_ref(outs: dict[str, Any], label: str, metric: str) -> Out:
@@ -384,7 +291,7 @@ def build(draft: Draft, name: str = "planned") -> Plan:
         check_step(s, known)
         known[s.label] = s
     steps = _Wiring(draft).wire()
-    _check_named_tables(steps)
+    check_named_tables(steps)
     by_label = {s.label: s for s in steps}
     upstream: dict[str, set[str]] = {}
     for s in steps:  # "then": a step runs after the ones written before it, data or not
@@ -395,7 +302,7 @@ def build(draft: Draft, name: str = "planned") -> Plan:
         deps = given | set(s.after) | ({s.when.step} if s.when else set())
         upstream[s.label] = deps.union(*(upstream.get(d, set()) for d in deps))
     handing_on = _handing_on(steps)
-    _check_final_results(steps, handing_on)
+    check_final_results(steps, handing_on)
     wf = Workflow(name, description=draft.text)
     outs: dict[str, Any] = {}
     ids: dict[str, list[str]] = {}
