@@ -168,19 +168,20 @@ class SimulatedCluster:
         """``Cluster.add_node`` (the head first), tried up to START_ATTEMPTS times: Ray waits a
         fixed 30 s for a new raylet to register with the GCS, and on a loaded machine it can take
         longer. A node that missed the wait is stopped and started again."""
-        for attempt in range(1, START_ATTEMPTS + 1):
+        for attempt in range(1, START_ATTEMPTS):
             try:
                 with _cwd(cwd):
                     return self.cluster.add_node(wait=wait, **args)
             except Exception as exc:
                 started = _node_raising(exc)
-                if started is None or attempt == START_ATTEMPTS:
+                if started is None:
                     raise
                 logger.warning("node %s did not register within Ray's startup wait (%s); stopping it and "
                                "starting it again (attempt %d of %d)", name, exc, attempt + 1, START_ATTEMPTS)
                 with contextlib.suppress(Exception):
                     started.kill_all_processes(check_alive=False, allow_graceful=False, wait=True)
-        raise AssertionError("unreachable")
+        with _cwd(cwd):       # the last attempt: its error is raised as it is
+            return self.cluster.add_node(wait=wait, **args)
 
     def remove(self, name: str) -> float:
         """Kill a node at once (no graceful drain), as a machine that is lost; returns the time."""
