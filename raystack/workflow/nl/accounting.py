@@ -50,11 +50,11 @@ MODEL_STEPS = {"train_model", "tune", "edit_pretrain", "mlora_finetune", "elasti
 TARGET_VERBS = {"predict", "forecast", "classify", "detect", "estimate", "flag", "identify", "spot"}
 TARGET_PARTICIPLES = {"predicting", "forecasting", "classifying", "detecting", "estimating"}
 MODEL_HEADS = {"model", "classifier", "regressor", "predictor", "estimator", "regression"}   # "a linear model predicting y"
+ENUMERATOR = re.compile(r"^(?:[a-h]|[ivx]{1,3}|\d)$")
 
 
 def _is_model_word(tok: Token) -> bool:
     return tok.used in MODEL_STEPS or tok.used == "model kind"
-ENUMERATOR = re.compile(r"^(?:[a-h]|[ivx]{1,3}|\d)$")
 
 
 def _heads() -> set[str]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from raystack.workflow.catalog import CATALOG
+from raystack.workflow.nl import lexicon as L
 from raystack.workflow.nl.cues import Cue
 from raystack.workflow.nl.plan import Cond, DraftStep, LoopSpec, PlanRefused
 from raystack.workflow.nl.text import Text
@@ -217,26 +218,23 @@ def _resolve_conditions(actions: list[Action]) -> None:
                 b.step.when = cond
 
 
-# the step a retry names ("retry the load 2 times", "retry the training up to 3 times")
-RETRIED_KINDS = {"load": "load_data", "loading": "load_data", "training": "train_model", "train": "train_model",
-                 "fit": "train_model", "split": "split_data", "export": "export_model",
-                 "deployment": "deploy_model", "deploy": "deploy_model", "evaluation": "evaluate_model",
-                 "pretraining": "edit_pretrain", "fine-tune": "mlora_finetune", "fine-tuning": "mlora_finetune"}
-
-
 def _retried_kind(t: Text, c: Cue) -> str | None:
     toks = t.tokens[c.lo:c.hi]
     for x, y in zip(toks, toks[1:]):
-        if x.low in ("the", "that", "this") and y.low in RETRIED_KINDS:
-            return RETRIED_KINDS[y.low]
+        if x.low in ("the", "that", "this") and y.low in L.RETRIED_KINDS:
+            return L.RETRIED_KINDS[y.low]
     return None
+
+
+# words after which a condition opens a new clause rather than closing the step before it
+CONJUNCTIONS = {"and", "then", "but", "so", "or"}
 
 
 def _postposed(t: Text, c: Cue) -> bool:
     """A condition written after its step's words with nothing between ("retrain it if accuracy
     is under 0.8") and closed by the sentence's end or by ', and' / ', then' before the next
     step: it guards the step before it, not the one coordinated after it."""
-    if c.lo == 0 or t.tokens[c.lo - 1].kind == "punct" or t.tokens[c.lo - 1].low in L_CLAUSE_OPENERS:
+    if c.lo == 0 or t.tokens[c.lo - 1].kind == "punct" or t.tokens[c.lo - 1].low in CONJUNCTIONS:
         return False
     if t.tokens[c.lo].low not in ("if", "when", "whenever", "provided", "unless", "should"):
         return False
@@ -245,9 +243,6 @@ def _postposed(t: Text, c: Cue) -> bool:
         return True
     return t.tokens[j].text == "," and j + 1 < len(t.tokens) and t.tokens[j + 1].low in ("and", "then")
 
-
-# words after which a condition opens a new clause rather than closing the step before it
-L_CLAUSE_OPENERS = {"and", "then", "but", "so", "or"}
 
 
 def _implicit_check(actions: list[Action], i: int, metric: str) -> str | None:

@@ -11,8 +11,8 @@ Anything that does not hold is a :class:`PlanRefused` naming the step and the ru
 from __future__ import annotations
 
 import contextlib
-import re
 import os
+import re
 from dataclasses import replace
 from typing import Any, Iterator
 
@@ -20,7 +20,7 @@ from raystack.workflow.api import Out, Workflow
 from raystack.workflow.catalog import CATALOG, CHECKPOINT, DLRM, MODEL, SPLIT, TABLE, CatalogEntry
 from raystack.workflow.ir import WorkflowError, WorkflowIR
 from raystack.workflow.nl.plan import EXIT_KINDS, Draft, DraftStep, Plan, PlanRefused
-from raystack.workflow.nl.table_refs import check_final_results, check_named_tables
+from raystack.workflow.nl.table_refs import check_final_results, check_named_tables, upstream
 
 OPS = ("==", "!=", "<", "<=", ">", ">=")
 # A step needing kind K when only kind J exists gets this implicit step inserted after J.
@@ -141,6 +141,10 @@ class _Wiring:
                 self.out.append(one)
         return self.out
 
+    def _read_labels(self) -> set[str]:
+        """The labels of the steps some step wired so far reads from."""
+        return {x for o in self.out for v in o.inputs.values() for x in (v if isinstance(v, list) else [v])}
+
     def _each_input(self, s: DraftStep, e: CatalogEntry) -> tuple[str, list[str]]:
         """A step said of several results runs once per result (a copy each, in order), so what
         follows reads every one: "load a.csv and b.csv in parallel, clean both, and join them"
@@ -156,7 +160,7 @@ class _Wiring:
             return "", []
         if pname in s.inputs or s.map is not None or not said.search(s.span):
             return "", []
-        used = {x for o in self.out for v in o.inputs.values() for x in (v if isinstance(v, list) else [v])}
+        used = self._read_labels()
         fresh = []
         for p in reversed(self.producers([kind], len(self.out), s)):   # the latest results nothing reads yet
             if p.label in used:
@@ -179,29 +183,12 @@ class _Wiring:
             if src is not None and metric not in CATALOG[src.entry].metrics:
                 # "train ..., evaluate it and plot the val loss": the training run upstream
                 # reports it; the plot reads that run and still follows the evaluation
-                up = [x for x in self._upstream(src, by_label) if metric in CATALOG[x.entry].metrics]
+                up = [x for x in upstream(src, by_label) if metric in CATALOG[x.entry].metrics]
                 if isinstance(s.inputs["data"], list) or not up:
                     raise PlanRefused([f"the plot of {metric!r} reads {src.entry}, which does not report it "
                                        f"(it reports {list(CATALOG[src.entry].metrics)})"])
                 s.inputs["data"] = up[0].label
                 s.after = list(dict.fromkeys([*s.after, src.label]))
-
-    @staticmethod
-    def _upstream(step: DraftStep, by_label: dict[str, DraftStep]) -> list[DraftStep]:
-        """The steps ``step`` reads from, directly or not, nearest first (by data edges)."""
-        out: list[DraftStep] = []
-        frontier = [step]
-        while frontier:
-            nxt = []
-            for x in frontier:
-                for v in x.inputs.values():
-                    for label in (v if isinstance(v, list) else [v]):
-                        up = by_label.get(label) if isinstance(label, str) else None
-                        if up is not None and up not in out:
-                            out.append(up)
-                            nxt.append(up)
-            frontier = nxt
-        return out
 
     def _wire_one(self, s: DraftStep, e: CatalogEntry) -> None:
         tables_used: list[str] = []
@@ -210,7 +197,7 @@ class _Wiring:
             made = self.producers([TABLE], len(self.out))
             # tables nothing reads yet: "load sales.csv and returns.csv, dedup the returns, then
             # join them" joins sales with the deduplicated returns, not returns with its own dedup
-            used = {x for o in self.out for v in o.inputs.values() for x in (v if isinstance(v, list) else [v])}
+            used = self._read_labels()
             leaves = [p for p in made if p.label not in used]
             found = (leaves if len(leaves) >= len(table_inputs) else made)[-len(table_inputs):]
             if len(found) < len(table_inputs):

@@ -5,6 +5,8 @@ the methods it knows it does not support. Patterns run on the masked text of
 
 from __future__ import annotations
 
+import re
+
 NUMV = r"(?:NUM\d+|PCT\d+)"
 NUMLIST = (rf"{NUMV}(?:\s*,\s*{NUMV})*\s*,?\s*(?:and|or|&|\+)\s+{NUMV}"
            rf"|[\[{{(]\s*{NUMV}(?:\s*,\s*{NUMV})+\s*[\]}})]"
@@ -102,9 +104,14 @@ RETRY_WORDS = {"once": 1, "twice": 2, "thrice": 3}
 # "if it fails", "if they crash", "on failure": a failure clause after a retry's count
 _IF_FAILS = (r"(?:\s+(?:if\s+(?:it|they|that|training|the\s+step)\s+(?:fails?|crash(?:es)?|breaks?|errors?\s+out)"
              r"|on\s+failures?|upon\s+failures?|in\s+case\s+of\s+failures?))?")
+# the step a retry names ("retry the load 2 times", "retry the training up to 3 times") -> its kind
+RETRIED_KINDS = {"load": "load_data", "loading": "load_data", "training": "train_model", "train": "train_model",
+                 "fit": "train_model", "split": "split_data", "export": "export_model",
+                 "deployment": "deploy_model", "deploy": "deploy_model", "evaluation": "evaluate_model",
+                 "pretraining": "edit_pretrain", "fine-tune": "mlora_finetune", "fine-tuning": "mlora_finetune"}
 # what a retry names before its count: "retry it", "retry the training", "retrying that step"
-_RETRY_OBJECT = (r"(?:it\s+|them\s+|each(?:\s+one)?\s+|that\s+|(?:the|that|this)\s+(?:step|training|fit|load|loading|split|export|evaluation|deployment|pretraining|"
-                 r"fine-tune|fine-tuning|job|run)\s+|"
+_RETRY_OBJECT = (r"(?:it\s+|them\s+|each(?:\s+one)?\s+|that\s+|(?:the|that|this)\s+(?:"
+                 + "|".join(re.escape(w) for w in ("step", "job", "run", *RETRIED_KINDS)) + r")\s+|"
                  r"training\s+|on\s+failure\s+|if\s+it\s+fails\s+|when\s+it\s+fails\s+)*")
 RETRIES = [
     r"(?:with\s+|and\s+)?(?:up\s+to\s+|at\s+most\s+|a\s+maximum\s+of\s+)?(?P<n>NUM\d+)\s+retr(?:y|ies)"

@@ -33,7 +33,7 @@ def check_named_tables(steps: list[DraftStep]) -> None:
         src = s.inputs.get("data")
         if s.entry == "load_data" or not isinstance(src, str):
             continue
-        if ORIGINAL_TABLE.search(s.span) and list(CATALOG[s.entry].inputs) == ["data"]:
+        if ORIGINAL_TABLE.search(s.span) and _reads_one(s):
             root = _chain_source(by_label, src)
             if root is not None and TABLE in CATALOG[s.entry].inputs["data"].rstrip("*").split("|"):
                 s.inputs["data"] = src = root
@@ -42,7 +42,7 @@ def check_named_tables(steps: list[DraftStep]) -> None:
         text = s.span.lower()
         words = set(re.findall(r"[a-z0-9_\-]+", text)) - L.FILLERS
         named = [lab for lab, path in loads.items() if os.path.basename(path).lower() in text or (
-            list(CATALOG[s.entry].inputs) == ["data"] and os.path.splitext(os.path.basename(path))[0].lower() in words)]
+            _reads_one(s) and os.path.splitext(os.path.basename(path))[0].lower() in words)]
         if len(named) != 1 or _made_from(by_label, src, named[0]):
             continue
         origin = _chain_source(by_label, src)
@@ -52,7 +52,7 @@ def check_named_tables(steps: list[DraftStep]) -> None:
                            "say which table it reads in its own clause"])
     for k, s in enumerate(steps):   # "load y.csv and dedup it": 'it' is the table made just before
         src = s.inputs.get("data")
-        if s.implicit or not isinstance(src, str) or list(CATALOG[s.entry].inputs) != ["data"] \
+        if s.implicit or not isinstance(src, str) or not _reads_one(s) \
                 or not re.search(r"\b(?:it|this|that)\b", s.span, re.I):
             continue
         nearest = next((p for p in reversed(steps[:k]) if p.exit is None and not p.implicit
@@ -86,22 +86,34 @@ def _chain_source(by_label: dict[str, DraftStep], label: str) -> str | None:
         if s.entry in ("load_data", "make_dataset"):
             return label
         src = s.inputs.get("data")
-        if not isinstance(src, str) or list(CATALOG[s.entry].inputs) != ["data"]:
+        if not isinstance(src, str) or not _reads_one(s):
             return None
         label = src
     return None
 
 
+def upstream(step: DraftStep, by_label: dict[str, DraftStep]) -> list[DraftStep]:
+    """The steps ``step`` reads from, directly or not, nearest first (by data edges)."""
+    out: list[DraftStep] = []
+    frontier = [step]
+    while frontier:
+        nxt = []
+        for x in frontier:
+            for v in x.inputs.values():
+                for label in (v if isinstance(v, list) else [v]):
+                    up = by_label.get(label) if isinstance(label, str) else None
+                    if up is not None and up not in out:
+                        out.append(up)
+                        nxt.append(up)
+        frontier = nxt
+    return out
+
+
 def _made_from(by_label: dict[str, DraftStep], label: str, origin: str) -> bool:
     """Whether step ``label``'s output was made, directly or not, from step ``origin``'s."""
-    seen, frontier = set(), [label]
-    while frontier:
-        lab = frontier.pop()
-        if lab == origin:
-            return True
-        if lab in seen or lab not in by_label:
-            continue
-        seen.add(lab)
-        for v in by_label[lab].inputs.values():
-            frontier += v if isinstance(v, list) else [v]
-    return False
+    return label == origin or (label in by_label and any(x.label == origin for x in upstream(by_label[label], by_label)))
+
+
+def _reads_one(s: DraftStep) -> bool:
+    """Whether the step reads one input, ``data`` (a table transform, a split, a training...)."""
+    return list(CATALOG[s.entry].inputs) == ["data"]
