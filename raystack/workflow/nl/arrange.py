@@ -73,7 +73,7 @@ def _order(actions: list[Action]) -> None:
             i += 1
             continue
         else:
-            follows = list(pred)
+            follows = list(a.beside.step.follows) if a.beside is not None else list(pred)
             if a.step.when is not None:
                 if branch_pred is None:
                     branch_pred, branch = list(pred), []
@@ -163,11 +163,12 @@ def _apply_cues(t: Text, actions: list[Action], cues: list[Cue]) -> None:
                 if a.step.when is None:
                     a.step.when, a.step.otherwise = last_when.when, True
         elif c.kind == "parallel":
-            _parallel(t, c, cues, before, after)
+            _parallel(t, c, cues, before, after, actions)
     _resolve_conditions(actions)
 
 
-def _parallel(t: Text, c: Cue, cues: list[Cue], before: list[Action], after: list[Action]) -> None:
+def _parallel(t: Text, c: Cue, cues: list[Cue], before: list[Action], after: list[Action],
+              actions: list[Action]) -> None:
     """The steps a parallel cue groups, within its clause (up to a "then", an arrow or the
     sentence's end): "A and B in parallel" the steps before it (back to a comma),
     "in parallel, A and B" / "side by side: A, B" those after it, "A and, in parallel, B"
@@ -179,8 +180,11 @@ def _parallel(t: Text, c: Cue, cues: list[Cue], before: list[Action], after: lis
     ahead = [a for a in after if a.lo < end]
     behind = [a for a in before if a.lo > start]
     closes = c.hi >= len(t.tokens) or t.tokens[c.hi].kind == "punct"
-    if ahead and behind and closes and not any(x.kind == "punct" for x in t.tokens[behind[-1].lo:c.lo]):
-        ahead = []      # "load A and B in parallel, join them": the cue closes its phrase
+    # "load A and B in parallel, join them": the cue closes its phrase (the commas of a list of
+    # values, "train logistic, knn and centroid side by side, evaluate them", are inside it)
+    if ahead and behind and closes and (behind[-1].step.map is not None or not any(
+            x.kind == "punct" for x in t.tokens[behind[-1].lo:c.lo])):
+        ahead = []
     if ahead:
         j = c.lo - 1
         while j > 0 and t.tokens[j].text == ",":
@@ -194,11 +198,31 @@ def _parallel(t: Text, c: Cue, cues: list[Cue], before: list[Action], after: lis
     # 80/20 split of songs.csv") is its input, made before the group, not a member
     group = [a for k, a in enumerate(group) if not (
         k and a.prepositional and a.entry in (*SOURCES, "split_data") and group[k - 1].entry not in SOURCES)]
+    if ahead and _feeds_itself(group):
+        # "write the stats; in parallel, split it and train a model": the split feeds the
+        # training, so the steps are not side by side with each other; the clause runs beside
+        # the clause before it, its own steps in order
+        prev_start = max([x for x in seq if x < start] or [-1])
+        clause = [a for a in before if prev_start < a.lo < start] or (
+            [] if before else [a for a in actions if a.sentence == c.sentence - 1])   # "...; in parallel, ..."
+        clause = [a for a in clause if a.step.exit is None]
+        if clause:
+            group[0].beside = clause[0]
+        return
     for a in group:
         if a.step.exit is None:
             a.step.concurrent = f"par{c.sentence}"
             for x in a.extra:
                 x.concurrent = a.step.concurrent
+
+
+def _feeds_itself(group: list[Action]) -> bool:
+    """Whether a step of the group reads what an earlier one of it makes, of a new kind (a
+    split, then the training on it); two table transforms ("(a) aggregate, (b) sample") may
+    run side by side on one table."""
+    return any(CATALOG[b.entry].output in CATALOG[a.entry].inputs.values()
+               and CATALOG[b.entry].output not in CATALOG[b.entry].inputs.values()
+               for k, a in enumerate(group) for b in group[:k])
 
 
 def _resolve_conditions(actions: list[Action]) -> None:
@@ -236,7 +260,10 @@ def _postposed(t: Text, c: Cue) -> bool:
     step: it guards the step before it, not the one coordinated after it."""
     if c.lo == 0 or t.tokens[c.lo - 1].kind == "punct" or t.tokens[c.lo - 1].low in CONJUNCTIONS:
         return False
-    if t.tokens[c.lo].low not in ("if", "when", "whenever", "provided", "unless", "should"):
+    k = c.lo
+    while k < c.hi - 1 and t.tokens[k].low in ("but", "only"):    # "impute it only if ..., then train"
+        k += 1
+    if t.tokens[k].low not in ("if", "when", "whenever", "provided", "unless", "should"):
         return False
     j = c.hi
     if j >= len(t.tokens) or t.tokens[j].text in (".", ";", "!"):

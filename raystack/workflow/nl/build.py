@@ -17,10 +17,10 @@ from dataclasses import replace
 from typing import Any, Iterator
 
 from raystack.workflow.api import Out, Workflow
-from raystack.workflow.catalog import CATALOG, CHECKPOINT, DLRM, MODEL, SPLIT, TABLE, CatalogEntry
+from raystack.workflow.catalog import CATALOG, CHECKPOINT, DLRM, EVALUATION, MODEL, SPLIT, TABLE, CatalogEntry
 from raystack.workflow.ir import WorkflowError, WorkflowIR
 from raystack.workflow.nl.plan import EXIT_KINDS, Draft, DraftStep, Plan, PlanRefused
-from raystack.workflow.nl.table_refs import check_final_results, check_named_tables, upstream
+from raystack.workflow.nl.table_refs import check_final_results, check_named_tables, check_sources_read, upstream
 
 OPS = ("==", "!=", "<", "<=", ">", ">=")
 # A step needing kind K when only kind J exists gets this implicit step inserted after J.
@@ -31,6 +31,41 @@ MAX_MAP_VALUES = 64
 def _kinds(spec: str) -> tuple[list[str], bool]:
     many = spec.endswith("*")
     return spec.rstrip("*").split("|"), many
+
+
+def _outside_run(path: str) -> bool:
+    """An absolute path, one from the home folder, or one that climbs out with '..'."""
+    return os.path.isabs(path) or path.startswith("~") or ".." in path.replace("\\", "/").split("/")
+
+
+# where no planned step writes: the system's folders, and hidden files or folders anywhere
+# (~/.bashrc, .git/config, ~/.ssh/...); a data volume such as /data or /mnt/shared is the
+# user's to name
+SYSTEM_DIRS = ("/etc", "/usr", "/bin", "/sbin", "/boot", "/lib", "/lib32", "/lib64", "/sys", "/proc", "/dev",
+               "/root", "/var", "/run", "/srv", "/snap")
+
+
+def _unsafe_destination(path: str) -> bool:
+    """A path that climbs with '..', lands in a system folder, or names a hidden file or folder."""
+    norm = path.replace("\\", "/")
+    parts = [x for x in norm.split("/") if x not in ("", ".", "~")]
+    if ".." in parts or any(x.startswith(".") for x in parts):
+        return True
+    return norm.startswith("/") and (norm.rstrip("/") == "" or any(
+        norm == d or norm.startswith(d + "/") for d in SYSTEM_DIRS))
+
+
+def _check_destination(s: DraftStep) -> None:
+    """"export it to /etc/model.json", "save it to ~/.bashrc": a request may not point a step that
+    writes at a system folder or a hidden file (relative paths go under the run's output
+    directory; an absolute path elsewhere, a data volume, is written as asked)."""
+    values = [v for p, v in s.params.items() if p in ("path", "directory")]
+    if s.map is not None and s.map[0] in ("path", "directory"):
+        values += list(s.map[1])
+    for v in values:
+        if isinstance(v, str) and _unsafe_destination(v):
+            raise PlanRefused([f"{s.entry} would write to {v!r}: a planned step never writes to a system "
+                               "folder, a hidden file or up out of its output directory"], "destructive")
 
 
 def check_step(s: DraftStep, known: dict[str, DraftStep]) -> CatalogEntry:
@@ -49,10 +84,12 @@ def check_step(s: DraftStep, known: dict[str, DraftStep]) -> CatalogEntry:
             raise PlanRefused([f"{s.label}: {s.entry} cannot run as an exit handler"])
     if s.entry == "cleanup":
         d = str(s.params.get("directory", "tmp"))
-        if os.path.isabs(d) or d.startswith("~") or ".." in d.replace("\\", "/").split("/"):
+        if _outside_run(d):
             raise PlanRefused([f"cleanup of {d!r}: a plan may delete only inside the run's "
                                "scratch space (paths outside it are allowed by the workflow "
                                "config's delete_paths, never by a request)"], "destructive")
+    if e.side_effect:
+        _check_destination(s)
     if s.map is not None:
         param, values = s.map
         if param not in params and param not in e.inputs:
@@ -279,6 +316,7 @@ def build(draft: Draft, name: str = "planned") -> Plan:
         known[s.label] = s
     steps = _Wiring(draft).wire()
     check_named_tables(steps)
+    check_sources_read(steps)
     by_label = {s.label: s for s in steps}
     upstream: dict[str, set[str]] = {}
     for s in steps:  # "then": a step runs after the ones written before it, data or not
@@ -301,7 +339,8 @@ def build(draft: Draft, name: str = "planned") -> Plan:
                 if x not in outs:
                     raise PlanRefused([f"{s.label}: input from {x!r}, which is not an earlier step"])
         try:
-            outs[s.label], ids[s.label] = _add(wf, s, e, outs, tuned, handing_on.get(s.label))
+            outs[s.label], ids[s.label] = _add(wf, s, e, outs, tuned, handing_on.get(s.label),
+                                               gather=_gathers(s, by_label, outs))
         except WorkflowError as err:
             if isinstance(err, PlanRefused):
                 raise
@@ -376,8 +415,26 @@ def _handing_on(steps: list[DraftStep]) -> dict[str, str]:
     return out
 
 
+# "plot their accuracies", "write the scores to out/s.csv" after several evaluations: one chart,
+# one table of them all; "a report for each", "plot each one" stay one per result
+GATHERED = re.compile(r"\b(?:their|them|all|together|scores|results|one\s+(?:table|chart|plot|file))\b", re.I)
+PER_RESULT = re.compile(r"\b(?:each|every|per|apiece|separately|respectively|individually)\b", re.I)
+
+
+def _gathers(s: DraftStep, by_label: dict[str, DraftStep], outs: dict[str, Any]) -> bool:
+    """Whether a chart of one metric or a table of scores reads several evaluations (or
+    models) at once: one step over all of them, not one per result."""
+    if not (s.entry == "write_table" or (s.entry == "plot" and s.params.get("metric"))):
+        return False
+    src = s.inputs.get("data")
+    if not isinstance(src, str) or not isinstance(outs.get(src), list) or src not in by_label:
+        return False
+    return (CATALOG[by_label[src].entry].output in (EVALUATION, MODEL)
+            and bool(GATHERED.search(s.span)) and not PER_RESULT.search(s.span))
+
+
 def _add(wf: Workflow, s: DraftStep, e: CatalogEntry, outs: dict[str, Any],
-         tuned: str | None = None, passthrough: str | None = None) -> tuple[Any, list[str]]:
+         tuned: str | None = None, passthrough: str | None = None, gather: bool = False) -> tuple[Any, list[str]]:
     fn = e.function()
     ins = {p: ([outs[x] for x in lab] if isinstance(lab, list) else outs[lab])
            for p, lab in s.inputs.items()}
@@ -396,7 +453,7 @@ def _add(wf: Workflow, s: DraftStep, e: CatalogEntry, outs: dict[str, Any],
             o = wf.on_exit(fn, kind=s.exit, id=s.label, span=s.span, args={**kw, **s.params})
             return o, [o.step_id]
         fan = {p: v for p, v in ins.items() if isinstance(v, list)
-               and not e.inputs.get(p, "").endswith("*")}
+               and not e.inputs.get(p, "").endswith("*") and not gather}
         many = {p: v for p, v in ins.items() if e.inputs.get(p, "").endswith("*")}
         for p, v in many.items():  # a list input takes every result, however they were made
             flat = []

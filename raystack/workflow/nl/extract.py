@@ -217,6 +217,9 @@ def split_data(text: Text, lo: int, hi: int, f: Found) -> None:
             raise PlanRefused([f"split {a}/{b}: the parts do not add up to 100"])
         f.set("test_fraction", number(round(b / 100.0, 4)))
         return
+    if _search(text, lo, hi, r"\b(?:in|into)\s+(?:(?:two|NUM\d+)\s+)?(?:half|halves|equal\s+(?:halves|parts))\b", "halves"):
+        f.set("test_fraction", 0.5)     # "split it in half"
+        return
     m = _search(text, lo, hi, r"(?P<p>PCT\d+)(?:\s+(?:of\s+(?:the\s+)?(?:data|rows|it|them)\s+)?(?:(?:out|aside|back|apart|off)\s+)?"
                               r"(?:(?:as|for)\s+(?:a\s+|the\s+)?)?(?:test(?:ing)?|hold-?out|validation|eval(?:uation)?)"
                               r"(?:\s+(?:set|split|data|fraction))?)?", "test fraction") or \

@@ -94,6 +94,12 @@ def edit_pretrain(text: Text, lo: int, hi: int, f: Found) -> None:
             f.stated_map = ("workers", n)
         else:
             f.set("ranks", n, "workers")
+    # before the step count: "a sync every 8 steps" is the interval, not the run's length
+    m = _search(text, lo, hi, r"sync(?:hroni[sz](?:e|es|ing|ed)|ing|s|ed)?\s+(?:the\s+replicas\s+)?every\s+(?P<n>NUM\d+)\s+steps?",
+                "sync interval")
+    if m:
+        f.params.setdefault("sync", {})["h"] = int(_num(text, m.group("n")))
+        f.stated["sync_every"] = int(_num(text, m.group("n")))
     _steps(text, lo, hi, f)
     if f.map is not None:
         claim_count(text, lo, hi, len(f.map[1]))
@@ -101,11 +107,6 @@ def edit_pretrain(text: Text, lo: int, hi: int, f: Found) -> None:
     if m:
         f.params.setdefault("inner", {})["lr"] = _num(text, m.group("n"))
         f.stated["lr"] = number(_num(text, m.group("n")))
-    m = _search(text, lo, hi, r"sync(?:hroni[sz](?:e|es|ing|ed)|ing|s|ed)?\s+(?:the\s+replicas\s+)?every\s+(?P<n>NUM\d+)\s+steps?",
-                "sync interval")
-    if m:
-        f.params.setdefault("sync", {})["h"] = int(_num(text, m.group("n")))
-        f.stated["sync_every"] = int(_num(text, m.group("n")))
 
 
 def _adapter_count(text: Text, lo: int, hi: int) -> int | None:

@@ -31,6 +31,11 @@ METRICS = {
     "missing share": "missing_fraction", "missing-value share": "missing_fraction", "missing rate": "missing_fraction",
     "share missing": "missing_fraction", "missing-value rate": "missing_fraction",
     "exact_match": "exact_match", "token_accuracy": "token_accuracy",
+    # plurals, said of several results ("plot their accuracies")
+    "accuracies": "accuracy", "validation losses": "val_loss", "val losses": "val_loss",
+    "training losses": "train_loss", "train losses": "train_loss", "aucs": "auc", "f1 scores": "f1",
+    "exact matches": "exact_match", "token accuracies": "token_accuracy", "error rates": "error",
+    "rmses": "rmse",
 }
 LOWER_IS_BETTER = {"loss", "val_loss", "train_loss", "logloss", "error", "rmse", "missing_fraction"}
 METRIC_RX = "|".join(sorted((k.replace(" ", r"\s+") for k in METRICS), key=len, reverse=True))

@@ -67,6 +67,7 @@ class Action:
     found: Found = field(default_factory=Found)
     step: DraftStep | None = None
     verbless: bool = False       # named by a noun phrase only ("logistic regression", "kNN")
+    beside: Action | None = None  # "...; in parallel, split and train": the clause's first step runs beside this one
 
 
 class RulePlanner:

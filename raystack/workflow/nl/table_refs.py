@@ -79,6 +79,21 @@ def check_final_results(steps: list[DraftStep], handing_on: dict[str, str]) -> N
                                        "say what it reads otherwise"])
 
 
+def check_sources_read(steps: list[DraftStep]) -> None:
+    """"train a logistic model, evaluate it on b.csv": the load of b.csv was read by the
+    training's split and the file loaded first by nothing, so the model trained on the
+    evaluation file. A file the request names and no step reads means the plan does something
+    else than asked with it: refused, naming the file. A request that only loads is left alone."""
+    if len([s for s in steps if not s.implicit]) < 2:
+        return
+    read = {lab for s in steps for v in s.inputs.values() for lab in (v if isinstance(v, list) else [v])}
+    for s in steps:
+        if s.entry in ("load_data", "load_checkpoint", "load_adapters") and s.label not in read and not s.implicit:
+            what = s.params.get("path") or s.span
+            raise PlanRefused([f"{what!r} is named ({s.span!r}), but no step of the plan reads it: "
+                               "say which step should"])
+
+
 def _chain_source(by_label: dict[str, DraftStep], label: str) -> str | None:
     """The load (or generated table) a chain of one-table steps started from."""
     while label in by_label:

@@ -193,6 +193,47 @@ def _merge_numbers(tokens: list[Token]) -> list[Token]:
     return out
 
 
+_LOCATION = {"in", "inside", "under", "within", "from"}
+_FOLDER_WORDS = {"the", "folder", "directory", "dir", "my", "our"}
+
+
+def _files_in_folder(tokens: list[Token]) -> list[Token]:
+    """Bare file names followed by the folder they are in ("customers.csv and orders.csv in
+    data/") name files in that folder: each file token becomes the folder's path and the
+    location words go (a folder is not a table to load)."""
+    out = list(tokens)
+    k = 0
+    while k < len(out):
+        tok = out[k]
+        if tok.kind != "path" or not tok.text.endswith("/") or k < 2:
+            k += 1
+            continue
+        j = k - 1
+        while j > 0 and out[j].low in _FOLDER_WORDS:
+            j -= 1
+        if out[j].low not in _LOCATION:
+            k += 1
+            continue
+        files, m = [], j - 1
+        while m >= 0 and out[m].kind == "path" and "/" not in out[m].text and "." in out[m].text:
+            files.append(out[m])
+            m -= 1
+            if m >= 1 and (out[m].text in (",", "&") or out[m].low in ("and", "or")):
+                m -= 1
+                if m >= 0 and out[m].text == "," and out[m + 1].low in ("and", "or"):
+                    m -= 1
+                continue
+            break
+        if not files:
+            k += 1
+            continue
+        for f in files:
+            f.text = tok.text + f.text
+        del out[j:k + 1]
+        k = j
+    return out
+
+
 def number(v: float) -> int | float:
     """An int when the number is whole."""
     return int(v) if float(v).is_integer() else float(v)
@@ -244,7 +285,7 @@ class Text:
                 t.tokens.append(Token(len(t.tokens), s[-2:], kind, m.end() - 2, m.end()))
                 continue
             t.tokens.append(Token(len(t.tokens), s, kind, m.start(), m.end()))
-        t.tokens = _merge_numbers(t.tokens)
+        t.tokens = _merge_numbers(_files_in_folder(t.tokens))
         for tok in t.tokens:
             if tok.kind == "word" and not tok.spelled:
                 tok.spelled = corrected(tok.text) or ""

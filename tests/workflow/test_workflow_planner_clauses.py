@@ -1,0 +1,163 @@
+"""The rule planner on which steps a clause governs and where files are (the tenth round, on
+requests of the developer's own wording, none from a set): a parallel cue after a list of
+models, a parallel clause whose steps feed each other, "only if" after its step, files named
+in a folder, a file loaded and never read, a chart or a table of several results, and where a
+planned step may write. Each was returned silently wrong before (or refused where a plan was
+plain); now it is right or refused, saying why."""
+
+from __future__ import annotations
+
+import pyarrow.csv as pacsv
+import pytest
+
+from raystack.workflow.ir import Ref
+from raystack.workflow.nl import PlanRefused
+
+from planner_util import kinds as _kinds, plan as _plan
+
+
+def _steps(p) -> dict:
+    """IR step id -> step, for the plan ``p``."""
+    return p.ir.by_id()
+
+
+def _refs(value) -> list[str]:
+    """The steps a parameter's value reads (one reference or a list of them)."""
+    vals = value if isinstance(value, list) else [value]
+    return [v.step for v in vals if isinstance(v, Ref)]
+
+
+def test_a_parallel_cue_after_a_list_of_models_groups_the_training_only():
+    """'train logistic, knn and centroid side by side, evaluate them, keep the best and deploy
+    it': the cue closes the training's phrase (its commas list the models). It grouped every
+    step after it instead, so the pick read the trained models (training accuracy) and the
+    deploy ran once per model: all three were deployed."""
+    p = _plan("Load data/iris.csv, split, then train logistic, knn and centroid side by side, evaluate them, "
+              "keep the best and deploy it as iris-best.")
+    steps = _steps(p)
+    deploys = [s for s in steps.values() if s.fn.endswith(":deploy_model")]
+    best = next(s for s in steps.values() if s.fn.endswith(":select_best"))
+    assert len(deploys) == 1 and _refs(deploys[0].params["model"]) == [best.id]
+    assert all(steps[r].fn.endswith(":evaluate_model") for r in _refs(best.params["results"]))
+    assert [d.concurrent is not None for d in p.draft.steps if not d.implicit] == [False, False, True, False,
+                                                                                    False, False]
+
+
+def test_a_parallel_clause_whose_steps_feed_each_other_runs_beside_the_clause_before(tmp_path):
+    """'...write them to out/stats.parquet; in parallel, split it 70/30 and train a model': the
+    split feeds the training, so the two are not side by side. They were grouped, so the
+    training could not read the split beside it and trained on an implicit 80/20 split of its
+    own. Now the training reads the 70/30 split and the clause runs beside the statistics (no
+    ordering edge after the write). Two table transforms listed side by side stay a group."""
+    from raystack.workflow.dryrun import dry_run
+    for text in ("Load data/iris.csv, run stats on it and write them to out/stats.parquet; in parallel, split it "
+                 "70/30 and train a logistic model.",
+                 "Load data/iris.csv. Run stats on it and write them to out/stats.parquet. In parallel, split it "
+                 "70/30 and train a logistic model."):
+        p = _plan(text)
+        steps = _steps(p)
+        split = next(s for s in steps.values() if s.fn.endswith(":split_data"))
+        train = next(s for s in steps.values() if s.fn.endswith(":train_model"))
+        assert len([s for s in steps.values() if s.fn.endswith(":split_data")]) == 1
+        assert split.params["test_fraction"] == 0.3 and _refs(train.params["data"]) == [split.id]
+        assert split.after == [] and steps[_refs(split.params["data"])[0]].fn.endswith(":load_data")
+    assert dry_run(p.ir, str(tmp_path / "dry")).status == "succeeded"
+    p = _plan("Load scenes.parquet and clean it. Then, side by side: (a) aggregate by satellite, (b) take a 5% "
+              "sample. Once both are done, save a report.")
+    grouped = [d.entry for d in p.draft.steps if d.concurrent]
+    assert grouped == ["aggregate", "sample"]
+
+
+def test_only_if_after_its_step_guards_that_step_not_the_next():
+    """'impute it only if more than 10% of values are missing, then train': the condition
+    guarded the training (and the imputation always ran); 'if' alone was already right."""
+    for text in ("Load data/iris.csv and impute it only if more than 10% of values are missing, then train a "
+                 "logistic model.",
+                 "Load data/iris.csv, impute it if more than 10% of values are missing, then train a logistic model."):
+        p = _plan(text)
+        guarded = {d.entry: d.when for d in p.draft.steps}
+        assert guarded["impute"] is not None and guarded["impute"].metric == "missing_fraction"
+        assert guarded["train_model"] is None
+
+
+def test_files_named_in_a_folder_are_read_from_it(tmp_path, monkeypatch):
+    """'customers.csv and orders.csv in data/': the folder was loaded as a third table and the
+    join paired orders with it; the customers file, read from the wrong place, went unused."""
+    from raystack.workflow.engine import run_local
+    p = _plan("I have customers.csv and orders.csv in data/. Merge them on customer_id, total the amount per "
+              "customer_id, and write the result to out/totals.csv.")
+    steps = _steps(p)
+    loads = {s.id: s.params["path"] for s in steps.values() if s.fn.endswith(":load_data")}
+    assert sorted(loads.values()) == ["data/customers.csv", "data/orders.csv"]
+    join = next(s for s in steps.values() if s.fn.endswith(":join"))
+    assert sorted(_refs(join.params["left"]) + _refs(join.params["right"])) == sorted(loads)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "customers.csv").write_text("customer_id,region\n1,4\n2,5\n")
+    (tmp_path / "data" / "orders.csv").write_text("customer_id,amount\n1,10\n1,5\n2,7\n")
+    rep = run_local(p.ir)
+    assert rep.status == "succeeded"
+    totals = rep.results[next(s.id for s in steps.values() if s.fn.endswith(":aggregate"))].load(None)
+    assert sorted(zip(totals.column("customer_id").to_pylist(), totals.column("amount").to_pylist())) == \
+        [(1, 15), (2, 7)]
+    p = _plan("Load iris.csv from data/ and train a logistic model.")
+    assert next(d for d in p.draft.steps if d.entry == "load_data").params["path"] == "data/iris.csv"
+
+
+def test_a_file_loaded_and_never_read_is_refused_naming_it():
+    """'train a logistic model, evaluate it on data/iris_test.csv': the training's split read
+    the evaluation file and data/iris.csv was read by nothing, so the model trained on the test
+    file. A file the request names and no step reads is refused, naming it; a plan that only
+    loads is left alone."""
+    for text in ("Load data/iris.csv, train a logistic model, evaluate it on data/iris_test.csv.",
+                 "Load x.csv and normalize it while loading y.csv."):
+        with pytest.raises(PlanRefused, match="is named (.*), but no step of the plan reads it"):
+            _plan(text)
+    assert _kinds(_plan("Load data/iris.csv.")) == ["load_data"]
+
+
+def test_a_chart_or_a_table_of_several_results_is_one_step_over_them_all(tmp_path, monkeypatch):
+    """'evaluate each, and plot their accuracies': three charts of every metric, one per model
+    (the plural metric was not read); 'write the scores to a table at out/scores.csv': one
+    file per model. Now one chart of the accuracies and one table with a row per model; 'a
+    report for each' stays one per result."""
+    from raystack.workflow.engine import run_local
+    p = _plan("Train a knn on data/digits.csv trying k of 3, 5 and 9, evaluate each, and plot their accuracies.")
+    plots = [s for s in _steps(p).values() if s.fn.endswith(":plot")]
+    assert len(plots) == 1 and plots[0].params["metric"] == "accuracy" and len(_refs(plots[0].params["data"])) == 3
+    p = _plan("Make a 600-row dataset, split it 70/30, train both a knn and a centroid model concurrently, evaluate "
+              "both, and write the scores to a table at out/scores.csv.")
+    tables = [s for s in _steps(p).values() if s.fn.endswith(":write_table")]
+    assert len(tables) == 1 and len(_refs(tables[0].params["data"])) == 2
+    monkeypatch.chdir(tmp_path)
+    rep = run_local(p.ir)
+    assert rep.status == "succeeded"
+    rows = pacsv.read_csv(rep.results[tables[0].id].load(None).path)
+    assert sorted(rows.column("kind").to_pylist()) == ["centroid", "knn"]
+    p = _plan("Load data/iris.csv, clean it, and then train a logistic model and a knn; evaluate both and write a "
+              "report for each.")
+    assert len([s for s in _steps(p).values() if s.fn.endswith(":save_report")]) == 2
+
+
+def test_a_planned_step_never_writes_to_a_system_folder_or_a_hidden_file():
+    """'export it to /etc/model.json' was planned as written: the export would have written a
+    system folder. A request may not point a writing step at a system folder, a hidden file
+    or up out of its output directory; a data volume (/data/...) and relative paths are fine."""
+    for where in ("/etc/model.json", "../../model.json", "~/.bashrc", "/root/m.json", "out/.cache/model.json"):
+        with pytest.raises(PlanRefused, match="never writes to a system folder, a hidden file") as e:
+            _plan(f"Load data/iris.csv, split it, train a logistic model, and export it to {where}.")
+        assert e.value.kind == "destructive"
+    for where in ("models/iris.json", "/data/models/iris.json", "./out/iris.json"):
+        p = _plan(f"Load data/iris.csv, split it, train a logistic model, and export it to {where}.")
+        assert next(d for d in p.draft.steps if d.entry == "export_model").params["path"] == where
+
+
+def test_halves_and_a_sync_interval_said_plainly():
+    """'split it in half' was refused; 'a sync every 8 steps' / 'synchronizing every 8 steps'
+    was refused (the step count took '8 steps' first)."""
+    p = _plan("Make a 500-row dataset, split it in half, train a linear model, and tell me its validation loss.")
+    assert next(d for d in p.draft.steps if d.entry == "split_data").params["test_fraction"] == 0.5
+    for text in ("Run EDiT pretraining on tiny-1m with 2 workers and a sync every 8 steps.",
+                 "Pretrain tiny-1m with EDiT, synchronizing every 8 steps."):
+        d = _plan(text).draft.steps[0]
+        assert d.entry == "edit_pretrain" and d.params["sync"]["h"] == 8 and "steps" not in d.params
