@@ -161,3 +161,52 @@ def test_halves_and_a_sync_interval_said_plainly():
                  "Pretrain tiny-1m with EDiT, synchronizing every 8 steps."):
         d = _plan(text).draft.steps[0]
         assert d.entry == "edit_pretrain" and d.params["sync"]["h"] == 8 and "steps" not in d.params
+
+
+def test_a_before_clause_runs_after_its_main_clause_and_a_transformed_table_named_is_that_table():
+    """'Before training a knn on x.csv, normalize the features' trained on the raw table and
+    normalized afterwards, for nothing; 'normalize x.csv, then train on the normalized data'
+    normalized twice (the participle read as a second step). With no normalize before it,
+    'on normalized x.csv' is still the step."""
+    p = _plan("Before training a knn on data/iris.csv, normalize the features.")
+    assert _kinds(p) == ["load_data", "normalize", "train_model"]
+    steps = _steps(p)
+    split = next(s for s in steps.values() if s.fn.endswith(":split_data"))
+    assert steps[_refs(split.params["data"])[0]].fn.endswith(":normalize")
+    for text, kind in (("Normalize data/iris.csv, then train a logistic model on the normalized data.", "normalize"),
+                       ("Clean data/iris.csv, then train a logistic model on the clean table.", "clean_data")):
+        assert _kinds(_plan(text)) == ["load_data", kind, "train_model"]
+    assert _kinds(_plan("Train a logistic model on normalized data/iris.csv.")) == ["load_data", "normalize",
+                                                                                 "train_model"]
+
+
+def test_two_methods_named_as_alternatives_are_one_run_each():
+    """'Pretrain tiny-1m with DiLoCo and with EDiT, and keep the one with the lower validation
+    loss' ran DiLoCo only and 'kept' the one run. Methods named as alternatives map over the
+    mode; EDiT naming the part ('Use EDiT local SGD to pretrain ... with DiLoCo') does not."""
+    p = _plan("Pretrain tiny-1m with DiLoCo and with EDiT, and keep the one with the lower validation loss.")
+    assert p.draft.steps[0].map == ("mode", ["diloco", "edit"])
+    best = next(s for s in _steps(p).values() if s.fn.endswith(":select_best"))
+    assert len(_refs(best.params["results"])) == 2
+    assert _plan("Pretrain tiny-1m with EDiT, then with DiLoCo.").draft.steps[0].map == ("mode", ["edit", "diloco"])
+    for text, mode in (("Use EDiT local SGD to pretrain tiny-1m with DiLoCo.", "diloco"),
+                       ("Pretrain tiny-1m with A-EDiT on 4 ranks.", "aedit")):
+        d = _plan(text).draft.steps[0]
+        assert d.map is None and d.params["mode"] == mode
+
+
+def test_parallel_wordings_batch_sizes_and_numbered_sentences():
+    """'meanwhile' is a parallel cue (it was refused), and its clause, whose load feeds its
+    training, runs beside the pretraining; 'load a.csv and b.csv in parallel and join them'
+    grouped the join instead of the loads; 'with batch size 16' / 'in mini-batches of 32 rows'
+    were refused; '1. Load x. 2. Remove duplicates.' refused its numbers."""
+    p = _plan("Pretrain tiny-1m with EDiT; meanwhile, load data/iris.csv and train a knn.")
+    assert _kinds(p) == ["edit_pretrain", "load_data", "train_model"]
+    assert all(s.after == [] for s in p.ir.steps)
+    p = _plan("Load data/a.csv and data/b.csv in parallel and join them.")
+    assert [d.entry for d in p.draft.steps if d.concurrent] == ["load_data", "load_data"]
+    for text, size in (("Load data/iris.csv and train a logistic model with batch size 16.", 16),
+                       ("Load data/iris.csv and train a logistic model in mini-batches of 32 rows.", 32)):
+        assert _plan(text).draft.steps[-1].params["batch_size"] == size
+    p = _plan("1. Load data/flights.csv. 2. Remove duplicates. 3. Split 80/20. 4. Train a logistic classifier.")
+    assert _kinds(p) == ["load_data", "dedup", "split_data", "train_model"]

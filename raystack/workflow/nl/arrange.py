@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from raystack.workflow.catalog import CATALOG
+from raystack.workflow.catalog import CATALOG, SPLIT, TABLE
 from raystack.workflow.nl import lexicon as L
 from raystack.workflow.nl.cues import Cue
 from raystack.workflow.nl.plan import Cond, DraftStep, LoopSpec, PlanRefused
@@ -43,6 +43,7 @@ def arrange(t: Text, actions: list[Action], cues: list[Cue]) -> None:
     _apply_cues(t, actions, cues)
     _subordinate(t, actions)
     _hoist(actions)
+    _fronted_before(t, actions)
     _order(actions)
 
 
@@ -179,7 +180,8 @@ def _parallel(t: Text, c: Cue, cues: list[Cue], before: list[Action], after: lis
     end = min([x for x in seq if x >= c.hi] or [10 ** 9])
     ahead = [a for a in after if a.lo < end]
     behind = [a for a in before if a.lo > start]
-    closes = c.hi >= len(t.tokens) or t.tokens[c.hi].kind == "punct"
+    # "load a.csv and b.csv in parallel, join them" / "... in parallel and join them"
+    closes = c.hi >= len(t.tokens) or t.tokens[c.hi].kind == "punct" or t.tokens[c.hi].low == "and"
     # "load A and B in parallel, join them": the cue closes its phrase (the commas of a list of
     # values, "train logistic, knn and centroid side by side, evaluate them", are inside it)
     if ahead and behind and closes and (behind[-1].step.map is not None or not any(
@@ -220,8 +222,10 @@ def _feeds_itself(group: list[Action]) -> bool:
     """Whether a step of the group reads what an earlier one of it makes, of a new kind (a
     split, then the training on it); two table transforms ("(a) aggregate, (b) sample") may
     run side by side on one table."""
-    return any(CATALOG[b.entry].output in CATALOG[a.entry].inputs.values()
-               and CATALOG[b.entry].output not in CATALOG[b.entry].inputs.values()
+    def feeds(b: Action, a: Action) -> bool:     # a table feeds a training through an implicit split
+        made, wanted = CATALOG[b.entry].output, CATALOG[a.entry].inputs.values()
+        return made in wanted or (made == TABLE and SPLIT in wanted)
+    return any(feeds(b, a) and CATALOG[b.entry].output not in CATALOG[b.entry].inputs.values()
                for k, a in enumerate(group) for b in group[:k])
 
 
@@ -313,6 +317,28 @@ def _subordinate(t: Text, actions: list[Action]) -> None:
         for k, c in enumerate(chain):
             actions.remove(c)
             actions.insert(main[-1] + k, c)
+
+
+def _fronted_before(t: Text, actions: list[Action]) -> None:
+    """"Before training a knn on x.csv, normalize the features": a sentence opened by a
+    "before" clause runs its main clause (after the comma) first; the files the clause reads
+    stay ahead of both."""
+    for j, tok in enumerate(t.tokens):
+        if tok.low != "before" or tok.used or (j and t.tokens[j - 1].text not in (".", ";", "!", ":")):
+            continue
+        comma = next((k for k in range(j + 1, len(t.tokens)) if t.tokens[k].text in (",", ".", ";")), None)
+        if comma is None or t.tokens[comma].text != ",":
+            continue
+        sentence = next((a.sentence for a in actions if a.lo > j), None)
+        clause = [a for a in actions if a.sentence == sentence and j < a.lo < comma and a.entry not in SOURCES]
+        main = [a for a in actions if a.sentence == sentence and a.lo > comma]
+        if not clause or not main:
+            continue
+        tok.used = "order"
+        for a in main:
+            actions.remove(a)
+        at = actions.index(clause[0])
+        actions[at:at] = main
 
 
 def _hoist(actions: list[Action]) -> None:

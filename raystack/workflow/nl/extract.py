@@ -336,6 +336,12 @@ def train_model(text: Text, lo: int, hi: int, f: Found) -> None:
         m = _search(text, lo, hi, rf"{lr}\s*(?:=|:|of|at)?\s*(?P<n>NUM\d+)", "learning rate")
         if m:
             f.set("lr", number(_num(text, m.group("n"))))
+    # "with batch size 16", "a batch size of 32", "in mini-batches of 64 rows", "64-row batches"
+    m = _search(text, lo, hi, r"(?:a\s+|the\s+)?batch[\s_-]*size\s*(?:=|:|of)?\s*(?P<n>NUM\d+)"
+                              r"|(?:in\s+)?(?:mini-?)?batch(?:es)?\s+of\s+(?P<m>NUM\d+)(?:\s+(?:rows|examples|samples|records))?"
+                              r"|(?P<r>NUM\d+)\s*-?\s*(?:rows?|examples?|samples?)\s+(?:mini-?)?batch(?:es)?", "batch size")
+    if m:
+        f.set("batch_size", int(_num(text, m.group("n") or m.group("m") or m.group("r"))))
 
 
 BOUND_UNITS = [(r"workers?|ranks?|replicas?|processes|nodes|machines", "workers"), (r"gpus?", "gpus"),

@@ -64,6 +64,31 @@ def _base_models(text: Text, lo: int, hi: int) -> list[str]:
     return names
 
 
+# words between two methods named as alternatives ("DiLoCo and EDiT", "with EDiT vs with DiLoCo")
+_MODE_COORDINATORS = {"and", "or", "vs", "versus", "against", ",", "with", "both", "once", "then"}
+_MODE_ALTERNATIVES = {"and", "or", "vs", "versus", "against", "then"}    # one of them must stand between
+
+
+def _compared_modes(text: Text, lo: int, hi: int) -> list[str]:
+    """The methods a pretraining request names side by side as alternatives ("with DiLoCo and
+    with EDiT", "EDiT vs A-EDiT"), in order; [] when it names one (EDiT alone names the part)."""
+    rx = "|".join(f"(?P<m{k}>{p})" for k, (p, _) in enumerate(EDIT_MODES))
+    found: list[tuple[int, int, str]] = []
+    for m, toks in text.finditer(rf"\b(?:{rx}|(?P<e>(?<![-\w])edit(?![-\w])))\b", lo, hi):
+        mode = next((EDIT_MODES[k][1] for k in range(len(EDIT_MODES)) if m.group(f"m{k}")), "edit")
+        found.append((toks[0].i, toks[-1].i, mode))
+    modes = list(dict.fromkeys(x[2] for x in found))
+    if len(modes) < 2:
+        return []
+    for (_, end, _), (start, _, _) in zip(found, found[1:]):
+        gap = text.tokens[end + 1:start]
+        if any(x.low not in _MODE_COORDINATORS for x in gap) or not any(x.low in _MODE_ALTERNATIVES for x in gap):
+            return []
+    for m, toks in text.finditer(rf"\b(?:{rx}|(?<![-\w])edit(?![-\w]))\b", lo, hi):
+        text.mark(toks, "mode")
+    return modes
+
+
 def edit_pretrain(text: Text, lo: int, hi: int, f: Found) -> None:
     consume(text, lo, hi, r"\b(?:pre-?train\w*|pre-training|edit|local\s+sgd|llm|large\s+language\s+models?|"
                           r"language\s+models?)\b", "edit")
@@ -71,10 +96,14 @@ def edit_pretrain(text: Text, lo: int, hi: int, f: Found) -> None:
     # a destination ("save the checkpoint to ./x") is not consumed here and stays unaccounted
     consume(text, lo, hi, r"\b(?:save|keep|write|store)s?\s+(?:the|its|a)\s+(?:model\s+|final\s+)?checkpoint\b"
                           r"(?!\s+(?:to|in|into|at|as|under)\b)", "edit")
-    for p, mode in EDIT_MODES:
-        if _search(text, lo, hi, rf"\b(?:{p})\b", "mode", free=False):
-            f.set("mode", mode)
-            break
+    compared = _compared_modes(text, lo, hi)
+    if compared:        # "with DiLoCo and with EDiT": one run per method
+        _set_map(f, "mode", compared)
+    else:
+        for p, mode in EDIT_MODES:
+            if _search(text, lo, hi, rf"\b(?:{p})\b", "mode", free=False):
+                f.set("mode", mode)
+                break
     models = _base_models(text, lo, hi)
     if models:
         consume(text, lo, hi, r"\bbase(?:\s+model)?\b", "model")

@@ -164,7 +164,7 @@ END_PHRASES = (r"\b(?:(?:when|once)\s+(?:it\s+is\s+|it\s*'s\s+|everything\s+is\s
 JOIN_PHRASES = (r"\b(?:when|once|after)\s+(?:both|all(?:\s+of\s+them)?|they|these|the\s+(?:two|NUM\d+)|each|everything)\s+"
                 r"(?:(?:are|is|have|has)\s+)?(?:both\s+|all\s+)?(?:been\s+)?(?:done|finished|finish|complete|completed|complete|through|over|ready|run|loaded|read|in)\b")
 PARALLEL = (r"\b(?:in\s+parallel|at\s+the\s+same\s+time|at\s+once|simultaneously|concurrently|side\s+by\s+side|"
-            r"in\s+tandem|independently|independent(?:\s+of\s+each\s+other)?|parallel|"
+            r"in\s+tandem|independently|independent(?:\s+of\s+each\s+other)?|parallel|meanwhile|in\s+the\s+meantime|"
             r"neither\s+(?:one\s+)?(?:needs|depends\s+on|waits\s+(?:for|on))\s+the\s+other|no\s+dependency\s+between\s+them)\b")
 SEQUENCE = (r"\b(?:and\s+then|then|after\s+that|afterwards|afterward|next|finally|followed\s+by|"
             r"subsequently|lastly|first|firstly|second|secondly|third|thirdly|fourth|fourthly|fifth|once\s+that\s+is\s+done|when\s+that\s+is\s+done|"

@@ -70,6 +70,14 @@ class Action:
     beside: Action | None = None  # "...; in parallel, split and train": the clause's first step runs beside this one
 
 
+# a transform's participle, said of the table it made ("the normalized data", "the clean table")
+TRANSFORMED = {"normalize": re.compile(r"normali[sz]ed|standardi[sz]ed|scaled|rescaled|z-scored"),
+               "clean_data": re.compile(r"clean|cleaned|cleansed|scrubbed"),
+               "dedup": re.compile(r"deduplicated|de-duplicated|deduped|de-duped"),
+               "impute": re.compile(r"imputed|filled")}
+TABLE_NOUNS = {"data", "dataset", "table", "rows", "version", "copy", "features", "values", "file", "frame"}
+
+
 class RulePlanner:
     """The default offline planner (no model, no network)."""
 
@@ -92,7 +100,7 @@ class RulePlanner:
             s_actions = self._actions(t, lo, hi, si, s_cues)
             cues += s_cues
             actions += s_actions
-        actions = reread(t, actions)
+        actions = self._transform_references(t, reread(t, actions))
         if not actions:
             raise PlanRefused([f"no workflow step in {text.strip()[:80]!r}"], "out_of_scope")
         asked = questions(t, spans)
@@ -265,6 +273,24 @@ class RulePlanner:
         if lead[-1].low in ("a", "an", "the", "some") or any(x.kind in ("num", "pct", "ratio") for x in lead):
             return lead[-1].i
         return a.lo
+
+    @staticmethod
+    def _transform_references(t: Text, actions: list[Action]) -> list[Action]:
+        """"normalize x.csv, then train a model on the normalized data": "the normalized data"
+        after a normalize step is that step's table, not a second normalization (it read as
+        one, which normalized the table twice); with no such step before ("on normalized
+        x.csv") it is the step."""
+        out: list[Action] = []
+        for a in actions:
+            toks = t.tokens[a.lo:a.trig_end]
+            noun = toks[1] if len(toks) > 1 else (t.tokens[a.trig_end] if a.trig_end < len(t.tokens) else None)
+            if (a.entry in TRANSFORMED and any(b.entry == a.entry for b in out) and a.lo > 0
+                    and t.tokens[a.lo - 1].low in ("the", "this", "that") and TRANSFORMED[a.entry].fullmatch(toks[0].low)
+                    and noun is not None and noun.low in TABLE_NOUNS):
+                t.mark(toks, "reference")    # the table made before: no new step
+                continue
+            out.append(a)
+        return out
 
     @staticmethod
     def _model_references(t: Text, actions: list[Action]) -> list[Action]:

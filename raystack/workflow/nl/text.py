@@ -320,7 +320,9 @@ class Text:
             opens = prev is None or "\n" in self.raw[prev.end:tok.start] or prev.text in (";", ":") or (
                 prev.text == "(" and nxt.text == ")") or (prev.text == "," and seen and after is not None
                                                            and after.kind == "word")
-            counts_on = last is not None and nxt.text == ")" and after is not None and after.kind == "word" and (
+            # "1) load x 2) clean it", "1. Load x. 2. Clean it.": the next number of the list
+            counts_on = last is not None and after is not None and after.kind == "word" and (
+                nxt.text == ")" or (nxt.text == "." and prev is not None and prev.text in (".", "!", "?"))) and (
                 (last.isdigit() and tok.text == str(int(last) + 1)) or (len(last) == 1 and tok.low == chr(ord(last) + 1)))
             if opens or counts_on:
                 seen, last = True, tok.low
