@@ -210,3 +210,23 @@ def test_parallel_wordings_batch_sizes_and_numbered_sentences():
         assert _plan(text).draft.steps[-1].params["batch_size"] == size
     p = _plan("1. Load data/flights.csv. 2. Remove duplicates. 3. Split 80/20. 4. Train a logistic classifier.")
     assert _kinds(p) == ["load_data", "dedup", "split_data", "train_model"]
+
+
+def test_models_listed_before_their_verb_an_unplanned_export_and_evaluation_on_training_rows():
+    """'for each of logistic, knn and centroid, train and evaluate a model; then pick the best'
+    trained the three, then a fourth (default) model that alone was evaluated and 'picked';
+    'evaluate it, and export both the model and the report' dropped the export without a word
+    (the verb was read as description); 'evaluate it on the training set' scored the held-out
+    part. Now: one training per model listed, each evaluated; a refusal quoting 'export'; a
+    refusal saying what the evaluation scores."""
+    p = _plan("Load data/iris.csv and for each of logistic, knn and centroid, train and evaluate a model; "
+              "then pick the best.")
+    assert _kinds(p) == ["load_data", "train_model", "evaluate_model", "select_best"]
+    assert p.draft.steps[2].map == ("model", ["logistic", "knn", "centroid"])
+    best = next(s for s in _steps(p).values() if s.fn.endswith(":select_best"))
+    assert len(_refs(best.params["results"])) == 3
+    with pytest.raises(PlanRefused, match="'export'"):
+        _plan("Load data/iris.csv, split it, train a logistic model, evaluate it, and export both the model and "
+              "the report.")
+    with pytest.raises(PlanRefused, match="not on the rows it was trained on"):
+        _plan("Load data/iris.csv, split, train a logistic model, and evaluate it on the training set.")

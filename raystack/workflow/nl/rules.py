@@ -123,7 +123,7 @@ class RulePlanner:
                 with t.claiming(prev[-1].entry):
                     resource_bound(t, lo, hi, prev[-1].found)
         self._bounds_to_compute(actions)
-        actions = self._model_references(t, actions)
+        actions = self._model_references(t, self._models_named_first(t, actions))
         if any(a.entry == "load_data" for a in actions):   # "(after loading it, obviously)": that load
             for _, toks in t.finditer(LOADED_FIRST, 0, len(t.tokens), free_only=True):
                 t.mark(toks, "load_data")
@@ -288,6 +288,30 @@ class RulePlanner:
                     and t.tokens[a.lo - 1].low in ("the", "this", "that") and TRANSFORMED[a.entry].fullmatch(toks[0].low)
                     and noun is not None and noun.low in TABLE_NOUNS):
                 t.mark(toks, "reference")    # the table made before: no new step
+                continue
+            out.append(a)
+        return out
+
+    @staticmethod
+    def _models_named_first(t: Text, actions: list[Action]) -> list[Action]:
+        """"for each of logistic, knn and centroid, train and evaluate a model": the models listed
+        before a training verb that names none are that training's models (read apart, the
+        list was one training and the verb a second one, of the default model, which the
+        evaluation and the pick then read)."""
+        out: list[Action] = []
+        for a in actions:
+            prev = out[-1] if out else None
+            if (prev is not None and prev.verbless and a.entry == prev.entry == "train_model" and not a.verbless
+                    and a.sentence == prev.sentence and a.found.map is None and "model" not in a.found.params
+                    and (prev.found.map is not None or "model" in prev.found.params)
+                    and all(x.kind == "punct" or x.used or x.low in ("and", "then") for x in t.tokens[prev.trig_end:a.lo])):
+                a.found.map = prev.found.map
+                for k, v in prev.found.params.items():
+                    a.found.params.setdefault(k, v)
+                for k, v in prev.found.stated.items():
+                    a.found.stated.setdefault(k, v)
+                a.lo, a.zlo = prev.lo, min(prev.zlo, a.zlo)
+                out[-1] = a
                 continue
             out.append(a)
         return out
