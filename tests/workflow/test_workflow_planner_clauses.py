@@ -230,3 +230,20 @@ def test_models_listed_before_their_verb_an_unplanned_export_and_evaluation_on_t
               "the report.")
     with pytest.raises(PlanRefused, match="not on the rows it was trained on"):
         _plan("Load data/iris.csv, split, train a logistic model, and evaluate it on the training set.")
+
+
+def test_a_transform_said_to_come_first_runs_first_and_one_of_several_files_loaded_together_is_not_all():
+    """'Train a model on x.csv. Make sure the data is deduplicated first' generated a synthetic
+    dataset ('make sure the data') and deduplicated after the training; 'but first remove rows
+    with nulls' was refused. 'load iris.csv and wine.csv, normalize the wine data' normalized
+    (and trained on) both files: refused, naming the one the words point at."""
+    for text, kind in (("Train a logistic model on data/iris.csv. Make sure the data is deduplicated first.", "dedup"),
+                       ("Train a logistic model on data/iris.csv, but first remove rows with nulls.", "clean_data"),
+                       ("Train a knn on data/iris.csv; normalize it first.", "normalize")):
+        p = _plan(text)
+        assert _kinds(p) == ["load_data", kind, "train_model"]
+        steps = _steps(p)
+        split = next(s for s in steps.values() if s.fn.endswith(":split_data"))
+        assert steps[_refs(split.params["data"])[0]].fn.endswith(":" + kind)
+    with pytest.raises(PlanRefused, match="names data/wine.csv, but it would run on every file loaded together"):
+        _plan("Load data/iris.csv and data/wine.csv, normalize the wine data, and train a knn on it.")

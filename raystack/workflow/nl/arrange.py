@@ -44,6 +44,7 @@ def arrange(t: Text, actions: list[Action], cues: list[Cue]) -> None:
     _subordinate(t, actions)
     _hoist(actions)
     _fronted_before(t, actions)
+    _done_first(t, actions)
     _order(actions)
 
 
@@ -339,6 +340,32 @@ def _fronted_before(t: Text, actions: list[Action]) -> None:
             actions.remove(a)
         at = actions.index(clause[0])
         actions[at:at] = main
+
+
+TABLE_TRANSFORMS = ("clean_data", "dedup", "impute", "normalize", "sample")
+
+
+def _done_first(t: Text, actions: list[Action]) -> None:
+    """"Train a model on x.csv. Make sure the data is deduplicated first", "train ..., but first
+    remove rows with nulls": a table transform said to come first, written after the steps that
+    use the table, runs before them (right after the table is made)."""
+    for a in list(actions):
+        if a.entry not in TABLE_TRANSFORMS:
+            continue
+        first = next((k for k in range(a.lo + 1, a.hi) if t.tokens[k].low in ("first", "beforehand")), None)
+        if first is None and a.lo >= 2 and t.tokens[a.lo - 1].low == "first" and t.tokens[a.lo - 2].low == "but":
+            first = a.lo - 1
+        if first is None:
+            continue
+        i = actions.index(a)
+        users = [b for b in actions[:i] if b.entry not in SOURCES and not b.prepositional]
+        if not users:
+            continue
+        t.tokens[first].used = "order"
+        if first and t.tokens[first - 1].low == "but":
+            t.tokens[first - 1].used = "order"
+        actions.remove(a)
+        actions.insert(actions.index(users[0]), a)
 
 
 def _hoist(actions: list[Action]) -> None:

@@ -50,6 +50,19 @@ def check_named_tables(steps: list[DraftStep]) -> None:
             f"the {by_label[src].entry} of {loads.get(origin, 'another table') if origin else 'another table'}"
         raise PlanRefused([f"{s.span!r} names {loads[named[0]]}, but it would read {reads}; "
                            "say which table it reads in its own clause"])
+    many = {s.label: [str(x) for x in s.map[1]] for s in steps if s.entry == "load_data" and s.map is not None
+            and s.map[0] == "path"}
+    for s in steps:   # "load iris.csv and wine.csv, normalize the wine data": one of a load's several files
+        src = s.inputs.get("data")
+        origin = _chain_source(by_label, src) if isinstance(src, str) and s.entry != "load_data" else None
+        if origin not in many:
+            continue
+        words = set(re.findall(r"[a-z0-9_\-]+", s.span.lower())) - L.FILLERS
+        named = [path for path in many[origin] if os.path.basename(path).lower() in s.span.lower()
+                 or os.path.splitext(os.path.basename(path))[0].lower() in words]
+        if len(named) == 1:
+            raise PlanRefused([f"{s.span!r} names {named[0]}, but it would run on every file loaded together "
+                               f"({', '.join(many[origin])}); load that file in its own clause"])
     for k, s in enumerate(steps):   # "load y.csv and dedup it": 'it' is the table made just before
         src = s.inputs.get("data")
         if s.implicit or not isinstance(src, str) or not _reads_one(s) \
