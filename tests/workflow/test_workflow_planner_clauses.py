@@ -247,3 +247,25 @@ def test_a_transform_said_to_come_first_runs_first_and_one_of_several_files_load
         assert steps[_refs(split.params["data"])[0]].fn.endswith(":" + kind)
     with pytest.raises(PlanRefused, match="names data/wine.csv, but it would run on every file loaded together"):
         _plan("Load data/iris.csv and data/wine.csv, normalize the wine data, and train a knn on it.")
+
+
+def test_a_pick_among_models_is_the_model_that_follows_and_retries_said_of_every_step():
+    """'train a logistic model with lr 0.1, 0.3 and 1.0, pick the one with the lowest validation
+    loss, evaluate it, and deploy it' evaluated and deployed all three (the pick was read as an
+    evaluation, so the steps after it took the trained models); 'every step should retry twice'
+    set the retries on the load only; 'report both accuracies in reports/acc.json' wrote one
+    report per model."""
+    p = _plan("Load data/iris.csv, train a logistic model with lr 0.1, 0.3 and 1.0, pick the one with the lowest "
+              "validation loss, evaluate it, and deploy it as iris-best.")
+    steps = _steps(p)
+    best = next(s for s in steps.values() if s.fn.endswith(":select_best"))
+    evals = [s for s in steps.values() if s.fn.endswith(":evaluate_model")]
+    deploys = [s for s in steps.values() if s.fn.endswith(":deploy_model")]
+    assert len(evals) == 1 and _refs(evals[0].params["model"]) == [best.id]
+    assert len(deploys) == 1 and deploys[0].params["name"] == "iris-best"
+    p = _plan("Every step should retry twice: load data/iris.csv, split it, train a knn.")
+    assert [(d.entry, d.retries) for d in p.draft.steps] == [("load_data", 2), ("split_data", 2), ("train_model", 2)]
+    p = _plan("Generate data with 500 rows, train a centroid model and a logistic model on a 80/20 split, and "
+              "report both accuracies in reports/acc.json.")
+    reports = [s for s in _steps(p).values() if s.fn.endswith(":save_report")]
+    assert len(reports) == 1 and len(_refs(reports[0].params["result"])) == 2

@@ -106,6 +106,11 @@ def _apply_cues(t: Text, actions: list[Action], cues: list[Cue]) -> None:
                 raise PlanRefused(["an exit handler cue names no step to run"])
             targets[0].step.exit = c.data["kind"]
         elif c.kind == "retry":
+            if _every_step(t, c):    # "every step should retry twice: load ..., split it, train ..."
+                for a in actions:
+                    if a.step.exit is None:
+                        a.step.retries = c.data["n"]
+                continue
             earlier = [a for a in actions if a.sentence < c.sentence and not a.prepositional]
             # the clause's own step, not a producer read from its preposition ("fit X on f.csv,
             # retry the training ...": the fit, not the load of f.csv)
@@ -217,6 +222,24 @@ def _parallel(t: Text, c: Cue, cues: list[Cue], before: list[Action], after: lis
             a.step.concurrent = f"par{c.sentence}"
             for x in a.extra:
                 x.concurrent = a.step.concurrent
+
+
+EVERY_STEP = r"\b(?:every|each|all(?:\s+(?:the|of\s+the))?)\s+(?:steps?|stages?|tasks?)\b"
+
+
+def _every_step(t: Text, c: Cue) -> bool:
+    """Whether a retry cue's clause says it of every step ("every step should retry twice",
+    "retry each step up to 3 times", "all steps get 2 retries")."""
+    lo = c.lo
+    while lo > 0 and t.tokens[lo - 1].text not in (".", ";", ":", ",", "!", "?"):
+        lo -= 1
+    hi = c.hi
+    while hi < len(t.tokens) and t.tokens[hi].text not in (".", ";", ":", ",", "!", "?"):
+        hi += 1
+    hit = next(t.finditer(EVERY_STEP, lo, hi), None)
+    if hit is not None:
+        t.mark(hit[1], "retry")
+    return hit is not None
 
 
 def _feeds_itself(group: list[Action]) -> bool:

@@ -149,17 +149,19 @@ class _Wiring:
         cond = consumer.when if consumer is not None else None
         return [s for s in self.out[:before] if s.exit is None and not (group and s.concurrent == group)
                 and not (cond is not None and s.when == cond and s.otherwise != consumer.otherwise)
-                and (self.output(s) in kinds or ("any" in kinds and self.output(s)))]
+                and (self.output(s) in kinds or ("any" in kinds and self.output(s))
+                     or (s.entry == "select_best" and EVALUATION in kinds))]   # a pick is a result too
 
     def output(self, s: DraftStep) -> str | None:
         """What the step makes: its catalog output, except that a selection among part runs makes
         what it selects ("keep the base with the lower val loss" is a checkpoint, the fine-tune's
-        base; the best of three DLRM runs is a DLRM model to evaluate)."""
+        base; the best of three DLRM runs is a DLRM model to evaluate; the best of three trained
+        models is a model: "pick the one with the lowest val loss, evaluate it" evaluates it)."""
         if s.entry == "select_best" and s.inputs.get("results"):
             src = s.inputs["results"]
             label = src[0] if isinstance(src, list) else src
             chosen = next((x for x in self.out if x.label == label), None)
-            if chosen is not None and self.output(chosen) in SELECTED_ARTIFACTS:
+            if chosen is not None and self.output(chosen) in (*SELECTED_ARTIFACTS, MODEL):
                 return self.output(chosen)
         return CATALOG[s.entry].output
 
@@ -417,16 +419,17 @@ def _handing_on(steps: list[DraftStep]) -> dict[str, str]:
 
 # "plot their accuracies", "write the scores to out/s.csv" after several evaluations: one chart,
 # one table of them all; "a report for each", "plot each one" stay one per result
-GATHERED = re.compile(r"\b(?:their|them|all|together|scores|results|one\s+(?:table|chart|plot|file))\b", re.I)
+GATHERED = re.compile(r"\b(?:their|them|all|both|together|scores|results|accuracies|losses|aucs|metrics|"
+                      r"one\s+(?:table|chart|plot|file|report))\b", re.I)
 PER_RESULT = re.compile(r"\b(?:each|every|per|apiece|separately|respectively|individually)\b", re.I)
 
 
 def _gathers(s: DraftStep, by_label: dict[str, DraftStep], outs: dict[str, Any]) -> bool:
     """Whether a chart of one metric or a table of scores reads several evaluations (or
     models) at once: one step over all of them, not one per result."""
-    if not (s.entry == "write_table" or (s.entry == "plot" and s.params.get("metric"))):
+    if not (s.entry in ("write_table", "save_report") or (s.entry == "plot" and s.params.get("metric"))):
         return False
-    src = s.inputs.get("data")
+    src = s.inputs.get("result" if s.entry == "save_report" else "data")
     if not isinstance(src, str) or not isinstance(outs.get(src), list) or src not in by_label:
         return False
     return (CATALOG[by_label[src].entry].output in (EVALUATION, MODEL)
