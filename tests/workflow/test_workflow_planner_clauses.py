@@ -269,3 +269,20 @@ def test_a_pick_among_models_is_the_model_that_follows_and_retries_said_of_every
               "report both accuracies in reports/acc.json.")
     reports = [s for s in _steps(p).values() if s.fn.endswith(":save_report")]
     assert len(reports) == 1 and len(_refs(reports[0].params["result"])) == 2
+
+
+def test_the_same_step_asked_twice_in_sequence_is_two_steps():
+    """'Fine-tune adapters on tiny-1m, then fine-tune more adapters on tiny-20m, and evaluate all
+    of them' was one fine-tune on tiny-1m (the second phrase merged into the first, its base
+    dropped); 'pretrain tiny-1m with EDiT, then pretrain tiny-20m with DiLoCo' ran DiLoCo on both
+    models. Two phrases of one kind with a 'then' between are two steps, and an evaluation said
+    of all of them runs on each adapter set."""
+    p = _plan("Fine-tune adapters on tiny-1m, then fine-tune more adapters on tiny-20m, and evaluate all of them.")
+    steps = _steps(p)
+    tunes = {s.id: s.params["base"] for s in steps.values() if s.fn.endswith(":mlora_finetune")}
+    assert sorted(tunes.values()) == ["tiny-1m", "tiny-20m"]
+    evals = [s for s in steps.values() if s.fn.endswith(":evaluate_adapters")]
+    assert sorted(_refs(e.params["adapters"])[0] for e in evals) == sorted(tunes)
+    p = _plan("Pretrain tiny-1m with EDiT, then pretrain tiny-20m with DiLoCo.")
+    runs = [(s.params["model"], s.params.get("mode")) for s in _steps(p).values() if s.fn.endswith(":edit_pretrain")]
+    assert runs == [("tiny-1m", None), ("tiny-20m", "diloco")]

@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Any, Iterator
 
 from raystack.workflow.api import Out, Workflow
-from raystack.workflow.catalog import CATALOG, CHECKPOINT, DLRM, EVALUATION, MODEL, SPLIT, TABLE, CatalogEntry
+from raystack.workflow.catalog import ADAPTERS, CATALOG, CHECKPOINT, DLRM, EVALUATION, MODEL, SPLIT, TABLE, CatalogEntry
 from raystack.workflow.ir import WorkflowError, WorkflowIR
 from raystack.workflow.nl.plan import EXIT_KINDS, Draft, DraftStep, Plan, PlanRefused
 from raystack.workflow.nl.table_refs import check_final_results, check_named_tables, check_sources_read, upstream
@@ -195,6 +195,8 @@ class _Wiring:
             pname, kind, said = "data", TABLE, EACH_TABLE
         elif s.entry == "evaluate_model":
             pname, kind, said = "model", MODEL, EACH_MODEL
+        elif s.entry in ("evaluate_adapters", "serve_adapters"):   # two fine-tunes, "evaluate all of them"
+            pname, kind, said = "adapters", ADAPTERS, EACH_MODEL
         else:
             return "", []
         if pname in s.inputs or s.map is not None or not said.search(s.span):

@@ -209,7 +209,11 @@ class RulePlanner:
                     and [x.text for x in t.tokens[slash_end.get(id(merged[-1]), merged[-1].trig_end):a.lo]] == ["/"]:
                 slash_end[id(merged[-1])] = a.trig_end
                 continue  # "read a.csv / b.csv / c.csv": one load over the files (a map)
-            if merged and merged[-1].entry == a.entry and (
+            # "fine-tune adapters on tiny-1m, then fine-tune more on tiny-20m": the verb said again
+            # after a "then" is a second run, not more words of the first
+            sequenced = bool(merged) and not a.verbless and t.tokens[a.lo].low == t.tokens[merged[-1].lo].low \
+                and any(c.kind == "seq" and merged[-1].trig_end <= c.lo < a.lo for c in cues)
+            if merged and merged[-1].entry == a.entry and not sequenced and (
                     a.entry not in ("load_data", "train_model", "evaluate_model", "notify")
                     or (a.entry == "load_data" and not (a.has_file and merged[-1].has_file))
                     or (a.entry == "train_model" and a.verbless and self._coordinated(t, merged[-1], a))
