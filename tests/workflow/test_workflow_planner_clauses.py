@@ -286,3 +286,16 @@ def test_the_same_step_asked_twice_in_sequence_is_two_steps():
     p = _plan("Pretrain tiny-1m with EDiT, then pretrain tiny-20m with DiLoCo.")
     runs = [(s.params["model"], s.params.get("mode")) for s in _steps(p).values() if s.fn.endswith(":edit_pretrain")]
     assert runs == [("tiny-1m", None), ("tiny-20m", "diloco")]
+
+
+def test_each_model_is_evaluated_on_the_split_it_was_trained_on(tmp_path):
+    """'Load a.csv, split it and train logistic. Then load b.csv, split it and train knn.
+    Evaluate both models.' scored the a.csv model on b.csv's held-out rows (the latest split)."""
+    from raystack.workflow.dryrun import dry_run
+    p = _plan("Load data/iris.csv, split it and train logistic. Then load data/wine.csv, split it and train knn. "
+              "Evaluate both models.")
+    steps = _steps(p)
+    for ev in (s for s in steps.values() if s.fn.endswith(":evaluate_model")):
+        model = steps[_refs(ev.params["model"])[0]]
+        assert _refs(ev.params["data"]) == _refs(model.params["data"])
+    assert dry_run(p.ir, str(tmp_path / "dry")).status == "succeeded"

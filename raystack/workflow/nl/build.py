@@ -177,6 +177,7 @@ class _Wiring:
                     one.inputs[pname] = src
                 self._wire_one(one, e)
                 self._check_plotted_metric(one)
+                self._evaluate_on_own_split(one)
                 self.out.append(one)
         return self.out
 
@@ -210,6 +211,18 @@ class _Wiring:
         if len(fresh) < 2:   # one step (a map, or a load over several files, fans out what follows by itself)
             return "", []
         return pname, fresh[-2:] if re.search(r"\bboth\b", s.span, re.I) else fresh
+
+    def _evaluate_on_own_split(self, s: DraftStep) -> None:
+        """"load a.csv, split it and train logistic; then load b.csv, split it and train knn;
+        evaluate both models": each model is scored on the held-out part of the split it was
+        trained on (the latest split was b.csv's, so the a.csv model was scored on b.csv)."""
+        if s.entry != "evaluate_model" or not isinstance(s.inputs.get("model"), str):
+            return
+        model = next((x for x in self.out if x.label == s.inputs["model"]), None)
+        own = model.inputs.get("data") if model is not None and model.entry == "train_model" else None
+        if isinstance(own, str) and own != s.inputs.get("data") and \
+                any(x.label == own and self.output(x) == SPLIT for x in self.out):
+            s.inputs["data"] = own
 
     def _check_plotted_metric(self, s: DraftStep) -> None:
         """A plot of a named metric reads it from a step that reports it ("plot the validation
