@@ -299,3 +299,20 @@ def test_each_model_is_evaluated_on_the_split_it_was_trained_on(tmp_path):
         model = steps[_refs(ev.params["model"])[0]]
         assert _refs(ev.params["data"]) == _refs(model.params["data"])
     assert dry_run(p.ir, str(tmp_path / "dry")).status == "succeeded"
+
+
+def test_a_model_named_again_after_two_trainings_is_the_one_of_that_kind_or_refused():
+    """'train a logistic model ..., then a knn with k=4, and deploy the knn as iris-knn' trained
+    a third knn and deployed it under the default name (the knn trained without a verb was not
+    counted as trained, and 'iris-knn' was read as the third model's kind). Now the deploy
+    takes the knn under its name; 'deploy the logistic' there, which the deploy would not read,
+    is refused."""
+    p = _plan("Load data/iris.csv, train a logistic model with 30 epochs, then a knn with k=4, and deploy the knn "
+              "as iris-knn.")
+    steps = _steps(p)
+    assert len([s for s in steps.values() if s.fn.endswith(":train_model")]) == 2
+    deploy = next(s for s in steps.values() if s.fn.endswith(":deploy_model"))
+    assert deploy.params["name"] == "iris-knn" and steps[_refs(deploy.params["model"])[0]].params["model"] == "knn"
+    with pytest.raises(PlanRefused, match="names a model trained before the last one"):
+        _plan("Load data/iris.csv, train a logistic model with 30 epochs, then a knn with k=4, and deploy the "
+              "logistic as iris-log.")

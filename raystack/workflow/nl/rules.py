@@ -335,7 +335,7 @@ class RulePlanner:
                     and all(x.low in REFERENCE_WORDS for x in t.tokens[prev.trig_end:a.lo])):
                 out.append(a)
                 continue
-            trained = [b for b in out if b.entry == "train_model" and not b.verbless]
+            trained = [b for b in out if b.entry == "train_model"]
             if not trained:
                 out.append(a)
                 continue
@@ -346,7 +346,20 @@ class RulePlanner:
                                        f"{len(last.found.map[1])} models trained: the step would take all of them"])
                 out.append(a)
             elif kind is None or kind == last.found.params.get("model"):
-                t.mark(t.tokens[a.lo:a.trig_end], "reference")    # the model trained before: no new step
+                # the model trained before: no new step. The words after it ("... as iris-knn")
+                # are the taking step's, read again for it (the dropped training had read them)
+                for x in t.tokens[a.lo:a.hi]:
+                    x.used = ""
+                t.mark(t.tokens[a.lo:a.trig_end], "reference")
+                ex = EXTRACTORS.get(prev.entry)
+                if ex is not None:
+                    with t.claiming(prev.entry):
+                        ex(t, a.trig_end, a.hi, prev.found)
+                prev.hi = max(prev.hi, a.hi)
+            elif any(b.found.params.get("model") == kind for b in trained):
+                raise PlanRefused([f"{t.span_text(t.tokens[a.lo:a.trig_end])!r} names a model trained before the "
+                                   f"last one ({last.found.params.get('model')}), which the step would read: "
+                                   "name it right after its training"])
             else:
                 out.append(a)
         return out
