@@ -316,3 +316,17 @@ def test_a_model_named_again_after_two_trainings_is_the_one_of_that_kind_or_refu
     with pytest.raises(PlanRefused, match="names a model trained before the last one"):
         _plan("Load data/iris.csv, train a logistic model with 30 epochs, then a knn with k=4, and deploy the "
               "logistic as iris-log.")
+
+
+def test_an_untransformed_table_named_is_read_and_logistic_is_not_log():
+    """'normalize it, then train on the un-normalized table' normalized twice and trained on the
+    normalized table ('un-normalized' opened a normalize step); 'train a logistic model on the
+    result' was refused ('log...' in 'logistic ... the result' read as 'log the results')."""
+    for words in ("un-normalized table", "non-normalized data", "unnormalized table"):
+        p = _plan(f"Load data/iris.csv, normalize it, then train a logistic model on the {words}.")
+        steps = _steps(p)
+        assert len([s for s in steps.values() if s.fn.endswith(":normalize")]) == 1
+        split = next(s for s in steps.values() if s.fn.endswith(":split_data"))
+        assert steps[_refs(split.params["data"])[0]].fn.endswith(":load_data")
+    p = _plan("Load data/iris.csv and data/wine.csv, join them on id, and train a logistic model on the result.")
+    assert _kinds(p) == ["load_data", "load_data", "join", "train_model"]

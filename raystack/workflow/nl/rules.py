@@ -157,6 +157,9 @@ class RulePlanner:
                     continue
                 if entry == "export_model" and out_file is not None and out_file.low.endswith(TABLE_EXT[:4]):
                     continue
+                if entry in TRANSFORMED and (re.match(r"(?:un|non)-", toks[0].low) or (
+                        toks[0].i and t.tokens[toks[0].i - 1].low in ("not", "non", "un"))):
+                    continue  # "the un-normalized table": the table before the step, not the step
                 if entry == "train_model" and VERBLESS_MODEL.match(m.group(0)) and any(
                         b.entry in ("train_model", "tune") and b.lo <= toks[0].i < b.trig_end for b in found):
                     continue  # a model word inside another training phrase ("train a logistic model")

@@ -16,7 +16,7 @@ from raystack.workflow.nl.plan import DraftStep, PlanRefused
 FINAL_RESULT = re.compile(r"\b(?:final|latest|resulting|whichever|last)\b", re.I)
 # the table a chain started from, named as such ("compute stats on the full table")
 ORIGINAL_TABLE = re.compile(r"\b(?:original|raw|full|untouched|initial|source|unmodified|unprocessed|"
-                            r"un(?:normali[sz]|clean|dedup(?:licat)?|imput|sampl|filter|transform|scal)ed)\s+"
+                            r"(?:un-?|non-?|not\s+)(?:normali[sz]|clean|dedup(?:licat)?|imput|sampl|filter|transform|scal)ed)\s+"
                             r"(?:data|dataset|table|file|rows|csv)\b", re.I)
 
 

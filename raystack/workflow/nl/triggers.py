@@ -157,7 +157,7 @@ TRIGGERS: list[tuple[str, str]] = [
     ("plot", r"(?:^|(?<=[,;:.>→]\s)|(?<=\bthen\s)|(?<=\band\s))(?:a|an)\s+(?:final\s+|quick\s+|simple\s+)?(?:histogram|bar\s+chart|line\s+chart|chart|plot|graph|figure)\b"),   # "then a histogram"
     ("plot", r"\b(?:plot|plots|plotted|plotting|chart|charts|charted|graph|graphs|visuali[sz]\w*|draw|render)\b"
              r"(?:\s+(?:a|an|the)?\s*(?:histogram|bar\s+chart|chart|graph|plot|line\s+chart|figure))?"),
-    ("save_report", rf"\b(?:write|writes|save|saves|store|produce|create|generate|dump|output|log|record|put)\w*\s+{skip(3)}"
+    ("save_report", rf"\b(?:write|writes|save|saves|store|produce|create|generate|dump|output|log(?!istic)|record|put)\w*\s+{skip(3)}"
                     r"(?:report|results|result|metrics|scores|findings)\b(?:\s+(?:(?:to|in|into|as|at)\s+)?FILE\d+)?"
                     r"|\breport\s+(?:to|in|into|as)\s+FILE\d+"),
     ("save_report", rf"(?:^|(?<=[),;:>→]\s)|(?<=\bthen\s)|(?<=\band\s))report\s+(?:the\s+|its\s+|their\s+)?(?=(?:{METRIC_RX})\b)"),
