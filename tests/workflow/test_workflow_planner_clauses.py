@@ -330,3 +330,21 @@ def test_an_untransformed_table_named_is_read_and_logistic_is_not_log():
         assert steps[_refs(split.params["data"])[0]].fn.endswith(":load_data")
     p = _plan("Load data/iris.csv and data/wine.csv, join them on id, and train a logistic model on the result.")
     assert _kinds(p) == ["load_data", "load_data", "join", "train_model"]
+
+
+def test_all_three_models_are_evaluated_and_the_trained_model_named_is_the_one_trained(tmp_path):
+    """'Fit knn with 5 neighbours, a centroid classifier and logistic regression. Evaluate all
+    three. Keep the most accurate.' evaluated the last two only (the knn never competed); 'save
+    the trained model as models/iris.json' trained a second model and saved that one."""
+    from raystack.workflow.dryrun import dry_run
+    p = _plan("Load data/iris.csv. Drop duplicate rows. Normalize. Hold out 30%. Fit knn with 5 neighbours, a "
+              "centroid classifier and logistic regression. Evaluate all three. Keep the most accurate. Export it "
+              "to models/iris_best.json.")
+    steps = _steps(p)
+    best = next(s for s in steps.values() if s.fn.endswith(":select_best"))
+    picked = [steps[steps[r].params["model"].step].params["model"] for r in _refs(best.params["results"])]
+    assert sorted(picked) == ["centroid", "knn", "logistic"]
+    assert dry_run(p.ir, str(tmp_path / "dry")).status == "succeeded"
+    p = _plan("Load data/iris.csv, train a logistic model, and save the trained model as models/iris.json.")
+    assert _kinds(p) == ["load_data", "train_model", "export_model"]
+    assert next(d for d in p.draft.steps if d.entry == "export_model").params["path"] == "models/iris.json"

@@ -300,7 +300,8 @@ class _Wiring:
 
 
 # an evaluation said of several models ("evaluate each", "evaluate them both")
-EACH_MODEL = re.compile(r"\b(?:both|each(?:\s+of\s+them|\s+one)?|them|all\s+of\s+them|them\s+all|every\s+one)\b", re.I)
+EACH_MODEL = re.compile(r"\b(?:both|each(?:\s+of\s+them|\s+one)?|them|all\s+of\s+them|them\s+all|every\s+one|"
+                        r"all\s+(?:the\s+)?(?:two|three|four|five|six|NUM\d+|\d+)(?:\s+(?:models|classifiers|of\s+them))?)\b", re.I)
 # a one-table step said of several tables ("clean both", "dedup each of them", "normalize them all")
 EACH_TABLE = re.compile(r"\b(?:both|each\s+of\s+them|each\s+one|them\s+all|all\s+of\s+them|each\s+table|every\s+table)\b",
                         re.I)

@@ -192,7 +192,10 @@ class RulePlanner:
                              prepositional=prev in PREPOSITIONS or toks[0].low in PREPOSITIONS
                              or (entry_found == "load_data" and len(toks) == 1))
                 act.has_file = any(x.kind == "path" for x in toks)
-                act.verbless = entry == "train_model" and bool(VERBLESS_MODEL.match(m.group(0)))
+                # "save the trained model as m.json": a model named by its training, not a new one
+                act.verbless = entry == "train_model" and (bool(VERBLESS_MODEL.match(m.group(0))) or (
+                    toks[0].low in ("trained", "fitted", "learned") and toks[0].i > 0
+                    and t.tokens[toks[0].i - 1].low in ("the", "this", "that", "our", "my")))
                 found.append(act)
         found.sort(key=lambda a: a.lo)
         for k in range(len(found) - 1, 0, -1):  # "train a DLRM on the data in data/criteo/"
