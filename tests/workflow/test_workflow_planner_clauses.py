@@ -348,3 +348,13 @@ def test_all_three_models_are_evaluated_and_the_trained_model_named_is_the_one_t
     p = _plan("Load data/iris.csv, train a logistic model, and save the trained model as models/iris.json.")
     assert _kinds(p) == ["load_data", "train_model", "export_model"]
     assert next(d for d in p.draft.steps if d.entry == "export_model").params["path"] == "models/iris.json"
+
+
+def test_an_acting_verb_is_a_step_or_a_refusal_never_dropped():
+    """'train a knn and a logistic model, and report them' planned the training and dropped the
+    report (the verb was read as description): 'report them' is now one report of both models
+    (and an unaccounted export/save/deploy/serve/notify/plot/evaluate verb is refused, as the
+    export test above shows for 'export')."""
+    p = _plan("Load data/iris.csv, split it, train a knn and a logistic model, and report them.")
+    reports = [s for s in _steps(p).values() if s.fn.endswith(":save_report")]
+    assert len(reports) == 1 and len(_refs(reports[0].params["result"])) == 2

@@ -261,6 +261,7 @@ report job run workflow scoring ranking model models detection recommendations r
 # operations on data or models the catalog has no step for: left unused, never a description
 UNMAPPED_VERBS = set("""
 export exports save saves persist persists serialize serialise dump dumps publish publishes
+deploy deploys serve serves notify notifies plot plots evaluate evaluates
 remove removes delete deletes drop drops filter filters exclude excludes discard discards convert
 converts transform transforms encode encodes rename renames reshape pivot fix fixes correct corrects
 mask masks anonymize anonymise anonymize redact encrypt compress upload uploads download downloads
