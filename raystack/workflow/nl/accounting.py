@@ -430,6 +430,25 @@ def _unselected_subset(t: Text) -> list[str]:
     return out
 
 
+COLUMN_WORDS = {"column", "columns", "feature", "features", "field", "fields", "variables"}
+
+
+def _column_subset(t: Text) -> list[str]:
+    """"normalize the petal_length column only", "train a knn using only the petal columns": a
+    restriction to some columns, which no catalog step takes (they use every numeric column).
+    Left as filler words it would plan the step on all of them, silently."""
+    out = []
+    for tok in t.tokens:
+        if tok.low != "only" or tok.used:
+            continue
+        near = t.tokens[max(tok.i - 3, 0):tok.i + 5]
+        if any(x.low in COLUMN_WORDS and not x.used for x in near):   # a step's own column parameter is fine
+            lo = next((x.i for x in near if x.i < tok.i and x.low in ("the", "using", "with", "on")), tok.i)
+            hi = next((x.i + 1 for x in near if x.i > tok.i and x.low in COLUMN_WORDS), tok.i + 1)
+            out.append(t.span_text(t.tokens[lo:max(hi, tok.i + 1)]))
+    return out
+
+
 def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = False) -> None:
     """Raise PlanRefused quoting every span no rule accounts for. ``picked``: a step of the plan
     keeps the best of several results (a selection or a search), which 'the best one' may name."""
@@ -444,6 +463,9 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
     subset = [] if picked else _unselected_subset(t)
     if subset:
         raise PlanRefused([f"no step picks {q!r}: the step would act on all of them" for q in subset])
+    columns = _column_subset(t)
+    if columns:
+        raise PlanRefused([f"no step keeps to {q!r}: the steps use every numeric column" for q in columns])
     targets(t)
     reasons(t)
     goal(t, ends)
