@@ -370,3 +370,13 @@ def test_a_restriction_to_some_columns_no_step_takes_is_refused():
             _plan(text)
     p = _plan("Load data/iris.csv and plot a histogram of the petal_length column only.")
     assert p.draft.steps[-1].params["column"] == "petal_length"
+
+
+def test_the_same_split_named_again_is_the_split_made_before():
+    """'also train a knn on the same split' made a second split for the knn."""
+    p = _plan("Load data/iris.csv, split it, train a logistic model, and evaluate it; also train a knn on the same "
+              "split and evaluate it.")
+    steps = _steps(p)
+    splits = [s.id for s in steps.values() if s.fn.endswith(":split_data")]
+    trains = [s for s in steps.values() if s.fn.endswith(":train_model")]
+    assert len(splits) == 1 and all(_refs(s.params["data"]) == splits for s in trains)

@@ -289,11 +289,15 @@ class RulePlanner:
         """"normalize x.csv, then train a model on the normalized data": "the normalized data"
         after a normalize step is that step's table, not a second normalization (it read as
         one, which normalized the table twice); with no such step before ("on normalized
-        x.csv") it is the step."""
+        x.csv") it is the step. "the same split" after a split is that split."""
         out: list[Action] = []
         for a in actions:
             toks = t.tokens[a.lo:a.trig_end]
             noun = toks[1] if len(toks) > 1 else (t.tokens[a.trig_end] if a.trig_end < len(t.tokens) else None)
+            if (a.entry == "split_data" and any(b.entry == a.entry for b in out) and a.lo > 0
+                    and toks[0].low == "split" and t.tokens[a.lo - 1].low in ("same", "that", "this")):
+                t.mark(toks, "reference")    # "train a knn on the same split": the split made before
+                continue
             if (a.entry in TRANSFORMED and any(b.entry == a.entry for b in out) and a.lo > 0
                     and t.tokens[a.lo - 1].low in ("the", "this", "that") and TRANSFORMED[a.entry].fullmatch(toks[0].low)
                     and noun is not None and noun.low in TABLE_NOUNS):
