@@ -380,3 +380,15 @@ def test_the_same_split_named_again_is_the_split_made_before():
     splits = [s.id for s in steps.values() if s.fn.endswith(":split_data")]
     trains = [s for s in steps.values() if s.fn.endswith(":train_model")]
     assert len(splits) == 1 and all(_refs(s.params["data"]) == splits for s in trains)
+
+
+def test_a_transformed_table_written_out_is_the_transformed_table():
+    """'clean it, and save the cleaned table to out/clean.csv' was refused: the participle
+    opened a second clean step and took the write's words."""
+    for text, kind in (("Load data/iris.csv, clean it, and save the cleaned table to out/clean.csv.", "clean_data"),
+                       ("Load data/iris.csv, normalize it, and write the normalized data to out/n.csv.", "normalize")):
+        p = _plan(text)
+        assert _kinds(p) == ["load_data", kind, "write_table"]
+        steps = _steps(p)
+        write = next(s for s in steps.values() if s.fn.endswith(":write_table"))
+        assert steps[_refs(write.params["data"])[0]].fn.endswith(":" + kind)

@@ -76,6 +76,7 @@ TRANSFORMED = {"normalize": re.compile(r"normali[sz]ed|standardi[sz]ed|scaled|re
                "dedup": re.compile(r"deduplicated|de-duplicated|deduped|de-duped"),
                "impute": re.compile(r"imputed|filled")}
 TABLE_NOUNS = {"data", "dataset", "table", "rows", "version", "copy", "features", "values", "file", "frame"}
+WRITE_VERBS = {"save", "write", "store", "export", "dump", "persist", "output"}
 
 
 class RulePlanner:
@@ -157,6 +158,8 @@ class RulePlanner:
                     continue
                 if entry == "export_model" and out_file is not None and out_file.low.endswith(TABLE_EXT[:4]):
                     continue
+                if entry in TRANSFORMED and self._written_table(t, toks, entry, found):
+                    continue  # "clean it, and save the cleaned table to c.csv": the write's object
                 if entry in TRANSFORMED and (re.match(r"(?:un|non)-", toks[0].low) or (
                         toks[0].i and t.tokens[toks[0].i - 1].low in ("not", "non", "un"))):
                     continue  # "the un-normalized table": the table before the step, not the step
@@ -283,6 +286,18 @@ class RulePlanner:
         if lead[-1].low in ("a", "an", "the", "some") or any(x.kind in ("num", "pct", "ratio") for x in lead):
             return lead[-1].i
         return a.lo
+
+    @staticmethod
+    def _written_table(t: Text, toks: list, entry: str, found: list[Action]) -> bool:
+        """Whether a transform's participle is the object of a write after that transform was
+        asked for ("clean it, and save the cleaned table to c.csv"): the words stay free for the
+        write, which reads the transformed table."""
+        i = toks[0].i
+        if not (TRANSFORMED[entry].fullmatch(toks[0].low) and i >= 2 and t.tokens[i - 1].low == "the"
+                and any(a.entry == entry and a.lo < i for a in found)):
+            return False
+        noun = t.tokens[i + 1] if i + 1 < len(t.tokens) else None
+        return noun is not None and noun.low in TABLE_NOUNS and t.tokens[i - 2].low in WRITE_VERBS
 
     @staticmethod
     def _transform_references(t: Text, actions: list[Action]) -> list[Action]:
