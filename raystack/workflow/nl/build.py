@@ -11,7 +11,6 @@ Anything that does not hold is a :class:`PlanRefused` naming the step and the ru
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 from dataclasses import replace
 from typing import Any, Iterator
@@ -20,6 +19,7 @@ from raystack.workflow.api import Out, Workflow
 from raystack.workflow.catalog import ADAPTERS, CATALOG, CHECKPOINT, DLRM, EVALUATION, MODEL, SPLIT, TABLE, CatalogEntry
 from raystack.workflow.ir import WorkflowError, WorkflowIR
 from raystack.workflow.nl.plan import EXIT_KINDS, Draft, DraftStep, Plan, PlanRefused
+from raystack.workflow.nl.safety import outside_run, unsafe_destination
 from raystack.workflow.nl.table_refs import check_final_results, check_named_tables, check_sources_read, upstream
 
 OPS = ("==", "!=", "<", "<=", ">", ">=")
@@ -33,28 +33,6 @@ def _kinds(spec: str) -> tuple[list[str], bool]:
     return spec.rstrip("*").split("|"), many
 
 
-def _outside_run(path: str) -> bool:
-    """An absolute path, one from the home folder, or one that climbs out with '..'."""
-    return os.path.isabs(path) or path.startswith("~") or ".." in path.replace("\\", "/").split("/")
-
-
-# where no planned step writes: the system's folders, and hidden files or folders anywhere
-# (~/.bashrc, .git/config, ~/.ssh/...); a data volume such as /data or /mnt/shared is the
-# user's to name
-SYSTEM_DIRS = ("/etc", "/usr", "/bin", "/sbin", "/boot", "/lib", "/lib32", "/lib64", "/sys", "/proc", "/dev",
-               "/root", "/var", "/run", "/srv", "/snap")
-
-
-def _unsafe_destination(path: str) -> bool:
-    """A path that climbs with '..', lands in a system folder, or names a hidden file or folder."""
-    norm = path.replace("\\", "/")
-    parts = [x for x in norm.split("/") if x not in ("", ".", "~")]
-    if ".." in parts or any(x.startswith(".") for x in parts):
-        return True
-    return norm.startswith("/") and (norm.rstrip("/") == "" or any(
-        norm == d or norm.startswith(d + "/") for d in SYSTEM_DIRS))
-
-
 def _check_destination(s: DraftStep) -> None:
     """"export it to /etc/model.json", "save it to ~/.bashrc": a request may not point a step that
     writes at a system folder or a hidden file (relative paths go under the run's output
@@ -63,7 +41,7 @@ def _check_destination(s: DraftStep) -> None:
     if s.map is not None and s.map[0] in ("path", "directory"):
         values += list(s.map[1])
     for v in values:
-        if isinstance(v, str) and _unsafe_destination(v):
+        if isinstance(v, str) and unsafe_destination(v):
             raise PlanRefused([f"{s.entry} would write to {v!r}: a planned step never writes to a system "
                                "folder, a hidden file or up out of its output directory"], "destructive")
 
@@ -84,7 +62,7 @@ def check_step(s: DraftStep, known: dict[str, DraftStep]) -> CatalogEntry:
             raise PlanRefused([f"{s.label}: {s.entry} cannot run as an exit handler"])
     if s.entry == "cleanup":
         d = str(s.params.get("directory", "tmp"))
-        if _outside_run(d):
+        if outside_run(d):
             raise PlanRefused([f"cleanup of {d!r}: a plan may delete only inside the run's "
                                "scratch space (paths outside it are allowed by the workflow "
                                "config's delete_paths, never by a request)"], "destructive")

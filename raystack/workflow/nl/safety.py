@@ -4,10 +4,13 @@ commands, sending data or secrets away, or overriding the planner's instructions
 :func:`screen` runs before any planning, on the raw text, and returns the refusal (kind
 "destructive") with the phrase that triggered it. Data operations that only drop rows
 ("remove rows with missing values", "drop duplicates") are not deletions.
+:func:`outside_run` and :func:`unsafe_destination` judge the paths a plan's steps would delete
+or write (checked on the draft, whichever planner made it).
 """
 
 from __future__ import annotations
 
+import os
 import re
 
 from raystack.workflow.nl.plan import PlanRefused
@@ -62,3 +65,25 @@ def screen(text: str) -> None:
         if m:
             raise PlanRefused([f"the request {why}: {m.group(0).strip()!r}; refused, whatever "
                                "else it asks"], "destructive")
+
+
+def outside_run(path: str) -> bool:
+    """An absolute path, one from the home folder, or one that climbs out with '..'."""
+    return os.path.isabs(path) or path.startswith("~") or ".." in path.replace("\\", "/").split("/")
+
+
+# where no planned step writes: the system's folders, and hidden files or folders anywhere
+# (~/.bashrc, .git/config, ~/.ssh/...); a data volume such as /data or /mnt/shared is the
+# user's to name
+SYSTEM_DIRS = ("/etc", "/usr", "/bin", "/sbin", "/boot", "/lib", "/lib32", "/lib64", "/sys", "/proc", "/dev",
+               "/root", "/var", "/run", "/srv", "/snap")
+
+
+def unsafe_destination(path: str) -> bool:
+    """A path that climbs with '..', lands in a system folder, or names a hidden file or folder."""
+    norm = path.replace("\\", "/")
+    parts = [x for x in norm.split("/") if x not in ("", ".", "~")]
+    if ".." in parts or any(x.startswith(".") for x in parts):
+        return True
+    return norm.startswith("/") and (norm.rstrip("/") == "" or any(
+        norm == d or norm.startswith(d + "/") for d in SYSTEM_DIRS))
