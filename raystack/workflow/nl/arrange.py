@@ -299,7 +299,6 @@ def _postposed(t: Text, c: Cue) -> bool:
     return t.tokens[j].text == "," and j + 1 < len(t.tokens) and t.tokens[j + 1].low in ("and", "then")
 
 
-
 def _implicit_check(actions: list[Action], i: int, metric: str) -> str | None:
     """"load r.csv, and if the missing share is over 5%, impute": a table's own measure
     (missing share, rows) tested with no step named to measure it gets the summary statistics

@@ -138,7 +138,7 @@ class _Wiring:
         if s.entry == "select_best" and s.inputs.get("results"):
             src = s.inputs["results"]
             label = src[0] if isinstance(src, list) else src
-            chosen = next((x for x in self.out if x.label == label), None)
+            chosen = self._wired(label)
             if chosen is not None and self.output(chosen) in (*SELECTED_ARTIFACTS, MODEL):
                 return self.output(chosen)
         return CATALOG[s.entry].output
@@ -159,9 +159,13 @@ class _Wiring:
                 self.out.append(one)
         return self.out
 
+    def _wired(self, label: str) -> DraftStep | None:
+        """The step wired so far under ``label``."""
+        return next((x for x in self.out if x.label == label), None)
+
     def _read_labels(self) -> set[str]:
         """The labels of the steps some step wired so far reads from."""
-        return {x for o in self.out for v in o.inputs.values() for x in (v if isinstance(v, list) else [v])}
+        return {x for o in self.out for x in o.input_labels()}
 
     def _each_input(self, s: DraftStep, e: CatalogEntry) -> tuple[str, list[str]]:
         """A step said of several results runs once per result (a copy each, in order), so what
@@ -196,10 +200,10 @@ class _Wiring:
         trained on (the latest split was b.csv's, so the a.csv model was scored on b.csv)."""
         if s.entry != "evaluate_model" or not isinstance(s.inputs.get("model"), str):
             return
-        model = next((x for x in self.out if x.label == s.inputs["model"]), None)
+        model = self._wired(s.inputs["model"])
         own = model.inputs.get("data") if model is not None and model.entry == "train_model" else None
-        if isinstance(own, str) and own != s.inputs.get("data") and \
-                any(x.label == own and self.output(x) == SPLIT for x in self.out):
+        split = self._wired(own) if isinstance(own, str) else None
+        if split is not None and own != s.inputs.get("data") and self.output(split) == SPLIT:
             s.inputs["data"] = own
 
     def _check_plotted_metric(self, s: DraftStep) -> None:
@@ -314,14 +318,14 @@ def build(draft: Draft, name: str = "planned") -> Plan:
     check_named_tables(steps)
     check_sources_read(steps)
     by_label = {s.label: s for s in steps}
-    upstream: dict[str, set[str]] = {}
+    reaches: dict[str, set[str]] = {}
     for s in steps:  # "then": a step runs after the ones written before it, data or not
-        given = {x for v in s.inputs.values() for x in (v if isinstance(v, list) else [v])}
+        given = set(s.input_labels())
         if s.exit is None:       # an ordering edge only where no data path already orders them
             s.after += [f for f in s.follows if f in by_label and f not in s.after
-                        and f not in set().union(given, *(upstream.get(g, set()) for g in given))]
+                        and f not in set().union(given, *(reaches.get(g, set()) for g in given))]
         deps = given | set(s.after) | ({s.when.step} if s.when else set())
-        upstream[s.label] = deps.union(*(upstream.get(d, set()) for d in deps))
+        reaches[s.label] = deps.union(*(reaches.get(d, set()) for d in deps))
     handing_on = _handing_on(steps)
     check_final_results(steps, handing_on)
     wf = Workflow(name, description=draft.text)
@@ -423,7 +427,7 @@ def _gathers(s: DraftStep, by_label: dict[str, DraftStep], outs: dict[str, Any])
     models) at once: one step over all of them, not one per result."""
     if not (s.entry in ("write_table", "save_report") or (s.entry == "plot" and s.params.get("metric"))):
         return False
-    src = s.inputs.get("result" if s.entry == "save_report" else "data")
+    src = s.inputs.get(next(iter(CATALOG[s.entry].inputs)))   # their one input: data, or a report's result
     if not isinstance(src, str) or not isinstance(outs.get(src), list) or src not in by_label:
         return False
     return (CATALOG[by_label[src].entry].output in (EVALUATION, MODEL)

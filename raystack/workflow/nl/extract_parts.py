@@ -73,18 +73,17 @@ def _compared_modes(text: Text, lo: int, hi: int) -> list[str]:
     """The methods a pretraining request names side by side as alternatives ("with DiLoCo and
     with EDiT", "EDiT vs A-EDiT"), in order; [] when it names one (EDiT alone names the part)."""
     rx = "|".join(f"(?P<m{k}>{p})" for k, (p, _) in enumerate(EDIT_MODES))
-    found: list[tuple[int, int, str]] = []
-    for m, toks in text.finditer(rf"\b(?:{rx}|(?P<e>(?<![-\w])edit(?![-\w])))\b", lo, hi):
-        mode = next((EDIT_MODES[k][1] for k in range(len(EDIT_MODES)) if m.group(f"m{k}")), "edit")
-        found.append((toks[0].i, toks[-1].i, mode))
-    modes = list(dict.fromkeys(x[2] for x in found))
+    found: list[tuple[list, str]] = []    # (tokens, mode) of each method named
+    for m, toks in text.finditer(rf"\b(?:{rx}|(?<![-\w])edit(?![-\w]))\b", lo, hi):
+        found.append((toks, next((mode for k, (_, mode) in enumerate(EDIT_MODES) if m.group(f"m{k}")), "edit")))
+    modes = list(dict.fromkeys(mode for _, mode in found))
     if len(modes) < 2:
         return []
-    for (_, end, _), (start, _, _) in zip(found, found[1:]):
-        gap = text.tokens[end + 1:start]
+    for (a, _), (b, _) in zip(found, found[1:]):
+        gap = text.tokens[a[-1].i + 1:b[0].i]
         if any(x.low not in _MODE_COORDINATORS for x in gap) or not any(x.low in _MODE_ALTERNATIVES for x in gap):
             return []
-    for m, toks in text.finditer(rf"\b(?:{rx}|(?<![-\w])edit(?![-\w]))\b", lo, hi):
+    for toks, _ in found:
         text.mark(toks, "mode")
     return modes
 

@@ -73,6 +73,10 @@ class DraftStep:
     follows: list[str] = field(default_factory=list)  # the steps written before it ("then")
     refs: dict[str, str] = field(default_factory=dict)  # param -> key of the latest tuned step's output
 
+    def input_labels(self) -> list[str]:
+        """The labels of the steps it reads from (each input one label or a list of them)."""
+        return [x for v in self.inputs.values() for x in (v if isinstance(v, list) else [v])]
+
 
 @dataclass
 class Draft:

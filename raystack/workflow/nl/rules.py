@@ -288,16 +288,20 @@ class RulePlanner:
         return a.lo
 
     @staticmethod
+    def _table_participle(t: Text, i: int, entry: str) -> bool:
+        """Whether token i is ``entry``'s participle said of a table ("cleaned table",
+        "normalized data")."""
+        return bool(TRANSFORMED[entry].fullmatch(t.tokens[i].low)) and i + 1 < len(t.tokens) \
+            and t.tokens[i + 1].low in TABLE_NOUNS
+
+    @staticmethod
     def _written_table(t: Text, toks: list, entry: str, found: list[Action]) -> bool:
         """Whether a transform's participle is the object of a write after that transform was
         asked for ("clean it, and save the cleaned table to c.csv"): the words stay free for the
         write, which reads the transformed table."""
         i = toks[0].i
-        if not (TRANSFORMED[entry].fullmatch(toks[0].low) and i >= 2 and t.tokens[i - 1].low == "the"
-                and any(a.entry == entry and a.lo < i for a in found)):
-            return False
-        noun = t.tokens[i + 1] if i + 1 < len(t.tokens) else None
-        return noun is not None and noun.low in TABLE_NOUNS and t.tokens[i - 2].low in WRITE_VERBS
+        return (i >= 2 and t.tokens[i - 1].low == "the" and t.tokens[i - 2].low in WRITE_VERBS
+                and any(a.entry == entry and a.lo < i for a in found) and RulePlanner._table_participle(t, i, entry))
 
     @staticmethod
     def _transform_references(t: Text, actions: list[Action]) -> list[Action]:
@@ -308,14 +312,12 @@ class RulePlanner:
         out: list[Action] = []
         for a in actions:
             toks = t.tokens[a.lo:a.trig_end]
-            noun = toks[1] if len(toks) > 1 else (t.tokens[a.trig_end] if a.trig_end < len(t.tokens) else None)
             if (a.entry == "split_data" and any(b.entry == a.entry for b in out) and a.lo > 0
                     and toks[0].low == "split" and t.tokens[a.lo - 1].low in ("same", "that", "this")):
                 t.mark(toks, "reference")    # "train a knn on the same split": the split made before
                 continue
             if (a.entry in TRANSFORMED and any(b.entry == a.entry for b in out) and a.lo > 0
-                    and t.tokens[a.lo - 1].low in ("the", "this", "that") and TRANSFORMED[a.entry].fullmatch(toks[0].low)
-                    and noun is not None and noun.low in TABLE_NOUNS):
+                    and t.tokens[a.lo - 1].low in ("the", "this", "that") and RulePlanner._table_participle(t, a.lo, a.entry)):
                 t.mark(toks, "reference")    # the table made before: no new step
                 continue
             out.append(a)

@@ -39,10 +39,7 @@ def check_named_tables(steps: list[DraftStep]) -> None:
                 s.inputs["data"] = src = root
             elif root is not None and by_label[src].implicit and by_label[src].entry == "split_data":
                 by_label[src].inputs["data"] = root   # "train knn on the unnormalized data": its split
-        text = s.span.lower()
-        words = set(re.findall(r"[a-z0-9_\-]+", text)) - L.FILLERS
-        named = [lab for lab, path in loads.items() if os.path.basename(path).lower() in text or (
-            _reads_one(s) and os.path.splitext(os.path.basename(path))[0].lower() in words)]
+        named = [lab for lab, path in loads.items() if _names_file(s.span, path, by_stem=_reads_one(s))]
         if len(named) != 1 or _made_from(by_label, src, named[0]):
             continue
         origin = _chain_source(by_label, src)
@@ -57,9 +54,7 @@ def check_named_tables(steps: list[DraftStep]) -> None:
         origin = _chain_source(by_label, src) if isinstance(src, str) and s.entry != "load_data" else None
         if origin not in many:
             continue
-        words = set(re.findall(r"[a-z0-9_\-]+", s.span.lower())) - L.FILLERS
-        named = [path for path in many[origin] if os.path.basename(path).lower() in s.span.lower()
-                 or os.path.splitext(os.path.basename(path))[0].lower() in words]
+        named = [path for path in many[origin] if _names_file(s.span, path)]
         if len(named) == 1:
             raise PlanRefused([f"{s.span!r} names {named[0]}, but it would run on every file loaded together "
                                f"({', '.join(many[origin])}); load that file in its own clause"])
@@ -84,12 +79,11 @@ def check_final_results(steps: list[DraftStep], handing_on: dict[str, str]) -> N
     for s in steps:
         if s.when is not None or s.exit is not None or not FINAL_RESULT.search(s.span):
             continue
-        for v in s.inputs.values():
-            for lab in (v if isinstance(v, list) else [v]):
-                src = by_label.get(lab)
-                if src is not None and src.when is not None and lab not in handing_on:
-                    raise PlanRefused([f"{s.span!r} reads {src.span!r}, which runs only when its condition holds: "
-                                       "say what it reads otherwise"])
+        for lab in s.input_labels():
+            src = by_label.get(lab)
+            if src is not None and src.when is not None and lab not in handing_on:
+                raise PlanRefused([f"{s.span!r} reads {src.span!r}, which runs only when its condition holds: "
+                                   "say what it reads otherwise"])
 
 
 def check_sources_read(steps: list[DraftStep]) -> None:
@@ -99,7 +93,7 @@ def check_sources_read(steps: list[DraftStep]) -> None:
     else than asked with it: refused, naming the file. A request that only loads is left alone."""
     if len([s for s in steps if not s.implicit]) < 2:
         return
-    read = {lab for s in steps for v in s.inputs.values() for lab in (v if isinstance(v, list) else [v])}
+    read = {lab for s in steps for lab in s.input_labels()}
     for s in steps:
         if s.entry in ("load_data", "load_checkpoint", "load_adapters") and s.label not in read and not s.implicit:
             what = s.params.get("path") or s.span
@@ -127,12 +121,11 @@ def upstream(step: DraftStep, by_label: dict[str, DraftStep]) -> list[DraftStep]
     while frontier:
         nxt = []
         for x in frontier:
-            for v in x.inputs.values():
-                for label in (v if isinstance(v, list) else [v]):
-                    up = by_label.get(label) if isinstance(label, str) else None
-                    if up is not None and up not in out:
-                        out.append(up)
-                        nxt.append(up)
+            for label in x.input_labels():
+                up = by_label.get(label) if isinstance(label, str) else None
+                if up is not None and up not in out:
+                    out.append(up)
+                    nxt.append(up)
         frontier = nxt
     return out
 
@@ -140,6 +133,14 @@ def upstream(step: DraftStep, by_label: dict[str, DraftStep]) -> list[DraftStep]
 def _made_from(by_label: dict[str, DraftStep], label: str, origin: str) -> bool:
     """Whether step ``label``'s output was made, directly or not, from step ``origin``'s."""
     return label == origin or (label in by_label and any(x.label == origin for x in upstream(by_label[label], by_label)))
+
+
+def _names_file(span: str, path: str, by_stem: bool = True) -> bool:
+    """Whether a step's words name the file: in full ("x.csv"), or by its stem ("normalize x",
+    "the wine data") when ``by_stem``."""
+    text, name = span.lower(), os.path.basename(path).lower()
+    words = set(re.findall(r"[a-z0-9_\-]+", text)) - L.FILLERS
+    return name in text or (by_stem and os.path.splitext(name)[0] in words)
 
 
 def _reads_one(s: DraftStep) -> bool:
