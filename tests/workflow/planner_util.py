@@ -1,6 +1,7 @@
 """Helpers the planner's test modules share."""
 from __future__ import annotations
 
+from raystack.workflow.ir import Ref
 from raystack.workflow.nl.rules import RulePlanner
 
 
@@ -12,3 +13,18 @@ def plan(text: str):
 def kinds(p) -> list[str]:
     """The kinds of the steps the request named (implicit plumbing left out), in draft order."""
     return [d.entry for d in p.draft.steps if not d.implicit]
+
+
+def of_kind(p, kind: str) -> list:
+    """The plan's IR steps that run catalog step ``kind`` (a map's items each), in IR order."""
+    return [s for s in p.ir.steps if s.fn.endswith(":" + kind)]
+
+
+def refs(value) -> list[str]:
+    """The IR steps a parameter's value reads (one reference or a list of them)."""
+    return [v.step for v in (value if isinstance(value, list) else [value]) if isinstance(v, Ref)]
+
+
+def source_kind(p, step, param: str = "data") -> str:
+    """The catalog kind of the step ``step``'s parameter reads first."""
+    return p.ir.by_id()[refs(step.params[param])[0]].fn.rsplit(":", 1)[1]

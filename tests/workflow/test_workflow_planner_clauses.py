@@ -10,21 +10,9 @@ from __future__ import annotations
 import pyarrow.csv as pacsv
 import pytest
 
-from raystack.workflow.ir import Ref
 from raystack.workflow.nl import PlanRefused
 
-from planner_util import kinds as _kinds, plan as _plan
-
-
-def _steps(p) -> dict:
-    """IR step id -> step, for the plan ``p``."""
-    return p.ir.by_id()
-
-
-def _refs(value) -> list[str]:
-    """The steps a parameter's value reads (one reference or a list of them)."""
-    vals = value if isinstance(value, list) else [value]
-    return [v.step for v in vals if isinstance(v, Ref)]
+from planner_util import kinds as _kinds, of_kind, plan as _plan, refs as _refs, source_kind
 
 
 def test_a_parallel_cue_after_a_list_of_models_groups_the_training_only():
@@ -34,9 +22,9 @@ def test_a_parallel_cue_after_a_list_of_models_groups_the_training_only():
     deploy ran once per model: all three were deployed."""
     p = _plan("Load data/iris.csv, split, then train logistic, knn and centroid side by side, evaluate them, "
               "keep the best and deploy it as iris-best.")
-    steps = _steps(p)
-    deploys = [s for s in steps.values() if s.fn.endswith(":deploy_model")]
-    best = next(s for s in steps.values() if s.fn.endswith(":select_best"))
+    steps = p.ir.by_id()
+    deploys = of_kind(p, "deploy_model")
+    best = of_kind(p, "select_best")[0]
     assert len(deploys) == 1 and _refs(deploys[0].params["model"]) == [best.id]
     assert all(steps[r].fn.endswith(":evaluate_model") for r in _refs(best.params["results"]))
     assert [d.concurrent is not None for d in p.draft.steps if not d.implicit] == [False, False, True, False,
@@ -55,12 +43,11 @@ def test_a_parallel_clause_whose_steps_feed_each_other_runs_beside_the_clause_be
                  "Load data/iris.csv. Run stats on it and write them to out/stats.parquet. In parallel, split it "
                  "70/30 and train a logistic model."):
         p = _plan(text)
-        steps = _steps(p)
-        split = next(s for s in steps.values() if s.fn.endswith(":split_data"))
-        train = next(s for s in steps.values() if s.fn.endswith(":train_model"))
-        assert len([s for s in steps.values() if s.fn.endswith(":split_data")]) == 1
+        split = of_kind(p, "split_data")[0]
+        train = of_kind(p, "train_model")[0]
+        assert len(of_kind(p, "split_data")) == 1
         assert split.params["test_fraction"] == 0.3 and _refs(train.params["data"]) == [split.id]
-        assert split.after == [] and steps[_refs(split.params["data"])[0]].fn.endswith(":load_data")
+        assert split.after == [] and source_kind(p, split, "data") == "load_data"
     assert dry_run(p.ir, str(tmp_path / "dry")).status == "succeeded"
     p = _plan("Load scenes.parquet and clean it. Then, side by side: (a) aggregate by satellite, (b) take a 5% "
               "sample. Once both are done, save a report.")
@@ -86,10 +73,9 @@ def test_files_named_in_a_folder_are_read_from_it(tmp_path, monkeypatch):
     from raystack.workflow.engine import run_local
     p = _plan("I have customers.csv and orders.csv in data/. Merge them on customer_id, total the amount per "
               "customer_id, and write the result to out/totals.csv.")
-    steps = _steps(p)
-    loads = {s.id: s.params["path"] for s in steps.values() if s.fn.endswith(":load_data")}
+    loads = {s.id: s.params["path"] for s in of_kind(p, "load_data")}
     assert sorted(loads.values()) == ["data/customers.csv", "data/orders.csv"]
-    join = next(s for s in steps.values() if s.fn.endswith(":join"))
+    join = of_kind(p, "join")[0]
     assert sorted(_refs(join.params["left"]) + _refs(join.params["right"])) == sorted(loads)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "data").mkdir()
@@ -97,7 +83,7 @@ def test_files_named_in_a_folder_are_read_from_it(tmp_path, monkeypatch):
     (tmp_path / "data" / "orders.csv").write_text("customer_id,amount\n1,10\n1,5\n2,7\n")
     rep = run_local(p.ir)
     assert rep.status == "succeeded"
-    totals = rep.results[next(s.id for s in steps.values() if s.fn.endswith(":aggregate"))].load(None)
+    totals = rep.results[of_kind(p, "aggregate")[0].id].load(None)
     assert sorted(zip(totals.column("customer_id").to_pylist(), totals.column("amount").to_pylist())) == \
         [(1, 15), (2, 7)]
     p = _plan("Load iris.csv from data/ and train a logistic model.")
@@ -123,11 +109,11 @@ def test_a_chart_or_a_table_of_several_results_is_one_step_over_them_all(tmp_pat
     report for each' stays one per result."""
     from raystack.workflow.engine import run_local
     p = _plan("Train a knn on data/digits.csv trying k of 3, 5 and 9, evaluate each, and plot their accuracies.")
-    plots = [s for s in _steps(p).values() if s.fn.endswith(":plot")]
+    plots = of_kind(p, "plot")
     assert len(plots) == 1 and plots[0].params["metric"] == "accuracy" and len(_refs(plots[0].params["data"])) == 3
     p = _plan("Make a 600-row dataset, split it 70/30, train both a knn and a centroid model concurrently, evaluate "
               "both, and write the scores to a table at out/scores.csv.")
-    tables = [s for s in _steps(p).values() if s.fn.endswith(":write_table")]
+    tables = of_kind(p, "write_table")
     assert len(tables) == 1 and len(_refs(tables[0].params["data"])) == 2
     monkeypatch.chdir(tmp_path)
     rep = run_local(p.ir)
@@ -136,7 +122,7 @@ def test_a_chart_or_a_table_of_several_results_is_one_step_over_them_all(tmp_pat
     assert sorted(rows.column("kind").to_pylist()) == ["centroid", "knn"]
     p = _plan("Load data/iris.csv, clean it, and then train a logistic model and a knn; evaluate both and write a "
               "report for each.")
-    assert len([s for s in _steps(p).values() if s.fn.endswith(":save_report")]) == 2
+    assert len(of_kind(p, "save_report")) == 2
 
 
 def test_a_planned_step_never_writes_to_a_system_folder_or_a_hidden_file():
@@ -170,9 +156,8 @@ def test_a_before_clause_runs_after_its_main_clause_and_a_transformed_table_name
     'on normalized x.csv' is still the step."""
     p = _plan("Before training a knn on data/iris.csv, normalize the features.")
     assert _kinds(p) == ["load_data", "normalize", "train_model"]
-    steps = _steps(p)
-    split = next(s for s in steps.values() if s.fn.endswith(":split_data"))
-    assert steps[_refs(split.params["data"])[0]].fn.endswith(":normalize")
+    split = of_kind(p, "split_data")[0]
+    assert source_kind(p, split, "data") == "normalize"
     for text, kind in (("Normalize data/iris.csv, then train a logistic model on the normalized data.", "normalize"),
                        ("Clean data/iris.csv, then train a logistic model on the clean table.", "clean_data")):
         assert _kinds(_plan(text)) == ["load_data", kind, "train_model"]
@@ -186,7 +171,7 @@ def test_two_methods_named_as_alternatives_are_one_run_each():
     mode; EDiT naming the part ('Use EDiT local SGD to pretrain ... with DiLoCo') does not."""
     p = _plan("Pretrain tiny-1m with DiLoCo and with EDiT, and keep the one with the lower validation loss.")
     assert p.draft.steps[0].map == ("mode", ["diloco", "edit"])
-    best = next(s for s in _steps(p).values() if s.fn.endswith(":select_best"))
+    best = of_kind(p, "select_best")[0]
     assert len(_refs(best.params["results"])) == 2
     assert _plan("Pretrain tiny-1m with EDiT, then with DiLoCo.").draft.steps[0].map == ("mode", ["edit", "diloco"])
     for text, mode in (("Use EDiT local SGD to pretrain tiny-1m with DiLoCo.", "diloco"),
@@ -223,7 +208,7 @@ def test_models_listed_before_their_verb_an_unplanned_export_and_evaluation_on_t
               "then pick the best.")
     assert _kinds(p) == ["load_data", "train_model", "evaluate_model", "select_best"]
     assert p.draft.steps[2].map == ("model", ["logistic", "knn", "centroid"])
-    best = next(s for s in _steps(p).values() if s.fn.endswith(":select_best"))
+    best = of_kind(p, "select_best")[0]
     assert len(_refs(best.params["results"])) == 3
     with pytest.raises(PlanRefused, match="'export'"):
         _plan("Load data/iris.csv, split it, train a logistic model, evaluate it, and export both the model and "
@@ -242,9 +227,8 @@ def test_a_transform_said_to_come_first_runs_first_and_one_of_several_files_load
                        ("Train a knn on data/iris.csv; normalize it first.", "normalize")):
         p = _plan(text)
         assert _kinds(p) == ["load_data", kind, "train_model"]
-        steps = _steps(p)
-        split = next(s for s in steps.values() if s.fn.endswith(":split_data"))
-        assert steps[_refs(split.params["data"])[0]].fn.endswith(":" + kind)
+        split = of_kind(p, "split_data")[0]
+        assert source_kind(p, split, "data") == kind
     with pytest.raises(PlanRefused, match="names data/wine.csv, but it would run on every file loaded together"):
         _plan("Load data/iris.csv and data/wine.csv, normalize the wine data, and train a knn on it.")
 
@@ -257,17 +241,16 @@ def test_a_pick_among_models_is_the_model_that_follows_and_retries_said_of_every
     report per model."""
     p = _plan("Load data/iris.csv, train a logistic model with lr 0.1, 0.3 and 1.0, pick the one with the lowest "
               "validation loss, evaluate it, and deploy it as iris-best.")
-    steps = _steps(p)
-    best = next(s for s in steps.values() if s.fn.endswith(":select_best"))
-    evals = [s for s in steps.values() if s.fn.endswith(":evaluate_model")]
-    deploys = [s for s in steps.values() if s.fn.endswith(":deploy_model")]
+    best = of_kind(p, "select_best")[0]
+    evals = of_kind(p, "evaluate_model")
+    deploys = of_kind(p, "deploy_model")
     assert len(evals) == 1 and _refs(evals[0].params["model"]) == [best.id]
     assert len(deploys) == 1 and deploys[0].params["name"] == "iris-best"
     p = _plan("Every step should retry twice: load data/iris.csv, split it, train a knn.")
     assert [(d.entry, d.retries) for d in p.draft.steps] == [("load_data", 2), ("split_data", 2), ("train_model", 2)]
     p = _plan("Generate data with 500 rows, train a centroid model and a logistic model on a 80/20 split, and "
               "report both accuracies in reports/acc.json.")
-    reports = [s for s in _steps(p).values() if s.fn.endswith(":save_report")]
+    reports = of_kind(p, "save_report")
     assert len(reports) == 1 and len(_refs(reports[0].params["result"])) == 2
 
 
@@ -278,13 +261,12 @@ def test_the_same_step_asked_twice_in_sequence_is_two_steps():
     models. Two phrases of one kind with a 'then' between are two steps, and an evaluation said
     of all of them runs on each adapter set."""
     p = _plan("Fine-tune adapters on tiny-1m, then fine-tune more adapters on tiny-20m, and evaluate all of them.")
-    steps = _steps(p)
-    tunes = {s.id: s.params["base"] for s in steps.values() if s.fn.endswith(":mlora_finetune")}
+    tunes = {s.id: s.params["base"] for s in of_kind(p, "mlora_finetune")}
     assert sorted(tunes.values()) == ["tiny-1m", "tiny-20m"]
-    evals = [s for s in steps.values() if s.fn.endswith(":evaluate_adapters")]
+    evals = of_kind(p, "evaluate_adapters")
     assert sorted(_refs(e.params["adapters"])[0] for e in evals) == sorted(tunes)
     p = _plan("Pretrain tiny-1m with EDiT, then pretrain tiny-20m with DiLoCo.")
-    runs = [(s.params["model"], s.params.get("mode")) for s in _steps(p).values() if s.fn.endswith(":edit_pretrain")]
+    runs = [(s.params["model"], s.params.get("mode")) for s in of_kind(p, "edit_pretrain")]
     assert runs == [("tiny-1m", None), ("tiny-20m", "diloco")]
 
 
@@ -294,8 +276,8 @@ def test_each_model_is_evaluated_on_the_split_it_was_trained_on(tmp_path):
     from raystack.workflow.dryrun import dry_run
     p = _plan("Load data/iris.csv, split it and train logistic. Then load data/wine.csv, split it and train knn. "
               "Evaluate both models.")
-    steps = _steps(p)
-    for ev in (s for s in steps.values() if s.fn.endswith(":evaluate_model")):
+    steps = p.ir.by_id()
+    for ev in of_kind(p, "evaluate_model"):
         model = steps[_refs(ev.params["model"])[0]]
         assert _refs(ev.params["data"]) == _refs(model.params["data"])
     assert dry_run(p.ir, str(tmp_path / "dry")).status == "succeeded"
@@ -309,9 +291,9 @@ def test_a_model_named_again_after_two_trainings_is_the_one_of_that_kind_or_refu
     is refused."""
     p = _plan("Load data/iris.csv, train a logistic model with 30 epochs, then a knn with k=4, and deploy the knn "
               "as iris-knn.")
-    steps = _steps(p)
-    assert len([s for s in steps.values() if s.fn.endswith(":train_model")]) == 2
-    deploy = next(s for s in steps.values() if s.fn.endswith(":deploy_model"))
+    steps = p.ir.by_id()
+    assert len(of_kind(p, "train_model")) == 2
+    deploy = of_kind(p, "deploy_model")[0]
     assert deploy.params["name"] == "iris-knn" and steps[_refs(deploy.params["model"])[0]].params["model"] == "knn"
     with pytest.raises(PlanRefused, match="names a model trained before the last one"):
         _plan("Load data/iris.csv, train a logistic model with 30 epochs, then a knn with k=4, and deploy the "
@@ -324,10 +306,9 @@ def test_an_untransformed_table_named_is_read_and_logistic_is_not_log():
     result' was refused ('log...' in 'logistic ... the result' read as 'log the results')."""
     for words in ("un-normalized table", "non-normalized data", "unnormalized table"):
         p = _plan(f"Load data/iris.csv, normalize it, then train a logistic model on the {words}.")
-        steps = _steps(p)
-        assert len([s for s in steps.values() if s.fn.endswith(":normalize")]) == 1
-        split = next(s for s in steps.values() if s.fn.endswith(":split_data"))
-        assert steps[_refs(split.params["data"])[0]].fn.endswith(":load_data")
+        assert len(of_kind(p, "normalize")) == 1
+        split = of_kind(p, "split_data")[0]
+        assert source_kind(p, split, "data") == "load_data"
     p = _plan("Load data/iris.csv and data/wine.csv, join them on id, and train a logistic model on the result.")
     assert _kinds(p) == ["load_data", "load_data", "join", "train_model"]
 
@@ -340,8 +321,8 @@ def test_all_three_models_are_evaluated_and_the_trained_model_named_is_the_one_t
     p = _plan("Load data/iris.csv. Drop duplicate rows. Normalize. Hold out 30%. Fit knn with 5 neighbours, a "
               "centroid classifier and logistic regression. Evaluate all three. Keep the most accurate. Export it "
               "to models/iris_best.json.")
-    steps = _steps(p)
-    best = next(s for s in steps.values() if s.fn.endswith(":select_best"))
+    steps = p.ir.by_id()
+    best = of_kind(p, "select_best")[0]
     picked = [steps[steps[r].params["model"].step].params["model"] for r in _refs(best.params["results"])]
     assert sorted(picked) == ["centroid", "knn", "logistic"]
     assert dry_run(p.ir, str(tmp_path / "dry")).status == "succeeded"
@@ -356,7 +337,7 @@ def test_an_acting_verb_is_a_step_or_a_refusal_never_dropped():
     (and an unaccounted export/save/deploy/serve/notify/plot/evaluate verb is refused, as the
     export test above shows for 'export')."""
     p = _plan("Load data/iris.csv, split it, train a knn and a logistic model, and report them.")
-    reports = [s for s in _steps(p).values() if s.fn.endswith(":save_report")]
+    reports = of_kind(p, "save_report")
     assert len(reports) == 1 and len(_refs(reports[0].params["result"])) == 2
 
 
@@ -376,9 +357,8 @@ def test_the_same_split_named_again_is_the_split_made_before():
     """'also train a knn on the same split' made a second split for the knn."""
     p = _plan("Load data/iris.csv, split it, train a logistic model, and evaluate it; also train a knn on the same "
               "split and evaluate it.")
-    steps = _steps(p)
-    splits = [s.id for s in steps.values() if s.fn.endswith(":split_data")]
-    trains = [s for s in steps.values() if s.fn.endswith(":train_model")]
+    splits = [s.id for s in of_kind(p, "split_data")]
+    trains = of_kind(p, "train_model")
     assert len(splits) == 1 and all(_refs(s.params["data"]) == splits for s in trains)
 
 
@@ -389,6 +369,5 @@ def test_a_transformed_table_written_out_is_the_transformed_table():
                        ("Load data/iris.csv, normalize it, and write the normalized data to out/n.csv.", "normalize")):
         p = _plan(text)
         assert _kinds(p) == ["load_data", kind, "write_table"]
-        steps = _steps(p)
-        write = next(s for s in steps.values() if s.fn.endswith(":write_table"))
-        assert steps[_refs(write.params["data"])[0]].fn.endswith(":" + kind)
+        write = of_kind(p, "write_table")[0]
+        assert source_kind(p, write, "data") == kind
