@@ -99,7 +99,7 @@ CATALOG: dict[str, CatalogEntry] = {e.name: e for e in [
     _e("dedup", _TABLES, "dedup", "drop duplicate rows", inputs={"data": TABLE}, output=TABLE),
     _e("normalize", _TABLES, "normalize", "standardise numeric columns",
        inputs={"data": TABLE}, output=TABLE),
-    _e("sample", _TABLES, "sample", "take a random subset of rows",
+    _e("sample", _TABLES, "sample", "take a subset of rows (at random, or the first or last ones)",
        inputs={"data": TABLE}, output=TABLE),
     _e("split_data", _TABLES, "split_data", "split a table into train and test sets",
        inputs={"data": TABLE}, output=SPLIT),

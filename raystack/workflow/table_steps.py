@@ -122,11 +122,20 @@ def normalize(data: pa.Table, target: str = TARGET) -> pa.Table:
 
 
 def sample(data: pa.Table, fraction: Optional[float] = None, rows: Optional[int] = None,
-           seed: int = 0) -> pa.Table:
-    """A random subset: ``fraction`` of the rows, or ``rows`` of them (without replacement)."""
+           seed: int = 0, which: Literal["random", "first", "last"] = "random") -> pa.Table:
+    """A subset of the rows: ``fraction`` of them, or ``rows`` of them; drawn at random (without
+    replacement, kept in file order) or, with ``which`` "first" / "last", the first or last ones
+    in file order (a table shorter than ``rows`` is kept whole, like a head)."""
     if (fraction is None) == (rows is None):
         raise ValueError("sample needs exactly one of fraction or rows")
+    if fraction is not None and not 0.0 < float(fraction) <= 1.0:
+        raise ValueError(f"sample fraction must be in (0, 1], got {fraction}")
     n = rows if rows is not None else int(round(data.num_rows * float(fraction)))
+    if which != "random":
+        if n < 1:
+            raise ValueError(f"the {which} {n} rows of a table: give at least one")
+        n = min(n, data.num_rows)
+        return data.slice(0, n) if which == "first" else data.slice(data.num_rows - n, n)
     if not 0 < n <= data.num_rows:
         raise ValueError(f"sample of {n} rows from a table of {data.num_rows}")
     idx = np.sort(np.random.default_rng(seed).choice(data.num_rows, size=n, replace=False))
@@ -143,7 +152,7 @@ def split_data(data: pa.Table, test_fraction: float = 0.2, seed: int = 0) -> dic
 
 
 def join(left: pa.Table, right: pa.Table, on: Optional[str] = None,
-         how: Literal["inner", "left outer", "full outer"] = "inner") -> pa.Table:
+         how: Literal["inner", "left outer", "right outer", "full outer"] = "inner") -> pa.Table:
     """Join two tables on a column (default: the one column name they share)."""
     if on is None:
         shared = sorted(set(left.column_names) & set(right.column_names))

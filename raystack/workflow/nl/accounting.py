@@ -453,7 +453,7 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
     """Raise PlanRefused quoting every span no rule accounts for. ``picked``: a step of the plan
     keeps the best of several results (a selection or a search), which 'the best one' may name."""
     ordinal = re.search(r"(?<!waits\s)(?<!wait\s)(?<!depends\s)(?<!depend\s)(?<!relies\s)\b(?:on|with|using|against|from|to|into)\s+the\s+(?:first|second|third|former|latter|"
-                        r"other)(?:\s+one)?\b", t.masked)
+                        r"other)(?:\s+one)?\b(?!\s+(?:NUM|PCT)\d+)", t.masked)
     if ordinal:  # "train on the first and evaluate on the second": which is which is a guess
         raise PlanRefused([f"cannot tell which step {ordinal.group(0)!r} refers to"])
     unsupported = [x for x in t.tokens if not x.used.startswith("name:") and (_method(x) or _method_near(t, x))]

@@ -224,7 +224,7 @@ def _parallel(t: Text, c: Cue, cues: list[Cue], before: list[Action], after: lis
                 x.concurrent = a.step.concurrent
 
 
-EVERY_STEP = r"\b(?:every|each|all(?:\s+(?:the|of\s+the))?)\s+(?:steps?|stages?|tasks?)\b"
+EVERY_STEP = r"\b(?:every|each|all(?:\s+(?:the|of\s+the))?|per)\s+(?:steps?|stages?|tasks?)\b"
 
 
 def _every_step(t: Text, c: Cue) -> bool:

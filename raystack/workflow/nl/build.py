@@ -20,7 +20,8 @@ from raystack.workflow.catalog import ADAPTERS, CATALOG, CHECKPOINT, DLRM, EVALU
 from raystack.workflow.ir import WorkflowError, WorkflowIR
 from raystack.workflow.nl.plan import EXIT_KINDS, Draft, DraftStep, Plan, PlanRefused
 from raystack.workflow.nl.safety import outside_run, unsafe_destination
-from raystack.workflow.nl.table_refs import check_final_results, check_named_tables, check_sources_read, upstream
+from raystack.workflow.nl.table_refs import (check_final_results, check_named_tables, check_sources_read,
+                                             order_join_sides, upstream)
 
 OPS = ("==", "!=", "<", "<=", ">", ">=")
 # A step needing kind K when only kind J exists gets this implicit step inserted after J.
@@ -285,8 +286,8 @@ class _Wiring:
 EACH_MODEL = re.compile(r"\b(?:both|each(?:\s+of\s+them|\s+one)?|them|all\s+of\s+them|them\s+all|every\s+one|"
                         r"all\s+(?:the\s+)?(?:two|three|four|five|six|NUM\d+|\d+)(?:\s+(?:models|classifiers|of\s+them))?)\b", re.I)
 # a one-table step said of several tables ("clean both", "dedup each of them", "normalize them all")
-EACH_TABLE = re.compile(r"\b(?:both|each\s+of\s+them|each\s+one|them\s+all|all\s+of\s+them|each\s+table|every\s+table)\b",
-                        re.I)
+EACH_TABLE = re.compile(r"\b(?:both|each\s+of\s+them|each\s+one|them\s+all|all\s+of\s+them|each\s+table|every\s+table|"
+                        r"(?:of|to|on)\s+each(?!\s+[a-z])|each(?=\s*(?:[,;.]|and\b|then\b|$))|them)\b", re.I)
 
 
 # part artifacts a selection passes on as what they are (a table model's selection stays an evaluation)
@@ -316,6 +317,7 @@ def build(draft: Draft, name: str = "planned") -> Plan:
         known[s.label] = s
     steps = _Wiring(draft).wire()
     check_named_tables(steps)
+    order_join_sides(steps)
     check_sources_read(steps)
     by_label = {s.label: s for s in steps}
     reaches: dict[str, set[str]] = {}

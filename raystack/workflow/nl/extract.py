@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from raystack.workflow.nl.lexicon import METRIC_RX, METRICS, NUMLIST, SERVE_AS_PLACE
+from raystack.workflow.nl.lexicon import FILLERS, METRIC_RX, METRICS, NUMLIST, SERVE_AS_PLACE
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.text import Text, Token, number
 
@@ -179,9 +179,13 @@ def clean_data(text: Text, lo: int, hi: int, f: Found) -> None:
 
 
 ROWS_UNIT = r"(?:rows?|records?|examples|entries)"
+ROWS_UNIT_OR_LINES = r"(?:rows?|records?|examples|entries|lines?)"
 
 
 def sample(text: Text, lo: int, hi: int, f: Found) -> None:
+    m = _search(text, lo, hi, rf"\b(?:the\s+|its\s+|their\s+)?(?P<w>first|last|top|bottom)(?=\s+NUM\d+\s+{ROWS_UNIT_OR_LINES}\b)", "which rows")
+    if m:      # "keep the first 100 rows": in file order, not drawn
+        f.set("which", "last" if m.group("w") in ("last", "bottom") else "first")
     rows = _search(text, lo, hi, rf"(?P<l>{NUMLIST})\s*-?\s*(?:random\s+)?{ROWS_UNIT}\b", "row counts") or \
         _search(text, lo, hi, rf"(?P<l>NUM\d+\s+{ROWS_UNIT}(?:\s*,\s*NUM\d+\s+{ROWS_UNIT})*"      # "2,000 rows, 8,000 rows"
                               rf"(?:\s*,?\s*(?:(?:and|or|&)\s+)?NUM\d+\s+{ROWS_UNIT}))\b", "row counts")
@@ -202,7 +206,7 @@ def sample(text: Text, lo: int, hi: int, f: Found) -> None:
     if m:
         f.set("fraction", number(_num(text, m.group("p"))))
         return
-    m = _search(text, lo, hi, r"(?P<n>NUM\d+)\s*-?\s*(?:random\s+)?(?:rows?|records?|samples|examples|entries)\b", "rows")
+    m = _search(text, lo, hi, r"(?P<n>NUM\d+)\s*-?\s*(?:random\s+)?(?:rows?|records?|samples|examples|entries|lines?)\b", "rows")
     if m:
         f.set("rows", int(_num(text, m.group("n"))))
 
@@ -228,16 +232,24 @@ def split_data(text: Text, lo: int, hi: int, f: Found) -> None:
         f.set("test_fraction", number(_num(text, m.group("p"))))
 
 
+JOIN_KINDS = {"left": "left outer", "right": "right outer", "inner": "inner", "outer": "full outer", "full": "full outer"}
+
+
 def join(text: Text, lo: int, hi: int, f: Found) -> None:
     # "using cell_id": a column-like name (an underscore, or an id) after "using"/"via" is the key
     m = _search(text, lo, hi, r"\b(?:on|keys?\s*[:=]?|using\s+(?:the\s+)?(?:key|column)|by\s+(?:the\s+)?(?:key|column)"
-                              r"|(?:using|via)(?=\s+(?:the\s+)?[a-z0-9]*(?:_[a-z0-9]+|id)\b))\s+(?:the\s+)?(?:column\s+|key\s+|field\s+)?(?P<c>[a-z_][a-z0-9_]*)"
+                              r"|(?:using|via|by)(?=\s+(?:the\s+)?[a-z0-9]*(?:_[a-z0-9]+|id)\b))\s+(?:the\s+)?(?:column\s+|key\s+|field\s+)?(?P<c>[a-z_][a-z0-9_]*)"
                               r"(?:\s+(?:column|key|field))?", "join key")
     if m and m.group("c") not in ("the", "it", "them", "a"):
         f.set("on", m.group("c"))
-    m = _search(text, lo, hi, r"\b(?P<h>left|outer|full)\s+(?:outer\s+)?join", "join kind")
+    m = _search(text, lo, hi, r"\b(?P<h>left|right|inner|outer|full)(?:[\s-]+outer)?(?=[\s-]+(?:join|merge))", "join kind")
     if m:
-        f.set("how", "left outer" if m.group("h") == "left" else "full outer")
+        f.set("how", JOIN_KINDS[m.group("h")])
+    # "join orders with customers": the loaded files named by their stems are its two sides
+    # (which side is which is checked against the wiring, table_refs.order_join_sides)
+    stems = {os.path.splitext(os.path.basename(x.text.lower()))[0] for x in text.tokens
+             if x.kind == "path" and x.low.endswith(TABLE_EXT)}
+    text.mark([x for x in text.tokens[lo:hi] if not x.used and x.kind == "word" and x.low in stems], "join side")
 
 
 AGG_WORDS = {"sum": "sum", "sums": "sum", "total": "sum", "totals": "sum", "count": "count",
@@ -269,14 +281,52 @@ def _agg_word(text: Text, lo: int, hi: int, f: Found) -> None:
         f.set("agg", AGG_WORDS[m.group("a")])
 
 
+# what a plot may be said to draw that is no column: its input, a chart word, a part's figures
+PLOTTED_NOUNS = {"it", "them", "this", "that", "these", "those", "everything", "all", "both", "each", "data",
+                 "dataset", "table", "tables", "rows", "row", "records", "values", "value", "results", "result",
+                 "numbers", "distribution", "distributions", "histogram", "histograms", "chart", "graph", "plot",
+                 "figure", "metrics", "metric", "scores", "score", "curve", "curves", "history", "trend",
+                 "trends", "progress", "outcome", "outcomes", "findings", "stats", "statistics", "summary",
+                 "sample", "samples", "split", "model", "models", "run", "runs", "training", "evaluation",
+                 "evaluations", "comparison", "output", "outputs", "columns", "features", "bar", "line",
+                 "pie", "scatter", "out"}
+
+
 def plot(text: Text, lo: int, hi: int, f: Found) -> None:
     _path_param(text, lo, hi, f, "path", IMAGE_EXT, "plot file")
     m = _search(text, lo, hi, rf"\b(?:(?:the|their|its|of)\s+)?(?P<m>{METRIC_RX})\b(?!\s+(?:of|above|below)|\s+(?:is|are)\s+(?!plotted|charted|graphed|visuali[sz]ed|drawn))", "plot metric")
     if m and metric_of(m.group("m")) not in ("score", "loss", "error"):
         f.set("metric", metric_of(m.group("m")))
-    m = _search(text, lo, hi, r"\b(?:of|for)\s+(?:the\s+)?(?P<c>[a-z_][a-z0-9_]*)\s+column", "column")
-    if m:
-        f.set("column", m.group("c"))
+    # "plot the price column", "column x", "the amount and qty columns": one plot per column named
+    cols: list[str] = []
+    for m, _ in text.finditer(r"\b(?:(?:of|for)\s+)?(?:the\s+|its\s+|their\s+)?(?!(?:plot|plots|chart|graph|draw|a|an|the|each|every|one|that|this)\b)"
+                              r"(?:(?P<l>[a-z_][a-z0-9_]*(?:\s*,\s*[a-z_][a-z0-9_]*)*\s*,?\s*(?:and|&)\s+[a-z_][a-z0-9_]*)\s+columns"
+                              r"|(?P<c>[a-z_][a-z0-9_]*)\s+column)\b|\bcolumn\s+(?P<d>[a-z_][a-z0-9_]*)", lo, hi, free_only=True):
+        for span in (("l", "c", "d")):
+            if m.group(span):
+                text.mark(text.covered(*m.span(span)), "column")
+        text.mark(text.covered(m.start(), m.end()), "column")
+        named = re.split(r"\s*,\s*(?:(?:and|&)\s+)?|\s*,?\s+(?:and|&)\s+", m.group("l")) if m.group("l") else \
+            [m.group("c") or m.group("d")]
+        cols += [c for c in named if c not in cols]
+    if len(cols) == 1:
+        f.set("column", cols[0])
+    elif cols:
+        _set_map(f, "column", cols)
+    if cols:
+        return
+    # "a histogram of price", "plot petal_length": a word no rule took where the plotted thing is
+    # named, said as a column's name, is that column (the plot drew the table's first numeric
+    # column whatever the words said); "plot the readings" stays the table's plot
+    for m, toks in text.finditer(r"\b(?:histogram|distribution)\s+of\s+(?:the\s+|its\s+|their\s+)?(?P<c>[a-z_][a-z0-9_]*)\b"
+                                 r"|\b(?:plot|plots|plotting|chart|graph|visuali[sz]e)\s+(?:the\s+|its\s+|their\s+)?"
+                                 r"(?P<u>[a-z][a-z0-9]*_[a-z0-9_]+)\b", lo, hi):
+        name = m.group("c") or m.group("u")
+        col = next((x for x in toks if x.low == name and not x.used), None)
+        if col is not None and col.kind == "word" and col.low not in PLOTTED_NOUNS and col.low not in FILLERS:
+            text.mark([x for x in toks if not x.used], "column")
+            f.set("column", col.low)
+            return
 
 
 def report(text: Text, lo: int, hi: int, f: Found) -> None:
@@ -322,6 +372,10 @@ def train_model(text: Text, lo: int, hi: int, f: Found) -> None:
     m = _search(text, lo, hi, rf"\b(?:(?:for\s+)?(?:each|every)\s+)?k\s*(?:=|:|∈|in|of|from)\s*(?P<l>{NUMLIST})", "k values")
     if m:      # "three kNN classifiers with k = 3, 7 and 15", "one kNN for each k in 3, 7, 15"
         _set_map(f, "k", [int(v) for v in _list(text, m.group("l"))])
+        claim_count(text, lo, hi, len(f.map[1]))
+    elif m := _search(text, lo, hi, r"\b(?:(?:for\s+)?(?:each|every)\s+)?k\s*(?:(?:ranging|going|running)\s+)?(?:from\s+(?P<a>NUM\d+)\s+(?:to|through|thru|up\s+to)"
+                                    r"|between\s+(?P<b>NUM\d+)\s+and)\s+(?P<z>NUM\d+)", "k range"):
+        _set_map(f, "k", _int_range(text, m.group("a") or m.group("b"), m.group("z"), "k"))   # "for k from 1 to 5"
         claim_count(text, lo, hi, len(f.map[1]))
     m = _search(text, lo, hi, r"\bk\s*(?:=|:|of)\s*(?P<n>NUM\d+)|(?P<m>NUM\d+)\s*-?\s*(?:nearest[\s-]+)?neighbou?rs?\b", "k")
     if m:      # "kNN (k = 7)", "retrain with k = 3", "5 neighbours"
@@ -374,6 +428,20 @@ def resource_bound(text: Text, lo: int, hi: int, f: Found) -> None:
             unit = "gpus" if w.startswith("gpu") else "workers" if w else "memory_gb"
         f.bound = {"param": unit, "op": "<=", "value": number(_num(text, m.group("n")))}
         return
+
+
+MAX_RANGE = 32
+
+
+def _int_range(text: Text, lo_num: str, hi_num: str, param: str) -> list[int]:
+    """The whole numbers from one to the other, both included ("k from 1 to 5")."""
+    a, b = _num(text, lo_num), _num(text, hi_num)
+    if a != int(a) or b != int(b) or a > b:
+        raise PlanRefused([f"{param} from {number(a)} to {number(b)}: give whole numbers, the smaller first"])
+    if b - a + 1 > MAX_RANGE:
+        raise PlanRefused([f"{param} from {int(a)} to {int(b)} is {int(b - a + 1)} runs (at most {MAX_RANGE} in a map): "
+                           "give a shorter range or a list, or tune it"])
+    return list(range(int(a), int(b) + 1))
 
 
 def _set_map(f: Found, param: str, values: list) -> None:

@@ -117,7 +117,8 @@ RETRIED_KINDS = {"load": "load_data", "loading": "load_data", "training": "train
 # what a retry names before its count: "retry it", "retry the training", "retrying that step"
 _RETRY_OBJECT = (r"(?:it\s+|them\s+|each(?:\s+one)?\s+|that\s+|(?:the|that|this)\s+(?:"
                  + "|".join(re.escape(w) for w in ("step", "job", "run", *RETRIED_KINDS)) + r")\s+|"
-                 r"training\s+|on\s+failure\s+|if\s+it\s+fails\s+|when\s+it\s+fails\s+)*")
+                 r"training\s+|on\s+failure\s+|if\s+it\s+fails\s+|when\s+it\s+fails\s+|"
+                 r"(?:every|each|all(?:\s+the)?)\s+(?:steps?|stages?|tasks?)\s+)*")   # "retry every step twice"
 RETRIES = [
     r"(?:with\s+|and\s+)?(?:up\s+to\s+|at\s+most\s+|a\s+maximum\s+of\s+)?(?P<n>NUM\d+)\s+retr(?:y|ies)"
     r"(?:\s+(?:each|apiece|per\s+(?:step|model|run|value)))?" + _IF_FAILS,
@@ -167,7 +168,7 @@ PARALLEL = (r"\b(?:in\s+parallel|at\s+the\s+same\s+time|at\s+once|simultaneously
             r"in\s+tandem|independently|independent(?:\s+of\s+each\s+other)?|parallel|meanwhile|in\s+the\s+meantime|"
             r"neither\s+(?:one\s+)?(?:needs|depends\s+on|waits\s+(?:for|on))\s+the\s+other|no\s+dependency\s+between\s+them)\b")
 SEQUENCE = (r"\b(?:and\s+then|then|after\s+that|afterwards|afterward|next|finally|followed\s+by|"
-            r"subsequently|lastly|first|firstly|second|secondly|third|thirdly|fourth|fourthly|fifth|once\s+that\s+is\s+done|when\s+that\s+is\s+done|"
+            r"subsequently|lastly|(?:first|second|third|fourth|fifth)(?!\s+(?:NUM|PCT)\d+)|firstly|secondly|thirdly|fourthly|once\s+that\s+is\s+done|when\s+that\s+is\s+done|"
             r"at\s+the\s+end|after\s+this|and\s+after\s+that|once\s+done)\b|->|=>|→|⇒|⟶")
 
 PURPOSE = (r"\bfor\s+(?:the\s+|a\s+|our\s+)?(?:[a-z][\w-]*\s+){1,3}?(?:detection|prediction|analysis|classification|"

@@ -71,6 +71,52 @@ def check_named_tables(steps: list[DraftStep]) -> None:
                                f"{by_label[src].span!r}; say which table it reads"])
 
 
+# "join customers onto orders", "merge the returns into sales": the table named second is the base
+INTO_BASE = re.compile(r"\b(?:onto|into|to)\b", re.I)
+
+
+def order_join_sides(steps: list[DraftStep]) -> None:
+    """A join's left table is the one its words name first ("left join orders with customers"), or
+    the one named after "onto" / "into" / "to" ("join customers onto orders"), not the one loaded
+    first: its inputs are swapped to match. A left or right join whose words name one table, or a
+    table it does not read, is refused: which side keeps every row would be a guess."""
+    by_label = {s.label: s for s in steps}
+    loads = {s.label: str(s.params["path"]) for s in steps
+             if s.entry == "load_data" and isinstance(s.params.get("path"), str)}
+    for s in steps:
+        left, right = s.inputs.get("left"), s.inputs.get("right")
+        if s.entry != "join" or not isinstance(left, str) or not isinstance(right, str):
+            continue
+        named = sorted((pos, lab) for lab, path in loads.items()
+                       if (pos := _named_at(s.span, path)) is not None)
+        outer = s.params.get("how") in ("left outer", "right outer")
+        if len(named) < 2:
+            if outer and named:
+                raise PlanRefused([f"{s.span!r} names only {loads[named[0][1]]}: say which table is the left one"])
+            continue
+        (pos_a, first), (pos_b, second) = named[0], named[1]
+        if len(named) > 2:
+            raise PlanRefused([f"{s.span!r} names {len(named)} tables; a join reads two"])
+        if INTO_BASE.search(s.span[pos_a:pos_b]):
+            first, second = second, first
+        sources = (_chain_source(by_label, left), _chain_source(by_label, right))
+        if sources == (second, first):
+            s.inputs["left"], s.inputs["right"] = right, left
+        elif sources != (first, second):
+            raise PlanRefused([f"{s.span!r} names {loads[first]} and {loads[second]}, but it would join "
+                               f"{loads.get(sources[0] or '', by_label[left].span)!r} with "
+                               f"{loads.get(sources[1] or '', by_label[right].span)!r}; say which tables it joins"])
+
+
+def _named_at(span: str, path: str) -> int | None:
+    """Where the words first name the file, in full or by its stem; None when they do not."""
+    name = os.path.basename(path).lower()
+    stem = os.path.splitext(name)[0]
+    by_stem = "" if stem in L.FILLERS else rf"|\b{re.escape(stem)}\b(?![.\w-])"    # "a.csv": "a" is no name
+    m = re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w-]){by_stem}", span.lower())
+    return m.start() if m else None
+
+
 def check_final_results(steps: list[DraftStep], handing_on: dict[str, str]) -> None:
     """"retrain it if accuracy is under 0.8, and deploy the final model": the final model is the
     retrained one or, when the condition is false, the first; a step reading the conditional

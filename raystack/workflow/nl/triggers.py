@@ -119,12 +119,26 @@ TRIGGERS: list[tuple[str, str]] = [
                    # "keep a fifth back for test", "carve off 30% as a test set": the share between
                    r"|\b(?:carv|set|hold|keep|put|reserv|tak|leav|lay)\w*\s+(?:off\s+|aside\s+|back\s+|out\s+)?"
                    r"(?=PCT\d+(?:\s+(?:out|aside|back|apart|off))?\s+(?:as|for)\s+(?:a\s+|the\s+)?(?:test|testing|validation|hold-?out|eval))"),
+    # "keep the first 100 rows", "take the last 5,000 records": a subset in file order (which end
+    # and how many stay unmarked for the extractor); "keep only 30% of it": a random share
+    ("sample", r"\b(?:keep|keeps|keeping|take|takes|taking|use|uses|using|select|grab|retain|retains|retaining)"
+               r"\s+(?:it\s+|them\s+|the\s+(?:data|table|rows)\s+)?(?:only\s+|just\s+)?(?P<sk>(?:the\s+|its\s+|their\s+)?(?:first|last|top|bottom)\s+NUM\d+\s+)"
+               r"(?:rows?|records?|lines?|entries)\b"),
+    ("sample", r"\b(?:limit|limits|limiting|truncate|truncates|truncating|trim|trims|trimming|cap|caps|capping)\s+(?:it\s+|them\s+|the\s+(?:data|table|rows)\s+)?to\s+"
+               r"(?P<sk>(?:the\s+|its\s+|their\s+)?(?:first|last)\s+NUM\d+\s+)(?:rows?|records?|lines?|entries)\b"),
+    ("sample", r"\b(?:keep|keeps|keeping|retain|retains|retaining)\s+(?:only\s+|just\s+)(?=(?:a\s+random\s+)?PCT\d+\s+of\s+(?:it|them|the\s+(?:rows|data|records|table))\b"
+               r"(?!\s+(?:as|for|to)\b))"),
     ("sample", r"\b(?:randomly\s+)?(?:sub-?sampl\w*|down-?sampl\w*|sample)\s+(?=NUM|PCT|FILE|the\b|a\b|an\b|it\b|them\b|down\b|rows\b|each\b|every\b)"),
     ("sample", r"\b(?:take|draw|pick|select|keep|grab|use|pull|get|make|create|build|extract)\s+(?:a\s+|an\s+)?(?:random\s+)?(?:PCT\d+\s+|NUM\d+\s*(?:-\s*)?(?:rows?\s+|records?\s+)?)?(?:random\s+)?(?:samples?|subsets?|fraction|portion|subsamples?)\b"),
     ("sample", r"\b(?:take|draw|pick|select|keep|grab)\s+(?:a\s+|an\s+)?(?:random\s+)?(?:PCT\d+|NUM\d+)\s+(?:random\s+)?(?:rows|records|of)\b"),
     ("sample", rf"(?:\b(?:take|draw|pick|grab|pull|make|get)\s+)?(?:{NUMLIST})\s*-?\s*(?:rows?|records?)\s+(?:random\s+)?(?:sub-?)?samples?\b"),
     ("sample", r"(?:\bPCT\d+|\bNUM\d+\s*(?:-\s*)?(?:rows?|records?))\s+(?:random\s+)?(?:sub-?)?samples?\b"
                r"|\b(?:sub-?)?samples?\s+(?:of\s+)?(?=PCT)|\b(?:NUM\d+\s+)?samples\s*(?:—|–|:|-|\()\s*(?=PCT)"),
+    # "left join them", "do an inner join on id": the kind stays unmarked for the join's extractor
+    ("join", r"\b(?:(?:do|does|perform|performs|run|runs)\s+(?:a|an)\s+)?(?P<sk>(?:left|right|inner|full|outer)(?:[\s-]+outer)?[\s-]+)"
+             r"(?:join|joins|joined|joining|merge|merges|merged|merging)\b"
+             r"(?:\s+(?:them|the\s+(?:two|NUM\d+)(?:\s+tables)?|both(?:\s+tables)?|the\s+tables|these|those))?"),
+    ("join", r"\b(?:do|does|perform|performs|run|runs)\s+(?:a|an)\s+(?:join|merge)\b"),
     ("join", r"(?<!the )(?<!a )\b(?:join|joins|joined|joining|merge|merges|merged|merging|combine|combines|combined|enrich|enriches|enriched|link|links|linked|"
              r"concatenate|concatenated|append|appended|stitch|stitched|match\s+up)\b"
              r"(?:\s+(?:them|the\s+(?:two|NUM\d+)(?:\s+tables)?|both(?:\s+tables)?|the\s+tables|these|those))?"),
@@ -229,7 +243,8 @@ TRIGGERS: list[tuple[str, str]] = [
                r"|\bsend\s+(?:me\s+|us\s+)?(?=QUOTE)"),
     ("notify", r"(?:(?:\b(?:a|an|the)\s+)?QUOTE\d+(?:\s+(?:notification|message|alert|note|e-?mail))?|\b(?:a|an|the)\s+(?:notification|message|alert|note|e-?mail))\s+(?:is|gets|will\s+be|should\s+be)\s+sent\b"
                r"|QUOTE\d+\s+(?:goes|go|is\s+sent|gets\s+sent|should\s+go)\s+out(?:\s+as\s+(?:a\s+|an\s+)?(?:notification|message|alert|note|e-?mail))?"),
-    ("notify", r"\b(?:notify|notifies|notified|notification|notifications|alert|ping|message|tell|inform|email|e-mail|page|slack)\b"
+    # "visits per page", "one row for each message": a grouping key, not a notification
+    ("notify", r"(?<!per )(?<!each )(?<!every )\b(?:notify|notifies|notified|notification|notifications|alert|ping|message|tell|inform|email|e-mail|page|slack)\b"
                r"(?:\s+(?:me|us|the\s+team|someone|everyone))?"),
     ("make_dataset", rf"\b(?:generate|generates|create|creates|make|makes|synthesi[sz]e|simulate|produce|build|fabricate|construct|"
                      rf"(?:fake|mock|whip|cook|dummy|spin)\s+up)\s+(?!sure\b|certain\b){skip(4)}"

@@ -1,0 +1,211 @@
+"""The rule planner on common table requests it refused (the eleventh round, on requests of the
+developer's own wording, none from a set): a join's kind and which table is its left side, a
+range of k, a retry said of every step, the first or last rows of a table and "keep only 30%".
+Each was refused before, or planned wrong; the table steps they plan are run on real files."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from raystack.workflow.nl import PlanRefused
+from raystack.workflow.table_steps import join, sample
+
+from planner_util import kinds as _kinds, of_kind, plan as _plan, refs as _refs
+
+
+def _write(path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+@pytest.fixture()
+def shop(tmp_path, monkeypatch):
+    """orders.csv (customer 3 has none) and customers.csv, in the working directory."""
+    monkeypatch.chdir(tmp_path)
+    _write(tmp_path / "orders.csv", "customer_id,amount\n1,10\n1,5\n2,7\n4,9\n")
+    _write(tmp_path / "customers.csv", "customer_id,region\n1,4\n2,5\n3,6\n")
+    return tmp_path
+
+
+def _join_of(p):
+    j = of_kind(p, "join")[0]
+    paths = {s.id: s.params["path"] for s in of_kind(p, "load_data")}
+    return paths[_refs(j.params["left"])[0]], paths[_refs(j.params["right"])[0]], j.params.get("how", "inner")
+
+
+def test_a_join_kind_is_read_and_its_left_side_is_the_table_the_words_name_first(shop):
+    """'left join customers with orders' after loading orders.csv first: the left side was the
+    table loaded first, so the join kept every order, not every customer (and "left" itself was
+    unaccounted, refusing the request). The left table is the one named first, or the one after
+    "onto" / "into"; run, the left join keeps customer 3, who has no orders."""
+    from raystack.workflow.engine import run_local
+    cases = {
+        "Load orders.csv and customers.csv, then left join customers with orders on customer_id.":
+            ("customers.csv", "orders.csv", "left outer"),
+        "Load orders.csv and customers.csv, then left join orders with customers on customer_id.":
+            ("orders.csv", "customers.csv", "left outer"),
+        "Load orders.csv and customers.csv, then left join orders onto customers on customer_id.":
+            ("customers.csv", "orders.csv", "left outer"),
+        "Load orders.csv and customers.csv, then merge customers into orders on customer_id.":
+            ("orders.csv", "customers.csv", "inner"),
+        "Load orders.csv and customers.csv and right join them on customer_id.":
+            ("orders.csv", "customers.csv", "right outer"),
+        "Load orders.csv and customers.csv, do an inner join on customer_id, then compute stats.":
+            ("orders.csv", "customers.csv", "inner"),
+        "Load orders.csv and customers.csv, then full outer join them on customer_id.":
+            ("orders.csv", "customers.csv", "full outer"),
+    }
+    for text, want in cases.items():
+        assert _join_of(_plan(text)) == want, text
+    p = _plan("Load orders.csv and customers.csv, left join customers with orders on customer_id, "
+              "and write the result to out/joined.csv.")
+    rep = run_local(p.ir)
+    assert rep.status == "succeeded"
+    joined = rep.results[of_kind(p, "join")[0].id].load(None)
+    assert sorted(set(joined.column("customer_id").to_pylist())) == [1, 2, 3]   # every customer, none added
+    assert joined.num_rows == 4                                                  # 1 twice, 2 once, 3 with none
+
+
+def test_a_left_join_naming_one_table_is_refused():
+    """Which side keeps every row would be a guess."""
+    with pytest.raises(PlanRefused, match="names only customers.csv"):
+        _plan("Load orders.csv and customers.csv, then left join customers on customer_id.")
+
+
+def test_the_join_step_takes_every_kind_it_is_planned_with():
+    left = pa.table({"k": [1, 2], "a": [10, 20]})
+    right = pa.table({"k": [2, 3], "b": [5, 6]})
+    sizes = {how: join(left, right, on="k", how=how).num_rows
+             for how in ("inner", "left outer", "right outer", "full outer")}
+    assert sizes == {"inner": 1, "left outer": 2, "right outer": 2, "full outer": 3}
+
+
+def test_a_range_of_k_maps_the_training_over_each_value():
+    """'for k from 1 to 5' / 'k between 1 and 5': both ends included, one training each; a range
+    past the map's limit or written backwards is refused, saying so."""
+    for text in ("Train a knn on iris.csv for k from 1 to 5 and keep the best.",
+                 "Train a knn on iris.csv for k between 1 and 5, evaluate each, and keep the best."):
+        p = _plan(text)
+        trains = of_kind(p, "train_model")
+        assert sorted(t.params["k"] for t in trains) == [1, 2, 3, 4, 5], text
+        assert _kinds(p)[-1] == "select_best"
+    with pytest.raises(PlanRefused, match="at most 32"):
+        _plan("Train a knn on iris.csv for k from 1 to 100.")
+    with pytest.raises(PlanRefused, match="the smaller first"):
+        _plan("Train a knn on iris.csv for k from 9 to 3.")
+
+
+def test_a_retry_said_of_every_step_sets_every_step_s_retries():
+    """'retry every step twice' and 'retry each step up to 3 times' were refused; 'with up to 3
+    retries per step' gave the retries to the training only."""
+    for text, n in (("Load data.csv, dedup it, and train a logistic model on it; retry every step twice.", 2),
+                    ("Load data.csv, dedup it, and train a logistic model on it; retry each step up to 3 times.", 3),
+                    ("Load data.csv and train a logistic model on it, with up to 3 retries per step.", 3)):
+        p = _plan(text)
+        named = [d for d in p.draft.steps if not d.implicit]
+        assert [d.retries for d in named] == [n] * len(named), text
+
+
+def test_the_first_or_last_rows_and_a_share_to_keep_are_a_subset(shop):
+    """'keep the first 100 rows' (the ordinal was a sequence cue, "100" unaccounted), 'the last
+    500 records', 'keep only 30% of it': a subset in file order, or drawn; "30% ... for testing"
+    is still no subset (it is a split's wording)."""
+    from raystack.workflow.engine import run_local
+    want = {"Load events.parquet, keep the first 100 rows and save them to out/head.csv.": {"rows": 100, "which": "first"},
+            "Load events.parquet, keep the last 500 records, and compute stats.": {"rows": 500, "which": "last"},
+            "Load big.csv, use only the first 50 lines and dedup them.": {"rows": 50, "which": "first"},
+            "Load logs.csv, keep only 30% of it, then train a knn on it.": {"fraction": 0.3}}
+    for text, params in want.items():
+        s = of_kind(_plan(text), "sample")[0]
+        assert {k: v for k, v in s.params.items() if k != "data"} == params, text
+    with pytest.raises(PlanRefused):
+        _plan("Load logs.csv, keep only 30% of it for testing, then train a knn on it.")
+    _write(shop / "orders_all.csv", "n\n" + "".join(f"{i}\n" for i in range(10)))
+    p = _plan("Load orders_all.csv, keep the last 3 rows and write them to out/tail.csv.")
+    rep = run_local(p.ir)
+    assert rep.status == "succeeded"
+    assert rep.results[of_kind(p, "sample")[0].id].load(None).column("n").to_pylist() == [7, 8, 9]
+
+
+def test_the_sample_step_keeps_file_order_and_a_head_of_a_short_table_is_all_of_it():
+    t = pa.table({"n": list(range(10))})
+    assert sample(t, rows=3, which="first").column("n").to_pylist() == [0, 1, 2]
+    assert sample(t, fraction=0.2, which="last").column("n").to_pylist() == [8, 9]
+    assert sample(t, rows=50, which="first").num_rows == 10
+    drawn = sample(t, rows=4, seed=1).column("n").to_pylist()
+    assert drawn == sorted(drawn) and len(set(drawn)) == 4
+    with pytest.raises(ValueError, match="sample of 50 rows"):
+        sample(t, rows=50)
+    with pytest.raises(ValueError, match="fraction"):
+        sample(t, fraction=1.5)
+
+
+def test_a_one_table_step_said_of_each_of_two_loaded_tables_runs_on_each(shop):
+    """'load a.csv and b.csv, dedup each (or: dedup them), and join them': the dedup ran on the
+    last table only, and the join paired the first table, never deduplicated, with it. Now one
+    step per table, and the join reads both."""
+    from raystack.workflow.engine import run_local
+    for text in ("Load orders.csv and customers.csv, dedup each, and join them on customer_id.",
+                 "Load orders.csv and customers.csv, dedup them, and join them on customer_id.",
+                 "Load orders.csv and customers.csv, keep the first 2 rows of each, and join them on customer_id."):
+        p = _plan(text)
+        kind = "dedup" if "dedup" in text else "sample"
+        per_table = of_kind(p, kind)
+        loads = {s.id for s in of_kind(p, "load_data")}
+        assert sorted(r for s in per_table for r in _refs(s.params["data"])) == sorted(loads), text
+        j = of_kind(p, "join")[0]
+        assert sorted(_refs(j.params["left"]) + _refs(j.params["right"])) == sorted(s.id for s in per_table), text
+    _write(shop / "orders.csv", "customer_id,amount\n1,10\n1,10\n2,7\n")
+    _write(shop / "customers.csv", "customer_id,region\n1,4\n1,4\n2,5\n")
+    p = _plan("Load orders.csv and customers.csv, dedup each, and join them on customer_id.")
+    rep = run_local(p.ir)
+    assert rep.status == "succeeded"
+    assert rep.results[of_kind(p, "join")[0].id].load(None).num_rows == 2
+
+
+def test_limiting_a_table_to_its_first_rows_plans_and_cutting_them_refuses():
+    """'limit it to the first 200 rows' ('to the first' was taken for an ambiguous ordinal
+    reference); 'truncate the first 1000 rows' / 'cut the first 10 rows' / 'skip the first 10
+    rows' could mean removing them, so they stay refused."""
+    s = of_kind(_plan("Load big.csv, limit it to the first 200 rows, then train a knn."), "sample")[0]
+    assert (s.params["rows"], s.params["which"]) == (200, "first")
+    for text in ("Load big.csv, truncate the first 1000 rows and compute stats.",
+                 "Load big.csv, cut the first 10 rows and compute stats.",
+                 "Load big.csv, skip the first 10 rows and compute stats.",
+                 "Load big.csv, drop the first 3 rows and compute stats."):
+        with pytest.raises(PlanRefused):
+            _plan(text)
+
+
+def test_a_plotted_column_named_by_its_name_is_the_column_plotted(shop):
+    """'plot column x, then plot column y' and 'plot the price column' drew the table's first
+    numeric column (the name was left as the plot's object); 'a histogram of price' and 'the
+    distribution of price' were refused. "plot the readings" stays a plot of the table."""
+    from raystack.workflow.engine import run_local
+    want = {"Load big.csv and plot the price column.": ["price"],
+            "Load big.csv and plot a histogram of price.": ["price"],
+            "Load big.csv and plot the distribution of price to out/p.png.": ["price"],
+            "Load iris.csv and plot petal_length.": ["petal_length"],
+            "Load data/a.csv and plot column x, then plot column y.": ["x", "y"],
+            "Load sensors.csv and plot the readings.": [None]}
+    for text, cols in want.items():
+        assert [s.params.get("column") for s in of_kind(_plan(text), "plot")] == cols, text
+    _write(shop / "big.csv", "id,price\n1,3.5\n2,4.0\n3,9.0\n")
+    p = _plan("Load big.csv, keep the first 2 rows and draw a histogram of the price column.")
+    rep = run_local(p.ir)
+    assert rep.status == "succeeded"
+    assert of_kind(p, "plot")[0].params["column"] == "price"
+
+
+def test_several_columns_named_for_a_plot_are_one_plot_each_and_a_grouping_key_is_no_notification():
+    """'a histogram of the amount column, then another of the qty column' made one plot (of
+    amount) and dropped the second; 'visits per page' planned a notification ("page" as a
+    verb) and aggregated by nothing."""
+    for text in ("Load sales.csv and plot a histogram of the amount column, then another of the qty column.",
+                 "Load sales.csv and plot the amount and qty columns."):
+        assert [s.params["column"] for s in of_kind(_plan(text), "plot")] == ["amount", "qty"], text
+    p = _plan("Read visits.csv, keep the last 1,000 rows, aggregate visits per page and save the table to "
+              "out/pages.csv.")
+    assert _kinds(p) == ["load_data", "sample", "aggregate", "write_table"]
+    assert of_kind(p, "aggregate")[0].params["by"] == "page"
