@@ -123,7 +123,7 @@ CATALOG: dict[str, CatalogEntry] = {e.name: e for e in [
        inputs={"model": f"{EVALUATION}|{MODEL}"}, output=FILE),
     _e("save_report", _STEPS, "save_report", "write a result as a JSON report",
        inputs={"result": "any"}, output=FILE, exit_ok=True),
-    _e("write_table", _TABLES, "write_table", "write a table (or scores) to a Parquet or CSV file",
+    _e("write_table", _TABLES, "write_table", "write a table (or scores) to a Parquet, CSV, TSV or JSON-lines file",
        inputs={"data": f"{TABLE}|{EVALUATION}|{STATS}"}, output=FILE),
     _e("plot", _TABLES, "plot", "plot a table column, metrics, or a part's reported metrics to a PNG file",
        inputs={"data": f"{TABLE}|{STATS}|{EVALUATION}|{MODEL}|{CHECKPOINT}|{DLRM}"}, output=FILE),

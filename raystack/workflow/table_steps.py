@@ -8,6 +8,7 @@ run's output directory unless given an absolute path.
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Literal, Optional, Union
 
@@ -231,13 +232,21 @@ def stats(data: pa.Table) -> dict:
 @step(side_effect=True)
 def write_table(data: pa.Table | dict | list, path: str = "table.parquet",
                 run_context: Optional[RunContext] = None) -> Artifact:
-    """Write a table (or metrics: an evaluation's scores as one row) to a Parquet or CSV file
-    (by its extension); returns the file."""
+    """Write a table (or metrics: an evaluation's scores as one row) to a file in the format its
+    extension names: Parquet (``.parquet``, ``.pq``), CSV, TSV, or JSON lines (``.json``,
+    ``.jsonl``: one object per row, what :func:`load_data` reads back); returns the file."""
+    ext = os.path.splitext(path)[1].lower()
+    if ext not in TABLE_SUFFIXES:
+        raise ValueError(f"write_table: {path!r} has no table extension; use one of {TABLE_SUFFIXES}")
     data = _as_table(data)
     target = _out_path(path, run_context)
     os.makedirs(os.path.dirname(os.path.abspath(target)) or ".", exist_ok=True)
-    if target.lower().endswith(".csv"):
-        pacsv.write_csv(data, target)
+    if ext in (".csv", ".tsv"):
+        pacsv.write_csv(data, target, write_options=pacsv.WriteOptions(delimiter="\t" if ext == ".tsv" else ","))
+    elif ext in (".json", ".jsonl"):
+        with open(target, "w") as f:
+            for row in data.to_pylist():
+                f.write(json.dumps(row, default=str) + "\n")
     else:
         pq.write_table(data, target)
     return make_artifact(TABLE_FILE, target, metrics={"rows": data.num_rows})

@@ -209,3 +209,33 @@ def test_several_columns_named_for_a_plot_are_one_plot_each_and_a_grouping_key_i
               "out/pages.csv.")
     assert _kinds(p) == ["load_data", "sample", "aggregate", "write_table"]
     assert of_kind(p, "aggregate")[0].params["by"] == "page"
+
+
+def test_a_table_written_to_a_json_file_is_written_as_json_lines_not_exported(shop):
+    """'compute stats and write them to out/stats.json' / 'dedupe it and save it to c.json'
+    were refused (a .json file was always a model's export); after a model and then statistics,
+    the statistics are what "save them" writes. A model saved as .json stays an export."""
+    from raystack.workflow.engine import run_local
+    from raystack.workflow.table_steps import load_data
+    for text, kind in (("Load orders.csv, compute summary stats and write them to out/stats.json.", "write_table"),
+                       ("Load orders.csv, dedupe it, and save it to out/clean.jsonl.", "write_table"),
+                       ("Load iris.csv, train a logistic model, compute stats on iris.csv and save them to "
+                        "out/s.json.", "write_table"),
+                       ("Train a logistic model on iris.csv and save it to models/lr.json.", "export_model")):
+        assert _kinds(_plan(text))[-1] == kind, text
+    p = _plan("Load orders.csv, dedupe it, and save it to out/clean.json.")
+    rep = run_local(p.ir)
+    assert rep.status == "succeeded"
+    written = load_data(rep.results[of_kind(p, "write_table")[0].id].load(None).path)
+    assert written.num_rows == 4 and written.column_names == ["customer_id", "amount"]
+
+
+@pytest.mark.parametrize("ext", [".csv", ".tsv", ".json", ".jsonl", ".parquet", ".pq"])
+def test_write_table_writes_the_format_its_extension_names_and_load_data_reads_it_back(tmp_path, ext):
+    """A .tsv was written as Parquet bytes, and so was a .json: neither read back."""
+    from raystack.workflow.table_steps import load_data, write_table
+    t = pa.table({"a": [1, 2, 3], "b": ["x", "y", "z"]})
+    art = write_table(t, str(tmp_path / f"t{ext}"))
+    assert load_data(art.path).to_pylist() == t.to_pylist()
+    with pytest.raises(ValueError, match="no table extension"):
+        write_table(t, str(tmp_path / "t.txt"))

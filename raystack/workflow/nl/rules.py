@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from raystack.workflow.catalog import CATALOG
+from raystack.workflow.catalog import CATALOG, STATS, TABLE
 from raystack.workflow.nl import lexicon as L
 from raystack.workflow.nl.accounting import account
 from raystack.workflow.nl.arrange import SOURCES, arrange
@@ -107,6 +107,7 @@ class RulePlanner:
         asked = questions(t, spans)
         actions = defer_candidates(t, actions, asked)
         self._resolve_context(t, actions, cues)
+        self._json_tables(t, actions)
         for k, a in enumerate(actions):
             with t.claiming(a.entry):
                 if a.found.params.pop("_tune", False):
@@ -134,6 +135,25 @@ class RulePlanner:
         account(t, [(a.entry, a.trig_end) for a in actions], picked=any(
             a.entry == "select_best" or a.step.tune is not None for a in actions))
         return Draft(text.strip(), steps)
+
+    @staticmethod
+    def _json_tables(t: Text, actions: list[Action]) -> None:
+        """"compute stats and write them to out/stats.json", "dedup it and save it to c.json": a
+        JSON file is where a model is exported too, but with no step before it that makes a
+        model (or another result an export takes) it is a table written as JSON lines; after a
+        model, a table or statistics made last ("train a model, compute stats and save them to
+        s.json") is what is written."""
+        for k, a in enumerate(actions):
+            if a.entry != "export_model":
+                continue
+            dest = next((x for x in t.tokens[a.lo:a.trig_end] if x.kind == "path"), None)
+            if dest is None or not dest.low.endswith((".json", ".jsonl")):
+                continue
+            last = next((b for b in reversed(actions[:k])   # "train a model on x.csv": the model, not the load
+                         if not CATALOG[b.entry].side_effect and not b.prepositional), None)
+            if last is not None and CATALOG[last.entry].output in (TABLE, STATS):
+                t.relabel(t.tokens[a.lo:a.trig_end], "export_model", "write_table")
+                a.entry = "write_table"
 
     # -- actions ------------------------------------------------------------------------------
     def _actions(self, t: Text, lo: int, hi: int, si: int, cues: list[Cue]) -> list[Action]:
