@@ -252,6 +252,9 @@ def test_a_pick_among_models_is_the_model_that_follows_and_retries_said_of_every
               "report both accuracies in reports/acc.json.")
     reports = of_kind(p, "save_report")
     assert len(reports) == 1 and len(_refs(reports[0].params["result"])) == 2
+    # the file is where the report goes, not a table to load (it was loaded and fed the split)
+    assert reports[0].params["path"] == "reports/acc.json" and not of_kind(p, "load_data")
+    assert source_kind(p, of_kind(p, "split_data")[0]) == "make_dataset"
 
 
 def test_the_same_step_asked_twice_in_sequence_is_two_steps():

@@ -214,7 +214,15 @@ def test_the_original_table_is_read_where_it_is_named_and_a_file_named_is_the_on
     p = _plan("Load x.csv, normalize it, and plot the original data.")
     assert next(s for s in p.ir.steps if s.fn.endswith(":plot")).params["data"].step == "s1"
     with pytest.raises(PlanRefused, match="names x.csv, but it would read the split_data of y.csv"):
-        _plan("Train a knn on x.csv and a logistic model on y.csv, then deploy the logistic one.")
+        _plan("Load x.csv, then load y.csv; train a knn on x.csv.")
+    # each model on the file its words name (it was refused: the second reused the first's split)
+    p = _plan("Train a knn on x.csv and a logistic model on y.csv, then deploy the logistic one.")
+    by = {s.id: s for s in p.ir.steps}
+    trained_on = {s.params["model"]: by[by[s.params["data"].step].params["data"].step].params["path"]
+                  for s in p.ir.steps if s.fn.endswith(":train_model")}
+    assert trained_on == {"knn": "x.csv", "logistic": "y.csv"}
+    deploy = next(s for s in p.ir.steps if s.fn.endswith(":deploy_model"))
+    assert by[deploy.params["model"].step].params["model"] == "logistic"
 
 
 def test_an_evaluation_said_of_several_models_runs_on_each_and_a_retry_lands_on_the_step_it_names():

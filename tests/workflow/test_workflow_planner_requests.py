@@ -239,3 +239,44 @@ def test_write_table_writes_the_format_its_extension_names_and_load_data_reads_i
     assert load_data(art.path).to_pylist() == t.to_pylist()
     with pytest.raises(ValueError, match="no table extension"):
         write_table(t, str(tmp_path / "t.txt"))
+
+
+def test_a_file_named_in_a_later_step_is_loaded_for_that_step_only(shop):
+    """'load orders.csv, dedup it, and join it with customers.csv': the load of customers.csv
+    (named in the join's words) was moved before the join and then before the dedup too, so
+    the dedup read customers.csv and the join paired raw orders with it. 'left join it with
+    customers.csv': 'it' is the other side, where the words put it. "Normalize a.csv, then
+    normalize b.csv too" was refused for the same reason and now plans."""
+    from raystack.workflow.engine import run_local
+    for text, how in (("Load orders.csv, dedup it, and join it with customers.csv on customer_id.", "inner"),
+                      ("Load orders.csv, dedup it, and left join it with customers.csv on customer_id.", "left outer")):
+        p = _plan(text)
+        dedup = of_kind(p, "dedup")[0]
+        loads = {s.params["path"]: s.id for s in of_kind(p, "load_data")}
+        j = of_kind(p, "join")[0]
+        assert _refs(dedup.params["data"]) == [loads["orders.csv"]], text
+        assert (_refs(j.params["left"]), _refs(j.params["right"]), j.params.get("how", "inner")) == \
+            ([dedup.id], [loads["customers.csv"]], how), text
+    _write(shop / "orders.csv", "customer_id,amount\n1,10\n1,10\n4,9\n")
+    p = _plan("Load orders.csv, dedup it, and left join it with customers.csv on customer_id.")
+    rep = run_local(p.ir)
+    assert rep.status == "succeeded"
+    joined = rep.results[of_kind(p, "join")[0].id].load(None)
+    assert sorted(zip(joined.column("customer_id").to_pylist(), joined.column("region").to_pylist())) == \
+        [(1, 4), (4, None)]          # the orders deduplicated, each kept, customer 4 unmatched
+    p = _plan("Normalize data/a.csv, then normalize data/b.csv too.")
+    assert sorted(s.params["path"] for s in of_kind(p, "load_data")) == ["data/a.csv", "data/b.csv"]
+    loads = {s.id: s.params["path"] for s in of_kind(p, "load_data")}
+    assert sorted(loads[_refs(n.params["data"])[0]] for n in of_kind(p, "normalize")) == ["data/a.csv", "data/b.csv"]
+
+
+def test_a_model_trained_after_a_new_table_trains_on_that_table():
+    """'split it, train a logistic model, then sample 50% of the table and train a knn on that'
+    trained the knn on the first split (of the whole table): a table made after a split that
+    nothing reads yet is what the next model trains on, through its own split."""
+    p = _plan("Load data/iris.csv, split it, train a logistic model, then sample 50% of the table and train "
+              "a knn on that.")
+    by = p.ir.by_id()
+    knn = next(s for s in of_kind(p, "train_model") if s.params["model"] == "knn")
+    split = by[_refs(knn.params["data"])[0]]
+    assert split.fn.endswith(":split_data") and by[_refs(split.params["data"])[0]].fn.endswith(":sample")

@@ -374,7 +374,8 @@ def _done_first(t: Text, actions: list[Action]) -> None:
     for a in list(actions):
         if a.entry not in TABLE_TRANSFORMS:
             continue
-        first = next((k for k in range(a.lo + 1, a.hi) if t.tokens[k].low in ("first", "beforehand")), None)
+        first = next((k for k in range(a.lo + 1, a.hi) if t.tokens[k].low in ("first", "beforehand")
+                      and not (k + 1 < len(t.tokens) and t.tokens[k + 1].kind in ("num", "pct"))), None)   # "the first 100 rows"
         if first is None and a.lo >= 2 and t.tokens[a.lo - 1].low == "first" and t.tokens[a.lo - 2].low == "but":
             first = a.lo - 1
         if first is None:
@@ -392,9 +393,13 @@ def _done_first(t: Text, actions: list[Action]) -> None:
 
 def _hoist(actions: list[Action]) -> None:
     """Producers named after their consumer ("train a model on generated data with a
-    train/test split") move before it."""
+    train/test split") move before it, and on before each earlier step that still lacks what they
+    make ("train a model on normalized x.csv": the load before the normalize too), never past
+    one that has it: "load p.csv, dedup it, and join it with fx.csv" moved the load of fx.csv
+    before the join and then before the dedup, which read fx.csv instead of p.csv."""
     changed = True
     guard = 0
+    hoisted: set[int] = set()
     while changed and guard < 20:
         changed, guard = False, guard + 1
         for i, a in enumerate(actions):
@@ -407,7 +412,11 @@ def _hoist(actions: list[Action]) -> None:
                     break
                 needs = [k for spec in CATALOG[b.entry].inputs.values() for k in spec.rstrip("*").split("|")]
                 if out in needs or (out == "table" and "split" in needs):
+                    if id(a) in hoisted and any(CATALOG[x.entry].output == out and not CATALOG[x.entry].inputs
+                                                for x in actions[:j]):
+                        break      # already before its own step; this one has a source of what it makes
                     actions.insert(j, actions.pop(i))
+                    hoisted.add(id(a))
                     changed = True
                     break
             if changed:

@@ -227,6 +227,15 @@ class _Wiring:
                 s.inputs["data"] = up[0].label
                 s.after = list(dict.fromkeys([*s.after, src.label]))
 
+    def _fresh_table_after(self, split: DraftStep, s: DraftStep) -> bool:
+        """Whether a table was made after ``split`` that nothing reads yet and that the split
+        does not come from: a model trained after it trains on that table, not on the split
+        made before it from another one."""
+        at = self.out.index(split)
+        used = self._read_labels()
+        made = [p for p in self.producers([TABLE], len(self.out), s) if self.out.index(p) > at]
+        return bool(made) and made[-1].label not in used
+
     def _wire_one(self, s: DraftStep, e: CatalogEntry) -> None:
         tables_used: list[str] = []
         table_inputs = [p for p, spec in e.inputs.items() if spec == TABLE and p not in s.params]
@@ -250,6 +259,8 @@ class _Wiring:
             if pname in s.params:          # given literally (e.g. mLoRA's base path)
                 continue
             found = [p for p in self.producers(kinds, len(self.out), s) if p.label not in tables_used]
+            if found and kinds == [SPLIT] and s.entry == "train_model" and self._fresh_table_after(found[-1], s):
+                found = []   # "a knn on x.csv and a logistic model on y.csv": y's own split, not x's
             if _many and found:  # a list input takes every result since the last such step,
                 last = max((i for i, x in enumerate(self.out) if x.entry == s.entry), default=-1)
                 since = []           # of the first kind it accepts that has any

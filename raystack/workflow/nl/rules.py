@@ -101,7 +101,7 @@ class RulePlanner:
             s_actions = self._actions(t, lo, hi, si, s_cues)
             cues += s_cues
             actions += s_actions
-        actions = self._transform_references(t, reread(t, actions))
+        actions = self._destinations(t, self._transform_references(t, reread(t, actions)))
         if not actions:
             raise PlanRefused([f"no workflow step in {text.strip()[:80]!r}"], "out_of_scope")
         asked = questions(t, spans)
@@ -135,6 +135,27 @@ class RulePlanner:
         account(t, [(a.entry, a.trig_end) for a in actions], picked=any(
             a.entry == "select_best" or a.step.tune is not None for a in actions))
         return Draft(text.strip(), steps)
+
+    @staticmethod
+    def _destinations(t: Text, actions: list[Action]) -> list[Action]:
+        """"report both accuracies in reports/acc.json": a file after "in" / "into" / "as" /
+        "at" that ends a report's, a chart's or a write's phrase is where it writes, not a table
+        to load (the load fed the split, so the models trained on the report's own file)."""
+        out = list(actions)
+        for k in range(len(out) - 1, 0, -1):
+            a, prev = out[k], out[k - 1]
+            if a.entry != "load_data" or not a.prepositional or prev.sentence != a.sentence \
+                    or prev.entry not in ("save_report", "plot", "write_table") or a.trig_end - a.lo != 2:
+                continue
+            prep, path = t.tokens[a.lo], t.tokens[a.lo + 1]
+            if prep.low not in ("in", "into", "as", "at") or path.kind != "path" \
+                    or any(x.kind == "path" for x in t.tokens[prev.lo:a.lo]):
+                continue
+            t.relabel(t.tokens[a.lo:a.trig_end], "load_data")
+            path.used = ""
+            prev.hi = max(prev.hi, a.hi)
+            del out[k]
+        return out
 
     @staticmethod
     def _json_tables(t: Text, actions: list[Action]) -> None:

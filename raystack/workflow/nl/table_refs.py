@@ -77,8 +77,9 @@ INTO_BASE = re.compile(r"\b(?:onto|into|to)\b", re.I)
 
 def order_join_sides(steps: list[DraftStep]) -> None:
     """A join's left table is the one its words name first ("left join orders with customers"), or
-    the one named after "onto" / "into" / "to" ("join customers onto orders"), not the one loaded
-    first: its inputs are swapped to match. A left or right join whose words name one table, or a
+    the one named after "onto" / "into" / "to" ("join customers onto orders"), 'it' standing for
+    the other table ("left join it with fx.csv"), not the one loaded first: its inputs are
+    swapped to match. A left or right join whose words name one table, or a
     table it does not read, is refused: which side keeps every row would be a guess."""
     by_label = {s.label: s for s in steps}
     loads = {s.label: str(s.params["path"]) for s in steps
@@ -90,6 +91,11 @@ def order_join_sides(steps: list[DraftStep]) -> None:
         named = sorted((pos, lab) for lab, path in loads.items()
                        if (pos := _named_at(s.span, path)) is not None)
         outer = s.params.get("how") in ("left outer", "right outer")
+        sources = (_chain_source(by_label, left), _chain_source(by_label, right))
+        it = re.search(r"\b(?:it|this|that)\b", s.span, re.I)
+        if len(named) == 1 and it is not None and named[0][1] in sources:
+            # "left join it with fx.csv": 'it' is the other table, where the words say it
+            named = sorted([*named, (it.start(), sources[1] if sources[0] == named[0][1] else sources[0])])
         if len(named) < 2:
             if outer and named:
                 raise PlanRefused([f"{s.span!r} names only {loads[named[0][1]]}: say which table is the left one"])
@@ -99,7 +105,6 @@ def order_join_sides(steps: list[DraftStep]) -> None:
             raise PlanRefused([f"{s.span!r} names {len(named)} tables; a join reads two"])
         if INTO_BASE.search(s.span[pos_a:pos_b]):
             first, second = second, first
-        sources = (_chain_source(by_label, left), _chain_source(by_label, right))
         if sources == (second, first):
             s.inputs["left"], s.inputs["right"] = right, left
         elif sources != (first, second):
