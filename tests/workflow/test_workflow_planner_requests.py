@@ -90,6 +90,11 @@ def test_a_range_of_k_maps_the_training_over_each_value():
         trains = of_kind(p, "train_model")
         assert sorted(t.params["k"] for t in trains) == [1, 2, 3, 4, 5], text
         assert _kinds(p)[-1] == "select_best"
+    # the map said before the verb, in a later clause ("and for k from 3 to 5 train ...")
+    p = _plan("Load ratings.csv, dedup it, and for k from 3 to 5 train a knn on it, then pick the best by accuracy.")
+    assert sorted(t.params["k"] for t in of_kind(p, "train_model")) == [3, 4, 5]
+    p = _plan("Load ratings.csv, keep only 20% of it, then for k in 2, 4 and 8 train a knn on it.")
+    assert sorted(t.params["k"] for t in of_kind(p, "train_model")) == [2, 4, 8]
     with pytest.raises(PlanRefused, match="at most 32"):
         _plan("Train a knn on iris.csv for k from 1 to 100.")
     with pytest.raises(PlanRefused, match="the smaller first"):

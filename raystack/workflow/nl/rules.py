@@ -446,11 +446,14 @@ class RulePlanner:
 
     @staticmethod
     def _for_each_start(t: Text, a: Action, prev: Action) -> int | None:
-        """", then for each k in 2, 4 and 8 train ...": a 'for each/every X in ...' phrase right
-        before the step's words is the step's own (its map), wherever the clause opens."""
+        """", then for each k in 2, 4 and 8 train ...", "and for k from 3 to 5 train ...": a 'for
+        each/every X in ...' or 'for k in / from ...' phrase right before the step's words is the
+        step's own (its map), wherever the clause opens."""
         gap = t.tokens[prev.trig_end:a.lo]
         for n, x in enumerate(gap[:-1]):
-            if x.low == "for" and gap[n + 1].low in ("each", "every") and not x.used:
+            named = gap[n + 1].low in ("k", "lr") and n + 2 < len(gap) and \
+                gap[n + 2].low in ("in", "from", "=", "between", "ranging", "over")     # "for k from 3 to 5 train"
+            if x.low == "for" and (gap[n + 1].low in ("each", "every") or named) and not x.used:
                 rest = gap[n + 2:]
                 if rest and not any(y.used or y.low in L.CLAUSE_WORDS and y.low != "and"
                                     or (y.kind == "punct" and y.text != ",") for y in rest):
