@@ -285,3 +285,16 @@ def test_a_model_trained_after_a_new_table_trains_on_that_table():
     knn = next(s for s in of_kind(p, "train_model") if s.params["model"] == "knn")
     split = by[_refs(knn.params["data"])[0]]
     assert split.fn.endswith(":split_data") and by[_refs(split.params["data"])[0]].fn.endswith(":sample")
+
+
+def test_a_column_plotted_after_statistics_is_the_table_s_column_and_top_rows_are_no_head():
+    """'compute stats and plot the temp column' plotted the statistics' figures (a dict has no
+    columns): the plot reads the table the statistics were computed on. 'count rows per status;
+    keep the top 10 rows' would keep the first 10 in table order, not the largest counts: "top"
+    says an order no step makes, so it is refused."""
+    p = _plan("Load weather.csv and stations.csv, left join stations with weather on station_id, then compute "
+              "stats and plot the temp column.")
+    plot, join, stats = of_kind(p, "plot")[0], of_kind(p, "join")[0], of_kind(p, "stats")[0]
+    assert _refs(plot.params["data"]) == [join.id] and stats.id in plot.after
+    with pytest.raises(PlanRefused):
+        _plan("Load logs.parquet; count rows per status; keep the top 10 rows; write it to out/top.csv.")

@@ -156,6 +156,7 @@ class _Wiring:
                     one.inputs[pname] = src
                 self._wire_one(one, e)
                 self._check_plotted_metric(one)
+                self._plotted_column_from_table(one)
                 self._evaluate_on_own_split(one)
                 self.out.append(one)
         return self.out
@@ -206,6 +207,22 @@ class _Wiring:
         split = self._wired(own) if isinstance(own, str) else None
         if split is not None and own != s.inputs.get("data") and self.output(split) == SPLIT:
             s.inputs["data"] = own
+
+    def _plotted_column_from_table(self, s: DraftStep) -> None:
+        """A plot of a named column reads a table: "compute stats and plot the temp column" drew
+        the statistics' figures (a dict has no columns); it reads the table the statistics were
+        computed on, and still follows them."""
+        if s.entry != "plot" or s.params.get("column") is None and (s.map is None or s.map[0] != "column"):
+            return
+        src = self._wired(s.inputs.get("data")) if isinstance(s.inputs.get("data"), str) else None
+        if src is None or self.output(src) == TABLE:
+            return
+        by_label = {x.label: x for x in self.out}
+        up = [x for x in upstream(src, by_label) if self.output(x) == TABLE]
+        if not up:
+            raise PlanRefused([f"{s.span!r} plots a column, but it reads {src.entry}, which makes no table"])
+        s.inputs["data"] = up[0].label
+        s.after = list(dict.fromkeys([*s.after, src.label]))
 
     def _check_plotted_metric(self, s: DraftStep) -> None:
         """A plot of a named metric reads it from a step that reports it ("plot the validation
