@@ -298,3 +298,27 @@ def test_a_column_plotted_after_statistics_is_the_table_s_column_and_top_rows_ar
     assert _refs(plot.params["data"]) == [join.id] and stats.id in plot.after
     with pytest.raises(PlanRefused):
         _plan("Load logs.parquet; count rows per status; keep the top 10 rows; write it to out/top.csv.")
+
+
+def test_a_comparison_by_a_named_metric_is_the_pick_the_winner_names():
+    """'compare them by F1, and export the winner' was refused ('compare', 'F1' unaccounted):
+    a comparison of the results by a metric picks by it, and 'the winner' is that pick."""
+    p = _plan("Read customers.parquet, train logistic and centroid models, compare them by F1, and export the "
+              "winner to models/churn.json.")
+    picks = of_kind(p, "select_best")
+    assert len(picks) == 1 and picks[0].params["metric"] == "f1" and len(_refs(picks[0].params["results"])) == 2
+    assert _refs(of_kind(p, "export_model")[0].params["model"]) == [picks[0].id]
+
+
+def test_instead_in_a_conditional_clause_is_the_condition_s_word():
+    """'if the rmse is above 10, train a knn with k=3 instead' was refused ('instead'
+    unaccounted); the conditional training is the plan, and 'instead' outside a condition
+    still refuses."""
+    p = _plan("Load sales.csv, split it 90/10, train a linear model and evaluate it; if the rmse is above 10, "
+              "train a knn with k=3 instead.")
+    knn = next(s for s in of_kind(p, "train_model") if s.params["model"] == "knn")
+    assert knn.when and knn.when[0].ref.key == "rmse" and knn.when[0].op == ">" and knn.when[0].value == 10
+    with pytest.raises(PlanRefused, match="instead"):
+        _plan("Load sales.csv, train a linear model instead of a knn.")
+    p = _plan("Load x.csv and train knn models for k = 1 to 9, then keep the best by accuracy.")
+    assert sorted(t.params["k"] for t in of_kind(p, "train_model")) == list(range(1, 10))

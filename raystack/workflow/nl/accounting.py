@@ -449,6 +449,22 @@ def _column_subset(t: Text) -> list[str]:
     return out
 
 
+def _instead(t: Text) -> None:
+    """"if the rmse is above 10, train a knn instead": 'instead' says the conditional step
+    replaces what came before; the condition carries that (a step reading "the final model"
+    after it is refused by the planner), so the word is the condition's."""
+    for tok in t.unused():
+        if tok.low != "instead":
+            continue
+        lo, hi = tok.i, tok.i
+        while lo > 0 and t.tokens[lo - 1].text not in (".", ";", "!", "?"):
+            lo -= 1
+        while hi < len(t.tokens) and t.tokens[hi].text not in (".", ";", "!", "?"):
+            hi += 1
+        if any(x.used == "condition" for x in t.tokens[lo:hi]):
+            t.mark([tok], "condition")
+
+
 def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = False) -> None:
     """Raise PlanRefused quoting every span no rule accounts for. ``picked``: a step of the plan
     keeps the best of several results (a selection or a search), which 'the best one' may name."""
@@ -480,6 +496,7 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
     objects(t, ends)
     purposes(t)
     references(t)
+    _instead(t)
     left = [x for x in t.unused() if x.kind != "punct" and x.low not in L.FILLERS]
     bad = [x for x in left if x.kind != "word"]
     unknown = [x for x in left if x not in bad]

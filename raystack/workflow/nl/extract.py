@@ -373,7 +373,7 @@ def train_model(text: Text, lo: int, hi: int, f: Found) -> None:
     if m:      # "three kNN classifiers with k = 3, 7 and 15", "one kNN for each k in 3, 7, 15"
         _set_map(f, "k", [int(v) for v in _list(text, m.group("l"))])
         claim_count(text, lo, hi, len(f.map[1]))
-    elif m := _search(text, lo, hi, r"\b(?:(?:for\s+)?(?:each|every)\s+)?k\s*(?:(?:ranging|going|running)\s+)?(?:from\s+(?P<a>NUM\d+)\s+(?:to|through|thru|up\s+to)"
+    elif m := _search(text, lo, hi, r"\b(?:(?:for\s+)?(?:each|every)\s+)?k\s*(?:(?:ranging|going|running)\s+)?(?:(?:from|=|:|in)\s*(?P<a>NUM\d+)\s+(?:to|through|thru|up\s+to)"
                                     r"|between\s+(?P<b>NUM\d+)\s+and)\s+(?P<z>NUM\d+)", "k range"):
         _set_map(f, "k", _int_range(text, m.group("a") or m.group("b"), m.group("z"), "k"))   # "for k from 1 to 5"
         claim_count(text, lo, hi, len(f.map[1]))
