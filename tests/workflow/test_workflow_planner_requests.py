@@ -322,3 +322,23 @@ def test_instead_in_a_conditional_clause_is_the_condition_s_word():
         _plan("Load sales.csv, train a linear model instead of a knn.")
     p = _plan("Load x.csv and train knn models for k = 1 to 9, then keep the best by accuracy.")
     assert sorted(t.params["k"] for t in of_kind(p, "train_model")) == list(range(1, 10))
+
+
+def test_a_removal_of_two_kinds_of_rows_is_two_steps(shop):
+    """'remove duplicates and rows with missing values' deduplicated only (the second object was
+    taken for the dedup's words): silently wrong. 'drop the nulls and the duplicates' and
+    'remove duplicates and nulls' were refused. Each is a dedup and a clean, in the order said."""
+    from raystack.workflow.engine import run_local
+    for text, order in (("Load bookings.csv, remove duplicates and rows with missing values, then compute stats.",
+                         ["dedup", "clean_data"]),
+                        ("Load bookings.csv, drop the nulls and the duplicates, then compute stats.",
+                         ["clean_data", "dedup"]),
+                        ("Load bookings.csv, remove duplicates and nulls, then compute stats.", ["dedup", "clean_data"])):
+        assert _kinds(_plan(text)) == ["load_data", *order, "stats"], text
+    _write(shop / "bookings.csv", "a,b\n1,2\n1,2\n3,\n4,5\n")
+    p = _plan("Load bookings.csv, remove duplicates and rows with missing values, and write it to out/b.csv.")
+    rep = run_local(p.ir)
+    assert rep.status == "succeeded"
+    assert rep.results[of_kind(p, "clean_data")[0].id].load(None).to_pylist() == [{"a": 1, "b": 2}, {"a": 4, "b": 5}]
+    s = of_kind(_plan("Load houses.csv, keep the last 20% of it, and train a linear regression."), "sample")[0]
+    assert (s.params["which"], s.params["fraction"]) == ("last", 0.2)

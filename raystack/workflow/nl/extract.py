@@ -183,7 +183,7 @@ ROWS_UNIT_OR_LINES = r"(?:rows?|records?|examples|entries|lines?)"
 
 
 def sample(text: Text, lo: int, hi: int, f: Found) -> None:
-    m = _search(text, lo, hi, rf"\b(?:the\s+|its\s+|their\s+)?(?P<w>first|last)(?=\s+NUM\d+\s+{ROWS_UNIT_OR_LINES}\b)", "which rows")
+    m = _search(text, lo, hi, rf"\b(?:the\s+|its\s+|their\s+)?(?P<w>first|last)(?=\s+NUM\d+\s+{ROWS_UNIT_OR_LINES}\b|\s+PCT\d+\s+of\b)", "which rows")
     if m:      # "keep the first 100 rows": in file order, not drawn
         f.set("which", m.group("w"))
     rows = _search(text, lo, hi, rf"(?P<l>{NUMLIST})\s*-?\s*(?:random\s+)?{ROWS_UNIT}\b", "row counts") or \

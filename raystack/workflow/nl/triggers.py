@@ -90,6 +90,13 @@ TRIGGERS: list[tuple[str, str]] = [
     ("clean_data", r"\b(?:missing[\s-]+values?|nulls?|nans?|na|incomplete[\s-]+rows?|bad[\s-]+rows?)\s+removal\b"),
     ("dedup", rf"\b(?:drop|drops|dropping|remove|removes|removing|deleting|discarding|eliminating|delete|discard|eliminate|filter\s+out|get\s+rid\s+of|strip)\s+{skip(2)}(?:[a-z]+-)?duplicat\w*"
               r"(?:\s+(?:rows|records|entries|lines|transactions|events|clicks?))?"),
+    # a second object of the removal: "remove duplicates and rows with missing values", "drop
+    # incomplete rows and duplicates" (the second was taken for the first step's object)
+    ("clean_data", r"(?:(?<=duplicates and )|(?<=dupes and )|(?<=duplicate rows and )|(?<=duplicates, and ))"
+                   r"(?:the\s+|any\s+|all\s+)?(?:rows\s+(?:with|containing|that\s+have)\s+(?:missing|null|nan|empty|blank)\s*(?:values?|entries|fields|cells|data)?"
+                   r"|(?:incomplete|invalid|bad|broken|corrupt(?:ed)?|malformed)\s+(?:rows|records|entries)|nulls|nans|missing\s+values|empty\s+rows)\b"),
+    ("dedup", r"(?:(?<=values and )|(?<=nulls and )|(?<=nans and )|(?<=rows and )|(?<=records and )|(?<=values, and ))"
+              r"(?:the\s+|any\s+|all\s+)?(?:duplicates|dupes|duplicate\s+(?:rows|records))\b"),
     ("dedup", r"\b(?:has|have|contains?|there\s+are)\s+(?:some\s+|a\s+few\s+)?(?:dupes|duplicates|duplicate\s+rows)(?:\s+in\s+it)?\s*,?\s*"
               r"(?:so\s+|and\s+)?(?:get\s+rid\s+of|remove|drop|delete|strip|toss)\s+(?:those|them|these)\b"),   # "has dupes in it, get rid of those"
     ("dedup", r"\b(?:keep|retain|take)\s+(?:only\s+)?(?:the\s+)?(?:unique|distinct)\s+(?:rows|records|entries)\b"
@@ -122,8 +129,8 @@ TRIGGERS: list[tuple[str, str]] = [
     # "keep the first 100 rows", "take the last 5,000 records": a subset in file order (which end
     # and how many stay unmarked for the extractor); "keep only 30% of it": a random share
     ("sample", r"\b(?:keep|keeps|keeping|take|takes|taking|use|uses|using|select|grab|retain|retains|retaining)"
-               r"\s+(?:it\s+|them\s+|the\s+(?:data|table|rows)\s+)?(?:only\s+|just\s+)?(?P<sk>(?:the\s+|its\s+|their\s+)?(?:first|last)\s+NUM\d+\s+)"
-               r"(?:rows?|records?|lines?|entries)\b"),
+               r"\s+(?:it\s+|them\s+|the\s+(?:data|table|rows)\s+)?(?:only\s+|just\s+)?(?P<sk>(?:the\s+|its\s+|their\s+)?(?:first|last)\s+"
+               r"(?:NUM\d+\s+(?:rows?|records?|lines?|entries)|PCT\d+\s+of\s+(?:it|them|the\s+(?:rows|data|records|table)))(?!\s+(?:as|for|to)\b))"),
     ("sample", r"\b(?:limit|limits|limiting|truncate|truncates|truncating|trim|trims|trimming|cap|caps|capping)\s+(?:it\s+|them\s+|the\s+(?:data|table|rows)\s+)?to\s+"
                r"(?P<sk>(?:the\s+|its\s+|their\s+)?(?:first|last)\s+NUM\d+\s+)(?:rows?|records?|lines?|entries)\b"),
     ("sample", r"\b(?:keep|keeps|keeping|retain|retains|retaining)\s+(?:only\s+|just\s+)(?=(?:a\s+random\s+)?PCT\d+\s+of\s+(?:it|them|the\s+(?:rows|data|records|table))\b"
