@@ -342,3 +342,26 @@ def test_a_removal_of_two_kinds_of_rows_is_two_steps(shop):
     assert rep.results[of_kind(p, "clean_data")[0].id].load(None).to_pylist() == [{"a": 1, "b": 2}, {"a": 4, "b": 5}]
     s = of_kind(_plan("Load houses.csv, keep the last 20% of it, and train a linear regression."), "sample")[0]
     assert (s.params["which"], s.params["fraction"]) == ("last", 0.2)
+
+
+def test_two_ends_of_one_table_are_both_of_that_table_and_a_part_of_a_part_says_so(shop):
+    """'take the first 20 rows and compute stats, and separately take the last 20 rows and
+    compute stats' took the last 20 of the first 20 (the same rows); 'take the first 200 rows,
+    then keep the last 5 rows of it' was refused (the two phrases were merged into one step).
+    'In parallel, compute stats and write them to s.csv' wrote the table, not the statistics
+    (the group's members were side by side, so the write could not read the stats)."""
+    from raystack.workflow.engine import run_local
+    _write(shop / "inventory.csv", "n\n" + "".join(f"{i}\n" for i in range(50)))
+    p = _plan("Load inventory.csv, take the first 20 rows and compute stats, and separately take the last 20 rows "
+              "and compute stats.")
+    load = of_kind(p, "load_data")[0]
+    assert [_refs(s.params["data"]) for s in of_kind(p, "sample")] == [[load.id], [load.id]]
+    rep = run_local(p.ir)
+    assert rep.status == "succeeded"
+    last = rep.results[of_kind(p, "sample")[1].id].load(None)
+    assert last.column("n").to_pylist() == list(range(30, 50))
+    p = _plan("Load inventory.csv, take the first 200 rows, then keep the last 5 rows of it and compute stats.")
+    first, tail = of_kind(p, "sample")
+    assert _refs(tail.params["data"]) == [first.id] and (tail.params["which"], tail.params["rows"]) == ("last", 5)
+    p = _plan("Load data/iris.csv, normalize it; in parallel, compute stats and write them to out/s.csv.")
+    assert _refs(of_kind(p, "write_table")[0].params["data"]) == [of_kind(p, "stats")[0].id]

@@ -209,13 +209,17 @@ def _parallel(t: Text, c: Cue, cues: list[Cue], before: list[Action], after: lis
     if ahead and _feeds_itself(group):
         # "write the stats; in parallel, split it and train a model": the split feeds the
         # training, so the steps are not side by side with each other; the clause runs beside
-        # the clause before it, its own steps in order
+        # the clause before it, its own steps in order ("A and, independently, B then C": the
+        # clause of A, which B's steps run beside)
         prev_start = max([x for x in seq if x < start] or [-1])
         clause = [a for a in before if prev_start < a.lo < start] or (
             [] if before else [a for a in actions if a.sentence == c.sentence - 1])   # "...; in parallel, ..."
+        if mid and _feeds_itself(ahead):
+            clause, group = [a for a in before if a.lo > prev_start], ahead
         clause = [a for a in clause if a.step.exit is None]
         if clause:
             group[0].beside = clause[0]
+            group[0].step.beside = clause[0].step.label
         return
     for a in group:
         if a.step.exit is None:
@@ -247,7 +251,9 @@ def _feeds_itself(group: list[Action]) -> bool:
     split, then the training on it); two table transforms ("(a) aggregate, (b) sample") may
     run side by side on one table."""
     def feeds(b: Action, a: Action) -> bool:     # a table feeds a training through an implicit split
-        made, wanted = CATALOG[b.entry].output, CATALOG[a.entry].inputs.values()
+        made, wanted = CATALOG[b.entry].output, set(CATALOG[a.entry].inputs.values())
+        if a.entry == "write_table":   # "compute stats and write them to s.csv": what is written
+            wanted = {k for spec in wanted for k in spec.rstrip("*").split("|")} | {made}
         return made in wanted or (made == TABLE and SPLIT in wanted)
     return any(feeds(b, a) and CATALOG[b.entry].output not in CATALOG[b.entry].inputs.values()
                for k, a in enumerate(group) for b in group[:k])

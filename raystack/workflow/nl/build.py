@@ -21,7 +21,7 @@ from raystack.workflow.ir import WorkflowError, WorkflowIR
 from raystack.workflow.nl.plan import EXIT_KINDS, Draft, DraftStep, Plan, PlanRefused
 from raystack.workflow.nl.safety import outside_run, unsafe_destination
 from raystack.workflow.nl.table_refs import (check_final_results, check_named_tables, check_sources_read,
-                                             order_join_sides, upstream)
+                                             ends_of_one_table, order_join_sides, upstream)
 
 OPS = ("==", "!=", "<", "<=", ">", ">=")
 # A step needing kind K when only kind J exists gets this implicit step inserted after J.
@@ -254,6 +254,15 @@ class _Wiring:
         return bool(made) and made[-1].label not in used
 
     def _wire_one(self, s: DraftStep, e: CatalogEntry) -> None:
+        beside = self._wired(s.beside) if s.beside else None
+        if beside is not None and list(e.inputs) == ["data"] and "data" not in s.inputs \
+                and TABLE in e.inputs["data"].split("|"):
+            # "take the first 20 rows and compute stats; in parallel, take the last 20 rows ...":
+            # a clause beside the one before reads the table that one read (or the table its
+            # source made), not what it made from it
+            read = beside.inputs.get("data") if beside.inputs else beside.label
+            if isinstance(read, str) and self._wired(read) is not None and self.output(self._wired(read)) == TABLE:
+                s.inputs["data"] = read
         tables_used: list[str] = []
         table_inputs = [p for p, spec in e.inputs.items() if spec == TABLE and p not in s.params]
         if len(table_inputs) > 1:  # a join: the last tables made, in the order they were named
@@ -346,6 +355,7 @@ def build(draft: Draft, name: str = "planned") -> Plan:
     steps = _Wiring(draft).wire()
     check_named_tables(steps)
     order_join_sides(steps)
+    ends_of_one_table(steps)
     check_sources_read(steps)
     by_label = {s.label: s for s in steps}
     reaches: dict[str, set[str]] = {}

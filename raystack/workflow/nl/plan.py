@@ -72,6 +72,7 @@ class DraftStep:
     implicit: bool = False                            # plumbing the request did not name
     follows: list[str] = field(default_factory=list)  # the steps written before it ("then")
     refs: dict[str, str] = field(default_factory=dict)  # param -> key of the latest tuned step's output
+    beside: str | None = None                         # runs beside this step, on the table it reads
 
     def input_labels(self) -> list[str]:
         """The labels of the steps it reads from (each input one label or a list of them)."""

@@ -261,7 +261,9 @@ class RulePlanner:
                 continue  # "read a.csv / b.csv / c.csv": one load over the files (a map)
             # "fine-tune adapters on tiny-1m, then fine-tune more on tiny-20m": the verb said again
             # after a "then" is a second run, not more words of the first
-            sequenced = bool(merged) and not a.verbless and t.tokens[a.lo].low == t.tokens[merged[-1].lo].low \
+            # "take the first 200 rows, then keep the last 5 rows of it": two subsets, two verbs
+            sequenced = bool(merged) and not a.verbless and (
+                t.tokens[a.lo].low == t.tokens[merged[-1].lo].low or a.entry == "sample") \
                 and any(c.kind == "seq" and merged[-1].trig_end <= c.lo < a.lo for c in cues)
             if merged and merged[-1].entry == a.entry and not sequenced and (
                     a.entry not in ("load_data", "train_model", "evaluate_model", "notify")

@@ -113,6 +113,22 @@ def order_join_sides(steps: list[DraftStep]) -> None:
                                f"{loads.get(sources[1] or '', by_label[right].span)!r}; say which tables it joins"])
 
 
+def ends_of_one_table(steps: list[DraftStep]) -> None:
+    """"take the first 20 rows and compute stats, and separately take the last 20 rows": the
+    second end is of the table the first was taken from (the last 20 of the first 20 are the
+    same rows), unless the words say it is of that part ("the last 5 rows of it")."""
+    by_label = {s.label: s for s in steps}
+    for s in steps:
+        src = by_label.get(s.inputs.get("data")) if isinstance(s.inputs.get("data"), str) else None
+        if s.entry != "sample" or not s.params.get("which") or src is None or src.entry != "sample" \
+                or not src.params.get("which") or OF_THAT.search(s.span):
+            continue
+        s.inputs["data"] = src.inputs["data"]
+
+
+OF_THAT = re.compile(r"\b(?:of|from)\s+(?:it|them|those|these|that|this|the\s+(?:sample|subset|result|part))\b", re.I)
+
+
 def _named_at(span: str, path: str) -> int | None:
     """Where the words first name the file, in full or by its stem; None when they do not."""
     name = os.path.basename(path).lower()
