@@ -365,3 +365,17 @@ def test_two_ends_of_one_table_are_both_of_that_table_and_a_part_of_a_part_says_
     assert _refs(tail.params["data"]) == [first.id] and (tail.params["which"], tail.params["rows"]) == ("last", 5)
     p = _plan("Load data/iris.csv, normalize it; in parallel, compute stats and write them to out/s.csv.")
     assert _refs(of_kind(p, "write_table")[0].params["data"]) == [of_kind(p, "stats")[0].id]
+
+
+def test_a_split_asked_for_stays_the_model_s_and_a_transform_nothing_reads_is_refused():
+    """'split it 70/30, normalize the data, and train a knn': the round's fresh-table rule
+    trained on an implicit 80/20 split of the normalized table (the 70/30 split unread); before
+    the round it trained on the 70/30 split of the unnormalized table (the normalize unread).
+    Either way part of the request was dropped: it is refused, saying which step reads what. A
+    transform said to be skipped ("train on the un-normalized table") and two independent
+    chains ("normalize a.csv, then normalize b.csv too") still plan."""
+    with pytest.raises(PlanRefused, match="makes a table no later step reads"):
+        _plan("Load x.csv, split it 70/30, normalize the data, and train a knn.")
+    p = _plan("Load data/iris.csv, normalize it, then train a logistic model on the un-normalized table.")
+    assert of_kind(p, "normalize") and of_kind(p, "train_model")
+    assert len(of_kind(_plan("Normalize data/a.csv, then normalize data/b.csv too."), "normalize")) == 2

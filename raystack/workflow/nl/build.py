@@ -21,7 +21,7 @@ from raystack.workflow.ir import WorkflowError, WorkflowIR
 from raystack.workflow.nl.plan import EXIT_KINDS, Draft, DraftStep, Plan, PlanRefused
 from raystack.workflow.nl.safety import outside_run, unsafe_destination
 from raystack.workflow.nl.table_refs import (check_final_results, check_named_tables, check_sources_read,
-                                             ends_of_one_table, order_join_sides, upstream)
+                                             check_unread_transforms, ends_of_one_table, order_join_sides, upstream)
 
 OPS = ("==", "!=", "<", "<=", ">", ">=")
 # A step needing kind K when only kind J exists gets this implicit step inserted after J.
@@ -245,11 +245,13 @@ class _Wiring:
                 s.after = list(dict.fromkeys([*s.after, src.label]))
 
     def _fresh_table_after(self, split: DraftStep, s: DraftStep) -> bool:
-        """Whether a table was made after ``split`` that nothing reads yet and that the split
-        does not come from: a model trained after it trains on that table, not on the split
-        made before it from another one."""
+        """Whether a table was made after ``split`` that nothing reads yet, where the split is
+        already some model's: a model trained after it trains on that table, not on the split
+        made before it from another one. A split no step reads yet stays the next model's."""
         at = self.out.index(split)
         used = self._read_labels()
+        if split.label not in used:
+            return False   # "split it 70/30, normalize the data, and train": the split asked for is the model's
         made = [p for p in self.producers([TABLE], len(self.out), s) if self.out.index(p) > at]
         return bool(made) and made[-1].label not in used
 
@@ -357,6 +359,7 @@ def build(draft: Draft, name: str = "planned") -> Plan:
     order_join_sides(steps)
     ends_of_one_table(steps)
     check_sources_read(steps)
+    check_unread_transforms(steps)
     by_label = {s.label: s for s in steps}
     reaches: dict[str, set[str]] = {}
     for s in steps:  # "then": a step runs after the ones written before it, data or not

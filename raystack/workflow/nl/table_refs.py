@@ -113,6 +113,31 @@ def order_join_sides(steps: list[DraftStep]) -> None:
                                f"{loads.get(sources[1] or '', by_label[right].span)!r}; say which tables it joins"])
 
 
+TRANSFORMS = ("clean_data", "impute", "dedup", "normalize", "sample")
+
+
+def check_unread_transforms(steps: list[DraftStep]) -> None:
+    """"split it 70/30, normalize the data, and train a knn": the normalized table was read by
+    nothing (the training read the split made before it), so the plan would train on the
+    unnormalized rows. A table transform whose table no step reads, with steps after it that
+    read other data, is refused, saying which step reads what."""
+    read = {lab for s in steps for lab in s.input_labels()}
+    by_label = {s.label: s for s in steps}
+    for k, s in enumerate(steps):
+        src = s.inputs.get("data")
+        if s.entry not in TRANSFORMS or s.implicit or s.label in read or s.map is not None or not isinstance(src, str) \
+                or s.when is not None or s.concurrent:
+            continue
+        # later steps on the table it transformed, not said to want it untransformed nor to
+        # run beside it ("normalize it; in parallel, compute stats")
+        later = [x for x in steps[k + 1:] if not x.implicit and x.exit is None and not CATALOG[x.entry].side_effect
+                 and src in {u.label for u in upstream(x, by_label)} and not ORIGINAL_TABLE.search(x.span)
+                 and not x.concurrent and x.beside is None and x.when is None]
+        if later:
+            raise PlanRefused([f"{s.span!r} makes a table no later step reads ({later[0].span!r} reads "
+                               "what was made before it); say which step should read it, or do it earlier"])
+
+
 def ends_of_one_table(steps: list[DraftStep]) -> None:
     """"take the first 20 rows and compute stats, and separately take the last 20 rows": the
     second end is of the table the first was taken from (the last 20 of the first 20 are the
