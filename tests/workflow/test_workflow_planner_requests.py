@@ -379,3 +379,19 @@ def test_a_split_asked_for_stays_the_model_s_and_a_transform_nothing_reads_is_re
     p = _plan("Load data/iris.csv, normalize it, then train a logistic model on the un-normalized table.")
     assert of_kind(p, "normalize") and of_kind(p, "train_model")
     assert len(of_kind(_plan("Normalize data/a.csv, then normalize data/b.csv too."), "normalize")) == 2
+
+
+def test_a_file_loaded_with_others_and_named_again_is_refused():
+    """'load x.csv and y.csv, dedup them, and train a knn on x.csv' loaded x.csv a second time
+    and trained on the raw file; the deduplicated x.csv went unread (silently wrong)."""
+    with pytest.raises(PlanRefused, match="x.csv is loaded together with other files"):
+        _plan("Load x.csv and y.csv, dedup them, and train a knn on x.csv.")
+
+
+def test_a_chart_saved_to_an_image_file_is_the_chart_s_path():
+    """'draw a histogram of the latency_ms column, then save it to out/lat.png' was refused (the
+    save was taken for a model's export)."""
+    p = _plan("Load metrics.csv and draw a histogram of the latency_ms column, then save it to out/lat.png.")
+    assert _kinds(p) == ["load_data", "plot"]
+    plot = of_kind(p, "plot")[0]
+    assert (plot.params["path"], plot.params["column"]) == ("out/lat.png", "latency_ms")

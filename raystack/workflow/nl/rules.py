@@ -23,7 +23,7 @@ from raystack.workflow.nl.accounting import account
 from raystack.workflow.nl.arrange import SOURCES, arrange
 from raystack.workflow.nl.build import build
 from raystack.workflow.nl.cues import Cue, read_cues, unbounded
-from raystack.workflow.nl.extract import EXTRACTORS, TABLE_EXT, Found, metric_of, resource_bound
+from raystack.workflow.nl.extract import EXTRACTORS, IMAGE_EXT, TABLE_EXT, Found, metric_of, resource_bound
 from raystack.workflow.nl.names import adapter_names
 from raystack.workflow.nl.plan import Draft, DraftStep, Plan, PlanRefused
 from raystack.workflow.nl.questions import defer_candidates, fill_from_question, questions
@@ -142,8 +142,18 @@ class RulePlanner:
         "at" that ends a report's, a chart's or a write's phrase is where it writes, not a table
         to load (the load fed the split, so the models trained on the report's own file)."""
         out = list(actions)
-        for k in range(len(out) - 1, 0, -1):
+        for k in range(len(out) - 1, 0, -1):   # "draw a histogram of x, then save it to out/x.png": the chart's file
             a, prev = out[k], out[k - 1]
+            dest = [x for x in t.tokens[a.lo:a.trig_end] if x.kind == "path"]
+            if prev.entry == "plot" and a.entry in ("export_model", "write_table", "save_report") and len(dest) == 1 \
+                    and dest[0].low.endswith(IMAGE_EXT) and prev.sentence == a.sentence \
+                    and not any(x.kind == "path" for x in t.tokens[prev.lo:a.lo]) \
+                    and t.match_at(r"(?:save|saves|write|writes|store|stores|put|export)\s+(?:it|this|that|the\s+(?:chart|plot|histogram|figure))\s+"
+                                   r"(?:to|as|in|into|at)\s+FILE\d+", a.lo, a.trig_end) is not None:
+                t.relabel(t.tokens[a.lo:a.trig_end], a.entry, "plot")
+                dest[0].used = ""
+                prev.hi = max(prev.hi, a.hi)
+                del out[k]
             if a.entry != "load_data" or not a.prepositional or prev.sentence != a.sentence \
                     or prev.entry not in ("save_report", "plot", "write_table") or a.trig_end - a.lo != 2:
                 continue
@@ -628,8 +638,18 @@ class RulePlanner:
         """"(a) aggregate staff.csv ... (b) stats of staff.csv": a file named again inside a later
         phrase is the load already made."""
         seen: set[str] = set()
+        in_map: set[str] = set()
+        transformed = False     # a one-table step after the loads, run on each of their files
         for a in list(actions):
+            if a.entry == "load_data" and a.found.map is not None and a.found.map[0] == "path":
+                in_map.update(str(p) for p in a.found.map[1])
+            transformed = transformed or bool(in_map and a.entry in ("clean_data", "impute", "dedup", "normalize", "sample"))
             path = a.found.params.get("path") if a.entry == "load_data" and a.found.map is None else None
+            if isinstance(path, str) and path in in_map and a.prepositional and transformed:
+                # "load x.csv and y.csv, dedup them, and train a knn on x.csv": a new load of x.csv
+                # would train on the raw file, the dedup of it unread
+                raise PlanRefused([f"{path} is loaded together with other files and named again by a later step, which "
+                                   "would read the raw file, not what was done to it; load it in its own clause"])
             if isinstance(path, str) and path in seen and a.prepositional and a.trig_end - a.lo <= 2:
                 actions.remove(a)
             elif isinstance(path, str):
