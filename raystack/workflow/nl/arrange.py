@@ -370,15 +370,12 @@ def _fronted_before(t: Text, actions: list[Action]) -> None:
         actions[at:at] = main
 
 
-TABLE_TRANSFORMS = ("clean_data", "dedup", "impute", "normalize", "sample")
-
-
 def _done_first(t: Text, actions: list[Action]) -> None:
     """"Train a model on x.csv. Make sure the data is deduplicated first", "train ..., but first
     remove rows with nulls": a table transform said to come first, written after the steps that
     use the table, runs before them (right after the table is made)."""
     for a in list(actions):
-        if a.entry not in TABLE_TRANSFORMS:
+        if a.entry not in L.TABLE_TRANSFORMS:
             continue
         first = next((k for k in range(a.lo + 1, a.hi) if t.tokens[k].low in ("first", "beforehand")
                       and not (k + 1 < len(t.tokens) and t.tokens[k + 1].kind in ("num", "pct"))), None)   # "the first 100 rows"

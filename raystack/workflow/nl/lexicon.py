@@ -173,6 +173,8 @@ SEQUENCE = (r"\b(?:and\s+then|then|after\s+that|afterwards|afterward|next|finall
 
 PURPOSE = (r"\bfor\s+(?:the\s+|a\s+|our\s+)?(?:[a-z][\w-]*\s+){1,3}?(?:detection|prediction|analysis|classification|"
            r"project|use\s+case|task|team|experiment|study|demo|pipeline)\s*(?=,)")
+# the one-table steps that make a new version of their table
+TABLE_TRANSFORMS = ("clean_data", "dedup", "impute", "normalize", "sample")
 # steps that act on a table named in their own phrase ("aggregate the logs in q.parquet by user")
 DATA_VERB_STEPS = {"dedup", "impute", "clean_data", "normalize", "sample", "stats", "plot", "aggregate",
                    "split_data"}

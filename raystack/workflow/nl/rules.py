@@ -643,7 +643,7 @@ class RulePlanner:
         for a in list(actions):
             if a.entry == "load_data" and a.found.map is not None and a.found.map[0] == "path":
                 in_map.update(str(p) for p in a.found.map[1])
-            transformed = transformed or bool(in_map and a.entry in ("clean_data", "impute", "dedup", "normalize", "sample"))
+            transformed = transformed or bool(in_map and a.entry in L.TABLE_TRANSFORMS)
             path = a.found.params.get("path") if a.entry == "load_data" and a.found.map is None else None
             if isinstance(path, str) and path in in_map and a.prepositional and transformed:
                 # "load x.csv and y.csv, dedup them, and train a knn on x.csv": a new load of x.csv

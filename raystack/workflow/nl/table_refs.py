@@ -113,9 +113,6 @@ def order_join_sides(steps: list[DraftStep]) -> None:
                                f"{loads.get(sources[1] or '', by_label[right].span)!r}; say which tables it joins"])
 
 
-TRANSFORMS = ("clean_data", "impute", "dedup", "normalize", "sample")
-
-
 def check_unread_transforms(steps: list[DraftStep]) -> None:
     """"split it 70/30, normalize the data, and train a knn": the normalized table was read by
     nothing (the training read the split made before it), so the plan would train on the
@@ -125,7 +122,7 @@ def check_unread_transforms(steps: list[DraftStep]) -> None:
     by_label = {s.label: s for s in steps}
     for k, s in enumerate(steps):
         src = s.inputs.get("data")
-        if s.entry not in TRANSFORMS or s.implicit or s.label in read or s.map is not None or not isinstance(src, str) \
+        if s.entry not in L.TABLE_TRANSFORMS or s.implicit or s.label in read or s.map is not None or not isinstance(src, str) \
                 or s.when is not None or s.concurrent:
             continue
         # later steps on the table it transformed, not said to want it untransformed nor to
