@@ -374,8 +374,15 @@ def test_a_split_asked_for_stays_the_model_s_and_a_transform_nothing_reads_is_re
     Either way part of the request was dropped: it is refused, saying which step reads what. A
     transform said to be skipped ("train on the un-normalized table") and two independent
     chains ("normalize a.csv, then normalize b.csv too") still plan."""
-    with pytest.raises(PlanRefused, match="makes a table no later step reads"):
+    with pytest.raises(PlanRefused, match="makes a table no step reads"):
         _plan("Load x.csv, split it 70/30, normalize the data, and train a knn.")
+    # a split said in the evaluation's words, after the training made its own (the 30% unread)
+    with pytest.raises(PlanRefused, match="makes a split no step reads"):
+        _plan("Load iris.csv and train logistic regression; evaluate on a 30% test split; write the metrics to "
+              "out/m.csv.")
+    # words that keep or leave rows out, no step made for them, are no description of the data
+    with pytest.raises(PlanRefused, match="keep rows"):
+        _plan("Load tickets.csv, keep rows with missing values out, and count tickets per priority.")
     p = _plan("Load data/iris.csv, normalize it, then train a logistic model on the un-normalized table.")
     assert of_kind(p, "normalize") and of_kind(p, "train_model")
     assert len(of_kind(_plan("Normalize data/a.csv, then normalize data/b.csv too."), "normalize")) == 2

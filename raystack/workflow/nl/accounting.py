@@ -368,12 +368,16 @@ def references(t: Text) -> None:
         t.mark(toks, "reference")
 
 
+# verbs that keep or leave rows: left over, they ask for a step no rule made
+KEEP_VERBS = {"keep", "keeps", "keeping", "retain", "retains", "retaining", "leave", "leaves", "leaving"}
+
+
 def describes(t: Text, run: list[Token]) -> bool:
     """Words right before a head noun, a file or a named value, or after 'to predict/detect',
     describe the data or the model; they need no step."""
     if len(run) > MAX_DESCRIPTION or any(x.low in L.UNSUPPORTED or x.low in L.CLAUSE_WORDS
-                                         or x.low in L.UNMAPPED_VERBS for x in run):
-        return False
+                                         or x.low in L.UNMAPPED_VERBS or x.low in KEEP_VERBS for x in run):
+        return False    # "keep rows with missing values out": a verb no rule took never describes
     heads = _heads()
     j = run[-1].i + 1
     if j < len(t.tokens) and t.tokens[j].low in ("the", "a", "an"):

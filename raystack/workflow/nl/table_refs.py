@@ -122,17 +122,22 @@ def check_unread_transforms(steps: list[DraftStep]) -> None:
     by_label = {s.label: s for s in steps}
     for k, s in enumerate(steps):
         src = s.inputs.get("data")
-        if s.entry not in L.TABLE_TRANSFORMS or s.implicit or s.label in read or s.map is not None or not isinstance(src, str) \
-                or s.when is not None or s.concurrent:
+        if s.entry not in (*L.TABLE_TRANSFORMS, "split_data") or s.implicit or s.label in read or s.map is not None \
+                or not isinstance(src, str) or s.when is not None or s.concurrent:
             continue
         # later steps on the table it transformed, not said to want it untransformed nor to
-        # run beside it ("normalize it; in parallel, compute stats")
-        later = [x for x in steps[k + 1:] if not x.implicit and x.exit is None and not CATALOG[x.entry].side_effect
+        # run beside it ("normalize it; in parallel, compute stats"); for a split, the models
+        # and evaluations it was made for ("train ...; evaluate on a 30% test split": the
+        # training made its own 80/20 split, and the 30% one went unread)
+        others = steps[k + 1:] if s.entry != "split_data" else steps[:k] + steps[k + 1:]
+        later = [x for x in others if not x.implicit and x.exit is None and not CATALOG[x.entry].side_effect
                  and src in {u.label for u in upstream(x, by_label)} and not ORIGINAL_TABLE.search(x.span)
-                 and not x.concurrent and x.beside is None and x.when is None]
+                 and not x.concurrent and x.beside is None and x.when is None
+                 and (s.entry != "split_data" or x.entry in ("train_model", "evaluate_model"))]
         if later:
-            raise PlanRefused([f"{s.span!r} makes a table no later step reads ({later[0].span!r} reads "
-                               "what was made before it); say which step should read it, or do it earlier"])
+            what = "a split" if s.entry == "split_data" else "a table"
+            raise PlanRefused([f"{s.span!r} makes {what} no step reads ({later[0].span!r} reads data made "
+                               "without it); say which step should read it, or do it earlier"])
 
 
 def ends_of_one_table(steps: list[DraftStep]) -> None:
