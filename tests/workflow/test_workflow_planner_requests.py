@@ -402,3 +402,17 @@ def test_a_chart_saved_to_an_image_file_is_the_chart_s_path():
     assert _kinds(p) == ["load_data", "plot"]
     plot = of_kind(p, "plot")[0]
     assert (plot.params["path"], plot.params["column"]) == ("out/lat.png", "latency_ms")
+
+
+def test_rows_ignored_or_excluded_are_removed_and_other_ignoring_refuses():
+    """'ignore rows with missing values, train a logistic model' trained on every row: the
+    words were taken for a description of the data and dropped (silently wrong). Ignoring,
+    omitting, skipping or excluding bad rows or duplicates removes them; ignoring anything no
+    step removes ("the outliers") is refused."""
+    for text, kind in (("Load loans.csv, ignore rows with missing values, train a logistic model, and evaluate it.",
+                        "clean_data"),
+                       ("Load loans.csv, skip incomplete records and compute stats.", "clean_data"),
+                       ("Load loans.csv, exclude duplicates, then train a knn.", "dedup")):
+        assert _kinds(_plan(text))[1] == kind, text
+    with pytest.raises(PlanRefused, match="ignore"):
+        _plan("Load loans.csv, ignore the outliers and compute stats.")

@@ -368,8 +368,9 @@ def references(t: Text) -> None:
         t.mark(toks, "reference")
 
 
-# verbs that keep or leave rows: left over, they ask for a step no rule made
-KEEP_VERBS = {"keep", "keeps", "keeping", "retain", "retains", "retaining", "leave", "leaves", "leaving"}
+# verbs that keep, leave or pass over rows: left over, they ask for a step no rule made
+KEEP_VERBS = {"keep", "keeps", "keeping", "retain", "retains", "retaining", "leave", "leaves", "leaving",
+              "ignore", "ignores", "ignoring", "omit", "omits", "omitting", "skip", "skips", "skipping"}
 
 
 def describes(t: Text, run: list[Token]) -> bool:
