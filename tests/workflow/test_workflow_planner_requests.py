@@ -416,3 +416,12 @@ def test_rows_ignored_or_excluded_are_removed_and_other_ignoring_refuses():
         assert _kinds(_plan(text))[1] == kind, text
     with pytest.raises(PlanRefused, match="ignore"):
         _plan("Load loans.csv, ignore the outliers and compute stats.")
+
+
+def test_a_split_into_train_and_test_is_no_evaluation():
+    """'split it into train and test, train a model' was refused ('test' was taken for an
+    evaluation, leaving "train" unaccounted); "train and evaluate a model" still evaluates."""
+    p = _plan("Load credit.csv, split it into train and test, train a model, and evaluate it on the test set.")
+    assert _kinds(p) == ["load_data", "split_data", "train_model", "evaluate_model"]
+    assert "evaluate_model" in _kinds(_plan("Load data/iris.csv and for each of logistic, knn and centroid, train and "
+                                            "evaluate a model, then pick the best."))

@@ -245,7 +245,9 @@ TRIGGERS: list[tuple[str, str]] = [
                     r"candidates?|baselines?|fit|run))?"),
     ("evaluate_model", r"\b(?:they|it|the\s+(?:adapters|model|models|classifier|winner))\s+(?:get|gets|are|is|will\s+be)\s+(?:then\s+)?"
                        r"(?:scored|evaluated|assessed|tested|validated|benchmarked)\b"),   # "they get scored"
-    ("evaluate_model", r"\b(?:evaluat\w*|evalut\w*|evaulat\w*|assess\w*|score|scores|test|tests|validate|validates|measure|measures|benchmark|benchmarks|check)\b"
+    # "split it into train and test": the split's parts, not an evaluation
+    ("evaluate_model", r"\b(?:evaluat\w*|evalut\w*|evaulat\w*|assess\w*|score|scores|(?<!train and )(?<!training and )(?<!train & )(?<!train/)(?<!train-)"
+                       r"(?:test|tests)|validate|validates|measure|measures|benchmark|benchmarks|check)\b"
                        rf"(?!\s+(?:the\s+|our\s+|my\s+)?{SYSTEM_NOUNS}\b)"
                        r"|\beval\b(?!\s*(?:loss|accuracy|acc|set|split|data|metrics?|f1|auc|rmse|recall)\b)"),   # the abbreviation
     ("deploy_model", r"\b(?:deploy\w*|publish\w*|ship|ships|release|promote|(?<!ray )(?<!behind )(?<!with )(?<!via )(?<!through )(?<!using )serve|push\w*\s+(?:it\s+|them\s+)?to\s+production|"
