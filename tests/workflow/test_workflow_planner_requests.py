@@ -425,3 +425,6 @@ def test_a_split_into_train_and_test_is_no_evaluation():
     assert _kinds(p) == ["load_data", "split_data", "train_model", "evaluate_model"]
     assert "evaluate_model" in _kinds(_plan("Load data/iris.csv and for each of logistic, knn and centroid, train and "
                                             "evaluate a model, then pick the best."))
+    p = _plan("Load credit.csv, use 15% of it as a test set, train a knn, evaluate it and report the accuracy.")
+    assert of_kind(p, "split_data")[0].params["test_fraction"] == 0.15
+    assert _refs(of_kind(p, "train_model")[0].params["data"]) == [of_kind(p, "split_data")[0].id]

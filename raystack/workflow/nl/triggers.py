@@ -126,8 +126,9 @@ TRIGGERS: list[tuple[str, str]] = [
                    r"|\b(?:carve|carving|set|setting|hold|holding|keep|keeping|put|putting|reserve|reserving|held|kept)\s+(?:out|aside|back|apart)\b"
                    r"|\breserve\s+(?=PCT|a\s+quarter|the\s+last)"
                    # "keep a fifth back for test", "carve off 30% as a test set": the share between
-                   r"|\b(?:carv|set|hold|keep|put|reserv|tak|leav|lay)\w*\s+(?:off\s+|aside\s+|back\s+|out\s+)?"
-                   r"(?=PCT\d+(?:\s+(?:out|aside|back|apart|off))?\s+(?:as|for)\s+(?:a\s+|the\s+)?(?:test|testing|validation|hold-?out|eval))"),
+                   r"|\b(?:carv|set|hold|keep|put|reserv|tak|leav|lay|us)\w*\s+(?:off\s+|aside\s+|back\s+|out\s+)?"
+                   r"(?=PCT\d+(?:\s+of\s+(?:it|them|the\s+(?:data|rows|table)))?(?:\s+(?:out|aside|back|apart|off))?\s+(?:as|for)\s+(?:a\s+|the\s+)?"
+                   r"(?:test|testing|validation|hold-?out|eval))"),   # "use 15% of it as a test set"
     # "keep the first 100 rows", "take the last 5,000 records": a subset in file order (which end
     # and how many stay unmarked for the extractor); "keep only 30% of it": a random share
     ("sample", r"\b(?:keep|keeps|keeping|take|takes|taking|use|uses|using|select|grab|retain|retains|retaining)"
