@@ -126,6 +126,10 @@ def test_the_first_or_last_rows_and_a_share_to_keep_are_a_subset(shop):
         assert {k: v for k, v in s.params.items() if k != "data"} == params, text
     with pytest.raises(PlanRefused):
         _plan("Load logs.csv, keep only 30% of it for testing, then train a knn on it.")
+    p = _plan("Load shipments.csv and carriers.csv, left join carriers onto shipments on carrier_id, keep only 10% "
+              "of the result, and plot the weight column.")
+    assert of_kind(p, "sample")[0].params["fraction"] == 0.1
+    assert _refs(of_kind(p, "sample")[0].params["data"]) == [of_kind(p, "join")[0].id]
     _write(shop / "orders_all.csv", "n\n" + "".join(f"{i}\n" for i in range(10)))
     p = _plan("Load orders_all.csv, keep the last 3 rows and write them to out/tail.csv.")
     rep = run_local(p.ir)
