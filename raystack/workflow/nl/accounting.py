@@ -23,7 +23,7 @@ from typing import Iterable
 
 from raystack.workflow.nl import lexicon as L
 from raystack.workflow.nl.plan import PlanRefused
-from raystack.workflow.nl.text import ARROWS, Text, Token
+from raystack.workflow.nl.text import ARROWS, Text, Token, sentences
 from raystack.workflow.nl.triggers import SYSTEM_NOUNS
 
 MAX_DESCRIPTION = 4          # words before a head noun read as its description
@@ -461,11 +461,7 @@ def _instead(t: Text) -> None:
     for tok in t.unused():
         if tok.low != "instead":
             continue
-        lo, hi = tok.i, tok.i
-        while lo > 0 and t.tokens[lo - 1].text not in (".", ";", "!", "?"):
-            lo -= 1
-        while hi < len(t.tokens) and t.tokens[hi].text not in (".", ";", "!", "?"):
-            hi += 1
+        lo, hi = next((a, b) for a, b in sentences(t) if a <= tok.i < b)
         if any(x.used == "condition" for x in t.tokens[lo:hi]):
             t.mark([tok], "condition")
 

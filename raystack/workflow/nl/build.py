@@ -255,16 +255,20 @@ class _Wiring:
         made = [p for p in self.producers([TABLE], len(self.out), s) if self.out.index(p) > at]
         return bool(made) and made[-1].label not in used
 
-    def _wire_one(self, s: DraftStep, e: CatalogEntry) -> None:
+    def _read_beside(self, s: DraftStep, e: CatalogEntry) -> None:
+        """"take the first 20 rows and compute stats; in parallel, take the last 20 rows ...": a
+        clause beside the one before reads the table that one read (or the table its source
+        made), not what it made from it."""
         beside = self._wired(s.beside) if s.beside else None
-        if beside is not None and list(e.inputs) == ["data"] and "data" not in s.inputs \
-                and TABLE in e.inputs["data"].split("|"):
-            # "take the first 20 rows and compute stats; in parallel, take the last 20 rows ...":
-            # a clause beside the one before reads the table that one read (or the table its
-            # source made), not what it made from it
-            read = beside.inputs.get("data") if beside.inputs else beside.label
-            if isinstance(read, str) and self._wired(read) is not None and self.output(self._wired(read)) == TABLE:
-                s.inputs["data"] = read
+        if beside is None or list(e.inputs) != ["data"] or "data" in s.inputs or TABLE not in e.inputs["data"].split("|"):
+            return
+        read = beside.inputs.get("data") if beside.inputs else beside.label
+        src = self._wired(read) if isinstance(read, str) else None
+        if src is not None and self.output(src) == TABLE:
+            s.inputs["data"] = read
+
+    def _wire_one(self, s: DraftStep, e: CatalogEntry) -> None:
+        self._read_beside(s, e)
         tables_used: list[str] = []
         table_inputs = [p for p, spec in e.inputs.items() if spec == TABLE and p not in s.params]
         if len(table_inputs) > 1:  # a join: the last tables made, in the order they were named
