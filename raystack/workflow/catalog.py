@@ -105,6 +105,8 @@ CATALOG: dict[str, CatalogEntry] = {e.name: e for e in [
        inputs={"data": TABLE}, output=SPLIT),
     _e("join", _TABLES, "join", "join two tables on a key column",
        inputs={"left": TABLE, "right": TABLE}, output=TABLE),
+    _e("concat", _TABLES, "concat", "stack two tables with the same columns (rows of one, then the other)",
+       inputs={"first": TABLE, "second": TABLE}, output=TABLE),
     _e("aggregate", _TABLES, "aggregate", "group rows by a column and aggregate",
        inputs={"data": TABLE}, output=TABLE),
     _e("stats", _TABLES, "stats", "summary statistics of a table", inputs={"data": TABLE},

@@ -21,7 +21,7 @@ from raystack.workflow.api import step
 from raystack.workflow.artifacts import (EDIT_CHECKPOINT, REPORT_FILE, Artifact,
                                          make_artifact)
 from raystack.workflow.context import RunContext, deletable
-from raystack.workflow.table_steps import (TARGET, aggregate, clean_data, dedup,  # noqa: F401
+from raystack.workflow.table_steps import (TARGET, aggregate, clean_data, concat, dedup,  # noqa: F401
                                            impute, is_numeric, join, load_data, make_dataset, normalize,
                                            plot, sample, split_data, stats, write_table)
 

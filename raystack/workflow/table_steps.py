@@ -1,5 +1,5 @@
 """Catalog steps over tables (pyarrow Tables): make, load, clean, impute, dedup, normalize,
-sample, split, join, aggregate, summarise, write and plot.
+sample, split, join, stack (concat), aggregate, summarise, write and plot.
 
 Steps that write files for people (write_table, plot) are side effects: they run every time
 (the cache never stands in for a file someone may have moved or deleted) and write under the
@@ -164,6 +164,20 @@ def join(left: pa.Table, right: pa.Table, on: Optional[str] = None,
         if on not in t.column_names:
             raise ValueError(f"join: the {side} table has no column {on!r}")
     return left.join(right, keys=on, join_type=how, right_suffix="_right")
+
+
+def concat(first: pa.Table, second: pa.Table) -> pa.Table:
+    """Stack two tables with the same columns: every row of ``first``, then every row of
+    ``second`` ("append feb.csv to jan.csv"). Columns are matched by name, in ``first``'s order;
+    an integer column stacked on a float one becomes float. Tables whose columns differ are an
+    error naming the columns each lacks (a join pairs rows on a key instead)."""
+    only_first = [c for c in first.column_names if c not in second.column_names]
+    only_second = [c for c in second.column_names if c not in first.column_names]
+    if only_first or only_second:
+        raise ValueError(f"concat: the tables' columns differ (only in the first: {only_first}; only in the "
+                         f"second: {only_second}); stacking needs the same columns, a join pairs rows on a key")
+    second = second.select(first.column_names)
+    return pa.concat_tables([first, second], promote_options="permissive")
 
 
 def aggregate(data: pa.Table, by: Optional[Union[str, list[str]]] = None,

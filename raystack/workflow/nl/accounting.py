@@ -32,7 +32,7 @@ MAX_PURPOSE = 4              # words of a "for ..." purpose
 # steps whose object is the data they work on ("dedupe the products", "plot the readings"); the
 # object of a training, tuning or part step says what it trains and is never waved through
 DATA_OBJECT_STEPS = {"dedup", "impute", "clean_data", "normalize", "sample", "stats", "plot",
-                     "aggregate", "load_data", "write_table", "save_report", "split_data", "join"}
+                     "aggregate", "load_data", "write_table", "save_report", "split_data", "join", "concat"}
 OBJECT_STOPS = {"on", "in", "from", "with", "to", "for", "of", "by", "at", "into", "over", "using", "via"}
 LEAD_IN_ENDS = (":", "—", "–", "-")
 TITLE_JOINERS = ("(", ")", "/", "&")   # inside a title's words: "Room inspection pass/fail (hotels):"

@@ -35,7 +35,7 @@ IN_CLAUSE_PUNCT = {",", "=", "/", "(", ")"}
 COORDINATORS = {"+", "&", "and", "a", "an", "the", "plus"}
 # steps that prepare the data a model step uses: what an "after" clause names
 PREPARING_STEPS = {"load_data", "make_dataset", "clean_data", "dedup", "impute", "normalize", "sample",
-                   "split_data", "join", "aggregate"}
+                   "split_data", "join", "concat", "aggregate"}
 
 
 def arrange(t: Text, actions: list[Action], cues: list[Cue]) -> None:

@@ -21,7 +21,7 @@ from raystack.workflow.ir import WorkflowError, WorkflowIR
 from raystack.workflow.nl.plan import EXIT_KINDS, Draft, DraftStep, Plan, PlanRefused
 from raystack.workflow.nl.safety import outside_run, unsafe_destination
 from raystack.workflow.nl.table_refs import (check_final_results, check_named_tables, check_sources_read,
-                                             check_unread_transforms, ends_of_one_table, order_join_sides, upstream)
+                                             check_unread_transforms, ends_of_one_table, order_table_sides, upstream)
 
 OPS = ("==", "!=", "<", "<=", ">", ">=")
 # A step needing kind K when only kind J exists gets this implicit step inserted after J.
@@ -360,7 +360,7 @@ def build(draft: Draft, name: str = "planned") -> Plan:
         known[s.label] = s
     steps = _Wiring(draft).wire()
     check_named_tables(steps)
-    order_join_sides(steps)
+    order_table_sides(steps)
     ends_of_one_table(steps)
     check_sources_read(steps)
     check_unread_transforms(steps)

@@ -245,11 +245,20 @@ def join(text: Text, lo: int, hi: int, f: Found) -> None:
     m = _search(text, lo, hi, r"\b(?P<h>left|right|inner|outer|full)(?:[\s-]+outer)?(?=[\s-]+(?:join|merge))", "join kind")
     if m:
         f.set("how", JOIN_KINDS[m.group("h")])
-    # "join orders with customers": the loaded files named by their stems are its two sides
-    # (which side is which is checked against the wiring, table_refs.order_join_sides)
+    _mark_sides(text, lo, hi)
+
+
+def _mark_sides(text: Text, lo: int, hi: int) -> None:
+    """"join orders with customers", "stack jan and feb": the loaded files named by their stems
+    are the step's two sides (which side is which is checked against the wiring,
+    table_refs.order_table_sides)."""
     stems = {os.path.splitext(os.path.basename(x.text.lower()))[0] for x in text.tokens
              if x.kind == "path" and x.low.endswith(TABLE_EXT)}
-    text.mark([x for x in text.tokens[lo:hi] if not x.used and x.kind == "word" and x.low in stems], "join side")
+    text.mark([x for x in text.tokens[lo:hi] if not x.used and x.kind == "word" and x.low in stems], "table side")
+
+
+def concat(text: Text, lo: int, hi: int, f: Found) -> None:
+    _mark_sides(text, lo, hi)
 
 
 AGG_WORDS = {"sum": "sum", "sums": "sum", "total": "sum", "totals": "sum", "count": "count",
@@ -525,7 +534,7 @@ from raystack.workflow.nl import extract_parts as P  # noqa: E402 - they use the
 
 EXTRACTORS: dict[str, Callable[[Text, int, int, Found], None]] = {
     "make_dataset": make_dataset, "load_data": load_data, "load_checkpoint": load_checkpoint, "load_adapters": load_checkpoint,
-    "impute": impute, "dedup": dedup, "clean_data": clean_data, "sample": sample, "split_data": split_data, "join": join,
+    "impute": impute, "dedup": dedup, "clean_data": clean_data, "sample": sample, "split_data": split_data, "join": join, "concat": concat,
     "aggregate": aggregate, "plot": plot, "save_report": report,
     "write_table": file_out("path", TABLE_EXT, "(?:table\\s+)?"), "export_model": file_out("path"),
     "train_model": train_model, "evaluate_model": evaluate_model, "select_best": metric_param(with_mode=True),

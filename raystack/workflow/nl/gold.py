@@ -54,7 +54,7 @@ from raystack.workflow.nl.plan import REFUSAL_KINDS, Plan
 
 CANONICAL_KINDS = (
     "make_dataset", "load_data", "load_checkpoint", "clean_data", "impute", "dedup", "normalize",
-    "sample", "split_data", "join", "aggregate", "stats", "train_model", "evaluate_model",
+    "sample", "split_data", "join", "concat", "aggregate", "stats", "train_model", "evaluate_model",
     "select_best", "tune", "edit_pretrain", "mlora_finetune", "evaluate_adapters",
     "serve_adapters", "elastic_dlrm", "plot", "save_report", "write_table", "export_model",
     "deploy_model", "notify", "cleanup")

@@ -175,6 +175,8 @@ PURPOSE = (r"\bfor\s+(?:the\s+|a\s+|our\s+)?(?:[a-z][\w-]*\s+){1,3}?(?:detection
            r"project|use\s+case|task|team|experiment|study|demo|pipeline)\s*(?=,)")
 # the one-table steps that make a new version of their table
 TABLE_TRANSFORMS = ("clean_data", "dedup", "impute", "normalize", "sample")
+# the steps that read two tables: a join pairs their rows on a key, a concat stacks them
+TWO_TABLE_STEPS = ("join", "concat")
 # steps that act on a table named in their own phrase ("aggregate the logs in q.parquet by user")
 DATA_VERB_STEPS = {"dedup", "impute", "clean_data", "normalize", "sample", "stats", "plot", "aggregate",
                    "split_data"}

@@ -220,6 +220,9 @@ class RulePlanner:
                 if entry in ("load_data", "load_checkpoint", "load_adapters") and "FILE" in m.group(0) and any(
                         x.kind == "path" and x.used and x.used != entry for x in toks):
                     continue
+                if entry == "load_data" and self._second_side(t, toks[0].i) and not any(
+                        b.entry in L.TWO_TABLE_STEPS and b.sentence == si and b.lo < toks[0].i for b in found):
+                    continue  # "copy a.csv to b.csv": a file after another one and "to" is no input
                 if entry == "load_data" and "FILE" in m.group(0) and not any(
                         x.kind == "path" and (x.low.endswith(TABLE_EXT) or "." not in x.text.rsplit("/", 1)[-1])
                         for x in toks):
@@ -279,7 +282,7 @@ class RulePlanner:
                     a.entry not in ("load_data", "train_model", "evaluate_model", "notify")
                     or (a.entry == "load_data" and not (a.has_file and merged[-1].has_file))
                     or (a.entry == "train_model" and a.verbless and self._coordinated(t, merged[-1], a))
-                    or (a.entry not in ("load_data", "train_model", "evaluate_model", "join") and not a.has_file
+                    or (a.entry not in ("load_data", "train_model", "evaluate_model", *L.TWO_TABLE_STEPS) and not a.has_file
                         and all(x.low in ("a", "an", "the", "me", "us", "with")
                                 for x in t.tokens[merged[-1].trig_end:a.lo]))):
                 continue
@@ -473,6 +476,13 @@ class RulePlanner:
         return None
 
     @staticmethod
+    def _second_side(t: Text, i: int) -> bool:
+        """Whether token ``i`` is a file right after another file and "to" / "into" / "onto"
+        ("append feb.csv to jan.csv")."""
+        return i >= 2 and t.tokens[i].kind == "path" and t.tokens[i - 1].low in ("to", "into", "onto") \
+            and t.tokens[i - 2].kind == "path"
+
+    @staticmethod
     def _part_data(t: Text, part: Action, a: Action) -> bool:
         """A file or generated rows named as a part's own data ("a DLRM on 50000 generated
         rows", "on the Criteo data in data/criteo/")."""
@@ -571,7 +581,7 @@ class RulePlanner:
     # -- steps ----------------------------------------------------------------------------------
     def _steps(self, t: Text, actions: list[Action], cues: list[Cue]) -> list[DraftStep]:
         steps: list[DraftStep] = []
-        joins = [a.lo for a in actions if a.entry == "join"]
+        joins = [a.lo for a in actions if a.entry in L.TWO_TABLE_STEPS]
         for k, a in enumerate(actions):
             f = a.found
             tune = f.params.pop("_tune", None)

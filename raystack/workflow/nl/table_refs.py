@@ -71,22 +71,29 @@ def check_named_tables(steps: list[DraftStep]) -> None:
                                f"{by_label[src].span!r}; say which table it reads"])
 
 
-# "join customers onto orders", "merge the returns into sales": the table named second is the base
+# "join customers onto orders", "merge the returns into sales", "append feb.csv to jan.csv": the
+# table named second is the base
 INTO_BASE = re.compile(r"\b(?:onto|into|to)\b", re.I)
+# a two-table step's inputs, the first side first
+SIDES = {"join": ("left", "right"), "concat": ("first", "second")}
 
 
-def order_join_sides(steps: list[DraftStep]) -> None:
-    """A join's left table is the one its words name first ("left join orders with customers"), or
-    the one named after "onto" / "into" / "to" ("join customers onto orders"), 'it' standing for
-    the other table ("left join it with fx.csv"), not the one loaded first: its inputs are
-    swapped to match. A left or right join whose words name one table, or a
-    table it does not read, is refused: which side keeps every row would be a guess."""
+def order_table_sides(steps: list[DraftStep]) -> None:
+    """A join's left table (a concat's first) is the one its words name first ("left join orders
+    with customers"), or the one named after "onto" / "into" / "to" ("join customers onto
+    orders", "append feb.csv to jan.csv"), 'it' standing for the other table ("left join it with
+    fx.csv"), not the one loaded first: its inputs are swapped to match. A left or right join
+    whose words name one table, or a table it does not read, is refused: which side keeps
+    every row would be a guess."""
     by_label = {s.label: s for s in steps}
     loads = {s.label: str(s.params["path"]) for s in steps
              if s.entry == "load_data" and isinstance(s.params.get("path"), str)}
     for s in steps:
-        left, right = s.inputs.get("left"), s.inputs.get("right")
-        if s.entry != "join" or not isinstance(left, str) or not isinstance(right, str):
+        if s.entry not in SIDES:
+            continue
+        first_side, second_side = SIDES[s.entry]
+        left, right = s.inputs.get(first_side), s.inputs.get(second_side)
+        if not isinstance(left, str) or not isinstance(right, str):
             continue
         named = sorted((pos, lab) for lab, path in loads.items()
                        if (pos := _named_at(s.span, path)) is not None)
@@ -102,15 +109,15 @@ def order_join_sides(steps: list[DraftStep]) -> None:
             continue
         (pos_a, first), (pos_b, second) = named[0], named[1]
         if len(named) > 2:
-            raise PlanRefused([f"{s.span!r} names {len(named)} tables; a join reads two"])
+            raise PlanRefused([f"{s.span!r} names {len(named)} tables; a {s.entry} reads two"])
         if INTO_BASE.search(s.span[pos_a:pos_b]):
             first, second = second, first
         if sources == (second, first):
-            s.inputs["left"], s.inputs["right"] = right, left
+            s.inputs[first_side], s.inputs[second_side] = right, left
         elif sources != (first, second):
-            raise PlanRefused([f"{s.span!r} names {loads[first]} and {loads[second]}, but it would join "
+            raise PlanRefused([f"{s.span!r} names {loads[first]} and {loads[second]}, but it would {s.entry} "
                                f"{loads.get(sources[0] or '', by_label[left].span)!r} with "
-                               f"{loads.get(sources[1] or '', by_label[right].span)!r}; say which tables it joins"])
+                               f"{loads.get(sources[1] or '', by_label[right].span)!r}; say which tables it reads"])
 
 
 def check_unread_transforms(steps: list[DraftStep]) -> None:

@@ -149,8 +149,14 @@ TRIGGERS: list[tuple[str, str]] = [
              r"(?:join|joins|joined|joining|merge|merges|merged|merging)\b"
              r"(?:\s+(?:them|the\s+(?:two|NUM\d+)(?:\s+tables)?|both(?:\s+tables)?|the\s+tables|these|those))?"),
     ("join", r"\b(?:do|does|perform|performs|run|runs)\s+(?:a|an)\s+(?:join|merge)\b"),
+    # "stack them", "append feb.csv to jan.csv", "concatenate the two tables": rows of one table
+    # after the other's (a join pairs rows on a key); only with its tables as the object
+    ("concat", r"\b(?:concatenat(?:e|es|ed|ing)|concat|stack|stacks|stacked|stacking|union|unions|unioned|unioning|"
+               r"append|appends|appended|appending|stitch|stitches|stitched|stitching)\b"
+               r"(?:\s+(?:them|both(?:\s+tables|\s+files)?|the\s+(?:two|NUM\d+)(?:\s+(?:tables|files))?|the\s+(?:tables|files)|these|those)"
+               r"(?:\s+(?:together|vertically|row-?wise))?|(?=\s+FILE))"),
     ("join", r"(?<!the )(?<!a )\b(?:join|joins|joined|joining|merge|merges|merged|merging|combine|combines|combined|enrich|enriches|enriched|link|links|linked|"
-             r"concatenate|concatenated|append|appended|stitch|stitched|match\s+up)\b"
+             r"match\s+up)\b"
              r"(?:\s+(?:them|the\s+(?:two|NUM\d+)(?:\s+tables)?|both(?:\s+tables)?|the\s+tables|these|those))?"),
     ("aggregate", r"\b(?:the\s+)?[a-z_]\w*\s+(?:are|is|get|gets|got)\s+(?:then\s+)?(?:rolled\s+up|aggregated|summed(?:\s+up)?|"
                   r"total(?:l)?ed(?:\s+up)?|grouped|tallied(?:\s+up)?)(?=\s+(?:by|per|for\s+each)\s)"),   # "sales are rolled up by site"
@@ -274,6 +280,9 @@ TRIGGERS: list[tuple[str, str]] = [
     ("load_data", r"\b(?:from|in|at|on|of)\s+FILE\d+"),
     ("load_data", r"\b(?:load|read|ingest|open|import)\s+(?:it|them|each(?:\s+one)?|every\s+one|the\s+files?)\b"),
     ("load_data", r"(?:(?<=joined to )|(?<=linked to )|(?<=matched to )|(?<=merged to )|(?<!to ))(?<!into )(?<!onto )\bFILE\d+"),   # a data file named as the object of another step ("split iris.csv"), never a destination
+    # "append feb.csv to jan.csv", "join customers.csv onto orders.csv": the other side of a
+    # two-table step named just before (rules.RulePlanner keeps it only after a join or concat)
+    ("load_data", "(?:" + "|".join(rf"(?<=FILE{d} {p} )" for d in (r"\d", r"\d\d") for p in ("to", "into", "onto")) + r")FILE\d+"),
 ]
 
 
