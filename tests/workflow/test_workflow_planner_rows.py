@@ -2,14 +2,16 @@
 developer's own wording, none from a set): tables stacked one after the other ("stack them",
 "append feb.csv to jan.csv"), which were joined on a key or refused; a file after another file
 and "to" / "onto" / "into" is the other side of a join or concat ("join customers.csv to
-orders.csv" was refused). Each was refused or
-planned wrong before; the plans are run on real files."""
+orders.csv" was refused); the first rows of a file loaded; a chart saved after its data file is
+named; a row count asked for; a share held out for the evaluation. Each was refused or planned
+wrong before; several plans are run on real files."""
 
 from __future__ import annotations
 
 import pyarrow as pa
 import pytest
 
+from raystack.workflow.nl import PlanRefused
 from raystack.workflow.table_steps import concat
 
 from planner_util import kinds as _kinds, of_kind, plan as _plan, refs as _refs
@@ -68,3 +70,74 @@ def test_concat_matches_columns_by_name_and_refuses_tables_whose_columns_differ(
     assert out.to_pydict() == {"day": [1, 2, 3, 4], "sales": [1.5, 2.5, 3.0, 4.0]}
     with pytest.raises(ValueError, match=r"only in the first: \['sales'\].*only in the second: \['region'\]"):
         concat(a, pa.table({"day": [1], "region": ["n"]}))
+
+
+def test_a_load_of_a_file_s_first_or_last_rows_loads_it_then_keeps_them(months):
+    """'load the first 500 rows of x.csv' was refused ('500' unplaced): a load, then the subset
+    in file order; run, it keeps the file's first rows."""
+    from raystack.workflow.engine import run_local
+    for text, which, rows in (("Load the first 500 rows of x.csv and train a knn.", "first", 500),
+                              ("Read only the first 1000 records from data/sales.csv, then compute stats.", "first", 1000),
+                              ("Load the last 200 rows of logs.csv and plot the latency column.", "last", 200)):
+        p = _plan(text)
+        s = of_kind(p, "sample")[0]
+        assert (s.params["which"], s.params["rows"]) == (which, rows), text
+        assert p.ir.by_id()[_refs(s.params["data"])[0]].fn.endswith(":load_data"), text
+    p = _plan("Load the first 2 rows of feb.csv and write them to out/head.csv.")
+    rep = run_local(p.ir)
+    assert rep.status == "succeeded"
+    assert rep.results[of_kind(p, "sample")[0].id].load(None).column("day").to_pylist() == [1, 3]
+
+
+def test_a_chart_saved_after_its_data_file_is_named_is_that_chart_s_file():
+    """'draw a histogram of price from p.csv and save the chart as out/price.png' was refused
+    ('save' unplaced: the data file between the chart and its saving hid the chart): one plot,
+    written to that file. A chart saved after other steps names no chart: refused, where the
+    words alone would have drawn a second chart of the statistics."""
+    for text, column, path in (
+            ("Draw a histogram of price from p.csv and save the chart as out/price.png.", "price", "out/price.png"),
+            ("Plot the amount column of orders.csv and save the figure to figs/amount.png.", "amount", "figs/amount.png"),
+            ("Load p.csv, draw a histogram of price and then save the chart to out/price.png.", "price", "out/price.png")):
+        p = _plan(text)
+        assert _kinds(p) == ["plot", "load_data"] or _kinds(p) == ["load_data", "plot"], text
+        plot = of_kind(p, "plot")[0]
+        assert (plot.params["column"], plot.params["path"]) == (column, path), text
+    with pytest.raises(PlanRefused, match="no chart is drawn just before it"):
+        _plan("Load p.csv, plot the price column, then compute stats and save the chart as out/x.png.")
+
+
+def test_a_row_count_asked_for_is_the_statistics_and_a_narrowed_count_is_not(months):
+    """'count the rows', 'tell me the row count' were refused, and 'how many rows does data/x.csv
+    have?' loaded the file and nothing else (the question dropped): the statistics, which hold
+    the row count. A count per group stays an aggregate; a count of some rows ('with missing
+    values') is no row count and stays refused."""
+    from raystack.workflow.engine import run_local
+    for text in ("Load x.csv and count the rows.", "Load x.csv and tell me the row count.",
+                 "How many rows does data/x.csv have?", "Load x.csv, dedup it and report how many rows are left.",
+                 "Load x.csv and give me the number of rows.", "Count the records in logs.parquet."):
+        assert _kinds(_plan(text))[-1] == "stats", text
+    assert _kinds(_plan("Load x.csv and count the rows per city.")) == ["load_data", "aggregate"]
+    for text in ("Load x.csv and count the rows with missing values.",
+                 "Load data/iris.csv and tell me how many rows have missing values."):
+        with pytest.raises(PlanRefused):
+            _plan(text)
+    p = _plan("Load jan.csv and feb.csv, stack them, dedup it and tell me how many rows are left.")
+    rep = run_local(p.ir)
+    assert rep.status == "succeeded"
+    assert rep.results[of_kind(p, "stats")[0].id].load(None)["rows"] == 4
+
+
+def test_a_share_held_out_for_the_evaluation_is_the_training_s_split():
+    """'train a knn and evaluate it on a 20% holdout' was refused (the training made its own
+    80/20 split, so the 20% one went unread), and 'on a held-out 20%' left its words unplaced:
+    the split asked for is made first, the model trains on its train part and is evaluated on
+    its test part."""
+    for text, share in (("Load x.csv, train a knn and evaluate it on a 20% holdout.", 0.2),
+                        ("Train logistic regression on iris.csv and score it on a 30% holdout.", 0.3),
+                        ("Load x.csv, train a knn and evaluate it on a held-out 25%.", 0.25),
+                        ("Load x.csv, train a knn and evaluate it on a 10% held-out set.", 0.1)):
+        p = _plan(text)
+        split = of_kind(p, "split_data")
+        assert len(split) == 1 and split[0].params["test_fraction"] == share, text
+        assert _refs(of_kind(p, "train_model")[0].params["data"]) == [split[0].id], text
+        assert _refs(of_kind(p, "evaluate_model")[0].params["data"]) == [split[0].id], text

@@ -42,7 +42,7 @@ def arrange(t: Text, actions: list[Action], cues: list[Cue]) -> None:
     """Constructs, then order, for ``actions`` (each with its step read); reorders in place."""
     _apply_cues(t, actions, cues)
     _subordinate(t, actions)
-    _hoist(actions)
+    _hoist(t, actions)
     _fronted_before(t, actions)
     _done_first(t, actions)
     _order(actions)
@@ -394,7 +394,20 @@ def _done_first(t: Text, actions: list[Action]) -> None:
         actions.insert(actions.index(users[0]), a)
 
 
-def _hoist(actions: list[Action]) -> None:
+def _evaluated_on(t: Text, actions: list[Action], i: int) -> bool:
+    """"train a knn and evaluate it on a 20% holdout": the split is the object of the evaluation
+    right after a training, so it is the training's split too (the training made its own 80/20
+    one, and the 20% one went unread)."""
+    if not (i > 1 and actions[i].entry == "split_data" and actions[i - 1].entry == "evaluate_model"
+            and actions[i - 2].entry == "train_model" and actions[i - 2].sentence == actions[i].sentence):
+        return False
+    j = actions[i].zlo - 1
+    while j > actions[i - 1].lo and t.tokens[j].low in ("a", "an", "the"):
+        j -= 1
+    return t.tokens[j].low in ("on", "against", "using", "with")
+
+
+def _hoist(t: Text, actions: list[Action]) -> None:
     """Producers named after their consumer ("train a model on generated data with a
     train/test split") move before it, and on before each earlier step that still lacks what they
     make ("train a model on normalized x.csv": the load before the normalize too), never past
@@ -406,7 +419,8 @@ def _hoist(actions: list[Action]) -> None:
     while changed and guard < 20:
         changed, guard = False, guard + 1
         for i, a in enumerate(actions):
-            if not a.prepositional and not (a.entry == "split_data" and i and actions[i - 1].entry == "train_model"):
+            if not a.prepositional and not (a.entry == "split_data" and i and actions[i - 1].entry == "train_model") \
+                    and not _evaluated_on(t, actions, i):
                 continue
             out = CATALOG[a.entry].output
             for j in range(i - 1, -1, -1):

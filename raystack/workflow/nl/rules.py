@@ -79,6 +79,10 @@ TABLE_NOUNS = {"data", "dataset", "table", "rows", "version", "copy", "features"
 WRITE_VERBS = {"save", "write", "store", "export", "dump", "persist", "output"}
 
 
+# "save the chart as out/p.png": the file of a chart drawn before
+SAVED_CHART = r"(?:save|saves|store|stores|write|writes|export|exports|keep|keeps)\s"
+
+
 class RulePlanner:
     """The default offline planner (no model, no network)."""
 
@@ -142,13 +146,25 @@ class RulePlanner:
         "at" that ends a report's, a chart's or a write's phrase is where it writes, not a table
         to load (the load fed the split, so the models trained on the report's own file)."""
         out = list(actions)
-        for k in range(len(out) - 1, 0, -1):   # "draw a histogram of x, then save it to out/x.png": the chart's file
+        # "draw a histogram of x, then save it to out/x.png" ("... of price from p.csv and save the
+        # chart as out/p.png": a data file between is the plot's input): the chart's file
+        for k in range(len(out) - 1, 0, -1):
             a, prev = out[k], out[k - 1]
+            if a.entry == "plot" and t.match_at(SAVED_CHART, a.lo, a.trig_end) is not None:
+                # the chart drawn before, past the loads of its data ("a histogram of price from p.csv")
+                drawn = next((b for b in reversed(out[:k]) if not (b.entry == "load_data" and b.prepositional)), None)
+                if drawn is not None and drawn.entry == "plot" and drawn.sentence == a.sentence:
+                    drawn.hi = max(drawn.hi, a.hi)
+                    del out[k]
+                    continue
+                saved = t.span_text(t.tokens[a.lo:a.hi])   # a chart, then other steps: which one is saved?
+                raise PlanRefused([f"{saved!r} saves a chart, but no chart is drawn just before it; say which "
+                                   "plot writes that file"])
             dest = [x for x in t.tokens[a.lo:a.trig_end] if x.kind == "path"]
             if prev.entry == "plot" and a.entry in ("export_model", "write_table", "save_report") and len(dest) == 1 \
                     and dest[0].low.endswith(IMAGE_EXT) and prev.sentence == a.sentence \
-                    and not any(x.kind == "path" for x in t.tokens[prev.lo:a.lo]) \
-                    and t.match_at(r"(?:save|saves|write|writes|store|stores|put|export)\s+(?:it|this|that|the\s+(?:chart|plot|histogram|figure))\s+"
+                    and not any(x.kind == "path" and x.low.endswith(IMAGE_EXT) for x in t.tokens[prev.lo:a.lo]) \
+                    and t.match_at(r"(?:save|saves|write|writes|store|stores|put|export)\s+(?:it|this|that|the\s+(?:chart|plot|histogram|figure|graph|image|picture))\s+"
                                    r"(?:to|as|in|into|at)\s+FILE\d+", a.lo, a.trig_end) is not None:
                 t.relabel(t.tokens[a.lo:a.trig_end], a.entry, "plot")
                 dest[0].used = ""

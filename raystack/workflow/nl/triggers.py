@@ -121,6 +121,8 @@ TRIGGERS: list[tuple[str, str]] = [
                           r"normali[sz]ed|standardi[sz]ed|scaled|rescaled|z-scored")),
     ("split_data", rf"(?:{AFTER_ARROW}|(?<=[,;:]\s)|^)RATIO\d+(?=\s*(?:$|[.;,)]|{ARROW}))"),   # "... -> 75/25 -> ..."
     ("split_data", rf"\b(?:a\s+|the\s+)?PCT\d+(?:\s+of\s+(?:it|the\s+data|the\s+rows))?{AUX}\s+(?:held\s+(?:out|back)|set\s+aside|kept\s+back|reserved)\b"),   # "a quarter is held out"
+    # "evaluate it on a held-out 20%", "on a 20% held-out set": a share held out is the split
+    ("split_data", r"\bheld[\s-]out\s+PCT\d+\b|\bPCT\d+\s+held[\s-]out\b(?:\s+(?:set|split|portion|part|sample|subset))?"),
     ("split_data", r"\btrain\s*/\s*(?:test|validation|val)\b(?:\s+split)?|\btrain-test\s+split\b|\btrain\s+test\s+split\b|\bRATIO\d+\s+split\b"),
     ("split_data", r"\b(?:split|splits|splitting|partition\w*|divide)\b(?:\s+off)?|\bhold(?:ing)?\s+out\b|\bholdout\b|\bhold-out\b|\bheld\s+out\b"
                    r"|\b(?:carve|carving|set|setting|hold|holding|keep|keeping|put|putting|reserve|reserving|held|kept)\s+(?:out|aside|back|apart)\b"
@@ -134,6 +136,9 @@ TRIGGERS: list[tuple[str, str]] = [
     ("sample", r"\b(?:keep|keeps|keeping|take|takes|taking|use|uses|using|select|grab|retain|retains|retaining)"
                r"\s+(?:it\s+|them\s+|the\s+(?:data|table|rows)\s+)?(?:only\s+|just\s+)?(?P<sk>(?:the\s+|its\s+|their\s+)?(?:first|last)\s+"
                r"(?:NUM\d+\s+(?:rows?|records?|lines?|entries)|PCT\d+\s+of\s+(?:it|them|the\s+(?:rows|data|records|table)))(?!\s+(?:as|for|to)\b))"),
+    # "load the first 500 rows of x.csv": a load of part of a file is the load, then that subset
+    ("sample", rf"\b(?:{LOAD_VERBS}|open|opens|opened)\s+(?:only\s+|just\s+)?(?P<sk>(?:the\s+)?(?:first|last)\s+NUM\d+\s+)"
+               r"(?:rows?|records?|lines?|entries)\b(?=\s+(?:of|from|in)\s+FILE)"),
     ("sample", r"\b(?:limit|limits|limiting|truncate|truncates|truncating|trim|trims|trimming|cap|caps|capping)\s+(?:it\s+|them\s+|the\s+(?:data|table|rows)\s+)?to\s+"
                r"(?P<sk>(?:the\s+|its\s+|their\s+)?(?:first|last)\s+NUM\d+\s+)(?:rows?|records?|lines?|entries)\b"),
     ("sample", r"\b(?:keep|keeps|keeping|retain|retains|retaining)\s+(?:only\s+|just\s+)(?=(?:a\s+random\s+)?PCT\d+\s+of\s+(?:it|them|the\s+(?:rows|data|records|table|result|(?:joined|merged|cleaned)\s+(?:table|data|rows)))\b"
@@ -175,7 +180,22 @@ TRIGGERS: list[tuple[str, str]] = [
                       r"computed|calculated|produced|generated|collected|gathered|derived|reported|run")),
     ("stats", rf"\b(?:describe|summari[sz]e)(?!rs?\b)\w*\b(?:\s+{skip(3)}with\s+(?:summary\s+)?(?:statistics|stats))?|\b(?:summary|descriptive)\s+(?:statistics|stats)\b"
               r"|\bprofil(?:e|es|ing)\s+(?=it\b|them\b|the\b|this\b|that\b|each\b|every\b|all\b)"),
+    # "count the rows", "tell me the row count", "how many records are left": the statistics
+    # hold the row count; only the phrase whole, with nothing after it that narrows the rows
+    # ("count the rows with missing values", "how many rows have nulls": not the row count; a
+    # count per group is an aggregate, claimed above)
+    ("stats", r"(?:\b(?:(?:tell\s+me|give\s+me|show\s+me|report|print|get|find|compute|calculate|return|log)\s+)?"
+              r"(?:the\s+|its\s+|their\s+)?(?:(?:row|record)\s+counts?|(?:number|count)\s+of\s+(?:rows|records|entries))"
+              r"|\bcount(?:s|ing)?\s+(?:the\s+|its\s+|their\s+|all\s+(?:the\s+)?)?(?:rows|records|entries)"
+              r"|\b(?:(?:tell\s+me|report|print|show\s+me|say)\s+)?how\s+many\s+(?:rows|records|entries)"
+              r"(?:\s+(?:are|is)\s+(?:left|remaining|there)|\s+remain|\s+there\s+are|\s+it\s+(?:has|holds)"
+              r"|\s+(?:does|do)(?:\s+it\s+(?:have|hold)|(?=\s+FILE\d+\s+(?:have|hold)\b)))?)\b"
+              r"(?=\s*(?:[?.,;:!]|$)|\s+(?:in|of|from)\s+FILE|\s+(?:and|then|after|before|once|when)\b|\s+FILE\d+\s+(?:have|hold)\b)"),
     ("stats", r"(?<!those )(?<!these )(?<!the )(?<!of )\b(?:stats|statistics)\b(?:\s+(?:comparison|summary|overview))?"),
+    # "... and save the chart as out/p.png": where the chart drawn before goes (rules.RulePlanner
+    # joins it to that plot)
+    ("plot", r"\b(?:save|saves|store|stores|write|writes|export|exports|keep|keeps)\s+(?:the\s+|that\s+|this\s+)?"
+             r"(?:chart|plot|histogram|figure|graph|image|picture)\b(?=\s+(?:to|as|in|into|at)\s+FILE)"),
     ("plot", r"\b(?:(?:draw|make|create|produce|render|build|plot|give\s+me|show\s+me)\s+(?:a\s+|an\s+|the\s+)?)?"
              r"(?:bar|line|pie|scatter)\s*-?\s*(?:charts?|graphs?|plots?)\b"),     # with its verb: "draw a bar chart"
     ("plot", rf"\b(?P<sk>(?:{METRIC_RX})\s+)(?:plot|chart|graph|curve|figure|histogram)s?\b"),   # "a val loss plot"
