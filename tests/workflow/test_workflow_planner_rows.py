@@ -3,7 +3,8 @@ developer's own wording, none from a set): tables stacked one after the other ("
 "append feb.csv to jan.csv"), which were joined on a key or refused; a file after another file
 and "to" / "onto" / "into" is the other side of a join or concat ("join customers.csv to
 orders.csv" was refused); the first rows of a file loaded; a chart saved after its data file is
-named; a row count asked for; a share held out for the evaluation. Each was refused or planned
+named; a row count asked for; a share held out for the evaluation; "the cleaned file" after a
+fill or a dedup; rows where anything is missing; a model tried. Each was refused or planned
 wrong before; several plans are run on real files."""
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 from raystack.workflow.nl import PlanRefused
-from raystack.workflow.table_steps import concat
+from raystack.workflow.table_steps import concat, load_data
 
 from planner_util import kinds as _kinds, of_kind, plan as _plan, refs as _refs
 
@@ -141,3 +142,38 @@ def test_a_share_held_out_for_the_evaluation_is_the_training_s_split():
         assert len(split) == 1 and split[0].params["test_fraction"] == share, text
         assert _refs(of_kind(p, "train_model")[0].params["data"]) == [split[0].id], text
         assert _refs(of_kind(p, "evaluate_model")[0].params["data"]) == [split[0].id], text
+
+
+def test_a_table_cleaned_by_filling_or_dedup_is_the_cleaned_file_written(months):
+    """'fill in missing ages with the median, and save the cleaned file as p.csv' was refused
+    ('save' unplaced: "cleaned" was read as a second, unasked cleaning step); the imputed table
+    is what is written. A normalized table is not "the cleaned data": still refused."""
+    from raystack.workflow.engine import run_local
+    for text, made in (("Read patients.csv, fill in missing ages with the median, and save the cleaned file as "
+                        "patients_clean.csv.", "impute"),
+                       ("Load x.csv, dedup it and store the cleaned table in out/x.parquet.", "dedup")):
+        p = _plan(text)
+        assert _kinds(p) == ["load_data", made, "write_table"], text
+        assert _refs(of_kind(p, "write_table")[0].params["data"]) == [of_kind(p, made)[0].id], text
+    with pytest.raises(PlanRefused):
+        _plan("Load x.csv, normalize it and save the cleaned data as y.csv.")
+    p = _plan("Load feb.csv, drop duplicates and save the cleaned table as out/feb.csv.")
+    rep = run_local(p.ir)
+    assert rep.status == "succeeded"
+    written = load_data(rep.results[of_kind(p, "write_table")[0].id].load(None).path)
+    assert written.column("day").to_pylist() == [1, 3, 4]
+
+
+def test_rows_where_anything_is_missing_are_dropped_and_a_model_tried_is_trained():
+    """'drop rows where any value is missing' and 'if accuracy is below 0.8, try a knn instead'
+    were refused ('drop', 'try' unplaced): a cleaning step, and a conditional training. Rows
+    where one named column is missing are not what the cleaning drops (it drops a row missing
+    any value): still refused."""
+    for text in ("Take sensors.parquet, drop rows where any value is missing, then give me summary statistics.",
+                 "Take sensors.parquet, drop rows where anything is missing, then give me summary statistics."):
+        assert _kinds(_plan(text)) == ["load_data", "clean_data", "stats"], text
+    with pytest.raises(PlanRefused):
+        _plan("Load x.csv and remove rows where age is missing.")
+    p = _plan("Fit logistic regression on bank.csv; if accuracy is below 0.8, try a knn instead.")
+    knn = [s for s in of_kind(p, "train_model") if s.params.get("model") == "knn"]
+    assert len(knn) == 1 and knn[0].when, p.render()

@@ -76,6 +76,7 @@ TRANSFORMED = {"normalize": re.compile(r"normali[sz]ed|standardi[sz]ed|scaled|re
                "clean_data": re.compile(r"clean|cleaned|cleansed|scrubbed"),
                "dedup": re.compile(r"deduplicated|de-duplicated|deduped|de-duped"),
                "impute": re.compile(r"imputed|filled")}
+CLEANING = ("clean_data", "impute", "dedup")   # the steps whose table is "the cleaned data"
 TABLE_NOUNS = {"data", "dataset", "table", "rows", "version", "copy", "features", "values", "file", "frame"}
 WRITE_VERBS = {"save", "write", "store", "export", "dump", "persist", "output"}
 
@@ -305,10 +306,13 @@ class RulePlanner:
     def _written_table(t: Text, toks: list, entry: str, found: list[Action]) -> bool:
         """Whether a transform's participle is the object of a write after that transform was
         asked for ("clean it, and save the cleaned table to c.csv"): the words stay free for the
-        write, which reads the transformed table."""
+        write, which reads the transformed table. A table "cleaned" by filling its gaps or
+        dropping its duplicates is cleaned too ("fill in missing ages, and save the cleaned file
+        as p.csv")."""
         i = toks[0].i
+        done = CLEANING if entry == "clean_data" else (entry,)
         return (i >= 2 and t.tokens[i - 1].low == "the" and t.tokens[i - 2].low in WRITE_VERBS
-                and any(a.entry == entry and a.lo < i for a in found) and RulePlanner._table_participle(t, i, entry))
+                and any(a.entry in done and a.lo < i for a in found) and RulePlanner._table_participle(t, i, entry))
 
     @staticmethod
     def _transform_references(t: Text, actions: list[Action]) -> list[Action]:

@@ -51,7 +51,10 @@ GAPS = (r"(?:missing|null|nan|empty|blank|na)\s*(?:values?|entries|cells|fields|
         r"|gaps|blanks|holes|nulls|nans|missings")
 BAD_ROWS = (r"(?:rows|records|entries|lines|anything|everything|any\s+row|any\s+record)\s+(?:with|containing|that\s+have|that\s+has)\s+(?:missing|null|nan|empty|blank|"
             r"incomplete|invalid)\s*(?:values?|entries|fields|cells|data|readings|measurements)?|(?:incomplete|invalid|bad|broken|corrupt(?:ed)?|"
-            r"malformed|junk|garbage|bogus|dirty|faulty|erroneous|unusable)\s+(?:rows|records|entries|lines)")
+            r"malformed|junk|garbage|bogus|dirty|faulty|erroneous|unusable)\s+(?:rows|records|entries|lines)"
+            # "rows where anything is missing": any value, not a named column's
+            r"|(?:rows|records|entries)\s+(?:where|in\s+which)\s+(?:anything|something|any\s+(?:value|field|column|cell)|a\s+value)\s+"
+            r"(?:is|are)\s+(?:missing|null|empty|blank|nan)")
 REMOVED = (r"dropped|removed|deleted|discarded|eliminated|filtered(?:\s+out)?|excluded|thrown\s+(?:away|out)|"
            r"stripped|purged|taken\s+out|weeded\s+out|cut|pruned")
 # (catalog step, pattern) in priority order: an earlier, more specific phrase claims its words
@@ -262,7 +265,7 @@ TRIGGERS: list[tuple[str, str]] = [
     ("tune", r"(?<!the )(?<!a )(?<!this )(?<!that )(?<!best )\btuned\b(?!\s+(?:model|one|classifier|version))|\b(?:tune|tunes|tuning|hyper-?parameter\s+(?:search|tuning|optimi[sz]ation|sweep)|grid\s+search|random\s+search|"
              r"sweep|search)\b(?![\s-]+(?:ranking|rankings|engines?|quer(?:y|ies)|results|logs?|terms|index|relevance|traffic|ads?|bar|box|history)\b)"),
     ("train_model", rf"\b(?:train|trains|trained|training|fit|fits|fitted|fitting|learn|build|builds|estimate|develop|"
-                    rf"create|make|produce|retrain\w*|re-train\w*|refit\w*|re-fit\w*)\s+{skip(5)}{MODEL_NOUN}\b"),
+                    rf"create|make|produce|retrain\w*|re-train\w*|refit\w*|re-fit\w*|try|tries|trying)\s+{skip(5)}{MODEL_NOUN}\b"),
     ("train_model", r"\b(?:retrain|re-train|refit|re-fit)(?:s|ed|ing)?\b(?=\s+(?:it|them|with|on|using|the\s+model)\b)"),
     ("train_model", passive(rf"(?:(?:linear|logistic|k-?nn|centroid)\s+)?{MODEL_NOUN}", r"trained|fitted|fit|built|learned|learnt|estimated|re-?trained")),
     ("train_model", r"\b(?:train|trains|fit|fits|try|build|run)\s+(?:them\s+)?(?:both|each|all\s+of\s+them|each\s+of\s+them|"
