@@ -110,14 +110,18 @@ def test_a_chart_saved_after_its_data_file_is_named_is_that_chart_s_file():
 def test_a_row_count_asked_for_is_the_statistics_and_a_narrowed_count_is_not(months):
     """'count the rows', 'tell me the row count' were refused, and 'how many rows does data/x.csv
     have?' loaded the file and nothing else (the question dropped): the statistics, which hold
-    the row count. A count per group stays an aggregate; a count of some rows ('with missing
-    values') is no row count and stays refused."""
+    the row count. A count per group stays an aggregate ("the number of records per priority",
+    refused before, is one); a count of some rows ('with missing values') is no row count and
+    stays refused."""
     from raystack.workflow.engine import run_local
     for text in ("Load x.csv and count the rows.", "Load x.csv and tell me the row count.",
                  "How many rows does data/x.csv have?", "Load x.csv, dedup it and report how many rows are left.",
                  "Load x.csv and give me the number of rows.", "Count the records in logs.parquet."):
         assert _kinds(_plan(text))[-1] == "stats", text
     assert _kinds(_plan("Load x.csv and count the rows per city.")) == ["load_data", "aggregate"]
+    # "the number of records per priority" was refused: a count per group
+    agg = of_kind(_plan("Load tickets.csv and report the number of records per priority."), "aggregate")[0]
+    assert (agg.params["by"], agg.params["agg"]) == ("priority", "count")
     for text in ("Load x.csv and count the rows with missing values.",
                  "Load data/iris.csv and tell me how many rows have missing values."):
         with pytest.raises(PlanRefused):
