@@ -4,7 +4,7 @@ developer's own wording, none from a set): tables stacked one after the other ("
 and "to" / "onto" / "into" is the other side of a join or concat ("join customers.csv to
 orders.csv" was refused); the first rows of a file loaded; a chart saved after its data file is
 named; a row count asked for; a share held out for the evaluation; "the cleaned file" after a
-fill or a dedup; rows where anything is missing; a model tried. Each was refused or planned
+fill or a dedup; rows where anything is missing; a model tried; a table step naming two files. Each was refused or planned
 wrong before; several plans are run on real files."""
 
 from __future__ import annotations
@@ -181,3 +181,25 @@ def test_rows_where_anything_is_missing_are_dropped_and_a_model_tried_is_trained
     p = _plan("Fit logistic regression on bank.csv; if accuracy is below 0.8, try a knn instead.")
     knn = [s for s in of_kind(p, "train_model") if s.params.get("model") == "knn"]
     assert len(knn) == 1 and knn[0].when, p.render()
+
+
+def test_a_table_step_naming_two_files_runs_on_each(months):
+    """'dedup x.csv and y.csv separately and then join them on id' deduplicated y.csv only and
+    joined raw x.csv with it (silently wrong), and so without 'separately'; 'run stats on a.csv
+    and b.csv' was refused. A one-table step whose words name two table files, or say
+    "separately" / "one by one", runs once per table; run, the stacked table has each month's
+    rows deduplicated on its own."""
+    from raystack.workflow.engine import run_local
+    for text in ("Dedup x.csv and y.csv separately and then join them on id.",
+                 "Dedup x.csv and y.csv and then join them on id."):
+        p = _plan(text)
+        dedups = of_kind(p, "dedup")
+        assert sorted(p.ir.by_id()[_refs(d.params["data"])[0]].params["path"] for d in dedups) == ["x.csv", "y.csv"]
+        j = of_kind(p, "join")[0]
+        assert {_refs(j.params["left"])[0], _refs(j.params["right"])[0]} == {d.id for d in dedups}, text
+    assert _kinds(_plan("Please run stats on data/iris.csv and data/wine.csv.")).count("stats") == 2
+    (months / "feb.csv").write_text("day,sales\n1,10\n1,10\n4,9\n")
+    p = _plan("Load jan.csv and feb.csv, dedup them one by one, then stack them and write it to out/q.csv.")
+    rep = run_local(p.ir)
+    assert rep.status == "succeeded"
+    assert rep.results[of_kind(p, "concat")[0].id].load(None).column("day").to_pylist() == [1, 2, 1, 4]

@@ -184,7 +184,8 @@ class _Wiring:
             pname, kind, said = "adapters", ADAPTERS, EACH_MODEL
         else:
             return "", []
-        if pname in s.inputs or s.map is not None or not said.search(s.span):
+        if pname in s.inputs or s.map is not None or not (said.search(s.span) or (
+                kind == TABLE and len(set(TABLE_FILES.findall(s.span.lower()))) > 1)):
             return "", []
         used = self._read_labels()
         fresh = []
@@ -328,10 +329,14 @@ class _Wiring:
 # an evaluation said of several models ("evaluate each", "evaluate them both")
 EACH_MODEL = re.compile(r"\b(?:both|each(?:\s+of\s+them|\s+one)?|them|all\s+of\s+them|them\s+all|every\s+one|"
                         r"all\s+(?:the\s+)?(?:two|three|four|five|six|NUM\d+|\d+)(?:\s+(?:models|classifiers|of\s+them))?)\b", re.I)
-# a one-table step said of several tables ("clean both", "dedup each of them", "normalize them all")
+# a one-table step said of several tables ("clean both", "dedup each of them", "normalize them all",
+# "dedup x.csv and y.csv separately"); one naming two table files is said of both too
 EACH_TABLE = re.compile(r"\b(?:both|each\s+of\s+them|each\s+one|them\s+all|all\s+of\s+them|each\s+table|every\s+table|"
+                        r"separately|individually|one\s+by\s+one|"
                         r"(?:of|to|on)\s+each(?!\s+[a-z])|each(?=\s*(?:[,;.]|and\b|then\b|$))|them)\b", re.I)
 
+
+TABLE_FILES = re.compile(r"[\w./-]+\.(?:csv|tsv|parquet|jsonl|json)\b")
 
 # part artifacts a selection passes on as what they are (a table model's selection stays an evaluation)
 SELECTED_ARTIFACTS = (CHECKPOINT, DLRM)
