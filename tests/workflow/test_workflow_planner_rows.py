@@ -4,7 +4,8 @@ developer's own wording, none from a set): tables stacked one after the other ("
 and "to" / "onto" / "into" is the other side of a join or concat ("join customers.csv to
 orders.csv" was refused); the first rows of a file loaded; a chart saved after its data file is
 named; a row count asked for; a share held out for the evaluation; "the cleaned file" after a
-fill or a dedup; rows where anything is missing; a model tried; a table step naming two files. Each was refused or planned
+fill or a dedup; rows where anything is missing; a model tried; a table step naming two files;
+the parts of a split named by the steps that read them. Each was refused or planned
 wrong before; several plans are run on real files."""
 
 from __future__ import annotations
@@ -203,3 +204,23 @@ def test_a_table_step_naming_two_files_runs_on_each(months):
     rep = run_local(p.ir)
     assert rep.status == "succeeded"
     assert rep.results[of_kind(p, "concat")[0].id].load(None).column("day").to_pylist() == [1, 2, 1, 4]
+
+
+def test_the_parts_of_a_split_named_by_the_steps_that_read_them():
+    """'train a knn on the training part and evaluate it on the test part', 'fit a knn on the
+    train split' were refused ('training part', 'train' unplaced; "the train split" read as a
+    second split): the training reads the split's train part and the evaluation its test part,
+    as they do. A training said to read the test part (or an evaluation the training part) is
+    refused."""
+    for text in ("Load x.csv and split it 80/20. Train a knn on the training part and evaluate it on the test part.",
+                 "Load x.csv, split it 70/30, fit a knn on the train split and score it on the test split.",
+                 "Load x.csv, split it, train a knn on the train portion and evaluate on the held-out portion."):
+        p = _plan(text)
+        split = of_kind(p, "split_data")
+        assert len(split) == 1 and not split[0].id.startswith("_"), text     # the split asked for, no other
+        assert _refs(of_kind(p, "train_model")[0].params["data"]) == [split[0].id], text
+        assert _refs(of_kind(p, "evaluate_model")[0].params["data"]) == [split[0].id], text
+    for text in ("Load x.csv and split it 80/20. Train a knn on the test part and evaluate it on the training part.",
+                 "Load x.csv and split it 80/20. Train a knn on the held-out part."):
+        with pytest.raises(PlanRefused):
+            _plan(text)

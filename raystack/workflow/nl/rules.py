@@ -76,7 +76,14 @@ TRANSFORMED = {"normalize": re.compile(r"normali[sz]ed|standardi[sz]ed|scaled|re
                "clean_data": re.compile(r"clean|cleaned|cleansed|scrubbed"),
                "dedup": re.compile(r"deduplicated|de-duplicated|deduped|de-duped"),
                "impute": re.compile(r"imputed|filled")}
-CLEANING = ("clean_data", "impute", "dedup")   # the steps whose table is "the cleaned data"
+CLEANING = ("clean_data", "impute", "dedup")
+# "train a knn on the training part and evaluate it on the test part": the parts of a split, by
+# the step that reads each
+SPLIT_ROLES = {"train_model": {"train", "training"},
+               "evaluate_model": {"test", "testing", "held-out", "holdout", "validation", "eval", "evaluation",
+                                  "remaining", "other"}}
+SPLIT_PART = (r"\b(?:on|using|with|against|over)\s+(?:the|its)\s+(?:train|training|test|testing|held-out|holdout|"
+              r"validation|eval|evaluation|remaining|other)\s+(?:part|portion|partition|half|subset|share|rows|data)\b")   # the steps whose table is "the cleaned data"
 TABLE_NOUNS = {"data", "dataset", "table", "rows", "version", "copy", "features", "values", "file", "frame"}
 WRITE_VERBS = {"save", "write", "store", "export", "dump", "persist", "output"}
 
@@ -331,8 +338,32 @@ class RulePlanner:
                     and t.tokens[a.lo - 1].low in ("the", "this", "that") and RulePlanner._table_participle(t, a.lo, a.entry)):
                 t.mark(toks, "reference")    # the table made before: no new step
                 continue
+            if a.entry == "split_data" and [x.low for x in toks] == ["split"] and RulePlanner._part_of_split(t, a.lo, out):
+                continue     # "fit a knn on the train split": the part of the split the training reads
             out.append(a)
+        for _, part in t.finditer(SPLIT_PART, 0, len(t.tokens), free_only=True):
+            RulePlanner._part_of_split(t, part[-1].i, [b for b in out if b.lo < part[0].i])
         return out
+
+    @staticmethod
+    def _part_of_split(t: Text, i: int, before: list[Action]) -> bool:
+        """Whether token ``i`` ends "on the training part" / "on the test portion" said of the step
+        just before it in its sentence, in that step's role: the training reads a split's train
+        part, the evaluation its test part (a training "on the test part" would train on what it
+        is scored on: its words stay unaccounted, a refusal). Marks the words a reference."""
+        if i < 3 or not before:
+            return False
+        prep, art, role = t.tokens[i - 3:i]
+        if prep.low not in ("on", "using", "with", "against", "over") or art.low not in ("the", "its") \
+                or any(x.used for x in (prep, art, role)):
+            return False
+        step = before[-1]
+        if step.entry not in SPLIT_ROLES or role.low not in SPLIT_ROLES[step.entry] \
+                or not step.lo <= i - 3 < step.hi:      # its preposition inside the step's own phrase
+            return False
+        t.mark([art, role, t.tokens[i]], "reference")
+        step.hi = max(step.hi, i + 1)
+        return True
 
     @staticmethod
     def _models_named_first(t: Text, actions: list[Action]) -> list[Action]:
