@@ -5,7 +5,7 @@ and "to" / "onto" / "into" is the other side of a join or concat ("join customer
 orders.csv" was refused); the first rows of a file loaded; a chart saved after its data file is
 named; a row count asked for; a share held out for the evaluation; "the cleaned file" after a
 fill or a dedup; rows where anything is missing; a model tried; a table step naming two files;
-the parts of a split named by the steps that read them. Each was refused or planned
+the parts of a split named by the steps that read them; a model named as what is evaluated. Each was refused or planned
 wrong before; several plans are run on real files."""
 
 from __future__ import annotations
@@ -224,3 +224,19 @@ def test_the_parts_of_a_split_named_by_the_steps_that_read_them():
                  "Load x.csv and split it 80/20. Train a knn on the held-out part."):
         with pytest.raises(PlanRefused):
             _plan(text)
+
+
+def test_a_model_named_as_what_is_evaluated_is_trained_first():
+    """'evaluate a logistic regression on x.csv', 'evaluate a knn on a 30% hold-out set' were
+    refused (the evaluation came before the model it names): the model is trained, then
+    evaluated, on the split asked for. 'evaluate the knn' with none trained stays refused."""
+    p = _plan("Load iris.csv and evaluate a knn on a 30% hold-out set.")
+    split, train, ev = of_kind(p, "split_data")[0], of_kind(p, "train_model")[0], of_kind(p, "evaluate_model")[0]
+    assert split.params["test_fraction"] == 0.3 and train.params["model"] == "knn"
+    assert _refs(train.params["data"]) == [split.id] and _refs(ev.params["data"]) == [split.id]
+    assert _refs(ev.params["model"]) == [train.id]
+    p = _plan("Evaluate a logistic regression on x.csv.")
+    train, ev = of_kind(p, "train_model")[0], of_kind(p, "evaluate_model")[0]
+    assert train.params["model"] == "logistic" and _refs(ev.params["model"]) == [train.id]
+    with pytest.raises(PlanRefused):
+        _plan("Load x.csv, evaluate the knn.")

@@ -407,6 +407,17 @@ def _evaluated_on(t: Text, actions: list[Action], i: int) -> bool:
     return t.tokens[j].low in ("on", "against", "using", "with")
 
 
+def _model_evaluated(t: Text, actions: list[Action], i: int) -> bool:
+    """"evaluate a knn on iris.csv": a model named as the object of the evaluation just before
+    it (by its kind, no verb of its own) is trained first, then evaluated."""
+    a = actions[i]
+    if not (i and a.entry == "train_model" and a.verbless and actions[i - 1].entry == "evaluate_model"
+            and actions[i - 1].sentence == a.sentence):
+        return False
+    return all(x.low in ("a", "an") for x in t.tokens[actions[i - 1].trig_end:a.lo]) and not any(
+        x.low in ("the", "this", "that", "our", "my", "its") for x in t.tokens[a.lo:a.trig_end])   # "the knn": one trained before
+
+
 def _hoist(t: Text, actions: list[Action]) -> None:
     """Producers named after their consumer ("train a model on generated data with a
     train/test split") move before it, and on before each earlier step that still lacks what they
@@ -420,7 +431,7 @@ def _hoist(t: Text, actions: list[Action]) -> None:
         changed, guard = False, guard + 1
         for i, a in enumerate(actions):
             if not a.prepositional and not (a.entry == "split_data" and i and actions[i - 1].entry == "train_model") \
-                    and not _evaluated_on(t, actions, i):
+                    and not _evaluated_on(t, actions, i) and not _model_evaluated(t, actions, i):
                 continue
             out = CATALOG[a.entry].output
             for j in range(i - 1, -1, -1):
