@@ -5,7 +5,8 @@ and "to" / "onto" / "into" is the other side of a join or concat ("join customer
 orders.csv" was refused); the first rows of a file loaded; a chart saved after its data file is
 named; a row count asked for; a share held out for the evaluation; "the cleaned file" after a
 fill or a dedup; rows where anything is missing; a model tried; a table step naming two files;
-the parts of a split named by the steps that read them; a model named as what is evaluated. Each was refused or planned
+the parts of a split named by the steps that read them; a model named as what is evaluated; a
+file named in full is not a join or concat made from it. Each was refused or planned
 wrong before; several plans are run on real files."""
 
 from __future__ import annotations
@@ -240,3 +241,17 @@ def test_a_model_named_as_what_is_evaluated_is_trained_first():
     assert train.params["model"] == "logistic" and _refs(ev.params["model"]) == [train.id]
     with pytest.raises(PlanRefused):
         _plan("Load x.csv, evaluate the knn.")
+
+
+def test_a_file_named_in_full_is_not_a_join_or_concat_made_from_it():
+    """'stack a.csv and b.csv; in parallel, compute stats on a.csv' computed the statistics of
+    the stacked table (silently wrong: a.csv was made into it, so the check that a step reads
+    the file it names let it pass); so for a join. Refused, naming both. A file named by its
+    stem after a join ("count events per country") still reads the joined rows."""
+    for text in ("Stack a.csv and b.csv; in parallel, compute stats on a.csv.",
+                 "Join a.csv and b.csv on id; in parallel, compute stats on a.csv."):
+        with pytest.raises(PlanRefused, match="names a.csv, but it would read"):
+            _plan(text)
+    p = _plan("Load users.csv and events.csv, join them on user_id, count events per country, and plot it.")
+    agg = of_kind(p, "aggregate")[0]
+    assert _refs(agg.params["data"]) == [of_kind(p, "join")[0].id]

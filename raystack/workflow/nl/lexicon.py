@@ -177,6 +177,7 @@ PURPOSE = (r"\bfor\s+(?:the\s+|a\s+|our\s+)?(?:[a-z][\w-]*\s+){1,3}?(?:detection
 TABLE_TRANSFORMS = ("clean_data", "dedup", "impute", "normalize", "sample")
 # the steps that read two tables: a join pairs their rows on a key, a concat stacks them
 TWO_TABLE_STEPS = ("join", "concat")
+TWO_TABLE_SIDES = ("left", "right", "first", "second")   # their inputs
 # steps that act on a table named in their own phrase ("aggregate the logs in q.parquet by user")
 DATA_VERB_STEPS = {"dedup", "impute", "clean_data", "normalize", "sample", "stats", "plot", "aggregate",
                    "split_data"}

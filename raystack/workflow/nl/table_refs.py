@@ -40,7 +40,10 @@ def check_named_tables(steps: list[DraftStep]) -> None:
             elif root is not None and by_label[src].implicit and by_label[src].entry == "split_data":
                 by_label[src].inputs["data"] = root   # "train knn on the unnormalized data": its split
         named = [lab for lab, path in loads.items() if _names_file(s.span, path, by_stem=_reads_one(s))]
-        if len(named) != 1 or _made_from(by_label, src, named[0]):
+        # a file named in full is that file's table, not a join or concat made from it ("count
+        # events per country" after joining users and events reads the joined rows)
+        if len(named) != 1 or _made_from(by_label, src, named[0]) and (
+                _one_table_chain(by_label, src, named[0]) or not _names_file(s.span, loads[named[0]], by_stem=False)):
             continue
         origin = _chain_source(by_label, src)
         reads = repr(by_label[src].span) if not by_label[src].implicit else \
@@ -234,6 +237,21 @@ def upstream(step: DraftStep, by_label: dict[str, DraftStep]) -> list[DraftStep]
 def _made_from(by_label: dict[str, DraftStep], label: str, origin: str) -> bool:
     """Whether step ``label``'s output was made, directly or not, from step ``origin``'s."""
     return label == origin or (label in by_label and any(x.label == origin for x in upstream(by_label[label], by_label)))
+
+
+def _one_table_chain(by_label: dict[str, DraftStep], label: str, origin: str) -> bool:
+    """Whether step ``label``'s table was made from step ``origin``'s by one-table steps only:
+    a join or a concat of it with another table is not that file's table any more ("stack a.csv
+    and b.csv; in parallel, compute stats on a.csv" read the stacked table)."""
+    while label != origin:
+        s = by_label.get(label)
+        if s is None or any(k in L.TWO_TABLE_SIDES for k in s.inputs):
+            return False
+        src = s.inputs.get("data")
+        if not isinstance(src, str):
+            return True     # made from the file some other way (a model's, a selection's): as before
+        label = src
+    return True
 
 
 def _names_file(span: str, path: str, by_stem: bool = True) -> bool:
