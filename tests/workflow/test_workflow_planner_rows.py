@@ -6,7 +6,7 @@ orders.csv" was refused); the first rows of a file loaded; a chart saved after i
 named; a row count asked for; a share held out for the evaluation; "the cleaned file" after a
 fill or a dedup; rows where anything is missing; a model tried; a table step naming two files;
 the parts of a split named by the steps that read them; a model named as what is evaluated; a
-file named in full is not a join or concat made from it. Each was refused or planned
+file named in full is not a join or concat made from it; a plotted column said transformed. Each was refused or planned
 wrong before; several plans are run on real files."""
 
 from __future__ import annotations
@@ -255,3 +255,16 @@ def test_a_file_named_in_full_is_not_a_join_or_concat_made_from_it():
     p = _plan("Load users.csv and events.csv, join them on user_id, count events per country, and plot it.")
     agg = of_kind(p, "aggregate")[0]
     assert _refs(agg.params["data"]) == [of_kind(p, "join")[0].id]
+
+
+def test_a_plotted_column_said_transformed_is_plotted_after_the_transform():
+    """'normalize it, and then plot the normalized price column' normalized the table a second
+    time after the plot, which drew the first numeric column; 'plot the normalized price column'
+    with no normalize before plotted the raw table, then normalized it for nothing (silently
+    wrong). One normalize, before the plot, and the plot draws the price column."""
+    for text in ("Load x.csv, normalize it, and then plot the normalized price column.",
+                 "Load x.csv and plot the normalized price column."):
+        p = _plan(text)
+        norm, plot = of_kind(p, "normalize"), of_kind(p, "plot")[0]
+        assert len(norm) == 1 and _refs(plot.params["data"]) == [norm[0].id], text
+        assert plot.params["column"] == "price", text

@@ -418,6 +418,16 @@ def _model_evaluated(t: Text, actions: list[Action], i: int) -> bool:
         x.low in ("the", "this", "that", "our", "my", "its") for x in t.tokens[a.lo:a.trig_end])   # "the knn": one trained before
 
 
+def _plotted_transformed(t: Text, actions: list[Action], i: int) -> bool:
+    """"plot the normalized price column" with no normalize before: the table is normalized,
+    then plotted (the plot drew the raw column, and the normalize ran after it for nothing)."""
+    a = actions[i]
+    if not (i and a.entry in L.TABLE_TRANSFORMS and actions[i - 1].entry == "plot"
+            and actions[i - 1].sentence == a.sentence and t.tokens[a.lo].low.endswith("ed")):
+        return False
+    return all(x.low in ("the", "its") for x in t.tokens[actions[i - 1].trig_end:a.lo])
+
+
 def _hoist(t: Text, actions: list[Action]) -> None:
     """Producers named after their consumer ("train a model on generated data with a
     train/test split") move before it, and on before each earlier step that still lacks what they
@@ -431,7 +441,8 @@ def _hoist(t: Text, actions: list[Action]) -> None:
         changed, guard = False, guard + 1
         for i, a in enumerate(actions):
             if not a.prepositional and not (a.entry == "split_data" and i and actions[i - 1].entry == "train_model") \
-                    and not _evaluated_on(t, actions, i) and not _model_evaluated(t, actions, i):
+                    and not _evaluated_on(t, actions, i) and not _model_evaluated(t, actions, i) \
+                    and not _plotted_transformed(t, actions, i):
                 continue
             out = CATALOG[a.entry].output
             for j in range(i - 1, -1, -1):

@@ -305,9 +305,10 @@ class RulePlanner:
     @staticmethod
     def _table_participle(t: Text, i: int, entry: str) -> bool:
         """Whether token i is ``entry``'s participle said of a table ("cleaned table",
-        "normalized data")."""
+        "normalized data") or of one of its columns ("the normalized price column")."""
         return bool(TRANSFORMED[entry].fullmatch(t.tokens[i].low)) and i + 1 < len(t.tokens) \
-            and t.tokens[i + 1].low in TABLE_NOUNS
+            and (t.tokens[i + 1].low in TABLE_NOUNS
+                 or (i + 2 < len(t.tokens) and t.tokens[i + 1].kind == "word" and t.tokens[i + 2].low == "column"))
 
     @staticmethod
     def _written_table(t: Text, toks: list, entry: str, found: list[Action]) -> bool:
@@ -337,9 +338,15 @@ class RulePlanner:
             if (a.entry in TRANSFORMED and any(b.entry == a.entry for b in out) and a.lo > 0
                     and t.tokens[a.lo - 1].low in ("the", "this", "that") and RulePlanner._table_participle(t, a.lo, a.entry)):
                 t.mark(toks, "reference")    # the table made before: no new step
+                if out and out[-1].sentence == a.sentence and out[-1].entry == "plot":
+                    out[-1].hi = max(out[-1].hi, a.hi)   # "plot the normalized price column": the plot's words
                 continue
             if a.entry == "split_data" and [x.low for x in toks] == ["split"] and RulePlanner._part_of_split(t, a.lo, out):
                 continue     # "fit a knn on the train split": the part of the split the training reads
+            if (a.entry in TRANSFORMED and out and out[-1].entry == "plot" and out[-1].sentence == a.sentence
+                    and RulePlanner._table_participle(t, a.lo, a.entry)
+                    and all(x.low in ("the", "its") for x in t.tokens[out[-1].trig_end:a.lo])):
+                out[-1].hi = max(out[-1].hi, a.hi)   # "plot the normalized price column": its column is the plot's
             out.append(a)
         for _, part in t.finditer(SPLIT_PART, 0, len(t.tokens), free_only=True):
             RulePlanner._part_of_split(t, part[-1].i, [b for b in out if b.lo < part[0].i])
