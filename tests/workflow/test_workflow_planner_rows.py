@@ -161,6 +161,11 @@ def test_a_table_cleaned_by_filling_or_dedup_is_the_cleaned_file_written(months)
         p = _plan(text)
         assert _kinds(p) == ["load_data", made, "write_table"], text
         assert _refs(of_kind(p, "write_table")[0].params["data"]) == [of_kind(p, made)[0].id], text
+    # "remove duplicates, and write the deduplicated table to ...": refused ('write' unplaced, the
+    # participle merged into the dedup before the write could read it)
+    p = _plan("Load data/ship.parquet, remove duplicates, and write the deduplicated table to out/ship.parquet.")
+    assert _kinds(p) == ["load_data", "dedup", "write_table"]
+    assert _refs(of_kind(p, "write_table")[0].params["data"]) == [of_kind(p, "dedup")[0].id]
     with pytest.raises(PlanRefused):
         _plan("Load x.csv, normalize it and save the cleaned data as y.csv.")
     p = _plan("Load feb.csv, drop duplicates and save the cleaned table as out/feb.csv.")

@@ -319,8 +319,13 @@ class RulePlanner:
         as p.csv")."""
         i = toks[0].i
         done = CLEANING if entry == "clean_data" else (entry,)
-        return (i >= 2 and t.tokens[i - 1].low == "the" and t.tokens[i - 2].low in WRITE_VERBS
-                and any(a.entry in done and a.lo < i for a in found) and RulePlanner._table_participle(t, i, entry))
+        if not (i >= 2 and t.tokens[i - 1].low == "the" and t.tokens[i - 2].low in WRITE_VERBS
+                and RulePlanner._table_participle(t, i, entry)):
+            return False
+        # asked for before: found already, or named by a phrase of its kind not read yet ("remove
+        # duplicates, and write the deduplicated table to x.parquet")
+        return any(a.entry in done and a.lo < i for a in found) or any(
+            next(t.finditer(rx, 0, i - 2), None) is not None for e, rx in COMPILED if e in done)
 
     @staticmethod
     def _transform_references(t: Text, actions: list[Action]) -> list[Action]:
