@@ -6,7 +6,8 @@ orders.csv" was refused); the first rows of a file loaded; a chart saved after i
 named; a row count asked for; a share held out for the evaluation; "the cleaned file" after a
 fill or a dedup; rows where anything is missing; a model tried; a table step naming two files;
 the parts of a split named by the steps that read them; a model named as what is evaluated; a
-file named in full is not a join or concat made from it; a plotted column said transformed. Each was refused or planned
+file named in full is not a join or concat made from it; a plotted column said transformed; a
+sample drawn at random. Each was refused or planned
 wrong before; several plans are run on real files."""
 
 from __future__ import annotations
@@ -273,3 +274,13 @@ def test_a_plotted_column_said_transformed_is_plotted_after_the_transform():
         norm, plot = of_kind(p, "normalize"), of_kind(p, "plot")[0]
         assert len(norm) == 1 and _refs(plot.params["data"]) == [norm[0].id], text
         assert plot.params["column"] == "price", text
+
+
+def test_a_sample_drawn_at_random_says_how_it_is_drawn():
+    """'sample 2,000 rows at random' was refused ('random' unplaced): a drawn sample; 'the first
+    100 rows at random' contradicts itself and stays refused."""
+    s = of_kind(_plan("Load x.parquet, drop duplicate records, sample 2,000 rows at random, and save the sample "
+                      "to s.parquet."), "sample")[0]
+    assert s.params["rows"] == 2000 and "which" not in s.params
+    with pytest.raises(PlanRefused):
+        _plan("Load x.csv and keep the first 100 rows at random.")

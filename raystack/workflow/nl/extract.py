@@ -186,6 +186,9 @@ def sample(text: Text, lo: int, hi: int, f: Found) -> None:
     m = _search(text, lo, hi, rf"\b(?:the\s+|its\s+|their\s+)?(?P<w>first|last)(?=\s+NUM\d+\s+{ROWS_UNIT_OR_LINES}\b|\s+PCT\d+\s+of\b)", "which rows")
     if m:      # "keep the first 100 rows": in file order, not drawn
         f.set("which", m.group("w"))
+    else:      # "sample 2,000 rows at random": how a sample is drawn anyway
+        consume(text, lo, hi, r"\b(?:(?:drawn|chosen|picked|selected)\s+)?at\s+random\b|\brandomly(?:\s+(?:drawn|chosen|picked|selected))?\b",
+                "random draw")
     rows = _search(text, lo, hi, rf"(?P<l>{NUMLIST})\s*-?\s*(?:random\s+)?{ROWS_UNIT}\b", "row counts") or \
         _search(text, lo, hi, rf"(?P<l>NUM\d+\s+{ROWS_UNIT}(?:\s*,\s*NUM\d+\s+{ROWS_UNIT})*"      # "2,000 rows, 8,000 rows"
                               rf"(?:\s*,?\s*(?:(?:and|or|&)\s+)?NUM\d+\s+{ROWS_UNIT}))\b", "row counts")
