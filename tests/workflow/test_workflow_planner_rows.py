@@ -7,7 +7,7 @@ named; a row count asked for; a share held out for the evaluation; "the cleaned 
 fill or a dedup; rows where anything is missing; a model tried; a table step naming two files;
 the parts of a split named by the steps that read them; a model named as what is evaluated; a
 file named in full is not a join or concat made from it; a plotted column said transformed; a
-sample drawn at random. Each was refused or planned
+sample drawn at random; the evaluation a share is held out for. Each was refused or planned
 wrong before; several plans are run on real files."""
 
 from __future__ import annotations
@@ -284,3 +284,19 @@ def test_a_sample_drawn_at_random_says_how_it_is_drawn():
     assert s.params["rows"] == 2000 and "which" not in s.params
     with pytest.raises(PlanRefused):
         _plan("Load x.csv and keep the first 100 rows at random.")
+
+
+def test_the_evaluation_a_share_is_held_out_for_evaluates_the_model_trained_next():
+    """'hold out 20% for evaluation, train a knn, and deploy it if its accuracy is above 0.9' was
+    refused (the evaluation came before any model): the model trained next is evaluated on the
+    held-out share, and the condition reads that evaluation. With an evaluation asked for later
+    ("..., and evaluate it") there is one evaluation."""
+    p = _plan("Load a.csv and b.csv, stack them, hold out 20% for evaluation, train a knn, and deploy it if its "
+              "accuracy is above 0.9.")
+    split, train, ev = of_kind(p, "split_data")[0], of_kind(p, "train_model")[0], of_kind(p, "evaluate_model")[0]
+    assert split.params["test_fraction"] == 0.2 and _refs(train.params["data"]) == [split.id]
+    assert _refs(ev.params["model"]) == [train.id] and _refs(ev.params["data"]) == [split.id]
+    deploy = of_kind(p, "deploy_model")[0]
+    assert deploy.when and deploy.when[0].ref.step == ev.id
+    assert len(of_kind(_plan("Load a.csv, hold out 20% for evaluation, train a knn, and evaluate it."),
+                       "evaluate_model")) == 1

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from raystack.workflow.catalog import CATALOG, SPLIT, TABLE
+from raystack.workflow.catalog import ADAPTERS, CATALOG, CHECKPOINT, DLRM, MODEL, SPLIT, TABLE
 from raystack.workflow.nl import lexicon as L
 from raystack.workflow.nl.cues import Cue
 from raystack.workflow.nl.plan import Cond, DraftStep, LoopSpec, PlanRefused
@@ -40,6 +40,7 @@ PREPARING_STEPS = {"load_data", "make_dataset", "clean_data", "dedup", "impute",
 
 def arrange(t: Text, actions: list[Action], cues: list[Cue]) -> None:
     """Constructs, then order, for ``actions`` (each with its step read); reorders in place."""
+    held_out_evaluation(t, actions)
     _apply_cues(t, actions, cues)
     _subordinate(t, actions)
     _hoist(t, actions)
@@ -426,6 +427,29 @@ def _plotted_transformed(t: Text, actions: list[Action], i: int) -> bool:
             and actions[i - 1].sentence == a.sentence and t.tokens[a.lo].low.endswith("ed")):
         return False
     return all(x.low in ("the", "its") for x in t.tokens[actions[i - 1].trig_end:a.lo])
+
+
+def held_out_for(t: Text, actions: list[Action], k: int) -> bool:
+    """Whether action k is "for evaluation" said of the share the split just before it holds
+    out, with no model made before it ("hold out 20% for evaluation, train a knn")."""
+    a = actions[k]
+    return (k > 0 and a.entry == "evaluate_model" and actions[k - 1].entry == "split_data"
+            and a.trig_end - a.lo == 1 and t.tokens[a.lo].low in ("evaluation", "evaluating")
+            and t.tokens[a.lo - 1].low in ("for", "as")
+            and not any(CATALOG[b.entry].output in (MODEL, CHECKPOINT, ADAPTERS, DLRM) for b in actions[:k]))
+
+
+def held_out_evaluation(t: Text, actions: list[Action]) -> None:
+    """"hold out 20% for evaluation, train a knn, and deploy it": the evaluation the share is held
+    out for evaluates the model trained next (before any model it was a refusal)."""
+    for k in range(len(actions)):
+        if not held_out_for(t, actions, k):
+            continue
+        nxt = next((b for b in actions[k + 1:] if b.entry == "train_model"), None)
+        if nxt is not None:
+            a = actions.pop(k)
+            actions.insert(actions.index(nxt) + 1, a)
+        return
 
 
 def _hoist(t: Text, actions: list[Action]) -> None:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from raystack.workflow.catalog import CATALOG
 from raystack.workflow.nl import lexicon as L
 from raystack.workflow.nl.accounting import account
-from raystack.workflow.nl.arrange import SOURCES, arrange
+from raystack.workflow.nl.arrange import SOURCES, arrange, held_out_for
 from raystack.workflow.nl.build import build
 from raystack.workflow.nl.cues import Cue, read_cues, unbounded
 from raystack.workflow.nl.destinations import destinations, json_tables
@@ -110,7 +110,7 @@ class RulePlanner:
             s_actions = self._actions(t, lo, hi, si, s_cues)
             cues += s_cues
             actions += s_actions
-        actions = destinations(t, self._transform_references(t, reread(t, actions)))
+        actions = destinations(t, self._evaluation_held_out_for(t, self._transform_references(t, reread(t, actions))))
         if not actions:
             raise PlanRefused([f"no workflow step in {text.strip()[:80]!r}"], "out_of_scope")
         asked = questions(t, spans)
@@ -355,6 +355,18 @@ class RulePlanner:
             out.append(a)
         for _, part in t.finditer(SPLIT_PART, 0, len(t.tokens), free_only=True):
             RulePlanner._part_of_split(t, part[-1].i, [b for b in out if b.lo < part[0].i])
+        return out
+
+    @staticmethod
+    def _evaluation_held_out_for(t: Text, actions: list[Action]) -> list[Action]:
+        """"hold out 20% for evaluation, train a knn, and evaluate it": the evaluation the share
+        is held out for, before any model, is the one asked for later (with none later, it
+        evaluates the model trained next: ``arrange.held_out_evaluation``)."""
+        out = list(actions)
+        for k, a in enumerate(actions):
+            if held_out_for(t, actions, k) and any(b.entry == "evaluate_model" for b in actions[k + 1:]):
+                t.mark(t.tokens[a.lo - 1:a.trig_end], "split purpose")
+                out.remove(a)
         return out
 
     @staticmethod
