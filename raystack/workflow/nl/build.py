@@ -18,6 +18,7 @@ from typing import Any, Iterator
 from raystack.workflow.api import Out, Workflow
 from raystack.workflow.catalog import ADAPTERS, CATALOG, CHECKPOINT, DLRM, EVALUATION, MODEL, SPLIT, TABLE, CatalogEntry
 from raystack.workflow.ir import WorkflowError, WorkflowIR
+from raystack.workflow.nl.extract import TABLE_EXT
 from raystack.workflow.nl.plan import EXIT_KINDS, Draft, DraftStep, Plan, PlanRefused
 from raystack.workflow.nl.safety import outside_run, unsafe_destination
 from raystack.workflow.nl.table_refs import (check_final_results, check_named_tables, check_sources_read,
@@ -336,7 +337,7 @@ EACH_TABLE = re.compile(r"\b(?:both|each\s+of\s+them|each\s+one|them\s+all|all\s
                         r"(?:of|to|on)\s+each(?!\s+[a-z])|each(?=\s*(?:[,;.]|and\b|then\b|$))|them)\b", re.I)
 
 
-TABLE_FILES = re.compile(r"[\w./-]+\.(?:csv|tsv|parquet|jsonl|json)\b")
+TABLE_FILES = re.compile(r"[\w./-]+(?:" + "|".join(re.escape(x) for x in TABLE_EXT) + r")\b")
 
 # part artifacts a selection passes on as what they are (a table model's selection stays an evaluation)
 SELECTED_ARTIFACTS = (CHECKPOINT, DLRM)
