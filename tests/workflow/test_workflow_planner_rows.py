@@ -121,6 +121,8 @@ def test_a_row_count_asked_for_is_the_statistics_and_a_narrowed_count_is_not(mon
                  "How many rows does data/x.csv have?", "Load x.csv, dedup it and report how many rows are left.",
                  "Load x.csv and give me the number of rows.", "Count the records in logs.parquet."):
         assert _kinds(_plan(text))[-1] == "stats", text
+    # "report how many rows each has" loaded both files and nothing else (the words dropped)
+    assert len(of_kind(_plan("Load x.csv and y.csv and report how many rows each has."), "stats")) == 2
     assert _kinds(_plan("Load x.csv and count the rows per city.")) == ["load_data", "aggregate"]
     # "the number of records per priority" was refused: a count per group
     agg = of_kind(_plan("Load tickets.csv and report the number of records per priority."), "aggregate")[0]
@@ -141,6 +143,8 @@ def test_a_share_held_out_for_the_evaluation_is_the_training_s_split():
     the split asked for is made first, the model trains on its train part and is evaluated on
     its test part."""
     for text, share in (("Load x.csv, train a knn and evaluate it on a 20% holdout.", 0.2),
+                        ("Load x.csv; train a linear regression; evaluate on 20% held out.", 0.2),   # across a ';'
+                        ("Load x.csv, train a knn. Evaluate it on a 25% holdout.", 0.25),
                         ("Train logistic regression on iris.csv and score it on a 30% holdout.", 0.3),
                         ("Load x.csv, train a knn and evaluate it on a held-out 25%.", 0.25),
                         ("Load x.csv, train a knn and evaluate it on a 10% held-out set.", 0.1)):

@@ -400,7 +400,7 @@ def _evaluated_on(t: Text, actions: list[Action], i: int) -> bool:
     right after a training, so it is the training's split too (the training made its own 80/20
     one, and the 20% one went unread)."""
     if not (i > 1 and actions[i].entry == "split_data" and actions[i - 1].entry == "evaluate_model"
-            and actions[i - 2].entry == "train_model" and actions[i - 2].sentence == actions[i].sentence):
+            and actions[i - 2].entry == "train_model" and actions[i - 1].sentence == actions[i].sentence):
         return False
     j = actions[i].zlo - 1
     while j > actions[i - 1].lo and t.tokens[j].low in ("a", "an", "the"):
@@ -461,6 +461,11 @@ def _hoist(t: Text, actions: list[Action]) -> None:
     changed = True
     guard = 0
     hoisted: set[int] = set()
+    # "train a linear regression; evaluate on 20% held out": the evaluation's split is the
+    # training's too, across the sentence between them
+    evaluated = {id(a) for i, a in enumerate(actions) if _evaluated_on(t, actions, i) or (
+        a.prepositional and i > 1 and a.entry == "split_data" and actions[i - 1].entry == "evaluate_model"
+        and actions[i - 2].entry == "train_model" and actions[i - 1].sentence == a.sentence)}
     while changed and guard < 20:
         changed, guard = False, guard + 1
         for i, a in enumerate(actions):
@@ -471,7 +476,7 @@ def _hoist(t: Text, actions: list[Action]) -> None:
             out = CATALOG[a.entry].output
             for j in range(i - 1, -1, -1):
                 b = actions[j]
-                if b.sentence != a.sentence:
+                if b.sentence != a.sentence and not (id(a) in evaluated and b.entry == "train_model" and j == i - 1):
                     break
                 needs = [k for spec in CATALOG[b.entry].inputs.values() for k in spec.rstrip("*").split("|")]
                 if out in needs or (out == "table" and "split" in needs):
