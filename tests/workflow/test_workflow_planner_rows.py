@@ -123,6 +123,8 @@ def test_a_row_count_asked_for_is_the_statistics_and_a_narrowed_count_is_not(mon
         assert _kinds(_plan(text))[-1] == "stats", text
     # "report how many rows each has" loaded both files and nothing else (the words dropped)
     assert len(of_kind(_plan("Load x.csv and y.csv and report how many rows each has."), "stats")) == 2
+    with pytest.raises(PlanRefused, match="no step answers 'how many columns'"):   # was planned as the loads alone
+        _plan("Load x.csv and y.csv and report how many columns each has.")
     assert _kinds(_plan("Load x.csv and count the rows per city.")) == ["load_data", "aggregate"]
     # "the number of records per priority" was refused: a count per group
     agg = of_kind(_plan("Load tickets.csv and report the number of records per priority."), "aggregate")[0]

@@ -492,6 +492,11 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
     verbs = [x for x in t.unused() if x.low in L.UNMAPPED_VERBS and not _noun_modifier(t, x)]
     if verbs:
         raise PlanRefused([f"no catalog step does {t.span_text(r)!r}" for r in t.runs(verbs)])
+    # "report how many columns each has": a question no step answers, never glue or a description
+    asked = [t.tokens[x.i:x.i + 3] for x in t.unused()
+             if x.low == "how" and x.i + 1 < len(t.tokens) and t.tokens[x.i + 1].low in ("many", "much")]
+    if asked:
+        raise PlanRefused([f"no step answers {t.span_text(q)!r}" for q in asked])
     if any(e in COMPARING_STEPS for e, _ in ends):   # "compare A and B ... keep the best"
         t.mark([x for x in t.unused() if x.low in COMPARE_WORDS], "compared by a step")
     objects(t, ends)
