@@ -7,7 +7,7 @@ named; a row count asked for; a share held out for the evaluation; "the cleaned 
 fill or a dedup; rows where anything is missing; a model tried; a table step naming two files;
 the parts of a split named by the steps that read them; a model named as what is evaluated; a
 file named in full is not a join or concat made from it; a plotted column said transformed; a
-sample drawn at random; the evaluation a share is held out for. Each was refused or planned
+sample drawn at random; the evaluation a share is held out for; a column's average asked for. Each was refused or planned
 wrong before; several plans are run on real files."""
 
 from __future__ import annotations
@@ -306,3 +306,18 @@ def test_the_evaluation_a_share_is_held_out_for_evaluates_the_model_trained_next
     assert deploy.when and deploy.when[0].ref.step == ev.id
     assert len(of_kind(_plan("Load a.csv, hold out 20% for evaluation, train a knn, and evaluate it."),
                        "evaluate_model")) == 1
+
+
+def test_a_column_s_average_or_extremes_asked_for_are_the_statistics(months):
+    """'compute the average price', 'give me the maximum of amount' were refused: the statistics
+    hold each numeric column's mean, minimum and maximum. Per group it stays an aggregate; run,
+    the statistics hold the asked column's mean."""
+    from raystack.workflow.engine import run_local
+    for text in ("Load x.csv, dedup, and compute the average price.", "Load x.csv and give me the maximum of amount."):
+        assert _kinds(_plan(text))[-1] == "stats", text
+    assert _kinds(_plan("Load x.csv and compute the average price per city.")) == ["load_data", "aggregate"]
+    p = _plan("Load jan.csv and compute the average sales.")
+    rep = run_local(p.ir)
+    assert rep.status == "succeeded"
+    figures = rep.results[of_kind(p, "stats")[0].id].load(None)
+    assert figures["columns"]["sales"]["mean"] == 11.0          # (10 + 12) / 2
