@@ -176,8 +176,8 @@ PURPOSE = (r"\bfor\s+(?:the\s+|a\s+|our\s+)?(?:[a-z][\w-]*\s+){1,3}?(?:detection
 # the one-table steps that make a new version of their table
 TABLE_TRANSFORMS = ("clean_data", "dedup", "impute", "normalize", "sample")
 # the steps that read two tables: a join pairs their rows on a key, a concat stacks them
-TWO_TABLE_STEPS = ("join", "concat")
-TWO_TABLE_SIDES = ("left", "right", "first", "second")   # their inputs
+TWO_TABLE_SIDES = {"join": ("left", "right"), "concat": ("first", "second")}   # their inputs, first side first
+TWO_TABLE_STEPS = tuple(TWO_TABLE_SIDES)
 # steps that act on a table named in their own phrase ("aggregate the logs in q.parquet by user")
 DATA_VERB_STEPS = {"dedup", "impute", "clean_data", "normalize", "sample", "stats", "plot", "aggregate",
                    "split_data"}

@@ -7,7 +7,11 @@ found (before any parameter is read):
   nothing before it made anything to write;
 - a load with no file of its own right after a load that named one ("We keep the records in
   cargo.parquet. Load them ...") or after saved adapters refers back to it: one step;
-- "evaluate the saved adapters in ./a" loads the adapters, then evaluates them as adapters.
+- "evaluate the saved adapters in ./a" loads the adapters, then evaluates them as adapters;
+- "on the training part", "on the train split" in a training's or an evaluation's phrase is the
+  part of the split it reads, not a new split or unaccounted words;
+- "hold out 20% for evaluation, ..., and evaluate it": the held-out share's evaluation is the one
+  asked for later.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from raystack.workflow.nl.accounting import title_span
+from raystack.workflow.nl.arrange import held_out_for
 from raystack.workflow.nl.extract import TABLE_EXT
 from raystack.workflow.nl.text import Text
 
@@ -23,6 +28,13 @@ STATE_PARTICIPLES = {"stored", "saved", "kept", "held"}    # "the data is stored
 # steps whose word in a title is a noun modifying its head ("Cyber alert triage", "Churn report
 # model"); an operation in a title ("Dedup report:") is still asked for unless the body asks again
 TITLE_NOUN_STEPS = ("notify", "save_report", "plot", "stats")
+# "train a knn on the training part and evaluate it on the test part": the parts of a split, by
+# the step that reads each
+SPLIT_ROLES = {"train_model": {"train", "training"},
+               "evaluate_model": {"test", "testing", "held-out", "holdout", "validation", "eval", "evaluation",
+                                  "remaining", "other"}}
+SPLIT_PART = (r"\b(?:on|using|with|against|over)\s+(?:the|its)\s+(?:train|training|test|testing|held-out|holdout|"
+              r"validation|eval|evaluation|remaining|other)\s+(?:part|portion|partition|half|subset|share|rows|data)\b")
 POSSESSIVES = {"the", "our", "my", "those", "these", "its", "their"}
 
 
@@ -59,3 +71,41 @@ def reread(t: Text, actions: list) -> list:
             _rename(t, a, "evaluate_adapters")
             actions[k], actions[k + 1] = b, a
     return actions
+
+
+def evaluation_held_out_for(t: Text, actions: list) -> list:
+    """"hold out 20% for evaluation, train a knn, and evaluate it": the evaluation the share
+    is held out for, before any model, is the one asked for later (with none later, it
+    evaluates the model trained next: ``arrange.held_out_evaluation``)."""
+    out = list(actions)
+    for k, a in enumerate(actions):
+        if held_out_for(t, actions, k) and any(b.entry == "evaluate_model" for b in actions[k + 1:]):
+            t.mark(t.tokens[a.lo - 1:a.trig_end], "split purpose")
+            out.remove(a)
+    return out
+
+def part_of_split(t: Text, i: int, before: list) -> bool:
+    """Whether token ``i`` ends "on the training part" / "on the test portion" said of the step
+    just before it in its sentence, in that step's role: the training reads a split's train
+    part, the evaluation its test part (a training "on the test part" would train on what it
+    is scored on: its words stay unaccounted, a refusal). Marks the words a reference."""
+    if i < 3 or not before:
+        return False
+    prep, art, role = t.tokens[i - 3:i]
+    if prep.low not in ("on", "using", "with", "against", "over") or art.low not in ("the", "its") \
+            or any(x.used for x in (prep, art, role)):
+        return False
+    step = before[-1]
+    if step.entry not in SPLIT_ROLES or role.low not in SPLIT_ROLES[step.entry] \
+            or not step.lo <= i - 3 < step.hi:      # its preposition inside the step's own phrase
+        return False
+    t.mark([art, role, t.tokens[i]], "reference")
+    step.hi = max(step.hi, i + 1)
+    return True
+
+
+def split_parts(t: Text, actions: list) -> None:
+    """"train a knn on the training part and evaluate it on the test part": each part named in
+    the phrase of the step that reads it is a reference (``part_of_split``)."""
+    for _, part in t.finditer(SPLIT_PART, 0, len(t.tokens), free_only=True):
+        part_of_split(t, part[-1].i, [b for b in actions if b.lo < part[0].i])

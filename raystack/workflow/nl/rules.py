@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from raystack.workflow.catalog import CATALOG
 from raystack.workflow.nl import lexicon as L
 from raystack.workflow.nl.accounting import account
-from raystack.workflow.nl.arrange import SOURCES, arrange, held_out_for
+from raystack.workflow.nl.arrange import SOURCES, arrange
 from raystack.workflow.nl.build import build
 from raystack.workflow.nl.cues import Cue, read_cues, unbounded
 from raystack.workflow.nl.destinations import destinations, json_tables
@@ -28,7 +28,7 @@ from raystack.workflow.nl.extract import EXTRACTORS, TABLE_EXT, Found, metric_of
 from raystack.workflow.nl.names import adapter_names
 from raystack.workflow.nl.plan import Draft, DraftStep, Plan, PlanRefused
 from raystack.workflow.nl.questions import defer_candidates, fill_from_question, questions
-from raystack.workflow.nl.reread import reread
+from raystack.workflow.nl.reread import evaluation_held_out_for, part_of_split, reread, split_parts
 from raystack.workflow.nl.safety import screen
 from raystack.workflow.nl.search import SPACE_PARAM_RX, read_tune
 from raystack.workflow.nl.text import ARROWS, Text, Token, sentences
@@ -76,14 +76,7 @@ TRANSFORMED = {"normalize": re.compile(r"normali[sz]ed|standardi[sz]ed|scaled|re
                "clean_data": re.compile(r"clean|cleaned|cleansed|scrubbed"),
                "dedup": re.compile(r"deduplicated|de-duplicated|deduped|de-duped"),
                "impute": re.compile(r"imputed|filled")}
-CLEANING = ("clean_data", "impute", "dedup")
-# "train a knn on the training part and evaluate it on the test part": the parts of a split, by
-# the step that reads each
-SPLIT_ROLES = {"train_model": {"train", "training"},
-               "evaluate_model": {"test", "testing", "held-out", "holdout", "validation", "eval", "evaluation",
-                                  "remaining", "other"}}
-SPLIT_PART = (r"\b(?:on|using|with|against|over)\s+(?:the|its)\s+(?:train|training|test|testing|held-out|holdout|"
-              r"validation|eval|evaluation|remaining|other)\s+(?:part|portion|partition|half|subset|share|rows|data)\b")   # the steps whose table is "the cleaned data"
+CLEANING = ("clean_data", "impute", "dedup")   # the steps whose table is "the cleaned data"
 TABLE_NOUNS = {"data", "dataset", "table", "rows", "version", "copy", "features", "values", "file", "frame"}
 WRITE_VERBS = {"save", "write", "store", "export", "dump", "persist", "output"}
 
@@ -110,7 +103,7 @@ class RulePlanner:
             s_actions = self._actions(t, lo, hi, si, s_cues)
             cues += s_cues
             actions += s_actions
-        actions = destinations(t, self._evaluation_held_out_for(t, self._transform_references(t, reread(t, actions))))
+        actions = destinations(t, evaluation_held_out_for(t, self._transform_references(t, reread(t, actions))))
         if not actions:
             raise PlanRefused([f"no workflow step in {text.strip()[:80]!r}"], "out_of_scope")
         asked = questions(t, spans)
@@ -340,54 +333,20 @@ class RulePlanner:
                     and toks[0].low == "split" and t.tokens[a.lo - 1].low in ("same", "that", "this")):
                 t.mark(toks, "reference")    # "train a knn on the same split": the split made before
                 continue
-            if (a.entry in TRANSFORMED and any(b.entry == a.entry for b in out) and a.lo > 0
-                    and t.tokens[a.lo - 1].low in ("the", "this", "that") and RulePlanner._table_participle(t, a.lo, a.entry)):
-                t.mark(toks, "reference")    # the table made before: no new step
-                if out and out[-1].sentence == a.sentence and out[-1].entry == "plot":
-                    out[-1].hi = max(out[-1].hi, a.hi)   # "plot the normalized price column": the plot's words
-                continue
-            if a.entry == "split_data" and [x.low for x in toks] == ["split"] and RulePlanner._part_of_split(t, a.lo, out):
+            if a.entry == "split_data" and [x.low for x in toks] == ["split"] and part_of_split(t, a.lo, out):
                 continue     # "fit a knn on the train split": the part of the split the training reads
-            if (a.entry in TRANSFORMED and out and out[-1].entry == "plot" and out[-1].sentence == a.sentence
-                    and RulePlanner._table_participle(t, a.lo, a.entry)
-                    and all(x.low in ("the", "its") for x in t.tokens[out[-1].trig_end:a.lo])):
+            participle = a.entry in TRANSFORMED and RulePlanner._table_participle(t, a.lo, a.entry)
+            reference = (participle and any(b.entry == a.entry for b in out) and a.lo > 0
+                         and t.tokens[a.lo - 1].low in ("the", "this", "that"))
+            if participle and out and out[-1].entry == "plot" and out[-1].sentence == a.sentence and (
+                    reference or all(x.low in ("the", "its") for x in t.tokens[out[-1].trig_end:a.lo])):
                 out[-1].hi = max(out[-1].hi, a.hi)   # "plot the normalized price column": its column is the plot's
+            if reference:
+                t.mark(toks, "reference")    # the table made before: no new step
+                continue
             out.append(a)
-        for _, part in t.finditer(SPLIT_PART, 0, len(t.tokens), free_only=True):
-            RulePlanner._part_of_split(t, part[-1].i, [b for b in out if b.lo < part[0].i])
+        split_parts(t, out)
         return out
-
-    @staticmethod
-    def _evaluation_held_out_for(t: Text, actions: list[Action]) -> list[Action]:
-        """"hold out 20% for evaluation, train a knn, and evaluate it": the evaluation the share
-        is held out for, before any model, is the one asked for later (with none later, it
-        evaluates the model trained next: ``arrange.held_out_evaluation``)."""
-        out = list(actions)
-        for k, a in enumerate(actions):
-            if held_out_for(t, actions, k) and any(b.entry == "evaluate_model" for b in actions[k + 1:]):
-                t.mark(t.tokens[a.lo - 1:a.trig_end], "split purpose")
-                out.remove(a)
-        return out
-
-    @staticmethod
-    def _part_of_split(t: Text, i: int, before: list[Action]) -> bool:
-        """Whether token ``i`` ends "on the training part" / "on the test portion" said of the step
-        just before it in its sentence, in that step's role: the training reads a split's train
-        part, the evaluation its test part (a training "on the test part" would train on what it
-        is scored on: its words stay unaccounted, a refusal). Marks the words a reference."""
-        if i < 3 or not before:
-            return False
-        prep, art, role = t.tokens[i - 3:i]
-        if prep.low not in ("on", "using", "with", "against", "over") or art.low not in ("the", "its") \
-                or any(x.used for x in (prep, art, role)):
-            return False
-        step = before[-1]
-        if step.entry not in SPLIT_ROLES or role.low not in SPLIT_ROLES[step.entry] \
-                or not step.lo <= i - 3 < step.hi:      # its preposition inside the step's own phrase
-            return False
-        t.mark([art, role, t.tokens[i]], "reference")
-        step.hi = max(step.hi, i + 1)
-        return True
 
     @staticmethod
     def _models_named_first(t: Text, actions: list[Action]) -> list[Action]:

@@ -77,8 +77,6 @@ def check_named_tables(steps: list[DraftStep]) -> None:
 # "join customers onto orders", "merge the returns into sales", "append feb.csv to jan.csv": the
 # table named second is the base
 INTO_BASE = re.compile(r"\b(?:onto|into|to)\b", re.I)
-# a two-table step's inputs, the first side first
-SIDES = {"join": ("left", "right"), "concat": ("first", "second")}
 
 
 def order_table_sides(steps: list[DraftStep]) -> None:
@@ -92,9 +90,9 @@ def order_table_sides(steps: list[DraftStep]) -> None:
     loads = {s.label: str(s.params["path"]) for s in steps
              if s.entry == "load_data" and isinstance(s.params.get("path"), str)}
     for s in steps:
-        if s.entry not in SIDES:
+        if s.entry not in L.TWO_TABLE_SIDES:
             continue
-        first_side, second_side = SIDES[s.entry]
+        first_side, second_side = L.TWO_TABLE_SIDES[s.entry]
         left, right = s.inputs.get(first_side), s.inputs.get(second_side)
         if not isinstance(left, str) or not isinstance(right, str):
             continue
@@ -245,7 +243,7 @@ def _one_table_chain(by_label: dict[str, DraftStep], label: str, origin: str) ->
     and b.csv; in parallel, compute stats on a.csv" read the stacked table)."""
     while label != origin:
         s = by_label.get(label)
-        if s is None or any(k in L.TWO_TABLE_SIDES for k in s.inputs):
+        if s is None or s.entry in L.TWO_TABLE_STEPS:
             return False
         src = s.inputs.get("data")
         if not isinstance(src, str):
