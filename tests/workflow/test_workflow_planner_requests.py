@@ -391,6 +391,10 @@ def test_a_split_asked_for_stays_the_model_s_and_a_transform_nothing_reads_is_re
     assert _refs(of_kind(p, "evaluate_model")[0].params["data"]) == [split[0].id]
     with pytest.raises(PlanRefused, match="makes a split no step reads"):
         _plan("Load iris.csv and train logistic regression; compute stats; evaluate on a 30% test split.")
+    # a transform after the training and the split of its rows: the model read the raw table and
+    # an implicit 80/20 split, and the normalize and the 30% split went unread (silently wrong)
+    with pytest.raises(PlanRefused, match="makes a split no step reads"):
+        _plan("Load iris.csv, train logistic regression, then normalize it; evaluate on a 30% test split.")
     # words that keep or leave rows out, no step made for them, are no description of the data
     with pytest.raises(PlanRefused, match="keep rows"):
         _plan("Load tickets.csv, keep rows with missing values out, and count tickets per priority.")

@@ -136,10 +136,14 @@ def check_unread_transforms(steps: list[DraftStep]) -> None:
         # later steps on the table it transformed, not said to want it untransformed nor to
         # run beside it ("normalize it; in parallel, compute stats"); for a split, the models
         # and evaluations it was made for ("train ...; evaluate on a 30% test split": the
-        # training made its own 80/20 split, and the 30% one went unread)
+        # training made its own 80/20 split, and the 30% one went unread; "train ..., then
+        # normalize it; evaluate on a 30% test split": the split of the normalized rows went
+        # unread as well, while the model read the table they came from)
         others = steps[k + 1:] if s.entry != "split_data" else steps[:k] + steps[k + 1:]
+        sources = {src} if s.entry != "split_data" or src not in by_label else \
+            {src} | {u.label for u in upstream(by_label[src], by_label)}
         later = [x for x in others if not x.implicit and x.exit is None and not CATALOG[x.entry].side_effect
-                 and src in {u.label for u in upstream(x, by_label)} and not ORIGINAL_TABLE.search(x.span)
+                 and sources & {u.label for u in upstream(x, by_label)} and not ORIGINAL_TABLE.search(x.span)
                  and not x.concurrent and x.beside is None and x.when is None
                  and (s.entry != "split_data" or x.entry in ("train_model", "evaluate_model"))]
         if later:
