@@ -266,12 +266,21 @@ def write_table(data: pa.Table | dict | list, path: str = "table.parquet",
     return make_artifact(TABLE_FILE, target, metrics={"rows": data.num_rows})
 
 
+BAR_LIMIT = 50      # a per-group table of more rows than this is drawn as a histogram by "auto"
+
+
 @step(side_effect=True)
 def plot(data: pa.Table | dict | list | Artifact, column: Optional[str] = None, path: str = "plot.png",
-         metric: Optional[str] = None, run_context: Optional[RunContext] = None) -> Artifact:
-    """Plot a table column's histogram, or a list of numbers / a metrics dict as a line or
-    bars, to a PNG file. ``metric``: the metric of a metrics dict (or of each of a list of
-    them, or of each adapter of an adapter evaluation) to chart."""
+         metric: Optional[str] = None, kind: Literal["auto", "histogram", "bar", "line"] = "auto",
+         run_context: Optional[RunContext] = None) -> Artifact:
+    """Plot a table column, or a list of numbers / a metrics dict, to a PNG file.
+
+    ``kind``: ``histogram`` (a column's distribution), ``bar`` (one bar per row, labelled by the
+    table's first text column: the per-region totals an ``aggregate`` made), ``line`` (the
+    column in row order); ``auto`` draws bars for a per-group table (a text column whose values
+    are distinct, at most ``BAR_LIMIT`` rows) and a histogram otherwise; a metrics dict is bars and
+    a list a line unless ``kind`` says otherwise. ``metric``: the metric of a metrics dict (or of
+    each of a list of them, or of each adapter of an adapter evaluation) to chart."""
     if metric is not None:
         data = _metric_values(data, metric)
     elif isinstance(data, Artifact):
@@ -279,26 +288,57 @@ def plot(data: pa.Table | dict | list | Artifact, column: Optional[str] = None, 
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    if isinstance(data, pa.Table):
+        labels, values, col = _table_series(data, column)
+        if kind == "auto":
+            kind = "bar" if labels is not None and len(set(labels)) == len(labels) <= BAR_LIMIT else "histogram"
+        if labels is None:
+            labels = [str(i) for i in range(len(values))]
+    else:
+        if isinstance(data, dict):
+            data = {k: v for k, v in data.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+            labels, values = [str(k) for k in data], [float(v) for v in data.values()]
+        else:
+            labels, values = [str(i) for i in range(len(data))], [float(v) for v in data]
+        col = metric or ""
+        if kind == "auto":
+            kind = "bar" if isinstance(data, dict) else "line"
     target = _out_path(path, run_context)
     os.makedirs(os.path.dirname(os.path.abspath(target)) or ".", exist_ok=True)
     fig, ax = plt.subplots(figsize=(5, 3.5))
-    if isinstance(data, pa.Table):
-        names = [n for n in data.column_names if pa.types.is_integer(data.column(n).type)
-                 or pa.types.is_floating(data.column(n).type)]
-        col = column or (names[0] if names else None)
-        if col is None:
-            raise ValueError("plot: the table has no numeric column")
-        ax.hist(data.column(col).to_numpy(zero_copy_only=False), bins=30)
+    if kind == "histogram":
+        ax.hist(values, bins=30)
         ax.set_xlabel(col)
-    elif isinstance(data, dict):
-        nums = {k: float(v) for k, v in data.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
-        ax.bar(list(nums), list(nums.values()))
+    elif kind == "bar":
+        ax.bar(labels, values)
+        ax.set_ylabel(col)
+        ax.tick_params(axis="x", labelrotation=45 if len(labels) > 6 else 0)
+    elif kind == "line":
+        ax.plot(range(len(values)), values)
+        ax.set_ylabel(col)
     else:
-        ax.plot([float(v) for v in data])
+        raise ValueError(f"plot: kind {kind!r} is none of auto, histogram, bar, line")
     fig.tight_layout()
     fig.savefig(target)
     plt.close(fig)
-    return make_artifact(REPORT_FILE, target)
+    return make_artifact(REPORT_FILE, target, info={"kind": kind})
+
+
+def _table_series(data: pa.Table, column: Optional[str]) -> tuple[list[str] | None, list[float], str]:
+    """The plotted column's values (``column``, or the first numeric one) and the row labels
+    (the first text column's values; None when the table has none)."""
+    names = [n for n in data.column_names if pa.types.is_integer(data.column(n).type)
+             or pa.types.is_floating(data.column(n).type)]
+    col = column or (names[0] if names else None)
+    if col is None:
+        raise ValueError("plot: the table has no numeric column")
+    if col not in data.column_names:
+        raise ValueError(f"plot: the table has no column {col!r} (it has {data.column_names})")
+    text = [n for n in data.column_names if pa.types.is_string(data.column(n).type)
+            or pa.types.is_large_string(data.column(n).type)]
+    labels = [str(v) for v in data.column(text[0]).to_pylist()] if text else None
+    values = data.column(col).to_numpy(zero_copy_only=False).astype(np.float64).tolist()
+    return labels, values, col
 
 
 def _metric_values(data: pa.Table | dict | list | Artifact, metric: str) -> dict | list:

@@ -304,8 +304,26 @@ PLOTTED_NOUNS = {"it", "them", "this", "that", "these", "those", "everything", "
                  "pie", "scatter", "out"}
 
 
+CHART_KIND = (r"\b(?P<k>line|bar|pie|scatter|box|area|violin|bubble|donut|radar)\s*-?\s*(?:charts?|graphs?|plots?|diagrams?)\b"
+              r"|\b(?P<h>heat\s*-?\s*maps?|scatter\s*-?\s*plots?|boxplots?|pie\s+of)\b")
+TWO_COLUMNS = r"\b[a-z_][a-z0-9_]*\s+(?:vs\.?|versus|against)\s+(?:the\s+)?[a-z_][a-z0-9_]*\b"
+
+
 def plot(text: Text, lo: int, hi: int, f: Found) -> None:
     _path_param(text, lo, hi, f, "path", IMAGE_EXT, "plot file")
+    # the chart's kind: a line chart draws the column in row order ("a line chart of the
+    # temperature column" drew its histogram); bars are what "auto" draws for a per-group
+    # table; other kinds, and one column against another, no catalog plot draws
+    for m, toks in text.finditer(CHART_KIND, lo, hi):
+        said = text.span_text(toks)
+        if m.group("k") not in ("line", "bar"):
+            raise PlanRefused([f"{said!r}: the plot step draws histograms, bar charts and line charts only"])
+        text.mark(toks, "chart kind")
+        if m.group("k") == "line":
+            f.set("kind", "line")
+    for m, toks in text.finditer(TWO_COLUMNS, lo, hi, free_only=True):
+        raise PlanRefused([f"{text.span_text(toks)!r}: the plot step draws one column (a histogram, bars or a line), "
+                           "not one column against another"])
     m = _search(text, lo, hi, rf"\b(?:(?:the|their|its|of)\s+)?(?P<m>{METRIC_RX})\b(?!\s+(?:of|above|below)|\s+(?:is|are)\s+(?!plotted|charted|graphed|visuali[sz]ed|drawn))", "plot metric")
     if m and metric_of(m.group("m")) not in ("score", "loss", "error"):
         f.set("metric", metric_of(m.group("m")))

@@ -1,0 +1,65 @@
+"""Charts asked for by their kind (the thirteenth planner round, requests of the developer's own
+wording): a line chart drew the column's histogram, a box plot and "price vs area" drew the
+first numeric column's histogram (silently wrong); bar charts of per-group totals drew a
+histogram of the totals. The plot step draws a histogram, bars or a line (``kind``; ``auto``
+draws bars for a per-group table); the planner reads the kind said, and refuses kinds the step
+cannot draw. Plans are run on real CSV files."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from raystack.workflow.nl import PlanRefused
+from raystack.workflow.table_steps import plot
+
+from planner_util import kinds as _kinds, of_kind, plan as _plan
+
+
+@pytest.fixture()
+def readings(tmp_path, monkeypatch):
+    """temps.csv (a reading per hour, three sites) in the working directory."""
+    monkeypatch.chdir(tmp_path)
+    rows = [f"{h},{site},{15 + h % 7}" for h, site in zip(range(24), ["a", "b", "c"] * 8)]
+    (tmp_path / "temps.csv").write_text("hour,site,temperature\n" + "\n".join(rows) + "\n")
+    return tmp_path
+
+
+def test_the_chart_kind_said_is_the_chart_drawn(readings):
+    from raystack.workflow.engine import run_local
+    p = _plan("Load temps.csv and draw a line chart of the temperature column to out/t.png.")
+    assert _kinds(p) == ["load_data", "plot"]
+    assert of_kind(p, "plot")[0].params["kind"] == "line"
+    rep = run_local(p.ir)
+    assert rep.status == "succeeded"
+    drawn = rep.results[of_kind(p, "plot")[0].id].load(None)
+    assert drawn.info["kind"] == "line" and drawn.path.endswith("t.png")
+    # per-group totals "as a bar chart": one bar per site (the plot drew the totals' histogram)
+    p = _plan("Load temps.csv, compute the mean temperature per site, then plot it as a bar chart.")
+    assert _kinds(p) == ["load_data", "aggregate", "plot"]
+    rep = run_local(p.ir)
+    assert rep.results[of_kind(p, "plot")[0].id].load(None).info["kind"] == "bar"
+    # a raw column with no kind said stays its histogram
+    assert rep.status == "succeeded"
+    p = _plan("Load temps.csv and plot the temperature column.")
+    assert run_local(p.ir).results[of_kind(p, "plot")[0].id].load(None).info["kind"] == "histogram"
+
+
+def test_a_chart_the_plot_step_cannot_draw_is_refused_naming_it():
+    for text, said in (("Load p.csv and draw a scatter plot of price against area.", "scatter plot"),
+                       ("Load p.csv, total sales per region, and draw a box plot.", "box plot"),
+                       ("Load p.csv and make a pie chart of the sales column.", "pie chart"),
+                       ("Load p.csv and draw a heatmap of price.", "heatmap"),
+                       ("Load p.csv and plot price vs area.", "price vs area")):
+        with pytest.raises(PlanRefused, match=said):
+            _plan(text)
+
+
+def test_auto_draws_bars_for_a_per_group_table_and_a_histogram_otherwise(tmp_path):
+    per_region = pa.table({"region": ["n", "s", "e"], "sales": [1.0, 2.0, 3.0]})
+    assert plot(per_region, path=str(tmp_path / "a.png")).info["kind"] == "bar"
+    repeated = pa.table({"region": ["n", "s"] * 10, "sales": [float(i) for i in range(20)]})
+    assert plot(repeated, path=str(tmp_path / "b.png")).info["kind"] == "histogram"
+    assert plot(per_region, path=str(tmp_path / "c.png"), kind="line").info["kind"] == "line"
+    with pytest.raises(ValueError, match="no column 'price'"):
+        plot(per_region, column="price", path=str(tmp_path / "d.png"))
