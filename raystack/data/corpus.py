@@ -19,9 +19,7 @@ import numpy as np
 import torch
 
 from raystack.config import ConfigError
-
-TEXT_SUFFIXES = {".txt", ".md", ".py", ".rst"}
-DATA_SUFFIXES = TEXT_SUFFIXES | {".jsonl", ".json", ".parquet"}
+from raystack.data.suffixes import DATA_SUFFIXES, TEXT_SUFFIXES
 SEPARATOR = b"\n\n"
 
 

@@ -21,7 +21,7 @@ MAX_FILES_LISTED = 100_000   # files of one data directory, at most
 
 def check_data_path(path: Path, field: str, text_field: str) -> int:
     """Open one entry of ``data.paths`` (a file or a directory of them); returns its bytes."""
-    from raystack.data.corpus import DATA_SUFFIXES, TEXT_SUFFIXES
+    from raystack.data.suffixes import DATA_SUFFIXES, TEXT_SUFFIXES
 
     if path.is_dir():
         found = itertools.islice((p for p in path.rglob("*") if p.suffix.lower() in DATA_SUFFIXES and p.is_file()),

@@ -6,12 +6,14 @@ serving. Each reads only what the request states; the part's own config fills th
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Any
 
 from raystack.workflow.nl.extract import (BASE_MODEL, EDIT_MODES, MAX_ADAPTERS, SYNTH_TASKS,
                                           TABLE_EXT, WORKERS, Found, _list, _num, _search,
                                           _set_map, claim_count, consume, files)
+from raystack.data.suffixes import DATA_SUFFIXES
 from raystack.workflow.nl.lexicon import NUMLIST, SERVE_AS_PLACE
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.text import Text, number
@@ -135,6 +137,27 @@ def edit_pretrain(text: Text, lo: int, hi: int, f: Found) -> None:
     if m:
         f.params.setdefault("inner", {})["lr"] = _num(text, m.group("n"))
         f.stated["lr"] = number(_num(text, m.group("n")))
+    _corpus_files(text, lo, hi, f)
+
+
+# "pretrain with EDiT on corpus/", "on the text files in data/wiki", "using a.jsonl and b.jsonl"
+CORPUS_FILES = (r"(?:\b(?:on|over|using)\s+(?:the\s+|my\s+|our\s+)?|\b(?:text|jsonl?|parquet)?\s*(?:files?|documents?|corpus|"
+                r"texts?|dataset)\s+(?:in|at|under|from)\s+)(?P<f>FILE\d+(?:\s*,\s*FILE\d+)*(?:\s*,?\s*and\s+FILE\d+)?)")
+
+
+def _corpus_files(text: Text, lo: int, hi: int, f: Found) -> None:
+    """The user's own text the run pretrains on: ``data.paths`` (files or folders of them)."""
+    m = _search(text, lo, hi, CORPUS_FILES, "corpus files")
+    if m is None:
+        return
+    paths = [text.literal(ph).text for ph in re.findall(r"FILE\d+", m.group("f"))]
+    wrong = [p for p in paths if os.path.splitext(p.rstrip("/"))[1] and
+             os.path.splitext(p.rstrip("/"))[1].lower() not in DATA_SUFFIXES]
+    if wrong:
+        raise PlanRefused([f"pretraining reads text, JSON, JSONL or Parquet files ({', '.join(sorted(DATA_SUFFIXES))}) "
+                           f"or folders of them, not {', '.join(wrong)}"])
+    f.params.setdefault("data", {})["paths"] = paths
+    f.stated["paths"] = paths
 
 
 def _adapter_count(text: Text, lo: int, hi: int) -> int | None:

@@ -213,6 +213,12 @@ class RulePlanner:
                     found[k - 1].sentence == a.sentence and self._part_data(t, found[k - 1], a):
                 t.relabel(t.tokens[a.lo:a.trig_end], a.entry)
                 del found[k]
+                # "pretrain with EDiT on a.jsonl and b.jsonl": a pretraining reads every file listed
+                while k < len(found) and found[k - 1].entry == "edit_pretrain" and found[k].entry == "load_data" \
+                        and found[k].sentence == a.sentence and a.has_file and found[k].has_file \
+                        and all(x.low in ("and", ",") for x in t.tokens[a.trig_end:found[k].lo]):
+                    a = found.pop(k)
+                    t.relabel(t.tokens[a.lo:a.trig_end], a.entry)
         merged: list[Action] = []
         slash_end: dict[int, int] = {}   # a load's files so far, "a.csv / b.csv": where the last ends
         for a in found:  # several phrases of one step ("use EDiT local SGD to pre-train an LLM")
@@ -455,7 +461,7 @@ class RulePlanner:
     def _part_data(t: Text, part: Action, a: Action) -> bool:
         """A file or generated rows named as a part's own data ("a DLRM on 50000 generated
         rows", "on the Criteo data in data/criteo/")."""
-        if t.tokens[a.lo].low in ("from", "in", "at", "on", "of"):
+        if t.tokens[a.lo].low in ("from", "in", "at", "on", "of", "using", "over"):
             return True
         between = t.tokens[part.trig_end:a.lo]
         return any(x.low in ("on", "from", "with", "using", "over") for x in between[-4:]) and \
