@@ -51,12 +51,14 @@ def _columns_named(ir: WorkflowIR) -> dict[str, str]:
                 out[key] = "group"
         if name == "plot" and isinstance(s.params.get("column"), str):
             out[s.params["column"]] = "value"
+        if name == "train_model" and isinstance(s.params.get("target"), str):
+            out[s.params["target"]] = "target"
     return out
 
 
 def stand_in_table(columns: dict[str, str], seed: int = 0, rows: int = STAND_IN_ROWS) -> pa.Table:
-    """A small table: features f0..f3, a binary target y, a few duplicate rows, plus the
-    columns the plan names."""
+    """A small table: features f0..f3, a binary target (``y``, or the target column the plan
+    names), a few duplicate rows, plus the other columns the plan names."""
     rng = np.random.default_rng(seed)
     n = rows
     x = rng.normal(size=(n, 4))
@@ -67,9 +69,9 @@ def stand_in_table(columns: dict[str, str], seed: int = 0, rows: int = STAND_IN_
             cols[c] = np.arange(n) % 40
         elif role == "group":
             cols[c] = np.array(["a", "b", "c"])[np.arange(n) % 3]
-        else:
+        elif role != "target":
             cols[c] = rng.normal(size=n)
-    cols["y"] = y
+    cols[next((c for c, role in columns.items() if role == "target"), "y")] = y
     t = pa.table(cols)
     return pa.concat_tables([t, t.slice(0, 5)])
 

@@ -118,17 +118,19 @@ def _batches(n: int, batch_size: Optional[int], rng: np.random.Generator) -> lis
 
 def train_model(data: dict, model: Literal["linear", "logistic", "knn", "centroid"] = "logistic",
                 epochs: int = 20, lr: float = 0.1, k: int = KNN_K, batch_size: Optional[int] = None,
-                init: Optional[dict] = None) -> dict:
+                init: Optional[dict] = None, target: str = TARGET) -> dict:
     """Train a small classifier on data['train']; returns the model with its training metrics
     (accuracy, loss, rmse...; ``score`` is the accuracy; ``train_loss`` the loss, ``val_loss`` the
     loss on data['test'] when the split has one) and the settings it was trained with.
     ``k``: neighbours of a knn model. ``batch_size``: rows per gradient step (logistic, and
     linear, which is solved by least squares when it is None); None: the whole table.
-    ``init`` (a previous model of the same kind) continues training, for loops."""
+    ``init`` (a previous model of the same kind) continues training, for loops. ``target``: the
+    column predicted (every other numeric column is a feature); the model keeps it, so its
+    evaluation scores the same column."""
     if epochs < 1 or lr <= 0 or k < 1 or (batch_size is not None and batch_size < 1):
         raise ValueError(f"train_model needs epochs >= 1, lr > 0, k >= 1 and batch_size >= 1, got "
                          f"{epochs}, {lr}, {k}, {batch_size}")
-    x, y = _xy(data["train"])
+    x, y = _xy(data["train"], target)
     rng = np.random.default_rng(0)
     same = bool(init) and init.get("kind") == model
     if model in ("linear", "logistic") and (model == "logistic" or batch_size is not None):
@@ -152,20 +154,22 @@ def train_model(data: dict, model: Literal["linear", "logistic", "knn", "centroi
     else:
         raise ValueError(f"unknown model {model!r}; expected one of {MODEL_KINDS}")
     m["epochs"] = int((init or {}).get("epochs", 0)) + epochs
-    m.update(lr=lr, k=int(k), batch_size=batch_size)
+    m.update(lr=lr, k=int(k), batch_size=batch_size, target=target)
     m.update(classification_metrics(m, x, y))
     m["score"] = m["accuracy"]
     m["train_loss"] = m["loss"]
     if data.get("test") is not None:   # the held-out split's loss, watched by loops ("until val loss ...")
-        xt, yt = _xy(data["test"])
+        xt, yt = _xy(data["test"], target)
         m["val_loss"] = classification_metrics(m, xt, yt)["loss"]
     return m
 
 
 def evaluate_model(model: dict, data: dict, metric: Literal["accuracy", "error", "f1", "auc", "precision",
-                                                              "recall", "loss", "rmse"] = "accuracy") -> dict:
-    """Score a model on data['test']: every metric, with ``score`` the chosen one."""
-    x, y = _xy(data["test"])
+                                                              "recall", "loss", "rmse"] = "accuracy",
+                   target: Optional[str] = None) -> dict:
+    """Score a model on data['test']: every metric, with ``score`` the chosen one. ``target``: the
+    column scored against (None: the one the model was trained to predict)."""
+    x, y = _xy(data["test"], target or _model_of(model).get("target", TARGET))
     mets = classification_metrics(model, x, y)
     return {"model": model, "kind": model["kind"], "metric": metric, **mets, "score": mets[metric]}
 

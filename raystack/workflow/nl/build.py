@@ -22,7 +22,8 @@ from raystack.workflow.nl.extract import TABLE_EXT
 from raystack.workflow.nl.plan import EXIT_KINDS, Draft, DraftStep, Plan, PlanRefused
 from raystack.workflow.nl.safety import outside_run, unsafe_destination
 from raystack.workflow.nl.table_refs import (check_final_results, check_named_tables, check_sources_read,
-                                             check_unread_transforms, ends_of_one_table, order_table_sides, upstream)
+                                             check_unread_transforms, ends_of_one_table, keep_targets, order_table_sides,
+                                             upstream)
 
 OPS = ("==", "!=", "<", "<=", ">", ">=")
 # A step needing kind K when only kind J exists gets this implicit step inserted after J.
@@ -370,6 +371,7 @@ def build(draft: Draft, name: str = "planned") -> Plan:
     ends_of_one_table(steps)
     check_sources_read(steps)
     check_unread_transforms(steps)
+    keep_targets(steps)
     by_label = {s.label: s for s in steps}
     reaches: dict[str, set[str]] = {}
     for s in steps:  # "then": a step runs after the ones written before it, data or not

@@ -152,6 +152,18 @@ def check_unread_transforms(steps: list[DraftStep]) -> None:
                                "without it); say which step should read it, or do it earlier"])
 
 
+def keep_targets(steps: list[DraftStep]) -> None:
+    """"normalize it, and fit a linear regression with power as the target": a normalize before
+    the training leaves the column the model predicts as it is (it kept only ``y`` unscaled, and
+    would have scaled the labels the model learns)."""
+    by_label = {s.label: s for s in steps}
+    for s in steps:
+        if s.entry == "train_model" and s.params.get("target"):
+            for u in upstream(s, by_label):
+                if u.entry == "normalize":
+                    u.params.setdefault("target", s.params["target"])
+
+
 def ends_of_one_table(steps: list[DraftStep]) -> None:
     """"take the first 20 rows and compute stats, and separately take the last 20 rows": the
     second end is of the table the first was taken from (the last 20 of the first 20 are the

@@ -1,0 +1,57 @@
+"""The column a model predicts (the thirteenth planner round): ``train_model`` learned only a
+column named ``y``, so a user's table (a ``power`` or ``is_fraud`` column) failed at run time
+and "to predict the power column" was read as the model's purpose and dropped. The step takes
+``target``, the model keeps it (its evaluation scores that column), a normalize before the
+training leaves it unscaled, and the planner reads a target said as a column. A purpose said in
+words ("to predict churn") stays a purpose, not a column name guessed."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pytest
+
+from raystack.workflow.steps import evaluate_model, split_data, train_model
+
+from planner_util import kinds as _kinds, of_kind, plan as _plan
+
+
+def _sensors(rows: int = 120) -> pa.Table:
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(rows, 2))
+    power = (x[:, 0] - 0.5 * x[:, 1] > 0).astype(np.int64)
+    return pa.table({"site": ["a", "b", "c"] * (rows // 3), "temp": 20 + 5 * x[:, 0], "wind": 3 + x[:, 1],
+                     "power": power})
+
+
+def test_a_model_learns_the_target_column_named_and_is_scored_on_it():
+    parts = split_data(_sensors(), test_fraction=0.25)
+    m = train_model(parts, model="knn", target="power")
+    assert m["target"] == "power" and len(m["x"][0]) == 2    # temp and wind; the target is no feature
+    ev = evaluate_model(m, parts)
+    assert ev["accuracy"] > 0.8                               # scored against power, not a column y
+    with pytest.raises(ValueError, match="no target column 'y'"):
+        train_model(parts)
+
+
+def test_a_target_said_as_a_column_is_the_column_the_planned_model_learns(tmp_path, monkeypatch):
+    from raystack.workflow.engine import run_local
+    monkeypatch.chdir(tmp_path)
+    pacsv.write_csv(_sensors(), "sensors.csv")
+    for text in ("Load sensors.csv, normalize it, and train a logistic model to predict the power column; "
+                 "evaluate it on a 25% holdout.",
+                 "Load sensors.csv, normalize it, and fit a logistic regression with power as the target, "
+                 "then evaluate it on a 25% holdout."):
+        p = _plan(text)
+        assert _kinds(p) == ["load_data", "normalize", "split_data", "train_model", "evaluate_model"], text
+        assert of_kind(p, "train_model")[0].params["target"] == "power", text
+        assert of_kind(p, "normalize")[0].params["target"] == "power", text
+        rep = run_local(p.ir)
+        assert rep.status == "succeeded", rep.failed
+        normalized = rep.results[of_kind(p, "normalize")[0].id].load(None)
+        assert set(normalized.column("power").to_pylist()) == {0, 1}       # the labels left as they were
+        assert rep.results[of_kind(p, "evaluate_model")[0].id].load(None)["accuracy"] > 0.8
+    # a purpose in words is no column: nothing guessed
+    assert "target" not in of_kind(_plan("Load x.csv and train a logistic model to predict churn."),
+                                   "train_model")[0].params
