@@ -374,3 +374,19 @@ def test_a_transformed_table_written_out_is_the_transformed_table():
         assert _kinds(p) == ["load_data", kind, "write_table"]
         write = of_kind(p, "write_table")[0]
         assert source_kind(p, write, "data") == kind
+
+
+def test_steps_said_parallel_after_the_load_they_read_run_side_by_side():
+    """'Load stock.csv and, in parallel, compute stats and draw a histogram of volume' grouped
+    the load with the steps after the cue; the group fed itself, so it fell back to the written
+    order and the histogram waited for the statistics (the thirteenth round). The load is what
+    they read; the two steps after the cue run side by side."""
+    p = _plan("Load stock.csv and, in parallel, compute stats and draw a histogram of volume.")
+    assert _kinds(p) == ["load_data", "stats", "plot"]
+    by_kind = {d.entry: d for d in p.draft.steps}
+    assert by_kind["load_data"].concurrent is None
+    assert by_kind["stats"].concurrent is not None and by_kind["stats"].concurrent == by_kind["plot"].concurrent
+    assert of_kind(p, "plot")[0].after == []
+    # two loads said parallel stay two parallel loads
+    p = _plan("Read a.parquet and, in parallel, b.csv, then join them.")
+    assert [d.concurrent is not None for d in p.draft.steps if d.entry == "load_data"] == [True, True]

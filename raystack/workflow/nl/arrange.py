@@ -199,6 +199,10 @@ def _parallel(t: Text, c: Cue, cues: list[Cue], before: list[Action], after: lis
         while j > 0 and t.tokens[j].text == ",":
             j -= 1
         mid = bool(behind) and t.tokens[j].low in ("and", "while", "with")
+        # "load x.csv and, in parallel, compute stats and plot it": the load is what the steps
+        # after the cue read, not a step beside them
+        mid = mid and not (behind[-1].entry in SOURCES and len(ahead) > 1 and not _feeds_itself(ahead)
+                           and all(not a.has_file for a in ahead))
         group = ([behind[-1]] if mid else []) + ahead
     else:
         cut = max([x for x in seq + commas if behind and x < behind[-1].lo] or [start])
