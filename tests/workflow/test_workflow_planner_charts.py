@@ -34,6 +34,9 @@ def test_the_chart_kind_said_is_the_chart_drawn(readings):
     assert rep.status == "succeeded"
     drawn = rep.results[of_kind(p, "plot")[0].id].load(None)
     assert drawn.info["kind"] == "line" and drawn.path.endswith("t.png")
+    # the column named after the chart's kind ("a line graph of consumption" was refused)
+    line = of_kind(_plan("Load temps.csv and make a line graph of temperature."), "plot")[0]
+    assert (line.params["kind"], line.params["column"]) == ("line", "temperature")
     # per-group totals "as a bar chart": one bar per site (the plot drew the totals' histogram)
     p = _plan("Load temps.csv, compute the mean temperature per site, then plot it as a bar chart.")
     assert _kinds(p) == ["load_data", "aggregate", "plot"]

@@ -348,7 +348,8 @@ def plot(text: Text, lo: int, hi: int, f: Found) -> None:
     # "a histogram of price", "plot petal_length": a word no rule took where the plotted thing is
     # named, said as a column's name, is that column (the plot drew the table's first numeric
     # column whatever the words said); "plot the readings" stays the table's plot
-    for m, toks in text.finditer(r"\b(?:histogram|distribution)\s+of\s+(?:the\s+|its\s+|their\s+)?(?P<c>[a-z_][a-z0-9_]*)\b"
+    for m, toks in text.finditer(r"\b(?:histogram|distribution|(?:line|bar)\s*-?\s*(?:chart|graph|plot))\s+of\s+(?:the\s+|its\s+|their\s+)?"
+                                 r"(?P<c>[a-z_][a-z0-9_]*)\b"
                                  r"|\b(?:plot|plots|plotting|chart|graph|visuali[sz]e)\s+(?:the\s+|its\s+|their\s+)?"
                                  r"(?P<u>[a-z][a-z0-9]*_[a-z0-9_]+)\b", lo, hi):
         name = m.group("c") or m.group("u")
