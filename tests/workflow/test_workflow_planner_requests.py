@@ -443,3 +443,14 @@ def test_a_split_into_train_and_test_is_no_evaluation():
     p = _plan("Load credit.csv, use 15% of it as a test set, train a knn, evaluate it and report the accuracy.")
     assert of_kind(p, "split_data")[0].params["test_fraction"] == 0.15
     assert _refs(of_kind(p, "train_model")[0].params["data"]) == [of_kind(p, "split_data")[0].id]
+
+
+def test_the_evaluation_saved_is_the_evaluation_s_report():
+    """'evaluate it with rmse, and save the evaluation to out/eval.json' was refused ('evaluation'
+    unplaced; the save was taken for the model's export) (the thirteenth round)."""
+    p = _plan("Load rides.csv, train a linear regression, evaluate it with rmse, and save the evaluation to "
+              "out/eval.json.")
+    assert _kinds(p) == ["load_data", "split_data", "train_model", "evaluate_model", "save_report"]
+    report = of_kind(p, "save_report")[0]
+    assert report.params["path"] == "out/eval.json"
+    assert _refs(report.params["result"]) == [of_kind(p, "evaluate_model")[0].id]

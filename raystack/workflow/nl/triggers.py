@@ -218,7 +218,7 @@ TRIGGERS: list[tuple[str, str]] = [
     ("plot", r"\b(?:plot|plots|plotted|plotting|chart|charts|charted|graph|graphs|visuali[sz]\w*|draw|render)\b"
              r"(?:\s+(?:a|an|the)?\s*(?:histogram|bar\s+chart|chart|graph|plot|line\s+chart|figure))?"),
     ("save_report", rf"\b(?:write|writes|save|saves|store|produce|create|generate|dump|output|log(?!istic)|record|put)\w*\s+{skip(3)}"
-                    r"(?:report|results|result|metrics|scores|findings)\b(?:\s+(?:(?:to|in|into|as|at)\s+)?FILE\d+)?"
+                    r"(?:report|results|result|metrics|scores|findings|evaluations?)\b(?:\s+(?:(?:to|in|into|as|at)\s+)?FILE\d+)?"
                     r"|\breport\s+(?:to|in|into|as)\s+FILE\d+"),
     ("save_report", rf"(?:^|(?<=[),;:>→]\s)|(?<=\bthen\s)|(?<=\band\s))report\s+(?:the\s+|its\s+|their\s+)?(?=(?:{METRIC_RX})\b)"),
     # "... and tell me the accuracy", "show us its AUC": the metrics reported back
