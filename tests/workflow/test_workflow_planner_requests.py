@@ -450,7 +450,12 @@ def test_the_evaluation_saved_is_the_evaluation_s_report():
     unplaced; the save was taken for the model's export) (the thirteenth round)."""
     p = _plan("Load rides.csv, train a linear regression, evaluate it with rmse, and save the evaluation to "
               "out/eval.json.")
-    assert _kinds(p) == ["load_data", "split_data", "train_model", "evaluate_model", "save_report"]
+    assert _kinds(p) == ["load_data", "train_model", "evaluate_model", "save_report"]
     report = of_kind(p, "save_report")[0]
     assert report.params["path"] == "out/eval.json"
     assert _refs(report.params["result"]) == [of_kind(p, "evaluate_model")[0].id]
+    # saved both ways: the report is of the evaluation too, not of the table file written
+    p = _plan("Load data/iris.csv, train logistic, evaluate it, and save the evaluation as a table in "
+              "out/eval.parquet and as a report in reports/eval.json.")
+    assert _kinds(p) == ["load_data", "train_model", "evaluate_model", "write_table", "save_report"]
+    assert _refs(of_kind(p, "save_report")[0].params["result"]) == [of_kind(p, "evaluate_model")[0].id]

@@ -160,6 +160,7 @@ class _Wiring:
                 self._check_plotted_metric(one)
                 self._plotted_column_from_table(one)
                 self._evaluate_on_own_split(one)
+                self._report_what_was_written(one)
                 self.out.append(one)
         return self.out
 
@@ -198,6 +199,14 @@ class _Wiring:
         if len(fresh) < 2:   # one step (a map, or a load over several files, fans out what follows by itself)
             return "", []
         return pname, fresh[-2:] if re.search(r"\bboth\b", s.span, re.I) else fresh
+
+    def _report_what_was_written(self, s: DraftStep) -> None:
+        """"save the evaluation as a table in e.parquet and as a report in e.json": the report is
+        of what the table holds (it reported the written file: its path and row count)."""
+        src = s.inputs.get("result")
+        written = self._wired(src) if s.entry == "save_report" and isinstance(src, str) else None
+        if written is not None and written.entry == "write_table" and isinstance(written.inputs.get("data"), str):
+            s.inputs["result"] = written.inputs["data"]
 
     def _evaluate_on_own_split(self, s: DraftStep) -> None:
         """"load a.csv, split it and train logistic; then load b.csv, split it and train knn;
