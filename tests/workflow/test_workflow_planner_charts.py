@@ -37,6 +37,11 @@ def test_the_chart_kind_said_is_the_chart_drawn(readings):
     # the column named after the chart's kind ("a line graph of consumption" was refused)
     line = of_kind(_plan("Load temps.csv and make a line graph of temperature."), "plot")[0]
     assert (line.params["kind"], line.params["column"]) == ("line", "temperature")
+    # "as a line", "over time": a line of the column named before them (it was the first numeric
+    # column's histogram)
+    for text in ("Load temps.csv and plot temperature as a line.", "Load temps.csv and plot temperature over time."):
+        line = of_kind(_plan(text), "plot")[0]
+        assert (line.params["kind"], line.params["column"]) == ("line", "temperature"), text
     # per-group totals "as a bar chart": one bar per site (the plot drew the totals' histogram)
     p = _plan("Load temps.csv, compute the mean temperature per site, then plot it as a bar chart.")
     assert _kinds(p) == ["load_data", "aggregate", "plot"]

@@ -305,6 +305,7 @@ PLOTTED_NOUNS = {"it", "them", "this", "that", "these", "those", "everything", "
 
 
 CHART_KIND = (r"\b(?P<k>line|bar|pie|scatter|box|area|violin|bubble|donut|radar)\s*-?\s*(?:charts?|graphs?|plots?|diagrams?)\b"
+              r"|\bas\s+(?:a\s+)?(?P<a>line|bars)\b|\b(?P<o>over\s+(?:the\s+)?(?:rows|time))\b"
               r"|\b(?P<h>heat\s*-?\s*maps?|scatter\s*-?\s*plots?|boxplots?|pie\s+of)\b")
 TWO_COLUMNS = r"\b[a-z_][a-z0-9_]*\s+(?:vs\.?|versus|against)\s+(?:the\s+)?[a-z_][a-z0-9_]*\b"
 
@@ -315,11 +316,11 @@ def plot(text: Text, lo: int, hi: int, f: Found) -> None:
     # temperature column" drew its histogram); bars are what "auto" draws for a per-group
     # table; other kinds, and one column against another, no catalog plot draws
     for m, toks in text.finditer(CHART_KIND, lo, hi):
-        said = text.span_text(toks)
-        if m.group("k") not in ("line", "bar"):
-            raise PlanRefused([f"{said!r}: the plot step draws histograms, bar charts and line charts only"])
+        kind = "line" if m.group("a") == "line" or m.group("o") else "bar" if m.group("a") else m.group("k")
+        if kind not in ("line", "bar"):
+            raise PlanRefused([f"{text.span_text(toks)!r}: the plot step draws histograms, bar charts and line charts only"])
         text.mark(toks, "chart kind")
-        if m.group("k") == "line":
+        if kind == "line":
             f.set("kind", "line")
     for m, toks in text.finditer(TWO_COLUMNS, lo, hi, free_only=True):
         raise PlanRefused([f"{text.span_text(toks)!r}: the plot step draws one column (a histogram, bars or a line), "
@@ -351,8 +352,9 @@ def plot(text: Text, lo: int, hi: int, f: Found) -> None:
     for m, toks in text.finditer(r"\b(?:histogram|distribution|(?:line|bar)\s*-?\s*(?:chart|graph|plot))\s+of\s+(?:the\s+|its\s+|their\s+)?"
                                  r"(?P<c>[a-z_][a-z0-9_]*)\b"
                                  r"|\b(?:plot|plots|plotting|chart|graph|visuali[sz]e)\s+(?:the\s+|its\s+|their\s+)?"
-                                 r"(?P<u>[a-z][a-z0-9]*_[a-z0-9_]+)\b", lo, hi):
-        name = m.group("c") or m.group("u")
+                                 r"(?:(?P<u>[a-z][a-z0-9]*_[a-z0-9_]+)\b|(?P<w>[a-z][a-z0-9_]*)\s+(?=as\s+(?:a\s+)?(?:line|bars|histogram)\b"
+                                 r"|over\s+(?:the\s+)?(?:rows|time)\b))", lo, hi):
+        name = m.group("c") or m.group("u") or m.group("w")
         col = next((x for x in toks if x.low == name and not x.used), None)
         if col is not None and col.kind == "word" and col.low not in PLOTTED_NOUNS and col.low not in FILLERS:
             text.mark([x for x in toks if not x.used], "column")
