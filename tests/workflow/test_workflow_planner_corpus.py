@@ -1,8 +1,10 @@
-"""A pretraining on the user's own text (the thirteenth planner round): "pretrain with EDiT on
+"""Part steps on the user's own data (the thirteenth planner round): "pretrain with EDiT on
 corpus/" was refused ("no step or parameter for 'corpus/'"), "... using a.jsonl and b.jsonl"
-was refused as two tables no step read. The files or folders named are the run's
-``data.paths``, checked when the workflow is built (a missing one, or a file type the corpus
-reader does not take, is an error naming it before anything runs)."""
+was refused as two tables no step read; "fine-tune adapters using the data in sft.jsonl" was
+refused ('sft.jsonl' unplaced). The files or folders named are the pretraining's
+``data.paths``, or the fine-tuning's datasets (one file for every adapter, or one each), checked
+when the workflow is built (a missing one, or a file type the reader does not take, is an error
+naming it before anything runs)."""
 
 from __future__ import annotations
 
@@ -45,3 +47,26 @@ def test_a_corpus_that_is_missing_or_of_a_type_the_reader_does_not_take_is_refus
     (texts / "sales.csv").write_text("a,b\n1,2\n")
     with pytest.raises(PlanRefused, match="not sales.csv"):
         _plan("Pretrain with EDiT on sales.csv.")
+
+
+def test_the_records_a_fine_tuning_is_said_to_learn_from_are_its_datasets(texts):
+    for name in ("sft.jsonl", "a.jsonl", "b.jsonl"):
+        (texts / name).write_text('{"prompt": "2+2=", "response": "4"}\n' * 4)
+    p = _plan("Fine-tune adapters on tiny-1m using the data in sft.jsonl.")
+    ft = of_kind(p, "mlora_finetune")[0].params
+    assert [(d["name"], d["path"]) for d in ft["datasets"]] == [("sft", "sft.jsonl")]
+    assert "synthetic" not in ft["datasets"][0] and ft["tasks"][0]["dataset"] == "sft"
+    # one file per adapter, in the order named
+    p = _plan("Fine-tune adapters named legal and medical on a.jsonl and b.jsonl.")
+    ft = of_kind(p, "mlora_finetune")[0].params
+    assert [(d["name"], d["path"]) for d in ft["datasets"]] == [("legal", "a.jsonl"), ("medical", "b.jsonl")]
+    assert [t["adapter"] for t in ft["tasks"]] == ["legal", "medical"]
+    for text, said in (("Fine-tune three adapters on a.jsonl and b.jsonl.", "3 adapters but 2 data files"),
+                       ("Fine-tune an adapter on sales.csv.", "not sales.csv"),
+                       ("Fine-tune an adapter on missing.jsonl.", "missing.jsonl does not exist")):
+        with pytest.raises(PlanRefused, match=said):
+            _plan(text)
+    # records the prompt template cannot read are named by the config's own check
+    (texts / "c.jsonl").write_text('{"text": "hello"}\n')
+    with pytest.raises(PlanRefused, match="placeholder {prompt} is not a field of c.jsonl"):
+        _plan("Fine-tune an adapter on c.jsonl.")

@@ -211,11 +211,18 @@ def mlora_finetune(text: Text, lo: int, hi: int, f: Found) -> None:
         if models:
             consume(text, lo, hi, r"\b(?:base|base\s+model)\b", "base")
             f.set("base", models[0])
+    records = _record_files(text, lo, hi)
     if n_adapters is None and not tasks and kind is None and rank is None and lr is None and not names \
-            and epochs is None:
+            and epochs is None and not records:
         return
     d = config_to_dict(MLoRAConfig())
-    count = len(names) or n_adapters or len(tasks) or len(SYNTH_TASKS)
+    count = len(names) or n_adapters or len(tasks) or len(records) or len(SYNTH_TASKS)
+    if records and tasks:
+        raise PlanRefused([f"adapters trained on {', '.join(records)} and on the built-in {', '.join(tasks)} "
+                           "task: say which adapter learns which"])
+    if len(records) > 1 and len(records) != count:
+        raise PlanRefused([f"{count} adapters but {len(records)} data files ({', '.join(records)}): give one file, "
+                           "or one per adapter"])
     chosen = tasks or [SYNTH_TASKS[i % len(SYNTH_TASKS)] for i in range(count)]
     if n_adapters is not None and tasks and len(tasks) != n_adapters:
         raise PlanRefused([f"{n_adapters} adapters but {len(tasks)} tasks named"])
@@ -224,8 +231,14 @@ def mlora_finetune(text: Text, lo: int, hi: int, f: Found) -> None:
     datasets, adapters, jobs = [], [], []
     for i, task in enumerate(chosen):
         # a name as written ("legal-qa") is the adapter's; its config needs an identifier ("legal_qa")
-        name = re.sub(r"\W", "_", names[i]) if names else (f"{task}{i}" if chosen.count(task) > 1 else task)
-        datasets.append({"name": name, "synthetic": task, "seed": i})
+        own = os.path.splitext(os.path.basename(records[i % len(records)]))[0] if records else task
+        own = f"{own}{i}" if (chosen.count(task) if not records else count) > 1 and (
+            not records or len(set(records)) < count) else own
+        name = re.sub(r"\W", "_", names[i]) if names else re.sub(r"\W", "_", own)
+        if records:   # the user's records: one file for every adapter, or one each
+            datasets.append({"name": name, "path": records[i % len(records)], "seed": i})
+        else:
+            datasets.append({"name": name, "synthetic": task, "seed": i})
         a = {**d["adapters"][i % len(d["adapters"])], "name": name if names else f"{name}_lora", "seed": i}
         a["type"] = kind or "lora"
         if rank is not None:
@@ -244,6 +257,8 @@ def mlora_finetune(text: Text, lo: int, hi: int, f: Found) -> None:
         f.stated["adapters"] = n_adapters
     if tasks:
         f.stated["tasks"] = tasks
+    if records:
+        f.stated["data"] = records
     if kind:
         f.stated["type"] = kind
     if rank is not None:
@@ -252,6 +267,24 @@ def mlora_finetune(text: Text, lo: int, hi: int, f: Found) -> None:
         f.stated["lr"] = number(lr)
     if epochs is not None:
         f.stated["epochs"] = epochs
+
+
+RECORD_EXT = (".json", ".jsonl", ".parquet")
+
+
+def _record_files(text: Text, lo: int, hi: int) -> list[str]:
+    """"fine-tune adapters on tiny-1m using the data in sft.jsonl": files of records (a prompt and
+    its response, or chat messages) the adapters learn from; a table of another type is refused."""
+    out = []
+    for tok in files(text, lo, hi, TABLE_EXT):
+        if not tok.low.endswith(RECORD_EXT):
+            raise PlanRefused([f"fine-tuning reads records from .json, .jsonl or .parquet files, not {tok.text}"])
+        text.mark([tok], "records")
+        out.append(tok.text)
+    if out:
+        consume(text, lo, hi, r"\b(?:using|with|on|from)?\s*(?:the\s+|my\s+|our\s+)?(?:data|records|examples|dataset)"
+                              r"(?:\s+(?:in|from|at))?\b", "records")
+    return out
 
 
 JOB_NAME = r"[a-z][a-z0-9]*(?:[-_][a-z0-9]+)+|[a-z]+\d+[a-z0-9]*"

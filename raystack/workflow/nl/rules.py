@@ -213,8 +213,10 @@ class RulePlanner:
                     found[k - 1].sentence == a.sentence and self._part_data(t, found[k - 1], a):
                 t.relabel(t.tokens[a.lo:a.trig_end], a.entry)
                 del found[k]
-                # "pretrain with EDiT on a.jsonl and b.jsonl": a pretraining reads every file listed
-                while k < len(found) and found[k - 1].entry == "edit_pretrain" and found[k].entry == "load_data" \
+                # "pretrain with EDiT on a.jsonl and b.jsonl": a pretraining (or a fine-tuning, one
+                # file per adapter) reads every file listed
+                while k < len(found) and found[k - 1].entry in ("edit_pretrain", "mlora_finetune") \
+                        and found[k].entry == "load_data" \
                         and found[k].sentence == a.sentence and a.has_file and found[k].has_file \
                         and all(x.low in ("and", ",") for x in t.tokens[a.trig_end:found[k].lo]):
                     a = found.pop(k)
