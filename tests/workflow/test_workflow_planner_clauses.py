@@ -390,3 +390,24 @@ def test_steps_said_parallel_after_the_load_they_read_run_side_by_side():
     # two loads said parallel stay two parallel loads
     p = _plan("Read a.parquet and, in parallel, b.csv, then join them.")
     assert [d.concurrent is not None for d in p.draft.steps if d.entry == "load_data"] == [True, True]
+
+
+def test_a_condition_said_of_the_score_or_negated_tests_that_comparison():
+    """'if it scores over 80%, deploy it' and 'if the accuracy isn't at least 0.75, send an alert'
+    were refused ('if' and the threshold unplaced) (the thirteenth round). The first tests the
+    evaluation's score, the second the opposite comparison; 'does not reach' a loss is above it."""
+    cases = {
+        "Load a.csv and train a knn; then evaluate it, and if it scores over 80%, deploy it.": ("score", ">", 0.8),
+        "Load a.csv, train a knn and evaluate it; if the accuracy is not at least 0.75, send an alert.":
+            ("accuracy", "<", 0.75),
+        "Load a.csv, train a knn and evaluate it; if the accuracy isn't above 0.75, send an alert.":
+            ("accuracy", "<=", 0.75),
+        "Load a.csv, train a knn and evaluate it; if the loss does not reach 0.2, send an alert.": ("loss", ">", 0.2),
+    }
+    for text, (metric, op, value) in cases.items():
+        p = _plan(text)
+        guarded = [s for s in p.ir.steps if s.when]
+        assert len(guarded) == 1 and len(guarded[0].when) == 1, text
+        w = guarded[0].when[0]
+        assert (w.ref.key, w.op, w.value) == (metric, op, value), text
+        assert p.ir.by_id()[w.ref.step].fn.endswith(":evaluate_model"), text

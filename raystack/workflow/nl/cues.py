@@ -53,7 +53,17 @@ def comparison(t: Text, i: int, hi: int) -> tuple[str, float, int] | None:
             m, toks = hit
             v = t.literal(m.group("v"))
             return op, number(float(v.value())), _past_unit(t, toks[-1].i + 1)
+    # "isn't at least 0.75", "does not reach 0.9": the opposite comparison
+    hit = t.match_at(NOT_LEAD, i, hi)
+    if hit is not None and hit[1][-1].i + 1 < hi:
+        inner = comparison(t, hit[1][-1].i + 1, hi)
+        if inner is not None and (inner[0] in L.NEGATED_OPS or inner[0] == "reach"):
+            op, value, end = inner
+            return (L.NEGATED_OPS[op] if op != "reach" else "short of"), value, end
     return None
+
+
+NOT_LEAD = r"(?:(?:is|are|was|were|does|do|did)\s+not|isn't|aren't|wasn't|doesn't|don't|didn't)\b"
 
 
 # units a threshold may be written in ("RMSE under 6 minutes", "below 6 (minutes)"); the value
@@ -76,9 +86,12 @@ def _past_unit(t: Text, end: int) -> int:
 
 
 def _reach(op: str, metric: str) -> str:
-    if op != "reach":
-        return op
-    return "<=" if metric in L.LOWER_IS_BETTER else ">="
+    """"reaches 0.9" is at least 0.9 (at most, for a loss); "falls short of" its opposite."""
+    if op == "reach":
+        return "<=" if metric in L.LOWER_IS_BETTER else ">="
+    if op == "short of":
+        return ">" if metric in L.LOWER_IS_BETTER else "<"
+    return op
 
 
 def _retries(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
@@ -162,6 +175,15 @@ def _conditions(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
         t.mark(t.tokens[toks[0].i:end], "condition")
         out.append(Cue("cond", toks[0].i, end, si, {"metric": metric, "op": _reach(op, metric),
                                                    "value": value}))
+    # "if it scores over 80%": the score of the step it names (an evaluation's chosen metric)
+    for m, toks in t.finditer(rf"\b{L.IF_CUE}\s+(?:it|they|the\s+(?:model|classifier|evaluation|knn|evaluated\s+model))"
+                              r"\s+(?:scores?|scored)\b", lo, hi, free_only=True):
+        cmp = comparison(t, toks[-1].i + 1, hi)
+        if cmp is None:
+            continue
+        op, value, end = cmp
+        t.mark(t.tokens[toks[0].i:end], "condition")
+        out.append(Cue("cond", toks[0].i, end, si, {"metric": "score", "op": _reach(op, "score"), "value": value}))
     for m, toks in t.finditer(rf"\bunless\s+(?:the\s+|its\s+|their\s+|it's\s+|model's\s+)?{L.METRIC_MOD}"
                               rf"(?P<m>{L.METRIC_RX})\s+{L.METRIC_WHERE}", lo, hi, free_only=True):
         cmp = comparison(t, toks[-1].i + 1, hi)
