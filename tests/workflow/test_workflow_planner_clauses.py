@@ -411,3 +411,16 @@ def test_a_condition_said_of_the_score_or_negated_tests_that_comparison():
         w = guarded[0].when[0]
         assert (w.ref.key, w.op, w.value) == (metric, op, value), text
         assert p.ir.by_id()[w.ref.step].fn.endswith(":evaluate_model"), text
+
+
+def test_a_model_trained_again_is_the_model_trained_before():
+    """'if the training loss is above 0.5, train again with 100 epochs' was refused (a condition
+    with no step), and 'train it again with k=9' had no step; the retraining is of the model
+    trained before (a knn stays a knn), with what the phrase changes (the thirteenth round)."""
+    p = _plan("Train a knn on a.csv; if accuracy is below 0.8, train it again with k=9.")
+    first, again = of_kind(p, "train_model")
+    assert (again.params["model"], again.params["k"]) == ("knn", 9) and again.when
+    p = _plan("Train a logistic model on a.csv; if the training loss is above 0.5, train again with 100 epochs.")
+    first, again = of_kind(p, "train_model")
+    assert (again.params["model"], again.params["epochs"]) == ("logistic", 100)
+    assert (again.when[0].ref.key, again.when[0].op) == ("train_loss", ">")

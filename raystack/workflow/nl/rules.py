@@ -644,12 +644,14 @@ class RulePlanner:
 
     @staticmethod
     def _retrain_same_model(t: Text, actions: list[Action]) -> None:
-        """"retrain with k = 3", "refit it": the model trained before, with what the phrase changes."""
+        """"retrain with k = 3", "refit it", "train it again": the model trained before, with what
+        the phrase changes."""
         last: str | None = None
         for a in actions:
             if a.entry != "train_model":
                 continue
             if "model" not in a.step.params and a.step.map is None and last is not None and \
-                    re.match(r"re-?(?:train|fit)", t.tokens[a.lo].low):
+                    (re.match(r"re-?(?:train|fit)", t.tokens[a.lo].low)
+                     or t.match_at(r"(?:train|fit)\s+(?:it|them|the\s+model|that\s+model)?\s*again\b", a.lo, a.trig_end)):
                 a.step.params["model"] = a.step.stated["model"] = last
             last = a.step.params.get("model", last)

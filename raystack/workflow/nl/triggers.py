@@ -274,6 +274,7 @@ TRIGGERS: list[tuple[str, str]] = [
     ("train_model", rf"\b(?:train|trains|trained|training|fit|fits|fitted|fitting|learn|build|builds|estimate|develop|"
                     rf"create|make|produce|retrain\w*|re-train\w*|refit\w*|re-fit\w*|try|tries|trying)\s+{skip(5)}{MODEL_NOUN}\b"),
     ("train_model", r"\b(?:retrain|re-train|refit|re-fit)(?:s|ed|ing)?\b(?=\s+(?:it|them|with|on|using|the\s+model)\b)"),
+    ("train_model", r"\b(?:train|fit)\s+(?:it|them|the\s+model|that\s+model)?\s*again\b"),   # "train it again": a retraining
     ("train_model", passive(rf"(?:(?:linear|logistic|k-?nn|centroid)\s+)?{MODEL_NOUN}", r"trained|fitted|fit|built|learned|learnt|estimated|re-?trained")),
     ("train_model", r"\b(?:train|trains|fit|fits|try|build|run)\s+(?:them\s+)?(?:both|each|all\s+of\s+them|each\s+of\s+them|"
                     rf"both\s+of\s+them|them\s+all)\b(?!\s+(?:a|an|the|models?|classifiers?)\b|\s+{MODEL_KIND})"),   # "train both": a question's candidates
