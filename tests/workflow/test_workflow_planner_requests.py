@@ -459,3 +459,8 @@ def test_the_evaluation_saved_is_the_evaluation_s_report():
               "out/eval.parquet and as a report in reports/eval.json.")
     assert _kinds(p) == ["load_data", "train_model", "evaluate_model", "write_table", "save_report"]
     assert _refs(of_kind(p, "save_report")[0].params["result"]) == [of_kind(p, "evaluate_model")[0].id]
+
+    # a part's figure reported with a modifier ("report the final validation loss" was refused)
+    p = _plan("Pretrain tiny-20m with DiLoCo on 2 ranks and report the final validation loss.")
+    assert _kinds(p) == ["edit_pretrain", "save_report"]
+    assert _refs(of_kind(p, "save_report")[0].params["result"]) == [of_kind(p, "edit_pretrain")[0].id]

@@ -52,6 +52,9 @@ def test_a_target_said_as_a_column_is_the_column_the_planned_model_learns(tmp_pa
         normalized = rep.results[of_kind(p, "normalize")[0].id].load(None)
         assert set(normalized.column("power").to_pylist()) == {0, 1}       # the labels left as they were
         assert rep.results[of_kind(p, "evaluate_model")[0].id].load(None)["accuracy"] > 0.8
+    # "a classifier for the delayed column"
+    assert of_kind(_plan("Using flights.csv, build a logistic classifier for the delayed column."),
+                   "train_model")[0].params["target"] == "delayed"
     # a purpose in words is no column: nothing guessed
     assert "target" not in of_kind(_plan("Load x.csv and train a logistic model to predict churn."),
                                    "train_model")[0].params

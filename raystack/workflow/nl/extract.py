@@ -431,13 +431,15 @@ def train_model(text: Text, lo: int, hi: int, f: Found) -> None:
         f.set("batch_size", int(_num(text, m.group("n") or m.group("m") or m.group("r"))))
     m = _search(text, lo, hi, TARGET_COLUMN, "target")
     if m:
-        f.set("target", m.group("a") or m.group("b") or m.group("c"))
+        f.set("target", m.group("a") or m.group("b") or m.group("c") or m.group("d"))
 
 
-# the column a model predicts, said as a column: "to predict the power column", "with price as the
-# target", "target column: churn", "label = y" ("to predict finish times" stays the model's purpose)
+# the column a model predicts, said as a column: "to predict the power column", "a classifier for the
+# delayed column", "with price as the target", "target column: churn", "label = y" ("to predict
+# finish times" stays the model's purpose)
 TARGET_COLUMN = (r"\b(?:to\s+)?(?:predict|predicting|forecast|forecasting|estimate|estimating|classify|classifying)\s+"
                  r"(?:the\s+|its\s+)?(?:values?\s+(?:of|in)\s+(?:the\s+)?)?(?P<a>[a-z_][a-z0-9_]*)\s+column\b"
+                 r"|\b(?:model|classifier|regression|regressor|predictor)\s+for\s+(?:the\s+)?(?P<d>[a-z_][a-z0-9_]*)\s+column\b"
                  r"|\b(?:with|using|taking)\s+(?:the\s+)?(?P<b>[a-z_][a-z0-9_]*)\s+(?:column\s+)?as\s+(?:the\s+|its\s+)?"
                  r"(?:target|label)(?:\s+column)?\b"
                  r"|\b(?:the\s+)?(?:target|label)(?:\s+column\s*(?:=|:|is)?|\s*(?:=|:)|\s+column\s+named)\s*(?P<c>[a-z_][a-z0-9_]*)\b")
