@@ -165,25 +165,20 @@ def _conditions(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
             out.append(Cue("cond", toks[0].i, toks[-1].i + 1, si,
                            {"metric": "missing_fraction", "op": op,
                             "value": number(float(t.literal(m.group("v")).value()))}))
-    for m, toks in t.finditer(rf"\b{L.IF_CUE}\s+(?:the\s+|its\s+|their\s+|it's\s+|model's\s+|the\s+model's\s+)?"
-                              rf"{L.METRIC_MOD}(?P<m>{L.METRIC_RX})\s+{L.METRIC_WHERE}", lo, hi, free_only=True):
+    # "if the accuracy is under 0.8"; "if it scores over 80%": the score of the step it names (an
+    # evaluation's chosen metric)
+    for m, toks in t.finditer(rf"\b{L.IF_CUE}\s+(?:(?:the\s+|its\s+|their\s+|it's\s+|model's\s+|the\s+model's\s+)?"
+                              rf"{L.METRIC_MOD}(?P<m>{L.METRIC_RX})\s+{L.METRIC_WHERE}"
+                              r"|(?:it|they|the\s+(?:model|classifier|evaluation|knn|evaluated\s+model))\s+(?:scores?|scored)\b)",
+                              lo, hi, free_only=True):
         cmp = comparison(t, toks[-1].i + 1, hi)
         if cmp is None:
             continue
         op, value, end = cmp
-        metric = metric_of(m.group("m"))
+        metric = metric_of(m.group("m")) if m.group("m") else "score"
         t.mark(t.tokens[toks[0].i:end], "condition")
         out.append(Cue("cond", toks[0].i, end, si, {"metric": metric, "op": _reach(op, metric),
                                                    "value": value}))
-    # "if it scores over 80%": the score of the step it names (an evaluation's chosen metric)
-    for m, toks in t.finditer(rf"\b{L.IF_CUE}\s+(?:it|they|the\s+(?:model|classifier|evaluation|knn|evaluated\s+model))"
-                              r"\s+(?:scores?|scored)\b", lo, hi, free_only=True):
-        cmp = comparison(t, toks[-1].i + 1, hi)
-        if cmp is None:
-            continue
-        op, value, end = cmp
-        t.mark(t.tokens[toks[0].i:end], "condition")
-        out.append(Cue("cond", toks[0].i, end, si, {"metric": "score", "op": _reach(op, "score"), "value": value}))
     for m, toks in t.finditer(rf"\bunless\s+(?:the\s+|its\s+|their\s+|it's\s+|model's\s+)?{L.METRIC_MOD}"
                               rf"(?P<m>{L.METRIC_RX})\s+{L.METRIC_WHERE}", lo, hi, free_only=True):
         cmp = comparison(t, toks[-1].i + 1, hi)
