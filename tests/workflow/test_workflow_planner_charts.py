@@ -58,7 +58,10 @@ def test_a_chart_the_plot_step_cannot_draw_is_refused_naming_it():
                        ("Load p.csv, total sales per region, and draw a box plot.", "box plot"),
                        ("Load p.csv and make a pie chart of the sales column.", "pie chart"),
                        ("Load p.csv and draw a heatmap of price.", "heatmap"),
-                       ("Load p.csv and plot price vs area.", "price vs area")):
+                       ("Load p.csv and plot price vs area.", "price vs area"),
+                       # a figure per group with no aggregate: it drew every row's amount
+                       ("Draw a bar chart of amount per category from p.csv.", "per category"),
+                       ("Load p.csv and plot the amount column by region.", "by region")):
         with pytest.raises(PlanRefused, match=said):
             _plan(text)
 

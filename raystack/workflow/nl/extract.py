@@ -340,6 +340,7 @@ def plot(text: Text, lo: int, hi: int, f: Found) -> None:
         named = re.split(r"\s*,\s*(?:(?:and|&)\s+)?|\s*,?\s+(?:and|&)\s+", m.group("l")) if m.group("l") else \
             [m.group("c") or m.group("d")]
         cols += [c for c in named if c not in cols]
+    _per_group(text, lo, hi)
     if len(cols) == 1:
         f.set("column", cols[0])
     elif cols:
@@ -360,6 +361,16 @@ def plot(text: Text, lo: int, hi: int, f: Found) -> None:
             text.mark([x for x in toks if not x.used], "column")
             f.set("column", col.low)
             return
+
+
+def _per_group(text: Text, lo: int, hi: int) -> None:
+    """"a bar chart of amount per category": the plot draws a column as it is; a figure per group
+    needs the aggregate first (it drew every row's amount)."""
+    for m, toks in text.finditer(r"\b(?:of|plot|chart|graph)\s+(?:the\s+)?[a-z_][a-z0-9_]*(?:\s+column)?\s+"
+                                 r"(?P<g>(?:per|by|for\s+each|across)\s+(?:the\s+)?[a-z_][a-z0-9_]*)\b", lo, hi):
+        if all(not x.used for x in toks[-2:]):
+            raise PlanRefused([f"{m.group('g')!r}: the plot draws a column as it is; to chart a figure per group, "
+                               "aggregate first ('sum amount per category, then plot it')"])
 
 
 def report(text: Text, lo: int, hi: int, f: Found) -> None:
