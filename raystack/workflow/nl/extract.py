@@ -366,11 +366,11 @@ def plot(text: Text, lo: int, hi: int, f: Found) -> None:
 def _per_group(text: Text, lo: int, hi: int) -> None:
     """"a bar chart of amount per category": the plot draws a column as it is; a figure per group
     needs the aggregate first (it drew every row's amount)."""
-    for m, toks in text.finditer(r"\b(?:of|plot|chart|graph)\s+(?:the\s+)?[a-z_][a-z0-9_]*(?:\s+column)?\s+"
+    for m, toks in text.finditer(r"\b(?:of|plot|chart|graph)\s+(?:the\s+)?(?P<c>[a-z_][a-z0-9_]*)(?:\s+column)?\s+"
                                  r"(?P<g>(?:per|by|for\s+each|across)\s+(?:the\s+)?[a-z_][a-z0-9_]*)\b", lo, hi):
         if all(not x.used for x in toks[-2:]):
             raise PlanRefused([f"{m.group('g')!r}: the plot draws a column as it is; to chart a figure per group, "
-                               "aggregate first ('sum amount per category, then plot it')"])
+                               f"aggregate first ('sum {m.group('c')} {m.group('g')}, then plot it')"])
 
 
 def report(text: Text, lo: int, hi: int, f: Found) -> None:

@@ -10,10 +10,10 @@ import os
 import re
 from typing import Any
 
+from raystack.data.suffixes import DATA_SUFFIXES
 from raystack.workflow.nl.extract import (BASE_MODEL, EDIT_MODES, MAX_ADAPTERS, SYNTH_TASKS,
                                           TABLE_EXT, WORKERS, Found, _list, _num, _search,
                                           _set_map, claim_count, consume, files)
-from raystack.data.suffixes import DATA_SUFFIXES
 from raystack.workflow.nl.lexicon import NUMLIST, SERVE_AS_PLACE
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.text import Text, number
@@ -231,10 +231,12 @@ def mlora_finetune(text: Text, lo: int, hi: int, f: Found) -> None:
     datasets, adapters, jobs = [], [], []
     for i, task in enumerate(chosen):
         # a name as written ("legal-qa") is the adapter's; its config needs an identifier ("legal_qa")
-        own = os.path.splitext(os.path.basename(records[i % len(records)]))[0] if records else task
-        own = f"{own}{i}" if (chosen.count(task) if not records else count) > 1 and (
-            not records or len(set(records)) < count) else own
-        name = re.sub(r"\W", "_", names[i]) if names else re.sub(r"\W", "_", own)
+        if records:     # named after its file ("sft0", "sft1" when adapters share one)
+            stem = os.path.splitext(os.path.basename(records[i % len(records)]))[0]
+            own = f"{stem}{i}" if len(set(records)) < count else stem
+        else:
+            own = f"{task}{i}" if chosen.count(task) > 1 else task
+        name = re.sub(r"\W", "_", names[i] if names else own)
         if records:   # the user's records: one file for every adapter, or one each
             datasets.append({"name": name, "path": records[i % len(records)], "seed": i})
         else:
