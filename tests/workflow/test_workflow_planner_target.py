@@ -58,3 +58,21 @@ def test_a_target_said_as_a_column_is_the_column_the_planned_model_learns(tmp_pa
     # a purpose in words is no column: nothing guessed
     assert "target" not in of_kind(_plan("Load x.csv and train a logistic model to predict churn."),
                                    "train_model")[0].params
+
+
+def test_the_one_target_a_request_names_is_every_model_s(tmp_path, monkeypatch):
+    """'train a logistic model with power as the label; if accuracy is below 0.99, retrain it with
+    200 epochs': the retraining learned a column y the table lacks and failed at run time; 'train
+    a knn to predict the power column, then train a logistic model, and evaluate both' likewise
+    for the second model. The one target a request names is every model's."""
+    from raystack.workflow.engine import run_local
+    monkeypatch.chdir(tmp_path)
+    pacsv.write_csv(_sensors(), "sensors.csv")
+    for text in ("Load sensors.csv, normalize it, train a logistic model with power as the label; if accuracy "
+                 "is below 0.99, retrain it with 200 epochs.",
+                 "Load sensors.csv, normalize it, train a knn to predict the power column, then train a logistic "
+                 "model, and evaluate both."):
+        p = _plan(text)
+        assert [s.params["target"] for s in of_kind(p, "train_model")] == ["power", "power"], text
+        rep = run_local(p.ir)
+        assert rep.status == "succeeded", (text, rep.failed)

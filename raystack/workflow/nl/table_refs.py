@@ -155,8 +155,16 @@ def check_unread_transforms(steps: list[DraftStep]) -> None:
 def keep_targets(steps: list[DraftStep]) -> None:
     """"normalize it, and fit a linear regression with power as the target": a normalize before
     the training leaves the column the model predicts as it is (it kept only ``y`` unscaled, and
-    would have scaled the labels the model learns)."""
+    would have scaled the labels the model learns); the one target a request names is every
+    model's it trains."""
     by_label = {s.label: s for s in steps}
+    # "train a logistic model with sold as the label; if accuracy is below 0.8, retrain it": the
+    # one target a request names is every model's (the retraining learned a column y the table lacks)
+    named = {s.params["target"] for s in steps if s.entry == "train_model" and s.params.get("target")}
+    if len(named) == 1:
+        for s in steps:
+            if s.entry == "train_model":
+                s.params.setdefault("target", next(iter(named)))
     for s in steps:
         if s.entry == "train_model" and s.params.get("target"):
             for u in upstream(s, by_label):
