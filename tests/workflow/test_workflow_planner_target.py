@@ -35,10 +35,15 @@ def test_a_model_learns_the_target_column_named_and_is_scored_on_it():
         train_model(parts)
 
 
-def test_a_target_said_as_a_column_is_the_column_the_planned_model_learns(tmp_path, monkeypatch):
-    from raystack.workflow.engine import run_local
+@pytest.fixture()
+def sensors_csv(tmp_path, monkeypatch):
+    """sensors.csv (a power label, two readings, a site) in the working directory."""
     monkeypatch.chdir(tmp_path)
     pacsv.write_csv(_sensors(), "sensors.csv")
+
+
+def test_a_target_said_as_a_column_is_the_column_the_planned_model_learns(sensors_csv):
+    from raystack.workflow.engine import run_local
     for text in ("Load sensors.csv, normalize it, and train a logistic model to predict the power column; "
                  "evaluate it on a 25% holdout.",
                  "Load sensors.csv, normalize it, and fit a logistic regression with power as the target, "
@@ -60,14 +65,12 @@ def test_a_target_said_as_a_column_is_the_column_the_planned_model_learns(tmp_pa
                                    "train_model")[0].params
 
 
-def test_the_one_target_a_request_names_is_every_model_s(tmp_path, monkeypatch):
+def test_the_one_target_a_request_names_is_every_model_s(sensors_csv):
     """'train a logistic model with power as the label; if accuracy is below 0.99, retrain it with
     200 epochs': the retraining learned a column y the table lacks and failed at run time; 'train
     a knn to predict the power column, then train a logistic model, and evaluate both' likewise
     for the second model. The one target a request names is every model's."""
     from raystack.workflow.engine import run_local
-    monkeypatch.chdir(tmp_path)
-    pacsv.write_csv(_sensors(), "sensors.csv")
     for text in ("Load sensors.csv, normalize it, train a logistic model with power as the label; if accuracy "
                  "is below 0.99, retrain it with 200 epochs.",
                  "Load sensors.csv, normalize it, train a knn to predict the power column, then train a logistic "
