@@ -151,8 +151,7 @@ def _corpus_files(text: Text, lo: int, hi: int, f: Found) -> None:
     if m is None:
         return
     paths = [text.literal(ph).text for ph in re.findall(r"FILE\d+", m.group("f"))]
-    wrong = [p for p in paths if os.path.splitext(p.rstrip("/"))[1] and
-             os.path.splitext(p.rstrip("/"))[1].lower() not in DATA_SUFFIXES]
+    wrong = [p for p in paths if os.path.splitext(p.rstrip("/"))[1].lower() not in ("", *DATA_SUFFIXES)]
     if wrong:
         raise PlanRefused([f"pretraining reads text, JSON, JSONL or Parquet files ({', '.join(sorted(DATA_SUFFIXES))}) "
                            f"or folders of them, not {', '.join(wrong)}"])

@@ -281,3 +281,7 @@ removal filtering deletion extraction conversion transformation redaction anonym
 # word beginnings that name a method or task the catalog lacks ("transcribing", "clustered")
 UNSUPPORTED_PREFIXES = ("transcri", "translat", "cluster", "scrap", "crawl",
                         "diagnos", "prescri")
+
+# "train it again", "fit the model again": a retraining of the model trained before (a trigger,
+# and what makes the model's kind the earlier one's)
+TRAIN_AGAIN = r"\b(?:train|fit)\s+(?:it|them|the\s+model|that\s+model)?\s*again\b"

@@ -652,6 +652,6 @@ class RulePlanner:
                 continue
             if "model" not in a.step.params and a.step.map is None and last is not None and \
                     (re.match(r"re-?(?:train|fit)", t.tokens[a.lo].low)
-                     or t.match_at(r"(?:train|fit)\s+(?:it|them|the\s+model|that\s+model)?\s*again\b", a.lo, a.trig_end)):
+                     or t.match_at(L.TRAIN_AGAIN, a.lo, a.trig_end)):
                 a.step.params["model"] = a.step.stated["model"] = last
             last = a.step.params.get("model", last)

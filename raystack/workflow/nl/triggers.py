@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from raystack.workflow.nl.lexicon import BEST_ONE as _BEST_NAMED
-from raystack.workflow.nl.lexicon import METRIC_RX, NUMLIST
+from raystack.workflow.nl.lexicon import METRIC_RX, NUMLIST, TRAIN_AGAIN
 
 _SK = r"(?:[^\s,.;:]+\s+)"
 BEST_ONE = re.sub(r"\(\?P<\w+>", "(?:", _BEST_NAMED)    # in a step's phrase, its groups unnamed
@@ -274,7 +274,7 @@ TRIGGERS: list[tuple[str, str]] = [
     ("train_model", rf"\b(?:train|trains|trained|training|fit|fits|fitted|fitting|learn|build|builds|estimate|develop|"
                     rf"create|make|produce|retrain\w*|re-train\w*|refit\w*|re-fit\w*|try|tries|trying)\s+{skip(5)}{MODEL_NOUN}\b"),
     ("train_model", r"\b(?:retrain|re-train|refit|re-fit)(?:s|ed|ing)?\b(?=\s+(?:it|them|with|on|using|the\s+model)\b)"),
-    ("train_model", r"\b(?:train|fit)\s+(?:it|them|the\s+model|that\s+model)?\s*again\b"),   # "train it again": a retraining
+    ("train_model", TRAIN_AGAIN),   # "train it again": a retraining
     ("train_model", passive(rf"(?:(?:linear|logistic|k-?nn|centroid)\s+)?{MODEL_NOUN}", r"trained|fitted|fit|built|learned|learnt|estimated|re-?trained")),
     ("train_model", r"\b(?:train|trains|fit|fits|try|build|run)\s+(?:them\s+)?(?:both|each|all\s+of\s+them|each\s+of\s+them|"
                     rf"both\s+of\s+them|them\s+all)\b(?!\s+(?:a|an|the|models?|classifiers?)\b|\s+{MODEL_KIND})"),   # "train both": a question's candidates
