@@ -25,6 +25,7 @@ from typing import Any, Callable, Iterator, Sequence
 import torch
 
 from raystack.config import ConfigError
+from raystack.data.suffixes import RECORD_SUFFIXES
 from raystack.data.tokenizer import default_byte_tokenizer
 
 SYNTHETIC_TASKS = ("reverse", "sort", "copy", "arithmetic")
@@ -93,7 +94,7 @@ def iter_records(path: str | Path) -> Iterator[dict]:
         for batch in pq.ParquetFile(p).iter_batches(batch_size=4096):
             yield from batch.to_pylist()
     else:
-        raise ValueError(f"{p}: unsupported dataset format {suffix!r} (use .json, .jsonl or .parquet)")
+        raise ValueError(f"{p}: unsupported dataset format {suffix!r} (use {', '.join(RECORD_SUFFIXES)})")
 
 
 def read_records(path: str | Path) -> list[dict]:

@@ -20,6 +20,7 @@ from raystack.runtime.tracking import check_loggers, loggers_option
 from raystack.devices import Device
 from raystack.data.sft import (SYNTHETIC_TASKS, Example, chat_examples, check_dataset_fields, file_examples,
                                synthetic_examples)
+from raystack.data.suffixes import RECORD_SUFFIXES
 from raystack.mlora.batchlora import AdapterSpec
 from raystack.runtime.storage import run_id_problem
 
@@ -247,8 +248,8 @@ def _validate(cfg: MLoRAConfig) -> None:
             p = Path(d.path)
             if not p.is_file():
                 problems.add(f"{f}.path", f"dataset file {d.path} does not exist")
-            elif p.suffix.lower() not in (".json", ".jsonl", ".parquet"):
-                problems.add(f"{f}.path", f"unsupported format {p.suffix!r}; use .json, .jsonl or .parquet")
+            elif p.suffix.lower() not in RECORD_SUFFIXES:
+                problems.add(f"{f}.path", f"unsupported format {p.suffix!r}; use {', '.join(RECORD_SUFFIXES)}")
             else:
                 problems.collect(check_dataset_fields, p, d.format, d.prompt_template, d.response_field,
                                  d.messages_field, f)

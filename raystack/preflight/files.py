@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from raystack.config import ConfigError
+from raystack.data.suffixes import RECORD_SUFFIXES
 
 HEAD_BYTES = 65_536            # bytes read to tell text from binary
 FIRST_RECORDS = 8              # records read from a data file to check its fields
@@ -83,8 +84,8 @@ def read_first_records(path: Path, field: str, n: int = FIRST_RECORDS) -> list[d
     suffix = path.suffix.lower()
     if suffix == ".parquet":
         return _parquet_first_rows(path, field, n)
-    if suffix not in (".jsonl", ".json"):
-        raise _fail(field, f"{path}: unsupported format {suffix!r}; expected .json, .jsonl or .parquet")
+    if suffix not in RECORD_SUFFIXES:
+        raise _fail(field, f"{path}: unsupported format {suffix!r}; expected {', '.join(RECORD_SUFFIXES)}")
     check_text_head(path, field, "JSON text")
     records: list[Any] = []
     if suffix == ".json":

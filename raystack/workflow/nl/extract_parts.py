@@ -10,7 +10,7 @@ import os
 import re
 from typing import Any
 
-from raystack.data.suffixes import DATA_SUFFIXES
+from raystack.data.suffixes import DATA_SUFFIXES, RECORD_SUFFIXES
 from raystack.workflow.nl.extract import (BASE_MODEL, EDIT_MODES, MAX_ADAPTERS, SYNTH_TASKS,
                                           TABLE_EXT, WORKERS, Found, _list, _num, _search,
                                           _set_map, claim_count, consume, files)
@@ -270,16 +270,13 @@ def mlora_finetune(text: Text, lo: int, hi: int, f: Found) -> None:
         f.stated["epochs"] = epochs
 
 
-RECORD_EXT = (".json", ".jsonl", ".parquet")
-
-
 def _record_files(text: Text, lo: int, hi: int) -> list[str]:
     """"fine-tune adapters on tiny-1m using the data in sft.jsonl": files of records (a prompt and
     its response, or chat messages) the adapters learn from; a table of another type is refused."""
     out = []
     for tok in files(text, lo, hi, TABLE_EXT):
-        if not tok.low.endswith(RECORD_EXT):
-            raise PlanRefused([f"fine-tuning reads records from .json, .jsonl or .parquet files, not {tok.text}"])
+        if not tok.low.endswith(RECORD_SUFFIXES):
+            raise PlanRefused([f"fine-tuning reads records from {', '.join(RECORD_SUFFIXES)} files, not {tok.text}"])
         text.mark([tok], "records")
         out.append(tok.text)
     if out:
