@@ -30,6 +30,8 @@ def test_the_text_a_pretraining_is_said_to_read_is_its_corpus(texts):
         "Pretrain a small language model with EDiT on corpus/ for 200 steps.": ["corpus/"],
         "Pretrain with EDiT on the text files in corpus/.": ["corpus/"],
         "Pretrain a model with edit using a.jsonl and b.jsonl.": ["a.jsonl", "b.jsonl"],
+        "Pretrain with EDiT on a.jsonl and on b.jsonl.": ["a.jsonl", "b.jsonl"],      # the preposition again
+        "Pretrain with EDiT on corpus/, on a.jsonl and on b.jsonl.": ["corpus/", "a.jsonl", "b.jsonl"],
     }
     for text, paths in cases.items():
         p = _plan(text)

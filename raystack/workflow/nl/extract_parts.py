@@ -140,9 +140,12 @@ def edit_pretrain(text: Text, lo: int, hi: int, f: Found) -> None:
     _corpus_files(text, lo, hi, f)
 
 
-# "pretrain with EDiT on corpus/", "on the text files in data/wiki", "using a.jsonl and b.jsonl"
+# "pretrain with EDiT on corpus/", "on the text files in data/wiki", "using a.jsonl and b.jsonl",
+# "on wiki.txt and on books.txt" (the preposition said again)
+_AGAIN = r"(?:(?:on|over|using|from)\s+)?"
 CORPUS_FILES = (r"(?:\b(?:on|over|using)\s+(?:the\s+|my\s+|our\s+)?|\b(?:text|jsonl?|parquet)?\s*(?:files?|documents?|corpus|"
-                r"texts?|dataset)\s+(?:in|at|under|from)\s+)(?P<f>FILE\d+(?:\s*,\s*FILE\d+)*(?:\s*,?\s*and\s+FILE\d+)?)")
+                rf"texts?|dataset)\s+(?:in|at|under|from)\s+)(?P<f>FILE\d+(?:\s*,\s*{_AGAIN}FILE\d+)*"
+                rf"(?:\s*,?\s*and\s+{_AGAIN}FILE\d+)?)")
 
 
 def _corpus_files(text: Text, lo: int, hi: int, f: Found) -> None:
