@@ -66,6 +66,43 @@ def test_tables_stacked_or_appended_are_a_concat_not_a_join(months):
     assert rep.results[of_kind(p, "dedup")[0].id].load(None).num_rows == 4
 
 
+def test_three_or_more_tables_stacked_are_a_chain_of_concats_in_the_order_named(months):
+    """'stack jan.csv, feb.csv and mar.csv' was refused (a concat reads two tables): a user's
+    quarter of monthly files. It is a chain of concats, each stacking the next table under the rows
+    so far, in the order named (the table appended to first); run, it keeps every row of each in
+    that order, and the steps after it read the whole stack. A join of three tables, or tables
+    another step reads too, stays refused."""
+    from raystack.workflow.engine import run_local
+    (months / "mar.csv").write_text("day,sales\n5,3\n")
+
+    def chain(p) -> list[str]:
+        paths = {s.id: s.params["path"] for s in of_kind(p, "load_data")}
+        by_id = {s.id: s for s in of_kind(p, "concat")}
+        last = next(i for i in by_id if all(_refs(c.params["first"])[0] != i for c in by_id.values()))
+        order = []
+        while last in by_id:
+            order.insert(0, paths[_refs(by_id[last].params["second"])[0]])
+            last = _refs(by_id[last].params["first"])[0]
+        return [paths[last], *order]
+
+    assert chain(_plan("Append feb.csv and mar.csv to jan.csv.")) == ["jan.csv", "feb.csv", "mar.csv"]
+    assert chain(_plan("Concatenate mar.csv, jan.csv and feb.csv, then compute stats.")) == \
+        ["mar.csv", "jan.csv", "feb.csv"]
+    p = _plan("Stack jan.csv, feb.csv and mar.csv, remove duplicates, and save it as out/q1.csv.")
+    assert _kinds(p) == ["load_data"] * 3 + ["concat", "concat", "dedup", "write_table"]
+    assert chain(p) == ["jan.csv", "feb.csv", "mar.csv"]
+    rep = run_local(p.ir)
+    assert rep.status == "succeeded", rep.failed
+    dedup = of_kind(p, "dedup")[0]
+    stacked = rep.results[_refs(dedup.params["data"])[0]].load(None)
+    assert stacked.column("day").to_pylist() == [1, 2, 1, 3, 4, 5]      # every row, in the order named
+    assert rep.results[dedup.id].load(None).num_rows == 5
+    for text in ("Join jan.csv, feb.csv and mar.csv on day.",
+                 "Stack jan.csv, feb.csv and mar.csv, and compute stats on mar.csv."):
+        with pytest.raises(PlanRefused):
+            _plan(text)
+
+
 def test_concat_matches_columns_by_name_and_refuses_tables_whose_columns_differ():
     a = pa.table({"day": [1, 2], "sales": [1.5, 2.5]})
     b = pa.table({"sales": [3, 4], "day": [3, 4]})                       # other order, integer sales
@@ -310,7 +347,7 @@ def test_the_evaluation_a_share_is_held_out_for_evaluates_the_model_trained_next
 
 def test_a_column_s_average_or_extremes_asked_for_are_the_statistics(months):
     """'compute the average price', 'give me the maximum of amount' were refused: the statistics
-    hold each numeric column's mean, minimum and maximum. Per group it stays an aggregate; run,
+    hold each numeric column's mean, median, minimum and maximum. Per group it stays an aggregate; run,
     the statistics hold the asked column's mean."""
     from raystack.workflow.engine import run_local
     for text in ("Load x.csv, dedup, and compute the average price.", "Load x.csv and give me the maximum of amount."):
@@ -321,3 +358,8 @@ def test_a_column_s_average_or_extremes_asked_for_are_the_statistics(months):
     assert rep.status == "succeeded"
     figures = rep.results[of_kind(p, "stats")[0].id].load(None)
     assert figures["columns"]["sales"]["mean"] == 11.0          # (10 + 12) / 2
+    # the median too ('compute the median of price' was refused: the statistics had none)
+    p = _plan("Load feb.csv and compute the median of sales.")
+    assert _kinds(p) == ["load_data", "stats"]
+    rep = run_local(p.ir)
+    assert rep.results[of_kind(p, "stats")[0].id].load(None)["columns"]["sales"]["median"] == 9.0   # of 10, 7, 9

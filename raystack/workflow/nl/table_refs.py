@@ -89,7 +89,7 @@ def order_table_sides(steps: list[DraftStep]) -> None:
     by_label = {s.label: s for s in steps}
     loads = {s.label: str(s.params["path"]) for s in steps
              if s.entry == "load_data" and isinstance(s.params.get("path"), str)}
-    for s in steps:
+    for s in list(steps):   # a copy: a concat of several tables adds the rest of its chain
         if s.entry not in L.TWO_TABLE_SIDES:
             continue
         first_side, second_side = L.TWO_TABLE_SIDES[s.entry]
@@ -110,6 +110,8 @@ def order_table_sides(steps: list[DraftStep]) -> None:
             continue
         (pos_a, first), (pos_b, second) = named[0], named[1]
         if len(named) > 2:
+            if _stack_in_order(s, steps, named, by_label):
+                continue
             raise PlanRefused([f"{s.span!r} names {len(named)} tables; a {s.entry} reads two"])
         if INTO_BASE.search(s.span[pos_a:pos_b]):
             first, second = second, first
@@ -119,6 +121,37 @@ def order_table_sides(steps: list[DraftStep]) -> None:
             raise PlanRefused([f"{s.span!r} names {loads[first]} and {loads[second]}, but it would {s.entry} "
                                f"{loads.get(sources[0] or '', by_label[left].span)!r} with "
                                f"{loads.get(sources[1] or '', by_label[right].span)!r}; say which tables it reads"])
+
+
+def _stack_in_order(s: DraftStep, steps: list[DraftStep], named: list[tuple[int, str]],
+                    by_label: dict[str, DraftStep]) -> bool:
+    """"stack jan.csv, feb.csv and mar.csv", "append feb.csv and mar.csv to jan.csv": a concat of
+    more than two loaded tables is a chain of concats, each stacking the next table under the
+    rows so far, in the order the words name them (the table named after "to" / "onto" / "into"
+    first). Whether it could be: not for a conditional, mapped or looped concat, nor for tables
+    another step reads as well (which of their forms is stacked would be a guess)."""
+    labels = [lab for _, lab in named]
+    if s.entry != "concat" or s.when is not None or s.map is not None or s.loop is not None \
+            or any(by_label[lab].entry != "load_data" for lab in labels) \
+            or not set(s.input_labels()) <= set(labels) \
+            or any(x is not s and set(x.input_labels()) & set(labels) for x in steps):
+        return False
+    into = INTO_BASE.search(s.span)
+    if into is not None:
+        labels = [lab for pos, lab in named if pos > into.start()] + [lab for pos, lab in named if pos < into.start()]
+    readers = [x for x in steps if s.label in x.input_labels()]
+    s.inputs = {"first": labels[0], "second": labels[1]}
+    at, last = steps.index(s), s.label
+    for n, lab in enumerate(labels[2:], 2):
+        link = DraftStep(f"{s.label}_{n}", "concat", inputs={"first": last, "second": lab}, span=s.span,
+                         follows=[last], concurrent=s.concurrent)
+        at += 1
+        steps.insert(at, link)
+        last = link.label
+    for x in readers:
+        x.inputs = {k: ([last if v == s.label else v for v in lab] if isinstance(lab, list) else
+                        last if lab == s.label else lab) for k, lab in x.inputs.items()}
+    return True
 
 
 def check_unread_transforms(steps: list[DraftStep]) -> None:
