@@ -223,8 +223,8 @@ def _as_table(data: pa.Table | dict | list) -> pa.Table:
 
 
 def stats(data: pa.Table) -> dict:
-    """Summary statistics per numeric column (count, nulls, mean, std, min, max), the row count
-    and the fraction of missing cells (``missing_fraction``)."""
+    """Summary statistics per numeric column (count, nulls, mean, std, min, median, max), the row
+    count and the fraction of missing cells (``missing_fraction``)."""
     cells = data.num_rows * max(data.num_columns, 1)
     nulls = sum(_missing(data.column(n)) for n in data.column_names)
     out: dict = {"rows": data.num_rows, "missing_fraction": nulls / cells if cells else 0.0,
@@ -239,6 +239,7 @@ def stats(data: pa.Table) -> dict:
                                 "mean": float(ok.mean()) if ok.size else None,
                                 "std": float(ok.std()) if ok.size else None,
                                 "min": float(ok.min()) if ok.size else None,
+                                "median": float(np.median(ok)) if ok.size else None,
                                 "max": float(ok.max()) if ok.size else None}
     return out
 
