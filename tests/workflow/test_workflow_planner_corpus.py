@@ -32,11 +32,16 @@ def test_the_text_a_pretraining_is_said_to_read_is_its_corpus(texts):
         "Pretrain a model with edit using a.jsonl and b.jsonl.": ["a.jsonl", "b.jsonl"],
         "Pretrain with EDiT on a.jsonl and on b.jsonl.": ["a.jsonl", "b.jsonl"],      # the preposition again
         "Pretrain with EDiT on corpus/, on a.jsonl and on b.jsonl.": ["corpus/", "a.jsonl", "b.jsonl"],
+        # the folder after the step count ("for ... corpus/" had been read as a table to load)
+        "Pretrain with EDiT for 50 steps on corpus/.": ["corpus/"],
+        "Pretrain with EDiT for 50 steps on the text files in corpus/.": ["corpus/"],
     }
     for text, paths in cases.items():
         p = _plan(text)
         assert _kinds(p) == ["edit_pretrain"], text
         assert of_kind(p, "edit_pretrain")[0].params["data"]["paths"] == paths, text
+        if "50 steps" in text:
+            assert of_kind(p, "edit_pretrain")[0].params["steps"] == 50, text
     # the checkpoint is still what a fine-tuning after it starts from
     p = _plan("Pretrain with EDiT on corpus/ for 100 steps, then fine-tune an adapter on it.")
     assert _kinds(p) == ["edit_pretrain", "mlora_finetune"]

@@ -465,8 +465,10 @@ class RulePlanner:
         rows", "on the Criteo data in data/criteo/")."""
         if t.tokens[a.lo].low in ("from", "in", "at", "on", "of", "using", "over"):
             return True
-        between = t.tokens[part.trig_end:a.lo]
-        return any(x.low in ("on", "from", "with", "using", "over") for x in between[-4:]) and \
+        # up to the file: "pretrain with EDiT for 50 steps on docs/" ("for ... docs/" read as a load)
+        named = next((x.i for x in t.tokens[a.lo:a.trig_end] if x.kind == "path"), a.lo)
+        between = t.tokens[part.trig_end:named]
+        return any(x.low in ("on", "from", "with", "using", "over") for x in between[-5:]) and \
             not any(x.kind == "punct" or x.low in L.CLAUSE_WORDS for x in between)
 
     @staticmethod
