@@ -363,3 +363,48 @@ def test_a_column_s_average_or_extremes_asked_for_are_the_statistics(months):
     assert _kinds(p) == ["load_data", "stats"]
     rep = run_local(p.ir)
     assert rep.results[of_kind(p, "stats")[0].id].load(None)["columns"]["sales"]["median"] == 9.0   # of 10, 7, 9
+
+
+def test_a_question_about_a_column_is_answered_by_the_statistics_and_one_no_step_answers_is_refused(months):
+    """'what is the mean sales in jan.csv?' was planned as the load alone (the question's words
+    were taken for a description), and so were 'which rows of jan.csv have missing values?' and
+    'what columns does jan.csv have?': a plan that answers nothing. A column's mean, median or
+    extreme asked as a question is the statistics; a question no step answers is refused, quoting
+    it; a question a step that keeps the best answers ('which base is better?') still plans."""
+    from raystack.workflow.engine import run_local
+    for text in ("What is the mean sales in jan.csv?", "what's the median of sales in jan.csv",
+                 "Load jan.csv. What is the highest sales?"):
+        assert _kinds(_plan(text)) == ["load_data", "stats"], text
+    p = _plan("What is the median sales in feb.csv?")
+    assert run_local(p.ir).results[of_kind(p, "stats")[0].id].load(None)["columns"]["sales"]["median"] == 9.0
+    for text, quoted in (("Which rows of jan.csv have missing values?", "Which rows of jan.csv"),
+                         ("What columns does jan.csv have?", "What columns does jan.csv")):
+        with pytest.raises(PlanRefused, match=f"no step answers '{quoted}'"):
+            _plan(text)
+    p = _plan("Which is better on jan.csv, a knn or a logistic regression? Train both and keep the more accurate.")
+    assert "select_best" in _kinds(p)
+
+
+def test_a_mean_said_after_a_grouping_is_the_aggregate_s_function(months):
+    """'group by city and compute the mean price' summed each city's prices (the aggregate's
+    default) and took the statistics of the sums; the mean (min, max) said after a grouping is
+    what the aggregate computes per group, and a median per group, which it does not compute, is
+    refused. The standard deviation of a column is in the statistics ('compute the std of price'
+    was refused)."""
+    from raystack.workflow.engine import run_local
+    (months / "shops.csv").write_text("city,price\na,10\na,20\nb,5\n")
+    for text, agg in (("Load shops.csv, group by city and compute the mean price.", "mean"),
+                      ("Load shops.csv, group it by city and find the maximum price.", "max")):
+        p = _plan(text)
+        assert _kinds(p) == ["load_data", "aggregate"], text
+        assert of_kind(p, "aggregate")[0].params == {"data": of_kind(p, "aggregate")[0].params["data"],
+                                                     "by": "city", "agg": agg}, text
+    table = run_local(p.ir).results[of_kind(p, "aggregate")[0].id].load(None).to_pydict()
+    assert dict(zip(table["city"], table["price"])) == {"a": 20, "b": 5}
+    with pytest.raises(PlanRefused, match="the aggregate computes a sum, mean, count, min or max"):
+        _plan("Load shops.csv, group by city and compute the median price.")
+    # a function already said stays: the mean of the per-city sums is the statistics
+    assert _kinds(_plan("Load shops.csv, sum price per city, then compute the mean price.")) == \
+        ["load_data", "aggregate", "stats"]
+    for text in ("Load shops.csv and compute the std of price.", "Load shops.csv and compute the standard deviation of price."):
+        assert _kinds(_plan(text)) == ["load_data", "stats"], text

@@ -495,6 +495,12 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
     # "report how many columns each has": a question no step answers, never glue or a description
     asked = [t.tokens[x.i:x.i + 3] for x in t.unused()
              if x.low == "how" and x.i + 1 < len(t.tokens) and t.tokens[x.i + 1].low in ("many", "much")]
+    # "what is the mean temperature in x.csv?", "which rows have missing values?": a question
+    # the words of no step answered (loading the file would be all the plan did); "which base
+    # is better?" is answered by a step that keeps the best
+    if not picked and not any(e in COMPARING_STEPS for e, _ in ends):
+        asked += [t.tokens[x.i:min(x.i + 4, hi)] for lo, hi in sentences(t) if t.tokens[hi - 1].text == "?"
+                  for x in t.unused() if lo <= x.i < hi and x.low in ("what", "which")]
     if asked:
         raise PlanRefused([f"no step answers {t.span_text(q)!r}" for q in asked])
     if any(e in COMPARING_STEPS for e, _ in ends):   # "compare A and B ... keep the best"

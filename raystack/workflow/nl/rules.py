@@ -24,7 +24,7 @@ from raystack.workflow.nl.arrange import SOURCES, arrange
 from raystack.workflow.nl.build import build
 from raystack.workflow.nl.cues import Cue, read_cues, unbounded
 from raystack.workflow.nl.destinations import destinations, json_tables
-from raystack.workflow.nl.extract import EXTRACTORS, TABLE_EXT, Found, metric_of, resource_bound
+from raystack.workflow.nl.extract import AGG_WORDS, EXTRACTORS, TABLE_EXT, Found, metric_of, resource_bound
 from raystack.workflow.nl.names import adapter_names
 from raystack.workflow.nl.plan import Draft, DraftStep, Plan, PlanRefused
 from raystack.workflow.nl.questions import defer_candidates, fill_from_question, questions
@@ -221,6 +221,7 @@ class RulePlanner:
                         and all(x.low in ("and", ",") for x in t.tokens[a.trig_end:found[k].lo]):
                     a = found.pop(k)
                     t.relabel(t.tokens[a.lo:a.trig_end], a.entry)
+        self._aggregate_function(t, found)
         merged: list[Action] = []
         slash_end: dict[int, int] = {}   # a load's files so far, "a.csv / b.csv": where the last ends
         for a in found:  # several phrases of one step ("use EDiT local SGD to pre-train an LLM")
@@ -451,6 +452,25 @@ class RulePlanner:
                                     or (y.kind == "punct" and y.text != ",") for y in rest):
                     return x.i
         return None
+
+    @staticmethod
+    def _aggregate_function(t: Text, found: list[Action]) -> None:
+        """"group by city and compute the mean price": the mean said after a grouping is what the
+        aggregate computes per group, not the statistics of its per-group sums (the plan summed
+        each city's prices, then took the statistics of the sums). A function the aggregate does
+        not compute (a median per group) is refused."""
+        for k in range(len(found) - 1, 0, -1):
+            said, grouping = found[k], found[k - 1]
+            if said.entry != "stats" or grouping.entry != "aggregate" or said.sentence != grouping.sentence:
+                continue
+            word = next((x.low for x in t.tokens[said.lo:said.trig_end] if x.low in L.COLUMN_STATS), None)
+            if word is None or any(x.low in AGG_WORDS for x in t.tokens[grouping.lo:said.lo]):
+                continue   # statistics asked for, or the grouping has its function already
+            if word not in AGG_WORDS:
+                raise PlanRefused([f"{t.span_text(t.tokens[said.lo:said.trig_end])!r} per group: the aggregate "
+                                   f"computes a sum, mean, count, min or max of each group"])
+            t.relabel(t.tokens[said.lo:said.trig_end], "stats", "aggregate")
+            del found[k]
 
     @staticmethod
     def _second_side(t: Text, i: int) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from raystack.workflow.nl.lexicon import BEST_ONE as _BEST_NAMED
-from raystack.workflow.nl.lexicon import METRIC_RX, NUMLIST, TRAIN_AGAIN
+from raystack.workflow.nl.lexicon import COLUMN_STATS, METRIC_RX, NUMLIST, TRAIN_AGAIN
 
 _SK = r"(?:[^\s,.;:]+\s+)"
 BEST_ONE = re.sub(r"\(\?P<\w+>", "(?:", _BEST_NAMED)    # in a step's phrase, its groups unnamed
@@ -194,11 +194,11 @@ TRIGGERS: list[tuple[str, str]] = [
               r"(?:\s+(?:are|is)\s+(?:left|remaining|there)|\s+remain|\s+there\s+are|\s+(?:it|each)\s+(?:has|holds)|\s+they\s+(?:have|hold)"
               r"|\s+(?:does|do)(?:\s+it\s+(?:have|hold)|(?=\s+FILE\d+\s+(?:have|hold)\b)))?)\b"
               r"(?=\s*(?:[?.,;:!]|$)|\s+(?:in|of|from)\s+FILE|\s+(?:and|then|after|before|once|when)\b|\s+FILE\d+\s+(?:have|hold)\b)"),
-    # "compute the average price", "give me the maximum of amount": a column's mean, median,
-    # minimum or maximum is in the statistics (per group it is an aggregate, claimed above; a
-    # metric's average is a report's)
-    ("stats", rf"\b(?:(?:compute|calculate|get|find|report|print|show\s+me|give\s+me|tell\s+me|work\s+out)\s+)"
-              rf"(?:the\s+|its\s+)?(?:average|mean|median|minimum|maximum|min|max|lowest|highest)\s+(?:of\s+(?:the\s+)?)?"
+    # "compute the average price", "give me the maximum of amount", "what is the median price?":
+    # a column's mean, median, standard deviation, minimum or maximum is in the statistics (per
+    # group it is an aggregate, claimed above; a metric's average is a report's)
+    ("stats", rf"\b(?:(?:compute|calculate|get|find|report|print|show\s+me|give\s+me|tell\s+me|work\s+out|what\s+(?:is|'s|are|was))\s+)"
+              rf"(?:the\s+|its\s+)?(?:standard\s+deviation|{'|'.join(COLUMN_STATS[:-1])})\s+(?:of\s+(?:the\s+)?)?"
               rf"(?!(?:{METRIC_RX})\b|it\b|them\b|each\b|all\b|every\b)[a-z_][a-z0-9_]*\b"
               r"(?!\s+(?:per|by|for\s+each|across|over)\b)(?=\s*(?:[.,;:!?]|$|\s+(?:and|then|of|in|from)\b))"),
     ("stats", r"(?<!those )(?<!these )(?<!the )(?<!of )\b(?:stats|statistics)\b(?:\s+(?:comparison|summary|overview))?"),
