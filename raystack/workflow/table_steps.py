@@ -281,7 +281,8 @@ def plot(data: pa.Table | dict | list | Artifact, column: Optional[str] = None, 
     column in row order); ``auto`` draws bars for a per-group table (a text column whose values
     are distinct, at most ``BAR_LIMIT`` rows) and a histogram otherwise; a metrics dict is bars and
     a list a line unless ``kind`` says otherwise. ``metric``: the metric of a metrics dict (or of
-    each of a list of them, or of each adapter of an adapter evaluation) to chart."""
+    each of a list of them, or of each adapter of an adapter evaluation) to chart. The artifact's
+    ``info`` says the kind drawn and the column (or metric) charted."""
     if metric is not None:
         data = _metric_values(data, metric)
     elif isinstance(data, Artifact):
@@ -322,7 +323,7 @@ def plot(data: pa.Table | dict | list | Artifact, column: Optional[str] = None, 
     fig.tight_layout()
     fig.savefig(target)
     plt.close(fig)
-    return make_artifact(REPORT_FILE, target, info={"kind": kind})
+    return make_artifact(REPORT_FILE, target, info={"kind": kind, "column": col})
 
 
 def _table_series(data: pa.Table, column: Optional[str]) -> tuple[list[str] | None, list[float], str]:

@@ -51,6 +51,13 @@ def test_the_chart_kind_said_is_the_chart_drawn(readings):
     assert rep.status == "succeeded"
     p = _plan("Load temps.csv and plot the temperature column.")
     assert run_local(p.ir).results[of_kind(p, "plot")[0].id].load(None).info["kind"] == "histogram"
+    # "plot temperature": that column ('hour', the first numeric one, was drawn); a word that
+    # names the rows themselves ("plot the readings") stays the table's plot
+    for text in ("Load temps.csv and plot temperature.", "Load temps.csv, take a 50% sample, then plot temperature to t.png."):
+        p = _plan(text)
+        assert of_kind(p, "plot")[0].params["column"] == "temperature", text
+        assert run_local(p.ir).results[of_kind(p, "plot")[0].id].load(None).info["column"] == "temperature", text
+    assert "column" not in of_kind(_plan("Load temps.csv and plot the readings."), "plot")[0].params
 
 
 def test_a_chart_the_plot_step_cannot_draw_is_refused_naming_it():

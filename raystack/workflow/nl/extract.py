@@ -301,7 +301,7 @@ PLOTTED_NOUNS = {"it", "them", "this", "that", "these", "those", "everything", "
                  "trends", "progress", "outcome", "outcomes", "findings", "stats", "statistics", "summary",
                  "sample", "samples", "split", "model", "models", "run", "runs", "training", "evaluation",
                  "evaluations", "comparison", "output", "outputs", "columns", "features", "bar", "line",
-                 "pie", "scatter", "out"}
+                 "pie", "scatter", "out", "readings", "measurements", "observations", "points", "entries", "figures"}
 
 
 CHART_KIND = (r"\b(?P<k>line|bar|pie|scatter|box|area|violin|bubble|donut|radar)\s*-?\s*(?:charts?|graphs?|plots?|diagrams?)\b"
@@ -353,8 +353,8 @@ def plot(text: Text, lo: int, hi: int, f: Found) -> None:
     for m, toks in text.finditer(r"\b(?:histogram|distribution|(?:line|bar)\s*-?\s*(?:chart|graph|plot))\s+of\s+(?:the\s+|its\s+|their\s+)?"
                                  r"(?P<c>[a-z_][a-z0-9_]*)\b"
                                  r"|\b(?:plot|plots|plotting|chart|graph|visuali[sz]e)\s+(?:the\s+|its\s+|their\s+)?"
-                                 r"(?:(?P<u>[a-z][a-z0-9]*_[a-z0-9_]+)\b|(?P<w>[a-z][a-z0-9_]*)\s+(?=as\s+(?:a\s+)?(?:line|bars|histogram)\b"
-                                 r"|over\s+(?:the\s+)?(?:rows|time)\b))", lo, hi):
+                                 r"(?:(?P<u>[a-z][a-z0-9]*_[a-z0-9_]+)\b|(?P<w>[a-z][a-z0-9_]*)(?=\s+as\s+(?:a\s+)?(?:line|bars|histogram)\b"
+                                 r"|\s+over\s+(?:the\s+)?(?:rows|time)\b|\s*(?:[.,;:!?]|$)|\s+(?:and|then|to|into|in|as)\b))", lo, hi):
         name = m.group("c") or m.group("u") or m.group("w")
         col = next((x for x in toks if x.low == name and not x.used), None)
         if col is not None and col.kind == "word" and col.low not in PLOTTED_NOUNS and col.low not in FILLERS:
