@@ -183,8 +183,10 @@ def concat(first: pa.Table, second: pa.Table) -> pa.Table:
 def aggregate(data: pa.Table, by: Optional[Union[str, list[str]]] = None,
               agg: Literal["sum", "mean", "count", "min", "max"] = "sum") -> pa.Table:
     """Group by column ``by`` (a list: by each of them, "by store and month"; none: the first
-    text column) and aggregate every numeric column; the columns keep their names (the table of
-    per-city totals still has its target ``y``, so a model can be trained on it)."""
+    text column) and aggregate every numeric column but identifiers (``id``, ``*_id``: a sum of
+    order ids is no figure, and a chart of the totals would draw it first), unless identifiers
+    are all there is; the columns keep their names (the table of per-city totals still has its
+    target ``y``, so a model can be trained on it)."""
     if by is None:
         text = [n for n in data.column_names if pa.types.is_string(data.column(n).type)]
         by = text[0] if text else data.column_names[0]
@@ -195,9 +197,16 @@ def aggregate(data: pa.Table, by: Optional[Union[str, list[str]]] = None,
     if missing:
         raise ValueError(f"aggregate: no column {missing[0]!r}; columns are {data.column_names}")
     numeric = [n for n in data.column_names if n not in keys and is_numeric(data.column(n).type)]
+    numeric = [n for n in numeric if not _identifier(n)] or numeric
     out = data.group_by(keys, use_threads=False).aggregate([(n, agg) for n in numeric])
     return out.rename_columns([c[:-len(agg) - 1] if c.endswith(f"_{agg}") and c[:-len(agg) - 1] in numeric else c
                                for c in out.column_names])
+
+
+def _identifier(name: str) -> bool:
+    """A column that names rows rather than measures them: ``id``, ``order_id``, ``Customer ID``."""
+    low = name.lower()
+    return low == "id" or low.endswith(("_id", " id", "-id"))
 
 
 def _missing(col: pa.ChunkedArray) -> int:

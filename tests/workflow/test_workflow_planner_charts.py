@@ -81,3 +81,23 @@ def test_auto_draws_bars_for_a_per_group_table_and_a_histogram_otherwise(tmp_pat
     assert plot(per_region, path=str(tmp_path / "c.png"), kind="line").info["kind"] == "line"
     with pytest.raises(ValueError, match="no column 'price'"):
         plot(per_region, column="price", path=str(tmp_path / "d.png"))
+
+
+def test_totals_per_group_charted_draw_the_measure_not_an_identifier(tmp_path, monkeypatch):
+    """'total the amount by region and chart it as bars' drew the per-region sums of order_id,
+    the table's first numeric column: identifiers are not aggregated (a sum of ids is no
+    figure), so the chart of the totals draws the amount."""
+    from raystack.workflow.engine import run_local
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "orders.csv").write_text("order_id,region,amount\n1,n,10\n2,s,12\n3,n,5\n")
+    p = _plan("Load orders.csv, total the amount by region and chart it as bars.")
+    assert _kinds(p) == ["load_data", "aggregate", "plot"]
+    rep = run_local(p.ir)
+    totals = rep.results[of_kind(p, "aggregate")[0].id].load(None).to_pydict()
+    assert dict(zip(totals["region"], totals["amount"])) == {"n": 15, "s": 12} and "order_id" not in totals
+    drawn = rep.results[of_kind(p, "plot")[0].id].load(None).info
+    assert (drawn["kind"], drawn["column"]) == ("bar", "amount")
+    # identifiers alone are still aggregated (a count of rows per group)
+    only_ids = pa.table({"region": ["n", "s", "n"], "order_id": [1, 2, 3]})
+    from raystack.workflow.table_steps import aggregate
+    assert aggregate(only_ids, by="region", agg="count").to_pydict()["order_id"] == [2, 1]
