@@ -58,6 +58,10 @@ def test_the_chart_kind_said_is_the_chart_drawn(readings):
         assert of_kind(p, "plot")[0].params["column"] == "temperature", text
         assert run_local(p.ir).results[of_kind(p, "plot")[0].id].load(None).info["column"] == "temperature", text
     assert "column" not in of_kind(_plan("Load temps.csv and plot the readings."), "plot")[0].params
+    # "as a histogram" was refused ('histogram' unplaced); on per-group totals it is not auto's bars
+    p = _plan("Load temps.csv, compute the mean temperature per site, then plot it as a histogram.")
+    assert of_kind(p, "plot")[0].params["kind"] == "histogram"
+    assert run_local(p.ir).results[of_kind(p, "plot")[0].id].load(None).info["kind"] == "histogram"
 
 
 def test_a_chart_the_plot_step_cannot_draw_is_refused_naming_it():

@@ -305,7 +305,7 @@ PLOTTED_NOUNS = {"it", "them", "this", "that", "these", "those", "everything", "
 
 
 CHART_KIND = (r"\b(?P<k>line|bar|pie|scatter|box|area|violin|bubble|donut|radar)\s*-?\s*(?:charts?|graphs?|plots?|diagrams?)\b"
-              r"|\bas\s+(?:a\s+)?(?P<a>line|bars)\b|\b(?P<o>over\s+(?:the\s+)?(?:rows|time))\b"
+              r"|\bas\s+(?:a\s+)?(?P<a>line|bars|histogram)\b|\b(?P<o>over\s+(?:the\s+)?(?:rows|time))\b"
               r"|\b(?P<h>heat\s*-?\s*maps?|scatter\s*-?\s*plots?|boxplots?|pie\s+of)\b")
 TWO_COLUMNS = r"\b[a-z_][a-z0-9_]*\s+(?:vs\.?|versus|against)\s+(?:the\s+)?[a-z_][a-z0-9_]*\b"
 
@@ -316,12 +316,13 @@ def plot(text: Text, lo: int, hi: int, f: Found) -> None:
     # temperature column" drew its histogram); bars are what "auto" draws for a per-group
     # table; other kinds, and one column against another, no catalog plot draws
     for m, toks in text.finditer(CHART_KIND, lo, hi):
-        kind = "line" if m.group("a") == "line" or m.group("o") else "bar" if m.group("a") else m.group("k")
-        if kind not in ("line", "bar"):
+        kind = "line" if m.group("a") == "line" or m.group("o") else "histogram" if m.group("a") == "histogram" \
+            else "bar" if m.group("a") else m.group("k")
+        if kind not in ("line", "bar", "histogram"):
             raise PlanRefused([f"{text.span_text(toks)!r}: the plot step draws histograms, bar charts and line charts only"])
         text.mark(toks, "chart kind")
-        if kind == "line":
-            f.set("kind", "line")
+        if kind in ("line", "histogram"):   # "as a histogram": what auto would not draw for a per-group table
+            f.set("kind", kind)
     for m, toks in text.finditer(TWO_COLUMNS, lo, hi, free_only=True):
         raise PlanRefused([f"{text.span_text(toks)!r}: the plot step draws one column (a histogram, bars or a line), "
                            "not one column against another"])
