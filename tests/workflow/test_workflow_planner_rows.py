@@ -406,5 +406,10 @@ def test_a_mean_said_after_a_grouping_is_the_aggregate_s_function(months):
     # a function already said stays: the mean of the per-city sums is the statistics
     assert _kinds(_plan("Load shops.csv, sum price per city, then compute the mean price.")) == \
         ["load_data", "aggregate", "stats"]
-    for text in ("Load shops.csv and compute the std of price.", "Load shops.csv and compute the standard deviation of price."):
+    for text in ("Load shops.csv and compute the std of price.", "Load shops.csv and compute the standard deviation of price.",
+                 "Load shops.csv and give me the avg price."):
         assert _kinds(_plan(text)) == ["load_data", "stats"], text
+    # "the max price per city" in one phrase (refused before; the mean and sum were planned)
+    p = _plan("Load shops.csv. Compute the max price per city. Save to max.csv.")
+    assert _kinds(p) == ["load_data", "aggregate", "write_table"]
+    assert of_kind(p, "aggregate")[0].params["agg"] == "max"

@@ -213,7 +213,7 @@ goes
 """.split())
 # words that open a clause: an object, purpose or description never runs across them
 # a column's figure the statistics step reports ("compute the median price", "the std of amount")
-COLUMN_STATS = ("average", "mean", "median", "minimum", "maximum", "min", "max", "lowest", "highest",
+COLUMN_STATS = ("average", "avg", "mean", "median", "minimum", "maximum", "min", "max", "lowest", "highest",
                 "std", "stdev", "standard")    # "standard deviation"
 CLAUSE_WORDS = set("""
 and or then but while also before after when whenever if until unless once where so

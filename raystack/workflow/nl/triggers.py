@@ -170,8 +170,9 @@ TRIGGERS: list[tuple[str, str]] = [
                   r"total(?:l)?ed(?:\s+up)?|grouped|tallied(?:\s+up)?)(?=\s+(?:by|per|for\s+each)\s)"),   # "sales are rolled up by site"
     ("aggregate", r"\b(?:hourly|daily|weekly|monthly|quarterly|yearly|annual)\s+(?:totals?|sums?|counts?|averages?|means?|aggregates?|roll-?ups?|rollups?)\b"
                   r"(?=\s*\(?\s*(?:per|by|for\s+each)\s+(?!NUM)\w+)"),   # "hourly totals (by hour)"
-    ("aggregate", rf"\b(?:(?:compute|calculate|get|find|work\s+out|report)\s+(?:the\s+)?)?(?:sum|sums|total|totals|count|counts|"
-                  rf"average|averages|avg|mean|tally|add\s+up|number\s+of)\w*\s+{skip(3)}(?:per|by|for\s+each)\s+(?!NUM)\w+"),
+    ("aggregate", rf"\b(?:(?:compute|calculate|get|find|work\s+out|report)\s+(?:the\s+)?)?(?:(?:sum|sums|total|totals|count|counts|"
+                  rf"average|averages|avg|mean|tally|add\s+up|number\s+of)\w*|(?:max|min|maximum|minimum)\b)\s+{skip(3)}"
+                  rf"(?:per|by|for\s+each)\s+(?!NUM)\w+"),   # "the max temp per sensor" (never "minutes per line")
     ("aggregate", r"\broll(?:s|ed|ing)?\s+(?:the\s+|it\s+|them\s+)?(?:[\w-]+\s+){0,3}?up\s+(?=by\s|per\s)"),   # "roll the merged rows up by press"
     ("aggregate", r"\b(?:aggregat\w*|(?:group|bucket|bin)(?:s|ed|ing)?\s+(?:it\s+|them\s+|the\s+(?:rows|data|records)\s+)?by|roll(?:s|ed|ing)?\s*(?:it\s+|them\s+)?up(?=\s+(?:[\w-]+\s+){0,6}?(?:by|per|to)\b)|"
                   r"summari[sz]e\w*\s+(?=\w+\s+(?:per|by)\b))\b|\bbreak\w*\s+(?:[\w-]+\s+){0,3}?down\s+(?=by|per)|\bbreakdowns?\s+(?=by|per)"
