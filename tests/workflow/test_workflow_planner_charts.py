@@ -53,7 +53,8 @@ def test_the_chart_kind_said_is_the_chart_drawn(readings):
     assert run_local(p.ir).results[of_kind(p, "plot")[0].id].load(None).info["kind"] == "histogram"
     # "plot temperature": that column ('hour', the first numeric one, was drawn); a word that
     # names the rows themselves ("plot the readings") stays the table's plot
-    for text in ("Load temps.csv and plot temperature.", "Load temps.csv, take a 50% sample, then plot temperature to t.png."):
+    for text in ("Load temps.csv and plot temperature.", "Load temps.csv, take a 50% sample, then plot temperature to t.png.",
+                 "temps.csv => dedup => plot temperature => t.png"):
         p = _plan(text)
         assert of_kind(p, "plot")[0].params["column"] == "temperature", text
         assert run_local(p.ir).results[of_kind(p, "plot")[0].id].load(None).info["column"] == "temperature", text

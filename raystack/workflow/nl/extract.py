@@ -355,7 +355,7 @@ def plot(text: Text, lo: int, hi: int, f: Found) -> None:
                                  r"(?P<c>[a-z_][a-z0-9_]*)\b"
                                  r"|\b(?:plot|plots|plotting|chart|graph|visuali[sz]e)\s+(?:the\s+|its\s+|their\s+)?"
                                  r"(?:(?P<u>[a-z][a-z0-9]*_[a-z0-9_]+)\b|(?P<w>[a-z][a-z0-9_]*)(?=\s+as\s+(?:a\s+)?(?:line|bars|histogram)\b"
-                                 r"|\s+over\s+(?:the\s+)?(?:rows|time)\b|\s*(?:[.,;:!?]|$)|\s+(?:and|then|to|into|in|as)\b))", lo, hi):
+                                 r"|\s+over\s+(?:the\s+)?(?:rows|time)\b|\s*(?:[.,;:!?]|$|->|=>|→)|\s+(?:and|then|to|into|in|as)\b))", lo, hi):
         name = m.group("c") or m.group("u") or m.group("w")
         col = next((x for x in toks if x.low == name and not x.used), None)
         if col is not None and col.kind == "word" and col.low not in PLOTTED_NOUNS and col.low not in FILLERS:
