@@ -77,3 +77,16 @@ def test_the_records_a_fine_tuning_is_said_to_learn_from_are_its_datasets(texts)
     (texts / "c.jsonl").write_text('{"text": "hello"}\n')
     with pytest.raises(PlanRefused, match="placeholder {prompt} is not a field of c.jsonl"):
         _plan("Fine-tune an adapter on c.jsonl.")
+
+
+def test_an_adapter_said_in_the_singular_is_one_adapter(texts):
+    """'fine-tune a DoRA adapter of rank 4 on tiny-1m' trained the default config's four
+    adapters (copy, reverse, sort, arithmetic) at rank 4, and 'fine-tune an adapter on tiny-1m'
+    the default config as it is: "a / an / a single adapter" is one."""
+    for text, kind, rank in (("Fine-tune a DoRA adapter of rank 4 on tiny-1m for 25 steps.", "dora", 4),
+                             ("Fine-tune an adapter on tiny-1m.", "lora", 16),
+                             ("Fine-tune a single LoRA adapter on tiny-1m.", "lora", 16)):
+        ft = of_kind(_plan(text), "mlora_finetune")[0].params
+        assert [(a["type"], a["r"]) for a in ft["adapters"]] == [(kind, rank)], text
+        assert len(ft["datasets"]) == len(ft["tasks"]) == 1, text
+    assert len(of_kind(_plan("Fine-tune 2 adapters on tiny-1m."), "mlora_finetune")[0].params["adapters"]) == 2

@@ -163,13 +163,18 @@ def _corpus_files(text: Text, lo: int, hi: int, f: Found) -> None:
 
 
 def _adapter_count(text: Text, lo: int, hi: int) -> int | None:
-    """"2 rank-8 DoRA adapters": the count a few words before "adapters"."""
+    """"2 rank-8 DoRA adapters": the count a few words before "adapters"; "a DoRA adapter of rank
+    4", "a single adapter": one (the default config's four were trained)."""
     for tok in text.tokens[lo:hi]:
         if tok.low.startswith("adapter"):
-            num = next((x for x in reversed(text.tokens[max(lo, tok.i - 4):tok.i])
-                        if x.kind == "num" and (not x.used or x.used == text.claim)), None)
+            before = text.tokens[max(lo, tok.i - 4):tok.i]
+            num = next((x for x in reversed(before) if x.kind == "num" and (not x.used or x.used == text.claim)), None)
             if num is None:
-                return None
+                one = [x for x in before[-3:] if x.low in ("a", "an", "single")]
+                if tok.low != "adapter" or not one:
+                    return None
+                text.mark([x for x in one if x.low == "single"], "adapters")
+                return 1
             text.mark([num], "adapters")
             n = int(float(num.value()))
             if not 1 <= n <= MAX_ADAPTERS:
