@@ -79,3 +79,17 @@ def test_the_one_target_a_request_names_is_every_model_s(sensors_csv):
         assert [s.params["target"] for s in of_kind(p, "train_model")] == ["power", "power"], text
         rep = run_local(p.ir)
         assert rep.status == "succeeded", (text, rep.failed)
+
+
+def test_the_metric_an_evaluation_is_said_to_measure_is_its_metric(sensors_csv):
+    """'train a linear regression on it and evaluate its rmse' was refused ('rmse' unplaced), and
+    so was 'measure its accuracy on the test set': the metric said after the evaluation's verb
+    is the evaluation's (its score); run, the score is that metric."""
+    from raystack.workflow.engine import run_local
+    for text, metric in (("Load sensors.csv, train a linear regression to predict the power column and evaluate its rmse.", "rmse"),
+                         ("Load sensors.csv, train a knn with power as the target and measure its accuracy on the test set.",
+                          "accuracy")):
+        p = _plan(text)
+        assert _kinds(p)[-1] == "evaluate_model" and of_kind(p, "evaluate_model")[0].params["metric"] == metric, text
+        ev = run_local(p.ir).results[of_kind(p, "evaluate_model")[0].id].load(None)
+        assert ev["metric"] == metric and ev["score"] == ev[metric], text

@@ -543,6 +543,12 @@ def evaluate_model(text: Text, lo: int, hi: int, f: Found) -> None:
         raise PlanRefused([f"{m.group(0)!r}: evaluate_model scores a model on the split's held-out part, "
                            "not on the rows it was trained on"])
     metric_param()(text, lo, hi, f)
+    # "evaluate its rmse", "measure its accuracy on the test set": the metric is the evaluation's
+    m = None if "metric" in f.params else _search(
+        text, lo, hi, rf"\b(?:evaluat\w*|assess\w*|measure|measures|check|checks|test|tests)\s+(?:its|their|the)\s+"
+                      rf"(?:test\s+|held-out\s+)?(?P<m>{METRIC_RX})\b", "metric")
+    if m and metric_of(m.group("m")) != "score":
+        f.set("metric", metric_of(m.group("m")))
 
 
 def deploy_model(text: Text, lo: int, hi: int, f: Found) -> None:
