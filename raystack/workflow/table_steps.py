@@ -72,15 +72,21 @@ def load_data(path: str) -> pa.Table:
     raise ValueError(f"data file {path!r}: expected one of {TABLE_SUFFIXES}")
 
 
-def clean_data(data: pa.Table, drop_nulls: bool = True) -> pa.Table:
-    """Drop rows with missing values (nulls, and NaN in float columns)."""
+def clean_data(data: pa.Table, drop_nulls: bool = True, columns: Optional[list[str]] = None) -> pa.Table:
+    """Drop rows with missing values (nulls, and NaN in float columns). ``columns``: only rows
+    missing a value in one of these columns are dropped (default: a value in any column)."""
     if not drop_nulls:
         return data
-    data = data.drop_null()
+    names = data.column_names if columns is None else [columns] if isinstance(columns, str) else list(columns)
+    unknown = [n for n in names if n not in data.column_names]
+    if unknown:
+        raise ValueError(f"clean_data: no column {unknown[0]!r}; columns are {data.column_names}")
     keep = np.ones(data.num_rows, dtype=bool)
-    for name in data.column_names:
-        if pa.types.is_floating(data.column(name).type):
-            keep &= ~np.isnan(data.column(name).to_numpy(zero_copy_only=False))
+    for name in names:
+        col = data.column(name)
+        keep &= ~np.asarray(col.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+        if pa.types.is_floating(col.type):
+            keep &= ~np.isnan(col.fill_null(0.0).to_numpy(zero_copy_only=False))
     return data if keep.all() else data.filter(pa.array(keep))
 
 

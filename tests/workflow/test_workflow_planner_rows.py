@@ -413,3 +413,25 @@ def test_a_mean_said_after_a_grouping_is_the_aggregate_s_function(months):
     p = _plan("Load shops.csv. Compute the max price per city. Save to max.csv.")
     assert _kinds(p) == ["load_data", "aggregate", "write_table"]
     assert of_kind(p, "aggregate")[0].params["agg"] == "max"
+
+
+def test_rows_missing_a_named_column_are_the_rows_dropped(tmp_path, monkeypatch):
+    """'filter out rows with missing amount', 'drop rows with missing values in the amount
+    column' dropped every row missing any value (a missing qty too), silently: the cleaning
+    takes ``columns``, and the planner reads the column said. Missing values said of no column
+    still drop a row missing anything; the dry run's stand-in table has the column named."""
+    from raystack.workflow.dryrun import dry_run
+    from raystack.workflow.engine import run_local
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "orders.csv").write_text("order_id,qty,amount\n1,1,10\n2,,12\n3,2,\n4,3,7\n")
+    for text in ("Load orders.csv and filter out rows with missing amount.",
+                 "Load orders.csv and drop rows with missing values in the amount column.",
+                 "Load orders.csv and drop rows with a missing amount."):
+        p = _plan(text)
+        assert of_kind(p, "clean_data")[0].params["columns"] == ["amount"], text
+    rows = run_local(p.ir).results[of_kind(p, "clean_data")[0].id].load(None).to_pydict()
+    assert rows["order_id"] == [1, 2, 4]              # order 2 (no qty) kept, order 3 (no amount) dropped
+    assert dry_run(p.ir, str(tmp_path / "dry")).status == "succeeded"
+    p = _plan("Load orders.csv and drop rows with missing values.")
+    assert "columns" not in of_kind(p, "clean_data")[0].params
+    assert run_local(p.ir).results[of_kind(p, "clean_data")[0].id].load(None).to_pydict()["order_id"] == [1, 4]

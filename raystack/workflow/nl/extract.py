@@ -174,7 +174,18 @@ def dedup(text: Text, lo: int, hi: int, f: Found) -> None:
     consume(text, lo, hi, r"\b(?:exact|identical|full|complete|redundant|repeated|duplicated?)\b", "dedup")
 
 
+# what rows are said to miss that is no column ("missing values", "null entries", "blank fields")
+MISSING_NOUNS = r"(?:values?|data|rows?|entries|entry|fields?|cells?|records?|ones|info|information|readings?|labels?)"
+
+
 def clean_data(text: Text, lo: int, hi: int, f: Found) -> None:
+    # "rows with missing values in the amount column", "rows with a missing amount": only those
+    # rows go (the step dropped a row missing anything, silently)
+    m = _search(text, lo, hi, r"\b(?:missing|null|nan|empty|blank)\s+(?:values?\s+)?(?:in|of|for|from)\s+(?:the\s+)?"
+                              r"(?P<c>[a-z_]\w*)(?:\s+column)?\b", "clean") or \
+        _search(text, lo, hi, rf"\b(?:missing|null|nan|empty|blank)\s+(?!{MISSING_NOUNS}\b)(?P<c>[a-z_]\w*)(?:\s+column)?\b", "clean")
+    if m and m.group("c") not in ("the", "a", "an", "any", "each", "every", "all"):
+        f.set("columns", [m.group("c")])
     consume(text, lo, hi, r"\b(?:missing|null|nan|empty|incomplete|blank)\s+[a-z_]\w*", "clean")
 
 
