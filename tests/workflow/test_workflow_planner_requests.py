@@ -464,3 +464,17 @@ def test_the_evaluation_saved_is_the_evaluation_s_report():
     p = _plan("Pretrain tiny-20m with DiLoCo on 2 ranks and report the final validation loss.")
     assert _kinds(p) == ["edit_pretrain", "save_report"]
     assert _refs(of_kind(p, "save_report")[0].params["result"]) == [of_kind(p, "edit_pretrain")[0].id]
+
+
+def test_a_list_of_k_said_after_the_training_is_one_knn_per_k():
+    """'train knn models for k in 3, 5, 7 and keep the best' was refused (the 'for k in' phrase
+    was read as the next step's, the selection's), and so were 'k set to 3, 5 and 9' and 'with 3,
+    5 and 7 neighbours': one knn per k, then the best kept. 'for each k in 2, 4 and 8 train ...'
+    before the training stays the training's."""
+    for text, ks in (("Load x.csv, train knn models for k in 3, 5, 7 and keep the best.", [3, 5, 7]),
+                     ("Load x.csv and train knn models with k set to 3, 5 and 9, keeping the best.", [3, 5, 9]),
+                     ("Load x.csv and train a knn with 3, 5 and 7 neighbours and keep the best.", [3, 5, 7]),
+                     ("Load x.csv, then for each k in 2, 4 and 8 train a knn and keep the best.", [2, 4, 8])):
+        p = _plan(text)
+        assert [s.params["k"] for s in of_kind(p, "train_model")] == ks, text
+        assert len(of_kind(p, "select_best")[0].params["results"]) == len(ks), text

@@ -425,9 +425,11 @@ def train_model(text: Text, lo: int, hi: int, f: Found) -> None:
             _search(text, lo, hi, rf"{ep}\s*(?:=|:|of)?\s*(?P<n>NUM\d+)", "epochs")
         if m:
             f.set("epochs", int(_num(text, m.group("n"))))
-    m = _search(text, lo, hi, rf"\b(?:(?:for\s+)?(?:each|every)\s+)?k\s*(?:=|:|∈|in|of|from)\s*(?P<l>{NUMLIST})", "k values")
-    if m:      # "three kNN classifiers with k = 3, 7 and 15", "one kNN for each k in 3, 7, 15"
-        _set_map(f, "k", [int(v) for v in _list(text, m.group("l"))])
+    m = _search(text, lo, hi, rf"\b(?:(?:for\s+)?(?:each|every)\s+)?k\s*(?:=|:|∈|in|of|from|set\s+to)\s*(?P<l>{NUMLIST})"
+                              rf"|(?P<n>{NUMLIST})\s*(?:nearest[\s-]+)?neighbou?rs\b", "k values")
+    if m:      # "three kNN classifiers with k = 3, 7 and 15", "one kNN for each k in 3, 7, 15",
+        # "k set to 3, 5 and 9", "with 3, 5 and 7 neighbours"
+        _set_map(f, "k", [int(v) for v in _list(text, m.group("l") or m.group("n"))])
         claim_count(text, lo, hi, len(f.map[1]))
     elif m := _search(text, lo, hi, r"\b(?:(?:for\s+)?(?:each|every)\s+)?k\s*(?:(?:ranging|going|running)\s+)?(?:(?:from|=|:|in)\s*(?P<a>NUM\d+)\s+(?:to|through|thru|up\s+to)"
                                     r"|between\s+(?P<b>NUM\d+)\s+and)\s+(?P<z>NUM\d+)", "k range"):

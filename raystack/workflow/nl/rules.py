@@ -443,6 +443,8 @@ class RulePlanner:
         each/every X in ...' or 'for k in / from ...' phrase right before the step's words is the
         step's own (its map), wherever the clause opens."""
         gap = t.tokens[prev.trig_end:a.lo]
+        if gap and gap[-1].low in ("and", "then"):   # "train knn models for k in 3, 5, 7 and keep the best":
+            return None                              # the phrase ends the clause before
         for n, x in enumerate(gap[:-1]):
             named = gap[n + 1].low in ("k", "lr") and n + 2 < len(gap) and \
                 gap[n + 2].low in ("in", "from", "=", "between", "ranging", "over")     # "for k from 3 to 5 train"
