@@ -478,3 +478,22 @@ def test_a_list_of_k_said_after_the_training_is_one_knn_per_k():
         p = _plan(text)
         assert [s.params["k"] for s in of_kind(p, "train_model")] == ks, text
         assert len(of_kind(p, "select_best")[0].params["results"]) == len(ks), text
+
+
+def test_a_random_subset_and_its_seed_said_in_other_words(shop):
+    """'keep only 3 random rows', 'keep a random 50%', 'randomly pick 2 rows' were refused
+    ('keep', 'random 50%', 'randomly' unplaced), and 'sample 50% with seed 7' / 'split it 75/25
+    with seed 3' refused the seed: the sample (its seed) and the split's seed. Run on a real file,
+    the sample has the rows asked for."""
+    from raystack.workflow.engine import run_local
+    for text, params in (("Load orders.csv and keep only 3 random rows.", {"rows": 3}),
+                         ("Load orders.csv, keep a random 50%, and compute its statistics.", {"fraction": 0.5}),
+                         ("Load orders.csv, then randomly pick 2 rows and write them to s.csv.", {"rows": 2}),
+                         ("Load orders.csv, sample 50% of the rows with seed 7 and compute statistics.",
+                          {"fraction": 0.5, "seed": 7})):
+        p = _plan(text)
+        got = of_kind(p, "sample")[0].params
+        assert {k: got[k] for k in params} == params and got.get("which", "random") == "random", text
+    p = _plan("Load orders.csv and keep only 3 random rows.")
+    assert run_local(p.ir).results[of_kind(p, "sample")[0].id].load(None).num_rows == 3
+    assert of_kind(_plan("Load orders.csv, split it 75/25 with seed 3, and train a knn."), "split_data")[0].params["seed"] == 3

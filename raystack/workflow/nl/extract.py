@@ -126,9 +126,7 @@ def make_dataset(text: Text, lo: int, hi: int, f: Found) -> None:
     m = _search(text, lo, hi, r"(?P<n>NUM\d+)\s+(?:features?|columns?|dimensions?|dims|variables)", "features")
     if m:
         f.set("features", int(_num(text, m.group("n"))))
-    m = _search(text, lo, hi, r"(?:random\s+)?seed\s*(?:=|of|:)?\s*(?P<n>NUM\d+)", "seed")
-    if m:
-        f.set("seed", int(_num(text, m.group("n"))))
+    _seed(text, lo, hi, f)
     m = _search(text, lo, hi, r"\b(?P<t>regression|classification)\s+(?=dataset|data\b|task|problem|rows|samples|examples|table)"
                               r"|\bfor\s+(?P<u>regression|classification)\b", "task")
     if m:
@@ -189,11 +187,20 @@ def clean_data(text: Text, lo: int, hi: int, f: Found) -> None:
     consume(text, lo, hi, r"\b(?:missing|null|nan|empty|incomplete|blank)\s+[a-z_]\w*", "clean")
 
 
+def _seed(text: Text, lo: int, hi: int, f: Found) -> None:
+    """"seed 7", "with random seed 42", "seed=3": the step's random seed (generated data, a
+    sample drawn, a split)."""
+    m = _search(text, lo, hi, r"\b(?:(?:with|using)\s+)?(?:a\s+|the\s+)?(?:random\s+)?seed\s*(?:=|of|:)?\s*(?P<n>NUM\d+)", "seed")
+    if m:
+        f.set("seed", int(_num(text, m.group("n"))))
+
+
 ROWS_UNIT = r"(?:rows?|records?|examples|entries)"
 ROWS_UNIT_OR_LINES = r"(?:rows?|records?|examples|entries|lines?)"
 
 
 def sample(text: Text, lo: int, hi: int, f: Found) -> None:
+    _seed(text, lo, hi, f)
     m = _search(text, lo, hi, rf"\b(?:the\s+|its\s+|their\s+)?(?P<w>first|last)(?=\s+NUM\d+\s+{ROWS_UNIT_OR_LINES}\b|\s+PCT\d+\s+of\b)", "which rows")
     if m:      # "keep the first 100 rows": in file order, not drawn
         f.set("which", m.group("w"))
@@ -226,6 +233,7 @@ def sample(text: Text, lo: int, hi: int, f: Found) -> None:
 
 
 def split_data(text: Text, lo: int, hi: int, f: Found) -> None:
+    _seed(text, lo, hi, f)
     consume(text, lo, hi, r"\b(?:into\s+)?(?:(?:a|the)\s+)?(?:training|train)\s+(?:and|/)\s+(?:test(?:ing)?|validation|eval)"
                           r"(?:\s+(?:sets?|splits?|portions?|parts?|data))?|\b(?:ratio|proportion)\b", "split")
     m = _search(text, lo, hi, r"(?P<r>RATIO\d+)", "ratio")
