@@ -59,6 +59,10 @@ def test_the_chart_kind_said_is_the_chart_drawn(readings):
         assert of_kind(p, "plot")[0].params["column"] == "temperature", text
         assert run_local(p.ir).results[of_kind(p, "plot")[0].id].load(None).info["column"] == "temperature", text
     assert "column" not in of_kind(_plan("Load temps.csv and plot the readings."), "plot")[0].params
+    # "show" / "display" a chart of a column (refused: 'show' unplaced)
+    for text in ("Load temps.csv and show the distribution of temperature.", "Load temps.csv and show me a histogram of temperature.",
+                 "Load temps.csv and display a bar chart of temperature."):
+        assert of_kind(_plan(text), "plot")[0].params["column"] == "temperature", text
     # "as a histogram" was refused ('histogram' unplaced); on per-group totals it is not auto's bars
     p = _plan("Load temps.csv, compute the mean temperature per site, then plot it as a histogram.")
     assert of_kind(p, "plot")[0].params["kind"] == "histogram"

@@ -210,8 +210,10 @@ TRIGGERS: list[tuple[str, str]] = [
     # joins it to that plot)
     ("plot", r"\b(?:save|saves|store|stores|write|writes|export|exports|keep|keeps)\s+(?:the\s+|that\s+|this\s+)?"
              r"(?:chart|plot|histogram|figure|graph|image|picture)\b(?=\s+(?:to|as|in|into|at)\s+FILE)"),
-    ("plot", r"\b(?:(?:draw|make|create|produce|render|build|plot|give\s+me|show\s+me)\s+(?:a\s+|an\s+|the\s+)?)?"
+    ("plot", r"\b(?:(?:draw|make|create|produce|render|build|plot|give\s+me|show(?:\s+me)?|display)\s+(?:a\s+|an\s+|the\s+)?)?"
              r"(?:bar|line|pie|scatter)\s*-?\s*(?:charts?|graphs?|plots?)\b"),     # with its verb: "draw a bar chart"
+    ("plot", r"\b(?:show|shows|display|displays)(?:\s+me|\s+us)?\s+(?:a\s+|an\s+|the\s+)?(?:histogram|distribution|bar\s+chart|"
+             r"line\s+chart|chart|graph|plot)\b(?=\s+of\b|\s*(?:[.,;:!?]|$))"),   # "show the distribution of temp"
     ("plot", rf"\b(?P<sk>(?:{METRIC_RX})\s+)(?:plot|chart|graph|curve|figure|histogram)s?\b"),   # "a val loss plot"
     ("plot", rf"\b(?P<sk>(?:the\s+|its\s+|their\s+)?(?:{METRIC_RX})(?:\s+(?:curves?|values?|history))?){AUX}\s+"
              r"(?:plotted|charted|graphed|visuali[sz]ed|drawn)\b"),   # passive, the metric first: "the RMSE is plotted"
