@@ -426,7 +426,8 @@ def test_rows_missing_a_named_column_are_the_rows_dropped(tmp_path, monkeypatch)
     (tmp_path / "orders.csv").write_text("order_id,qty,amount\n1,1,10\n2,,12\n3,2,\n4,3,7\n")
     for text in ("Load orders.csv and filter out rows with missing amount.",
                  "Load orders.csv and drop rows with missing values in the amount column.",
-                 "Load orders.csv and drop rows with a missing amount."):
+                 "Load orders.csv and drop rows with a missing amount.",
+                 "Load orders.csv and drop the rows with a missing amount."):     # refused before ('drop' unplaced)
         p = _plan(text)
         assert of_kind(p, "clean_data")[0].params["columns"] == ["amount"], text
     rows = run_local(p.ir).results[of_kind(p, "clean_data")[0].id].load(None).to_pydict()

@@ -49,7 +49,7 @@ def passive(objects: str, participles: str) -> str:
 DUPLICATES = r"duplicat\w*|dupes?|repeated\s+(?:rows|records|entries|lines|[a-z]+s\b)|double\s+entries"
 GAPS = (r"(?:missing|null|nan|empty|blank|na)\s*(?:values?|entries|cells|fields|data|readings|amounts)?"
         r"|gaps|blanks|holes|nulls|nans|missings")
-BAD_ROWS = (r"(?:rows|records|entries|lines|anything|everything|any\s+row|any\s+record)\s+(?:with|containing|that\s+have|that\s+has)\s+(?:missing|null|nan|empty|blank|"
+BAD_ROWS = (r"(?:rows|records|entries|lines|anything|everything|any\s+row|any\s+record)\s+(?:with|containing|that\s+have|that\s+has)\s+(?:a\s+|an\s+|any\s+)?(?:missing|null|nan|empty|blank|"
             r"incomplete|invalid)\s*(?:values?|entries|fields|cells|data|readings|measurements)?|(?:incomplete|invalid|bad|broken|corrupt(?:ed)?|"
             r"malformed|junk|garbage|bogus|dirty|faulty|erroneous|unusable)\s+(?:rows|records|entries|lines)"
             # "rows where anything is missing": any value, not a named column's
