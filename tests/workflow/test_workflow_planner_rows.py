@@ -383,6 +383,9 @@ def test_a_question_about_a_column_is_answered_by_the_statistics_and_one_no_step
             _plan(text)
     p = _plan("Which is better on jan.csv, a knn or a logistic regression? Train both and keep the more accurate.")
     assert "select_best" in _kinds(p)
+    # a "which" / "what" that opens no question is no question ('which has duplicates' is about the file)
+    for text in ("Could you load jan.csv, which has duplicates, and drop them?", "Can you load jan.csv and drop what is duplicated?"):
+        assert _kinds(_plan(text)) == ["load_data", "dedup"], text
 
 
 def test_a_mean_said_after_a_grouping_is_the_aggregate_s_function(months):

@@ -40,6 +40,9 @@ MAX_LEAD_IN = 8              # words of a lead-in ("Our HR team wants a quick lo
 MAX_TITLE = 5                # words of a title closed by a full stop or a comma ("Food delivery ETA.")
 CLAUSE_ENDS = {",", ";", ".", "!", "?", ":", "(", ")", "—", "–", "-", *("->", "=>", "→", "⇒", "⟶")}
 # steps that compare results, and the words that say so ("compare the runs and keep the best")
+# words before a question word that still open the question ("so what is ...?", "tell me which ...?")
+QUESTION_OPENERS = {"so", "and", "also", "then", "now", "ok", "okay", "well", "please", "pls", "tell", "show",
+                    "me", "us", "i", "want", "to", "know", "wonder", "do", "you", "can", "could"}
 COMPARING_STEPS = {"select_best", "evaluate_model", "evaluate_adapters", "tune"}
 COMPARE_WORDS = {"compare", "compares", "comparing", "compared", "comparison", "bake-off", "bakeoff",
                  "shootout", "head-to-head", "against", "versus", "vs", "better", "which", "wins", "win",
@@ -497,10 +500,12 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
              if x.low == "how" and x.i + 1 < len(t.tokens) and t.tokens[x.i + 1].low in ("many", "much")]
     # "what is the mean temperature in x.csv?", "which rows have missing values?": a question
     # the words of no step answered (loading the file would be all the plan did); "which base
-    # is better?" is answered by a step that keeps the best
+    # is better?" is answered by a step that keeps the best. Only a question word that opens the
+    # question: "load x.csv, which has duplicates, and drop them?", "drop what is duplicated?"
     if not picked and not any(e in COMPARING_STEPS for e, _ in ends):
         asked += [t.tokens[x.i:min(x.i + 4, hi)] for lo, hi in sentences(t) if t.tokens[hi - 1].text == "?"
-                  for x in t.unused() if lo <= x.i < hi and x.low in ("what", "which")]
+                  for x in t.unused() if lo <= x.i < hi and x.low in ("what", "which")
+                  and all(y.low in QUESTION_OPENERS for y in t.tokens[lo:x.i])]
     if asked:
         raise PlanRefused([f"no step answers {t.span_text(q)!r}" for q in asked])
     if any(e in COMPARING_STEPS for e, _ in ends):   # "compare A and B ... keep the best"
