@@ -39,7 +39,7 @@ def _inside(workdir: Path, p: str) -> str:
 
 def _columns_named(ir: WorkflowIR) -> dict[str, str]:
     """Columns the plan names (join keys, group-by, plotted columns, columns whose missing
-    values are dropped) -> their role."""
+    values are dropped or that are normalized) -> their role."""
     out = {}
     for s in ir.steps:
         e = entry_for(s.fn)
@@ -52,7 +52,7 @@ def _columns_named(ir: WorkflowIR) -> dict[str, str]:
                 out[key] = "group"
         if name == "plot" and isinstance(s.params.get("column"), str):
             out[s.params["column"]] = "value"
-        if name == "clean_data" and isinstance(s.params.get("columns"), list):
+        if name in ("clean_data", "normalize") and isinstance(s.params.get("columns"), list):
             out.update({c: "value" for c in s.params["columns"] if isinstance(c, str)})
         if name == "train_model" and isinstance(s.params.get("target"), str):
             out[s.params["target"]] = "target"

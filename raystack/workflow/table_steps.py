@@ -72,17 +72,23 @@ def load_data(path: str) -> pa.Table:
     raise ValueError(f"data file {path!r}: expected one of {TABLE_SUFFIXES}")
 
 
+def _named_columns(data: pa.Table, columns: Optional[Union[str, list[str]]], step: str) -> list[str]:
+    """The columns a step is limited to (None: every column); a name the table lacks is an
+    error naming the columns it has."""
+    names = data.column_names if columns is None else [columns] if isinstance(columns, str) else list(columns)
+    unknown = [n for n in names if n not in data.column_names]
+    if unknown:
+        raise ValueError(f"{step}: no column {unknown[0]!r}; columns are {data.column_names}")
+    return names
+
+
 def clean_data(data: pa.Table, drop_nulls: bool = True, columns: Optional[list[str]] = None) -> pa.Table:
     """Drop rows with missing values (nulls, and NaN in float columns). ``columns``: only rows
     missing a value in one of these columns are dropped (default: a value in any column)."""
     if not drop_nulls:
         return data
-    names = data.column_names if columns is None else [columns] if isinstance(columns, str) else list(columns)
-    unknown = [n for n in names if n not in data.column_names]
-    if unknown:
-        raise ValueError(f"clean_data: no column {unknown[0]!r}; columns are {data.column_names}")
     keep = np.ones(data.num_rows, dtype=bool)
-    for name in names:
+    for name in _named_columns(data, columns, "clean_data"):
         col = data.column(name)
         keep &= ~np.asarray(col.is_null().to_numpy(zero_copy_only=False), dtype=bool)
         if pa.types.is_floating(col.type):
@@ -114,13 +120,15 @@ def dedup(data: pa.Table) -> pa.Table:
     return data.take(pa.array(keep))
 
 
-def normalize(data: pa.Table, target: str = TARGET) -> pa.Table:
-    """Standardise every numeric feature column to zero mean and unit variance."""
+def normalize(data: pa.Table, target: str = TARGET, columns: Optional[list[str]] = None) -> pa.Table:
+    """Standardise every numeric feature column to zero mean and unit variance (``columns``:
+    only these)."""
+    chosen = set(_named_columns(data, columns, "normalize"))
     cols = {}
     for name in data.column_names:
         col = data.column(name)
         numeric = is_numeric(col.type)
-        if name == target or not numeric:
+        if name == target or not numeric or name not in chosen:
             cols[name] = col
             continue
         a = col.to_numpy(zero_copy_only=False).astype(np.float64)

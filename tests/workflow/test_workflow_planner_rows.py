@@ -439,3 +439,25 @@ def test_rows_missing_a_named_column_are_the_rows_dropped(tmp_path, monkeypatch)
     p = _plan("Load orders.csv and drop rows with missing values.")
     assert "columns" not in of_kind(p, "clean_data")[0].params
     assert run_local(p.ir).results[of_kind(p, "clean_data")[0].id].load(None).to_pydict()["order_id"] == [1, 4]
+
+
+def test_a_normalize_said_of_named_columns_scales_only_those(tmp_path, monkeypatch):
+    """'normalize the price column', 'normalize price and area' scaled every numeric column (the
+    second was refused): the step takes ``columns``, and the planner reads the bare names said.
+    'normalize it / the features / the expression values' stays every feature column."""
+    from raystack.workflow.dryrun import dry_run
+    from raystack.workflow.engine import run_local
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "houses.csv").write_text("price,area,rooms,y\n10,50,2,0\n20,70,3,1\n30,90,4,0\n")
+    for text, cols in (("Load houses.csv and normalize the price column.", ["price"]),
+                       ("Read houses.csv and normalize price and area.", ["price", "area"]),
+                       ("Load houses.csv, normalize price, dedup, and write it to n.csv.", ["price"])):
+        p = _plan(text)
+        assert of_kind(p, "normalize")[0].params["columns"] == cols, text
+    p = _plan("Read houses.csv and normalize price and area.")
+    out = run_local(p.ir).results[of_kind(p, "normalize")[0].id].load(None).to_pydict()
+    assert out["rooms"] == [2, 3, 4] and abs(sum(out["price"])) < 1e-9 and abs(sum(out["area"])) < 1e-9
+    assert dry_run(p.ir, str(tmp_path / "dry")).status == "succeeded"
+    for text in ("Load houses.csv, normalize it and train a knn.", "Load houses.csv and normalize the features.",
+                 "Load houses.csv and normalize the expression values."):
+        assert "columns" not in of_kind(_plan(text), "normalize")[0].params, text

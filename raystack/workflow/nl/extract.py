@@ -195,6 +195,35 @@ def _seed(text: Text, lo: int, hi: int, f: Found) -> None:
         f.set("seed", int(_num(text, m.group("n"))))
 
 
+# what a normalize is said to scale that is no column name: the table, or every feature
+SCALED_NOUNS = {"it", "them", "this", "that", "everything", "all", "data", "dataset", "table", "tables", "features",
+                "feature", "columns", "column", "values", "inputs", "input", "variables", "numbers", "numeric",
+                "numerical", "both", "each", "result", "rows", "readings", "measurements"}
+
+
+def normalize(text: Text, lo: int, hi: int, f: Found) -> None:
+    """"normalize the price column", "scale price and area": only those columns (the step scaled
+    every numeric column); "normalize the features / it / the data" stays every column."""
+    for m, toks in text.finditer(r"\b(?:normali[sz]\w*|standardi[sz]\w*|re-?scal\w*|scale|scales|z-?scor\w*)\s+(?:the\s+|its\s+)?"
+                                 r"(?P<l>(?!(?:FILE|NUM|PCT|QUOTE)\d)[a-z_]\w*(?:\s*,\s*[a-z_]\w*)*(?:\s*,?\s*(?:and|&)\s+[a-z_]\w*)?)"
+                                 r"(?:\s+columns?)?\b(?=\s*(?:[.,;:!?)]|$|->|=>)|\s+(?:and|then|before|after|so|to|in|from|on)\b)",
+                                 lo, hi):   # a bare name, not "the expression values", "the drone flight logs"
+        names: list[Token] = []
+        for x in text.covered(*m.span("l")):
+            if x.kind != "word" or x.low in ("and", "&"):
+                continue
+            if x.used and x.used != text.claim:
+                break       # "normalize price and dedup": the next step's verb ends the list
+            names.append(x)
+        if not names or any(x.low in SCALED_NOUNS or x.low in FILLERS for x in names):
+            return
+        glue = [x for x in text.covered(*m.span("l")) if x.i < names[-1].i and x.low in ("and", "&", ",")]
+        after = [x for x in toks if x.i > names[-1].i and x.low in ("column", "columns")]
+        text.mark(names + glue + after, "columns")
+        f.set("columns", [x.low for x in names])
+        return
+
+
 ROWS_UNIT = r"(?:rows?|records?|examples|entries)"
 ROWS_UNIT_OR_LINES = r"(?:rows?|records?|examples|entries|lines?)"
 
@@ -611,7 +640,7 @@ from raystack.workflow.nl import extract_parts as P  # noqa: E402 - they use the
 
 EXTRACTORS: dict[str, Callable[[Text, int, int, Found], None]] = {
     "make_dataset": make_dataset, "load_data": load_data, "load_checkpoint": load_checkpoint, "load_adapters": load_checkpoint,
-    "impute": impute, "dedup": dedup, "clean_data": clean_data, "sample": sample, "split_data": split_data, "join": join, "concat": concat,
+    "impute": impute, "dedup": dedup, "clean_data": clean_data, "normalize": normalize, "sample": sample, "split_data": split_data, "join": join, "concat": concat,
     "aggregate": aggregate, "plot": plot, "save_report": report,
     "write_table": file_out("path", TABLE_EXT, "(?:table\\s+)?"), "export_model": file_out("path"),
     "train_model": train_model, "evaluate_model": evaluate_model, "select_best": metric_param(with_mode=True),
