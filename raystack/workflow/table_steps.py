@@ -89,10 +89,7 @@ def clean_data(data: pa.Table, drop_nulls: bool = True, columns: Optional[list[s
         return data
     keep = np.ones(data.num_rows, dtype=bool)
     for name in _named_columns(data, columns, "clean_data"):
-        col = data.column(name)
-        keep &= ~np.asarray(col.is_null().to_numpy(zero_copy_only=False), dtype=bool)
-        if pa.types.is_floating(col.type):
-            keep &= ~np.isnan(col.fill_null(0.0).to_numpy(zero_copy_only=False))
+        keep &= ~_missing_mask(data.column(name))
     return data if keep.all() else data.filter(pa.array(keep))
 
 
@@ -207,9 +204,7 @@ def aggregate(data: pa.Table, by: Optional[Union[str, list[str]]] = None,
     keys = [by] if isinstance(by, str) else list(by)
     if not keys:
         raise ValueError("aggregate: 'by' names no column")
-    missing = [k for k in keys if k not in data.column_names]
-    if missing:
-        raise ValueError(f"aggregate: no column {missing[0]!r}; columns are {data.column_names}")
+    _named_columns(data, keys, "aggregate")
     numeric = [n for n in data.column_names if n not in keys and is_numeric(data.column(n).type)]
     numeric = [n for n in numeric if not _identifier(n)] or numeric
     out = data.group_by(keys, use_threads=False).aggregate([(n, agg) for n in numeric])
@@ -223,12 +218,17 @@ def _identifier(name: str) -> bool:
     return low == "id" or low.endswith(("_id", " id", "-id"))
 
 
+def _missing_mask(col: pa.ChunkedArray) -> np.ndarray:
+    """Per row, whether the value is missing: a null, or NaN in a float column."""
+    mask = np.asarray(col.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+    if pa.types.is_floating(col.type):
+        mask |= np.isnan(col.fill_null(0.0).to_numpy(zero_copy_only=False))
+    return mask
+
+
 def _missing(col: pa.ChunkedArray) -> int:
     """Nulls, and NaN in a float column."""
-    n = int(col.null_count)
-    if pa.types.is_floating(col.type):
-        n += int(np.isnan(col.fill_null(0.0).to_numpy(zero_copy_only=False)).sum())
-    return n
+    return int(_missing_mask(col).sum())
 
 
 def _as_table(data: pa.Table | dict | list) -> pa.Table:

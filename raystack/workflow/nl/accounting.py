@@ -39,10 +39,10 @@ TITLE_JOINERS = ("(", ")", "/", "&")   # inside a title's words: "Room inspectio
 MAX_LEAD_IN = 8              # words of a lead-in ("Our HR team wants a quick look:")
 MAX_TITLE = 5                # words of a title closed by a full stop or a comma ("Food delivery ETA.")
 CLAUSE_ENDS = {",", ";", ".", "!", "?", ":", "(", ")", "—", "–", "-", *("->", "=>", "→", "⇒", "⟶")}
-# steps that compare results, and the words that say so ("compare the runs and keep the best")
 # words before a question word that still open the question ("so what is ...?", "tell me which ...?")
 QUESTION_OPENERS = {"so", "and", "also", "then", "now", "ok", "okay", "well", "please", "pls", "tell", "show",
                     "me", "us", "i", "want", "to", "know", "wonder", "do", "you", "can", "could"}
+# steps that compare results, and the words that say so ("compare the runs and keep the best")
 COMPARING_STEPS = {"select_best", "evaluate_model", "evaluate_adapters", "tune"}
 COMPARE_WORDS = {"compare", "compares", "comparing", "compared", "comparison", "bake-off", "bakeoff",
                  "shootout", "head-to-head", "against", "versus", "vs", "better", "which", "wins", "win",

@@ -204,24 +204,26 @@ SCALED_NOUNS = {"it", "them", "this", "that", "everything", "all", "data", "data
 def normalize(text: Text, lo: int, hi: int, f: Found) -> None:
     """"normalize the price column", "scale price and area": only those columns (the step scaled
     every numeric column); "normalize the features / it / the data" stays every column."""
-    for m, toks in text.finditer(r"\b(?:normali[sz]\w*|standardi[sz]\w*|re-?scal\w*|scale|scales|z-?scor\w*)\s+(?:the\s+|its\s+)?"
-                                 r"(?P<l>(?!(?:FILE|NUM|PCT|QUOTE)\d)[a-z_]\w*(?:\s*,\s*[a-z_]\w*)*(?:\s*,?\s*(?:and|&)\s+[a-z_]\w*)?)"
-                                 r"(?:\s+columns?)?\b(?=\s*(?:[.,;:!?)]|$|->|=>)|\s+(?:and|then|before|after|so|to|in|from|on)\b)",
-                                 lo, hi):   # a bare name, not "the expression values", "the drone flight logs"
-        names: list[Token] = []
-        for x in text.covered(*m.span("l")):
-            if x.kind != "word" or x.low in ("and", "&"):
-                continue
-            if x.used and x.used != text.claim:
-                break       # "normalize price and dedup": the next step's verb ends the list
-            names.append(x)
-        if not names or any(x.low in SCALED_NOUNS or x.low in FILLERS for x in names):
-            return
-        glue = [x for x in text.covered(*m.span("l")) if x.i < names[-1].i and x.low in ("and", "&", ",")]
-        after = [x for x in toks if x.i > names[-1].i and x.low in ("column", "columns")]
-        text.mark(names + glue + after, "columns")
-        f.set("columns", [x.low for x in names])
+    found = next(text.finditer(r"\b(?:normali[sz]\w*|standardi[sz]\w*|re-?scal\w*|scale|scales|z-?scor\w*)\s+(?:the\s+|its\s+)?"
+                               r"(?P<l>(?!(?:FILE|NUM|PCT|QUOTE)\d)[a-z_]\w*(?:\s*,\s*[a-z_]\w*)*(?:\s*,?\s*(?:and|&)\s+[a-z_]\w*)?)"
+                               r"(?:\s+columns?)?\b(?=\s*(?:[.,;:!?)]|$|->|=>)|\s+(?:and|then|before|after|so|to|in|from|on)\b)",
+                               lo, hi), None)   # a bare name, not "the expression values", "the drone flight logs"
+    if found is None:
         return
+    m, toks = found
+    names: list[Token] = []
+    for x in text.covered(*m.span("l")):
+        if x.kind != "word" or x.low in ("and", "&"):
+            continue
+        if x.used and x.used != text.claim:
+            break       # "normalize price and dedup": the next step's verb ends the list
+        names.append(x)
+    if not names or any(x.low in SCALED_NOUNS or x.low in FILLERS for x in names):
+        return
+    glue = [x for x in text.covered(*m.span("l")) if x.i < names[-1].i and x.low in ("and", "&", ",")]
+    after = [x for x in toks if x.i > names[-1].i and x.low in ("column", "columns")]
+    text.mark(names + glue + after, "columns")
+    f.set("columns", [x.low for x in names])
 
 
 ROWS_UNIT = r"(?:rows?|records?|examples|entries)"

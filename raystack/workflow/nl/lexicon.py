@@ -211,10 +211,10 @@ note notes etc e.g i.e via per each apiece respectively overall at ensure ensuri
 made taken performed carried possible able give gives only way
 goes
 """.split())
-# words that open a clause: an object, purpose or description never runs across them
 # a column's figure the statistics step reports ("compute the median price", "the std of amount")
 COLUMN_STATS = ("average", "avg", "mean", "median", "minimum", "maximum", "min", "max", "lowest", "highest",
                 "std", "stdev", "standard")    # "standard deviation"
+# words that open a clause: an object, purpose or description never runs across them
 CLAUSE_WORDS = set("""
 and or then but while also before after when whenever if until unless once where so
 """.split())
