@@ -90,3 +90,26 @@ def test_an_adapter_said_in_the_singular_is_one_adapter(texts):
         assert [(a["type"], a["r"]) for a in ft["adapters"]] == [(kind, rank)], text
         assert len(ft["datasets"]) == len(ft["tasks"]) == 1, text
     assert len(of_kind(_plan("Fine-tune 2 adapters on tiny-1m."), "mlora_finetune")[0].params["adapters"]) == 2
+
+
+def test_adapters_given_one_rank_each_and_a_file_named_after_a_task(texts):
+    """'two LoRA adapters of rank 8 and 16' was refused ('16' unplaced): a list of ranks is one
+    rank per adapter, in order, and a count that disagrees is refused naming both. A data file
+    named after a task the catalog lacks ('translate.jsonl') is a file, not that task (it was
+    refused as 'no catalog step does translate.jsonl')."""
+    for name in ("a.jsonl", "b.jsonl", "translate.jsonl"):
+        (texts / name).write_text('{"prompt": "2+2=", "response": "4"}\n' * 4)
+    for text in ("Fine-tune two LoRA adapters of rank 8 and 16 on tiny-1m using a.jsonl.",
+                 "Fine-tune LoRA adapters with ranks 8 and 16 on tiny-1m using a.jsonl."):
+        ft = of_kind(_plan(text), "mlora_finetune")[0].params
+        assert [(a["r"], a["alpha"]) for a in ft["adapters"]] == [(8, 16.0), (16, 32.0)], text
+        assert [d["path"] for d in ft["datasets"]] == ["a.jsonl", "a.jsonl"], text
+    ft = of_kind(_plan("Fine-tune adapters with ranks 4, 8 and 16 on tiny-1m."), "mlora_finetune")[0].params
+    assert [a["r"] for a in ft["adapters"]] == [4, 8, 16] and len(ft["tasks"]) == 3
+    with pytest.raises(PlanRefused, match=r"2 adapters but 3 ranks \(4, 8, 16\)"):
+        _plan("Fine-tune two adapters with ranks 4, 8 and 16 on tiny-1m.")
+    ft = of_kind(_plan("Fine-tune adapters on a.jsonl, translate.jsonl and b.jsonl on tiny-1m."),
+                 "mlora_finetune")[0].params
+    assert [d["path"] for d in ft["datasets"]] == ["a.jsonl", "translate.jsonl", "b.jsonl"]
+    with pytest.raises(PlanRefused, match="no catalog step does 'translate'"):
+        _plan("Load a.jsonl and translate it.")

@@ -96,8 +96,9 @@ def _in_parentheses(t: Text, x: Token) -> bool:
 
 
 def _method(x: Token) -> bool:
-    """A method or task the catalog lacks, named as such (never accepted as context)."""
-    return x.low in L.UNSUPPORTED or any(x.low.startswith(p) for p in L.UNSUPPORTED_PREFIXES)
+    """A method or task the catalog lacks, named as such (never accepted as context); a file
+    named after one ("translate.jsonl") is a file."""
+    return x.kind == "word" and (x.low in L.UNSUPPORTED or any(x.low.startswith(p) for p in L.UNSUPPORTED_PREFIXES))
 
 
 def _method_near(t: Text, x: Token) -> bool:
@@ -209,6 +210,29 @@ def objects(t: Text, action_ends: Iterable[tuple[str, int]]) -> None:
         ends = nxt is None or nxt.kind == "punct" or (nxt.used and nxt.used not in ("", "filler"))
         if run and ends:
             t.mark(run, f"object of {entry}")
+
+
+# what the statistics report, named as a list in the statistics' sentence ("a summary of x.csv:
+# row count, means, missing values")
+REPORTED_STATS = {"mean", "means", "average", "averages", "median", "medians", "min", "mins", "max", "maxes",
+                  "minimum", "minimums", "maximum", "maximums", "std", "stdev", "stds", "standard", "deviation",
+                  "deviations", "count", "counts", "missing", "null", "nulls", "nan", "nans"}
+REPORTED_AFTER = {"missing", "null", "nan", "row", "standard"}    # "missing values", "row count(s)", "standard deviations"
+
+
+def reported(t: Text, action_ends: Iterable[tuple[str, int]]) -> None:
+    """Words naming what the statistics report ("means", "medians", "missing values", "row
+    counts"), left over in the sentence of a statistics step, are what it reports."""
+    spans = sentences(t)
+    for entry, end in action_ends:
+        if entry != "stats":
+            continue
+        lo, hi = next(((a, b) for a, b in spans if a < end <= b), (0, 0))
+        for x in t.tokens[lo:hi]:
+            prev = t.tokens[x.i - 1].low if x.i else ""
+            if _free(x) and (x.low in REPORTED_STATS or (prev in REPORTED_AFTER
+                                                         and x.low in ("values", "value", "count", "counts", "deviations"))):
+                t.mark([x], "reported by stats")
 
 
 def targets(t: Text) -> None:
@@ -511,6 +535,7 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
     if any(e in COMPARING_STEPS for e, _ in ends):   # "compare A and B ... keep the best"
         t.mark([x for x in t.unused() if x.low in COMPARE_WORDS], "compared by a step")
     objects(t, ends)
+    reported(t, ends)
     purposes(t)
     references(t)
     _instead(t)

@@ -55,6 +55,8 @@ def destinations(t: Text, actions: list[Action]) -> list[Action]:
         if prep.low not in ("in", "into", "as", "at") or path.kind != "path" \
                 or any(x.kind == "path" for x in t.tokens[prev.lo:a.lo]):
             continue
+        if prev.entry == "plot" and prep.low == "in" and not path.low.endswith(IMAGE_EXT):
+            continue    # "a histogram of duration in trips.csv": the data drawn, not the chart's file
         t.relabel(t.tokens[a.lo:a.trig_end], "load_data")
         path.used = ""
         prev.hi = max(prev.hi, a.hi)

@@ -177,12 +177,14 @@ MISSING_NOUNS = r"(?:values?|data|rows?|entries|entry|fields?|cells?|records?|on
 
 
 def clean_data(text: Text, lo: int, hi: int, f: Found) -> None:
-    # "rows with missing values in the amount column", "rows with a missing amount": only those
-    # rows go (the step dropped a row missing anything, silently)
-    m = _search(text, lo, hi, r"\b(?:missing|null|nan|empty|blank)\s+(?:values?\s+)?(?:in|of|for|from)\s+(?:the\s+)?"
+    # "rows with missing values in the amount column", "rows with a missing amount", "rows where
+    # age is missing": only those rows go (the step dropped a row missing anything, silently)
+    m = _search(text, lo, hi, r"\b(?:where|whose|in\s+which)\s+(?:the\s+)?(?P<c>[a-z_]\w*)(?:\s+column)?\s+(?:is|are)\s+"
+                              r"(?:missing|null|empty|blank|nan|na)\b", "clean") or \
+        _search(text, lo, hi, r"\b(?:missing|null|nan|empty|blank)\s+(?:values?\s+)?(?:in|of|for|from)\s+(?:the\s+)?"
                               r"(?P<c>[a-z_]\w*)(?:\s+column)?\b", "clean") or \
         _search(text, lo, hi, rf"\b(?:missing|null|nan|empty|blank)\s+(?!{MISSING_NOUNS}\b)(?P<c>[a-z_]\w*)(?:\s+column)?\b", "clean")
-    if m and m.group("c") not in ("the", "a", "an", "any", "each", "every", "all"):
+    if m and m.group("c") not in ("the", "a", "an", "any", "each", "every", "all", "anything", "something"):
         f.set("columns", [m.group("c")])
     consume(text, lo, hi, r"\b(?:missing|null|nan|empty|incomplete|blank)\s+[a-z_]\w*", "clean")
 
@@ -360,6 +362,10 @@ CHART_KIND = (r"\b(?P<k>line|bar|pie|scatter|box|area|violin|bubble|donut|radar)
 TWO_COLUMNS = r"\b[a-z_][a-z0-9_]*\s+(?:vs\.?|versus|against)\s+(?:the\s+)?[a-z_][a-z0-9_]*\b"
 
 
+# what ends a column named after "a histogram of": a clause's end, or where the data comes from
+CHART_NAME_END = r"(?=\s*(?:[.,;:!?)]|$|->|=>|→)|\s+(?:and|then|to|into|in|as|from|of|over|per|by|with|for|across)\b)"
+
+
 def plot(text: Text, lo: int, hi: int, f: Found) -> None:
     _path_param(text, lo, hi, f, "path", IMAGE_EXT, "plot file")
     # the chart's kind: a line chart draws the column in row order ("a line chart of the
@@ -401,11 +407,20 @@ def plot(text: Text, lo: int, hi: int, f: Found) -> None:
     # "a histogram of price", "plot petal_length": a word no rule took where the plotted thing is
     # named, said as a column's name, is that column (the plot drew the table's first numeric
     # column whatever the words said); "plot the readings" stays the table's plot
-    for m, toks in text.finditer(r"\b(?:histogram|distribution|(?:line|bar)\s*-?\s*(?:chart|graph|plot))\s+of\s+(?:the\s+|its\s+|their\s+)?"
-                                 r"(?P<c>[a-z_][a-z0-9_]*)\b"
+    # "a histogram of the trip durations": a name of several words is no column's (it drew the
+    # column 'trip'); which one is meant is the user's to say
+    for m, toks in text.finditer(rf"\b(?:histogram|distribution|(?:line|bar)\s*-?\s*(?:chart|graph|plot))\s+of\s+(?:the\s+|its\s+|their\s+)?"
+                                 rf"(?P<p>[a-z_][a-z0-9_]*(?:\s+[a-z_][a-z0-9_]*)+){CHART_NAME_END}", lo, hi, free_only=True):
+        words = m.group("p").split()
+        if words[-1] not in PLOTTED_NOUNS and not any(w in PLOTTED_NOUNS or w in FILLERS for w in words[:-1]):
+            raise PlanRefused([f"{m.group('p')!r}: the plot draws one column; name it as the table does "
+                               f"(e.g. 'a histogram of {'_'.join(words)}')"])
+    for m, toks in text.finditer(r"\b(?:histogram|distribution|(?:line|bar)\s*-?\s*(?:chart|graph|plot))\s+of\s+"
+                                 r"(?:the\s+|its\s+|their\s+|FILE\d+\s+'?s\s+)?"   # "a histogram of trips.csv's duration"
+                                 rf"(?P<c>[a-z_][a-z0-9_]*)\b{CHART_NAME_END}"
                                  r"|\b(?:plot|plots|plotting|chart|graph|visuali[sz]e)\s+(?:the\s+|its\s+|their\s+)?"
                                  r"(?:(?P<u>[a-z][a-z0-9]*_[a-z0-9_]+)\b|(?P<w>[a-z][a-z0-9_]*)(?=\s+as\s+(?:a\s+)?(?:line|bars|histogram)\b"
-                                 r"|\s+over\s+(?:the\s+)?(?:rows|time)\b|\s*(?:[.,;:!?]|$|->|=>|→)|\s+(?:and|then|to|into|in|as)\b))", lo, hi):
+                                 r"|\s+over\s+(?:the\s+)?(?:rows|time)\b|\s*(?:[.,;:!?]|$|->|=>|→)|\s+(?:and|then|to|into|in|as|from)\b|\s+of\s+FILE\d))", lo, hi):
         name = m.group("c") or m.group("u") or m.group("w")
         col = next((x for x in toks if x.low == name and not x.used), None)
         if col is not None and col.kind == "word" and col.low not in PLOTTED_NOUNS and col.low not in FILLERS:

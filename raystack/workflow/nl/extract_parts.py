@@ -186,12 +186,18 @@ def _adapter_count(text: Text, lo: int, hi: int) -> int | None:
 def mlora_finetune(text: Text, lo: int, hi: int, f: Found) -> None:
     consume(text, lo, hi, r"\b(?:fine-?tun\w*|finetun\w*|mlora|lora|adapters?|together|jointly|at\s+once|"
                           r"on\s+top\s+of\s+(?:it|that|them)|on\s+(?:the|that)\s+pretrained\s+model)\b", "mlora")
-    m = _search(text, lo, hi, r"\b(?:rank|r)\s*(?:=|of)?\s*(?P<n>NUM\d+)", "rank") or \
-        _search(text, lo, hi, r"\brank-(?P<r>\d+)\b", "rank")
+    # "of rank 8 and 16", "with ranks 4, 8 and 16": one rank per adapter, in order
+    m = _search(text, lo, hi, r"\branks?\s*(?:=|of)?\s*(?P<l>NUM\d+(?:\s*,\s*NUM\d+)*\s*,?\s*(?:and|&)\s+NUM\d+)\b", "rank")
+    ranks = [int(_num(text, n)) for n in re.findall(r"NUM\d+", m.group("l"))] if m else []
+    m = None if ranks else (_search(text, lo, hi, r"\b(?:rank|r)\s*(?:=|of)?\s*(?P<n>NUM\d+)", "rank")
+                            or _search(text, lo, hi, r"\brank-(?P<r>\d+)\b", "rank"))
     rank = None
     if m:
         rank = int(_num(text, m.group("n"))) if m.groupdict().get("n") else int(m.group("r"))
     n_adapters = _adapter_count(text, lo, hi)
+    if ranks and n_adapters is not None and n_adapters != len(ranks):
+        raise PlanRefused([f"{n_adapters} adapters but {len(ranks)} ranks ({', '.join(map(str, ranks))})"])
+    n_adapters = len(ranks) if ranks and n_adapters is None else n_adapters
     names = [x.text for x in text.named.pop("adapters", [])]
     if names and n_adapters is not None and n_adapters != len(names):
         raise PlanRefused([f"{n_adapters} adapters but {len(names)} names ({', '.join(names)})"])
@@ -250,8 +256,9 @@ def mlora_finetune(text: Text, lo: int, hi: int, f: Found) -> None:
             datasets.append({"name": name, "synthetic": task, "seed": i})
         a = {**d["adapters"][i % len(d["adapters"])], "name": name if names else f"{name}_lora", "seed": i}
         a["type"] = kind or "lora"
-        if rank is not None:
-            a["r"], a["alpha"] = rank, 2.0 * rank
+        if ranks or rank is not None:
+            r = ranks[i] if ranks else rank
+            a["r"], a["alpha"] = r, 2.0 * r
         if lr is not None:
             a["lr"] = lr
         adapters.append(a)
@@ -270,8 +277,8 @@ def mlora_finetune(text: Text, lo: int, hi: int, f: Found) -> None:
         f.stated["data"] = records
     if kind:
         f.stated["type"] = kind
-    if rank is not None:
-        f.stated["rank"] = rank
+    if ranks or rank is not None:
+        f.stated["rank"] = ranks or rank
     if lr is not None:
         f.stated["lr"] = number(lr)
     if epochs is not None:

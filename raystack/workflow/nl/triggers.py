@@ -49,22 +49,31 @@ def passive(objects: str, participles: str) -> str:
 DUPLICATES = r"duplicat\w*|dupes?|repeated\s+(?:rows|records|entries|lines|[a-z]+s\b)|double\s+entries"
 GAPS = (r"(?:missing|null|nan|empty|blank|na)\s*(?:values?|entries|cells|fields|data|readings|amounts)?"
         r"|gaps|blanks|holes|nulls|nans|missings")
+# words a removal of duplicates never passes over to reach them: "drop nulls and duplicates" is
+# two removals, the nulls' and the duplicates'
+GAP_WORDS = r"nulls?|nans?|missing|empty|blank|incomplete|na"
 BAD_ROWS = (r"(?:rows|records|entries|lines|anything|everything|any\s+row|any\s+record)\s+(?:with|containing|that\s+have|that\s+has)\s+(?:a\s+|an\s+|any\s+)?(?:missing|null|nan|empty|blank|"
             r"incomplete|invalid)\s*(?:values?|entries|fields|cells|data|readings|measurements)?|(?:incomplete|invalid|bad|broken|corrupt(?:ed)?|"
             r"malformed|junk|garbage|bogus|dirty|faulty|erroneous|unusable)\s+(?:rows|records|entries|lines)"
             # "rows where anything is missing": any value, not a named column's
             r"|(?:rows|records|entries)\s+(?:where|in\s+which)\s+(?:anything|something|any\s+(?:value|field|column|cell)|a\s+value)\s+"
-            r"(?:is|are)\s+(?:missing|null|empty|blank|nan)")
+            r"(?:is|are)\s+(?:missing|null|empty|blank|nan)"
+            # "rows where age is missing", "records whose amount is null": that column's (the extractor's)
+            r"|(?:rows|records|entries)\s+(?:where|whose|in\s+which)\s+(?:the\s+)?[a-z_]\w*(?:\s+column)?\s+(?:is|are)\s+"
+            r"(?:missing|null|empty|blank|nan|na)\b")
 REMOVED = (r"dropped|removed|deleted|discarded|eliminated|filtered(?:\s+out)?|excluded|thrown\s+(?:away|out)|"
            r"stripped|purged|taken\s+out|weeded\s+out|cut|pruned")
+# what the object of a cleanup never passes over: "clean up weather.csv and plot temp" plots the
+# temperature column, it deletes nothing
+CLEANUP_NEVER = r"FILE\d+|and|then"
 # (catalog step, pattern) in priority order: an earlier, more specific phrase claims its words
 TRIGGERS: list[tuple[str, str]] = [
-    ("cleanup", rf"\b(?:clean\s*up|clean-up|cleanup|remove|delete|erase|wipe|purge|clear(?:\s+out)?|empty|tidy\s+up|get\s+rid\s+of)\s+{skip(3)}"
+    ("cleanup", rf"\b(?:clean\s*up|clean-up|cleanup|remove|delete|erase|wipe|purge|clear(?:\s+out)?|empty|tidy\s+up|get\s+rid\s+of)\s+{skip(3, CLEANUP_NEVER)}"
                 r"(?:tmp|temp|temporary|scratch|intermediate|staging)\b(?:\s+(?:files?|director(?:y|ies)|folders?|dirs?|data|outputs?|space|area))?"),
     ("cleanup", passive(r"(?:the\s+|our\s+|its\s+)?(?:(?:run|job|pipeline|workflow)\s+'s\s+)?(?:tmp|temp|temporary|scratch|intermediate)\s+"
                         r"(?:files?|director(?:y|ies)|folders?|dirs?|data|outputs?)",
                         r"removed|deleted|cleaned(?:\s+up)?|wiped|purged|cleared(?:\s+out)?|tidied(?:\s+up)?|erased")),
-    ("cleanup", r"\b(?:clean\s*up|clean-up|cleanup|tidy\s+up)\b(?!\s+(?:the\s+|a\s+)?(?:data|dataset|table|records|rows|values|text)\b)"),
+    ("cleanup", r"\b(?:clean\s*up|clean-up|cleanup|tidy\s+up)\b(?!\s+(?:the\s+|a\s+)?(?:data|dataset|table|records|rows|values|text|FILE\d+)\b)"),
     ("load_adapters", rf"\b(?:load|loads|loading|read|restore|open|take|use|using|reuse|start\s+from|starting\s+from|from|pick\s+up)\s+"
                       rf"{skip(3)}adapters?\s+(?:(?:saved|stored|kept|exported|written|that\s+(?:are|were)\s+saved)\s+)?(?:at|in|from|under|into)\s*FILE\d+"),
     ("load_adapters", passive(r"(?:the\s+)?(?:saved\s+|stored\s+|exported\s+)?adapters?\s+(?:saved\s+|stored\s+)?(?:at|in|from|under)\s+FILE\d+",
@@ -91,7 +100,7 @@ TRIGGERS: list[tuple[str, str]] = [
     ("elastic_dlrm", r"\belastic(?:ally)?\b(?:\s+(?:training|dlrm))?|\bdlrm\b(?:\s+(?:models?|training))?"),
     ("dedup", r"\bde-?dup\w*\b|\bdeduplicat\w*\b|\b(?:duplicate|dupe)s?\s+removal\b|\bremoval\s+of\s+(?:the\s+)?(?:duplicates|dupes)\b"),
     ("clean_data", r"\b(?:missing[\s-]+values?|nulls?|nans?|na|incomplete[\s-]+rows?|bad[\s-]+rows?)\s+removal\b"),
-    ("dedup", rf"\b(?:drop|drops|dropping|remove|removes|removing|deleting|discarding|eliminating|delete|discard|eliminate|filter\s+out|get\s+rid\s+of|strip)\s+{skip(2)}(?:[a-z]+-)?duplicat\w*"
+    ("dedup", rf"\b(?:drop|drops|dropping|remove|removes|removing|deleting|discarding|eliminating|delete|discard|eliminate|filter\s+out|get\s+rid\s+of|strip)\s+{skip(2, GAP_WORDS)}(?:[a-z]+-)?duplicat\w*"
               r"(?:\s+(?:rows|records|entries|lines|transactions|events|clicks?))?"),
     # a second object of the removal: "remove duplicates and rows with missing values", "drop
     # incomplete rows and duplicates" (the second was taken for the first step's object)
@@ -106,7 +115,7 @@ TRIGGERS: list[tuple[str, str]] = [
               r"|\b(?:make|making)\s+(?:the\s+)?(?:rows|records)\s+unique\b|\bunique-?ify\b"),
     ("dedup", rf"\b(?:drop|drops|dropping|remove|removes|removing|deleting|discarding|eliminating|delete|discard|eliminate|filter\s+out|get\s+rid\s+of|strip|purge|"
               rf"exclude|excluding|ignore|ignoring|omit|omitting|skip|skipping|"
-              rf"weed\s+out|take\s+out|cut|throw\s+(?:away|out)|throwing\s+(?:away|out)|toss|tossing|strip\s+out|strip\s+away)\s+{skip(2)}(?:{DUPLICATES})"),
+              rf"weed\s+out|take\s+out|cut|throw\s+(?:away|out)|throwing\s+(?:away|out)|toss|tossing|strip\s+out|strip\s+away)\s+{skip(2, GAP_WORDS)}(?:{DUPLICATES})"),
     ("dedup", passive(rf"(?:{DUPLICATES})(?:\s+(?:rows|records|entries|lines|[a-z]+s))?", REMOVED)),
     ("impute", r"\bimput\w*\b(?:\s+(?:the\s+|any\s+)?(?:missing|null|nan)\s*(?:values?|entries|cells|data)?)?"),
     ("impute", rf"\b(?:fill|fills|filling|replace|replaces|patch|patches|substitute|plug|plugs|complete)\s+(?:in\s+)?{skip(2)}(?:{GAPS})\b"),
@@ -117,7 +126,7 @@ TRIGGERS: list[tuple[str, str]] = [
     ("clean_data", rf"\b(?:drop|remove|discard|exclude|excluding|filter\s+out|throw\s+(?:away|out)|weed\s+out|get\s+rid\s+of|ditch|toss|"
                    rf"ignore|ignoring|omit|omitting|skip|skipping|leave\s+out|leaving\s+out)\s+{skip(2)}(?:{BAD_ROWS})"),
     ("clean_data", r"\b(?:tidy|scrub|sanitize|sanitise|cleanse)\w*\b(?!\s+up\s+(?:the\s+)?(?:tmp|temp|scratch))"),
-    ("clean_data", r"\bdropna\b|\bclean(?:s|ed|ing)?\s+up\s+(?:the\s+)?(?:data|dataset|table|records|rows)\b|\bclean(?:s|ed|ing)?\b(?!\s*up)"),
+    ("clean_data", r"\bdropna\b|\bclean(?:s|ed|ing)?\s+up\s+(?:the\s+)?(?:data|dataset|table|records|rows)\b|\bclean(?:s|ed|ing)?\s+up(?=\s+FILE\d+)|\bclean(?:s|ed|ing)?\b(?!\s*up)"),
     ("normalize", r"\b(?:normali[sz]\w*|standardi[sz]\w*|re-?scal\w*|scale|scales|scaled|scaling|z-?scor\w*|min-?max)\b"
                   r"(?:\s+(?:the\s+|all\s+)?(?:numeric\s+|numerical\s+|feature\s+|input\s+)?(?:features|columns|values|inputs|variables))?"),
     ("normalize", passive(r"(?:the\s+)?(?:numeric\s+|numerical\s+|input\s+)?(?:features|columns|values|inputs|variables|data)",
