@@ -94,3 +94,43 @@ def test_the_statistics_named_in_a_list_are_the_statistics(people):
     assert st["rows"] == 5 and st["columns"]["age"]["nulls"] == 1
     with pytest.raises(PlanRefused, match="'mean'"):
         _plan("Load people.csv and compute the mean.")    # of what: no column, no statistics step
+
+
+def test_a_table_saved_as_a_format_is_written_in_that_format(people):
+    """'dedup it and save it as parquet / write it out as csv / to a csv file' were refused
+    ('save', 'write' unplaced): a write with no file named writes the step's default file, in the
+    format said; for each of several files, one file each."""
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+    from raystack.workflow.engine import run_local
+    for text, path in (("Load people.csv, dedup it and save it as parquet.", None),
+                       ("Load people.csv, dedup it and write it out as parquet.", None),
+                       ("Load people.csv, dedup it and save it as csv.", "table.csv"),
+                       ("Load people.csv, dedup it and write it to a csv file.", "table.csv")):
+        p = _plan(text)
+        assert _kinds(p) == ["load_data", "dedup", "write_table"], text
+        assert of_kind(p, "write_table")[0].params.get("path") == path, text
+    written = run_local(p.ir).results[of_kind(p, "write_table")[0].id].load(None).path
+    assert written.endswith("table.csv") and pacsv.read_csv(written).num_rows == 4
+    p = _plan("For each of people.csv and trips.csv, drop duplicates and write them out as parquet.")
+    results = run_local(p.ir).results
+    files = sorted(results[s.id].load(None).path for s in of_kind(p, "write_table"))
+    assert len(set(files)) == 2 and sorted(pq.read_table(f).num_rows for f in files) == [3, 4]
+
+
+def test_a_dlrm_evaluated_by_its_auc_and_a_transformer_trained_from_scratch(people):
+    """'train a DLRM ... and evaluate its AUC' was refused ('AUC' unplaced): the DLRM evaluation
+    reports its AUC and log loss (a metric it does not report is still refused). 'train a small
+    transformer from scratch on books.txt' was refused as out of scope: it is a pretraining (a
+    transformer fitted to a table stays a method the catalog lacks)."""
+    (people / "criteo").mkdir()
+    for text in ("Train a DLRM on criteo/ and evaluate its AUC.", "Train a DLRM on criteo/ and measure its log loss."):
+        assert _kinds(_plan(text)) == ["elastic_dlrm", "evaluate_dlrm"], text
+    with pytest.raises(PlanRefused, match="'accuracy'"):
+        _plan("Train a DLRM on criteo/ and evaluate its accuracy.")
+    (people / "books.txt").write_text("the quick brown fox jumps over the lazy dog\n" * 20)
+    p = _plan("Train a small transformer from scratch on books.txt for 100 steps, syncing every 32 steps.")
+    pre = of_kind(p, "edit_pretrain")[0].params
+    assert (pre["steps"], pre["sync"]["h"], pre["data"]["paths"]) == (100, 32, ["books.txt"])
+    with pytest.raises(PlanRefused, match="no catalog step does 'transformer'"):
+        _plan("Train a transformer on people.csv.")

@@ -446,6 +446,13 @@ def report(text: Text, lo: int, hi: int, f: Found) -> None:
     consume(text, lo, hi, r"\b(?:summary|final|short|brief|full|detailed|json|markdown|html|text|written|saved|stored)\b", "report")
 
 
+def write_table(text: Text, lo: int, hi: int, f: Found) -> None:
+    """The table's file; "save it as csv" with no file named: the step's default name, in CSV."""
+    file_out("path", TABLE_EXT, "(?:table\\s+)?")(text, lo, hi, f)
+    if "path" not in f.params and _search(text, lo, hi, r"\bcsv\b", "output file", free=False):
+        f.set("path", "table.csv")
+
+
 def file_out(param: str = "path", exts: tuple[str, ...] | None = None, noun: str = "") -> Callable:
     def ex(text: Text, lo: int, hi: int, f: Found) -> None:
         _path_param(text, lo, hi, f, param, exts, "output file")
@@ -618,6 +625,12 @@ def evaluate_model(text: Text, lo: int, hi: int, f: Found) -> None:
         f.set("metric", metric_of(m.group("m")))
 
 
+def evaluate_dlrm(text: Text, lo: int, hi: int, f: Found) -> None:
+    """"evaluate its AUC", "measure the DLRM's log loss": what the evaluation reports (AUC and
+    log loss, both always); a metric it does not report stays unaccounted, and is refused."""
+    consume(text, lo, hi, r"\b(?:its|their|the)?\s*(?:test\s+|held-out\s+)?(?:auc|roc[\s-]+auc|log[\s-]?loss|logloss)\b", "metric")
+
+
 def deploy_model(text: Text, lo: int, hi: int, f: Found) -> None:
     consume(text, lo, hi, SERVE_AS_PLACE, "serve")    # "deploy it behind Ray Serve"
     m = _search(text, lo, hi, r"\b(?:under\s+the\s+name|named|called|with\s+the\s+name|as)\s+(?!a\b|an\b|the\b|it\b|well\b|soon\b|QUOTE)"
@@ -659,8 +672,8 @@ EXTRACTORS: dict[str, Callable[[Text, int, int, Found], None]] = {
     "make_dataset": make_dataset, "load_data": load_data, "load_checkpoint": load_checkpoint, "load_adapters": load_checkpoint,
     "impute": impute, "dedup": dedup, "clean_data": clean_data, "normalize": normalize, "sample": sample, "split_data": split_data, "join": join, "concat": concat,
     "aggregate": aggregate, "plot": plot, "save_report": report,
-    "write_table": file_out("path", TABLE_EXT, "(?:table\\s+)?"), "export_model": file_out("path"),
-    "train_model": train_model, "evaluate_model": evaluate_model, "select_best": metric_param(with_mode=True),
+    "write_table": write_table, "export_model": file_out("path"),
+    "train_model": train_model, "evaluate_model": evaluate_model, "evaluate_dlrm": evaluate_dlrm, "select_best": metric_param(with_mode=True),
     "deploy_model": deploy_model, "notify": notify, "cleanup": cleanup,
     "edit_pretrain": P.edit_pretrain, "mlora_finetune": P.mlora_finetune,
     "elastic_dlrm": P.elastic_dlrm, "serve_adapters": P.serve_adapters,

@@ -157,7 +157,7 @@ class RulePlanner:
                     written_end = False
                 out_file = next((x for x in reversed(toks) if x.kind == "path"), None)
                 if entry == "write_table" and not (out_file and out_file.low.endswith(TABLE_EXT[:4])) and not (
-                        out_file is None and re.search(r"\btables?\b", m.group(0))):
+                        out_file is None and re.search(r"\b(?:tables?|parquet|csv)\b", m.group(0))):
                     continue
                 if entry == "export_model" and out_file is not None and out_file.low.endswith(TABLE_EXT[:4]):
                     continue

@@ -82,6 +82,9 @@ TRIGGERS: list[tuple[str, str]] = [
     ("load_checkpoint", rf"\b(?:load|read|restore|open|take|use|using|start\s+from|starting\s+from|from|resume\s+from|begin\s+(?:with|from)|on|off)\s+"
                         rf"{skip(3)}checkpoints?\s+(?:at|in|from|under|stored\s+(?:at|in))?\s*FILE\d+"),
     ("edit_pretrain", r"\b(?:train|run|use|using)\w*\s+" + skip(3) + r"(?:llm|language\s+models?)\b(?!\s+adapters)"),
+    # "train a small transformer from scratch": a pretraining (a transformer as a classifier of a
+    # table is a method the catalog lacks)
+    ("edit_pretrain", r"\b(?:train|trains|training|build|builds)\s+" + skip(3) + r"(?:transformers?|gpts?|gpt-?\d|causal\s+lms?)\s+from\s+scratch\b"),
     ("edit_pretrain", r"\bpre-?train(?:s|ing)?\b|\bpre-training\b|\bpretraining\b"
                       r"|(?<!the )(?<!a )(?<!an )(?<!that )(?<!this )\bpre-?trained\b(?!\s+(?:checkpoint|model|weights|base|llm))"),
     ("edit_pretrain", r"\b(?:a-?edit|edit|diloco)\b(?:\s+local\s+sgd)?|\blocal\s+sgd\b"),
@@ -257,7 +260,7 @@ TRIGGERS: list[tuple[str, str]] = [
     ("save_report", r"\b(?:written|saved|stored|dumped|persisted)\s+(?:out\s+)?(?:to|into|as|at|in)\s+FILE\d+"),
     ("write_table", rf"\boutput\s+(?P<f>FILE\d+)|\b(?:\w+\s+)?(?:table|tables|results|scores)\s*{ARROW}\s*(?P<g>FILE\d+)"),
     ("write_table", rf"\b(?:write|writes|written|save|saves|store|stores|dump|persist|output|put|export)\w*\s+{skip(3)}(?:to|as|into|in)\s+"
-                    r"(?:a\s+|the\s+|one\s+)?(?:table|parquet\s+file|csv(?:\s+file)?)\b(?:\s+(?:at|in|to|under)\s+(?P<f>FILE\d+))?"
+                    r"(?:a\s+|the\s+|one\s+)?(?:table|parquet(?:\s+file)?|csv(?:\s+file)?)\b(?:\s+(?:at|in|to|under)\s+(?P<f>FILE\d+))?"
                     r"|\b(?:write|save|output|produce|make)\s+(?:a\s+|the\s+)?(?:score\s+|scores\s+|results\s+|output\s+)?table\b(?!\s+(?:to|as|into|in|at)\s+FILE)"
                     r"|\b(?:a\s+|the\s+)?(?:score|scores|results?|summary|output)?\s*tables?\s+(?:of\s+(?:the\s+)?(?:scores|results|predictions)\s*)?"
                     r"(?:at|to|in|into|under)\s+(?P<g>FILE\d+)|\b(?:a\s+|the\s+)?tables?\s+of\s+(?:the\s+)?(?:scores|results|predictions)\b"),
