@@ -134,3 +134,79 @@ def test_a_dlrm_evaluated_by_its_auc_and_a_transformer_trained_from_scratch(peop
     assert (pre["steps"], pre["sync"]["h"], pre["data"]["paths"]) == (100, 32, ["books.txt"])
     with pytest.raises(PlanRefused, match="no catalog step does 'transformer'"):
         _plan("Train a transformer on people.csv.")
+
+
+@pytest.fixture()
+def loans(people):
+    """loans.csv: two features and the target column y."""
+    rows = [f"{i},{(i * 7) % 11},{(i * 3) % 5},{int((i * 7) % 11 > 5)}" for i in range(40)]
+    (people / "loans.csv").write_text("loan_id,income,debt,y\n" + "\n".join(rows) + "\n")
+    return people
+
+
+def test_an_inline_numbered_list_and_a_metric_said_bare(loans):
+    """'1) read loans.csv 2) 70/30 split 3) knn with k=7 4) evaluate accuracy ...' was refused
+    ('2', '3', '4' unplaced: an item opened by a ratio broke the count), and 'evaluate f1'
+    ('f1' unplaced: only 'evaluate its f1' was read)."""
+    from raystack.workflow.engine import run_local
+    p = _plan("Steps: 1) read loans.csv 2) 70/30 split 3) knn with k=7 4) evaluate accuracy 5) save report to out/loans.json")
+    assert _kinds(p) == ["load_data", "split_data", "train_model", "evaluate_model", "save_report"]
+    assert of_kind(p, "split_data")[0].params["test_fraction"] == 0.3 and of_kind(p, "train_model")[0].params["k"] == 7
+    assert of_kind(p, "evaluate_model")[0].params["metric"] == "accuracy"
+    p = _plan("loans.csv -> dedup -> impute mean -> split 75/25 -> logistic -> evaluate f1")
+    ev = of_kind(p, "evaluate_model")[0]
+    assert ev.params["metric"] == "f1"
+    out = run_local(p.ir).results[ev.id].load(None)
+    assert out["metric"] == "f1" and out["score"] == out["f1"]
+
+
+def test_splits_named_by_both_shares_rows_by_what_they_hold_and_a_file_by_its_origin(loans):
+    """'split visits.csv into 90% train and 10% test' was refused ('train', '10% test'
+    unplaced); 'drop patients with missing age' ('patients'); 'We have visits.csv from the
+    clinic.' ('clinic'); shares that do not add up are refused naming them."""
+    for text in ("Split loans.csv into 90% train and 10% test.", "Split loans.csv 90% train / 10% test.",
+                 "Split loans.csv into 90% training and 10% test data."):
+        assert of_kind(_plan(text), "split_data")[0].params["test_fraction"] == 0.1, text
+    with pytest.raises(PlanRefused, match="split 80% / 10%: the parts do not add up to 100"):
+        _plan("Split loans.csv into 80% train and 10% test.")
+    p = _plan("Load people.csv and drop people with missing age.")
+    assert of_kind(p, "clean_data")[0].params["columns"] == ["age"]
+    p = _plan("We have people.csv from the clinic. Please dedupe it and give me the descriptive stats.")
+    assert _kinds(p) == ["load_data", "dedup", "stats"]
+    with pytest.raises(PlanRefused, match="translate"):
+        _plan("Load people.csv from the clinic and translate it.")
+
+
+def test_statistics_asked_several_at_once_or_after_a_removal(people):
+    """'What are the mean and max of income in people.csv?' was refused (a question no step
+    answered); 'group by state and take the max of income' ('income' unplaced); 'check the row
+    count of people.csv after removing duplicates' planned an evaluation of no model (refused)."""
+    from raystack.workflow.engine import run_local
+    for text in ("What are the mean and max of income in people.csv?",
+                 "Load people.csv and compute the mean, min and max of income."):
+        assert _kinds(_plan(text)) == ["load_data", "stats"], text
+    p = _plan("Read people.csv, group by state and take the max of income.")
+    assert of_kind(p, "aggregate")[0].params["agg"] == "max" and of_kind(p, "aggregate")[0].params["by"] == "state"
+    p = _plan("Check the row count of people.csv after removing duplicates.")
+    assert _kinds(p) == ["load_data", "dedup", "stats"]
+    assert run_local(p.ir).results[of_kind(p, "stats")[0].id].load(None)["rows"] == 4
+
+
+def test_a_chart_wanted_and_saved_and_edit_and_dlrm_wording(people):
+    """'I want a histogram of hum from s.csv saved to out/hum.png' was refused ('histogram'),
+    and once read, the image was a report of the chart: it is the chart's file. 'with H=8' is the
+    sync interval ('H', '8' unplaced); 'Retrain the DLRM' was refused ('Retrain')."""
+    from raystack.workflow.engine import run_local
+    p = _plan("I want a histogram of income from people.csv saved to out/income.png.")
+    assert _kinds(p) == ["load_data", "plot"]
+    pl = of_kind(p, "plot")[0]
+    assert (pl.params["column"], pl.params["path"]) == ("income", "out/income.png")
+    art = run_local(p.ir).results[pl.id].load(None)
+    assert art.path.endswith("out/income.png") and art.info["column"] == "income"
+    (people / "docs").mkdir()
+    (people / "docs" / "a.txt").write_text("the quick brown fox jumps over the lazy dog\n" * 20)
+    pre = of_kind(_plan("Run EDiT pretraining on docs/ for 300 steps with H=8."), "edit_pretrain")[0].params
+    assert (pre["steps"], pre["sync"]["h"]) == (300, 8)
+    (people / "criteo").mkdir()
+    p = _plan("Retrain the DLRM on criteo/; if AUC is below 0.7, send an alert saying 'dlrm degraded'.")
+    assert _kinds(p) == ["elastic_dlrm", "notify"] and of_kind(p, "notify")[0].when

@@ -370,6 +370,31 @@ def purposes(t: Text) -> None:
             t.mark([tok, *run], "purpose")
 
 
+MAX_ORIGIN = 3               # words of where a file comes from ("from the clinic")
+
+
+def origins(t: Text) -> None:
+    """"We have visits.csv from the clinic", "orders.csv from our web shop": where a file named
+    comes from, right after it, up to the clause's end, describes it."""
+    for tok in t.tokens[1:]:
+        if tok.low != "from" or tok.used or t.tokens[tok.i - 1].kind != "path":
+            continue
+        run, j = [], tok.i + 1
+        while j < len(t.tokens) and t.tokens[j].low in ("the", "a", "an", "our", "my", "their", "its"):
+            run.append(t.tokens[j])
+            j += 1
+        words = 0
+        while j < len(t.tokens) and _unknown(t.tokens[j]) and words < MAX_ORIGIN:
+            run.append(t.tokens[j])
+            words += 1
+            j += 1
+        nxt = t.tokens[j] if j < len(t.tokens) else None
+        if words and (nxt is None or nxt.kind == "punct" or (nxt.low in L.CLAUSE_WORDS and not nxt.used)) \
+                and not any(x.low in L.UNSUPPORTED or x.low in L.CLAUSE_WORDS or x.low in L.UNMAPPED_VERBS
+                            or x.low in L.TASK_NOUNS for x in run):
+            t.mark([tok, *run], "origin")
+
+
 def references(t: Text) -> None:
     """Number words that refer back ("the two tables", "all three samples", "the better of
     the two") and list enumerators ("(a)", "(b)")."""
@@ -538,6 +563,7 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
     objects(t, ends)
     reported(t, ends)
     purposes(t)
+    origins(t)
     references(t)
     _instead(t)
     left = [x for x in t.unused() if x.kind != "punct" and x.low not in L.FILLERS]

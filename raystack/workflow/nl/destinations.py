@@ -39,15 +39,19 @@ def destinations(t: Text, actions: list[Action]) -> list[Action]:
             raise PlanRefused([f"{saved!r} saves a chart, but no chart is drawn just before it; say which "
                                "plot writes that file"])
         dest = [x for x in t.tokens[a.lo:a.trig_end] if x.kind == "path"]
-        if prev.entry == "plot" and a.entry in ("export_model", "write_table", "save_report") and len(dest) == 1 \
-                and dest[0].low.endswith(IMAGE_EXT) and prev.sentence == a.sentence \
-                and not any(x.kind == "path" and x.low.endswith(IMAGE_EXT) for x in t.tokens[prev.lo:a.lo]) \
-                and t.match_at(r"(?:save|saves|write|writes|store|stores|put|export)\s+(?:it|this|that|the\s+(?:chart|plot|histogram|figure|graph|image|picture))\s+"
-                               r"(?:to|as|in|into|at)\s+FILE\d+", a.lo, a.trig_end) is not None:
+        # "plot x and save it to x.png", "a histogram of hum from s.csv saved to out/h.png": the
+        # chart drawn before (past the load of its data) writes that image
+        drawn = next((b for b in reversed(out[:k]) if not (b.entry == "load_data" and b.prepositional)), prev)
+        if drawn.entry == "plot" and a.entry in ("export_model", "write_table", "save_report") and len(dest) == 1 \
+                and dest[0].low.endswith(IMAGE_EXT) and drawn.sentence == a.sentence \
+                and not any(x.kind == "path" and x.low.endswith(IMAGE_EXT) for x in t.tokens[drawn.lo:a.lo]) \
+                and t.match_at(r"(?:(?:save|saves|write|writes|store|stores|put|export)\s+(?:it|this|that|the\s+(?:chart|plot|histogram|figure|graph|image|picture))"
+                               r"|saved|written|stored|exported)\s+(?:to|as|in|into|at)\s+FILE\d+", a.lo, a.trig_end) is not None:
             t.relabel(t.tokens[a.lo:a.trig_end], a.entry, "plot")
             dest[0].used = ""
-            prev.hi = max(prev.hi, a.hi)
+            drawn.hi = max(drawn.hi, a.hi)
             del out[k]
+            continue
         if a.entry != "load_data" or not a.prepositional or prev.sentence != a.sentence \
                 or prev.entry not in ("save_report", "plot", "write_table") or a.trig_end - a.lo != 2:
             continue

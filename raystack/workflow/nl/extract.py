@@ -187,6 +187,8 @@ def clean_data(text: Text, lo: int, hi: int, f: Found) -> None:
     if m and m.group("c") not in ("the", "a", "an", "any", "each", "every", "all", "anything", "something"):
         f.set("columns", [m.group("c")])
     consume(text, lo, hi, r"\b(?:missing|null|nan|empty|incomplete|blank)\s+[a-z_]\w*", "clean")
+    # "drop patients with missing age": the rows, by what they record
+    consume(text, lo, hi, r"\b(?!(?:the|a|an|any|all|and|or)\b)[a-z]+(?=\s+(?:with|that\s+have|having)\s+(?:a\s+|an\s+|any\s+|no\s+)?(?:missing|null|nan|empty|blank)\b)", "clean")
 
 
 def _seed(text: Text, lo: int, hi: int, f: Found) -> None:
@@ -275,6 +277,16 @@ def split_data(text: Text, lo: int, hi: int, f: Found) -> None:
         if a + b != 100:
             raise PlanRefused([f"split {a}/{b}: the parts do not add up to 100"])
         f.set("test_fraction", number(round(b / 100.0, 4)))
+        return
+    # "into 90% train and 10% test", "90% training / 10% test data": both parts named with their shares
+    part = r"(?:sets?|splits?|portions?|parts?|data|rows)"
+    m = _search(text, lo, hi, rf"\b(?:into\s+)?(?P<a>PCT\d+)\s+(?:for\s+)?(?:training|train)(?:\s+{part})?\s*(?:and|/|,)\s*"
+                              rf"(?P<b>PCT\d+)\s+(?:for\s+)?(?:test(?:ing)?|hold-?out|validation|eval(?:uation)?)(?:\s+{part})?\b", "ratio")
+    if m:
+        a, b = _num(text, m.group("a")), _num(text, m.group("b"))
+        if abs(a + b - 1.0) > 1e-9:
+            raise PlanRefused([f"split {number(a * 100)}% / {number(b * 100)}%: the parts do not add up to 100"])
+        f.set("test_fraction", number(round(b, 4)))
         return
     if _search(text, lo, hi, r"\b(?:in|into)\s+(?:(?:two|NUM\d+)\s+)?(?:half|halves|equal\s+(?:halves|parts))\b", "halves"):
         f.set("test_fraction", 0.5)     # "split it in half"
@@ -617,9 +629,9 @@ def evaluate_model(text: Text, lo: int, hi: int, f: Found) -> None:
         raise PlanRefused([f"{m.group(0)!r}: evaluate_model scores a model on the split's held-out part, "
                            "not on the rows it was trained on"])
     metric_param()(text, lo, hi, f)
-    # "evaluate its rmse", "measure its accuracy on the test set": the metric is the evaluation's
+    # "evaluate its rmse", "measure its accuracy on the test set", "evaluate f1": the metric is the evaluation's
     m = None if "metric" in f.params else _search(
-        text, lo, hi, rf"\b(?:evaluat\w*|assess\w*|measure|measures|check|checks|test|tests)\s+(?:its|their|the)\s+"
+        text, lo, hi, rf"\b(?:evaluat\w*|assess\w*|measure|measures|check|checks|test|tests)\s+(?:(?:its|their|the)\s+)?"
                       rf"(?:test\s+|held-out\s+)?(?P<m>{METRIC_RX})\b", "metric")
     if m and metric_of(m.group("m")) != "score":
         f.set("metric", metric_of(m.group("m")))

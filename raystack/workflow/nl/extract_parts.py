@@ -126,7 +126,8 @@ def edit_pretrain(text: Text, lo: int, hi: int, f: Found) -> None:
             f.set("ranks", n, "workers")
     # before the step count: "a sync every 8 steps" is the interval, not the run's length
     m = _search(text, lo, hi, r"sync(?:hroni[sz](?:e|es|ing|ed)|ing|s|ed)?\s+(?:the\s+replicas\s+)?every\s+(?P<n>NUM\d+)\s+steps?",
-                "sync interval")
+                "sync interval") or \
+        _search(text, lo, hi, r"\b(?:with\s+)?(?:h|sync\.h|sync\s+interval)\s*(?:=|:|of)\s*(?P<n>NUM\d+)", "sync interval")  # "H=8"
     if m:
         f.params.setdefault("sync", {})["h"] = int(_num(text, m.group("n")))
         f.stated["sync_every"] = int(_num(text, m.group("n")))

@@ -321,7 +321,8 @@ class Text:
                 prev.text == "(" and nxt.text == ")") or (prev.text == "," and seen and after is not None
                                                            and after.kind == "word")
             # "1) load x 2) clean it", "1. Load x. 2. Clean it.": the next number of the list
-            counts_on = last is not None and after is not None and after.kind == "word" and (
+            # ("2) 70/30 split": a ratio, a number or a file may open the item)
+            counts_on = last is not None and after is not None and after.kind != "punct" and (
                 nxt.text == ")" or (nxt.text == "." and prev is not None and prev.text in (".", "!", "?"))) and (
                 (last.isdigit() and tok.text == str(int(last) + 1)) or (len(last) == 1 and tok.low == chr(ord(last) + 1)))
             if opens or counts_on:

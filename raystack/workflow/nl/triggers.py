@@ -66,6 +66,7 @@ REMOVED = (r"dropped|removed|deleted|discarded|eliminated|filtered(?:\s+out)?|ex
 # what the object of a cleanup never passes over: "clean up weather.csv and plot temp" plots the
 # temperature column, it deletes nothing
 CLEANUP_NEVER = r"FILE\d+|and|then"
+_STAT = rf"(?:standard\s+deviation|{'|'.join(COLUMN_STATS[:-1])})"    # a statistic of a column, by name
 # (catalog step, pattern) in priority order: an earlier, more specific phrase claims its words
 TRIGGERS: list[tuple[str, str]] = [
     ("cleanup", rf"\b(?:clean\s*up|clean-up|cleanup|remove|delete|erase|wipe|purge|clear(?:\s+out)?|empty|tidy\s+up|get\s+rid\s+of)\s+{skip(3, CLEANUP_NEVER)}"
@@ -98,7 +99,7 @@ TRIGGERS: list[tuple[str, str]] = [
                        r"(?:behind|on|with|via)\s+(?:ray\s+)?serve\b"),
     ("evaluate_adapters", rf"\b(?:evaluat\w*|assess\w*|score|test|validate|measure|benchmark|check)\s+{skip(4)}adapters?\b(?:\s+do)?"
                           r"|\badapter\s+evaluations?\b|\bevaluations?\s+of\s+(?:the\s+)?adapters\b"),
-    ("elastic_dlrm", rf"\b(?:train|trains|training|fit|fits|run|learn|build)\w*\s+{skip(5)}(?:dlrm|recommend\w*|recsys|"
+    ("elastic_dlrm", rf"\b(?:train|trains|training|re-?train|fit|fits|run|learn|build)\w*\s+{skip(5)}(?:dlrm|recommend\w*|recsys|"
                      r"click-?through(?:-rate)?|ctr|criteo|ad\s+click)\b(?:\s+(?:models?|training|prediction))?"),
     ("elastic_dlrm", r"\belastic(?:ally)?\b(?:\s+(?:training|dlrm))?|\bdlrm\b(?:\s+(?:models?|training))?"),
     ("dedup", r"\bde-?dup\w*\b|\bdeduplicat\w*\b|\b(?:duplicate|dupe)s?\s+removal\b|\bremoval\s+of\s+(?:the\s+)?(?:duplicates|dupes)\b"),
@@ -203,18 +204,19 @@ TRIGGERS: list[tuple[str, str]] = [
     # hold the row count; only the phrase whole, with nothing after it that narrows the rows
     # ("count the rows with missing values", "how many rows have nulls": not the row count; a
     # count per group is an aggregate, claimed above)
-    ("stats", r"(?:\b(?:(?:tell\s+me|give\s+me|show\s+me|report|print|get|find|compute|calculate|return|log)\s+)?"
+    ("stats", r"(?:\b(?:(?:tell\s+me|give\s+me|show\s+me|report|print|get|find|compute|calculate|return|log|check)\s+)?"
               r"(?:the\s+|its\s+|their\s+)?(?:(?:row|record)\s+counts?|(?:number|count)\s+of\s+(?:rows|records|entries))"
               r"|\bcount(?:s|ing)?\s+(?:the\s+|its\s+|their\s+|all\s+(?:the\s+)?)?(?:rows|records|entries)"
               r"|\b(?:(?:tell\s+me|report|print|show\s+me|say)\s+)?how\s+many\s+(?:rows|records|entries)"
               r"(?:\s+(?:are|is)\s+(?:left|remaining|there)|\s+remain|\s+there\s+are|\s+(?:it|each)\s+(?:has|holds)|\s+they\s+(?:have|hold)"
               r"|\s+(?:does|do)(?:\s+it\s+(?:have|hold)|(?=\s+FILE\d+\s+(?:have|hold)\b)))?)\b"
               r"(?=\s*(?:[?.,;:!]|$)|\s+(?:in|of|from)\s+FILE|\s+(?:and|then|after|before|once|when)\b|\s+FILE\d+\s+(?:have|hold)\b)"),
-    # "compute the average price", "give me the maximum of amount", "what is the median price?":
+    # "compute the average price", "give me the maximum of amount", "what is the median price?",
+    # "what are the mean and max of amount?":
     # a column's mean, median, standard deviation, minimum or maximum is in the statistics (per
     # group it is an aggregate, claimed above; a metric's average is a report's)
-    ("stats", rf"\b(?:(?:compute|calculate|get|find|report|print|show\s+me|give\s+me|tell\s+me|work\s+out|what\s+(?:is|'s|are|was))\s+)"
-              rf"(?:the\s+|its\s+)?(?:standard\s+deviation|{'|'.join(COLUMN_STATS[:-1])})\s+(?:of\s+(?:the\s+)?)?"
+    ("stats", rf"\b(?:(?:compute|calculate|get|find|take|report|print|show\s+me|give\s+me|tell\s+me|work\s+out|what\s+(?:is|'s|are|was))\s+)"
+              rf"(?:the\s+|its\s+)?{_STAT}(?:\s*(?:,|and|&|,\s*and)\s+(?:the\s+)?{_STAT})*\s+(?:of\s+(?:the\s+)?)?"
               rf"(?!(?:{METRIC_RX})\b|it\b|them\b|each\b|all\b|every\b)[a-z_][a-z0-9_]*\b"
               r"(?!\s+(?:per|by|for\s+each|across|over)\b)(?=\s*(?:[.,;:!?]|$|\s+(?:and|then|of|in|from)\b))"),
     ("stats", r"(?<!those )(?<!these )(?<!the )(?<!of )\b(?:stats|statistics)\b(?:\s+(?:comparison|summary|overview))?"),
@@ -232,7 +234,7 @@ TRIGGERS: list[tuple[str, str]] = [
     ("plot", r"\b(?:make|create|produce|generate|build|draw|render)\s+(?:a|an)\s+(?:\w+\s+)?(?:histogram|bar\s+chart|chart|graph|plot|figure|visuali[sz]ation)s?\b"),
     ("plot", passive(r"(?:a\s+|the\s+)?(?:histogram|bar\s+chart|chart|graph|plot|figure|visuali[sz]ation)s?",
                      r"drawn|made|produced|created|generated|rendered|plotted|built")),
-    ("plot", r"(?:^|(?<=[,;:.>→]\s)|(?<=\bthen\s)|(?<=\band\s))(?:a|an)\s+(?:final\s+|quick\s+|simple\s+)?(?:histogram|bar\s+chart|line\s+chart|chart|plot|graph|figure)\b"),   # "then a histogram"
+    ("plot", r"(?:^|(?<=[,;:.>→]\s)|(?<=\bthen\s)|(?<=\band\s)|(?<=\bwant\s)|(?<=\bneed\s)|(?<=\blike\s))(?:a|an)\s+(?:final\s+|quick\s+|simple\s+)?(?:histogram|bar\s+chart|line\s+chart|chart|plot|graph|figure)\b"),   # "then a histogram"
     ("plot", r"\b(?:plot|plots|plotted|plotting|chart|charts|charted|graph|graphs|visuali[sz]\w*|draw|render)\b"
              r"(?:\s+(?:a|an|the)?\s*(?:histogram|bar\s+chart|chart|graph|plot|line\s+chart|figure))?"),
     ("save_report", rf"\b(?:write|writes|save|saves|store|produce|create|generate|dump|output|log(?!istic)|record|put)\w*\s+{skip(3)}"
