@@ -210,3 +210,50 @@ def test_a_chart_wanted_and_saved_and_edit_and_dlrm_wording(people):
     (people / "criteo").mkdir()
     p = _plan("Retrain the DLRM on criteo/; if AUC is below 0.7, send an alert saying 'dlrm degraded'.")
     assert _kinds(p) == ["elastic_dlrm", "notify"] and of_kind(p, "notify")[0].when
+
+
+def test_a_list_of_k_then_a_pick_said_as_a_participle(loans):
+    """'train knn models for k in 3, 5 and 7, picking the best' was refused ('3', '5', '7'
+    unplaced: the pick's phrase took the list), 'choosing the best' too ('choosing'); 'a
+    5-nearest-neighbour model' ('5'); 'evaluate the best configuration' ('configuration')."""
+    from raystack.workflow.engine import run_local
+    for text in ("Load loans.csv and train knn models for k in 3, 5 and 7, picking the best.",
+                 "Load loans.csv, split it, and train knn models for k in 3, 5 and 7, keeping the best.",
+                 "Train knn models on loans.csv for k in 3, 5 and 7, choosing the best."):
+        p = _plan(text)
+        assert [s.params["k"] for s in of_kind(p, "train_model")] == [3, 5, 7], text
+        assert len(of_kind(p, "select_best")[0].params["results"]) == 3, text
+    best = run_local(p.ir).results[of_kind(p, "select_best")[0].id].load(None)
+    assert best["k"] in (3, 5, 7)
+    p = _plan("Load loans.csv, split it and train a 5-nearest-neighbour model.")
+    assert of_kind(p, "train_model")[0].params == {**of_kind(p, "train_model")[0].params, "model": "knn", "k": 5}
+    p = _plan("On loans.csv (after an 80/20 split), tune a knn over k = 3, 5, 7 with 3 trials, maximizing f1, "
+              "then evaluate the best configuration.")
+    assert _kinds(p)[-1] == "evaluate_model" and of_kind(p, "train_model")[0].tune.space == {"k": [3, 5, 7]}
+
+
+def test_part_wording_worker_ranges_clock_syncs_retries_and_an_error_handler(people):
+    """'with between 2 and 6 workers' for the DLRM was refused as a list of worker counts: it
+    starts at 2 and sizes itself up to 6 (EDiT, which runs a fixed number of ranks, refuses a
+    range); 'retry the training twice' after a DLRM was refused as naming no model training;
+    A-EDiT's 'syncing every 3 seconds' / 'a 3 second sync period' were refused ('second' was
+    read as 'secondly'); EDiT, which syncs by steps, refuses a period in seconds; 'on any
+    error: message ...' was a message after the last step, not an exit handler."""
+    (people / "criteo").mkdir()
+    (people / "corpus").mkdir()
+    (people / "corpus" / "a.txt").write_text("the quick brown fox jumps over the lazy dog\n" * 20)
+    p = _plan("Train the elastic DLRM on criteo/ with between 2 and 6 workers for 3 epochs, evaluate it, and if the "
+              "AUC beats 0.72 notify 'ctr model ok'. Retry the training twice on failure.")
+    dl = of_kind(p, "elastic_dlrm")[0]
+    assert (dl.params["resources"]["initial_workers"], dl.params["resources"]["max_workers"], dl.retries) == (2, 6, 2)
+    with pytest.raises(PlanRefused, match="EDiT runs a fixed number of ranks"):
+        _plan("Pretrain with EDiT on corpus/ with between 2 and 4 workers.")
+    for text in ("Pretrain with A-EDiT on corpus/ for 60 steps, syncing every 3 seconds.",
+                 "Pretrain with A-EDiT on corpus/ for 60 steps with a 3 second sync period."):
+        pre = of_kind(_plan(text), "edit_pretrain")[0].params
+        assert (pre["mode"], pre["sync"]["t_seconds"], pre["steps"]) == ("aedit", 3.0, 60), text
+    with pytest.raises(PlanRefused, match="A-EDiT's"):
+        _plan("Pretrain with EDiT on corpus/, syncing every 3 seconds.")
+    p = _plan("people.csv → drop dupes → fill the blanks → 80/20 → 3-nearest-neighbour kNN → eval. "
+              "on any error: message 'pipeline failed'")
+    assert of_kind(p, "notify")[0].exit == "failure" and of_kind(p, "train_model")[0].params["k"] == 3

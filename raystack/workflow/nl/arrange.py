@@ -120,7 +120,9 @@ def _apply_cues(t: Text, actions: list[Action], cues: list[Cue]) -> None:
             tgt = last or (after[0] if after else (earlier[-1] if earlier else None))
             kind = _retried_kind(t, c)      # "retry the load 2 times": the step it names
             if kind is not None:
-                same = [a for a in actions if a.entry == kind and a.sentence <= c.sentence and a.lo < c.lo]
+                # "retry the training": a model's, or a part's (a DLRM, a pretraining, a fine-tuning)
+                kinds = TRAINING_KINDS if kind == "train_model" else (kind,)
+                same = [a for a in actions if a.entry in kinds and a.sentence <= c.sentence and a.lo < c.lo]
                 if not same:
                     raise PlanRefused([f"{t.span_text(t.tokens[c.lo:c.hi])!r} names a {kind} step the plan does not have"])
                 tgt = max(same, key=lambda a: (a.sentence, a.lo))
@@ -279,6 +281,9 @@ def _resolve_conditions(actions: list[Action]) -> None:
         for b in actions:
             if b.step.when is w:
                 b.step.when = cond
+
+
+TRAINING_KINDS = ("train_model", "tune", "elastic_dlrm", "edit_pretrain", "mlora_finetune")
 
 
 def _retried_kind(t: Text, c: Cue) -> str | None:

@@ -508,9 +508,10 @@ def train_model(text: Text, lo: int, hi: int, f: Found) -> None:
                                     r"|between\s+(?P<b>NUM\d+)\s+and)\s+(?P<z>NUM\d+)", "k range"):
         _set_map(f, "k", _int_range(text, m.group("a") or m.group("b"), m.group("z"), "k"))   # "for k from 1 to 5"
         claim_count(text, lo, hi, len(f.map[1]))
-    m = _search(text, lo, hi, r"\bk\s*(?:=|:|of)\s*(?P<n>NUM\d+)|(?P<m>NUM\d+)\s*-?\s*(?:nearest[\s-]+)?neighbou?rs?\b", "k")
+    m = _search(text, lo, hi, r"\bk\s*(?:=|:|of)\s*(?P<n>NUM\d+)|(?P<m>NUM\d+)\s*-?\s*(?:nearest[\s-]+)?neighbou?rs?\b", "k") or \
+        _search(text, lo, hi, r"(?P<m>NUM\d+)(?=\s*-?\s*nearest[\s-]+neighbou?rs?\b)", "k")   # "a 5-nearest-neighbour model"
     if m:      # "kNN (k = 7)", "retrain with k = 3", "5 neighbours"
-        f.set("k", int(_num(text, m.group("n") or m.group("m"))))
+        f.set("k", int(_num(text, m.groupdict().get("n") or m.group("m"))))
     lr = r"(?:learning[\s-]+rates?|lrs?|step\s+sizes?)"
     m = _search(text, lo, hi, rf"{lr}\s*(?:=|:|of|at|in|∈|over)?\s*(?P<l>{NUMLIST})", "learning rate") or \
         _search(text, lo, hi, rf"(?:for\s+)?each\s+{lr}\s+(?:in|of|from)\s+(?P<l>{NUMLIST})", "learning rate")

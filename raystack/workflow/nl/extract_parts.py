@@ -32,6 +32,13 @@ def _workers(text: Text, lo: int, hi: int) -> tuple[str, int | list, str] | None
                               rf"|(?P<m>NUM\d+)\s+{WORKERS}\s+(?:max(?:imum)?|at\s+most|tops)\b", "workers bound")
     if m:
         return "bound", int(_num(text, m.group("n") or m.group("m"))), bound_unit(m.group(0))
+    m = _search(text, lo, hi, rf"\bbetween\s+(?P<a>NUM\d+)\s+and\s+(?P<b>NUM\d+)\s+{WORKERS}"
+                              rf"|\bfrom\s+(?P<c>NUM\d+)\s+(?:up\s+)?to\s+(?P<d>NUM\d+)\s+{WORKERS}", "workers range")
+    if m:     # "between 2 and 6 workers": start at the first, at most the second
+        a, b = (int(_num(text, m.group(x))) for x in (("a", "b") if m.group("a") else ("c", "d")))
+        if a > b:
+            raise PlanRefused([f"between {a} and {b} workers: the first must not exceed the second"])
+        return "range", [a, b], bound_unit(m.group(0))
     m = _search(text, lo, hi, rf"(?:on|with|across|using)?\s*(?P<l>{NUMLIST})\s+{WORKERS}", "workers")
     if m:
         return "list", [int(v) for v in _list(text, m.group("l"))], "workers"
@@ -116,6 +123,9 @@ def edit_pretrain(text: Text, lo: int, hi: int, f: Found) -> None:
     w = _workers(text, lo, hi)
     if w is not None:
         kind, n, unit = w
+        if kind == "range":
+            raise PlanRefused([f"between {n[0]} and {n[1]} workers: EDiT runs a fixed number of ranks; "
+                               "say how many, or give a bound ('at most N workers')"])
         if kind == "bound":       # EDiT runs a fixed size: at most n ranks is n ranks, kept as a bound
             f.params["ranks"] = n
             f.bound = {"param": unit, "op": "<=", "value": n}
@@ -131,6 +141,17 @@ def edit_pretrain(text: Text, lo: int, hi: int, f: Found) -> None:
     if m:
         f.params.setdefault("sync", {})["h"] = int(_num(text, m.group("n")))
         f.stated["sync_every"] = int(_num(text, m.group("n")))
+    # A-EDiT syncs by the clock: "syncing every 3 seconds", "a 3 second sync period"
+    m = _search(text, lo, hi, r"sync(?:hroni[sz](?:e|es|ing|ed)|ing|s|ed)?\s+(?:the\s+replicas\s+)?every\s+(?P<n>NUM\d+)\s*(?:seconds?|secs?|s)\b"
+                              r"|(?P<m>NUM\d+)\s*-?\s*(?:seconds?|secs?|s)\s+sync(?:\s+(?:period|interval))?\b"
+                              r"|\bsync\s+(?:period|interval)\s+(?:of\s+)?(?P<p>NUM\d+)\s*(?:seconds?|secs?|s)\b", "sync period")
+    if m:
+        secs = _num(text, m.group("n") or m.group("m") or m.group("p"))
+        if f.params.get("mode") != "aedit":
+            raise PlanRefused([f"a sync every {number(secs)} seconds is A-EDiT's (sync by the clock); EDiT syncs every H "
+                               "steps: say 'with A-EDiT', or give the steps"])
+        f.params.setdefault("sync", {})["t_seconds"] = secs
+        f.stated["sync_seconds"] = number(secs)
     _steps(text, lo, hi, f)
     if f.map is not None:
         claim_count(text, lo, hi, len(f.map[1]))
@@ -327,7 +348,10 @@ def elastic_dlrm(text: Text, lo: int, hi: int, f: Found) -> None:
         if kind == "list":
             raise PlanRefused(["a list of worker counts for elastic DLRM: the job sizes itself; "
                                "give a bound ('at most N workers')"])
-        if kind == "bound":
+        if kind == "range":     # the job starts at the lower end and sizes itself up to the upper
+            res.update(initial_workers=n[0], max_workers=n[1])
+            f.bound = {"param": unit, "op": "<=", "value": n[1]}
+        elif kind == "bound":
             res["max_workers"] = n
             res["initial_workers"] = min(2, n)
             f.bound = {"param": unit, "op": "<=", "value": n}

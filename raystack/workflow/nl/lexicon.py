@@ -139,7 +139,7 @@ EXIT_CUES = [
      r"\b(?<!even\s)(?:if|when|should)\s+(?:anything|something|any\s+step|a\s+step|any\s+of\s+(?:this|these|them)|"
      r"the\s+(?:(?:whole|entire|full)\s+)?(?:run|workflow|pipeline|job|training|whole\s+thing|flow))\s+(?:fails?|failed|breaks?|go(?:es)?\s+wrong|"
      r"errors(?:\s+out)?|crash(?:es|ed)?|blows?\s+up|blew\s+up|dies|died)(?:\s+(?:anywhere|at\s+any\s+(?:point|step)|somewhere|along\s+the\s+way))?\b"
-     r"|\bif\s+there\s+is\s+(?:an\s+)?error\b", "failure"),
+     r"|\bif\s+there\s+is\s+(?:an\s+)?error\b|\b(?:on|upon)\s+(?:an\s+|any\s+)?errors?\b", "failure"),
     (r"\bon\s+success\b|\bupon\s+success\b|\b(?:if|when|once)\s+(?:everything|it\s+all|all\s+steps|"
      r"the\s+(?:(?:whole|entire|full)\s+)?(?:run|workflow|pipeline|job|whole\s+thing))\s+(?:succeeds|succeeded|is\s+successful|"
      r"completes\s+successfully|finishes\s+successfully|goes\s+well|(?:finishes|completes|runs|goes\s+through|ends)\s+without\s+"
@@ -168,7 +168,7 @@ PARALLEL = (r"\b(?:in\s+parallel|at\s+the\s+same\s+time|at\s+once|simultaneously
             r"in\s+tandem|independently|independent(?:\s+of\s+each\s+other)?|parallel|meanwhile|in\s+the\s+meantime|"
             r"neither\s+(?:one\s+)?(?:needs|depends\s+on|waits\s+(?:for|on))\s+the\s+other|no\s+dependency\s+between\s+them)\b")
 SEQUENCE = (r"\b(?:and\s+then|then|after\s+that|afterwards|afterward|next|finally|followed\s+by|"
-            r"subsequently|lastly|(?:first|second|third|fourth|fifth)(?!\s+(?:NUM|PCT)\d+)|firstly|secondly|thirdly|fourthly|once\s+that\s+is\s+done|when\s+that\s+is\s+done|"
+            r"subsequently|lastly|(?<!NUM\d )(?<!NUM\d\d )(?:first|second|third|fourth|fifth)(?!\s+(?:NUM|PCT)\d+)|firstly|secondly|thirdly|fourthly|once\s+that\s+is\s+done|when\s+that\s+is\s+done|"
             r"at\s+the\s+end|after\s+this|and\s+after\s+that|once\s+done)\b|->|=>|→|⇒|⟶")
 
 PURPOSE = (r"\bfor\s+(?:the\s+|a\s+|our\s+)?(?:[a-z][\w-]*\s+){1,3}?(?:detection|prediction|analysis|classification|"
@@ -203,6 +203,7 @@ pls plz ok hi hey hello thanks thank cheers so here there's team folks guys real
 basically simply quick toy demo job jobs run runs pipeline workflow flow task tasks stuff
 get got gets put puts produce make makes take takes separate separately individually
 candidate candidates option options version versions variant variants baseline
+configuration configurations config configs
 plan here's here what's i've we've you've
 u ur pls plz thx obviously course naturally of em 'em
 whichever whatever one one's anything something both either two-step across written

@@ -446,7 +446,9 @@ class RulePlanner:
         if gap and gap[-1].low in ("and", "then"):   # "train knn models for k in 3, 5, 7 and keep the best":
             return None                              # the phrase ends the clause before
         for n, x in enumerate(gap[:-1]):
-            named = gap[n + 1].low in ("k", "lr") and n + 2 < len(gap) and \
+            # a model's k or learning rate maps a training, never the step after it ("train knn
+            # models for k in 3, 5 and 7, picking the best": the list is the training's)
+            named = a.entry in ("train_model", "tune") and gap[n + 1].low in ("k", "lr") and n + 2 < len(gap) and \
                 gap[n + 2].low in ("in", "from", "=", "between", "ranging", "over")     # "for k from 3 to 5 train"
             if x.low == "for" and (gap[n + 1].low in ("each", "every") or named) and not x.used:
                 rest = gap[n + 2:]

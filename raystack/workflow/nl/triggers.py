@@ -270,7 +270,7 @@ TRIGGERS: list[tuple[str, str]] = [
     ("export_model", r"\b(?:export|exports|save|saves|serialize|persist)\s+(?:it|them|the\s+(?:model|winner|result|run|checkpoint))"
                      r"(?=\s+(?:afterwards|afterward|later|then|next|finally)\s+(?:to|into|as|at)\s+FILE\d+)"),   # "export it afterwards to ./m"
     ("select_best", rf"(?<!whichever )(?<!which )\b(?:select|pick|choose|keep|take|find|identify|determine|retain|get|go\s+with|settle\s+on|opt\s+for|"
-                    rf"stick\s+with|crown|declare|promote|prefer|favou?r|single\s+out)\w*\s+{skip(2)}(?:best|winner|winning|top|better|"
+                    rf"stick\s+with|crown|declare|promote|prefer|favou?r|single\s+out|choosing)\w*\s+{skip(2)}(?:best|winner|winning|top|better|"
                     r"strongest|stronger|highest[- ]scoring|top-performing|best-performing)\b(?:\s+(?:one|model|classifier|of\s+them|result|performer))?"),
     # "compare them by F1 (, and export the winner)": a comparison by a named metric picks
     ("select_best", rf"\bcompar(?:e|es|ing)\s+(?:them|both|all\s+three|the\s+(?:two|three|models|results|runs|candidates))"
