@@ -257,3 +257,64 @@ def test_part_wording_worker_ranges_clock_syncs_retries_and_an_error_handler(peo
     p = _plan("people.csv → drop dupes → fill the blanks → 80/20 → 3-nearest-neighbour kNN → eval. "
               "on any error: message 'pipeline failed'")
     assert of_kind(p, "notify")[0].exit == "failure" and of_kind(p, "train_model")[0].params["k"] == 3
+
+
+def test_statistics_asked_for_are_computed_or_refused_never_dropped(people):
+    """'load x.csv and give me the stats', '... and I want the stats', '... output the
+    statistics' planned the load alone: 'stats' was glue, so the statistics asked for were
+    dropped silently. They are a statistics step now; named where no rule reads them ('then
+    the statistics please'), they are refused, quoted."""
+    from raystack.workflow.engine import run_local
+    for text in ("Load people.csv and give me the stats.", "Load people.csv and I want the stats.",
+                 "Load people.csv and output the statistics.", "Is there any missing data in people.csv? Give me the stats."):
+        p = _plan(text)
+        assert _kinds(p) == ["load_data", "stats"], text
+    assert run_local(p.ir).results[of_kind(p, "stats")[0].id].load(None)["rows"] == 5
+    with pytest.raises(PlanRefused, match="no step computes 'statistics'"):
+        _plan("Load people.csv, then the statistics please.")
+    p = _plan("Compute stats on people.csv and plot the stats.")     # the stats of the plan, charted
+    assert _kinds(p) == ["load_data", "stats", "plot"]
+    p = _plan("Produce summary statistics for people.csv and store them in out/stats.json.")
+    assert _kinds(p) == ["load_data", "stats", "write_table"]
+
+
+def test_more_wording_of_table_steps(people):
+    """Refused or wrong before: 'people.csv in, deduped, out/p.parquet out' loaded out/p.parquet
+    and cleaned it (the file said to come out is written); 'chuck out rows with blanks'; 'join
+    ... using region' ('region' unplaced; 'using pandas' stays refused); 'group by state and sum
+    income' ('income'); 'split it into train and test, fit ... on train and evaluate on test'
+    ('train', 'test'); 'Could somebody ...' ('somebody')."""
+    import pyarrow.parquet as pq
+    from raystack.workflow.engine import run_local
+    p = _plan("We'd like the ETL bit done: people.csv in, deduped and cleaned, out/p.parquet out.")
+    assert _kinds(p) == ["load_data", "dedup", "clean_data", "write_table"]
+    assert of_kind(p, "write_table")[0].params["path"] == "out/p.parquet"
+    assert pq.read_table(run_local(p.ir).results[of_kind(p, "write_table")[0].id].load(None).path).num_rows == 2
+    assert _kinds(_plan("Load people.csv and chuck out rows with blanks.")) == ["load_data", "clean_data"]
+    (people / "states.csv").write_text("state,region\nny,east\nca,west\n")
+    p = _plan("Join people.csv to states.csv using state, then group by region and sum income.")
+    assert of_kind(p, "join")[0].params["on"] == "state" and of_kind(p, "aggregate")[0].params["by"] == "region"
+    with pytest.raises(PlanRefused, match="pandas"):
+        _plan("Join people.csv and states.csv using pandas.")
+    (people / "scores.csv").write_text("a,b,y\n" + "".join(f"{i},{i % 3},{i % 2}\n" for i in range(20)))
+    p = _plan("Split scores.csv into train and test, fit a linear regression on train and evaluate on test.")
+    assert _kinds(p) == ["load_data", "split_data", "train_model", "evaluate_model"]
+    with pytest.raises(PlanRefused, match="'test'"):     # trained on what it is scored on: not read as a part
+        _plan("Split scores.csv into train and test, fit a linear regression on test and evaluate on train.")
+    assert _kinds(_plan("Could somebody normalise people.csv and dedup it? Cheers.")) == ["load_data", "normalize", "dedup"]
+
+
+def test_more_wording_of_models_and_parts(loans):
+    """'with k=3 and k=5' (refused: 'k', '5'), 'if it fails, retry 3 times' (the failure clause
+    was read as an exit handler), 'data in corpus/' (refused), adapters evaluated 'on exact
+    match' (refused)."""
+    p = _plan("Fit kNN on loans.csv with k=3 and k=5, compare them on accuracy and keep the winner.")
+    assert [s.params["k"] for s in of_kind(p, "train_model")] == [3, 5] and of_kind(p, "select_best")
+    p = _plan("Train a logistic model on loans.csv and, if it fails, retry 3 times.")
+    assert of_kind(p, "train_model")[0].retries == 3 and not any(s.exit for s in p.ir.steps)
+    (loans / "corpus").mkdir()
+    (loans / "corpus" / "a.txt").write_text("the quick brown fox jumps over the lazy dog\n" * 20)
+    pre = of_kind(_plan("Pretraining job: tiny-1m, EDiT, 4 workers, 500 steps, data in corpus/"), "edit_pretrain")[0].params
+    assert (pre["model"], pre["ranks"], pre["steps"], pre["data"]["paths"]) == ("tiny-1m", 4, 500, ["corpus/"])
+    (loans / "adapters").mkdir()
+    assert _kinds(_plan("Evaluate the adapters in adapters/ on exact match.")) == ["load_adapters", "evaluate_adapters"]

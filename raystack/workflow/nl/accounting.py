@@ -577,6 +577,11 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
     if bad:
         quoted = [t.span_text(r) for r in t.runs(bad)]
         raise PlanRefused([f"no step or parameter for {q!r}" for q in quoted])
+    # "then the statistics please": statistics named with no step computing them were dropped
+    # silently (the word is glue only when it refers to a statistics step of the plan)
+    asked_stats = [x for x in t.unused() if x.low in ("stats", "statistics")]
+    if asked_stats and not any(e == "stats" for e, _ in ends):
+        raise PlanRefused([f"no step computes {t.span_text(r)!r}: say 'compute the statistics'" for r in t.runs(asked_stats)])
     tasks = [x for x in t.tokens if x.low in L.TASK_NOUNS and not x.used.startswith("name:")]
     if tasks and not any(e in MODEL_STEPS for e, _ in ends):
         # a task named as the subject ("Sentiment analysis: ...") needs a model that does it

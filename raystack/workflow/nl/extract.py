@@ -305,7 +305,9 @@ JOIN_KINDS = {"left": "left outer", "right": "right outer", "inner": "inner", "o
 def join(text: Text, lo: int, hi: int, f: Found) -> None:
     # "using cell_id": a column-like name (an underscore, or an id) after "using"/"via" is the key
     m = _search(text, lo, hi, r"\b(?:on|keys?\s*[:=]?|using\s+(?:the\s+)?(?:key|column)|by\s+(?:the\s+)?(?:key|column)"
-                              r"|(?:using|via|by)(?=\s+(?:the\s+)?[a-z0-9]*(?:_[a-z0-9]+|id)\b))\s+(?:the\s+)?(?:column\s+|key\s+|field\s+)?(?P<c>[a-z_][a-z0-9_]*)"
+                              r"|(?:using|via|by)(?=\s+(?:the\s+)?[a-z0-9]*(?:_[a-z0-9]+|id)\b)"
+                              # "join a.csv to b.csv using region, then ...": a bare name that ends the clause
+                              r"|(?:using|via)(?=\s+(?:the\s+)?(?!(?:pandas|polars|spark|pyspark|ray|sql|duckdb|dask|python)\b)[a-z][a-z0-9]*(?:\s+(?:column|key|field))?\s*(?:[.,;:]|$|\s+(?:and|then)\b)))\s+(?:the\s+)?(?:column\s+|key\s+|field\s+)?(?P<c>[a-z_][a-z0-9_]*)"
                               r"(?:\s+(?:column|key|field))?", "join key")
     if m and m.group("c") not in ("the", "it", "them", "a"):
         f.set("on", m.group("c"))
@@ -355,6 +357,10 @@ def _agg_word(text: Text, lo: int, hi: int, f: Found) -> None:
     m = _search(text, lo, hi, r"\b(?P<a>" + "|".join(AGG_WORDS) + r")\b", "aggregate")
     if m:
         f.set("agg", AGG_WORDS[m.group("a")])
+        # "group by country and sum amount": the measure right after the function (the step
+        # aggregates every numeric column, the one named among them)
+        consume(text, lo, hi, r"(?<=\b" + m.group("a") + r" )(?:the\s+)?[a-z_][a-z0-9_]*\b(?=\s*(?:[.,;:!?)]|$|\s+(?:and|then)\b))",
+                "measure")
 
 
 # what a plot may be said to draw that is no column: its input, a chart word, a part's figures
@@ -499,10 +505,13 @@ def train_model(text: Text, lo: int, hi: int, f: Found) -> None:
         if m:
             f.set("epochs", int(_num(text, m.group("n"))))
     m = _search(text, lo, hi, rf"\b(?:(?:for\s+)?(?:each|every)\s+)?k\s*(?:=|:|∈|in|of|from|set\s+to)\s*(?P<l>{NUMLIST})"
+                              # "with k=3 and k=5": the name said with each value
+                              r"|\bk\s*=\s*(?P<r>NUM\d+(?:\s*,\s*k\s*=\s*NUM\d+)*\s*,?\s*(?:and|or|&)\s+k\s*=\s*NUM\d+)"
                               rf"|(?P<n>{NUMLIST})\s*(?:nearest[\s-]+)?neighbou?rs\b", "k values")
     if m:      # "three kNN classifiers with k = 3, 7 and 15", "one kNN for each k in 3, 7, 15",
         # "k set to 3, 5 and 9", "with 3, 5 and 7 neighbours"
-        _set_map(f, "k", [int(v) for v in _list(text, m.group("l") or m.group("n"))])
+        _set_map(f, "k", [int(_num(text, v)) for v in re.findall(r"NUM\d+", m.group("r"))] if m.group("r")
+                 else [int(v) for v in _list(text, m.group("l") or m.group("n"))])
         claim_count(text, lo, hi, len(f.map[1]))
     elif m := _search(text, lo, hi, r"\b(?:(?:for\s+)?(?:each|every)\s+)?k\s*(?:(?:ranging|going|running)\s+)?(?:(?:from|=|:|in)\s*(?P<a>NUM\d+)\s+(?:to|through|thru|up\s+to)"
                                     r"|between\s+(?P<b>NUM\d+)\s+and)\s+(?P<z>NUM\d+)", "k range"):
@@ -644,6 +653,12 @@ def evaluate_dlrm(text: Text, lo: int, hi: int, f: Found) -> None:
     consume(text, lo, hi, r"\b(?:its|their|the)?\s*(?:test\s+|held-out\s+)?(?:auc|roc[\s-]+auc|log[\s-]?loss|logloss)\b", "metric")
 
 
+def evaluate_adapters(text: Text, lo: int, hi: int, f: Found) -> None:
+    """"evaluate the adapters on exact match": what the evaluation reports (exact match and token
+    accuracy, both always)."""
+    consume(text, lo, hi, r"\b(?:(?:on|by|for|with)\s+)?(?:its|their|the)?\s*(?:exact[\s-]+match|token[\s-]+accuracy)\b", "metric")
+
+
 def deploy_model(text: Text, lo: int, hi: int, f: Found) -> None:
     consume(text, lo, hi, SERVE_AS_PLACE, "serve")    # "deploy it behind Ray Serve"
     m = _search(text, lo, hi, r"\b(?:under\s+the\s+name|named|called|with\s+the\s+name|as)\s+(?!a\b|an\b|the\b|it\b|well\b|soon\b|QUOTE)"
@@ -686,7 +701,7 @@ EXTRACTORS: dict[str, Callable[[Text, int, int, Found], None]] = {
     "impute": impute, "dedup": dedup, "clean_data": clean_data, "normalize": normalize, "sample": sample, "split_data": split_data, "join": join, "concat": concat,
     "aggregate": aggregate, "plot": plot, "save_report": report,
     "write_table": write_table, "export_model": file_out("path"),
-    "train_model": train_model, "evaluate_model": evaluate_model, "evaluate_dlrm": evaluate_dlrm, "select_best": metric_param(with_mode=True),
+    "train_model": train_model, "evaluate_model": evaluate_model, "evaluate_dlrm": evaluate_dlrm, "evaluate_adapters": evaluate_adapters, "select_best": metric_param(with_mode=True),
     "deploy_model": deploy_model, "notify": notify, "cleanup": cleanup,
     "edit_pretrain": P.edit_pretrain, "mlora_finetune": P.mlora_finetune,
     "elastic_dlrm": P.elastic_dlrm, "serve_adapters": P.serve_adapters,

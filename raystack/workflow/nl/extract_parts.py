@@ -166,7 +166,7 @@ def edit_pretrain(text: Text, lo: int, hi: int, f: Found) -> None:
 # "on wiki.txt and on books.txt" (the preposition said again)
 _AGAIN = r"(?:(?:on|over|using|from)\s+)?"
 CORPUS_FILES = (r"(?:\b(?:on|over|using)\s+(?:the\s+|my\s+|our\s+)?|\b(?:text|jsonl?|parquet)?\s*(?:files?|documents?|corpus|"
-                rf"texts?|dataset)\s+(?:in|at|under|from)\s+)(?P<f>FILE\d+(?:\s*,\s*{_AGAIN}FILE\d+)*"
+                rf"texts?|dataset|data)\s+(?:in|at|under|from)\s+)(?P<f>FILE\d+(?:\s*,\s*{_AGAIN}FILE\d+)*"
                 rf"(?:\s*,?\s*and\s+{_AGAIN}FILE\d+)?)")
 
 

@@ -120,13 +120,16 @@ _RETRY_OBJECT = (r"(?:it\s+|them\s+|each(?:\s+one)?\s+|that\s+|(?:the|that|this)
                  r"training\s+|on\s+failure\s+|if\s+it\s+fails\s+|when\s+it\s+fails\s+|"
                  r"(?:every|each|all(?:\s+the)?)\s+(?:steps?|stages?|tasks?)\s+)*")   # "retry every step twice"
 RETRIES = [
+    # first: "if it fails, retry 3 times" is one retry ("retry 3 times" alone left "if it fails"
+    # to be read as an exit handler)
+    r"(?:if|when|should)\s+(?:it|they|that|training|the\s+step)\s+fails?\s*,?\s*(?:then\s+)?retry\s+(?:it\s+|them\s+)?(?:up\s+to\s+|at\s+most\s+)?"
+    r"(?:(?P<n>NUM\d+)\s+times?|(?P<w>once|twice|thrice))",
     r"(?:with\s+|and\s+)?(?:up\s+to\s+|at\s+most\s+|a\s+maximum\s+of\s+)?(?P<n>NUM\d+)\s+retr(?:y|ies)"
     r"(?:\s+(?:each|apiece|per\s+(?:step|model|run|value)))?" + _IF_FAILS,
     r"(?:(?:each|both|it|they|all)\s+)?(?:(?:is|are|gets?)\s+)?retried\s+(?:(?P<w>once|twice|thrice)|(?P<n>NUM\d+)\s+times?)"
     r"(?:\s+(?:each|apiece))?(?:\s+(?:on|upon|after)\s+(?:a\s+)?failures?|\s+if\s+(?:it|they)\s+fails?)?",
     r"retry(?:ing)?\s+" + _RETRY_OBJECT + r"(?P<w>once|twice|thrice)(?:\s+(?:each|apiece))?" + _IF_FAILS,
     r"retry(?:ing)?\s+" + _RETRY_OBJECT + r"(?:up\s+to\s+|at\s+most\s+)?(?P<n>NUM\d+)\s+times?(?:\s+(?:each|apiece))?" + _IF_FAILS,
-    r"(?:if|when)\s+it\s+fails\s*,?\s*retry\s+(?:it\s+)?(?:up\s+to\s+)?(?P<n>NUM\d+)\s+times?",
     # "try it up to 3 times", "trying it up to two times if it crashes": attempts in all, one more than the retries
     r"(?:try|trying|attempt|attempting)\s+(?:it\s+|that\s+|this\s+)?(?:up\s+to\s+|at\s+most\s+)(?P<t>NUM\d+)\s+times" + _IF_FAILS,
     r"(?:(?:if|when|should)\s+(?:it|that|this|training|the\s+step)\s+fails?\s*,?\s*)?(?:try|run|attempt|do|start)\s+(?:it\s+|that\s+)?"
@@ -204,6 +207,7 @@ basically simply quick toy demo job jobs run runs pipeline workflow flow task ta
 get got gets put puts produce make makes take takes separate separately individually
 candidate candidates option options version versions variant variants baseline
 configuration configurations config configs
+somebody someone anybody anyone
 plan here's here what's i've we've you've
 u ur pls plz thx obviously course naturally of em 'em
 whichever whatever one one's anything something both either two-step across written

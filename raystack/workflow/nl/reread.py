@@ -35,6 +35,7 @@ SPLIT_ROLES = {"train_model": {"train", "training"},
                                   "remaining", "other"}}
 SPLIT_PART = (r"\b(?:on|using|with|against|over)\s+(?:the|its)\s+(?:train|training|test|testing|held-out|holdout|"
               r"validation|eval|evaluation|remaining|other)\s+(?:part|portion|partition|half|subset|share|rows|data)\b")
+BARE_PART = r"\b(?:on|against|using)\s+(?:train|training|test|testing|held-out|holdout)\b(?=\s*(?:[.,;:!?]|$|\s+(?:and|then)\b))"
 POSSESSIVES = {"the", "our", "my", "those", "these", "its", "their"}
 
 
@@ -70,6 +71,9 @@ def reread(t: Text, actions: list) -> list:
                 x.low in POSSESSIVES for x in t.tokens[a.trig_end:b.lo]):
             _rename(t, a, "evaluate_adapters")
             actions[k], actions[k + 1] = b, a
+            # the words after the load's ("... in ./a on exact match") are the evaluation's
+            if any(x.kind != "punct" and x.low not in ("and", "then") for x in t.tokens[b.trig_end:b.hi]):
+                a.hi, b.hi = max(a.hi, b.hi), b.trig_end
     return actions
 
 
@@ -109,3 +113,12 @@ def split_parts(t: Text, actions: list) -> None:
     the phrase of the step that reads it is a reference (``part_of_split``)."""
     for _, part in t.finditer(SPLIT_PART, 0, len(t.tokens), free_only=True):
         part_of_split(t, part[-1].i, [b for b in actions if b.lo < part[0].i])
+    # "split it into train and test, fit a model on train and evaluate on test": the part's
+    # bare name, after a split, at the end of the phrase of the step that reads it in its role
+    for _, part in t.finditer(BARE_PART, 0, len(t.tokens), free_only=True):
+        before = [b for b in actions if b.lo < part[0].i]
+        step = before[-1] if before else None
+        if step is None or not any(b.entry == "split_data" for b in before[:-1]) or step.entry not in SPLIT_ROLES \
+                or part[1].low not in SPLIT_ROLES[step.entry] or not step.lo <= part[0].i < step.hi:
+            continue
+        t.mark(part, "reference")

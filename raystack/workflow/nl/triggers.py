@@ -52,7 +52,7 @@ GAPS = (r"(?:missing|null|nan|empty|blank|na)\s*(?:values?|entries|cells|fields|
 # words a removal of duplicates never passes over to reach them: "drop nulls and duplicates" is
 # two removals, the nulls' and the duplicates'
 GAP_WORDS = r"nulls?|nans?|missing|empty|blank|incomplete|na"
-BAD_ROWS = (r"(?:rows|records|entries|lines|anything|everything|any\s+row|any\s+record)\s+(?:with|containing|that\s+have|that\s+has)\s+(?:a\s+|an\s+|any\s+)?(?:missing|null|nan|empty|blank|"
+BAD_ROWS = (r"(?:rows|records|entries|lines|anything|everything|any\s+row|any\s+record)\s+(?:with|containing|that\s+have|that\s+has)\s+(?:a\s+|an\s+|any\s+)?(?:blanks|nulls|nans|gaps|missing|null|nan|empty|blank|"
             r"incomplete|invalid)\s*(?:values?|entries|fields|cells|data|readings|measurements)?|(?:incomplete|invalid|bad|broken|corrupt(?:ed)?|"
             r"malformed|junk|garbage|bogus|dirty|faulty|erroneous|unusable)\s+(?:rows|records|entries|lines)"
             # "rows where anything is missing": any value, not a named column's
@@ -127,7 +127,7 @@ TRIGGERS: list[tuple[str, str]] = [
     ("clean_data", rf"\b(?:drop|drops|dropping|remove|removes|removing|deleting|discarding|eliminating|delete|discard|exclude|eliminate|filter\s+out|get\s+rid\s+of|throw\s+away|skip)\s+{skip(3)}"
                    r"(?:missing|null|nulls|nan|nans|empty|incomplete|blank|na|invalid)\b(?:\s+(?:values?|entries|cells|fields|rows|records|data))?"),
     ("clean_data", passive(rf"(?:the\s+)?(?:{BAD_ROWS}|nulls|nans)", REMOVED + r"|cleaned(?:\s+(?:up|out))?")),
-    ("clean_data", rf"\b(?:drop|remove|discard|exclude|excluding|filter\s+out|throw\s+(?:away|out)|weed\s+out|get\s+rid\s+of|ditch|toss|"
+    ("clean_data", rf"\b(?:drop|remove|discard|exclude|excluding|filter\s+out|throw\s+(?:away|out)|weed\s+out|get\s+rid\s+of|ditch|toss|chuck(?:\s+out|\s+away)?|"
                    rf"ignore|ignoring|omit|omitting|skip|skipping|leave\s+out|leaving\s+out)\s+{skip(2)}(?:{BAD_ROWS})"),
     ("clean_data", r"\b(?:tidy|scrub|sanitize|sanitise|cleanse)\w*\b(?!\s+up\s+(?:the\s+)?(?:tmp|temp|scratch))"),
     ("clean_data", r"\bdropna\b|\bclean(?:s|ed|ing)?\s+up\s+(?:the\s+)?(?:data|dataset|table|records|rows)\b|\bclean(?:s|ed|ing)?\s+up(?=\s+FILE\d+)|\bclean(?:s|ed|ing)?\b(?!\s*up)"),
@@ -219,7 +219,10 @@ TRIGGERS: list[tuple[str, str]] = [
               rf"(?:the\s+|its\s+)?{_STAT}(?:\s*(?:,|and|&|,\s*and)\s+(?:the\s+)?{_STAT})*\s+(?:of\s+(?:the\s+)?)?"
               rf"(?!(?:{METRIC_RX})\b|it\b|them\b|each\b|all\b|every\b)[a-z_][a-z0-9_]*\b"
               r"(?!\s+(?:per|by|for\s+each|across|over)\b)(?=\s*(?:[.,;:!?]|$|\s+(?:and|then|of|in|from)\b))"),
-    ("stats", r"(?<!those )(?<!these )(?<!the )(?<!of )\b(?:stats|statistics)\b(?:\s+(?:comparison|summary|overview))?"),
+    ("stats", r"(?<!those )(?<!these )(?<!the )(?<!of )\b(?:stats|statistics)\b(?:\s+(?:comparison|summary|overview))?"
+              # "give me the stats": asked for, not the stats of an earlier step (the step was dropped)
+              r"|\b(?:(?:give|show|send|get)\s+(?:me|us)|want|need|see|output|display|return|print(?:\s+out)?)\s+(?:the|its|their)\s+"
+              r"(?:summary\s+|basic\s+|descriptive\s+)?(?:stats|statistics)\b"),
     # "... and save the chart as out/p.png": where the chart drawn before goes (rules.RulePlanner
     # joins it to that plot)
     ("plot", r"\b(?:save|saves|store|stores|write|writes|export|exports|keep|keeps)\s+(?:the\s+|that\s+|this\s+)?"
@@ -256,6 +259,8 @@ TRIGGERS: list[tuple[str, str]] = [
     ("write_table", r"\b(?:write|writes|save|saves|store|stores|dump|persist|output|export)\w*\s+(?:the\s+|a\s+)?"
                     r"(?:tables?|results?|output|scores)\s+(?P<f>FILE\d+)"),    # "write table out/dept.csv"
     ("write_table", r"\b(?:written|saved|stored|exported|dumped|persisted)\s+(?:out\s+)?(?:to|into|as|at|in)\s+(?P<f>FILE\d+)"),
+    # "shipments.csv in, deduped, out/s.parquet out": the file said to come out is written
+    ("write_table", r"(?<!\bFILE\d )(?P<f>FILE\d+)\s+out\b(?=\s*(?:[.,;!]|$))"),
     ("write_table", r"\b(?P<f>FILE\d+)\s+(?:gets|receives|holds|takes|stores)\s+(?:the\s+|that\s+)?(?:table|result|results|output|scores|rows|it)\b"
                     r"|\b(?:the\s+)?(?:(?:output|result|results|final|score|scores|summary)\s+)?(?:table|result|results|output|scores)\s+"
                     r"(?:goes|go|is\s+sent|gets\s+written|is\s+written|gets\s+saved|is\s+saved|lands)\s+(?:to|into|in|at)\s+(?P<g>FILE\d+)"),
@@ -328,7 +333,7 @@ TRIGGERS: list[tuple[str, str]] = [
                   rf"starting\s+with|get|for|grab|bring\s+in|pick\s+up)\b\s+{skip(7, LOAD_VERBS)}FILE\d+(?:\s*,\s*FILE\d+)*(?:\s*,?\s*(?:and|or|&|\+|plus)\s+FILE\d+)?"),
     ("load_data", passive(r"FILE\d+(?:\s+(?:data|file|table|dataset))?",
                           r"loaded|read|ingested|imported|fetched|pulled(?:\s+in)?|in|available|ready")),
-    ("load_data", r"\b(?:from|in|at|on|of)\s+FILE\d+"),
+    ("load_data", r"\b(?:from|in|at|on|of|for)\s+FILE\d+"),     # "statistics for sensors.csv"
     ("load_data", r"\b(?:load|read|ingest|open|import)\s+(?:it|them|each(?:\s+one)?|every\s+one|the\s+files?)\b"),
     ("load_data", r"(?:(?<=joined to )|(?<=linked to )|(?<=matched to )|(?<=merged to )|(?<!to ))(?<!into )(?<!onto )\bFILE\d+"),   # a data file named as the object of another step ("split iris.csv"), never a destination
     # "append feb.csv to jan.csv", "join customers.csv onto orders.csv": the other side of a
@@ -354,7 +359,7 @@ def _passive_first(triggers: list[tuple[str, str]]) -> list[tuple[str, str]]:
 
 TRIGGERS = _passive_first(TRIGGERS)
 COMPILED = [(e, re.compile(p)) for e, p in TRIGGERS]
-PREPOSITIONS = {"on", "from", "using", "with", "over", "in", "via", "of", "at"}
+PREPOSITIONS = {"on", "from", "using", "with", "over", "in", "via", "of", "at", "for"}
 EVAL_OBJECTS = {"it", "them", "the", "each", "every", "both", "all", "this", "that", "these", "those",
                 "model", "models", "on", "how", "its", "their", "against", "one", "classifier", "every"}
 
