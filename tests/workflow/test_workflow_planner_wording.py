@@ -318,3 +318,40 @@ def test_more_wording_of_models_and_parts(loans):
     assert (pre["model"], pre["ranks"], pre["steps"], pre["data"]["paths"]) == ("tiny-1m", 4, 500, ["corpus/"])
     (loans / "adapters").mkdir()
     assert _kinds(_plan("Evaluate the adapters in adapters/ on exact match.")) == ["load_adapters", "evaluate_adapters"]
+
+
+def test_a_workflow_asked_for_by_name_and_tables_stacked_from_one_load(people):
+    """'Create a pipeline that loads ...', 'Build a workflow to ...' were refused ('Create',
+    'Build'); 'load jan.csv, feb.csv and mar.csv, stack them' was refused (a concat read two of
+    the three); '... and write out/q1.parquet.' loaded out/q1.parquet (silently wrong: a file
+    after 'write' is where the table goes)."""
+    from raystack.workflow.engine import run_local
+    for text in ("Create a pipeline that loads people.csv and dedups it.",
+                 "Build a workflow to load people.csv and dedup it."):
+        assert _kinds(_plan(text)) == ["load_data", "dedup"], text
+    for name, rows in (("jan", "1,10\n2,12\n"), ("feb", "2,12\n3,7\n"), ("mar", "4,9\n")):
+        (people / f"{name}.csv").write_text("day,sales\n" + rows)
+    p = _plan("Load jan.csv, feb.csv and mar.csv, stack them, drop duplicates and write out/q1.csv.")
+    assert _kinds(p) == ["load_data", "load_data", "load_data", "concat", "concat", "dedup", "write_table"]
+    assert of_kind(p, "write_table")[0].params["path"] == "out/q1.csv"
+    out = run_local(p.ir).results[of_kind(p, "dedup")[0].id].load(None).to_pydict()
+    assert out["day"] == [1, 2, 3, 4]                  # January's, February's new day, March's, in order
+    with pytest.raises(PlanRefused):                   # a join reads two tables: three stay refused
+        _plan("Load jan.csv, feb.csv and mar.csv and join them.")
+
+
+def test_questions_failures_and_metrics_said_in_passing(loans):
+    """'What's the row count of x.csv after dropping rows with a missing amount?' (a question no
+    step answered), 'Dedup x.csv; if that fails, notify ...' ('if', 'fails'), 'evaluate (rmse)'
+    ('rmse'), a list item 'Report RMSE.' ('Report RMSE'), a search's 'metric accuracy'."""
+    p = _plan("What's the row count of people.csv after dropping rows with a missing income?")
+    assert _kinds(p) == ["load_data", "clean_data", "stats"] and of_kind(p, "clean_data")[0].params["columns"] == ["income"]
+    p = _plan("Dedup people.csv; if that fails, notify 'dedup failed'.")
+    assert of_kind(p, "notify")[0].exit == "failure"
+    p = _plan("loans.csv: normalize, split (70/30), knn (k=5), evaluate (rmse)")
+    assert of_kind(p, "evaluate_model")[0].params["metric"] == "rmse"
+    p = _plan("1. Read loans.csv\n2. Hold out 25% for testing\n3. Fit a linear regression\n4. Evaluate it\n5. Report RMSE")
+    assert _kinds(p)[-1] == "save_report"
+    p = _plan("Run a quick tune of a knn on loans.csv: k in [3, 5, 7, 9], 4 trials, metric accuracy.")
+    tune = of_kind(p, "train_model")[0].tune
+    assert (tune.metric, tune.mode, tune.trials) == ("accuracy", "max", 4)

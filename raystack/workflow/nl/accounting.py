@@ -370,6 +370,17 @@ def purposes(t: Text) -> None:
             t.mark([tok, *run], "purpose")
 
 
+# "Create a pipeline that loads x.csv ...", "Build a workflow to ...": the request names the
+# workflow it describes
+PREAMBLE = (r"\b(?:build|create|make|set\s+up|write|define|design|put\s+together|assemble)\s+(?:me\s+|us\s+)?(?:a|an|the|one)\s+"
+            r"(?:simple\s+|small\s+|quick\s+|new\s+|little\s+)?(?:workflow|pipeline|dag|flow)\s+(?:that|which|to|where)?")
+
+
+def preamble(t: Text) -> None:
+    for _, toks in t.finditer(PREAMBLE, 0, len(t.tokens), free_only=True):
+        t.mark(toks, "preamble")
+
+
 MAX_ORIGIN = 3               # words of where a file comes from ("from the clinic")
 
 
@@ -563,6 +574,7 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
     objects(t, ends)
     reported(t, ends)
     purposes(t)
+    preamble(t)
     origins(t)
     references(t)
     _instead(t)

@@ -547,7 +547,7 @@ def evaluate_model(text: Text, lo: int, hi: int, f: Found) -> None:
     metric_param()(text, lo, hi, f)
     # "evaluate its rmse", "measure its accuracy on the test set", "evaluate f1": the metric is the evaluation's
     m = None if "metric" in f.params else _search(
-        text, lo, hi, rf"\b(?:evaluat\w*|assess\w*|measure|measures|check|checks|test|tests)\s+(?:(?:its|their|the)\s+)?"
+        text, lo, hi, rf"\b(?:evaluat\w*|assess\w*|measure|measures|check|checks|test|tests)\s+(?:\(\s*)?(?:(?:its|their|the)\s+)?"
                       rf"(?:test\s+|held-out\s+)?(?P<m>{METRIC_RX})\b", "metric")
     if m and metric_of(m.group("m")) != "score":
         f.set("metric", metric_of(m.group("m")))

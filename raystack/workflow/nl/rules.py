@@ -589,14 +589,15 @@ class RulePlanner:
             f = a.found
             tune = f.params.pop("_tune", None)
             span = t.span_text([x for x in t.tokens[a.zlo:a.hi] if x.kind != "punct"])
-            if a.entry == "load_data" and f.map and len(f.map[1]) == 2 and any(j > a.lo for j in joins):
-                # "load customers.csv and orders.csv and join them": two tables, not a map
-                first = DraftStep(f"s{k + 1}a", a.entry, {"path": f.map[1][0]}, {"path": f.map[1][0]},
-                                  span=span)
-                steps.append(first)
-                s = DraftStep(f"s{k + 1}", a.entry, {"path": f.map[1][1]}, {"path": f.map[1][1]},
-                              span=span)
-                a.extra = [first]
+            if a.entry == "load_data" and f.map and f.map[0] == "path" and any(j > a.lo for j in joins) and (
+                    len(f.map[1]) == 2 or any(b.entry == "concat" and b.lo > a.lo for b in actions)):
+                # "load customers.csv and orders.csv and join them": two tables, not a map ("load
+                # jan.csv, feb.csv and mar.csv, stack them": three, a chain of concats)
+                *rest, last = f.map[1]
+                a.extra = [DraftStep(f"s{k + 1}{chr(ord('a') + n)}", a.entry, {"path": p}, {"path": p}, span=span)
+                           for n, p in enumerate(rest)]
+                steps.extend(a.extra)
+                s = DraftStep(f"s{k + 1}", a.entry, {"path": last}, {"path": last}, span=span)
             else:
                 s = DraftStep(f"s{k + 1}", a.entry, dict(f.params), dict(f.stated), map=f.map,
                               tune=tune, bound=f.bound, span=span, refs=dict(f.refs))

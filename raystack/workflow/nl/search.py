@@ -31,6 +31,7 @@ METRIC_PHRASES = [
     rf"(?P<m>{L.METRIC_RX})\b(?:\s*\(\s*(?P<v2>{_MAX}|{_MIN})\s*\))?(?:\s+wins)?",
     rf"\b(?P<m>{L.METRIC_RX})\s*(?:\(|,|-|—|:)?\s*(?P<v>{_MAX}|{_MIN})\b\s*\)?",
     rf"\b(?:the\s+)?(?P<v>{_MAX}|{_MIN})\s+(?P<m>{L.METRIC_RX})\s+wins\b",
+    rf"\b(?P<v>metric|objective|score)\s*(?:=|:|is)?\s*(?P<m>{L.METRIC_RX})\b",   # "metric accuracy": its usual direction
 ]
 SCHEDULER = (r"\b(?:under|with|using|via)?\s*(?:the\s+|plain\s+|an?\s+)?(?P<s>asha|hyperband|successive\s+halving|"
              r"early\s+stopping|fifo)\b(?:\s+(?:scheduler|scheduling|schedule))?")

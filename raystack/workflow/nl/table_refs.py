@@ -104,6 +104,8 @@ def order_table_sides(steps: list[DraftStep]) -> None:
         if len(named) == 1 and it is not None and named[0][1] in sources:
             # "left join it with fx.csv": 'it' is the other table, where the words say it
             named = sorted([*named, (it.start(), sources[1] if sources[0] == named[0][1] else sources[0])])
+        if not named and _stack_loaded_together(s, steps, by_label):
+            continue
         if len(named) < 2:
             if outer and named:
                 raise PlanRefused([f"{s.span!r} names only {loads[named[0][1]]}: say which table is the left one"])
@@ -121,6 +123,21 @@ def order_table_sides(steps: list[DraftStep]) -> None:
             raise PlanRefused([f"{s.span!r} names {loads[first]} and {loads[second]}, but it would {s.entry} "
                                f"{loads.get(sources[0] or '', by_label[left].span)!r} with "
                                f"{loads.get(sources[1] or '', by_label[right].span)!r}; say which tables it reads"])
+
+
+def _stack_loaded_together(s: DraftStep, steps: list[DraftStep], by_label: dict[str, DraftStep]) -> bool:
+    """"load jan.csv, feb.csv and mar.csv, stack them": the tables of one load phrase, in the
+    order named, are the concat's chain (it read the last two)."""
+    if s.entry != "concat":
+        return False
+    left = by_label.get(str(s.inputs.get("first")))
+    if left is None or left.entry != "load_data":
+        return False
+    together = [x for x in steps if x.entry == "load_data" and x.span == left.span]
+    if len(together) < 3 or not _stack_in_order(s, steps, list(enumerate(x.label for x in together)), by_label):
+        return False
+    s.follows = [lab for lab in s.follows if lab not in {x.label for x in together} or lab in s.input_labels()]
+    return True
 
 
 def _stack_in_order(s: DraftStep, steps: list[DraftStep], named: list[tuple[int, str]],

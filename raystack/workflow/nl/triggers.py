@@ -204,7 +204,7 @@ TRIGGERS: list[tuple[str, str]] = [
     # hold the row count; only the phrase whole, with nothing after it that narrows the rows
     # ("count the rows with missing values", "how many rows have nulls": not the row count; a
     # count per group is an aggregate, claimed above)
-    ("stats", r"(?:\b(?:(?:tell\s+me|give\s+me|show\s+me|report|print|get|find|compute|calculate|return|log|check)\s+)?"
+    ("stats", r"(?:\b(?:(?:tell\s+me|give\s+me|show\s+me|report|print|get|find|compute|calculate|return|log|check|what\s+(?:is|'s|was))\s+)?"
               r"(?:the\s+|its\s+|their\s+)?(?:(?:row|record)\s+counts?|(?:number|count)\s+of\s+(?:rows|records|entries))"
               r"|\bcount(?:s|ing)?\s+(?:the\s+|its\s+|their\s+|all\s+(?:the\s+)?)?(?:rows|records|entries)"
               r"|\b(?:(?:tell\s+me|report|print|show\s+me|say)\s+)?how\s+many\s+(?:rows|records|entries)"
@@ -243,7 +243,7 @@ TRIGGERS: list[tuple[str, str]] = [
     ("save_report", rf"\b(?:write|writes|save|saves|store|produce|create|generate|dump|output|log(?!istic)|record|put)\w*\s+{skip(3)}"
                     r"(?:report|results|result|metrics|scores|findings|evaluations?)\b(?:\s+(?:(?:to|in|into|as|at)\s+)?FILE\d+)?"
                     r"|\breport\s+(?:to|in|into|as)\s+FILE\d+"),
-    ("save_report", rf"(?:^|(?<=[),;:>→]\s)|(?<=\bthen\s)|(?<=\band\s))report\s+(?:the\s+|its\s+|their\s+)?(?:final\s+|last\s+|best\s+)?(?=(?:{METRIC_RX})\b)"),
+    ("save_report", rf"(?:^|(?<=[),;:.>→]\s)|(?<=\bthen\s)|(?<=\band\s))report\s+(?:the\s+|its\s+|their\s+)?(?:final\s+|last\s+|best\s+)?(?=(?:{METRIC_RX})\b)"),
     # "... and tell me the accuracy", "show us its AUC": the metrics reported back
     ("save_report", r"(?:(?<=\band\s)|(?<=\bthen\s)|(?<=[,;:]\s))report\s+(?:on\s+)?(?:it|them|both|all\s+of\s+them|the\s+results?)\b"),   # "and report them"
     ("save_report", rf"\b(?:tell|show|give)\s+(?:me|us)\s+(?:the\s+|its\s+|their\s+|what\s+the\s+)?(?=(?:{METRIC_RX})\b)"),
@@ -257,7 +257,8 @@ TRIGGERS: list[tuple[str, str]] = [
     ("deploy_model", rf"\b(?:deploy\w*|ship|release|promote|publish)\s+(?:{BEST_ONE})|(?:{BEST_ONE}){AUX}\s+(?:deployed|shipped|released|promoted|published)\b"),
     ("write_table", rf"\b(?:write|writes|save|saves|store|stores|export|dump|persist|output|put)\w*\s+{skip(4)}(?:to|as|into|in|at)\s+(?P<f>FILE\d+)"),
     ("write_table", r"\b(?:write|writes|save|saves|store|stores|dump|persist|output|export)\w*\s+(?:the\s+|a\s+)?"
-                    r"(?:tables?|results?|output|scores)\s+(?P<f>FILE\d+)"),    # "write table out/dept.csv"
+                    r"(?:tables?|results?|output|scores)\s+(?P<f>FILE\d+)"    # "write table out/dept.csv"
+                    r"|\b(?:write|writes|save|saves|store|stores)\s+(?P<g>FILE\d+)(?=\s*(?:[.,;!]|$))"),    # "... and write out/q1.parquet."
     ("write_table", r"\b(?:written|saved|stored|exported|dumped|persisted)\s+(?:out\s+)?(?:to|into|as|at|in)\s+(?P<f>FILE\d+)"),
     # "shipments.csv in, deduped, out/s.parquet out": the file said to come out is written
     ("write_table", r"(?<!\bFILE\d )(?P<f>FILE\d+)\s+out\b(?=\s*(?:[.,;!]|$))"),
