@@ -355,3 +355,32 @@ def test_questions_failures_and_metrics_said_in_passing(loans):
     p = _plan("Run a quick tune of a knn on loans.csv: k in [3, 5, 7, 9], 4 trials, metric accuracy.")
     tune = of_kind(p, "train_model")[0].tune
     assert (tune.metric, tune.mode, tune.trials) == ("accuracy", "max", 4)
+
+
+def test_loops_retries_searches_and_charts_said_other_ways(loans):
+    """Refused before: a loop bounded by 'or 5 attempts have been made', 'Loop the training ...',
+    'keep going epoch by epoch ..., at most 5 epochs' (a DLRM), 'Every model should be retried
+    twice' (retries of every training, not of every step), a learning rate range '(0.01 to
+    0.5)', a list of k after a sample of a file ('for k in 1, 3 and 5' was read as sample sizes),
+    and 'plot temp and hum' (one chart each)."""
+    from raystack.workflow.engine import run_local
+    p = _plan("Keep retraining the knn on loans.csv until accuracy exceeds 0.9 or 5 attempts have been made.")
+    loop = of_kind(p, "train_model")[0].loop
+    assert (loop.max_iterations, loop.until_key, loop.until_op, loop.until_value) == (5, "accuracy", ">", 0.9)
+    p = _plan("Loop the logistic training on loans.csv until the loss drops under 0.3 (max 20 iterations).")
+    assert of_kind(p, "train_model")[0].loop.max_iterations == 20
+    (loans / "criteo").mkdir()
+    p = _plan("Train the DLRM on criteo/; keep going epoch by epoch until the AUC reaches 0.75, at most 5 epochs.")
+    dl = of_kind(p, "elastic_dlrm")[0]
+    assert (dl.loop.max_iterations, dl.params["epochs"]) == (5, 1)
+    p = _plan("Every model should be retried twice. Load loans.csv, split it 80/20, train a logistic regression, evaluate it.")
+    assert [(s.fn.rsplit(":", 1)[1], s.retries) for s in p.ir.steps if s.retries] == [("train_model", 2)]
+    p = _plan("Tune a logistic regression's learning rate (0.01 to 0.5) on loans.csv with 4 trials, minimizing loss.")
+    assert of_kind(p, "train_model")[0].tune.space == {"lr": {"min": 0.01, "max": 0.5}}
+    p = _plan("Sample 30 rows of loans.csv, then for k in 1, 3 and 5, train knn models and keep the best by accuracy.")
+    assert of_kind(p, "sample")[0].params["rows"] == 30 and [s.params["k"] for s in of_kind(p, "train_model")] == [1, 3, 5]
+    p = _plan("Load loans.csv, plot income and debt side by side.")
+    plots = of_kind(p, "plot")
+    assert [s.params["column"] for s in plots] == ["income", "debt"]
+    results = run_local(p.ir).results
+    assert [results[s.id].load(None).info["column"] for s in plots] == ["income", "debt"]

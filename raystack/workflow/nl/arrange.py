@@ -107,9 +107,10 @@ def _apply_cues(t: Text, actions: list[Action], cues: list[Cue]) -> None:
                 raise PlanRefused(["an exit handler cue names no step to run"])
             targets[0].step.exit = c.data["kind"]
         elif c.kind == "retry":
-            if _every_step(t, c):    # "every step should retry twice: load ..., split it, train ..."
-                for a in actions:
-                    if a.step.exit is None:
+            every = _every_step(t, c)
+            if every:    # "every step should retry twice: load ..., split it, train ..."
+                for a in actions:   # "every model should be retried twice": the trainings
+                    if a.step.exit is None and (every == "step" or a.entry in TRAINING_KINDS):
                         a.step.retries = c.data["n"]
                 continue
             earlier = [a for a in actions if a.sentence < c.sentence and not a.prepositional]
@@ -235,12 +236,13 @@ def _parallel(t: Text, c: Cue, cues: list[Cue], before: list[Action], after: lis
                 x.concurrent = a.step.concurrent
 
 
-EVERY_STEP = r"\b(?:every|each|all(?:\s+(?:the|of\s+the))?|per)\s+(?:steps?|stages?|tasks?)\b"
+EVERY_STEP = r"\b(?:every|each|all(?:\s+(?:the|of\s+the))?|per)\s+(?:(?P<s>steps?|stages?|tasks?)|models?|trainings?|training\s+steps?)\b"
 
 
-def _every_step(t: Text, c: Cue) -> bool:
+def _every_step(t: Text, c: Cue) -> str | None:
     """Whether a retry cue's clause says it of every step ("every step should retry twice",
-    "retry each step up to 3 times", "all steps get 2 retries")."""
+    "retry each step up to 3 times", "all steps get 2 retries": "step") or of every training
+    ("every model should be retried twice": "model"); None when it says neither."""
     lo = c.lo
     while lo > 0 and t.tokens[lo - 1].text not in (".", ";", ":", ",", "!", "?"):
         lo -= 1
@@ -248,9 +250,10 @@ def _every_step(t: Text, c: Cue) -> bool:
     while hi < len(t.tokens) and t.tokens[hi].text not in (".", ";", ":", ",", "!", "?"):
         hi += 1
     hit = next(t.finditer(EVERY_STEP, lo, hi), None)
-    if hit is not None:
-        t.mark(hit[1], "retry")
-    return hit is not None
+    if hit is None:
+        return None
+    t.mark(hit[1], "retry")
+    return "step" if hit[0].group("s") else "model"
 
 
 def _feeds_itself(group: list[Action]) -> bool:

@@ -76,6 +76,16 @@ def plot(text: Text, lo: int, hi: int, f: Found) -> None:
     # "a histogram of price", "plot petal_length": a word no rule took where the plotted thing is
     # named, said as a column's name, is that column (the plot drew the table's first numeric
     # column whatever the words said); "plot the readings" stays the table's plot
+    # "plot temp and hum (side by side)": bare names listed, one chart each (it was refused)
+    for m, toks in text.finditer(r"\b(?:plot|plots|chart|graph|visuali[sz]e|histograms?\s+of)\s+(?:the\s+)?"
+                                 r"(?P<l>[a-z][a-z0-9_]*(?:\s*,\s*[a-z][a-z0-9_]*)*\s*,?\s*and\s+[a-z][a-z0-9_]*)"
+                                 r"(?=\s*(?:[.;!?]|$|->|=>|→)|\s*,?\s+(?:side\s+by\s+side|in\s+parallel|separately|from|in|of)\b)",
+                                 lo, hi, free_only=True):
+        names = [x for x in text.covered(*m.span("l")) if x.kind == "word" and x.low != "and"]
+        if all(x.low not in PLOTTED_NOUNS and x.low not in FILLERS for x in names):
+            text.mark(toks, "column")
+            _set_map(f, "column", [x.low for x in names])
+            return
     # "a histogram of the trip durations": a name of several words is no column's (it drew the
     # column 'trip'); which one is meant is the user's to say
     for m, toks in text.finditer(rf"\b(?:histogram|distribution|(?:line|bar)\s*-?\s*(?:chart|graph|plot))\s+of\s+(?:the\s+|its\s+|their\s+)?"

@@ -259,8 +259,11 @@ class RulePlanner:
                 continue
             a.hi = next(b for b in bounds if b > a.lo)
             a.zlo = lo if k == 0 else self._phrase_start(t, a, merged[k - 1])
-            if k and merged[k - 1].hi > a.zlo and id(merged[k - 1]) not in embedded:
-                merged[k - 1].hi = a.zlo
+            # the phrase before ends where this one starts ("sample 2000 rows of x.csv, then for k
+            # in 1, 3 and 5, train ...": past the file named inside it, the list is the training's)
+            before = next((b for b in reversed(merged[:k]) if id(b) not in embedded), None)
+            if before is not None and before.hi > a.zlo:
+                before.hi = a.zlo
         for k, a in enumerate(merged):   # "read a.parquet and, in parallel, b.csv": two loads
             if a.entry == "load_data" and id(a) not in embedded:
                 inner = [b for b in merged[k + 1:] if id(b) in embedded and b.entry == "load_data" and b.lo < a.hi]

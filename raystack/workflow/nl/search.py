@@ -21,7 +21,8 @@ SPACE_PARAMS = [(r"learning[\s-]+rates?|lrs?|step\s+sizes?", "lr"), (r"batch[\s_
 _PARAM = "|".join(rf"(?P<p{i}>{p})" for i, (p, _) in enumerate(SPACE_PARAMS))
 SPACE_PARAM_RX = "|".join(p for p, _ in SPACE_PARAMS)     # a parameter's name, one word
 _JOIN = r"(?:\s*(?:=|:|∈|in|of|over|from|at|values?|across|among|to|grid|set|tuned|searched|swept|varied|\(|,)\s*)*\s*"
-_RANGE = r"between\s+(?P<a>NUM\d+)\s+and\s+(?P<b>NUM\d+)|from\s+(?P<c>NUM\d+)\s+to\s+(?P<d>NUM\d+)"
+_RANGE = (r"between\s+(?P<a>NUM\d+)\s+and\s+(?P<b>NUM\d+)|from\s+(?P<c>NUM\d+)\s+to\s+(?P<d>NUM\d+)"
+          r"|(?P<e>NUM\d+)\s+to\s+(?P<f>NUM\d+)")     # "learning rate (0.01 to 0.5)"
 _MAX = rf"(?:higher|bigger|larger|more)\s+(?:(?:{L.METRIC_RX})\s+)?(?:is|=)\s+better|maximi[sz]\w*|maximum|max|highest|higher|best"
 _MIN = rf"(?:lower|smaller|less)\s+(?:(?:{L.METRIC_RX})\s+)?(?:is|=)\s+better|minimi[sz]\w*|minimum|min|lowest|lower|smallest"
 METRIC_PHRASES = [
@@ -51,7 +52,8 @@ def read_space(t: Text, lo: int, hi: int) -> dict:
         if m.group("l"):
             space[param] = _values(t, m.group("l"))
         else:
-            a, b = (float(t.literal(x).value()) for x in (m.group("a") or m.group("c"), m.group("b") or m.group("d")))
+            a, b = (float(t.literal(x).value()) for x in (m.group("a") or m.group("c") or m.group("e"),
+                                                          m.group("b") or m.group("d") or m.group("f")))
             space[param] = {"min": a, "max": b}
     if not space:  # "tune the learning rate of a logistic model over 0.1, 0.01 and 0.001"
         pm = next(t.finditer(rf"\b(?:{_PARAM})\b", lo, hi, free_only=True), None)
