@@ -384,3 +384,22 @@ def test_loops_retries_searches_and_charts_said_other_ways(loans):
     assert [s.params["column"] for s in plots] == ["income", "debt"]
     results = run_local(p.ir).results
     assert [results[s.id].load(None).info["column"] for s in plots] == ["income", "debt"]
+
+
+def test_a_fine_tuning_reads_the_records_named_after_its_adapters_or_its_base(people):
+    """'Train LoRA adapters named legal and medical on tiny-1m with legal.jsonl and medical.jsonl'
+    and 'Fine-tune adapters on the pretrained checkpoint in ./ckpt using qa.jsonl' were refused
+    (the files were loads no step read: the names' "and", or the checkpoint between, hid that
+    the files are the fine-tuning's own). A table step after it still reads its own file."""
+    for name in ("legal", "medical", "qa"):
+        (people / f"{name}.jsonl").write_text('{"prompt": "2+2=", "response": "4"}\n' * 4)
+    ft = of_kind(_plan("Train LoRA adapters named legal and medical on tiny-1m with legal.jsonl and medical.jsonl."),
+                 "mlora_finetune")[0].params
+    assert [(a["name"], d["path"]) for a, d in zip(ft["adapters"], ft["datasets"])] == [("legal", "legal.jsonl"),
+                                                                                       ("medical", "medical.jsonl")]
+    (people / "ckpt").mkdir()
+    p = _plan("Fine-tune adapters on the pretrained checkpoint in ckpt/ using qa.jsonl, then serve them with Ray Serve.")
+    assert _kinds(p) == ["load_checkpoint", "mlora_finetune", "serve_adapters"]
+    assert [d["path"] for d in of_kind(p, "mlora_finetune")[0].params["datasets"]] == ["qa.jsonl"]
+    p = _plan("Fine-tune adapters on tiny-1m and dedup people.csv.")
+    assert _kinds(p) == ["mlora_finetune", "load_data", "dedup"]

@@ -209,8 +209,13 @@ class RulePlanner:
         found.sort(key=lambda a: a.lo)
         for k in range(len(found) - 1, 0, -1):  # "train a DLRM on the data in data/criteo/"
             a = found[k]
-            if a.entry in ("load_data", "make_dataset") and found[k - 1].entry in PARTS and \
-                    found[k - 1].sentence == a.sentence and self._part_data(t, found[k - 1], a):
+            # past the base checkpoint named in the part's phrase ("fine-tune adapters on the
+            # checkpoint in ./ckpt using qa.jsonl")
+            j = k - 1
+            while j > 0 and found[j].entry == "load_checkpoint" and found[j].prepositional:
+                j -= 1
+            if a.entry in ("load_data", "make_dataset") and found[j].entry in PARTS and \
+                    found[j].sentence == a.sentence and self._part_data(t, found[j], a):
                 t.relabel(t.tokens[a.lo:a.trig_end], a.entry)
                 del found[k]
                 # "pretrain with EDiT on a.jsonl and b.jsonl": a pretraining (or a fine-tuning, one
@@ -495,8 +500,12 @@ class RulePlanner:
         # up to the file: "pretrain with EDiT for 50 steps on docs/" ("for ... docs/" read as a load)
         named = next((x.i for x in t.tokens[a.lo:a.trig_end] if x.kind == "path"), a.lo)
         between = t.tokens[part.trig_end:named]
-        return any(x.low in ("on", "from", "with", "using", "over") for x in between[-5:]) and \
-            not any(x.kind == "punct" or x.low in L.CLAUSE_WORDS for x in between)
+        preps = [n for n, x in enumerate(between) if x.low in ("on", "from", "with", "using", "over")]
+        # no clause between, or none after the preposition ("adapters named legal and medical ...
+        # with legal.jsonl and medical.jsonl": the names' "and" is no clause)
+        return bool(preps) and preps[-1] >= len(between) - 5 and \
+            not any(x.kind == "punct" for x in between) and \
+            not any(x.low in L.CLAUSE_WORDS for x in between[preps[-1]:])
 
     @staticmethod
     def _coordinated(t: Text, first: Action, second: Action) -> bool:
