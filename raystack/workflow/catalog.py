@@ -97,7 +97,7 @@ CATALOG: dict[str, CatalogEntry] = {e.name: e for e in [
     _e("impute", _TABLES, "impute", "fill missing values (mean, median or zero)",
        inputs={"data": TABLE}, output=TABLE),
     _e("dedup", _TABLES, "dedup", "drop duplicate rows", inputs={"data": TABLE}, output=TABLE),
-    _e("normalize", _TABLES, "normalize", "standardise numeric columns",
+    _e("normalize", _TABLES, "normalize", "scale numeric columns (z-score or min-max)",
        inputs={"data": TABLE}, output=TABLE),
     _e("sample", _TABLES, "sample", "take a subset of rows (at random, or the first or last ones)",
        inputs={"data": TABLE}, output=TABLE),

@@ -117,9 +117,12 @@ def dedup(data: pa.Table) -> pa.Table:
     return data.take(pa.array(keep))
 
 
-def normalize(data: pa.Table, target: str = TARGET, columns: Optional[list[str]] = None) -> pa.Table:
-    """Standardise every numeric feature column to zero mean and unit variance (``columns``:
-    only these)."""
+def normalize(data: pa.Table, target: str = TARGET, columns: Optional[list[str]] = None,
+              method: Literal["zscore", "minmax"] = "zscore") -> pa.Table:
+    """Scale every numeric feature column (``columns``: only these): ``zscore`` to zero mean and
+    unit variance, ``minmax`` onto [0, 1] (a constant column becomes 0)."""
+    if method not in ("zscore", "minmax"):
+        raise ValueError(f"normalize method must be 'zscore' or 'minmax', got {method!r}")
     chosen = set(_named_columns(data, columns, "normalize"))
     cols = {}
     for name in data.column_names:
@@ -129,7 +132,11 @@ def normalize(data: pa.Table, target: str = TARGET, columns: Optional[list[str]]
             cols[name] = col
             continue
         a = col.to_numpy(zero_copy_only=False).astype(np.float64)
-        cols[name] = (a - np.nanmean(a)) / (np.nanstd(a) + 1e-12)
+        if method == "minmax":
+            low, high = np.nanmin(a), np.nanmax(a)
+            cols[name] = (a - low) / (high - low) if high > low else np.zeros_like(a)
+        else:
+            cols[name] = (a - np.nanmean(a)) / (np.nanstd(a) + 1e-12)
     return pa.table(cols)
 
 

@@ -403,3 +403,24 @@ def test_a_fine_tuning_reads_the_records_named_after_its_adapters_or_its_base(pe
     assert [d["path"] for d in of_kind(p, "mlora_finetune")[0].params["datasets"]] == ["qa.jsonl"]
     p = _plan("Fine-tune adapters on tiny-1m and dedup people.csv.")
     assert _kinds(p) == ["mlora_finetune", "load_data", "dedup"]
+
+
+def test_what_a_step_cannot_do_is_refused_not_done_otherwise(people):
+    """Silently wrong before: 'dedup x.csv without normalizing it' planned the normalize it ruled
+    out; 'normalize every column except price' scaled price too; 'fill missing prices with the
+    previous value' (and 'with the mode') filled them with the mean; 'normalize with min-max
+    scaling' z-scored. The first three are refused naming the words; min-max is the step's own
+    ``method`` now, run here onto [0, 1]."""
+    from raystack.workflow.engine import run_local
+    for text, words in (("Dedup people.csv without normalizing it.", "'without normalizing it'"),
+                        ("Load people.csv and normalize every column except income.", "'except income'"),
+                        ("Load people.csv and fill missing incomes with the previous value.", "'the previous value'"),
+                        ("Impute people.csv with the mode.", "'the mode'")):
+        with pytest.raises(PlanRefused, match=words):
+            _plan(text)
+    p = _plan("Load people.csv, drop nulls, and normalize income and age with min-max scaling.")
+    norm = of_kind(p, "normalize")[0]
+    assert (norm.params["method"], norm.params["columns"]) == ("minmax", ["income", "age"])
+    out = run_local(p.ir).results[norm.id].load(None).to_pydict()
+    assert min(out["income"]) == 0.0 and max(out["income"]) == 1.0 and out["person_id"] == [1, 4, 4]
+    assert "method" not in of_kind(_plan("Load people.csv and normalize it."), "normalize")[0].params

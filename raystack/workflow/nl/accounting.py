@@ -235,6 +235,21 @@ def reported(t: Text, action_ends: Iterable[tuple[str, int]]) -> None:
                 t.mark([x], "reported by stats")
 
 
+# words that take a step back or leave something out: read as glue, "dedup x.csv without
+# normalizing it" planned the normalize it ruled out
+NEGATIONS = {"without", "except", "excluding", "excepting", "never", "nor"}
+
+
+def _negations(t: Text) -> None:
+    """A negation no rule read (a construct's own, "finishes without errors", is read by its
+    cue) is refused with the words it governs: the plan would run what was ruled out."""
+    for x in t.tokens:
+        if x.low in NEGATIONS and (not x.used or x.used.startswith("object of")):
+            nxt = t.tokens[x.i + 1:x.i + 3]
+            raise PlanRefused([f"{t.span_text([x, *nxt])!r}: a step ruled out, or a part left out, is not "
+                               "something a plan can say; name only what should run"])
+
+
 def targets(t: Text) -> None:
     """"fit a linear regression to predict finish times": what a model step is for, right after
     its phrase, is its target (the words after the verb are then described by it)."""
@@ -572,6 +587,7 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
     if any(e in COMPARING_STEPS for e, _ in ends):   # "compare A and B ... keep the best"
         t.mark([x for x in t.unused() if x.low in COMPARE_WORDS], "compared by a step")
     objects(t, ends)
+    _negations(t)
     reported(t, ends)
     purposes(t)
     preamble(t)

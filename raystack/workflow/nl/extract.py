@@ -150,8 +150,16 @@ def load_checkpoint(text: Text, lo: int, hi: int, f: Found) -> None:
         f.set("path", ps[0].text)
 
 
+# ways to fill a gap the impute step does not have (it fills with a column's mean, median or 0)
+OTHER_FILLS = (r"\b(?:(?:the\s+)?(?:previous|last|next|prior|preceding|following)\s+(?:value|row|observation|reading|entry|one)"
+               r"|forward[\s-]?fill\w*|ffill|back(?:ward)?[\s-]?fill\w*|bfill|interpolat\w*|(?:the\s+)?mode|most\s+frequent\s+\w+)\b")
+
+
 def impute(text: Text, lo: int, hi: int, f: Found) -> None:
     consume(text, lo, hi, r"\b(?:missing|null|nan|empty|blank)\s+[a-z_]\w*", "impute")
+    other = next(text.finditer(OTHER_FILLS, lo, hi), None)
+    if other is not None:   # "fill missing prices with the previous value" filled them with the mean
+        raise PlanRefused([f"{text.span_text(other[1])!r}: impute fills a gap with its column's mean, median or zero"])
     m = _search(text, lo, hi, r"(?:with|using|by)\s+(?:the\s+)?(?:column\s+|feature\s+|per-column\s+)?"
                               r"(?P<s>means?|medians?|zeros?|averages?|NUM\d+)", "strategy")
     if m is None:    # "impute gaps (median)", "median imputation", "median-fill"
@@ -208,9 +216,16 @@ SCALED_NOUNS = {"it", "them", "this", "that", "everything", "all", "data", "data
 def normalize(text: Text, lo: int, hi: int, f: Found) -> None:
     """"normalize the price column", "scale price and area": only those columns (the step scaled
     every numeric column); "normalize the features / it / the data" stays every column."""
+    # "min-max scaling", "min-max normalise": onto [0, 1] (it z-scored whatever was said)
+    if _search(text, lo, hi, r"\bmin\s*-?\s*max\b", "method", free=False):
+        f.set("method", "minmax")
+    # "every column except price": the step scales the columns named, never all but some
+    but = next(text.finditer(r"\b(?:except|excluding|besides|other\s+than|but\s+not)\b(?:\s+(?:for\s+)?(?:the\s+)?[a-z_]\w*)?", lo, hi), None)
+    if but is not None:
+        raise PlanRefused([f"{text.span_text(but[1])!r}: normalize scales the columns it is given; name the ones to scale"])
     found = next(text.finditer(r"\b(?:normali[sz]\w*|standardi[sz]\w*|re-?scal\w*|scale|scales|z-?scor\w*)\s+(?:the\s+|its\s+)?"
                                r"(?P<l>(?!(?:FILE|NUM|PCT|QUOTE)\d)[a-z_]\w*(?:\s*,\s*[a-z_]\w*)*(?:\s*,?\s*(?:and|&)\s+[a-z_]\w*)?)"
-                               r"(?:\s+columns?)?\b(?=\s*(?:[.,;:!?)]|$|->|=>)|\s+(?:and|then|before|after|so|to|in|from|on)\b)",
+                               r"(?:\s+columns?)?\b(?=\s*(?:[.,;:!?)]|$|->|=>)|\s+(?:and|then|before|after|so|to|in|from|on|with|using)\b)",
                                lo, hi), None)   # a bare name, not "the expression values", "the drone flight logs"
     if found is None:
         return
