@@ -424,3 +424,22 @@ def test_what_a_step_cannot_do_is_refused_not_done_otherwise(people):
     out = run_local(p.ir).results[norm.id].load(None).to_pydict()
     assert min(out["income"]) == 0.0 and max(out["income"]) == 1.0 and out["person_id"] == [1, 4, 4]
     assert "method" not in of_kind(_plan("Load people.csv and normalize it."), "normalize")[0].params
+
+
+def test_a_modifier_no_step_honours_is_refused_not_dropped(people):
+    """Silently wrong before: 'dedup x.csv on the email column' deduplicated whole rows and sent a
+    notification ('email'); 'dedup by email' too; 'aggregate the median amount by region' summed
+    it; 'train a knn with distance weighting', 'normalize x.csv including the target',
+    'normalize x.csv per region', 'dedup case-insensitively', 'plot the price distribution per
+    region' ran the plain step. Each is refused, quoting the words no step honours; a
+    notification sent by email is still a notification."""
+    cases = {"Dedup people.csv on the email column.": "email column", "Dedup people.csv by email.": "email",
+             "Load people.csv and aggregate the median income by state.": "'median' per group",
+             "Train a knn with distance weighting on people.csv.": "distance weighting",
+             "Normalize people.csv including the target.": "including",
+             "Normalize people.csv per state.": "state", "Load people.csv, dedup case-insensitively.": "case-insensitively",
+             "Load people.csv and plot the income distribution per state.": "income distribution"}
+    for text, words in cases.items():
+        with pytest.raises(PlanRefused, match=words):
+            _plan(text)
+    assert _kinds(_plan("Dedup people.csv and notify me by email.")) == ["load_data", "dedup", "notify"]

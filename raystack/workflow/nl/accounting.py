@@ -33,7 +33,8 @@ MAX_PURPOSE = 4              # words of a "for ..." purpose
 # object of a training, tuning or part step says what it trains and is never waved through
 DATA_OBJECT_STEPS = {"dedup", "impute", "clean_data", "normalize", "sample", "stats", "plot",
                      "aggregate", "load_data", "write_table", "save_report", "split_data", "join", "concat"}
-OBJECT_STOPS = {"on", "in", "from", "with", "to", "for", "of", "by", "at", "into", "over", "using", "via"}
+OBJECT_STOPS = {"on", "in", "from", "with", "to", "for", "of", "by", "at", "into", "over", "using", "via", "per",
+                "including", "within", "across"}
 LEAD_IN_ENDS = (":", "—", "–", "-")
 TITLE_JOINERS = ("(", ")", "/", "&")   # inside a title's words: "Room inspection pass/fail (hotels):"
 MAX_LEAD_IN = 8              # words of a lead-in ("Our HR team wants a quick look:")
@@ -208,7 +209,7 @@ def objects(t: Text, action_ends: Iterable[tuple[str, int]]) -> None:
             j += 1
         nxt = t.tokens[j] if j < len(t.tokens) else None
         ends = nxt is None or nxt.kind == "punct" or (nxt.used and nxt.used not in ("", "filler"))
-        if run and ends:
+        if run and ends and not (len(run) == 1 and run[0].low.endswith("ly")):   # "dedup case-insensitively": a manner, no object
             t.mark(run, f"object of {entry}")
 
 
@@ -457,7 +458,13 @@ def describes(t: Text, run: list[Token]) -> bool:
     if len(run) > MAX_DESCRIPTION or any(x.low in L.UNSUPPORTED or x.low in L.CLAUSE_WORDS
                                          or x.low in L.UNMAPPED_VERBS or x.low in KEEP_VERBS for x in run):
         return False    # "keep rows with missing values out": a verb no rule took never describes
+    if run[-1].low in ("column", "columns") and run[0].i and t.tokens[run[0].i - 1].low in ("on", "by", "the") \
+            and any(e in DATA_OBJECT_STEPS for e in (x.used for x in t.tokens[max(0, run[0].i - 6):run[0].i])):
+        return False    # "dedup x.csv on the email column": a column the step was said to use, no rule read
     heads = _heads()
+    before = t.tokens[run[0].i - 1] if run[0].i else None
+    if before is not None and before.low in ("with", "using", "via") and not before.used:
+        return False    # "a knn with distance weighting on x.csv": an option no rule read, not the data
     j = run[-1].i + 1
     if j < len(t.tokens) and t.tokens[j].low in ("the", "a", "an"):
         return False    # "frobnicate the rows": words before an article act on what follows, never describe it

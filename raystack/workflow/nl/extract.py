@@ -369,6 +369,9 @@ def aggregate(text: Text, lo: int, hi: int, f: Found) -> None:
 
 
 def _agg_word(text: Text, lo: int, hi: int, f: Found) -> None:
+    other = next(text.finditer(r"\b(?:medians?|modes?|percentiles?|quantiles?|std|stdev|standard\s+deviations?|variances?)\b", lo, hi), None)
+    if other is not None:   # "aggregate the median amount by region" summed it
+        raise PlanRefused([f"{text.span_text(other[1])!r} per group: aggregate computes a sum, mean, count, min or max"])
     m = _search(text, lo, hi, r"\b(?P<a>" + "|".join(AGG_WORDS) + r")\b", "aggregate")
     if m:
         f.set("agg", AGG_WORDS[m.group("a")])
@@ -594,7 +597,7 @@ def deploy_model(text: Text, lo: int, hi: int, f: Found) -> None:
 
 
 def notify(text: Text, lo: int, hi: int, f: Found) -> None:
-    consume(text, lo, hi, r"\b(?:(?:a|an|the)\s+)?(?:notification|message|alert|note|e-?mail|ping)\b", "notify")
+    consume(text, lo, hi, r"\b(?:(?:a|an|the)\s+)?(?:notification|message|alert|note|e-?mail|ping)\b|\b(?:by|via|over)\s+(?:e-?mail|slack)\b", "notify")
     # the words that introduce the quoted text ("an alert saying 'x'", "with the message 'x'")
     m = _search(text, lo, hi, r"(?:\b(?:saying|that\s+says|which\s+says|reading|with\s+(?:the\s+)?(?:text|message|words?)|"
                               r"containing|stating)\s+)?(?P<q>QUOTE\d+)", "message")

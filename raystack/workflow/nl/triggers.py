@@ -322,7 +322,9 @@ TRIGGERS: list[tuple[str, str]] = [
     ("notify", r"(?:(?:\b(?:a|an|the)\s+)?QUOTE\d+(?:\s+(?:notification|message|alert|note|e-?mail))?|\b(?:a|an|the)\s+(?:notification|message|alert|note|e-?mail))\s+(?:is|gets|will\s+be|should\s+be)\s+sent\b"
                r"|QUOTE\d+\s+(?:goes|go|is\s+sent|gets\s+sent|should\s+go)\s+out(?:\s+as\s+(?:a\s+|an\s+)?(?:notification|message|alert|note|e-?mail))?"),
     # "visits per page", "one row for each message": a grouping key, not a notification
-    ("notify", r"(?<!per )(?<!each )(?<!every )\b(?:notify|notifies|notified|notification|notifications|alert|ping|message|tell|inform|email|e-mail|page|slack)\b"
+    ("notify", r"(?<!per )(?<!each )(?<!every )\b(?:notify|notifies|notified|notification|notifications|alert|ping|message|tell|inform|(?<!by )email|(?<!by )e-mail|page|slack)\b"
+               # "the email column", "message ids": a column's name, not a message sent
+               r"(?!\s+(?:columns?|fields?|address(?:es)?|ids?|text|body|domains?|counts?|lengths?)\b)"
                r"(?:\s+(?:me|us|the\s+team|someone|everyone))?"),
     ("make_dataset", rf"\b(?:generate|generates|create|creates|make|makes|synthesi[sz]e|simulate|produce|build|fabricate|construct|"
                      rf"(?:fake|mock|whip|cook|dummy|spin)\s+up)\s+(?!sure\b|certain\b){skip(4)}"
