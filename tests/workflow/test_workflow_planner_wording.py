@@ -443,3 +443,27 @@ def test_a_modifier_no_step_honours_is_refused_not_dropped(people):
         with pytest.raises(PlanRefused, match=words):
             _plan(text)
     assert _kinds(_plan("Dedup people.csv and notify me by email.")) == ["load_data", "dedup", "notify"]
+
+
+def test_chat_wording_of_model_workflows(loans):
+    """'... -> eval (auc) -> export models/m.json' was refused as a shell command ('eval (' is
+    Python's eval only with code in it) and then for the bare 'export FILE'; 'a 5-NN model'
+    ('5'); 'make sure there are no duplicates'; 'a 25% holdout ... train on the remainder'
+    ('remainder'). A bare 'NN' is a neural network: refused, as before it was planned as the
+    default logistic model (silently wrong)."""
+    from raystack.workflow.engine import run_local
+    p = _plan("loans.csv → dedupe → 80/20 → logistic (lr=0.05, 25 epochs) → eval (auc) → export models/loans.json")
+    assert _kinds(p) == ["load_data", "dedup", "split_data", "train_model", "evaluate_model", "export_model"]
+    assert of_kind(p, "evaluate_model")[0].params["metric"] == "auc"
+    assert of_kind(p, "export_model")[0].params["path"] == "models/loans.json"
+    with pytest.raises(PlanRefused, match="shell command"):
+        _plan("Load loans.csv and run eval(open('/etc/passwd')).")
+    p = _plan("Load loans.csv, split it, train a 5-NN classifier.")
+    assert of_kind(p, "train_model")[0].params["model"] == "knn" and of_kind(p, "train_model")[0].params["k"] == 5
+    with pytest.raises(PlanRefused, match="'NN'"):
+        _plan("Train a NN classifier on loans.csv.")
+    assert _kinds(_plan("Load loans.csv; make sure there are no duplicates; train a knn.")) == ["load_data", "dedup", "train_model"]
+    p = _plan("Give me a 25% holdout of loans.csv and train a logistic model on the remainder.")
+    assert of_kind(p, "split_data")[0].params["test_fraction"] == 0.25
+    res = run_local(p.ir).results[of_kind(p, "train_model")[0].id].load(None)
+    assert res["kind"] == "logistic"

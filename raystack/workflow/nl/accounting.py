@@ -558,7 +558,7 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
                         r"other)(?:\s+one)?\b(?!\s+(?:NUM|PCT)\d+)", t.masked)
     if ordinal:  # "train on the first and evaluate on the second": which is which is a guess
         raise PlanRefused([f"cannot tell which step {ordinal.group(0)!r} refers to"])
-    unsupported = [x for x in t.tokens if not x.used.startswith("name:") and x.used != "edit_pretrain"   # "a GPT from scratch"
+    unsupported = [x for x in t.tokens if not x.used.startswith("name:") and x.used not in ("edit_pretrain", "model kind")   # "a GPT from scratch", "a 5-NN"
                    and (_method(x) or _method_near(t, x))]
     if unsupported:
         raise PlanRefused([f"no catalog step does {t.span_text(r)!r}" for r in t.runs(unsupported)])

@@ -21,7 +21,8 @@ TABLE_EXT = (".csv", ".tsv", ".parquet", ".pq", ".json", ".jsonl")
 IMAGE_EXT = (".png", ".jpg", ".jpeg", ".svg", ".pdf")
 MODEL_KINDS = [(r"logistic(?:\s+regression)?|logit", "logistic"),
                (r"linear(?:\s+regression)?|least[\s-]+squares|ols", "linear"),
-               (r"k-?nn|k-nearest(?:\s+neighbou?rs?)?|(?:k\s+)?nearest[\s-]+neighbou?rs?(?:\s+classifier)?", "knn"),
+               (r"k-?nn|k-nearest(?:\s+neighbou?rs?)?|(?:k\s+)?nearest[\s-]+neighbou?rs?(?:\s+classifier)?"
+                r"|(?<=NUM\d )nn|(?<=NUM\d\d )nn", "knn"),     # "a 5-NN model" (a bare "NN" is a neural network)
                (r"(?:nearest\s+)?centroid", "centroid")]
 SYNTH_TASKS = ("copy", "reverse", "sort", "arithmetic")
 EDIT_MODES = [(r"a-?edit|asynchronous\s+edit|async(?:hronous)?", "aedit"), (r"diloco", "diloco"),
@@ -406,7 +407,8 @@ def file_out(param: str = "path", exts: tuple[str, ...] | None = None, noun: str
 def train_model(text: Text, lo: int, hi: int, f: Found) -> None:
     kinds: list[str] = []
     for m, toks in text.finditer("|".join(rf"\b(?:{p})\b" for p, _ in MODEL_KINDS), lo, hi, free_only=True):
-        kind = next(k for p, k in MODEL_KINDS if re.fullmatch(p, m.group(0)))
+        # ("nn" matches only after a number, which fullmatch cannot see: a "5-NN" is a knn)
+        kind = next((k for p, k in MODEL_KINDS if re.fullmatch(p, m.group(0))), "knn")
         text.mark(toks, "model kind")
         if kind not in kinds:
             kinds.append(kind)
@@ -442,7 +444,7 @@ def train_model(text: Text, lo: int, hi: int, f: Found) -> None:
         _set_map(f, "k", _int_range(text, m.group("a") or m.group("b"), m.group("z"), "k"))   # "for k from 1 to 5"
         claim_count(text, lo, hi, len(f.map[1]))
     m = _search(text, lo, hi, r"\bk\s*(?:=|:|of)\s*(?P<n>NUM\d+)|(?P<m>NUM\d+)\s*-?\s*(?:nearest[\s-]+)?neighbou?rs?\b", "k") or \
-        _search(text, lo, hi, r"(?P<m>NUM\d+)(?=\s*-?\s*nearest[\s-]+neighbou?rs?\b)", "k")   # "a 5-nearest-neighbour model"
+        _search(text, lo, hi, r"(?P<m>NUM\d+)(?=\s*-?\s*(?:nearest[\s-]+neighbou?rs?|nn)\b)", "k")   # "a 5-nearest-neighbour model", "5-NN"
     if m:      # "kNN (k = 7)", "retrain with k = 3", "5 neighbours"
         f.set("k", int(_num(text, m.groupdict().get("n") or m.group("m"))))
     lr = r"(?:learning[\s-]+rates?|lrs?|step\s+sizes?)"
@@ -565,7 +567,7 @@ def evaluate_model(text: Text, lo: int, hi: int, f: Found) -> None:
     metric_param()(text, lo, hi, f)
     # "evaluate its rmse", "measure its accuracy on the test set", "evaluate f1": the metric is the evaluation's
     m = None if "metric" in f.params else _search(
-        text, lo, hi, rf"\b(?:evaluat\w*|assess\w*|measure|measures|check|checks|test|tests)\s+(?:\(\s*)?(?:(?:its|their|the)\s+)?"
+        text, lo, hi, rf"\b(?:evaluat\w*|eval|assess\w*|measure|measures|check|checks|test|tests)\s+(?:\(\s*)?(?:(?:its|their|the)\s+)?"
                       rf"(?:test\s+|held-out\s+)?(?P<m>{METRIC_RX})\b", "metric")
     if m and metric_of(m.group("m")) != "score":
         f.set("metric", metric_of(m.group("m")))

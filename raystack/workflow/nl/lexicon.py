@@ -241,7 +241,7 @@ telemetry metrics scores results report reports run job jobs runs
 # its own word, "neural", "download", "sql")
 UNSUPPORTED = set("""
 forest forests random-forest gradient boosted boosting xgboost lightgbm catboost svm svms svc
-neural mlp cnn rnn lstm gru bert gpt transformer transformers tree-based
+neural mlp cnn rnn lstm gru bert gpt transformer transformers tree-based nn
 decision naive bayes bayesian kmeans k-means cluster clusters clustering dbscan pca tsne t-sne
 umap arima prophet ridge lasso elasticnet elastic-net perceptron
 deep ensemble stacking bagging adaboost autoencoder gan diffusion vae reinforcement

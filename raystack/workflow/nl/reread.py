@@ -35,7 +35,8 @@ SPLIT_ROLES = {"train_model": {"train", "training"},
                                   "remaining", "other"}}
 SPLIT_PART = (r"\b(?:on|using|with|against|over)\s+(?:the|its)\s+(?:train|training|test|testing|held-out|holdout|"
               r"validation|eval|evaluation|remaining|other)\s+(?:part|portion|partition|half|subset|share|rows|data)\b")
-BARE_PART = r"\b(?:on|against|using)\s+(?:train|training|test|testing|held-out|holdout)\b(?=\s*(?:[.,;:!?]|$|\s+(?:and|then)\b))"
+BARE_PART = (r"\b(?:on|against|using)\s+(?:(?:train|training|test|testing|held-out|holdout)\b(?=\s*(?:[.,;:!?]|$|\s+(?:and|then)\b))"
+             r"|the\s+(?:remainder|rest)\b(?:\s+of\s+(?:it|the\s+data))?)")     # "hold out 25% and train on the remainder"
 POSSESSIVES = {"the", "our", "my", "those", "these", "its", "their"}
 
 
@@ -119,6 +120,6 @@ def split_parts(t: Text, actions: list) -> None:
         before = [b for b in actions if b.lo < part[0].i]
         step = before[-1] if before else None
         if step is None or not any(b.entry == "split_data" for b in before[:-1]) or step.entry not in SPLIT_ROLES \
-                or part[1].low not in SPLIT_ROLES[step.entry] or not step.lo <= part[0].i < step.hi:
+                or (part[1].low not in SPLIT_ROLES[step.entry] and part[1].low != "the") or not step.lo <= part[0].i < step.hi:
             continue
         t.mark(part, "reference")

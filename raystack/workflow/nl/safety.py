@@ -31,7 +31,8 @@ PATTERNS: list[tuple[str, str]] = [
     (r"\b(?:you\s+are\s+now|pretend\s+(?:to\s+be|you\s+are)|act\s+as|jailbreak|developer\s+mode)\b",
      "asks the planner to take another role"),
     (r"\brm\s+-\w+|\bsudo\b|\bmkfs\b|\bchmod\b|\bchown\b|\bdd\s+if=|\bcurl\b|\bwget\b|\|\s*(?:sh|bash)\b|"
-     r"\bos\.system\b|\bsubprocess\b|\beval\s*\(|\bexec\s*\(|`[^`]+`|\$\(",
+     # "-> eval (auc) ->" is the evaluation step of an arrow chain, not Python's eval
+     r"\bos\.system\b|\bsubprocess\b|\beval\s*\((?!\s*(?:auc|rmse|f1|accuracy|precision|recall|loss|error|r2)\s*\))|\bexec\s*\(|`[^`]+`|\$\(",
      "contains a shell command"),
     (r"\b(?:run|execute|launch|invoke|start)\s+(?:a\s+|the\s+|this\s+|my\s+|some\s+|an?\s+arbitrary\s+)?"
      r"(?:shell|bash|terminal|system|os|python)?\s*(?:commands?|scripts?|code|one-liner|snippet|program|binary)\b",

@@ -115,6 +115,7 @@ TRIGGERS: list[tuple[str, str]] = [
               r"(?:the\s+|any\s+|all\s+)?(?:duplicates|dupes|duplicate\s+(?:rows|records))\b"),
     ("dedup", r"\b(?:has|have|contains?|there\s+are)\s+(?:some\s+|a\s+few\s+)?(?:dupes|duplicates|duplicate\s+rows)(?:\s+in\s+it)?\s*,?\s*"
               r"(?:so\s+|and\s+)?(?:get\s+rid\s+of|remove|drop|delete|strip|toss)\s+(?:those|them|these)\b"),   # "has dupes in it, get rid of those"
+    ("dedup", r"\b(?:make\s+sure|ensure)\s+(?:that\s+)?(?:there\s+are\s+|it\s+has\s+)?no\s+(?:duplicates|dupes|duplicate\s+(?:rows|records))\b"),
     ("dedup", r"\b(?:keep|retain|take)\s+(?:only\s+)?(?:the\s+)?(?:unique|distinct)\s+(?:rows|records|entries)\b"
               r"|\b(?:make|making)\s+(?:the\s+)?(?:rows|records)\s+unique\b|\bunique-?ify\b"),
     ("dedup", rf"\b(?:drop|drops|dropping|remove|removes|removing|deleting|discarding|eliminating|delete|discard|eliminate|filter\s+out|get\s+rid\s+of|strip|purge|"
@@ -272,7 +273,8 @@ TRIGGERS: list[tuple[str, str]] = [
                     r"|\b(?:write|save|output|produce|make)\s+(?:a\s+|the\s+)?(?:score\s+|scores\s+|results\s+|output\s+)?table\b(?!\s+(?:to|as|into|in|at)\s+FILE)"
                     r"|\b(?:a\s+|the\s+)?(?:score|scores|results?|summary|output)?\s*tables?\s+(?:of\s+(?:the\s+)?(?:scores|results|predictions)\s*)?"
                     r"(?:at|to|in|into|under)\s+(?P<g>FILE\d+)|\b(?:a\s+|the\s+)?tables?\s+of\s+(?:the\s+)?(?:scores|results|predictions)\b"),
-    ("export_model", rf"\b(?:export|exports|save|saves|write|writes|store|dump|serialize|persist)\w*\s+{skip(4)}(?:to|as|into|in|at|{ARROW})\s+(?P<f>FILE\d+)"),
+    ("export_model", rf"\b(?:export|exports|save|saves|write|writes|store|dump|serialize|persist)\w*\s+{skip(4)}(?:to|as|into|in|at|{ARROW})\s+(?P<f>FILE\d+)"
+                     r"|\bexport\s+(?P<g>FILE\d+)(?=\s*(?:[.,;!]|$))"),    # "... -> export models/m.json"
     ("export_model", r"\b(?:export|exports|save|saves|serialize|persist)\s+(?:it|them|the\s+(?:model|winner|result|run|checkpoint))"
                      r"(?=\s+(?:afterwards|afterward|later|then|next|finally)\s+(?:to|into|as|at)\s+FILE\d+)"),   # "export it afterwards to ./m"
     ("select_best", rf"(?<!whichever )(?<!which )\b(?:select|pick|choose|keep|take|find|identify|determine|retain|get|go\s+with|settle\s+on|opt\s+for|"
