@@ -467,3 +467,19 @@ def test_chat_wording_of_model_workflows(loans):
     assert of_kind(p, "split_data")[0].params["test_fraction"] == 0.25
     res = run_local(p.ir).results[of_kind(p, "train_model")[0].id].load(None)
     assert res["kind"] == "logistic"
+
+
+def test_two_metrics_of_one_evaluation_and_the_row_count_of_a_result(loans):
+    """'evaluate it on accuracy and f1' was refused ('f1'): the evaluation reports every metric,
+    the first said is its score; 'tell me how many rows the result has' after a join was refused
+    as a question no step answers: the statistics' row count."""
+    from raystack.workflow.engine import run_local
+    p = _plan("Load loans.csv and train a knn; evaluate it on accuracy and f1.")
+    ev = of_kind(p, "evaluate_model")[0]
+    assert ev.params["metric"] == "accuracy"
+    out = run_local(p.ir).results[ev.id].load(None)
+    assert {"accuracy", "f1"} <= set(out) and out["score"] == out["accuracy"]
+    (loans / "owners.csv").write_text("loan_id,owner\n" + "".join(f"{i},o{i % 3}\n" for i in range(40)))
+    p = _plan("Load loans.csv and owners.csv, join them on loan_id, and tell me how many rows the result has.")
+    assert _kinds(p) == ["load_data", "load_data", "join", "stats"]
+    assert run_local(p.ir).results[of_kind(p, "stats")[0].id].load(None)["rows"] == 40

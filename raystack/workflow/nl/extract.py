@@ -571,6 +571,9 @@ def evaluate_model(text: Text, lo: int, hi: int, f: Found) -> None:
                       rf"(?:test\s+|held-out\s+)?(?P<m>{METRIC_RX})\b", "metric")
     if m and metric_of(m.group("m")) != "score":
         f.set("metric", metric_of(m.group("m")))
+    if "metric" in f.params:    # "evaluate it on accuracy and f1": it reports every metric, the first is its score
+        for m2, _ in text.finditer(rf"\b(?:{METRIC_RX})\s+(?P<b>(?:and|&|,)\s+(?:the\s+|its\s+)?(?:{METRIC_RX}))\b", lo, hi):
+            text.mark([x for x in text.covered(*m2.span("b")) if not x.used], "metric")
 
 
 def evaluate_dlrm(text: Text, lo: int, hi: int, f: Found) -> None:

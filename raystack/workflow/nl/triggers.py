@@ -209,7 +209,7 @@ TRIGGERS: list[tuple[str, str]] = [
               r"(?:the\s+|its\s+|their\s+)?(?:(?:row|record)\s+counts?|(?:number|count)\s+of\s+(?:rows|records|entries))"
               r"|\bcount(?:s|ing)?\s+(?:the\s+|its\s+|their\s+|all\s+(?:the\s+)?)?(?:rows|records|entries)"
               r"|\b(?:(?:tell\s+me|report|print|show\s+me|say)\s+)?how\s+many\s+(?:rows|records|entries)"
-              r"(?:\s+(?:are|is)\s+(?:left|remaining|there)|\s+remain|\s+there\s+are|\s+(?:it|each)\s+(?:has|holds)|\s+they\s+(?:have|hold)"
+              r"(?:\s+(?:are|is)\s+(?:left|remaining|there)|\s+remain|\s+there\s+are|\s+(?:it|each|the\s+(?:result|table|output|sample|join))\s+(?:has|holds)|\s+they\s+(?:have|hold)"
               r"|\s+(?:does|do)(?:\s+it\s+(?:have|hold)|(?=\s+FILE\d+\s+(?:have|hold)\b)))?)\b"
               r"(?=\s*(?:[?.,;:!]|$)|\s+(?:in|of|from)\s+FILE|\s+(?:and|then|after|before|once|when)\b|\s+FILE\d+\s+(?:have|hold)\b)"),
     # "compute the average price", "give me the maximum of amount", "what is the median price?",
