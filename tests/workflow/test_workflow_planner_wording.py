@@ -483,3 +483,15 @@ def test_two_metrics_of_one_evaluation_and_the_row_count_of_a_result(loans):
     p = _plan("Load loans.csv and owners.csv, join them on loan_id, and tell me how many rows the result has.")
     assert _kinds(p) == ["load_data", "load_data", "join", "stats"]
     assert run_local(p.ir).results[of_kind(p, "stats")[0].id].load(None)["rows"] == 40
+
+
+def test_an_input_file_is_never_written_over(people):
+    """'Overwrite people.csv with the deduplicated table' planned the dedup and dropped the
+    overwrite ('Overwrite' was read as a description of the file); 'dedup it and write it back
+    to people.csv' wrote a copy named like the input in the run's folder. Both are refused:
+    outputs never replace an input."""
+    with pytest.raises(PlanRefused, match="'Overwrite'"):
+        _plan("Overwrite people.csv with the deduplicated table.")
+    with pytest.raises(PlanRefused, match="writes people.csv, which the plan reads"):
+        _plan("Load people.csv, dedup it, and write it back to people.csv.")
+    assert of_kind(_plan("Load people.csv, dedup it and write it to out/p.csv."), "write_table")[0].params["path"] == "out/p.csv"

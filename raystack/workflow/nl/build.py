@@ -21,9 +21,9 @@ from raystack.workflow.ir import WorkflowError, WorkflowIR
 from raystack.workflow.nl.extract import TABLE_EXT
 from raystack.workflow.nl.plan import EXIT_KINDS, Draft, DraftStep, Plan, PlanRefused
 from raystack.workflow.nl.safety import outside_run, unsafe_destination
-from raystack.workflow.nl.table_refs import (check_final_results, check_named_tables, check_sources_read,
-                                             check_unread_transforms, ends_of_one_table, keep_targets, order_table_sides,
-                                             upstream)
+from raystack.workflow.nl.table_refs import (check_final_results, check_named_tables, check_no_write_over_input,
+                                             check_sources_read, check_unread_transforms, ends_of_one_table,
+                                             keep_targets, order_table_sides, upstream)
 
 OPS = ("==", "!=", "<", "<=", ">", ">=")
 # A step needing kind K when only kind J exists gets this implicit step inserted after J.
@@ -376,6 +376,7 @@ def build(draft: Draft, name: str = "planned") -> Plan:
         known[s.label] = s
     steps = _Wiring(draft).wire()
     check_named_tables(steps)
+    check_no_write_over_input(steps)
     order_table_sides(steps)
     ends_of_one_table(steps)
     check_sources_read(steps)

@@ -286,6 +286,7 @@ move moves copy copies parse parses extract extracts label labels annotate annot
 detect detects rank ranks sort sorts shuffle shuffles augment augments balance oversample
 undersample resample reweight weight crop resize rotate flip trim truncate backfill interpolate
 predict predicts infer generate-images summarise summarize translate forecast
+overwrite overwrites overwriting overwritten
 removed deleted dropped discarded excluded filtered eliminated purged stripped converted transformed
 removal filtering deletion extraction conversion transformation redaction anonymization anonymisation
 """.split())

@@ -262,6 +262,22 @@ def check_final_results(steps: list[DraftStep], handing_on: dict[str, str]) -> N
                                    "say what it reads otherwise"])
 
 
+WRITING_STEPS = ("write_table", "export_model", "save_report", "plot")
+
+
+def check_no_write_over_input(steps: list[DraftStep]) -> None:
+    """"dedup x.csv and write it back to x.csv": a run writes its outputs in its own folder and
+    never over a file it reads (an output named like an input would be a second copy elsewhere,
+    not what was asked), so the plan is refused, naming the file."""
+    inputs = {str(s.params["path"]) for s in steps
+              if s.entry == "load_data" and isinstance(s.params.get("path"), str)}
+    for s in steps:
+        path = s.params.get("path")
+        if s.entry in WRITING_STEPS and isinstance(path, str) and path in inputs:
+            raise PlanRefused([f"{s.span!r} writes {path}, which the plan reads: outputs never replace an "
+                               "input; name another file"])
+
+
 def check_sources_read(steps: list[DraftStep]) -> None:
     """"train a logistic model, evaluate it on b.csv": the load of b.csv was read by the
     training's split and the file loaded first by nothing, so the model trained on the
