@@ -110,7 +110,7 @@ def _apply_cues(t: Text, actions: list[Action], cues: list[Cue]) -> None:
             every = _every_step(t, c)
             if every:    # "every step should retry twice: load ..., split it, train ..."
                 for a in actions:   # "every model should be retried twice": the trainings
-                    if a.step.exit is None and (every == "step" or a.entry in TRAINING_KINDS):
+                    if a.step.exit is None and (every == "step" or a.entry in L.TRAINING_STEPS):
                         a.step.retries = c.data["n"]
                 continue
             earlier = [a for a in actions if a.sentence < c.sentence and not a.prepositional]
@@ -122,7 +122,7 @@ def _apply_cues(t: Text, actions: list[Action], cues: list[Cue]) -> None:
             kind = _retried_kind(t, c)      # "retry the load 2 times": the step it names
             if kind is not None:
                 # "retry the training": a model's, or a part's (a DLRM, a pretraining, a fine-tuning)
-                kinds = TRAINING_KINDS if kind == "train_model" else (kind,)
+                kinds = L.TRAINING_STEPS if kind == "train_model" else (kind,)
                 same = [a for a in actions if a.entry in kinds and a.sentence <= c.sentence and a.lo < c.lo]
                 if not same:
                     raise PlanRefused([f"{t.span_text(t.tokens[c.lo:c.hi])!r} names a {kind} step the plan does not have"])
@@ -284,9 +284,6 @@ def _resolve_conditions(actions: list[Action]) -> None:
         for b in actions:
             if b.step.when is w:
                 b.step.when = cond
-
-
-TRAINING_KINDS = ("train_model", "tune", "elastic_dlrm", "edit_pretrain", "mlora_finetune")
 
 
 def _retried_kind(t: Text, c: Cue) -> str | None:

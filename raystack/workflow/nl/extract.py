@@ -391,7 +391,7 @@ def report(text: Text, lo: int, hi: int, f: Found) -> None:
 
 def write_table(text: Text, lo: int, hi: int, f: Found) -> None:
     """The table's file; "save it as csv" with no file named: the step's default name, in CSV."""
-    file_out("path", TABLE_EXT, "(?:table\\s+)?")(text, lo, hi, f)
+    _table_file(text, lo, hi, f)
     if "path" not in f.params and _search(text, lo, hi, r"\bcsv\b", "output file", free=False):
         f.set("path", "table.csv")
 
@@ -402,6 +402,9 @@ def file_out(param: str = "path", exts: tuple[str, ...] | None = None, noun: str
         if noun:
             consume(text, lo, hi, rf"\b{noun}(?:as\s+|to\s+|into\s+)?(?:a\s+|the\s+)?(?:tables?|parquet|csv)\b", "output file")
     return ex
+
+
+_table_file = file_out("path", TABLE_EXT, "(?:table\\s+)?")
 
 
 def train_model(text: Text, lo: int, hi: int, f: Found) -> None:

@@ -211,15 +211,15 @@ def mlora_finetune(text: Text, lo: int, hi: int, f: Found) -> None:
     # "of rank 8 and 16", "with ranks 4, 8 and 16": one rank per adapter, in order
     m = _search(text, lo, hi, r"\branks?\s*(?:=|of)?\s*(?P<l>NUM\d+(?:\s*,\s*NUM\d+)*\s*,?\s*(?:and|&)\s+NUM\d+)\b", "rank")
     ranks = [int(_num(text, n)) for n in re.findall(r"NUM\d+", m.group("l"))] if m else []
+    # before the count, so "a rank 8 adapter" is one adapter of rank 8, not eight adapters
     m = None if ranks else (_search(text, lo, hi, r"\b(?:rank|r)\s*(?:=|of)?\s*(?P<n>NUM\d+)", "rank")
                             or _search(text, lo, hi, r"\brank-(?P<r>\d+)\b", "rank"))
-    rank = None
-    if m:
-        rank = int(_num(text, m.group("n"))) if m.groupdict().get("n") else int(m.group("r"))
+    if m:       # one rank for every adapter
+        ranks = [int(_num(text, m.group("n"))) if m.groupdict().get("n") else int(m.group("r"))]
     n_adapters = _adapter_count(text, lo, hi)
-    if ranks and n_adapters is not None and n_adapters != len(ranks):
+    if len(ranks) > 1 and n_adapters is not None and n_adapters != len(ranks):
         raise PlanRefused([f"{n_adapters} adapters but {len(ranks)} ranks ({', '.join(map(str, ranks))})"])
-    n_adapters = len(ranks) if ranks and n_adapters is None else n_adapters
+    n_adapters = len(ranks) if len(ranks) > 1 and n_adapters is None else n_adapters
     names = [x.text for x in text.named.pop("adapters", [])]
     if names and n_adapters is not None and n_adapters != len(names):
         raise PlanRefused([f"{n_adapters} adapters but {len(names)} names ({', '.join(names)})"])
@@ -247,7 +247,7 @@ def mlora_finetune(text: Text, lo: int, hi: int, f: Found) -> None:
             consume(text, lo, hi, r"\b(?:base|base\s+model)\b", "base")
             f.set("base", models[0])
     records = _record_files(text, lo, hi)
-    if n_adapters is None and not tasks and kind is None and rank is None and lr is None and not names \
+    if n_adapters is None and not tasks and kind is None and not ranks and lr is None and not names \
             and epochs is None and not records:
         return
     d = config_to_dict(MLoRAConfig())
@@ -278,8 +278,8 @@ def mlora_finetune(text: Text, lo: int, hi: int, f: Found) -> None:
             datasets.append({"name": name, "synthetic": task, "seed": i})
         a = {**d["adapters"][i % len(d["adapters"])], "name": name if names else f"{name}_lora", "seed": i}
         a["type"] = kind or "lora"
-        if ranks or rank is not None:
-            r = ranks[i] if ranks else rank
+        if ranks:   # one each (their count is the adapters'), or one for all
+            r = ranks[i % len(ranks)]
             a["r"], a["alpha"] = r, 2.0 * r
         if lr is not None:
             a["lr"] = lr
@@ -299,8 +299,8 @@ def mlora_finetune(text: Text, lo: int, hi: int, f: Found) -> None:
         f.stated["data"] = records
     if kind:
         f.stated["type"] = kind
-    if ranks or rank is not None:
-        f.stated["rank"] = ranks or rank
+    if ranks:
+        f.stated["rank"] = ranks if len(ranks) > 1 else ranks[0]
     if lr is not None:
         f.stated["lr"] = number(lr)
     if epochs is not None:

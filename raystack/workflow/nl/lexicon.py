@@ -184,6 +184,9 @@ TABLE_TRANSFORMS = ("clean_data", "dedup", "impute", "normalize", "sample")
 # the steps that read two tables: a join pairs their rows on a key, a concat stacks them
 TWO_TABLE_SIDES = {"join": ("left", "right"), "concat": ("first", "second")}   # their inputs, first side first
 TWO_TABLE_STEPS = tuple(TWO_TABLE_SIDES)
+# steps that train a model: "retry the training" / "every model" name any of them, and an
+# evaluation or deployment after one is that model's
+TRAINING_STEPS = ("train_model", "tune", "elastic_dlrm", "edit_pretrain", "mlora_finetune")
 # steps that act on a table named in their own phrase ("aggregate the logs in q.parquet by user")
 DATA_VERB_STEPS = {"dedup", "impute", "clean_data", "normalize", "sample", "stats", "plot", "aggregate",
                    "split_data"}

@@ -559,7 +559,7 @@ class RulePlanner:
         DLRM; a search that tunes the training step named beside it."""
         last_model: str | None = None
         for a in actions:
-            if a.entry in ("train_model", "mlora_finetune", "elastic_dlrm", "edit_pretrain", "tune"):
+            if a.entry in L.TRAINING_STEPS:
                 last_model = a.entry
             elif a.entry == "load_adapters":       # saved adapters are evaluated and served as fine-tuned ones
                 last_model = "mlora_finetune"

@@ -20,6 +20,12 @@ ORIGINAL_TABLE = re.compile(r"\b(?:original|raw|full|untouched|initial|source|un
                             r"(?:data|dataset|table|file|rows|csv)\b", re.I)
 
 
+def loaded_paths(steps: list[DraftStep]) -> dict[str, str]:
+    """label -> path of each load of one named file (not a map over files)."""
+    return {s.label: str(s.params["path"]) for s in steps
+            if s.entry == "load_data" and isinstance(s.params.get("path"), str)}
+
+
 def check_named_tables(steps: list[DraftStep]) -> None:
     """The table a step's words point at is the one it reads. "...; then normalize x" after
     loading x.csv and y.csv (a file named by its stem), "train a knn on x.csv and a logistic model
@@ -27,8 +33,7 @@ def check_named_tables(steps: list[DraftStep]) -> None:
     data, so it is refused, naming both. "the original data", "the full table", "the raw file":
     the table the chain started from, not its latest form (the input is moved there)."""
     by_label = {s.label: s for s in steps}
-    loads = {s.label: str(s.params["path"]) for s in steps
-             if s.entry == "load_data" and isinstance(s.params.get("path"), str)}
+    loads = loaded_paths(steps)
     for s in steps:
         src = s.inputs.get("data")
         if s.entry == "load_data" or not isinstance(src, str):
@@ -87,8 +92,7 @@ def order_table_sides(steps: list[DraftStep]) -> None:
     whose words name one table, or a table it does not read, is refused: which side keeps
     every row would be a guess."""
     by_label = {s.label: s for s in steps}
-    loads = {s.label: str(s.params["path"]) for s in steps
-             if s.entry == "load_data" and isinstance(s.params.get("path"), str)}
+    loads = loaded_paths(steps)
     for s in list(steps):   # a copy: a concat of several tables adds the rest of its chain
         if s.entry not in L.TWO_TABLE_SIDES:
             continue
@@ -269,8 +273,7 @@ def check_no_write_over_input(steps: list[DraftStep]) -> None:
     """"dedup x.csv and write it back to x.csv": a run writes its outputs in its own folder and
     never over a file it reads (an output named like an input would be a second copy elsewhere,
     not what was asked), so the plan is refused, naming the file."""
-    inputs = {str(s.params["path"]) for s in steps
-              if s.entry == "load_data" and isinstance(s.params.get("path"), str)}
+    inputs = set(loaded_paths(steps).values())
     for s in steps:
         path = s.params.get("path")
         if s.entry in WRITING_STEPS and isinstance(path, str) and path in inputs:
