@@ -58,3 +58,35 @@ class FsdpShards:
 
     def add(self, b: int, shard: torch.Tensor) -> None:
         add_into(shard.to(self.blocks[b].params[0].device), self._locals(b))
+
+
+def full_tensor(t: torch.Tensor, through_cpu: bool | None = None) -> torch.Tensor:
+    """The whole of a parameter or buffer: a DTensor sharded on dim 0 (FSDP2's layout) gathered
+    from the replica's ranks (a collective: every rank calls it), else ``t`` itself.
+
+    Over gloo with CUDA tensors (ranks sharing a GPU) DTensor's own gather (an
+    all_gather_into_tensor on the CUDA shards) crashed the process with a segmentation fault
+    (torch 2.11 on an H200), so there the shards travel as CPU copies through a plain all_gather
+    (``through_cpu`` None: decided so; True/False forces it)."""
+    if getattr(t, "to_local", None) is None:
+        return t
+    import torch.distributed as dist
+    from torch.distributed.tensor import Shard
+
+    local = t.to_local()
+    group = t.device_mesh.get_group()
+    if through_cpu is None:
+        through_cpu = local.device.type != "cpu" and dist.get_backend(group) == "gloo"
+    if not through_cpu or list(t.placements) != [Shard(0)]:
+        return t.full_tensor()
+    world, rank = dist.get_world_size(group), dist.get_rank(group)
+    rows = t.shape[0]
+    chunk = -(-rows // world)                      # DTensor's Shard(0): ceil-sized chunks in rank order
+    sizes = [max(0, min(chunk, rows - r * chunk)) for r in range(world)]
+    if local.shape[0] != sizes[rank]:
+        raise RuntimeError(f"shard of {rows} rows on rank {rank} has {local.shape[0]}, expected {sizes[rank]}")
+    padded = torch.zeros((chunk, *t.shape[1:]), dtype=local.dtype)
+    padded[:sizes[rank]] = local.detach().cpu()
+    parts = [torch.empty_like(padded) for _ in range(world)]
+    dist.all_gather(parts, padded, group=group)
+    return torch.cat([p[:n] for p, n in zip(parts, sizes)]).to(local.device)

@@ -18,7 +18,7 @@ from torch import nn
 
 from raystack.comm.network import NetworkModel
 from raystack.edit.config import EDiTConfig
-from raystack.edit.fsdp import FsdpShards, local_tensor, shard_blocks
+from raystack.edit.fsdp import FsdpShards, full_tensor, local_tensor, shard_blocks
 from raystack.edit.layerwise import LayerwiseSync
 from raystack.edit.memory import model_state_bytes, peak_rss_bytes
 from raystack.edit.messages import SegmentReport
@@ -501,11 +501,7 @@ class EDiTRank:
     def full_state_dict(self) -> dict[str, torch.Tensor]:
         """The whole model's parameters and buffers on every rank (with full sharding a
         collective over the replica: every rank of it must call this)."""
-        out = {}
-        for k, v in self.model.state_dict().items():
-            full = getattr(v, "full_tensor", None)
-            out[k] = (full() if full is not None else v).detach().clone()
-        return out
+        return {k: full_tensor(v).detach().clone() for k, v in self.model.state_dict().items()}
 
     def save_pretrained(self, path, write: bool = True) -> None:
         """Write the model as a transformers checkpoint (``write`` False: only take part in the

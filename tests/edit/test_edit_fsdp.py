@@ -35,6 +35,10 @@ def _sharded_rank(rank: int, world: int, port: int, out_dir: str) -> None:
         r.maybe_sync()
     r.flush()
     full = r.full_state_dict()                    # collective within the replica
+    # the gather through CPU copies (what ranks sharing a GPU over gloo use) gives the same tensors
+    from raystack.edit.fsdp import full_tensor
+    via_cpu = {k: full_tensor(v, through_cpu=True) for k, v in r.model.state_dict().items()}
+    cpu_gather_equal = sorted(via_cpu) == sorted(full) and all(torch.equal(via_cpu[k], full[k]) for k in full)
     mem = r.memory()
     if shard == 0:
         torch.save({k: v for k, v in full.items()}, os.path.join(out_dir, f"replica{replica}.pt"))
@@ -42,7 +46,8 @@ def _sharded_rank(rank: int, world: int, port: int, out_dir: str) -> None:
         r.save_pretrained(os.path.join(out_dir, "model"), write=rank == 0)
     with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
         json.dump({"memory": mem, "state_device": str(r.theta_sync[0].device), "syncs": r.counters.syncs,
-                   "local_numel": sum(t.numel() for t in r.theta_sync)}, f)
+                   "local_numel": sum(t.numel() for t in r.theta_sync),
+                   "cpu_gather_equal": cpu_gather_equal}, f)
     comm.destroy()
 
 
@@ -65,6 +70,7 @@ def test_fully_sharded_edit_equals_unsharded_over_20_steps_at_under_0_6x_the_mem
         held = m["params"] + m["grads"] + m["optimizer"] + m["outer"]
         assert held <= 0.6 * full, (held, full)
         assert info["state_device"] == "cpu" and info["syncs"] == ref[0][2].counters.syncs
+        assert info["cpu_gather_equal"]
     # each rank's outer state covers its half of every block
     assert infos[0]["local_numel"] + infos[1]["local_numel"] == sum(p.numel() for p in tiny_llama().parameters())
     # the gathered checkpoint loads with transformers and holds replica 0's parameters

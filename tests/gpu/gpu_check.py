@@ -1,15 +1,19 @@
-"""One prepared check of raystack's CUDA/NCCL paths, for a machine with a GPU (no Ray needed).
+"""One prepared check of raystack's CUDA/NCCL paths, for a machine with a GPU.
 
     python tests/gpu/gpu_check.py [--out results.json]
 
 Checks: CommGroup over NCCL in 2 processes (ops, values, byte counts, network-model delay);
 model factory on CUDA (bf16 step throughput of small-50m); BatchLoRA on CUDA (gradients equal
 separate training in fp32; 8 adapters batched vs stepped one by one); EDiT ranks on CUDA (the
-same parameters as on the CPU, ranks as threads over the in-process comm); the mLoRA pipeline's
-stage code on CUDA with activations handed over through the CPU, as between stage actors (the
-same adapters as one whole-model stage on the CPU). ``--only NAME,...`` runs some checks;
-``--device cpu`` dry-runs the EDiT and pipeline checks here (CPU against CPU). Prints JSON.
-Not collected by pytest (CI has no GPU).
+same parameters as on the CPU, ranks as threads over the in-process comm; EDiT, DiLoCo, the
+overlapped update, eager, int8 and fp16 pseudo-gradients); the mLoRA pipeline's stage code on
+CUDA with activations handed over through the CPU, as between stage actors (the same adapters
+as one whole-model stage on the CPU); FSDP2 over gloo on CUDA, alone and as EDiT's full
+sharding in 4 processes (the unsharded CPU run's parameters); Ray actors on the GPU (needs
+Ray): EDiT ranks sharing it through ``run_edit`` (the CPU run's losses), a killed rank
+replaced on it, and mLoRA stage actors on it through two kills (one CPU process's adapters).
+``--only NAME,...`` runs some checks; ``--device cpu`` dry-runs the EDiT, pipeline, FSDP and
+Ray checks here (CPU against CPU). Prints JSON. Not collected by pytest (CI has no GPU).
 """
 from __future__ import annotations
 
@@ -198,9 +202,15 @@ def check_edit(device: str = "cuda") -> dict:
 
     _exact_cuda()
     out = {}
-    for mode, shards in (("edit", 1), ("edit", 2), ("diloco", 1)):
+    long_sync = {"warmup_steps": 2, "h": 4}  # the overlapped and compressed variants: 16 steps, 3 syncs
+    variants = {"edit_S1": ("edit", 1, 8, {}), "edit_S2": ("edit", 2, 8, {}), "diloco_S1": ("diloco", 1, 8, {}),
+                "edit_tau2": ("edit", 1, 16, {**long_sync, "overlap_steps": 2}),
+                "edit_tau2_eager": ("edit", 1, 16, {**long_sync, "overlap_steps": 2, "overlap_eager": True}),
+                "edit_int8": ("edit", 1, 16, {**long_sync, "compression": "int8"}),
+                "edit_fp16_S2": ("edit", 2, 16, {**long_sync, "compression": "fp16"})}
+    for name, (mode, shards, steps, sync) in variants.items():
         cfg = load_config(EDiTConfig, {"model": "tiny-1m", "mode": mode, "ranks": 2 * shards, "shards": shards,
-                                       "steps": 8, "sync": {"warmup_steps": 2, "h": 2},
+                                       "steps": steps, "sync": sync or {"warmup_steps": 2, "h": 2},
                                        "inner": {"optimizer": "adamw", "lr": 1e-3}})
 
         def go(dev):
@@ -216,7 +226,7 @@ def check_edit(device: str = "cuda") -> dict:
             return run_in_threads(cfg.ranks, rank_fn)
         ref, got = go("cpu"), go(device)
         diff = max(float((a - b).abs().max()) for (pa, *_), (pb, *_) in zip(ref, got) for a, b in zip(pa, pb))
-        out[f"{mode}_S{shards}"] = {
+        out[name] = {
             "max_param_diff": diff, "devices": sorted({g[2] for g in got}), "syncs": got[0][3],
             "last_loss_cpu_vs_device": [ref[0][1][-1], got[0][1][-1]],
             "ok": diff < 1e-4 and {g[2] for g in got} == {torch.device(device).type} and got[0][3] > 0}
@@ -268,9 +278,219 @@ def check_pipeline(device: str = "cuda") -> dict:
             "losses": losses[-1], "ok": diff < 1e-4 and set(ref) == set(got) and dev == torch.device(device).type}
 
 
+def _fsdp_rank(rank: int, world: int, port: int, out_dir: str, device: str, steps: int, common: dict) -> None:
+    """One process of the FSDP check: rank ``rank`` of a gloo world (NCCL refuses two ranks on
+    one GPU), replica rank // 2, its model on ``device`` and FSDP2 over its replica's 2 ranks."""
+    import faulthandler
+
+    faulthandler.enable()
+    torch.set_num_threads(1)
+    from raystack.comm import CommGroup
+    from raystack.config import load_config
+    from raystack.edit.config import EDiTConfig
+    from raystack.edit.replica import EDiTRank
+    from tests.edit.test_edit_equivalence import ReplicaBatches, tiny_llama
+
+    _exact_cuda()
+    cfg = load_config(EDiTConfig, {"model": "tiny-1m", "ranks": world, "shards": 2, "full_shard": True,
+                                   "steps": steps, **common})
+    comm = CommGroup.init(rank, world, "127.0.0.1", port, backend="gloo", timeout_s=120)
+    replica, shard = divmod(rank, 2)
+    try:
+        r = EDiTRank(cfg, tiny_llama().to(device), comm, ReplicaBatches(replica, shard, 2))
+        while not r.done:
+            r.train_step()
+            r.maybe_sync()
+        r.flush()
+        full = {k: v.detach().cpu() for k, v in r.full_state_dict().items()}  # collective within the replica
+        if shard == 0:
+            torch.save(full, Path(out_dir) / f"replica{replica}.pt")
+        info = {"memory": r.memory(), "device": r.device.type, "syncs": r.counters.syncs,
+                "cuda_peak_bytes": torch.cuda.max_memory_allocated() if device == "cuda" else 0}
+    except Exception as exc:
+        info = {"error": f"{type(exc).__name__}: {exc}"[-1500:]}
+    (Path(out_dir) / f"rank{rank}.json").write_text(json.dumps(info))
+    comm.destroy()
+
+
+def _fsdp_minimal_rank(rank: int, world: int, port: int, device: str, out_dir: str) -> None:
+    """Plain torch, no raystack: FSDP2 over gloo on one Linear with its tensors on ``device``."""
+    import faulthandler
+
+    import torch.distributed as dist
+    from torch.distributed.device_mesh import DeviceMesh
+    from torch.distributed.fsdp import fully_shard
+
+    faulthandler.enable()
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    steps = []
+    try:
+        torch.manual_seed(0)
+        model = torch.nn.Linear(8, 8).to(device)
+        fully_shard(model, mesh=DeviceMesh.from_group(dist.group.WORLD, device_type=torch.device(device).type))
+        steps.append("sharded")
+        loss = model(torch.ones(4, 8, device=device)).sum()
+        steps.append("forward")
+        loss.backward()
+        steps.append("backward")
+        info = {"ok": True, "steps": steps}
+    except Exception as exc:
+        info = {"ok": False, "steps": steps, "error": f"{type(exc).__name__}: {exc}"[-800:]}
+    (Path(out_dir) / f"min{rank}.json").write_text(json.dumps(info))
+    dist.destroy_process_group()
+
+
+def check_fsdp_minimal(device: str = "cuda") -> dict:
+    """Whether FSDP2 itself runs over gloo with CUDA tensors (2 ranks on one GPU, as the device
+    plan gives when ranks outnumber GPUs), apart from raystack."""
+    import tempfile
+
+    from raystack.cluster import free_port
+
+    with tempfile.TemporaryDirectory() as out_dir:
+        try:
+            mp.start_processes(_fsdp_minimal_rank, args=(2, free_port(), device, out_dir), nprocs=2,
+                               start_method="spawn")
+            exit_error = None
+        except Exception as exc:
+            exit_error = f"{type(exc).__name__}: {exc}"
+        ranks = [json.loads(f.read_text()) for f in sorted(Path(out_dir).glob("min*.json"))]
+    return {"ranks": ranks, "exit_error": exit_error, "ok": exit_error is None and all(r["ok"] for r in ranks)}
+
+
+def check_fsdp(device: str = "cuda") -> dict:
+    """Full sharding (FSDP2, S = 2) with the model on ``device``: 2 replicas x 2 ranks in real
+    processes over gloo reach the unsharded CPU run's parameters (1e-5 over 20 steps on the CPU)."""
+    import tempfile
+
+    from raystack.cluster import free_port
+    from tests.edit.test_edit_equivalence import run, tiny_llama
+
+    steps = 20
+    common = {"mode": "edit", "sync": {"warmup_steps": 4, "h": 4, "state_on_cpu": True},
+              "penalty": {"warmup_syncs": 1},
+              "inner": {"optimizer": "adamw", "lr": 0.01, "weight_decay": 0.1, "grad_clip": 1.0, "lr_warmup_steps": 2}}
+    with tempfile.TemporaryDirectory() as out_dir:
+        try:
+            mp.start_processes(_fsdp_rank, args=(4, free_port(), out_dir, device, steps, common), nprocs=4,
+                               start_method="spawn")
+        except Exception as exc:  # a rank that died (a signal) leaves no file
+            done = [json.loads(f.read_text()) for f in sorted(Path(out_dir).glob("rank*.json"))]
+            return {"exit_error": f"{type(exc).__name__}: {exc}", "ranks_that_reported": done, "ok": False}
+        infos = [json.loads((Path(out_dir) / f"rank{r}.json").read_text()) for r in range(4)]
+        if any("error" in i for i in infos):
+            return {"ranks": infos, "ok": False}
+        sharded = [torch.load(Path(out_dir) / f"replica{r}.pt") for r in range(2)]
+    ref = run({**common, "ranks": 2, "shards": 1}, steps=steps)
+    names = [n for n, _ in tiny_llama().named_parameters()]
+    diff = max(float((sharded[r][n] - want).abs().max()) for r in range(2) for n, want in zip(names, ref[r][0]))
+    return {"max_param_diff_vs_unsharded_cpu": diff, "devices": sorted({i["device"] for i in infos}),
+            "syncs": [i["syncs"] for i in infos], "cuda_peak_bytes": [i["cuda_peak_bytes"] for i in infos],
+            "state_bytes_rank0": infos[0]["memory"],
+            "ok": diff < 1e-4 and {i["device"] for i in infos} == {torch.device(device).type}}
+
+
+def _actor_device(actor, path: str) -> str:
+    """The device of the tensors an actor holds at attribute ``path`` (run inside the actor)."""
+    import ray
+
+    def probe(self):
+        obj = self
+        for part in path.split("."):
+            obj = getattr(obj, part)
+        return str(obj if isinstance(obj, torch.device) else next(obj.parameters()).device)
+    return ray.get(actor.__ray_call__.remote(probe), timeout=60)
+
+
+def check_ray(device: str = "cuda") -> dict:
+    """Ray actors on the GPU, through the product's own groups: EDiT ranks (2 replicas sharing the
+    GPU: num_gpus 0.5, gloo) train as their CPU run does, and a rank killed mid-run is replaced on
+    the GPU and the run finishes; 2 mLoRA pipeline stages on the GPU train the adapters one CPU
+    process trains, through 2 kills of a stage."""
+    import tempfile
+
+    import ray
+
+    from raystack.actors.edit import EDiTGroup, run_edit
+    from raystack.actors.mlora import LoRAPipeline
+    from raystack.mlora.export import read_peft
+    from raystack.mlora.jobs import form_lanes
+    from raystack.mlora.trainer import train_single_process
+    from tests.edit.test_edit_cluster import small_cfg
+    from tests.mlora.test_mlora_pipeline import _cfg as mlora_cfg
+
+    ray.init(num_cpus=8, num_gpus=1 if device == "cuda" else 0, include_dashboard=False, log_to_driver=False)
+    out = {"cluster": {k: v for k, v in ray.cluster_resources().items() if k in ("CPU", "GPU")}}
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            tmp = Path(tmp)
+            t0 = time.time()
+            cpu = run_edit(small_cfg(tmp / "cpu", run={"device": "cpu"}), progress=False)
+            gpu = run_edit(small_cfg(tmp / "gpu", run={"device": device}), progress=False)
+            out["edit_same_run"] = {
+                "train_loss_cpu_vs_device": [cpu.train_loss, gpu.train_loss],
+                "val_loss_cpu_vs_device": [cpu.val_loss, gpu.val_loss], "steps": [cpu.steps, gpu.steps],
+                "seconds": round(time.time() - t0, 1),
+                "ok": cpu.steps == gpu.steps == 24 and abs(cpu.val_loss - gpu.val_loss) < 1e-3
+                and abs(cpu.train_loss - gpu.train_loss) < 1e-3}
+            t0 = time.time()
+            group = EDiTGroup(small_cfg(tmp / "kill", steps=32, run={"device": device, "eval_every": 4}))
+            group.start()
+            seen = {"plan": [group.devices.device, group.devices.gpus_per_actor, group.devices.backend]}
+
+            def kill_once(g, segment):
+                if segment == 4 and "killed" not in seen:
+                    seen["before"] = [_actor_device(w, "trainer.model") for w in g.workers]
+                    seen["killed"] = True
+                    ray.kill(g.workers[1])
+            try:
+                res = group.run(progress=False, on_segment=kill_once)
+                seen["after"] = [_actor_device(w, "trainer.model") for w in group.workers]
+            finally:
+                group.shutdown()
+            want = torch.device(device).type
+            out["edit_kill"] = {**seen, "replacements": res.replacements, "steps": res.steps, "val_loss": res.val_loss,
+                                "seconds": round(time.time() - t0, 1),
+                                "ok": res.replacements == 1 and res.steps == 32 and res.val_loss < 5.0
+                                and all(d.startswith(want) for d in seen["before"] + seen["after"])}
+
+            t0 = time.time()
+            ref_cfg = mlora_cfg(tmp / "ref")
+            names = sorted(t.adapter for t in ref_cfg.tasks)
+            stage, _ = train_single_process(ref_cfg, lanes=form_lanes(names, 2))
+            reference = {n: stage.model.adapter_state(n) for n in names}
+            cfg = mlora_cfg(tmp / "pipe")
+            cfg.pipeline.device = device
+            pipe = LoRAPipeline(cfg, progress=False)
+            stages = {}
+
+            def kill_stage(window, p):
+                if window in (0, 1) and window not in stages:  # as the CPU test kills (no probe here:
+                    stages[window] = "killed"                     # it would wait for the stage's work)
+                    ray.kill(p.stages[1])
+            try:
+                result = pipe.run(after_submit=kill_stage)
+                stages["after"] = [_actor_device(s, "stage.device") for s in pipe.stages]
+            finally:
+                pipe.shutdown()
+            diff = 0.0
+            for n in names:
+                _, state = read_peft(result.adapters[n], n)
+                diff = max([diff] + [float((state[k] - v).abs().max()) for k, v in reference[n].items()])
+            devices = stages["after"]  # both stages, the twice restarted one too
+            out["mlora_kill"] = {"stage_devices": stages, "restarts": result.restarts,
+                                 "max_adapter_diff_vs_cpu_process": diff, "seconds": round(time.time() - t0, 1),
+                                 "ok": result.restarts == 2 and diff < 1e-4
+                                 and all(d.startswith(want) for d in devices)}
+    finally:
+        ray.shutdown()
+    out["ok"] = all(v.get("ok") for v in out.values() if isinstance(v, dict) and "ok" in v)
+    return out
+
+
 CHECKS = {"comm_cuda": lambda dev: check_comm(), "model_cuda": lambda dev: check_model(),
           "batchlora_cuda": lambda dev: check_batchlora(), "edit_cuda": check_edit,
-          "pipeline_cuda": check_pipeline}
+          "pipeline_cuda": check_pipeline, "fsdp_minimal_cuda": check_fsdp_minimal, "fsdp_cuda": check_fsdp, "ray_cuda": check_ray}
 
 
 def main() -> None:
