@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
+from raystack.workflow.catalog import CATALOG
 from raystack.workflow.nl import lexicon as L
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.text import ARROWS, Text, Token, sentences
@@ -187,7 +188,10 @@ def headings(t: Text) -> None:
 
 
 def objects(t: Text, action_ends: Iterable[tuple[str, int]]) -> None:
-    """The few words right after an action's phrase: what the step works on."""
+    """The few words right after an action's phrase: what the step works on (up to the clause's
+    end: punctuation, a word another step used, or "and"/"then" before another step's phrase)."""
+    action_ends = list(action_ends)
+    entries = {e for e, _ in action_ends}
     for entry, end in action_ends:
         if entry not in DATA_OBJECT_STEPS:
             continue
@@ -208,9 +212,41 @@ def objects(t: Text, action_ends: Iterable[tuple[str, int]]) -> None:
             run.append(x)
             j += 1
         nxt = t.tokens[j] if j < len(t.tokens) else None
-        ends = nxt is None or nxt.kind == "punct" or (nxt.used and nxt.used not in ("", "filler"))
+        ends = nxt is None or nxt.kind == "punct" or (nxt.used and nxt.used not in ("", "filler")) or (
+            nxt.low in ("and", "then") and _next_step_phrase(t, j + 1, entries))
         if run and ends and not (len(run) == 1 and run[0].low.endswith("ly")):   # "dedup case-insensitively": a manner, no object
             t.mark(run, f"object of {entry}")
+
+
+TRY_VERBS = {"try", "trying", "test", "testing", "compare", "comparing", "sweep", "sweeping", "explore"}
+
+
+def tried_values(t: Text) -> None:
+    """"Try k = 3, 5 and 7 for a knn", "try learning rates 0.01 and 0.1 with a logistic model": the
+    verb and its preposition introduce the training's candidate values, read by its parameters."""
+    for x in t.unused():
+        if x.low not in TRY_VERBS:
+            continue
+        j = x.i + 1
+        while j < len(t.tokens) and t.tokens[j].used and t.tokens[j].used not in CATALOG:
+            j += 1
+        values = t.tokens[x.i + 1:j]
+        if not any(v.kind == "num" for v in values) or j >= len(t.tokens) or t.tokens[j].used \
+                or t.tokens[j].low not in ("for", "with", "on"):
+            continue
+        k = j + 1
+        while k < len(t.tokens) and t.tokens[k].low in ("a", "an", "the") and not t.tokens[k].used:
+            k += 1
+        if k < len(t.tokens) and t.tokens[k].used in ("train_model", "model kind", "tune"):
+            t.mark([x, t.tokens[j]], "train_model")
+
+
+def _next_step_phrase(t: Text, i: int, entries: set[str]) -> bool:
+    """Whether a step's phrase starts at token ``i`` ("then" skipped): "scale the numbers and
+    export ...", where "and" closes the object of the step before."""
+    while i < len(t.tokens) and t.tokens[i].low == "then":
+        i += 1
+    return i < len(t.tokens) and t.tokens[i].used in entries
 
 
 # what the statistics report, named as a list in the statistics' sentence ("a summary of x.csv:
@@ -572,6 +608,7 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
     targets(t)
     reasons(t)
     goal(t, ends)
+    tried_values(t)
     lead_ins(t)      # a title may hold a task noun or a word that is also a verb ("Crop yield regression:")
     headings(t)
     title_clauses(t)

@@ -190,7 +190,7 @@ def clean_data(text: Text, lo: int, hi: int, f: Found) -> None:
     # age is missing": only those rows go (the step dropped a row missing anything, silently)
     m = _search(text, lo, hi, r"\b(?:where|whose|in\s+which)\s+(?:the\s+)?(?P<c>[a-z_]\w*)(?:\s+column)?\s+(?:is|are)\s+"
                               r"(?:missing|null|empty|blank|nan|na)\b", "clean") or \
-        _search(text, lo, hi, r"\b(?:missing|null|nan|empty|blank)\s+(?:values?\s+)?(?:in|of|for|from)\s+(?:the\s+)?"
+        _search(text, lo, hi, r"\b(?:missing|nulls?|nans?|empty|blank)\s+(?:values?\s+|entries\s+|cells\s+)?(?:in|of|for|from)\s+(?:the\s+)?"
                               r"(?P<c>[a-z_]\w*)(?:\s+column)?\b", "clean") or \
         _search(text, lo, hi, rf"\b(?:missing|null|nan|empty|blank)\s+(?!{MISSING_NOUNS}\b)(?P<c>[a-z_]\w*)(?:\s+column)?\b", "clean")
     if m and m.group("c") not in ("the", "a", "an", "any", "each", "every", "all", "anything", "something"):
@@ -574,6 +574,11 @@ def evaluate_model(text: Text, lo: int, hi: int, f: Found) -> None:
                       rf"(?:test\s+|held-out\s+)?(?P<m>{METRIC_RX})\b", "metric")
     if m and metric_of(m.group("m")) != "score":
         f.set("metric", metric_of(m.group("m")))
+    if "metric" not in f.params:   # "knn -> f1": a metric alone as an arrow's stage names the evaluation and its metric
+        m = next((m for m, toks in text.finditer(rf"(?:->|=>|→|⇒|⟶)\s+(?P<m>{METRIC_RX})\b", max(lo - 1, 0), hi)
+                  if toks[-1].used == "evaluate_model"), None)
+        if m and metric_of(m.group("m")) != "score":
+            f.set("metric", metric_of(m.group("m")))
     if "metric" in f.params:    # "evaluate it on accuracy and f1": it reports every metric, the first is its score
         for m2, _ in text.finditer(rf"\b(?:{METRIC_RX})\s+(?P<b>(?:and|&|,)\s+(?:the\s+|its\s+)?(?:{METRIC_RX}))\b", lo, hi):
             text.mark([x for x in text.covered(*m2.span("b")) if not x.used], "metric")

@@ -11,7 +11,10 @@ found (before any parameter is read):
 - "on the training part", "on the train split" in a training's or an evaluation's phrase is the
   part of the split it reads, not a new split or unaccounted words;
 - "hold out 20% for evaluation, ..., and evaluate it": the held-out share's evaluation is the one
-  asked for later.
+  asked for later;
+- a cleaning restated by what it does ("clean loans.csv (drop rows with nulls in price)", "clean
+  it by dropping ...", "clean x.csv: remove ..."): one cleaning, the one the second phrase says
+  (two steps dropped every row missing anything first).
 """
 
 from __future__ import annotations
@@ -38,6 +41,9 @@ SPLIT_PART = (r"\b(?:on|using|with|against|over)\s+(?:the|its)\s+(?:train|traini
 BARE_PART = (r"\b(?:on|against|using)\s+(?:(?:train|training|test|testing|held-out|holdout)\b(?=\s*(?:[.,;:!?]|$|\s+(?:and|then)\b))"
              r"|the\s+(?:remainder|rest)\b(?:\s+of\s+(?:it|the\s+data))?)")     # "hold out 25% and train on the remainder"
 POSSESSIVES = {"the", "our", "my", "those", "these", "its", "their"}
+# what says the next phrase spells out the step before ("clean it (drop ...)", "clean it by dropping ...")
+RESTATING = {"(", ":", "-", "—", "–", "by", "namely", "i.e.", "ie"}
+RESTATED_OBJECT = {"it", "the", "data", "dataset", "table", "up"}
 
 
 def _rename(t: Text, a: Any, entry: str) -> None:
@@ -66,6 +72,7 @@ def reread(t: Text, actions: list) -> list:
     actions = [a for k, a in enumerate(actions) if not (
         a.entry == "load_data" and not a.has_file and k and (actions[k - 1].entry in SAVED_SOURCES or (
             actions[k - 1].entry == "load_data" and actions[k - 1].has_file)))]
+    actions = _restated_cleaning(t, actions)
     for k in range(len(actions) - 1):
         a, b = actions[k], actions[k + 1]
         if a.entry == "evaluate_model" and b.entry == "load_adapters" and a.sentence == b.sentence and all(
@@ -123,3 +130,20 @@ def split_parts(t: Text, actions: list) -> None:
                 or (part[1].low not in SPLIT_ROLES[step.entry] and part[1].low != "the") or not step.lo <= part[0].i < step.hi:
             continue
         t.mark(part, "reference")
+
+
+def _restated_cleaning(t: Text, actions: list) -> list:
+    """Drop a cleaning that the next phrase spells out (see the module's list)."""
+    out = []
+    for k, a in enumerate(actions):
+        later = [b for b in actions[k + 1:] if b.entry != "load_data"]
+        b = later[0] if later else None
+        if a.entry == "clean_data" and b is not None and b.entry == "clean_data" and a.sentence == b.sentence:
+            between = [x for x in t.tokens[a.trig_end:b.lo] if not any(
+                c.entry == "load_data" and c.lo <= x.i < c.trig_end for c in actions)]
+            if any(x.low in RESTATING for x in between) and all(
+                    x.low in RESTATING or x.low in RESTATED_OBJECT for x in between):
+                t.mark([x for x in between if x.kind != "punct"], "clean_data")
+                continue
+        out.append(a)
+    return out

@@ -189,7 +189,7 @@ TRIGGERS: list[tuple[str, str]] = [
                   r"(?=\s*\(?\s*(?:per|by|for\s+each)\s+(?!NUM)\w+)"),   # "hourly totals (by hour)"
     ("aggregate", rf"\b(?:(?:compute|calculate|get|find|work\s+out|report)\s+(?:the\s+)?)?(?:(?:sum|sums|total|totals|count|counts|"
                   rf"average|averages|avg|mean|tally|add\s+up|number\s+of)\w*|(?:max|min|maximum|minimum)\b)\s+{skip(3)}"
-                  rf"(?:per|by|for\s+each)\s+(?!NUM)\w+"),   # "the max temp per sensor" (never "minutes per line")
+                  rf"(?:grouped\s+)?(?:per|by|for\s+each)\s+(?!NUM)\w+"),   # "the max temp per sensor" (never "minutes per line")
     ("aggregate", r"\broll(?:s|ed|ing)?\s+(?:the\s+|it\s+|them\s+)?(?:[\w-]+\s+){0,3}?up\s+(?=by\s|per\s)"),   # "roll the merged rows up by press"
     ("aggregate", r"\b(?:aggregat\w*|(?:group|bucket|bin)(?:s|ed|ing)?\s+(?:it\s+|them\s+|the\s+(?:rows|data|records)\s+)?by|roll(?:s|ed|ing)?\s*(?:it\s+|them\s+)?up(?=\s+(?:[\w-]+\s+){0,6}?(?:by|per|to)\b)|"
                   r"summari[sz]e\w*\s+(?=\w+\s+(?:per|by)\b))\b|\bbreak\w*\s+(?:[\w-]+\s+){0,3}?down\s+(?=by|per)|\bbreakdowns?\s+(?=by|per)"
@@ -230,7 +230,7 @@ TRIGGERS: list[tuple[str, str]] = [
              r"(?:chart|plot|histogram|figure|graph|image|picture)\b(?=\s+(?:to|as|in|into|at)\s+FILE)"),
     ("plot", r"\b(?:(?:draw|make|create|produce|render|build|plot|give\s+me|show(?:\s+me)?|display)\s+(?:a\s+|an\s+|the\s+)?)?"
              r"(?:bar|line|pie|scatter)\s*-?\s*(?:charts?|graphs?|plots?)\b"),     # with its verb: "draw a bar chart"
-    ("plot", r"\b(?:show|shows|display|displays)(?:\s+me|\s+us)?\s+(?:a\s+|an\s+|the\s+)?(?:histogram|distribution|bar\s+chart|"
+    ("plot", r"\b(?:(?:show|shows|display|displays)(?:\s+me|\s+us)?|(?:give|get|make)\s+(?:me|us))\s+(?:a\s+|an\s+|the\s+)?(?:histogram|distribution|bar\s+chart|"
              r"line\s+chart|chart|graph|plot)\b(?=\s+of\b|\s*(?:[.,;:!?]|$))"),   # "show the distribution of temp"
     ("plot", rf"\b(?P<sk>(?:{METRIC_RX})\s+)(?:plot|chart|graph|curve|figure|histogram)s?\b"),   # "a val loss plot"
     ("plot", rf"\b(?P<sk>(?:the\s+|its\s+|their\s+)?(?:{METRIC_RX})(?:\s+(?:curves?|values?|history))?){AUX}\s+"
@@ -244,7 +244,7 @@ TRIGGERS: list[tuple[str, str]] = [
     ("save_report", rf"\b(?:write|writes|save|saves|store|produce|create|generate|dump|output|log(?!istic)|record|put)\w*\s+{skip(3)}"
                     r"(?:report|results|result|metrics|scores|findings|evaluations?)\b(?:\s+(?:(?:to|in|into|as|at)\s+)?FILE\d+)?"
                     r"|\breport\s+(?:to|in|into|as)\s+FILE\d+"),
-    ("save_report", rf"(?:^|(?<=[),;:.>→]\s)|(?<=\bthen\s)|(?<=\band\s))report\s+(?:the\s+|its\s+|their\s+)?(?:final\s+|last\s+|best\s+)?(?=(?:{METRIC_RX})\b)"),
+    ("save_report", rf"(?:^|(?<=[),;:.!?>→]\s)|(?<=\bthen\s)|(?<=\band\s))report\s+(?:the\s+|its\s+|their\s+)?(?:final\s+|last\s+|best\s+)?(?=(?:{METRIC_RX})\b)"),
     # "... and tell me the accuracy", "show us its AUC": the metrics reported back
     ("save_report", r"(?:(?<=\band\s)|(?<=\bthen\s)|(?<=[,;:]\s))report\s+(?:on\s+)?(?:it|them|both|all\s+of\s+them|the\s+results?)\b"),   # "and report them"
     ("save_report", rf"\b(?:tell|show|give)\s+(?:me|us)\s+(?:the\s+|its\s+|their\s+|what\s+the\s+)?(?=(?:{METRIC_RX})\b)"),
@@ -300,7 +300,8 @@ TRIGGERS: list[tuple[str, str]] = [
     ("tune", r"(?<!the )(?<!a )(?<!this )(?<!that )(?<!best )\btuned\b(?!\s+(?:model|one|classifier|version))|\b(?:tune|tunes|tuning|hyper-?parameter\s+(?:search|tuning|optimi[sz]ation|sweep)|grid\s+search|random\s+search|"
              r"sweep|search)\b(?![\s-]+(?:ranking|rankings|engines?|quer(?:y|ies)|results|logs?|terms|index|relevance|traffic|ads?|bar|box|history)\b)"),
     ("train_model", rf"\b(?:train|trains|trained|training|fit|fits|fitted|fitting|learn|build|builds|estimate|develop|"
-                    rf"create|make|produce|retrain\w*|re-train\w*|refit\w*|re-fit\w*|try|tries|trying)\s+{skip(5)}{MODEL_NOUN}\b"),
+                    rf"create|make|produce|retrain\w*|re-train\w*|refit\w*|re-fit\w*|try|tries|trying)\s+{skip(5)}{MODEL_NOUN}\b"
+                    r"(?!\s+(?:datasets?|data|tables?|problems?|tasks?)\b)"),   # "make a synthetic regression dataset"
     ("train_model", r"\b(?:retrain|re-train|refit|re-fit)(?:s|ed|ing)?\b(?=\s+(?:it|them|with|on|using|the\s+model)\b)"),
     ("train_model", TRAIN_AGAIN),   # "train it again": a retraining
     ("train_model", passive(rf"(?:(?:linear|logistic|k-?nn|centroid)\s+)?{MODEL_NOUN}", r"trained|fitted|fit|built|learned|learnt|estimated|re-?trained")),
@@ -309,6 +310,8 @@ TRIGGERS: list[tuple[str, str]] = [
     ("train_model", rf"{AFTER_ARROW}linear(?=\s*(?:{ARROW}|$|[,.;]))"),   # "80/20 -> linear -> evaluate"
     ("train_model", rf"\b(?:a\s+|the\s+)?(?:final\s+|plain\s+|simple\s+)?{MODEL_KIND}\b(?:\s+(?:models?|classifiers?|regressors?|"
                     r"candidates?|baselines?|fit|run))?"),
+    # "knn -> f1", "-> accuracy on a 25% holdout": a metric alone as an arrow's stage is its evaluation
+    ("evaluate_model", rf"{AFTER_ARROW}(?:{METRIC_RX})(?=\s*(?:{ARROW}|$|[,.;!])|\s+(?:on|against)\b)"),
     ("evaluate_model", r"\b(?:they|it|the\s+(?:adapters|model|models|classifier|winner))\s+(?:get|gets|are|is|will\s+be)\s+(?:then\s+)?"
                        r"(?:scored|evaluated|assessed|tested|validated|benchmarked)\b"),   # "they get scored"
     # "split it into train and test": the split's parts, not an evaluation

@@ -1,0 +1,94 @@
+"""The rule planner on a sixteenth round of requests of the developer's own wording (none from a
+set): a cleaning spelled out by what it does ("clean loans.csv (drop rows with nulls in debt)"
+dropped every row missing anything first); a metric alone as an arrow's stage ("knn -> f1" was
+refused, then scored accuracy); a sentence after a question ("...? Report f1."); "give me a
+histogram of"; an object closed by "and" before another step ("min-max scale the numbers and
+export ..."); "make a synthetic regression dataset" (read as training a model); "the mean of each
+column grouped by city"; "try k = 3, 5 and 7 for a knn". Plans are run on real CSV files."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner_util import kinds as _kinds, of_kind, plan as _plan
+
+
+@pytest.fixture()
+def loans(tmp_path, monkeypatch):
+    """loans.csv: a city, two features (debt missing in two rows) and the target column y."""
+    monkeypatch.chdir(tmp_path)
+    rows = [f"{i},{'ab'[i % 2]},{(i * 7) % 11},{'' if i in (3, 8) else (i * 3) % 5},{int((i * 7) % 11 > 5)}"
+            for i in range(40)]
+    (tmp_path / "loans.csv").write_text("loan_id,city,income,debt,y\n" + "\n".join(rows) + "\n")
+    return tmp_path
+
+
+def test_a_cleaning_spelled_out_by_what_it_does_is_one_step(loans):
+    from raystack.workflow.engine import run_local
+    for text in ("Clean loans.csv (drop rows with nulls in debt), then compute the average income by city.",
+                 "Clean loans.csv by dropping rows with nulls in debt, then compute the average income by city.",
+                 "Clean loans.csv: drop rows with NaNs in the debt column, then compute the average income by city."):
+        p = _plan(text)
+        assert _kinds(p) == ["load_data", "clean_data", "aggregate"], text
+        assert of_kind(p, "clean_data")[0].params["columns"] == ["debt"], text
+    rows = run_local(p.ir).results[of_kind(p, "clean_data")[0].id].load(None).to_pydict()
+    assert len(rows["loan_id"]) == 38 and 3 not in rows["loan_id"] and 8 not in rows["loan_id"]
+
+
+def test_a_metric_alone_as_an_arrow_stage_is_the_evaluation_of_that_metric(loans):
+    from raystack.workflow.engine import run_local
+    for text, metric in (("loans.csv → dedupe → 80/20 → knn → f1", "f1"),
+                         ("loans.csv -> logistic regression -> precision on a 25% holdout", "precision")):
+        p = _plan(text)
+        assert _kinds(p)[-1] == "evaluate_model", text
+        assert of_kind(p, "evaluate_model")[0].params["metric"] == metric, text
+    report = run_local(p.ir)
+    assert of_kind(p, "split_data")[0].params["test_fraction"] == 0.25
+    evaluation = report.results[of_kind(p, "evaluate_model")[0].id].load(None)
+    assert evaluation["metric"] == "precision" and 0.0 <= evaluation["score"] <= 1.0, evaluation
+
+
+def test_a_sentence_after_a_question_and_a_histogram_given(loans):
+    p = _plan("Could you take loans.csv and fit a knn on it? Report f1.")
+    assert _kinds(p) == ["load_data", "train_model", "save_report"]
+    for text in ("Read loans.csv and give me a histogram of income.", "Load loans.csv and get me a bar chart of city."):
+        p = _plan(text)
+        assert _kinds(p) == ["load_data", "plot"], text
+    assert of_kind(p, "plot")[0].params["column"] == "city"
+
+
+def test_an_object_closed_by_and_before_the_next_step(loans):
+    from raystack.workflow.engine import run_local
+    p = _plan("Using loans.csv, min-max scale the numbers and export the table as scaled.csv.")
+    assert _kinds(p) == ["load_data", "normalize", "write_table"]
+    assert of_kind(p, "normalize")[0].params["method"] == "minmax"
+    assert "columns" not in of_kind(p, "normalize")[0].params
+    import pyarrow.csv as pacsv
+    written = run_local(p.ir).results[of_kind(p, "write_table")[0].id].load(None).path
+    scaled = pacsv.read_csv(written).to_pydict()
+    assert written.endswith("scaled.csv") and min(scaled["income"]) == 0.0 and max(scaled["income"]) == 1.0
+
+
+def test_a_synthetic_regression_dataset_is_made_not_trained(loans):
+    p = _plan("Make a synthetic regression dataset with 1000 rows and 8 features, train a linear model and report rmse.")
+    assert _kinds(p) == ["make_dataset", "train_model", "save_report"]
+    made = of_kind(p, "make_dataset")[0].params
+    assert (made["rows"], made["features"], made["task"]) == (1000, 8, "regression")
+    assert of_kind(p, "train_model")[0].params["model"] == "linear"
+
+
+def test_the_mean_of_each_column_grouped_by_a_key(loans):
+    p = _plan("Load loans.csv and compute the mean of each column grouped by city.")
+    assert _kinds(p) == ["load_data", "aggregate"]
+    assert of_kind(p, "aggregate")[0].params["by"] == "city" and of_kind(p, "aggregate")[0].params["agg"] == "mean"
+
+
+def test_values_tried_for_a_model_are_its_candidates(loans):
+    from raystack.workflow.engine import run_local
+    p = _plan("Try k = 3, 5 and 7 for a knn on loans.csv and keep the best.")
+    assert [s.params["k"] for s in of_kind(p, "train_model")] == [3, 5, 7]
+    assert _kinds(p)[-1] == "select_best"
+    p = _plan("Try learning rates 0.01 and 0.1 for a logistic model on loans.csv and keep the best by f1.")
+    assert [s.params["lr"] for s in of_kind(p, "train_model")] == [0.01, 0.1]
+    assert of_kind(p, "select_best")[0].params["metric"] == "f1"
+    run_local(p.ir)
