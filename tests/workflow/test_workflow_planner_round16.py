@@ -4,11 +4,17 @@ dropped every row missing anything first); a metric alone as an arrow's stage ("
 refused, then scored accuracy); a sentence after a question ("...? Report f1."); "give me a
 histogram of"; an object closed by "and" before another step ("min-max scale the numbers and
 export ..."); "make a synthetic regression dataset" (read as training a model); "the mean of each
-column grouped by city"; "try k = 3, 5 and 7 for a knn". Plans are run on real CSV files."""
+column grouped by city"; "try k = 3, 5 and 7 for a knn"; "rank-8 and rank-16 adapters" (one adapter
+of rank 8); a best kept of one result; "evaluate the adapters on 32 examples"; "compare their f1";
+a file's possessive ("plot loans.csv's income" drew the first numeric column; where no step
+reads it, it is refused). Plans are run on
+real CSV files."""
 
 from __future__ import annotations
 
 import pytest
+
+from raystack.workflow.nl import PlanRefused
 
 from planner_util import kinds as _kinds, of_kind, plan as _plan
 
@@ -92,3 +98,31 @@ def test_values_tried_for_a_model_are_its_candidates(loans):
     assert [s.params["lr"] for s in of_kind(p, "train_model")] == [0.01, 0.1]
     assert of_kind(p, "select_best")[0].params["metric"] == "f1"
     run_local(p.ir)
+
+
+def test_adapters_of_ranks_written_rank_n_and_a_best_kept_of_one_result(loans):
+    (loans / "sft.jsonl").write_text('{"prompt": "2+2=", "response": "4"}\n' * 4)
+    ft = of_kind(_plan("With mLoRA, fine-tune rank-8 and rank-16 adapters on sft.jsonl over tiny-1m."),
+                 "mlora_finetune")[0].params
+    assert [a["r"] for a in ft["adapters"]] == [8, 16] and len(ft["tasks"]) == 2
+    # adapters are not what select_best compares: the one result it found to keep was the base
+    (loans / "ckpt").mkdir()
+    (loans / "ckpt" / "config.json").write_text("{}")
+    with pytest.raises(PlanRefused, match=r"keeps the best of one result \(load_checkpoint\)"):
+        _plan("With mLoRA, fine-tune rank-8 and rank-16 adapters on sft.jsonl over the base in ckpt/, "
+              "keep the better one and serve it.")
+    p = _plan("Fine-tune LoRA adapters on sft.jsonl over tiny-1m with mLoRA and evaluate them on 32 examples.")
+    assert of_kind(p, "evaluate_adapters")[0].params["max_examples"] == 32
+
+
+def test_compare_their_metric_and_keep_the_winner(loans):
+    p = _plan("Train knn models on loans.csv with k of 1, 3 and 5, compare their f1, and export the winner to best.json.")
+    assert of_kind(p, "select_best")[0].params["metric"] == "f1" and len(of_kind(p, "train_model")) == 3
+    assert of_kind(p, "export_model")[0].params["path"] == "best.json"
+
+
+def test_a_files_possessive_plots_that_column_and_is_refused_where_no_step_reads_it(loans):
+    for text in ("Plot loans.csv's income.", "Load loans.csv and plot loans.csv's income."):
+        assert of_kind(_plan(text), "plot")[0].params["column"] == "income", text
+    with pytest.raises(PlanRefused, match="the income column of loans.csv"):
+        _plan("Normalize loans.csv's income and debt columns and plot debt.")

@@ -599,6 +599,11 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
     if unsupported:
         raise PlanRefused([f"no catalog step does {t.span_text(r)!r}" for r in t.runs(unsupported)])
     ends = list(action_ends)
+    owned = [x for x in t.tokens[1:] if x.low == "'s" and not x.used and t.tokens[x.i - 1].kind == "path"]
+    if owned:   # "plot houses.csv's price" plotted the first numeric column (the words read as the file's)
+        raise PlanRefused([f"{t.span_text(t.tokens[x.i - 1:x.i + 2])!r}: name a file's column as 'the "
+                           f"{t.tokens[min(x.i + 1, len(t.tokens) - 1)].text} column of {t.tokens[x.i - 1].text}'"
+                           for x in owned])
     subset = [] if picked else _unselected_subset(t)
     if subset:
         raise PlanRefused([f"no step picks {q!r}: the step would act on all of them" for q in subset])

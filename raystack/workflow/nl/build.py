@@ -363,6 +363,20 @@ def _cond_ref(outs: dict[str, Any], label: str, metric: str) -> Out:
     return o[metric]
 
 
+def _check_best_of_several(s: DraftStep, by_label: dict[str, DraftStep], outs: dict[str, Any]) -> None:
+    """A selection chooses between several results: "fine-tune rank-8 and rank-16 adapters ...,
+    keep the better one" wired the one checkpoint it could read as the only candidate (adapters
+    are not among what select_best compares), and "kept" it."""
+    results = s.inputs.get("results") if s.entry == "select_best" else None
+    labels = results if isinstance(results, list) else [results] if isinstance(results, str) else []
+    if not labels or any(by_label[x].tune is not None for x in labels if x in by_label):
+        return
+    if sum(len(outs[x]) if isinstance(outs.get(x), list) else 1 for x in labels) == 1:
+        one = by_label.get(labels[0])
+        raise PlanRefused([f"{s.span.strip()!r} keeps the best of one result ({one.entry if one else labels[0]}): "
+                           "select_best compares several evaluations, models, checkpoints or DLRM models"])
+
+
 def build(draft: Draft, name: str = "planned") -> Plan:
     """Wire, check and build a draft into a validated Plan (PlanRefused when it cannot)."""
     if not draft.steps:
@@ -403,6 +417,7 @@ def build(draft: Draft, name: str = "planned") -> Plan:
             for x in (lab if isinstance(lab, list) else [lab]):
                 if x not in outs:
                     raise PlanRefused([f"{s.label}: input from {x!r}, which is not an earlier step"])
+        _check_best_of_several(s, by_label, outs)
         try:
             outs[s.label], ids[s.label] = _add(wf, s, e, outs, tuned, handing_on.get(s.label),
                                                gather=_gathers(s, by_label, outs))

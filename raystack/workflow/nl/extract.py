@@ -540,6 +540,8 @@ def metric_param(param: str = "metric", with_mode: bool = False) -> Callable:
                                   rf"higher|highest|best|better|greater|top|lower|lowest|smaller|smallest)\s+"
                                   rf"(?:the\s+|its\s+|their\s+)?(?:highest\s+|best\s+|lowest\s+|test\s+)?"
                                   rf"(?P<m>{METRIC_RX})\b", "metric")
+        if m is None:   # "compare their f1"
+            m = _search(text, lo, hi, rf"(?:(?<=compare\s)|(?<=compares\s)|(?<=comparing\s))(?P<how>their)\s+(?P<m>{METRIC_RX})\b", "metric")
         if m is None and _search(text, lo, hi, r"\b(?:more|most)\s+accurate\b", "metric"):
             f.set(param, "accuracy")
             return
@@ -594,6 +596,14 @@ def evaluate_adapters(text: Text, lo: int, hi: int, f: Found) -> None:
     """"evaluate the adapters on exact match": what the evaluation reports (exact match and token
     accuracy, both always)."""
     consume(text, lo, hi, r"\b(?:(?:on|by|for|with)\s+)?(?:its|their|the)?\s*(?:exact[\s-]+match|token[\s-]+accuracy)\b", "metric")
+    # "on 32 examples", "using at most 50 examples": how many held-out examples it scores
+    m = _search(text, lo, hi, r"\b(?:on|over|using|with|for)\s+(?:(?:at\s+most|up\s+to|the\s+first)\s+)?(?P<n>NUM\d+)\s+"
+                              r"(?:held-out\s+|test\s+|validation\s+)?(?:examples?|samples?|prompts?|records?)\b", "max_examples")
+    if m:
+        n = _num(text, m.group("n"))
+        if n != int(n) or n < 1:
+            raise PlanRefused([f"{m.group(0)!r}: the number of examples is a whole number of at least 1"])
+        f.set("max_examples", int(n))
 
 
 def deploy_model(text: Text, lo: int, hi: int, f: Found) -> None:

@@ -97,7 +97,7 @@ def plot(text: Text, lo: int, hi: int, f: Found) -> None:
     for m, toks in text.finditer(r"\b(?:histogram|distribution|(?:line|bar)\s*-?\s*(?:chart|graph|plot))\s+of\s+"
                                  r"(?:the\s+|its\s+|their\s+|FILE\d+\s+'?s\s+)?"   # "a histogram of trips.csv's duration"
                                  rf"(?P<c>[a-z_][a-z0-9_]*)\b{CHART_NAME_END}"
-                                 r"|\b(?:plot|plots|plotting|chart|graph|visuali[sz]e)\s+(?:the\s+|its\s+|their\s+)?"
+                                 r"|\b(?:plot|plots|plotting|chart|graph|visuali[sz]e)\s+(?:the\s+|its\s+|their\s+|FILE\d+\s+'s\s+)?"
                                  r"(?:(?P<u>[a-z][a-z0-9]*_[a-z0-9_]+)\b|(?P<w>[a-z][a-z0-9_]*)(?=\s+as\s+(?:a\s+)?(?:line|bars|histogram)\b"
                                  r"|\s+over\s+(?:the\s+)?(?:rows|time)\b|\s*(?:[.,;:!?]|$|->|=>|→)|\s+(?:and|then|to|into|in|as|from)\b|\s+of\s+FILE\d))", lo, hi):
         name = m.group("c") or m.group("u") or m.group("w")

@@ -280,6 +280,10 @@ class Text:
                 t.tokens.append(Token(len(t.tokens), s[:-3], kind, m.start(), m.end() - 3))
                 t.tokens.append(Token(len(t.tokens), s[-3:], kind, m.end() - 3, m.end(), spelled=CONTRACTIONS[s.lower()[-3:]]))
                 continue
+            if kind == "word" and s.lower() == "s" and m.start() and raw[m.start() - 1] in "'’" and t.tokens \
+                    and t.tokens[-1].kind == "path" and t.tokens[-1].end == m.start() - 1:   # "x.csv's price"
+                t.tokens.append(Token(len(t.tokens), "'s", kind, m.start() - 1, m.end()))
+                continue
             if kind == "word" and s.lower().endswith("'s"):  # possessive: "classifier's"
                 t.tokens.append(Token(len(t.tokens), s[:-2], kind, m.start(), m.end() - 2))
                 t.tokens.append(Token(len(t.tokens), s[-2:], kind, m.end() - 2, m.end()))
