@@ -7,8 +7,10 @@ export ..."); "make a synthetic regression dataset" (read as training a model); 
 column grouped by city"; "try k = 3, 5 and 7 for a knn"; "rank-8 and rank-16 adapters" (one adapter
 of rank 8); a best kept of one result; "evaluate the adapters on 32 examples"; "compare their f1";
 a file's possessive ("plot loans.csv's income" drew the first numeric column; where no step
-reads it, it is refused). Plans are run on
-real CSV files."""
+reads it, it is refused); "make sure there are no duplicates or missing values" (the missing
+values were dropped, and "no missing values" alone planned the load only); "describe the cleaned
+table" after an imputation (a new cleaning step); "k equal to 15"; "get the first 100 rows";
+"evaluate it on a 30% test set". Plans are run on real CSV files."""
 
 from __future__ import annotations
 
@@ -126,3 +128,30 @@ def test_a_files_possessive_plots_that_column_and_is_refused_where_no_step_reads
         assert of_kind(_plan(text), "plot")[0].params["column"] == "income", text
     with pytest.raises(PlanRefused, match="the income column of loans.csv"):
         _plan("Normalize loans.csv's income and debt columns and plot debt.")
+
+
+def test_no_duplicates_or_missing_values_are_both_removed(loans):
+    from raystack.workflow.engine import run_local
+    p = _plan("Start with loans.csv and make sure there are no duplicates or missing values before fitting a logistic model.")
+    assert _kinds(p) == ["load_data", "dedup", "clean_data", "train_model"]
+    for text in ("Load loans.csv, make sure there are no missing values or duplicates, and train a knn.",
+                 "Load loans.csv and make sure there are no missing values."):
+        assert "clean_data" in _kinds(_plan(text)), text
+    rows = run_local(p.ir).results[of_kind(p, "clean_data")[0].id].load(None).to_pydict()
+    assert len(rows["loan_id"]) == 38
+
+
+def test_the_cleaned_table_after_an_imputation_is_that_table(loans):
+    p = _plan("Impute loans.csv using medians, deduplicate, and describe the cleaned table.")
+    assert _kinds(p) == ["load_data", "impute", "dedup", "stats"]
+
+
+def test_k_equal_to_the_first_rows_gotten_and_a_test_set_share(loans):
+    p = _plan("Split loans.csv into 85% training and 15% test data and train knn with k equal to 15.")
+    assert of_kind(p, "train_model")[0].params["k"] == 15 and of_kind(p, "split_data")[0].params["test_fraction"] == 0.15
+    p = _plan("Get the first 10 rows of loans.csv and save them as head.parquet.")
+    assert _kinds(p) == ["load_data", "sample", "write_table"]
+    assert (of_kind(p, "sample")[0].params["which"], of_kind(p, "sample")[0].params["rows"]) == ("first", 10)
+    p = _plan("Train a logistic regression on loans.csv and evaluate it on a 30% test set.")
+    assert _kinds(p) == ["load_data", "split_data", "train_model", "evaluate_model"]
+    assert of_kind(p, "split_data")[0].params["test_fraction"] == 0.3

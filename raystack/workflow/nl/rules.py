@@ -353,7 +353,9 @@ class RulePlanner:
             if a.entry == "split_data" and [x.low for x in toks] == ["split"] and part_of_split(t, a.lo, out):
                 continue     # "fit a knn on the train split": the part of the split the training reads
             participle = a.entry in TRANSFORMED and RulePlanner._table_participle(t, a.lo, a.entry)
-            reference = (participle and any(b.entry == a.entry for b in out) and a.lo > 0
+            # "impute ..., dedup and describe the cleaned table": the table the cleaning steps made
+            reference = (participle and any(b.entry == a.entry or (a.entry == "clean_data" and b.entry in CLEANING)
+                                            for b in out) and a.lo > 0
                          and t.tokens[a.lo - 1].low in ("the", "this", "that"))
             if participle and out and out[-1].entry == "plot" and out[-1].sentence == a.sentence and (
                     reference or all(x.low in ("the", "its") for x in t.tokens[out[-1].trig_end:a.lo])):

@@ -108,14 +108,19 @@ TRIGGERS: list[tuple[str, str]] = [
               r"(?:\s+(?:rows|records|entries|lines|transactions|events|clicks?))?"),
     # a second object of the removal: "remove duplicates and rows with missing values", "drop
     # incomplete rows and duplicates" (the second was taken for the first step's object)
-    ("clean_data", r"(?:(?<=duplicates and )|(?<=dupes and )|(?<=duplicate rows and )|(?<=duplicates, and ))"
+    ("clean_data", r"(?:(?<=duplicates and )|(?<=dupes and )|(?<=duplicate rows and )|(?<=duplicates, and )"
+                   r"|(?<=no duplicates or )|(?<=no dupes or )|(?<=no duplicate rows or ))"   # "make sure there are no duplicates or nulls"
                    r"(?:the\s+|any\s+|all\s+)?(?:rows\s+(?:with|containing|that\s+have)\s+(?:missing|null|nan|empty|blank)\s*(?:values?|entries|fields|cells|data)?"
                    r"|(?:incomplete|invalid|bad|broken|corrupt(?:ed)?|malformed)\s+(?:rows|records|entries)|nulls|nans|missing\s+values|empty\s+rows)\b"),
-    ("dedup", r"(?:(?<=values and )|(?<=nulls and )|(?<=nans and )|(?<=rows and )|(?<=records and )|(?<=values, and ))"
+    ("dedup", r"(?:(?<=values and )|(?<=nulls and )|(?<=nans and )|(?<=rows and )|(?<=records and )|(?<=values, and )"
+              r"|(?<=no missing values or )|(?<=no nulls or )|(?<=no nans or ))"
               r"(?:the\s+|any\s+|all\s+)?(?:duplicates|dupes|duplicate\s+(?:rows|records))\b"),
     ("dedup", r"\b(?:has|have|contains?|there\s+are)\s+(?:some\s+|a\s+few\s+)?(?:dupes|duplicates|duplicate\s+rows)(?:\s+in\s+it)?\s*,?\s*"
               r"(?:so\s+|and\s+)?(?:get\s+rid\s+of|remove|drop|delete|strip|toss)\s+(?:those|them|these)\b"),   # "has dupes in it, get rid of those"
     ("dedup", r"\b(?:make\s+sure|ensure)\s+(?:that\s+)?(?:there\s+are\s+|it\s+has\s+)?no\s+(?:duplicates|dupes|duplicate\s+(?:rows|records))\b"),
+    # "make sure there are no missing values" planned the load alone
+    ("clean_data", r"\b(?:make\s+sure|ensure)\s+(?:that\s+)?(?:there\s+are\s+|it\s+has\s+)?no\s+(?:missing\s+(?:values|data|entries)|nulls|nans|"
+                   r"null\s+values|incomplete\s+(?:rows|records))\b"),
     ("dedup", r"\b(?:keep|retain|take)\s+(?:only\s+)?(?:the\s+)?(?:unique|distinct)\s+(?:rows|records|entries)\b"
               r"|\b(?:make|making)\s+(?:the\s+)?(?:rows|records)\s+unique\b|\bunique-?ify\b"),
     ("dedup", rf"\b(?:drop|drops|dropping|remove|removes|removing|deleting|discarding|eliminating|delete|discard|eliminate|filter\s+out|get\s+rid\s+of|strip|purge|"
@@ -140,6 +145,9 @@ TRIGGERS: list[tuple[str, str]] = [
     ("split_data", rf"\b(?:a\s+|the\s+)?PCT\d+(?:\s+of\s+(?:it|the\s+data|the\s+rows))?{AUX}\s+(?:held\s+(?:out|back)|set\s+aside|kept\s+back|reserved)\b"),   # "a quarter is held out"
     # "evaluate it on a held-out 20%", "on a 20% held-out set": a share held out is the split
     ("split_data", r"\bheld[\s-]out\s+PCT\d+\b|\bPCT\d+\s+held[\s-]out\b(?:\s+(?:set|split|portion|part|sample|subset))?"),
+    # "evaluate it on a 30% test set": the held-out share the evaluation reads is the split's
+    ("split_data", r"(?:(?<=\bon\s)|(?<=\bagainst\s)|(?<=\busing\s))(?:a\s+|the\s+)?PCT\d+\s+(?:test|testing|validation|eval|evaluation)\s+"
+                   r"(?:set|split|portion|part|sample|subset)\b"),
     ("split_data", r"\btrain\s*/\s*(?:test|validation|val)\b(?:\s+split)?|\btrain-test\s+split\b|\btrain\s+test\s+split\b|\bRATIO\d+\s+split\b"),
     ("split_data", r"\b(?:split|splits|splitting|partition\w*|divide)\b(?:\s+off)?|\bhold(?:ing)?\s+out\b|\bholdout\b|\bhold-out\b|\bheld\s+out\b"
                    r"|\b(?:carve|carving|set|setting|hold|holding|keep|keeping|put|putting|reserve|reserving|held|kept)\s+(?:out|aside|back|apart)\b"
@@ -150,7 +158,7 @@ TRIGGERS: list[tuple[str, str]] = [
                    r"(?:test|testing|validation|hold-?out|eval))"),   # "use 15% of it as a test set"
     # "keep the first 100 rows", "take the last 5,000 records": a subset in file order (which end
     # and how many stay unmarked for the extractor); "keep only 30% of it": a random share
-    ("sample", r"\b(?:keep|keeps|keeping|take|takes|taking|use|uses|using|select|grab|retain|retains|retaining)"
+    ("sample", r"\b(?:keep|keeps|keeping|take|takes|taking|use|uses|using|select|grab|retain|retains|retaining|get|pull|extract)"
                r"\s+(?:it\s+|them\s+|the\s+(?:data|table|rows)\s+)?(?:only\s+|just\s+)?(?P<sk>(?:the\s+|its\s+|their\s+)?(?:first|last)\s+"
                r"(?:NUM\d+\s+(?:rows?|records?|lines?|entries)|PCT\d+\s+of\s+(?:it|them|the\s+(?:rows|data|records|table)))(?!\s+(?:as|for|to)\b))"),
     # "load the first 500 rows of x.csv": a load of part of a file is the load, then that subset
