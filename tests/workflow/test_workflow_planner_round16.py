@@ -10,7 +10,9 @@ a file's possessive ("plot loans.csv's income" drew the first numeric column; wh
 reads it, it is refused); "make sure there are no duplicates or missing values" (the missing
 values were dropped, and "no missing values" alone planned the load only); "describe the cleaned
 table" after an imputation (a new cleaning step); "k equal to 15"; "get the first 100 rows";
-"evaluate it on a 30% test set". Plans are run on real CSV files."""
+"evaluate it on a 30% test set"; "tell me the average amount for each region" (a notification was
+added); "a chart of the price distribution" (drew the first numeric column); "with 0.2 noise";
+"My manager wants ...". Plans are run on real CSV files."""
 
 from __future__ import annotations
 
@@ -155,3 +157,25 @@ def test_k_equal_to_the_first_rows_gotten_and_a_test_set_share(loans):
     p = _plan("Train a logistic regression on loans.csv and evaluate it on a 30% test set.")
     assert _kinds(p) == ["load_data", "split_data", "train_model", "evaluate_model"]
     assert of_kind(p, "split_data")[0].params["test_fraction"] == 0.3
+
+
+def test_a_figure_told_is_computed_not_notified(loans):
+    p = _plan("Could you load loans.csv and tell me the average income for each city?")
+    assert _kinds(p) == ["load_data", "aggregate"]
+    assert (of_kind(p, "aggregate")[0].params["by"], of_kind(p, "aggregate")[0].params["agg"]) == ("city", "mean")
+    assert _kinds(_plan("Train a knn on loans.csv and tell me when it's done.")) == ["load_data", "train_model", "notify"]
+
+
+def test_the_column_named_before_the_charts_noun_is_drawn(loans):
+    from raystack.workflow.engine import run_local
+    p = _plan("My manager wants a chart of the income distribution in loans.csv, saved as income_hist.png.")
+    assert of_kind(p, "plot")[0].params["column"] == "income"
+    assert run_local(p.ir).results[of_kind(p, "plot")[0].id].load(None).info["column"] == "income"
+    p = _plan("Load loans.csv and plot the debt trend.")
+    assert (of_kind(p, "plot")[0].params["column"], of_kind(p, "plot")[0].params["kind"]) == ("debt", "line")
+
+
+def test_the_noise_of_generated_data(loans):
+    p = _plan("Generate 500 rows of classification data with 4 features and 0.2 noise, then train a logistic model.")
+    made = of_kind(p, "make_dataset")[0].params
+    assert (made["rows"], made["features"], made["noise"], made["task"]) == (500, 4, 0.2, "classification")

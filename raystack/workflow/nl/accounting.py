@@ -425,7 +425,9 @@ def purposes(t: Text) -> None:
 # "Create a pipeline that loads x.csv ...", "Build a workflow to ...": the request names the
 # workflow it describes
 PREAMBLE = (r"\b(?:build|create|make|set\s+up|write|define|design|put\s+together|assemble)\s+(?:me\s+|us\s+)?(?:a|an|the|one)\s+"
-            r"(?:simple\s+|small\s+|quick\s+|new\s+|little\s+)?(?:workflow|pipeline|dag|flow)\s+(?:that|which|to|where)?")
+            r"(?:simple\s+|small\s+|quick\s+|new\s+|little\s+)?(?:workflow|pipeline|dag|flow)\s+(?:that|which|to|where)?"
+            # "My manager wants a chart of ...": who asks, as "I want" says it
+            r"|^(?:my|our)\s+(?:manager|boss|team|client|lead|director|analysts?|colleagues?)\s+(?:wants|needs|would\s+like|asked\s+for)\b")
 
 
 def preamble(t: Text) -> None:

@@ -128,6 +128,10 @@ def make_dataset(text: Text, lo: int, hi: int, f: Found) -> None:
     if m:
         f.set("features", int(_num(text, m.group("n"))))
     _seed(text, lo, hi, f)
+    # "with 0.2 noise", "noise of 0.3", "noise level 0.1": the generator's label noise
+    m = _search(text, lo, hi, r"\b(?P<n>NUM\d+)\s+(?:label\s+)?noise\b|\bnoise(?:\s+level)?\s*(?:=|:|of|at)?\s*(?P<m>NUM\d+)", "noise")
+    if m:
+        f.set("noise", float(_num(text, m.group("n") or m.group("m"))))
     m = _search(text, lo, hi, r"\b(?P<t>regression|classification)\s+(?=dataset|data\b|task|problem|rows|samples|examples|table)"
                               r"|\bfor\s+(?P<u>regression|classification)\b", "task")
     if m:

@@ -86,6 +86,17 @@ def plot(text: Text, lo: int, hi: int, f: Found) -> None:
             text.mark(toks, "column")
             _set_map(f, "column", [x.low for x in names])
             return
+    # "a chart of the price distribution", "plot the temperature trend": the column before the
+    # chart's noun (the plot drew the table's first numeric column)
+    for m, toks in text.finditer(r"\b(?:of|plot|plots|chart|graph|show|draw|visuali[sz]e)\s+(?:the\s+|its\s+|their\s+)?(?P<c>[a-z_][a-z0-9_]*)\s+"
+                                 r"(?P<n>distribution|histogram|trend|values|curve)\b(?!\s+(?:per|by|for\s+each|across|within)\b)", lo, hi):
+        col = next((x for x in toks if x.low == m.group("c") and not x.used), None)
+        if col is not None and col.kind == "word" and col.low not in PLOTTED_NOUNS and col.low not in FILLERS:
+            text.mark([x for x in toks if not x.used], "column")
+            f.set("column", col.low)
+            if m.group("n") in ("trend", "curve") and "kind" not in f.params:   # a trend is drawn in row order
+                f.set("kind", "line")
+            return
     # "a histogram of the trip durations": a name of several words is no column's (it drew the
     # column 'trip'); which one is meant is the user's to say
     for m, toks in text.finditer(rf"\b(?:histogram|distribution|(?:line|bar)\s*-?\s*(?:chart|graph|plot))\s+of\s+(?:the\s+|its\s+|their\s+)?"

@@ -195,7 +195,7 @@ TRIGGERS: list[tuple[str, str]] = [
                   r"total(?:l)?ed(?:\s+up)?|grouped|tallied(?:\s+up)?)(?=\s+(?:by|per|for\s+each)\s)"),   # "sales are rolled up by site"
     ("aggregate", r"\b(?:hourly|daily|weekly|monthly|quarterly|yearly|annual)\s+(?:totals?|sums?|counts?|averages?|means?|aggregates?|roll-?ups?|rollups?)\b"
                   r"(?=\s*\(?\s*(?:per|by|for\s+each)\s+(?!NUM)\w+)"),   # "hourly totals (by hour)"
-    ("aggregate", rf"\b(?:(?:compute|calculate|get|find|work\s+out|report)\s+(?:the\s+)?)?(?:(?:sum|sums|total|totals|count|counts|"
+    ("aggregate", rf"\b(?:(?:compute|calculate|get|find|work\s+out|report|(?:tell|show|give)\s+(?:me|us))\s+(?:the\s+)?)?(?:(?:sum|sums|total|totals|count|counts|"
                   rf"average|averages|avg|mean|tally|add\s+up|number\s+of)\w*|(?:max|min|maximum|minimum)\b)\s+{skip(3)}"
                   rf"(?:grouped\s+)?(?:per|by|for\s+each)\s+(?!NUM)\w+"),   # "the max temp per sensor" (never "minutes per line")
     ("aggregate", r"\broll(?:s|ed|ing)?\s+(?:the\s+|it\s+|them\s+)?(?:[\w-]+\s+){0,3}?up\s+(?=by\s|per\s)"),   # "roll the merged rows up by press"
@@ -336,7 +336,9 @@ TRIGGERS: list[tuple[str, str]] = [
     ("notify", r"(?:(?:\b(?:a|an|the)\s+)?QUOTE\d+(?:\s+(?:notification|message|alert|note|e-?mail))?|\b(?:a|an|the)\s+(?:notification|message|alert|note|e-?mail))\s+(?:is|gets|will\s+be|should\s+be)\s+sent\b"
                r"|QUOTE\d+\s+(?:goes|go|is\s+sent|gets\s+sent|should\s+go)\s+out(?:\s+as\s+(?:a\s+|an\s+)?(?:notification|message|alert|note|e-?mail))?"),
     # "visits per page", "one row for each message": a grouping key, not a notification
-    ("notify", r"(?<!per )(?<!each )(?<!every )\b(?:notify|notifies|notified|notification|notifications|alert|ping|message|tell|inform|(?<!by )email|(?<!by )e-mail|page|slack)\b"
+    # "tell me the average amount per region": a figure asked for, not a notification
+    ("notify", r"(?<!per )(?<!each )(?<!every )\b(?:notify|notifies|notified|notification|notifications|alert|ping|message|"
+               r"tell(?!\s+(?:me|us)\s+(?:the|what|which|how|its|their)\b)|inform|(?<!by )email|(?<!by )e-mail|page|slack)\b"
                # "the email column", "message ids": a column's name, not a message sent
                r"(?!\s+(?:columns?|fields?|address(?:es)?|ids?|text|body|domains?|counts?|lengths?)\b)"
                r"(?:\s+(?:me|us|the\s+team|someone|everyone))?"),
