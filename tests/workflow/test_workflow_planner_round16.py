@@ -12,7 +12,10 @@ values were dropped, and "no missing values" alone planned the load only); "desc
 table" after an imputation (a new cleaning step); "k equal to 15"; "get the first 100 rows";
 "evaluate it on a 30% test set"; "tell me the average amount for each region" (a notification was
 added); "a chart of the price distribution" (drew the first numeric column); "with 0.2 noise";
-"My manager wants ...". Plans are run on real CSV files."""
+"My manager wants ..."; a sentence of context before the request ("We run a chain of bakeries
+and keep daily sales in loans.csv." was refused), never one that asks for something or names a
+fault of the data; "score x with a knn after normalizing" (normalized after the training).
+Plans are run on real CSV files."""
 
 from __future__ import annotations
 
@@ -179,3 +182,34 @@ def test_the_noise_of_generated_data(loans):
     p = _plan("Generate 500 rows of classification data with 4 features and 0.2 noise, then train a logistic model.")
     made = of_kind(p, "make_dataset")[0].params
     assert (made["rows"], made["features"], made["noise"], made["task"]) == (500, 4, 0.2, "classification")
+
+
+def test_a_sentence_of_context_before_the_request_is_read_as_context(loans):
+    cases = {
+        "We run a chain of bakeries and keep daily sales in loans.csv. Please compute total income per city.":
+            ["load_data", "aggregate"],
+        "The file loans.csv contains weekly records from our branches. Drop rows with missing values and plot income.":
+            ["load_data", "clean_data", "plot"],
+        "We're trying to understand our customers better. Load loans.csv and count rows per city.":
+            ["load_data", "aggregate"],
+        "Note that loans.csv is large. Take a 5% sample and compute stats.": ["load_data", "sample", "stats"],
+    }
+    for text, kinds in cases.items():
+        assert _kinds(_plan(text)) == kinds, text
+    # a sentence that asks for something, or says what is wrong with the data, is never context
+    for text in ("We only care about the rows from the north. Train a knn on loans.csv.",
+                 "The target is debt. Train a knn on loans.csv.",
+                 "Our cluster has 4 GPUs. Train a knn on loans.csv.",
+                 "We have duplicates in loans.csv. Train a knn on it.",
+                 "Our data is noisy. Train a knn on loans.csv.",
+                 "Sort the rows by income. Train a knn on loans.csv."):
+        with pytest.raises(PlanRefused):
+            _plan(text)
+
+
+def test_a_model_scored_after_normalizing_is_trained_on_the_normalized_table(loans):
+    p = _plan("I'm a data scientist at a bank. We want to score loans.csv with a knn (k=9) after normalizing; report f1.")
+    assert _kinds(p) == ["load_data", "normalize", "train_model", "save_report"]
+    split = of_kind(p, "split_data")[0]
+    assert split.params["data"].step == of_kind(p, "normalize")[0].id
+    assert of_kind(p, "save_report")[0].params["result"].step == of_kind(p, "train_model")[0].id

@@ -6,12 +6,20 @@ their place in the sentence, never by a list of accepted phrases:
 
 - fillers (articles, pronouns, politeness, "then") and references to earlier results ("the
   two", "all three") need nothing;
+
+
 - a lead-in, the words before a colon or a dash that opens what follows ("IoT telemetry:",
   "weekly CTR refresh --"), names the request's context;
+
+
 - an action's object, the few words right after the phrase that named the step ("dedupe the
   products", "impute missing genotypes"), says what it works on;
+
+
 - words right before a head noun, a file or a named value describe it ("the telecom churn
   data"); a purpose ("for keyword spotting", "for the recommender") says what the work is for;
+
+
 - anything else (a verb no step has, a method the catalog lacks) makes the plan a refusal that
   quotes those words: a guess is worse than an honest refusal.
 """
@@ -24,8 +32,10 @@ from typing import Iterable
 from raystack.workflow.catalog import CATALOG
 from raystack.workflow.nl import lexicon as L
 from raystack.workflow.nl.plan import PlanRefused
-from raystack.workflow.nl.text import ARROWS, Text, Token, sentences
+from raystack.workflow.nl.text import Text, Token, sentences
+from raystack.workflow.nl.scene import context_sentences, headings, lead_ins, origins, preamble, title_clauses
 from raystack.workflow.nl.triggers import SYSTEM_NOUNS
+from raystack.workflow.nl.words import MAX_LEAD_IN, in_parentheses, is_free, is_method, is_unknown, method_near
 
 MAX_DESCRIPTION = 4          # words before a head noun read as its description
 MAX_OBJECT = 3               # words after an action's phrase read as its object
@@ -34,24 +44,30 @@ MAX_PURPOSE = 4              # words of a "for ..." purpose
 # object of a training, tuning or part step says what it trains and is never waved through
 DATA_OBJECT_STEPS = {"dedup", "impute", "clean_data", "normalize", "sample", "stats", "plot",
                      "aggregate", "load_data", "write_table", "save_report", "split_data", "join", "concat"}
+
+
 OBJECT_STOPS = {"on", "in", "from", "with", "to", "for", "of", "by", "at", "into", "over", "using", "via", "per",
                 "including", "within", "across"}
-LEAD_IN_ENDS = (":", "—", "–", "-")
-TITLE_JOINERS = ("(", ")", "/", "&")   # inside a title's words: "Room inspection pass/fail (hotels):"
-MAX_LEAD_IN = 8              # words of a lead-in ("Our HR team wants a quick look:")
-MAX_TITLE = 5                # words of a title closed by a full stop or a comma ("Food delivery ETA.")
+
+
 CLAUSE_ENDS = {",", ";", ".", "!", "?", ":", "(", ")", "—", "–", "-", *("->", "=>", "→", "⇒", "⟶")}
 # words before a question word that still open the question ("so what is ...?", "tell me which ...?")
 QUESTION_OPENERS = {"so", "and", "also", "then", "now", "ok", "okay", "well", "please", "pls", "tell", "show",
                     "me", "us", "i", "want", "to", "know", "wonder", "do", "you", "can", "could"}
+
+
 # steps that compare results, and the words that say so ("compare the runs and keep the best")
 COMPARING_STEPS = {"select_best", "evaluate_model", "evaluate_adapters", "tune"}
 COMPARE_WORDS = {"compare", "compares", "comparing", "compared", "comparison", "bake-off", "bakeoff",
                  "shootout", "head-to-head", "against", "versus", "vs", "better", "which", "wins", "win",
                  "works", "work", "performs", "perform", "fares", "worse"}
+
+
 # steps that train or run a model: a task named as the request's subject is theirs to carry out
 MODEL_STEPS = {"train_model", "tune", "edit_pretrain", "mlora_finetune", "elastic_dlrm", "load_checkpoint", "load_adapters",
                "evaluate_adapters", "serve_adapters"}
+
+
 TARGET_VERBS = {"predict", "forecast", "classify", "detect", "estimate", "flag", "identify", "spot"}
 TARGET_PARTICIPLES = {"predicting", "forecasting", "classifying", "detecting", "estimating"}
 MODEL_HEADS = {"model", "classifier", "regressor", "predictor", "estimator", "regression"}   # "a linear model predicting y"
@@ -64,127 +80,6 @@ def _is_model_word(tok: Token) -> bool:
 
 def _heads() -> set[str]:
     return {h.rstrip("s") for h in L.HEAD_NOUNS}
-
-
-def _free(t: Token) -> bool:
-    return not t.used and t.kind != "punct"
-
-
-def _unknown(t: Token) -> bool:
-    return _free(t) and t.kind == "word" and t.low not in L.FILLERS
-
-
-def _title(words: list[Token], t: Text | None = None) -> bool:
-    """Words that can name a request's subject: no method the catalog lacks, and a word that is
-    also an operation the catalog lacks ("crop", "filter") only inside a title whose head (its
-    last word outside parentheses) is a topic head ("Crop yield regression (agriculture)") --
-    "Filter spam emails:" asks for a filter."""
-    if not words or len(words) > MAX_LEAD_IN or any(_method(x) for x in words):
-        return False
-    verbs = [x for x in words if x.low in L.UNMAPPED_VERBS]
-    if not verbs:
-        return True
-    outside = [x for x in words if t is None or not _in_parentheses(t, x)]
-    # the head may itself be such a word when another word leads ("Bakery waste forecast")
-    return len(outside) >= 2 and outside[-1].low in L.TOPIC_HEADS and (
-        outside[-1] not in verbs or outside[0] not in verbs)
-
-
-def _in_parentheses(t: Text, x: Token) -> bool:
-    depth = 0
-    for tok in t.tokens[:x.i]:
-        depth += (tok.text == "(") - (tok.text == ")")
-    return depth > 0
-
-
-def _method(x: Token) -> bool:
-    """A method or task the catalog lacks, named as such (never accepted as context); a file
-    named after one ("translate.jsonl") is a file."""
-    return x.kind == "word" and (x.low in L.UNSUPPORTED or any(x.low.startswith(p) for p in L.UNSUPPORTED_PREFIXES))
-
-
-def _method_near(t: Text, x: Token) -> bool:
-    """A domain word that names a method next to the word that makes it one ("decision tree",
-    "train a tree", "tree model"; "Tree nursery" is a domain)."""
-    near = L.METHOD_IF_NEAR.get(x.low, frozenset())
-    return any(y.low in near for y in t.tokens[max(0, x.i - 2):x.i + 2] if y is not x)
-
-
-def title_span(t: Text) -> tuple[int, bool] | None:
-    """(end, headed) for a request's title, tokens [0, end): the words before its first colon
-    or dash, when they hold no file, number, filler or other punctuation; ``headed`` when it
-    ends in a topic head ("Cyber alert triage:"). A step word inside a headed title ("alert")
-    names the subject, never a step; so does one the request's body asks for again ("Bike demand
-    tuning: ..., tune a kNN ...")."""
-    words: list[Token] = []
-    for tok in t.tokens:
-        if tok.kind == "punct" and tok.text in TITLE_JOINERS:
-            continue
-        if tok.kind == "punct":
-            if tok.text not in LEAD_IN_ENDS[:3] or not words:
-                return None
-            outside = [x for x in words if not _in_parentheses(t, x)]
-            if len(words) > MAX_LEAD_IN or len(outside) < 2 or any(_method(x) or x.low in L.FILLERS for x in words):
-                return None
-            return tok.i, outside[-1].low in L.TOPIC_HEADS
-        if tok.kind != "word":
-            return None
-        words.append(tok)
-    return None
-
-
-def lead_ins(t: Text) -> None:
-    """The few words before a colon or dash that opens a list or the request ("LLM run:
-    ...", "weekly CTR refresh --", "Harvest timing (agriculture):"), back to the clause's start;
-    a parenthesis inside them is part of the title."""
-    start = 0
-    for tok in t.tokens:
-        if tok.kind == "punct" and tok.text in TITLE_JOINERS:
-            continue
-        if tok.kind == "punct" and tok.text in ARROWS and start == 0 and tok.i + 1 < len(t.tokens) \
-                and t.tokens[tok.i + 1].kind == "path":
-            seg = [x for x in t.tokens[:tok.i] if _free(x)]     # "Warehouse picking times -> picks.csv -> ..."
-            if seg and len(seg) == len([x for x in t.tokens[:tok.i] if x.kind != "punct"]) and _title(seg, t) \
-                    and not any(x.low in L.FILLERS for x in seg):     # a noun phrase, not "frobnicate the rows"
-                t.mark(seg, "context")
-        if tok.kind == "punct" and tok.text not in LEAD_IN_ENDS:
-            start = tok.i + 1
-            continue
-        if tok.kind == "punct" and tok.i + 1 < len(t.tokens):
-            seg = [x for x in t.tokens[start:tok.i] if _free(x)]
-            if _title(seg, t):
-                t.mark(seg, "context")
-                t.mark([x for x in t.tokens[start:tok.i] if x.text in TITLE_JOINERS and not x.used], "context")
-            start = tok.i + 1
-
-
-def title_clauses(t: Text) -> None:
-    """A title that opens the request and ends at a full stop ("Food delivery ETA. Load ...") or
-    at a comma before the colon that opens the request ("Flight manual QA, tiny-1m vs tiny-20m:
-    ..."): a short noun phrase (no filler, no verb the catalog lacks) of free words."""
-    ends = [x for x in t.tokens if x.kind == "punct" and x.text not in ("(", ")")]
-    if not ends or ends[0].text not in (".", ",") or ends[0] is t.tokens[-1]:
-        return
-    if ends[0].text == ",":      # "Video game churn, players.csv. Steps: ...": the rest of the clause is used
-        close = next((x for x in ends[1:] if x.text != ","), None)
-        if close is None or not (close.text in LEAD_IN_ENDS[:3] or (close.text == "." and all(
-                x.used or x.kind != "word" or x.low in L.FILLERS for x in t.tokens[ends[0].i + 1:close.i]))):
-            return
-    words = [x for x in t.tokens[:ends[0].i] if x.text not in ("(", ")")]
-    if words and len(words) <= MAX_TITLE and all(_free(x) and x.kind == "word" and x.low not in L.FILLERS
-                                                 for x in words) and _title(words, t):
-        t.mark(words, "context")
-
-
-def headings(t: Text) -> None:
-    """A request's first line, when it is a short title above the lines that ask for steps
-    ("Solubility screen" over a bulleted list)."""
-    first = [x for x in t.tokens if "\n" not in t.raw[t.tokens[0].start:x.start]]
-    if not first or len(first) == len(t.tokens) or any(x.used and x.used != "punctuation" for x in first):
-        return
-    words = [x for x in first if _free(x)]
-    if _title(words, t):
-        t.mark(words, "context")
 
 
 def objects(t: Text, action_ends: Iterable[tuple[str, int]]) -> None:
@@ -206,7 +101,7 @@ def objects(t: Text, action_ends: Iterable[tuple[str, int]]) -> None:
             if x.low in L.FILLERS or x.used == entry:
                 j += 1
                 continue
-            if not _unknown(x) or x.low in L.UNSUPPORTED or x.low in L.TASK_NOUNS or x.low in L.CLAUSE_WORDS \
+            if not is_unknown(x) or x.low in L.UNSUPPORTED or x.low in L.TASK_NOUNS or x.low in L.CLAUSE_WORDS \
                     or x.low in L.UNMAPPED_VERBS:
                 break
             run.append(x)
@@ -254,6 +149,8 @@ def _next_step_phrase(t: Text, i: int, entries: set[str]) -> bool:
 REPORTED_STATS = {"mean", "means", "average", "averages", "median", "medians", "min", "mins", "max", "maxes",
                   "minimum", "minimums", "maximum", "maximums", "std", "stdev", "stds", "standard", "deviation",
                   "deviations", "count", "counts", "missing", "null", "nulls", "nan", "nans"}
+
+
 REPORTED_AFTER = {"missing", "null", "nan", "row", "standard"}    # "missing values", "row count(s)", "standard deviations"
 
 
@@ -267,7 +164,7 @@ def reported(t: Text, action_ends: Iterable[tuple[str, int]]) -> None:
         lo, hi = next(((a, b) for a, b in spans if a < end <= b), (0, 0))
         for x in t.tokens[lo:hi]:
             prev = t.tokens[x.i - 1].low if x.i else ""
-            if _free(x) and (x.low in REPORTED_STATS or (prev in REPORTED_AFTER
+            if is_free(x) and (x.low in REPORTED_STATS or (prev in REPORTED_AFTER
                                                          and x.low in ("values", "value", "count", "counts", "deviations"))):
                 t.mark([x], "reported by stats")
 
@@ -302,7 +199,7 @@ def targets(t: Text) -> None:
             continue
         what = []
         for x in t.tokens[verb.i + 1:verb.i + 1 + MAX_OBJECT]:
-            if x.used or x.kind == "punct" or x.low in L.CLAUSE_WORDS or _method(x) or x.low in L.UNMAPPED_VERBS:
+            if x.used or x.kind == "punct" or x.low in L.CLAUSE_WORDS or is_method(x) or x.low in L.UNMAPPED_VERBS:
                 break
             what.append(x)
         if what:
@@ -323,7 +220,7 @@ def reasons(t: Text) -> None:
     """"(retry up to 3 times b/c the share is flaky)": why the user asks, inside parentheses,
     to their close; it changes nothing in the plan. Words a rule used end it."""
     for tok in t.tokens:
-        if tok.low not in REASON_WORDS or tok.used or not _in_parentheses(t, tok):
+        if tok.low not in REASON_WORDS or tok.used or not in_parentheses(t, tok):
             continue
         run = [tok]
         for x in t.tokens[tok.i + 1:]:
@@ -350,7 +247,7 @@ def reasons(t: Text) -> None:
     for tok in t.tokens:
         opens_estimate = tok.text == "(" and 0 < tok.i < len(t.tokens) - 1 and t.tokens[tok.i - 1].used \
             and t.tokens[tok.i + 1].low in ESTIMATE_WORDS
-        if not opens_estimate and (tok.text not in (",", ";") or not _in_parentheses(t, tok) or not t.tokens[tok.i - 1].used):
+        if not opens_estimate and (tok.text not in (",", ";") or not in_parentheses(t, tok) or not t.tokens[tok.i - 1].used):
             continue
         run = []
         for x in t.tokens[tok.i + 1:]:
@@ -365,7 +262,7 @@ def reasons(t: Text) -> None:
 
 def _asks_nothing(words: list[Token]) -> bool:
     """No method the catalog lacks and no operation it has no step for: words that can be context."""
-    return not any(_method(x) or x.low in L.UNMAPPED_VERBS for x in words)
+    return not any(is_method(x) or x.low in L.UNMAPPED_VERBS for x in words)
 
 
 def _noun_modifier(t: Text, x: Token) -> bool:
@@ -373,7 +270,7 @@ def _noun_modifier(t: Text, x: Token) -> bool:
     and a head noun, describes the data ("then filter logs" asks for a filter)."""
     prev = t.tokens[x.i - 1] if x.i else None
     nxt = t.tokens[x.i + 1] if x.i + 1 < len(t.tokens) else None
-    return prev is not None and nxt is not None and _unknown(prev) and prev.low not in L.CLAUSE_WORDS \
+    return prev is not None and nxt is not None and is_unknown(prev) and prev.low not in L.CLAUSE_WORDS \
         and prev.low not in L.UNMAPPED_VERBS and nxt.low in L.HEAD_NOUNS
 
 
@@ -389,7 +286,7 @@ def goal(t: Text, ends: list[tuple[str, int]]) -> None:
     for tok in t.tokens[lead + 1:lead + MAX_LEAD_IN + 2]:
         if tok.kind == "punct" and tok.text == (":" if not lead else "?"):
             if words and _asks_nothing(words):
-                t.mark([*t.tokens[:lead + 1], *[x for x in words if _free(x)]], "purpose")
+                t.mark([*t.tokens[:lead + 1], *[x for x in words if is_free(x)]], "purpose")
             return
         if tok.kind not in ("word", "path") or (tok.used and tok.used not in SOURCE_WORDS):
             return
@@ -408,7 +305,7 @@ def purposes(t: Text) -> None:
         while j < len(t.tokens) and t.tokens[j].low in ("the", "a", "an", "our", "my", "this"):
             j += 1
         while j < len(t.tokens) and len(run) <= MAX_PURPOSE and (
-                _unknown(t.tokens[j]) or (run and t.tokens[j].low in ("of", "the", "a", "an") and not t.tokens[j].used)):
+                is_unknown(t.tokens[j]) or (run and t.tokens[j].low in ("of", "the", "a", "an") and not t.tokens[j].used)):
             run.append(t.tokens[j])
             j += 1
         while run and run[-1].low in ("of", "the", "a", "an"):
@@ -420,44 +317,6 @@ def purposes(t: Text) -> None:
                 and not any(x.low in L.UNSUPPORTED or x.low in L.CLAUSE_WORDS or x.low in L.UNMAPPED_VERBS
                             for x in run):
             t.mark([tok, *run], "purpose")
-
-
-# "Create a pipeline that loads x.csv ...", "Build a workflow to ...": the request names the
-# workflow it describes
-PREAMBLE = (r"\b(?:build|create|make|set\s+up|write|define|design|put\s+together|assemble)\s+(?:me\s+|us\s+)?(?:a|an|the|one)\s+"
-            r"(?:simple\s+|small\s+|quick\s+|new\s+|little\s+)?(?:workflow|pipeline|dag|flow)\s+(?:that|which|to|where)?"
-            # "My manager wants a chart of ...": who asks, as "I want" says it
-            r"|^(?:my|our)\s+(?:manager|boss|team|client|lead|director|analysts?|colleagues?)\s+(?:wants|needs|would\s+like|asked\s+for)\b")
-
-
-def preamble(t: Text) -> None:
-    for _, toks in t.finditer(PREAMBLE, 0, len(t.tokens), free_only=True):
-        t.mark(toks, "preamble")
-
-
-MAX_ORIGIN = 3               # words of where a file comes from ("from the clinic")
-
-
-def origins(t: Text) -> None:
-    """"We have visits.csv from the clinic", "orders.csv from our web shop": where a file named
-    comes from, right after it, up to the clause's end, describes it."""
-    for tok in t.tokens[1:]:
-        if tok.low != "from" or tok.used or t.tokens[tok.i - 1].kind != "path":
-            continue
-        run, j = [], tok.i + 1
-        while j < len(t.tokens) and t.tokens[j].low in ("the", "a", "an", "our", "my", "their", "its"):
-            run.append(t.tokens[j])
-            j += 1
-        words = 0
-        while j < len(t.tokens) and _unknown(t.tokens[j]) and words < MAX_ORIGIN:
-            run.append(t.tokens[j])
-            words += 1
-            j += 1
-        nxt = t.tokens[j] if j < len(t.tokens) else None
-        if words and (nxt is None or nxt.kind == "punct" or (nxt.low in L.CLAUSE_WORDS and not nxt.used)) \
-                and not any(x.low in L.UNSUPPORTED or x.low in L.CLAUSE_WORDS or x.low in L.UNMAPPED_VERBS
-                            or x.low in L.TASK_NOUNS for x in run):
-            t.mark([tok, *run], "origin")
 
 
 def references(t: Text) -> None:
@@ -496,6 +355,8 @@ def describes(t: Text, run: list[Token]) -> bool:
     if len(run) > MAX_DESCRIPTION or any(x.low in L.UNSUPPORTED or x.low in L.CLAUSE_WORDS
                                          or x.low in L.UNMAPPED_VERBS or x.low in KEEP_VERBS for x in run):
         return False    # "keep rows with missing values out": a verb no rule took never describes
+    if len(run) == 1 and run[0].low in ("duplicates", "dupes", "nulls", "nans", "outliers", "errors"):
+        return False    # "we have duplicates in x.csv": a fault of the data, which may ask for a cleaning
     if run[-1].low in ("column", "columns") and run[0].i and t.tokens[run[0].i - 1].low in ("on", "by", "the") \
             and any(e in DATA_OBJECT_STEPS for e in (x.used for x in t.tokens[max(0, run[0].i - 6):run[0].i])):
         return False    # "dedup x.csv on the email column": a column the step was said to use, no rule read
@@ -527,6 +388,8 @@ def describes(t: Text, run: list[Token]) -> bool:
 # steps that act on what they are given, all of it: "serve the best ones" asks for a pick they do not make
 ACTING_STEPS = {"serve_adapters", "deploy_model", "export_model", "write_table", "save_report", "notify",
                 "evaluate_adapters", "plot"}
+
+
 PICK_WORDS = {"best", "top", "winning", "strongest", "better"}
 
 
@@ -597,7 +460,7 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
     if ordinal:  # "train on the first and evaluate on the second": which is which is a guess
         raise PlanRefused([f"cannot tell which step {ordinal.group(0)!r} refers to"])
     unsupported = [x for x in t.tokens if not x.used.startswith("name:") and x.used not in ("edit_pretrain", "model kind")   # "a GPT from scratch", "a 5-NN"
-                   and (_method(x) or _method_near(t, x))]
+                   and (is_method(x) or method_near(t, x))]
     if unsupported:
         raise PlanRefused([f"no catalog step does {t.span_text(r)!r}" for r in t.runs(unsupported)])
     ends = list(action_ends)
@@ -616,6 +479,7 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
     reasons(t)
     goal(t, ends)
     tried_values(t)
+    context_sentences(t)
     lead_ins(t)      # a title may hold a task noun or a word that is also a verb ("Crop yield regression:")
     headings(t)
     title_clauses(t)

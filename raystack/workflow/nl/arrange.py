@@ -341,8 +341,9 @@ def _subordinate(t: Text, actions: list[Action]) -> None:
             j -= 1
         if t.tokens[j].low not in ("after", "once") or t.tokens[j].used:
             continue
-        main = [k for k in range(i) if actions[k].sentence == a.sentence and actions[k].lo < j
-                and not actions[k].prepositional and actions[k].step.exit is None]
+        main = [k for k in range(i) if actions[k].sentence == a.sentence and actions[k].lo < j   # "score x.csv with a
+                and (not actions[k].prepositional or actions[k].entry not in SOURCES)       # knn after normalizing"
+                and actions[k].step.exit is None]
         if not main or any(x.kind == "punct" and x.text not in IN_CLAUSE_PUNCT for x in t.tokens[actions[main[-1]].lo:j]):
             continue
         t.tokens[j].used = "order"

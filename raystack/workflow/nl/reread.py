@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from raystack.workflow.nl.accounting import title_span
+from raystack.workflow.nl.scene import title_span
 from raystack.workflow.nl.arrange import held_out_for
 from raystack.workflow.nl.extract import TABLE_EXT
 from raystack.workflow.nl.text import Text

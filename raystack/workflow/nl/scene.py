@@ -1,0 +1,183 @@
+"""Words that set the scene rather than ask for steps: the request's title and the lead-ins
+before a colon or dash ("IoT telemetry:"), a heading line, a preamble ("Create a pipeline that
+..."), sentences of context ("We run a chain of bakeries and keep daily sales in sales.csv."),
+and where a named file comes from ("visits.csv from the clinic"). Each marks the words it
+accounts for; whatever asks for something is left for the accounting to refuse."""
+
+from __future__ import annotations
+
+import re
+
+from raystack.workflow.catalog import CATALOG
+from raystack.workflow.nl import lexicon as L
+from raystack.workflow.nl.text import ARROWS, Text, Token, sentences
+from raystack.workflow.nl.words import MAX_LEAD_IN, in_parentheses, is_free, is_method, is_title, is_unknown
+
+LEAD_IN_ENDS = (":", "—", "–", "-")
+TITLE_JOINERS = ("(", ")", "/", "&")   # inside a title's words: "Room inspection pass/fail (hotels):"
+MAX_TITLE = 5                # words of a title closed by a full stop or a comma ("Food delivery ETA.")
+
+
+def title_span(t: Text) -> tuple[int, bool] | None:
+    """(end, headed) for a request's title, tokens [0, end): the words before its first colon
+    or dash, when they hold no file, number, filler or other punctuation; ``headed`` when it
+    ends in a topic head ("Cyber alert triage:"). A step word inside a headed title ("alert")
+    names the subject, never a step; so does one the request's body asks for again ("Bike demand
+    tuning: ..., tune a kNN ...")."""
+    words: list[Token] = []
+    for tok in t.tokens:
+        if tok.kind == "punct" and tok.text in TITLE_JOINERS:
+            continue
+        if tok.kind == "punct":
+            if tok.text not in LEAD_IN_ENDS[:3] or not words:
+                return None
+            outside = [x for x in words if not in_parentheses(t, x)]
+            if len(words) > MAX_LEAD_IN or len(outside) < 2 or any(is_method(x) or x.low in L.FILLERS for x in words):
+                return None
+            return tok.i, outside[-1].low in L.TOPIC_HEADS
+        if tok.kind != "word":
+            return None
+        words.append(tok)
+    return None
+
+
+def lead_ins(t: Text) -> None:
+    """The few words before a colon or dash that opens a list or the request ("LLM run:
+    ...", "weekly CTR refresh --", "Harvest timing (agriculture):"), back to the clause's start;
+    a parenthesis inside them is part of the title."""
+    start = 0
+    for tok in t.tokens:
+        if tok.kind == "punct" and tok.text in TITLE_JOINERS:
+            continue
+        if tok.kind == "punct" and tok.text in ARROWS and start == 0 and tok.i + 1 < len(t.tokens) \
+                and t.tokens[tok.i + 1].kind == "path":
+            seg = [x for x in t.tokens[:tok.i] if is_free(x)]     # "Warehouse picking times -> picks.csv -> ..."
+            if seg and len(seg) == len([x for x in t.tokens[:tok.i] if x.kind != "punct"]) and is_title(seg, t) \
+                    and not any(x.low in L.FILLERS for x in seg):     # a noun phrase, not "frobnicate the rows"
+                t.mark(seg, "context")
+        if tok.kind == "punct" and tok.text not in LEAD_IN_ENDS:
+            start = tok.i + 1
+            continue
+        if tok.kind == "punct" and tok.i + 1 < len(t.tokens):
+            seg = [x for x in t.tokens[start:tok.i] if is_free(x)]
+            if is_title(seg, t):
+                t.mark(seg, "context")
+                t.mark([x for x in t.tokens[start:tok.i] if x.text in TITLE_JOINERS and not x.used], "context")
+            start = tok.i + 1
+
+
+def title_clauses(t: Text) -> None:
+    """A title that opens the request and ends at a full stop ("Food delivery ETA. Load ...") or
+    at a comma before the colon that opens the request ("Flight manual QA, tiny-1m vs tiny-20m:
+    ..."): a short noun phrase (no filler, no verb the catalog lacks) of free words."""
+    ends = [x for x in t.tokens if x.kind == "punct" and x.text not in ("(", ")")]
+    if not ends or ends[0].text not in (".", ",") or ends[0] is t.tokens[-1]:
+        return
+    if ends[0].text == ",":      # "Video game churn, players.csv. Steps: ...": the rest of the clause is used
+        close = next((x for x in ends[1:] if x.text != ","), None)
+        if close is None or not (close.text in LEAD_IN_ENDS[:3] or (close.text == "." and all(
+                x.used or x.kind != "word" or x.low in L.FILLERS for x in t.tokens[ends[0].i + 1:close.i]))):
+            return
+    words = [x for x in t.tokens[:ends[0].i] if x.text not in ("(", ")")]
+    if words and len(words) <= MAX_TITLE and all(is_free(x) and x.kind == "word" and x.low not in L.FILLERS
+                                                 for x in words) and is_title(words, t):
+        t.mark(words, "context")
+
+
+def headings(t: Text) -> None:
+    """A request's first line, when it is a short title above the lines that ask for steps
+    ("Solubility screen" over a bulleted list)."""
+    first = [x for x in t.tokens if "\n" not in t.raw[t.tokens[0].start:x.start]]
+    if not first or len(first) == len(t.tokens) or any(x.used and x.used != "punctuation" for x in first):
+        return
+    words = [x for x in first if is_free(x)]
+    if is_title(words, t):
+        t.mark(words, "context")
+
+
+# what opens a sentence that only tells where the data comes from or who the user is ("We run a
+# chain of bakeries and keep daily sales in sales.csv.", "Context: churn.csv has one row per
+# subscriber.", "Our analysts upload weekly numbers to sales.csv.")
+CONTEXT_SUBJECTS = {"we", "our", "the", "this", "these", "my", "i", "i'm", "it", "they", "their", "we're", "each"}
+CONTEXT_LEADS = {"context", "background", "fyi", "note", "btw", "nb", "setup", "situation"}
+# the data's faults: said of the data, they may ask for a cleaning ("We have duplicates in x.csv.")
+DATA_FAULTS = {"duplicates", "duplicate", "dupes", "missing", "null", "nulls", "nan", "nans", "empty", "blank",
+               "outliers", "noisy", "noise", "messy", "dirty", "errors", "invalid", "corrupt", "corrupted",
+               "broken", "imbalanced", "unbalanced", "skewed", "incomplete", "gaps", "wrong", "bad"}
+
+
+# words that ask for something, or say how a step should run: such a sentence is no context
+ASKING_WORDS = DATA_FAULTS | {
+    "should", "must", "need", "needs", "needed", "only", "just", "want", "wants", "please", "require", "requires",
+    "required", "ensure", "make", "avoid", "don't", "dont", "never", "not", "no", "nor", "without", "except",
+    "excluding", "unless", "if", "when", "whenever", "until", "before", "after", "once", "while", "target", "label",
+    "labels", "predict", "predicts", "column", "columns", "care", "prefer", "prefers", "ignore", "skip", "instead",
+    "rather", "also", "then", "let", "lets", "can", "could", "would", "will", "shall", "try", "expect", "expects",
+    "hope", "goal", "aim"}
+MODEL_WORDS = {"model", "models", "classifier", "classifiers", "knn", "logistic", "linear", "centroid", "regression",
+               "regressor", "adapter", "adapters", "lora", "edit", "diloco", "dlrm"}
+
+
+MAX_CONTEXT = 20   # words of a context sentence
+
+
+def context_sentences(t: Text) -> None:
+    """A sentence that asks for nothing: it names no step (a file in it is the data's load), says
+    who the user is or where the data comes from, opens with its subject ("We ...", "Our
+    analysts ...", "The file x.csv ...") or a lead-in ("Context:", "FYI"), holds no number, metric,
+    model, condition, negation or request word, and another sentence asks for the steps."""
+    spans = sentences(t)
+    asking = [any(x.used in CATALOG and x.used != "load_data" for x in t.tokens[lo:hi]) for lo, hi in spans]
+    if not any(asking):
+        return
+    for (lo, hi), asks in zip(spans, asking):
+        toks = [x for x in t.tokens[lo:hi] if not (x.kind == "punct" and x.text in ".:,")]
+        if asks or not toks or t.tokens[hi - 1].text in ("?", "!"):
+            continue
+        if any(x.kind not in ("word", "path") or x.low in ASKING_WORDS or x.low in MODEL_WORDS or x.low in L.UNSUPPORTED
+               or x.low in L.TASK_NOUNS or x.low.startswith(L.UNSUPPORTED_PREFIXES) or re.fullmatch(L.METRIC_RX, x.low)
+               for x in toks):
+            continue
+        if toks[0].low not in CONTEXT_SUBJECTS | CONTEXT_LEADS and toks[0].kind != "path":
+            continue
+        free = [x for x in toks if not x.used]
+        if free and len(free) <= MAX_CONTEXT:
+            t.mark(free, "context")
+
+
+# "Create a pipeline that loads x.csv ...", "Build a workflow to ...": the request names the
+# workflow it describes
+PREAMBLE = (r"\b(?:build|create|make|set\s+up|write|define|design|put\s+together|assemble)\s+(?:me\s+|us\s+)?(?:a|an|the|one)\s+"
+            r"(?:simple\s+|small\s+|quick\s+|new\s+|little\s+)?(?:workflow|pipeline|dag|flow)\s+(?:that|which|to|where)?"
+            # "My manager wants a chart of ...": who asks, as "I want" says it
+            r"|^(?:my|our)\s+(?:manager|boss|team|client|lead|director|analysts?|colleagues?)\s+(?:wants|needs|would\s+like|asked\s+for)\b")
+
+
+def preamble(t: Text) -> None:
+    for _, toks in t.finditer(PREAMBLE, 0, len(t.tokens), free_only=True):
+        t.mark(toks, "preamble")
+
+
+MAX_ORIGIN = 3               # words of where a file comes from ("from the clinic")
+
+
+def origins(t: Text) -> None:
+    """"We have visits.csv from the clinic", "orders.csv from our web shop": where a file named
+    comes from, right after it, up to the clause's end, describes it."""
+    for tok in t.tokens[1:]:
+        if tok.low != "from" or tok.used or t.tokens[tok.i - 1].kind != "path":
+            continue
+        run, j = [], tok.i + 1
+        while j < len(t.tokens) and t.tokens[j].low in ("the", "a", "an", "our", "my", "their", "its"):
+            run.append(t.tokens[j])
+            j += 1
+        words = 0
+        while j < len(t.tokens) and is_unknown(t.tokens[j]) and words < MAX_ORIGIN:
+            run.append(t.tokens[j])
+            words += 1
+            j += 1
+        nxt = t.tokens[j] if j < len(t.tokens) else None
+        if words and (nxt is None or nxt.kind == "punct" or (nxt.low in L.CLAUSE_WORDS and not nxt.used)) \
+                and not any(x.low in L.UNSUPPORTED or x.low in L.CLAUSE_WORDS or x.low in L.UNMAPPED_VERBS
+                            or x.low in L.TASK_NOUNS for x in run):
+            t.mark([tok, *run], "origin")

@@ -1,0 +1,54 @@
+"""What a word of a request is, by its token and place: free (no rule used it), unknown (free and
+no filler), part of a title, inside parentheses, or a method the catalog lacks. Shared by the
+accounting of leftover words and the readers of what sets the scene."""
+
+from __future__ import annotations
+
+from raystack.workflow.nl import lexicon as L
+from raystack.workflow.nl.text import Text, Token
+
+MAX_LEAD_IN = 8              # words of a lead-in ("Our HR team wants a quick look:")
+
+
+def is_free(t: Token) -> bool:
+    return not t.used and t.kind != "punct"
+
+
+def is_unknown(t: Token) -> bool:
+    return is_free(t) and t.kind == "word" and t.low not in L.FILLERS
+
+
+def is_title(words: list[Token], t: Text | None = None) -> bool:
+    """Words that can name a request's subject: no method the catalog lacks, and a word that is
+    also an operation the catalog lacks ("crop", "filter") only inside a title whose head (its
+    last word outside parentheses) is a topic head ("Crop yield regression (agriculture)") --
+    "Filter spam emails:" asks for a filter."""
+    if not words or len(words) > MAX_LEAD_IN or any(is_method(x) for x in words):
+        return False
+    verbs = [x for x in words if x.low in L.UNMAPPED_VERBS]
+    if not verbs:
+        return True
+    outside = [x for x in words if t is None or not in_parentheses(t, x)]
+    # the head may itself be such a word when another word leads ("Bakery waste forecast")
+    return len(outside) >= 2 and outside[-1].low in L.TOPIC_HEADS and (
+        outside[-1] not in verbs or outside[0] not in verbs)
+
+
+def in_parentheses(t: Text, x: Token) -> bool:
+    depth = 0
+    for tok in t.tokens[:x.i]:
+        depth += (tok.text == "(") - (tok.text == ")")
+    return depth > 0
+
+
+def is_method(x: Token) -> bool:
+    """A method or task the catalog lacks, named as such (never accepted as context); a file
+    named after one ("translate.jsonl") is a file."""
+    return x.kind == "word" and (x.low in L.UNSUPPORTED or any(x.low.startswith(p) for p in L.UNSUPPORTED_PREFIXES))
+
+
+def method_near(t: Text, x: Token) -> bool:
+    """A domain word that names a method next to the word that makes it one ("decision tree",
+    "train a tree", "tree model"; "Tree nursery" is a domain)."""
+    near = L.METHOD_IF_NEAR.get(x.low, frozenset())
+    return any(y.low in near for y in t.tokens[max(0, x.i - 2):x.i + 2] if y is not x)
