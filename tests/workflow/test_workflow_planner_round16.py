@@ -14,7 +14,10 @@ table" after an imputation (a new cleaning step); "k equal to 15"; "get the firs
 added); "a chart of the price distribution" (drew the first numeric column); "with 0.2 noise";
 "My manager wants ..."; a sentence of context before the request ("We run a chain of bakeries
 and keep daily sales in loans.csv." was refused), never one that asks for something or names a
-fault of the data; "score x with a knn after normalizing" (normalized after the training).
+fault of the data; "score x with a knn after normalizing" (normalized after the training); a
+sentence that only greets, thanks or announces the steps ("Thanks in advance!", "Do the
+following."); a list ending in a metric right after the model ("x.csv: 30% test split,
+logistic, recall.").
 Plans are run on real CSV files."""
 
 from __future__ import annotations
@@ -213,3 +216,27 @@ def test_a_model_scored_after_normalizing_is_trained_on_the_normalized_table(loa
     split = of_kind(p, "split_data")[0]
     assert split.params["data"].step == of_kind(p, "normalize")[0].id
     assert of_kind(p, "save_report")[0].params["result"].step == of_kind(p, "train_model")[0].id
+
+
+def test_sentences_that_only_greet_thank_or_announce(loans):
+    cases = {"Dedup loans.csv and save it to loans_dedup.csv. Thanks in advance!": ["load_data", "dedup", "write_table"],
+             "Can you help me with something? Load loans.csv and plot income.": ["load_data", "plot"],
+             "Do the following. Load loans.csv. Dedup. Count rows per city.": ["load_data", "dedup", "aggregate"],
+             "So basically, take loans.csv, drop rows with nulls, and give me stats. Nothing fancy.":
+                 ["load_data", "clean_data", "stats"]}
+    for text, kinds in cases.items():
+        assert _kinds(_plan(text)) == kinds, text
+
+
+def test_a_list_ending_in_a_metric_after_the_model_evaluates_it(loans):
+    from raystack.workflow.engine import run_local
+    for text in ("loans.csv: 30% test split, logistic, recall.", "loans.csv -> logistic -> 30% test -> recall"):
+        p = _plan(text)
+        assert _kinds(p) == ["load_data", "split_data", "train_model", "evaluate_model"], text
+        assert of_kind(p, "evaluate_model")[0].params["metric"] == "recall", text
+        assert of_kind(p, "split_data")[0].params["test_fraction"] == 0.3, text
+    evaluation = run_local(p.ir).results[of_kind(p, "evaluate_model")[0].id].load(None)
+    assert evaluation["metric"] == "recall"
+    # metrics listed after a report are the report's, never a second evaluation
+    assert _kinds(_plan("Train a logistic model on loans.csv and report accuracy, f1.")) == \
+        ["load_data", "train_model", "save_report"]

@@ -33,7 +33,7 @@ from raystack.workflow.catalog import CATALOG
 from raystack.workflow.nl import lexicon as L
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.text import Text, Token, sentences
-from raystack.workflow.nl.scene import context_sentences, headings, lead_ins, origins, preamble, title_clauses
+from raystack.workflow.nl.scene import context_sentences, courtesies, headings, lead_ins, origins, preamble, title_clauses
 from raystack.workflow.nl.triggers import SYSTEM_NOUNS
 from raystack.workflow.nl.words import MAX_LEAD_IN, in_parentheses, is_free, is_method, is_unknown, method_near
 
@@ -480,6 +480,7 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
     goal(t, ends)
     tried_values(t)
     context_sentences(t)
+    courtesies(t)
     lead_ins(t)      # a title may hold a task noun or a word that is also a verb ("Crop yield regression:")
     headings(t)
     title_clauses(t)

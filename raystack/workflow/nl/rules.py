@@ -549,6 +549,9 @@ class RulePlanner:
         nxt = t.tokens[tok.i + 1] if tok.i + 1 < len(t.tokens) else None
         if tok.low in ("they", "it", "the"):
             return True     # the passive trigger: "they get scored"
+        if prev is not None and prev.text == "," and re.fullmatch(L.METRIC_RX, tok.low) and tok.low not in ("score", "scores"):
+            # "x.csv, logistic, recall.": a metric ending a list right after the model
+            return tok.i >= 2 and t.tokens[tok.i - 2].used in ("model kind", "train_model")
         if tok.low.startswith((*EVAL_STEMS, "eval")) and (nxt is None or nxt.kind == "punct"):
             return True     # a noun ending its clause names the step: "an eval;", "adapter eval ->"
         if tok.low.startswith(EVAL_STEMS):

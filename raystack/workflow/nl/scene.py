@@ -98,7 +98,8 @@ def headings(t: Text) -> None:
 # what opens a sentence that only tells where the data comes from or who the user is ("We run a
 # chain of bakeries and keep daily sales in sales.csv.", "Context: churn.csv has one row per
 # subscriber.", "Our analysts upload weekly numbers to sales.csv.")
-CONTEXT_SUBJECTS = {"we", "our", "the", "this", "these", "my", "i", "i'm", "it", "they", "their", "we're", "each"}
+CONTEXT_SUBJECTS = {"we", "our", "the", "this", "these", "my", "i", "i'm", "it", "they", "their", "we're", "each",
+                    "every"}
 CONTEXT_LEADS = {"context", "background", "fyi", "note", "btw", "nb", "setup", "situation"}
 # the data's faults: said of the data, they may ask for a cleaning ("We have duplicates in x.csv.")
 DATA_FAULTS = {"duplicates", "duplicate", "dupes", "missing", "null", "nulls", "nan", "nans", "empty", "blank",
@@ -143,6 +144,28 @@ def context_sentences(t: Text) -> None:
         free = [x for x in toks if not x.used]
         if free and len(free) <= MAX_CONTEXT:
             t.mark(free, "context")
+
+
+# the words of a sentence that only greets, thanks, or announces the steps ("Thanks in advance!",
+# "Can you help me with something?", "Do the following.", "Nothing fancy.")
+COURTESY_WORDS = {
+    "thanks", "thank", "you", "in", "advance", "cheers", "much", "appreciated", "a", "lot", "so", "very", "that's",
+    "that", "is", "it", "all", "nothing", "fancy", "else", "please", "can", "could", "would", "help", "me", "us",
+    "with", "something", "out", "do", "the", "following", "steps", "here", "are", "as", "follows", "hi", "hello",
+    "hey", "dear", "team", "regards", "best", "kind", "great", "awesome", "ok", "okay", "go", "quick", "question",
+    "hand", "favor", "favour", "really", "just", "i", "have", "for", "ahead", "of", "time", "below", "this", "one"}
+
+
+def courtesies(t: Text) -> None:
+    """A sentence whose words only greet, thank or announce the steps, beside one that asks for them."""
+    spans = sentences(t)
+    asking = [any(x.used in CATALOG for x in t.tokens[lo:hi]) for lo, hi in spans]
+    if not any(asking):
+        return
+    for (lo, hi), asks in zip(spans, asking):
+        words = [x for x in t.tokens[lo:hi] if x.kind != "punct"]
+        if not asks and words and all(x.kind == "word" and x.low in COURTESY_WORDS for x in words):
+            t.mark([x for x in words if not x.used], "context")
 
 
 # "Create a pipeline that loads x.csv ...", "Build a workflow to ...": the request names the

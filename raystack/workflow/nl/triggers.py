@@ -145,6 +145,9 @@ TRIGGERS: list[tuple[str, str]] = [
     ("split_data", rf"\b(?:a\s+|the\s+)?PCT\d+(?:\s+of\s+(?:it|the\s+data|the\s+rows))?{AUX}\s+(?:held\s+(?:out|back)|set\s+aside|kept\s+back|reserved)\b"),   # "a quarter is held out"
     # "evaluate it on a held-out 20%", "on a 20% held-out set": a share held out is the split
     ("split_data", r"\bheld[\s-]out\s+PCT\d+\b|\bPCT\d+\s+held[\s-]out\b(?:\s+(?:set|split|portion|part|sample|subset))?"),
+    # "churn.csv -> logistic -> 30% test", "x.csv, 30% test, knn": a share named as an item is the split's
+    ("split_data", rf"(?:{AFTER_ARROW}|(?<=[,:;]\s)|^)PCT\d+\s+(?:test|testing|validation|holdout|hold-out|held-out)\b"
+                   rf"(?=\s*(?:{ARROW}|$|[,.;]))"),
     # "evaluate it on a 30% test set": the held-out share the evaluation reads is the split's
     ("split_data", r"(?:(?<=\bon\s)|(?<=\bagainst\s)|(?<=\busing\s))(?:a\s+|the\s+)?PCT\d+\s+(?:test|testing|validation|eval|evaluation)\s+"
                    r"(?:set|split|portion|part|sample|subset)\b"),
@@ -319,8 +322,10 @@ TRIGGERS: list[tuple[str, str]] = [
     ("train_model", rf"{AFTER_ARROW}linear(?=\s*(?:{ARROW}|$|[,.;]))"),   # "80/20 -> linear -> evaluate"
     ("train_model", rf"\b(?:a\s+|the\s+)?(?:final\s+|plain\s+|simple\s+)?{MODEL_KIND}\b(?:\s+(?:models?|classifiers?|regressors?|"
                     r"candidates?|baselines?|fit|run))?"),
-    # "knn -> f1", "-> accuracy on a 25% holdout": a metric alone as an arrow's stage is its evaluation
-    ("evaluate_model", rf"{AFTER_ARROW}(?:{METRIC_RX})(?=\s*(?:{ARROW}|$|[,.;!])|\s+(?:on|against)\b)"),
+    # "knn -> f1", "-> accuracy on a 25% holdout": a metric alone as an arrow's stage is its evaluation;
+    # so is one ending a list right after the model ("churn.csv, logistic, recall.")
+    ("evaluate_model", rf"{AFTER_ARROW}(?:{METRIC_RX})(?=\s*(?:{ARROW}|$|[,.;!])|\s+(?:on|against)\b)"
+                       rf"|(?<=,\s)(?:{METRIC_RX})(?=\s*(?:[.;!]|$))"),
     ("evaluate_model", r"\b(?:they|it|the\s+(?:adapters|model|models|classifier|winner))\s+(?:get|gets|are|is|will\s+be)\s+(?:then\s+)?"
                        r"(?:scored|evaluated|assessed|tested|validated|benchmarked)\b"),   # "they get scored"
     # "split it into train and test": the split's parts, not an evaluation
