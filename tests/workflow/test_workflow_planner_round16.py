@@ -17,7 +17,10 @@ and keep daily sales in loans.csv." was refused), never one that asks for someth
 fault of the data; "score x with a knn after normalizing" (normalized after the training); a
 sentence that only greets, thanks or announces the steps ("Thanks in advance!", "Do the
 following."); a list ending in a metric right after the model ("x.csv: 30% test split,
-logistic, recall.").
+logistic, recall."); the parts' options said in words ("2 shards per replica and full sharding",
+"a 0.5 outer learning rate", "int8 quantization of the base", "evaluate it on 5000 rows": each
+was refused), and three record files after a base folder ("over the base in ckpt/ on a.jsonl,
+b.jsonl and c.jsonl" read only the first).
 Plans are run on real CSV files."""
 
 from __future__ import annotations
@@ -240,3 +243,32 @@ def test_a_list_ending_in_a_metric_after_the_model_evaluates_it(loans):
     # metrics listed after a report are the report's, never a second evaluation
     assert _kinds(_plan("Train a logistic model on loans.csv and report accuracy, f1.")) == \
         ["load_data", "train_model", "save_report"]
+
+
+def test_the_parts_options_said_in_words(loans):
+    (loans / "corpus").mkdir()
+    (loans / "corpus" / "a.txt").write_text("the quick brown fox jumps over the lazy dog\n" * 20)
+    p = _plan("Pretrain with EDiT on corpus/ with 4 ranks, 2 shards per replica and full sharding.")
+    edit = of_kind(p, "edit_pretrain")[0].params
+    assert (edit["ranks"], edit["shards"], edit["full_shard"]) == (4, 2, True)
+    p = _plan("Pretrain tiny-1m with EDiT on corpus/ with an outer learning rate of 0.6 and outer momentum 0.9, "
+              "inner lr 0.001.")
+    edit = of_kind(p, "edit_pretrain")[0].params
+    assert edit["outer"] == {"lr": 0.6, "momentum": 0.9} and edit["inner"] == {"lr": 0.001}
+    (loans / "a.jsonl").write_text('{"prompt": "2+2=", "response": "4"}\n' * 4)
+    p = _plan("Fine-tune LoRA adapters on a.jsonl with mLoRA on tiny-1m using int8 quantization of the base.")
+    assert of_kind(p, "mlora_finetune")[0].params["quantize"] == "int8"
+    (loans / "criteo").mkdir()
+    p = _plan("Train a DLRM on criteo/, evaluate it on 5000 rows, and save the report to reports/dlrm.json.")
+    assert of_kind(p, "evaluate_dlrm")[0].params["rows"] == 5000
+
+
+def test_record_files_listed_after_a_base_folder_are_all_read(loans):
+    for name in ("a.jsonl", "b.jsonl", "c.jsonl"):
+        (loans / name).write_text('{"prompt": "2+2=", "response": "4"}\n' * 4)
+    (loans / "ckpt").mkdir()
+    (loans / "ckpt" / "config.json").write_text("{}")
+    p = _plan("Fine-tune three LoRA adapters over the base in ckpt/ on a.jsonl, b.jsonl and c.jsonl, then evaluate them.")
+    ft = of_kind(p, "mlora_finetune")[0].params
+    assert [d["path"] for d in ft["datasets"]] == ["a.jsonl", "b.jsonl", "c.jsonl"] and len(ft["adapters"]) == 3
+    assert _kinds(p) == ["load_checkpoint", "mlora_finetune", "evaluate_adapters"]

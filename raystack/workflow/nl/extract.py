@@ -538,78 +538,6 @@ def _set_map(f: Found, param: str, values: list) -> None:
     f.map = (param, values)
 
 
-def metric_param(param: str = "metric", with_mode: bool = False) -> Callable:
-    def ex(text: Text, lo: int, hi: int, f: Found) -> None:
-        m = _search(text, lo, hi, rf"\b(?P<how>by|using|on|with|in\s+terms\s+of|via|according\s+to|based\s+on|"
-                                  rf"higher|highest|best|better|greater|top|lower|lowest|smaller|smallest)\s+"
-                                  rf"(?:the\s+|its\s+|their\s+)?(?:highest\s+|best\s+|lowest\s+|test\s+)?"
-                                  rf"(?P<m>{METRIC_RX})\b", "metric")
-        if m is None:   # "compare their f1"
-            m = _search(text, lo, hi, rf"(?:(?<=compare\s)|(?<=compares\s)|(?<=comparing\s))(?P<how>their)\s+(?P<m>{METRIC_RX})\b", "metric")
-        if m is None and _search(text, lo, hi, r"\b(?:more|most)\s+accurate\b", "metric"):
-            f.set(param, "accuracy")
-            return
-        if m:
-            name = metric_of(m.group("m"))
-            if name == "score":
-                return
-            f.set(param, name)
-            if with_mode and (name in ("loss", "error", "logloss")
-                              or m.group("how") in ("lower", "lowest", "smaller", "smallest")):
-                f.params["mode"] = "min"
-    return ex
-
-
-HELD_OUT_PART = (r"\b(?:on|against|over|using)\s+(?:the\s+)?(?:test|held-out|holdout|hold-out|validation|val|eval|evaluation|"
-                 r"remaining|unseen)\s+(?:set|split|data|part|portion|rows|fold|share|slice)\b")
-
-
-def evaluate_model(text: Text, lo: int, hi: int, f: Found) -> None:
-    """The metric an evaluation is asked for, and the held-out data it runs on (the split's
-    test part, which is what the step evaluates on: "score it on the held-out part")."""
-    consume(text, lo, hi, HELD_OUT_PART, "evaluation data")
-    m = _search(text, lo, hi, r"\b(?:on|against|over|using)\s+(?:the\s+)?(?:training|train|same)\s+"
-                              r"(?:set|split|data|part|portion|rows|fold|table)\b", "evaluation data")
-    if m:   # the step scores the split's held-out part, never the rows the model was fitted on
-        raise PlanRefused([f"{m.group(0)!r}: evaluate_model scores a model on the split's held-out part, "
-                           "not on the rows it was trained on"])
-    metric_param()(text, lo, hi, f)
-    # "evaluate its rmse", "measure its accuracy on the test set", "evaluate f1": the metric is the evaluation's
-    m = None if "metric" in f.params else _search(
-        text, lo, hi, rf"\b(?:evaluat\w*|eval|assess\w*|measure|measures|check|checks|test|tests)\s+(?:\(\s*)?(?:(?:its|their|the)\s+)?"
-                      rf"(?:test\s+|held-out\s+)?(?P<m>{METRIC_RX})\b", "metric")
-    if m and metric_of(m.group("m")) != "score":
-        f.set("metric", metric_of(m.group("m")))
-    if "metric" not in f.params:   # "knn -> f1": a metric alone as an arrow's stage names the evaluation and its metric
-        m = next((m for m, toks in text.finditer(rf"(?:->|=>|→|⇒|⟶|,)\s+(?P<m>{METRIC_RX})\b", max(lo - 1, 0), hi)
-                  if toks[-1].used == "evaluate_model"), None)
-        if m and metric_of(m.group("m")) != "score":
-            f.set("metric", metric_of(m.group("m")))
-    if "metric" in f.params:    # "evaluate it on accuracy and f1": it reports every metric, the first is its score
-        for m2, _ in text.finditer(rf"\b(?:{METRIC_RX})\s+(?P<b>(?:and|&|,)\s+(?:the\s+|its\s+)?(?:{METRIC_RX}))\b", lo, hi):
-            text.mark([x for x in text.covered(*m2.span("b")) if not x.used], "metric")
-
-
-def evaluate_dlrm(text: Text, lo: int, hi: int, f: Found) -> None:
-    """"evaluate its AUC", "measure the DLRM's log loss": what the evaluation reports (AUC and
-    log loss, both always); a metric it does not report stays unaccounted, and is refused."""
-    consume(text, lo, hi, r"\b(?:its|their|the)?\s*(?:test\s+|held-out\s+)?(?:auc|roc[\s-]+auc|log[\s-]?loss|logloss)\b", "metric")
-
-
-def evaluate_adapters(text: Text, lo: int, hi: int, f: Found) -> None:
-    """"evaluate the adapters on exact match": what the evaluation reports (exact match and token
-    accuracy, both always)."""
-    consume(text, lo, hi, r"\b(?:(?:on|by|for|with)\s+)?(?:its|their|the)?\s*(?:exact[\s-]+match|token[\s-]+accuracy)\b", "metric")
-    # "on 32 examples", "using at most 50 examples": how many held-out examples it scores
-    m = _search(text, lo, hi, r"\b(?:on|over|using|with|for)\s+(?:(?:at\s+most|up\s+to|the\s+first)\s+)?(?P<n>NUM\d+)\s+"
-                              r"(?:held-out\s+|test\s+|validation\s+)?(?:examples?|samples?|prompts?|records?)\b", "max_examples")
-    if m:
-        n = _num(text, m.group("n"))
-        if n != int(n) or n < 1:
-            raise PlanRefused([f"{m.group(0)!r}: the number of examples is a whole number of at least 1"])
-        f.set("max_examples", int(n))
-
-
 def deploy_model(text: Text, lo: int, hi: int, f: Found) -> None:
     consume(text, lo, hi, SERVE_AS_PLACE, "serve")    # "deploy it behind Ray Serve"
     m = _search(text, lo, hi, r"\b(?:under\s+the\s+name|named|called|with\s+the\s+name|as)\s+(?!a\b|an\b|the\b|it\b|well\b|soon\b|QUOTE)"
@@ -646,6 +574,7 @@ def cleanup(text: Text, lo: int, hi: int, f: Found) -> None:
 
 
 from raystack.workflow.nl import extract_charts as C  # noqa: E402 - they use the helpers above
+from raystack.workflow.nl import extract_evals as E  # noqa: E402
 from raystack.workflow.nl import extract_parts as P  # noqa: E402
 
 EXTRACTORS: dict[str, Callable[[Text, int, int, Found], None]] = {
@@ -653,7 +582,8 @@ EXTRACTORS: dict[str, Callable[[Text, int, int, Found], None]] = {
     "impute": impute, "dedup": dedup, "clean_data": clean_data, "normalize": normalize, "sample": sample, "split_data": split_data, "join": join, "concat": concat,
     "aggregate": aggregate, "plot": C.plot, "save_report": report,
     "write_table": write_table, "export_model": file_out("path"),
-    "train_model": train_model, "evaluate_model": evaluate_model, "evaluate_dlrm": evaluate_dlrm, "evaluate_adapters": evaluate_adapters, "select_best": metric_param(with_mode=True),
+    "train_model": train_model, "evaluate_model": E.evaluate_model, "evaluate_dlrm": E.evaluate_dlrm,
+    "evaluate_adapters": E.evaluate_adapters, "select_best": E.metric_param(with_mode=True),
     "deploy_model": deploy_model, "notify": notify, "cleanup": cleanup,
     "edit_pretrain": P.edit_pretrain, "mlora_finetune": P.mlora_finetune,
     "elastic_dlrm": P.elastic_dlrm, "serve_adapters": P.serve_adapters,

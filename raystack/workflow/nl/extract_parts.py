@@ -155,11 +155,29 @@ def edit_pretrain(text: Text, lo: int, hi: int, f: Found) -> None:
     _steps(text, lo, hi, f)
     if f.map is not None:
         claim_count(text, lo, hi, len(f.map[1]))
-    m = _search(text, lo, hi, r"(?:learning[\s-]+rate|lr)\s*(?:=|:|of|at)?\s*(?P<n>NUM\d+)", "learning rate")
+    _outer_and_sharding(text, lo, hi, f)
+    m = _search(text, lo, hi, r"(?:inner\s+)?(?:learning[\s-]+rate|lr)\s*(?:=|:|of|at)?\s*(?P<n>NUM\d+)", "learning rate")
     if m:
         f.params.setdefault("inner", {})["lr"] = _num(text, m.group("n"))
         f.stated["lr"] = number(_num(text, m.group("n")))
     _corpus_files(text, lo, hi, f)
+
+
+def _outer_and_sharding(text: Text, lo: int, hi: int, f: Found) -> None:
+    """"a 0.5 outer learning rate", "outer momentum 0.9": the outer optimizer's (read before the
+    inner learning rate, which "outer learning rate of 0.5" would otherwise set); "2 shards per
+    replica", "with full sharding" / "FSDP": the replica's ranks and their full sharding."""
+    for name, words in (("lr", r"(?:learning[\s-]+rate|lr)"), ("momentum", r"momentum")):
+        m = _search(text, lo, hi, rf"(?P<n>NUM\d+)\s+outer\s+{words}\b|\bouter\s+{words}\s*(?:=|:|of|at)?\s*(?P<m>NUM\d+)",
+                    f"outer {name}")
+        if m:
+            f.params.setdefault("outer", {})[name] = _num(text, m.group("n") or m.group("m"))
+    m = _search(text, lo, hi, r"(?P<n>NUM\d+)\s+shards?\s+(?:per|each|for\s+each|in\s+each)\s+replica\b"
+                              r"|\bshards?\s*(?:=|:|of)\s*(?P<m>NUM\d+)", "shards")
+    if m:
+        f.set("shards", int(_num(text, m.group("n") or m.group("m"))))
+    if _search(text, lo, hi, r"\b(?:with\s+|using\s+)?(?:full(?:y)?[\s-]+shard(?:ed|ing)?|fsdp2?)\b", "full sharding"):
+        f.set("full_shard", True)
 
 
 # "pretrain with EDiT on corpus/", "on the text files in data/wiki", "using a.jsonl and b.jsonl",
@@ -235,6 +253,11 @@ def mlora_finetune(text: Text, lo: int, hi: int, f: Found) -> None:
     if tasks:
         _search(text, lo, hi, r"\btasks?\b", "task")
     kind = "dora" if _search(text, lo, hi, r"\bdora\b", "adapter type", free=False) else None
+    # "using int8 quantization of the base", "with the base quantized to 8-bit": the frozen base in int8
+    if _search(text, lo, hi, r"\b(?:int8|8-?bit)\s+quanti[sz]\w*(?:\s+of\s+the\s+base(?:\s+model)?)?"
+                             r"|\b(?:the\s+)?base(?:\s+model)?\s+quanti[sz]ed\s+(?:to|in|as)\s+(?:int8|8-?bit)\b"
+                             r"|\bquanti[sz]\w*\s+(?:the\s+base(?:\s+model)?\s+)?(?:to|in|as|with)\s+(?:int8|8-?bit)\b", "quantize"):
+        f.set("quantize", "int8")
     m = _search(text, lo, hi, r"(?:learning[\s-]+rate|lr)\s*(?:=|:|of|at)?\s*(?P<n>NUM\d+)", "learning rate")
     lr = _num(text, m.group("n")) if m else None
     _steps(text, lo, hi, f)

@@ -220,7 +220,7 @@ class RulePlanner:
                 del found[k]
                 # "pretrain with EDiT on a.jsonl and b.jsonl": a pretraining (or a fine-tuning, one
                 # file per adapter) reads every file listed
-                while k < len(found) and found[k - 1].entry in ("edit_pretrain", "mlora_finetune") \
+                while k < len(found) and found[j].entry in ("edit_pretrain", "mlora_finetune") \
                         and found[k].entry == "load_data" \
                         and found[k].sentence == a.sentence and a.has_file and found[k].has_file \
                         and all(x.low in ("and", ",") for x in t.tokens[a.trig_end:found[k].lo]):

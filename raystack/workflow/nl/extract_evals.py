@@ -1,0 +1,89 @@
+"""The parameters of evaluations and selections, read from the words of their action: which
+metric ("evaluate f1", "by AUC", "compare their f1", "knn -> f1"), on which held-out part (never
+the rows a model was trained on), and how many held-out items ("on 5000 rows", "on 32 examples")."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from raystack.workflow.nl.extract import Found, _num, _search, consume, metric_of
+from raystack.workflow.nl.lexicon import METRIC_RX
+from raystack.workflow.nl.plan import PlanRefused
+from raystack.workflow.nl.text import Text
+
+
+def metric_param(param: str = "metric", with_mode: bool = False) -> Callable:
+    def ex(text: Text, lo: int, hi: int, f: Found) -> None:
+        m = _search(text, lo, hi, rf"\b(?P<how>by|using|on|with|in\s+terms\s+of|via|according\s+to|based\s+on|"
+                                  rf"higher|highest|best|better|greater|top|lower|lowest|smaller|smallest)\s+"
+                                  rf"(?:the\s+|its\s+|their\s+)?(?:highest\s+|best\s+|lowest\s+|test\s+)?"
+                                  rf"(?P<m>{METRIC_RX})\b", "metric")
+        if m is None:   # "compare their f1"
+            m = _search(text, lo, hi, rf"(?:(?<=compare\s)|(?<=compares\s)|(?<=comparing\s))(?P<how>their)\s+(?P<m>{METRIC_RX})\b", "metric")
+        if m is None and _search(text, lo, hi, r"\b(?:more|most)\s+accurate\b", "metric"):
+            f.set(param, "accuracy")
+            return
+        if m:
+            name = metric_of(m.group("m"))
+            if name == "score":
+                return
+            f.set(param, name)
+            if with_mode and (name in ("loss", "error", "logloss")
+                              or m.group("how") in ("lower", "lowest", "smaller", "smallest")):
+                f.params["mode"] = "min"
+    return ex
+
+
+HELD_OUT_PART = (r"\b(?:on|against|over|using)\s+(?:the\s+)?(?:test|held-out|holdout|hold-out|validation|val|eval|evaluation|"
+                 r"remaining|unseen)\s+(?:set|split|data|part|portion|rows|fold|share|slice)\b")
+
+
+def evaluate_model(text: Text, lo: int, hi: int, f: Found) -> None:
+    """The metric an evaluation is asked for, and the held-out data it runs on (the split's
+    test part, which is what the step evaluates on: "score it on the held-out part")."""
+    consume(text, lo, hi, HELD_OUT_PART, "evaluation data")
+    m = _search(text, lo, hi, r"\b(?:on|against|over|using)\s+(?:the\s+)?(?:training|train|same)\s+"
+                              r"(?:set|split|data|part|portion|rows|fold|table)\b", "evaluation data")
+    if m:   # the step scores the split's held-out part, never the rows the model was fitted on
+        raise PlanRefused([f"{m.group(0)!r}: evaluate_model scores a model on the split's held-out part, "
+                           "not on the rows it was trained on"])
+    metric_param()(text, lo, hi, f)
+    # "evaluate its rmse", "measure its accuracy on the test set", "evaluate f1": the metric is the evaluation's
+    m = None if "metric" in f.params else _search(
+        text, lo, hi, rf"\b(?:evaluat\w*|eval|assess\w*|measure|measures|check|checks|test|tests)\s+(?:\(\s*)?(?:(?:its|their|the)\s+)?"
+                      rf"(?:test\s+|held-out\s+)?(?P<m>{METRIC_RX})\b", "metric")
+    if m and metric_of(m.group("m")) != "score":
+        f.set("metric", metric_of(m.group("m")))
+    if "metric" not in f.params:   # "knn -> f1": a metric alone as an arrow's stage names the evaluation and its metric
+        m = next((m for m, toks in text.finditer(rf"(?:->|=>|→|⇒|⟶|,)\s+(?P<m>{METRIC_RX})\b", max(lo - 1, 0), hi)
+                  if toks[-1].used == "evaluate_model"), None)
+        if m and metric_of(m.group("m")) != "score":
+            f.set("metric", metric_of(m.group("m")))
+    if "metric" in f.params:    # "evaluate it on accuracy and f1": it reports every metric, the first is its score
+        for m2, _ in text.finditer(rf"\b(?:{METRIC_RX})\s+(?P<b>(?:and|&|,)\s+(?:the\s+|its\s+)?(?:{METRIC_RX}))\b", lo, hi):
+            text.mark([x for x in text.covered(*m2.span("b")) if not x.used], "metric")
+
+
+def evaluate_dlrm(text: Text, lo: int, hi: int, f: Found) -> None:
+    """"evaluate its AUC", "measure the DLRM's log loss": what the evaluation reports (AUC and
+    log loss, both always); a metric it does not report stays unaccounted, and is refused."""
+    consume(text, lo, hi, r"\b(?:its|their|the)?\s*(?:test\s+|held-out\s+)?(?:auc|roc[\s-]+auc|log[\s-]?loss|logloss)\b", "metric")
+    _held_out_count(text, lo, hi, f, "rows", r"rows|samples|examples|records")   # "evaluate it on 5000 rows"
+
+
+def _held_out_count(text: Text, lo: int, hi: int, f: Found, param: str, nouns: str) -> None:
+    """"on 5000 rows", "using at most 50 examples": how many held-out items an evaluation scores."""
+    m = _search(text, lo, hi, r"\b(?:on|over|using|with|for)\s+(?:(?:at\s+most|up\s+to|the\s+first)\s+)?(?P<n>NUM\d+)\s+"
+                              rf"(?:held-out\s+|test\s+|validation\s+)?(?:{nouns})\b", param)
+    if m:
+        n = _num(text, m.group("n"))
+        if n != int(n) or n < 1:
+            raise PlanRefused([f"{m.group(0)!r}: a count of held-out {param} is a whole number of at least 1"])
+        f.set(param, int(n))
+
+
+def evaluate_adapters(text: Text, lo: int, hi: int, f: Found) -> None:
+    """"evaluate the adapters on exact match": what the evaluation reports (exact match and token
+    accuracy, both always)."""
+    consume(text, lo, hi, r"\b(?:(?:on|by|for|with)\s+)?(?:its|their|the)?\s*(?:exact[\s-]+match|token[\s-]+accuracy)\b", "metric")
+    _held_out_count(text, lo, hi, f, "max_examples", r"examples?|samples?|prompts?|records?")   # "on 32 examples"
