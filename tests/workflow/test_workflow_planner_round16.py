@@ -20,7 +20,10 @@ following."); a list ending in a metric right after the model ("x.csv: 30% test 
 logistic, recall."); the parts' options said in words ("2 shards per replica and full sharding",
 "a 0.5 outer learning rate", "int8 quantization of the base", "evaluate it on 5000 rows": each
 was refused), and three record files after a base folder ("over the base in ckpt/ on a.jsonl,
-b.jsonl and c.jsonl" read only the first).
+b.jsonl and c.jsonl" read only the first); a step's method named with its own noun ("join it with
+b.csv on id using a left join", "impute x using mean imputation", "split x using an 80/20 split"
+each made a second step, silently); "the income and debt columns of x.csv" (only the first was
+scaled).
 Plans are run on real CSV files."""
 
 from __future__ import annotations
@@ -272,3 +275,23 @@ def test_record_files_listed_after_a_base_folder_are_all_read(loans):
     ft = of_kind(p, "mlora_finetune")[0].params
     assert [d["path"] for d in ft["datasets"]] == ["a.jsonl", "b.jsonl", "c.jsonl"] and len(ft["adapters"]) == 3
     assert _kinds(p) == ["load_checkpoint", "mlora_finetune", "evaluate_adapters"]
+
+
+def test_a_steps_method_named_with_its_own_noun_is_one_step(loans):
+    from raystack.workflow.engine import run_local
+    (loans / "extra.csv").write_text("loan_id,branch\n" + "\n".join(f"{i},{'xy'[i % 2]}" for i in range(0, 40, 2)) + "\n")
+    p = _plan("Load loans.csv and join it with extra.csv on loan_id using a left join, then drop rows with missing values.")
+    assert _kinds(p) == ["load_data", "load_data", "join", "clean_data"]
+    assert (of_kind(p, "join")[0].params["on"], of_kind(p, "join")[0].params["how"]) == ("loan_id", "left outer")
+    cases = {"Impute loans.csv using mean imputation.": ("impute", "strategy", "mean"),
+             "Split loans.csv using an 80/20 split and train a knn.": ("split_data", "test_fraction", 0.2),
+             "Aggregate loans.csv by city using a sum aggregation.": ("aggregate", "agg", "sum"),
+             "Normalize loans.csv with min-max normalization.": ("normalize", "method", "minmax")}
+    for text, (kind, param, value) in cases.items():
+        p = _plan(text)
+        assert len(of_kind(p, kind)) == 1 and of_kind(p, kind)[0].params[param] == value, text
+    assert "columns" not in of_kind(_plan("Normalize loans.csv using z-score normalization."), "normalize")[0].params
+    p = _plan("Normalize the income and debt columns of loans.csv with min-max, then plot debt.")
+    assert of_kind(p, "normalize")[0].params["columns"] == ["income", "debt"]
+    scaled = run_local(p.ir).results[of_kind(p, "normalize")[0].id].load(None).to_pydict()
+    assert max(scaled["income"]) == 1.0 and max(v for v in scaled["debt"] if v is not None) == 1.0

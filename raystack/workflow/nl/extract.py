@@ -215,7 +215,8 @@ def _seed(text: Text, lo: int, hi: int, f: Found) -> None:
 # what a normalize is said to scale that is no column name: the table, or every feature
 SCALED_NOUNS = {"it", "them", "this", "that", "everything", "all", "data", "dataset", "table", "tables", "features",
                 "feature", "columns", "column", "values", "inputs", "input", "variables", "numbers", "numeric",
-                "numerical", "both", "each", "result", "rows", "readings", "measurements"}
+                "numerical", "both", "each", "result", "rows", "readings", "measurements", "normalization",
+                "normalisation", "scaling", "standardization", "standardisation", "rescaling"}
 
 
 def normalize(text: Text, lo: int, hi: int, f: Found) -> None:
@@ -230,7 +231,7 @@ def normalize(text: Text, lo: int, hi: int, f: Found) -> None:
         raise PlanRefused([f"{text.span_text(but[1])!r}: normalize scales the columns it is given; name the ones to scale"])
     found = next(text.finditer(r"\b(?:normali[sz]\w*|standardi[sz]\w*|re-?scal\w*|scale|scales|z-?scor\w*)\s+(?:the\s+|its\s+)?"
                                r"(?P<l>(?!(?:FILE|NUM|PCT|QUOTE)\d)[a-z_]\w*(?:\s*,\s*[a-z_]\w*)*(?:\s*,?\s*(?:and|&)\s+[a-z_]\w*)?)"
-                               r"(?:\s+columns?)?\b(?=\s*(?:[.,;:!?)]|$|->|=>)|\s+(?:and|then|before|after|so|to|in|from|on|with|using)\b)",
+                               r"(?:\s+columns?)?\b(?=\s*(?:[.,;:!?)]|$|->|=>)|\s+(?:and|then|before|after|so|to|in|from|on|with|using|of)\b)",
                                lo, hi), None)   # a bare name, not "the expression values", "the drone flight logs"
     if found is None:
         return

@@ -14,7 +14,10 @@ found (before any parameter is read):
   asked for later;
 - a cleaning restated by what it does ("clean loans.csv (drop rows with nulls in price)", "clean
   it by dropping ...", "clean x.csv: remove ..."): one cleaning, the one the second phrase says
-  (two steps dropped every row missing anything first).
+  (two steps dropped every row missing anything first);
+- a step's method named with the step's own noun ("join it with b.csv using a left join",
+  "normalize x.csv with min-max", "impute x.csv using mean imputation", "split x.csv using an
+  80/20 split"): one step, its words read together (each made a second step, silently).
 """
 
 from __future__ import annotations
@@ -41,6 +44,9 @@ SPLIT_PART = (r"\b(?:on|using|with|against|over)\s+(?:the|its)\s+(?:train|traini
 BARE_PART = (r"\b(?:on|against|using)\s+(?:(?:train|training|test|testing|held-out|holdout)\b(?=\s*(?:[.,;:!?]|$|\s+(?:and|then)\b))"
              r"|the\s+(?:remainder|rest)\b(?:\s+of\s+(?:it|the\s+data))?)")     # "hold out 25% and train on the remainder"
 POSSESSIVES = {"the", "our", "my", "those", "these", "its", "their"}
+# the data steps whose method may be named with the step's own noun after "with" / "using"
+METHOD_NAMED_STEPS = ("normalize", "impute", "dedup", "join", "split_data", "aggregate", "clean_data", "sample", "concat")
+METHOD_PREPOSITIONS = {"with", "using", "via", "through", "by"}
 # what says the next phrase spells out the step before ("clean it (drop ...)", "clean it by dropping ...")
 RESTATING = {"(", ":", "-", "—", "–", "by", "namely", "i.e.", "ie"}
 RESTATED_OBJECT = {"it", "the", "data", "dataset", "table", "up"}
@@ -72,7 +78,7 @@ def reread(t: Text, actions: list) -> list:
     actions = [a for k, a in enumerate(actions) if not (
         a.entry == "load_data" and not a.has_file and k and (actions[k - 1].entry in SAVED_SOURCES or (
             actions[k - 1].entry == "load_data" and actions[k - 1].has_file)))]
-    actions = _restated_cleaning(t, actions)
+    actions = _method_named_again(t, _restated_cleaning(t, actions))
     for k in range(len(actions) - 1):
         a, b = actions[k], actions[k + 1]
         if a.entry == "evaluate_model" and b.entry == "load_adapters" and a.sentence == b.sentence and all(
@@ -144,6 +150,23 @@ def _restated_cleaning(t: Text, actions: list) -> list:
             if any(x.low in RESTATING for x in between) and all(
                     x.low in RESTATING or x.low in RESTATED_OBJECT for x in between):
                 t.mark([x for x in between if x.kind != "punct"], "clean_data")
+                continue
+        out.append(a)
+    return out
+
+
+def _method_named_again(t: Text, actions: list) -> list:
+    """Drop a data step's second phrase that names its method after "with" / "using" (see the
+    module's list); the first takes the words up to where the second's ended (the dropped
+    phrase's own words stay the step's, read by its extractor)."""
+    out: list = []
+    for a in actions:
+        prev = next((b for b in reversed(out) if b.entry != "load_data"), None)
+        if prev is not None and a.entry == prev.entry and a.entry in METHOD_NAMED_STEPS and a.sentence == prev.sentence:
+            lead = t.tokens[max(prev.trig_end, a.lo - 4):a.lo]
+            k = max((n for n, x in enumerate(lead) if x.low in METHOD_PREPOSITIONS and not x.used), default=None)
+            if k is not None and all(x.kind != "punct" and not x.used for x in lead[k:]):
+                prev.hi = max(prev.hi, a.hi)
                 continue
         out.append(a)
     return out
