@@ -23,7 +23,9 @@ was refused), and three record files after a base folder ("over the base in ckpt
 b.jsonl and c.jsonl" read only the first); a step's method named with its own noun ("join it with
 b.csv on id using a left join", "impute x using mean imputation", "split x using an 80/20 split"
 each made a second step, silently); "the income and debt columns of x.csv" (only the first was
-scaled).
+scaled); a step spelled out by what it does ("clean x by imputing the median" dropped rows first,
+"train a model on x by fitting a knn with k=3" trained a second model, "deduplicate x to remove
+duplicate rows" deduplicated twice).
 Plans are run on real CSV files."""
 
 from __future__ import annotations
@@ -295,3 +297,15 @@ def test_a_steps_method_named_with_its_own_noun_is_one_step(loans):
     assert of_kind(p, "normalize")[0].params["columns"] == ["income", "debt"]
     scaled = run_local(p.ir).results[of_kind(p, "normalize")[0].id].load(None).to_pydict()
     assert max(scaled["income"]) == 1.0 and max(v for v in scaled["debt"] if v is not None) == 1.0
+
+
+def test_a_step_spelled_out_by_what_it_does_is_that_step(loans):
+    from raystack.workflow.engine import run_local
+    p = _plan("Clean loans.csv by imputing missing values with the median.")
+    assert _kinds(p) == ["load_data", "impute"] and of_kind(p, "impute")[0].params["strategy"] == "median"
+    assert len(run_local(p.ir).results[of_kind(p, "impute")[0].id].load(None).to_pydict()["loan_id"]) == 40
+    p = _plan("Train a model on loans.csv by fitting a knn with k=3.")
+    assert [(s.params.get("model"), s.params.get("k")) for s in of_kind(p, "train_model")] == [("knn", 3)]
+    assert _kinds(_plan("Deduplicate loans.csv to remove duplicate rows.")) == ["load_data", "dedup"]
+    with pytest.raises(PlanRefused, match="computing"):     # "by computing": how, never a group key
+        _plan("Aggregate loans.csv by computing the total income per city.")

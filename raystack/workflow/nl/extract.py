@@ -367,7 +367,9 @@ def aggregate(text: Text, lo: int, hi: int, f: Found) -> None:
     if m:
         f.set("by", [m.group("c")] + re.findall(r"[a-z_][a-z0-9_]*", re.sub(r"\band\b", " ", m.group("more"))))
         return _agg_word(text, lo, hi, f)
-    m = _search(text, lo, hi, r"\b(?:by|per|for\s+each|for\s+every|grouped\s+by|across)\s+(?!NUM)(?P<c>[a-z_][a-z0-9_]*)", "group key") or \
+    # "aggregate x.csv by computing the total per city": a gerund after "by" says how, not the key
+    m = _search(text, lo, hi, r"\b(?:by|per|for\s+each|for\s+every|grouped\s+by|across)\s+(?!NUM)(?![a-z]+ing\b)(?P<c>[a-z_][a-z0-9_]*)",
+                "group key") or \
         _search(text, lo, hi, r"\bper-(?P<c>[a-z_][a-z0-9_]*)\b", "group key")
     if m:
         f.set("by", m.group("c"))

@@ -12,9 +12,11 @@ found (before any parameter is read):
   part of the split it reads, not a new split or unaccounted words;
 - "hold out 20% for evaluation, ..., and evaluate it": the held-out share's evaluation is the one
   asked for later;
-- a cleaning restated by what it does ("clean loans.csv (drop rows with nulls in price)", "clean
-  it by dropping ...", "clean x.csv: remove ..."): one cleaning, the one the second phrase says
-  (two steps dropped every row missing anything first);
+- a step spelled out by what it does, or its cleaning by the cleaning it is ("clean loans.csv
+  (drop rows with nulls in price)", "clean it by imputing the median", "train a model on x.csv
+  by fitting a knn with k=3", "deduplicate x.csv to remove duplicate rows"): one step, with the
+  words of both phrases (a cleaning that dropped every row missing anything, a second model
+  trained, silently);
 - a step's method named with the step's own noun ("join it with b.csv using a left join",
   "normalize x.csv with min-max", "impute x.csv using mean imputation", "split x.csv using an
   80/20 split"): one step, its words read together (each made a second step, silently).
@@ -47,9 +49,14 @@ POSSESSIVES = {"the", "our", "my", "those", "these", "its", "their"}
 # the data steps whose method may be named with the step's own noun after "with" / "using"
 METHOD_NAMED_STEPS = ("normalize", "impute", "dedup", "join", "split_data", "aggregate", "clean_data", "sample", "concat")
 METHOD_PREPOSITIONS = {"with", "using", "via", "through", "by"}
-# what says the next phrase spells out the step before ("clean it (drop ...)", "clean it by dropping ...")
-RESTATING = {"(", ":", "-", "—", "–", "by", "namely", "i.e.", "ie"}
-RESTATED_OBJECT = {"it", "the", "data", "dataset", "table", "up"}
+# what says the next phrase spells out the step before ("clean it (drop ...)", "clean it by dropping
+# ...", "deduplicate x.csv to remove duplicate rows")
+RESTATING = {"(", ":", "-", "—", "–", "by", "namely", "i.e.", "ie", "to"}
+RESTATED_OBJECT = {"it", "the", "data", "dataset", "table", "up", "them", "a", "model", "first"}
+# steps a second phrase of the same kind can spell out; and what a generic cleaning can be spelled out as
+SPELLED_STEPS = ("clean_data", "dedup", "impute", "normalize", "train_model", "aggregate", "join", "split_data",
+                 "sample", "plot", "stats", "concat")
+CLEANINGS = ("clean_data", "impute", "dedup")
 
 
 def _rename(t: Text, a: Any, entry: str) -> None:
@@ -78,7 +85,7 @@ def reread(t: Text, actions: list) -> list:
     actions = [a for k, a in enumerate(actions) if not (
         a.entry == "load_data" and not a.has_file and k and (actions[k - 1].entry in SAVED_SOURCES or (
             actions[k - 1].entry == "load_data" and actions[k - 1].has_file)))]
-    actions = _method_named_again(t, _restated_cleaning(t, actions))
+    actions = _method_named_again(t, _spelled_out(t, actions))
     for k in range(len(actions) - 1):
         a, b = actions[k], actions[k + 1]
         if a.entry == "evaluate_model" and b.entry == "load_adapters" and a.sentence == b.sentence and all(
@@ -138,18 +145,23 @@ def split_parts(t: Text, actions: list) -> None:
         t.mark(part, "reference")
 
 
-def _restated_cleaning(t: Text, actions: list) -> list:
-    """Drop a cleaning that the next phrase spells out (see the module's list)."""
-    out = []
-    for k, a in enumerate(actions):
-        later = [b for b in actions[k + 1:] if b.entry != "load_data"]
-        b = later[0] if later else None
-        if a.entry == "clean_data" and b is not None and b.entry == "clean_data" and a.sentence == b.sentence:
-            between = [x for x in t.tokens[a.trig_end:b.lo] if not any(
+def _spelled_out(t: Text, actions: list) -> list:
+    """Merge a step with the next phrase that spells it out (see the module's list): the same
+    kind of step takes the words of both; a cleaning spelled out as another cleaning is that one."""
+    out: list = []
+    for a in actions:
+        prev = next((b for b in reversed(out) if b.entry != "load_data"), None)
+        if prev is not None and prev.sentence == a.sentence and (
+                (a.entry == prev.entry and a.entry in SPELLED_STEPS) or (prev.entry == "clean_data" and a.entry in CLEANINGS)):
+            between = [x for x in t.tokens[prev.trig_end:a.lo] if not any(
                 c.entry == "load_data" and c.lo <= x.i < c.trig_end for c in actions)]
             if any(x.low in RESTATING for x in between) and all(
                     x.low in RESTATING or x.low in RESTATED_OBJECT for x in between):
-                t.mark([x for x in between if x.kind != "punct"], "clean_data")
+                t.mark([x for x in between if x.kind != "punct" and not x.used], a.entry)
+                if a.entry == prev.entry:
+                    prev.hi = max(prev.hi, a.hi)
+                else:
+                    out[out.index(prev)] = a
                 continue
         out.append(a)
     return out
