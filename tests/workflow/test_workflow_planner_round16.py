@@ -25,7 +25,7 @@ b.csv on id using a left join", "impute x using mean imputation", "split x using
 each made a second step, silently); "the income and debt columns of x.csv" (only the first was
 scaled); a step spelled out by what it does ("clean x by imputing the median" dropped rows first,
 "train a model on x by fitting a knn with k=3" trained a second model, "deduplicate x to remove
-duplicate rows" deduplicated twice).
+duplicate rows" deduplicated twice); "if it scores above 0.75 on f1" (the metric was refused).
 Plans are run on real CSV files."""
 
 from __future__ import annotations
@@ -309,3 +309,11 @@ def test_a_step_spelled_out_by_what_it_does_is_that_step(loans):
     assert _kinds(_plan("Deduplicate loans.csv to remove duplicate rows.")) == ["load_data", "dedup"]
     with pytest.raises(PlanRefused, match="computing"):     # "by computing": how, never a group key
         _plan("Aggregate loans.csv by computing the total income per city.")
+
+
+def test_a_score_condition_on_a_named_metric(loans):
+    p = _plan("After training a logistic model on loans.csv, evaluate it; if it scores above 0.75 on f1 save the model "
+              "to models/loans.json.")
+    cond = of_kind(p, "export_model")[0].when[0]
+    assert (cond.ref.key, cond.op, cond.value) == ("f1", ">", 0.75)
+    assert cond.ref.step == of_kind(p, "evaluate_model")[0].id

@@ -176,6 +176,10 @@ def _conditions(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
             continue
         op, value, end = cmp
         metric = metric_of(m.group("m")) if m.group("m") else "score"
+        named = None if m.group("m") else t.match_at(   # "if it scores above 0.75 on f1": that metric
+            rf"(?:on|in|for|by)\s+(?:the\s+|its\s+|their\s+)?(?P<m2>{L.METRIC_RX})\b", end, hi)
+        if named is not None:
+            metric, end = metric_of(named[0].group("m2")), named[1][-1].i + 1
         t.mark(t.tokens[toks[0].i:end], "condition")
         out.append(Cue("cond", toks[0].i, end, si, {"metric": metric, "op": _reach(op, metric),
                                                    "value": value}))
