@@ -25,7 +25,8 @@ b.csv on id using a left join", "impute x using mean imputation", "split x using
 each made a second step, silently); "the income and debt columns of x.csv" (only the first was
 scaled); a step spelled out by what it does ("clean x by imputing the median" dropped rows first,
 "train a model on x by fitting a knn with k=3" trained a second model, "deduplicate x to remove
-duplicate rows" deduplicated twice); "if it scores above 0.75 on f1" (the metric was refused).
+duplicate rows" deduplicated twice); "if it scores above 0.75 on f1" (the metric was refused); questions a step answers ("What's the
+average income by city in x.csv?", "How accurate is a knn on x.csv?" were refused).
 Plans are run on real CSV files."""
 
 from __future__ import annotations
@@ -317,3 +318,17 @@ def test_a_score_condition_on_a_named_metric(loans):
     cond = of_kind(p, "export_model")[0].when[0]
     assert (cond.ref.key, cond.op, cond.value) == ("f1", ">", 0.75)
     assert cond.ref.step == of_kind(p, "evaluate_model")[0].id
+
+
+def test_questions_a_step_answers(loans):
+    from raystack.workflow.engine import run_local
+    p = _plan("What's the average income by city in loans.csv?")
+    assert _kinds(p) == ["load_data", "aggregate"] and of_kind(p, "aggregate")[0].params["agg"] == "mean"
+    assert _kinds(_plan("What are the summary statistics of loans.csv?")) == ["load_data", "stats"]
+    p = _plan("How accurate is a knn with k=3 on loans.csv with a 30% holdout?")
+    assert _kinds(p) == ["load_data", "split_data", "train_model", "evaluate_model"]
+    assert of_kind(p, "evaluate_model")[0].params["metric"] == "accuracy" and of_kind(p, "train_model")[0].params["k"] == 3
+    assert run_local(p.ir).results[of_kind(p, "evaluate_model")[0].id].load(None)["metric"] == "accuracy"
+    # a question about rows no step computes is still refused
+    with pytest.raises(PlanRefused):
+        _plan("Which rows of loans.csv have missing values?")

@@ -452,6 +452,22 @@ def _instead(t: Text) -> None:
             t.mark([tok], "condition")
 
 
+ANSWERING_STEPS = {"aggregate", "stats"}   # steps whose result is the figure a "what is ...?" asks for
+WHAT_GLUE = {"'s", "is", "are", "was", "were", "the", "its", "their", "s"}
+
+
+def _answered(t: Text, what: Token) -> bool:
+    """"What's the average price by city in x.csv?": the words asked about are a step's that
+    computes them (the question words are then glue)."""
+    j = what.i + 1
+    while j < len(t.tokens) and t.tokens[j].low in WHAT_GLUE and not t.tokens[j].used:
+        j += 1
+    if j < len(t.tokens) and t.tokens[j].used in ANSWERING_STEPS:
+        t.mark([y for y in t.tokens[what.i:j] if not y.used], "question")
+        return True
+    return False
+
+
 def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = False) -> None:
     """Raise PlanRefused quoting every span no rule accounts for. ``picked``: a step of the plan
     keeps the best of several results (a selection or a search), which 'the best one' may name."""
@@ -497,7 +513,7 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
     if not picked and not any(e in COMPARING_STEPS for e, _ in ends):
         asked += [t.tokens[x.i:min(x.i + 4, hi)] for lo, hi in sentences(t) if t.tokens[hi - 1].text == "?"
                   for x in t.unused() if lo <= x.i < hi and x.low in ("what", "which")
-                  and all(y.low in QUESTION_OPENERS for y in t.tokens[lo:x.i])]
+                  and all(y.low in QUESTION_OPENERS for y in t.tokens[lo:x.i]) and not _answered(t, x)]
     if asked:
         raise PlanRefused([f"no step answers {t.span_text(q)!r}" for q in asked])
     if any(e in COMPARING_STEPS for e, _ in ends):   # "compare A and B ... keep the best"

@@ -425,7 +425,9 @@ def _model_evaluated(t: Text, actions: list[Action], i: int) -> bool:
     if not (i and a.entry == "train_model" and a.verbless and actions[i - 1].entry == "evaluate_model"
             and actions[i - 1].sentence == a.sentence):
         return False
-    return all(x.low in ("a", "an") for x in t.tokens[actions[i - 1].trig_end:a.lo]) and not any(
+    # "how accurate is a knn on x.csv?", "how well does a logistic model do": the question's model
+    glue = ("a", "an", "is", "are", "does", "do", "would", "will") if t.tokens[actions[i - 1].lo].low == "how" else ("a", "an")
+    return all(x.low in glue for x in t.tokens[actions[i - 1].trig_end:a.lo]) and not any(
         x.low in ("the", "this", "that", "our", "my", "its") for x in t.tokens[a.lo:a.trig_end])   # "the knn": one trained before
 
 

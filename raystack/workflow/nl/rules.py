@@ -547,8 +547,8 @@ class RulePlanner:
         """"test" and "score" are verbs only at the start of a clause or before their object."""
         prev = t.tokens[tok.i - 1] if tok.i else None
         nxt = t.tokens[tok.i + 1] if tok.i + 1 < len(t.tokens) else None
-        if tok.low in ("they", "it", "the"):
-            return True     # the passive trigger: "they get scored"
+        if tok.low in ("they", "it", "the", "how"):
+            return True     # the passive trigger: "they get scored"; a question: "how accurate is ...?"
         if prev is not None and prev.text == "," and re.fullmatch(L.METRIC_RX, tok.low) and tok.low not in ("score", "scores"):
             # "x.csv, logistic, recall.": a metric ending a list right after the model
             return tok.i >= 2 and t.tokens[tok.i - 2].used in ("model kind", "train_model")

@@ -322,6 +322,8 @@ TRIGGERS: list[tuple[str, str]] = [
     ("train_model", rf"{AFTER_ARROW}linear(?=\s*(?:{ARROW}|$|[,.;]))"),   # "80/20 -> linear -> evaluate"
     ("train_model", rf"\b(?:a\s+|the\s+)?(?:final\s+|plain\s+|simple\s+)?{MODEL_KIND}\b(?:\s+(?:models?|classifiers?|regressors?|"
                     r"candidates?|baselines?|fit|run))?"),
+    # "How accurate is a knn on iris.csv?", "how well does it do?": a question its evaluation answers
+    ("evaluate_model", r"^(?:so\s+|and\s+)?how\s+(?:accurate|well)\b"),
     # "knn -> f1", "-> accuracy on a 25% holdout": a metric alone as an arrow's stage is its evaluation;
     # so is one ending a list right after the model ("churn.csv, logistic, recall.")
     ("evaluate_model", rf"{AFTER_ARROW}(?:{METRIC_RX})(?=\s*(?:{ARROW}|$|[,.;!])|\s+(?:on|against)\b)"
