@@ -26,7 +26,8 @@ each made a second step, silently); "the income and debt columns of x.csv" (only
 scaled); a step spelled out by what it does ("clean x by imputing the median" dropped rows first,
 "train a model on x by fitting a knn with k=3" trained a second model, "deduplicate x to remove
 duplicate rows" deduplicated twice); "if it scores above 0.75 on f1" (the metric was refused); questions a step answers ("What's the
-average income by city in x.csv?", "How accurate is a knn on x.csv?" were refused).
+average income by city in x.csv?", "How accurate is a knn on x.csv?" were refused); "start by generating 1000 rows"; "knn with k 9";
+a deployment named "churn-tuned" (read as a second search).
 Plans are run on real CSV files."""
 
 from __future__ import annotations
@@ -332,3 +333,14 @@ def test_questions_a_step_answers(loans):
     # a question about rows no step computes is still refused
     with pytest.raises(PlanRefused):
         _plan("Which rows of loans.csv have missing values?")
+
+
+def test_generating_k_without_equals_and_a_name_ending_in_tuned(loans):
+    p = _plan("Start by generating 1000 synthetic rows with 5 features. Normalize them. Then split 80/20 and train a "
+              "knn with k 9.")
+    assert _kinds(p) == ["make_dataset", "normalize", "split_data", "train_model"]
+    assert of_kind(p, "train_model")[0].params["k"] == 9
+    p = _plan("Tune a logistic model on loans.csv: lr from 0.001 to 0.3, 6 trials, optimize f1. Then retrain with the "
+              "best lr and deploy it as loans-tuned.")
+    assert of_kind(p, "deploy_model")[0].params["name"] == "loans-tuned"
+    assert sum(1 for s in of_kind(p, "train_model") if s.tune is not None) == 1
