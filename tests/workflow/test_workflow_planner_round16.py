@@ -27,7 +27,9 @@ scaled); a step spelled out by what it does ("clean x by imputing the median" dr
 "train a model on x by fitting a knn with k=3" trained a second model, "deduplicate x to remove
 duplicate rows" deduplicated twice); "if it scores above 0.75 on f1" (the metric was refused); questions a step answers ("What's the
 average income by city in x.csv?", "How accurate is a knn on x.csv?" were refused); "start by generating 1000 rows"; "knn with k 9";
-a deployment named "churn-tuned" (read as a second search).
+a deployment named "churn-tuned" (read as a second search); "report the AUC of each" after two
+models (the last one only, and a report or chart per result all wrote one file, the last
+replacing the others).
 Plans are run on real CSV files."""
 
 from __future__ import annotations
@@ -344,3 +346,19 @@ def test_generating_k_without_equals_and_a_name_ending_in_tuned(loans):
               "best lr and deploy it as loans-tuned.")
     assert of_kind(p, "deploy_model")[0].params["name"] == "loans-tuned"
     assert sum(1 for s in of_kind(p, "train_model") if s.tune is not None) == 1
+
+
+def test_a_report_of_each_result_is_one_file_per_result(loans):
+    from raystack.workflow.engine import run_local
+    p = _plan("Train a logistic model with lr 0.05 and a knn with k 9 on loans.csv. Report the AUC of each.")
+    reports = of_kind(p, "save_report")
+    assert [r.params["path"] for r in reports] == ["report-1.json", "report-2.json"]
+    assert [r.params["result"].step for r in reports] == [s.id for s in of_kind(p, "train_model")]
+    results = run_local(p.ir).results
+    written = [results[r.id].load(None) for r in reports]
+    assert len(set(written)) == 2
+    (loans / "more.csv").write_text((loans / "loans.csv").read_text())
+    p = _plan("For each of loans.csv and more.csv, drop duplicates and write the result to out/clean.csv.")
+    assert [s.params["path"] for s in of_kind(p, "write_table")] == ["out/clean-1.csv", "out/clean-2.csv"]
+    results = run_local(p.ir).results
+    assert len({results[s.id].load(None).path for s in of_kind(p, "write_table")}) == 2

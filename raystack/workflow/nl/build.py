@@ -150,12 +150,15 @@ class _Wiring:
         for s in self.draft.steps:
             e = CATALOG[s.entry]
             pname, sources = self._each_input(s, e)
+            own = [_own_destination(s, e, k) for k in range(len(sources))] if len(sources) > 1 else []
             for k, src in enumerate(sources or [None]):
                 one = s if k == 0 else replace(s, label=f"{s.label}{chr(ord('a') + k)}", inputs={},
                                                params=dict(s.params), stated=dict(s.stated), after=list(s.after),
                                                follows=list(s.follows))
                 if src is not None:
                     one.inputs[pname] = src
+                if own:     # a copy per result: each its own destination
+                    one.params.update(own[k])
                 self._wire_one(one, e)
                 self._check_plotted_metric(one)
                 self._plotted_column_from_table(one)
@@ -185,6 +188,8 @@ class _Wiring:
             pname, kind, said = "model", MODEL, EACH_MODEL
         elif s.entry in ("evaluate_adapters", "serve_adapters"):   # two fine-tunes, "evaluate all of them"
             pname, kind, said = "adapters", ADAPTERS, EACH_MODEL
+        elif s.entry == "save_report":    # "a logistic model and a knn ... report the AUC of each" (the last only)
+            pname, kind, said = "result", None, PER_RESULT
         else:
             return "", []
         if pname in s.inputs or s.map is not None or not (said.search(s.span) or (
@@ -192,7 +197,7 @@ class _Wiring:
             return "", []
         used = self._read_labels()
         fresh = []
-        for p in reversed(self.producers([kind], len(self.out), s)):   # the latest results nothing reads yet
+        for p in reversed(self.producers([kind] if kind else [EVALUATION, MODEL], len(self.out), s)):   # the latest results nothing reads yet
             if p.label in used:
                 break
             fresh.insert(0, p.label)
@@ -459,15 +464,22 @@ def _best_refs(s: DraftStep, tuned: str | None, outs: dict[str, Any]) -> dict[st
 
 # side-effect steps that publish under a name outside their own step directory: fanned out over
 # several results, each item needs its own name, or the last one replaces the others
-NAMED_DESTINATIONS = {"deploy_model": ("name", "model")}
+NAMED_DESTINATIONS = {"deploy_model": ("name", "model"), "save_report": ("path", "report.json"),
+                      "write_table": ("path", "table.parquet"), "plot": ("path", "plot.png"),
+                      "export_model": ("path", "model.json")}
 
 
 def _own_destination(s: DraftStep, e: CatalogEntry, i: int) -> dict[str, Any]:
-    """"deploy them" after two models: 'model-1' and 'model-2', not 'model' twice."""
+    """"deploy them" after two models: 'model-1' and 'model-2', not 'model' twice; "report the
+    AUC of each": 'report-1.json' and 'report-2.json' (the second report replaced the first)."""
     if e.name not in NAMED_DESTINATIONS:
         return {}
     param, default = NAMED_DESTINATIONS[e.name]
-    return {param: f"{s.params.get(param, default)}-{i + 1}"}
+    value = str(s.params.get(param, default))
+    if param == "path":
+        stem, dot, ext = value.rpartition(".") if "." in value.rsplit("/", 1)[-1] else (value, "", "")
+        return {param: f"{stem}-{i + 1}{dot}{ext}"}
+    return {param: f"{value}-{i + 1}"}
 
 
 def _is_transform(s: DraftStep) -> bool:
