@@ -229,17 +229,20 @@ def deploy_model(model: dict, name: str = "model", directory: str = "deployed") 
 
 
 @step(side_effect=True)
-def save_report(result: Any, path: str = "report.json") -> str:
-    """Write a result as a JSON report; returns the path."""
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+def save_report(result: Any, path: str = "report.json", run_context: Optional[RunContext] = None) -> Artifact:
+    """Write a result as a JSON report; returns the file. A relative path goes under the step's
+    own output directory, as every other file a step writes (it was written into the process's
+    working directory: two reports of one run, or the same report of a re-run, replaced it)."""
+    target = path if os.path.isabs(path) or run_context is None else os.path.join(run_context.step_dir(), path)
+    os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
 
     def plain(v: Any) -> Any:
         if isinstance(v, Artifact):
             return v.to_json()
         return str(v)
-    with open(path, "w") as f:
+    with open(target, "w") as f:
         json.dump(result, f, default=plain, indent=1)
-    return path
+    return make_artifact(REPORT_FILE, target)
 
 
 @step(side_effect=True)

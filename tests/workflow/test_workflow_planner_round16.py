@@ -349,16 +349,18 @@ def test_generating_k_without_equals_and_a_name_ending_in_tuned(loans):
 
 
 def test_a_report_of_each_result_is_one_file_per_result(loans):
+    import json
+
     from raystack.workflow.engine import run_local
     p = _plan("Train a logistic model with lr 0.05 and a knn with k 9 on loans.csv. Report the AUC of each.")
     reports = of_kind(p, "save_report")
-    assert [r.params["path"] for r in reports] == ["report-1.json", "report-2.json"]
     assert [r.params["result"].step for r in reports] == [s.id for s in of_kind(p, "train_model")]
     results = run_local(p.ir).results
-    written = [results[r.id].load(None) for r in reports]
-    assert len(set(written)) == 2
-    (loans / "more.csv").write_text((loans / "loans.csv").read_text())
-    p = _plan("For each of loans.csv and more.csv, drop duplicates and write the result to out/clean.csv.")
-    assert [s.params["path"] for s in of_kind(p, "write_table")] == ["out/clean-1.csv", "out/clean-2.csv"]
-    results = run_local(p.ir).results
-    assert len({results[s.id].load(None).path for s in of_kind(p, "write_table")}) == 2
+    written = [results[r.id].load(None).path for r in reports]
+    # each report in its own step's folder of the run (both went to ./report.json, the second
+    # replacing the first, in the directory the planner was run from)
+    assert len(set(written)) == 2 and not (loans / "report.json").exists()
+    kinds = sorted(json.loads(open(w).read())["kind"] for w in written)
+    assert kinds == ["knn", "logistic"]
+    p = _plan("Train a logistic model and a knn on loans.csv and deploy each.")
+    assert [s.params["name"] for s in of_kind(p, "deploy_model")] == ["model-1", "model-2"]

@@ -464,22 +464,16 @@ def _best_refs(s: DraftStep, tuned: str | None, outs: dict[str, Any]) -> dict[st
 
 # side-effect steps that publish under a name outside their own step directory: fanned out over
 # several results, each item needs its own name, or the last one replaces the others
-NAMED_DESTINATIONS = {"deploy_model": ("name", "model"), "save_report": ("path", "report.json"),
-                      "write_table": ("path", "table.parquet"), "plot": ("path", "plot.png"),
-                      "export_model": ("path", "model.json")}
+NAMED_DESTINATIONS = {"deploy_model": ("name", "model")}
 
 
 def _own_destination(s: DraftStep, e: CatalogEntry, i: int) -> dict[str, Any]:
-    """"deploy them" after two models: 'model-1' and 'model-2', not 'model' twice; "report the
-    AUC of each": 'report-1.json' and 'report-2.json' (the second report replaced the first)."""
+    """"deploy them" after two models: 'model-1' and 'model-2', not 'model' twice (a file a
+    step writes under a relative path goes into that step's own directory already)."""
     if e.name not in NAMED_DESTINATIONS:
         return {}
     param, default = NAMED_DESTINATIONS[e.name]
-    value = str(s.params.get(param, default))
-    if param == "path":
-        stem, dot, ext = value.rpartition(".") if "." in value.rsplit("/", 1)[-1] else (value, "", "")
-        return {param: f"{stem}-{i + 1}{dot}{ext}"}
-    return {param: f"{value}-{i + 1}"}
+    return {param: f"{s.params.get(param, default)}-{i + 1}"}
 
 
 def _is_transform(s: DraftStep) -> bool:
