@@ -26,17 +26,16 @@ from raystack.workflow.nl.cues import Cue, read_cues, unbounded
 from raystack.workflow.nl.destinations import destinations, json_tables
 from raystack.workflow.nl.extract import AGG_WORDS, EXTRACTORS, TABLE_EXT, Found, metric_of, resource_bound
 from raystack.workflow.nl.names import adapter_names
+from raystack.workflow.nl.phrases import coordinated, is_eval_verb, names_existing_split, part_data, second_side, table_result
 from raystack.workflow.nl.plan import Draft, DraftStep, Plan, PlanRefused
 from raystack.workflow.nl.questions import defer_candidates, fill_from_question, questions
 from raystack.workflow.nl.reread import evaluation_held_out_for, part_of_split, reread, split_parts
 from raystack.workflow.nl.safety import screen
 from raystack.workflow.nl.search import SPACE_PARAM_RX, read_tune
-from raystack.workflow.nl.text import ARROWS, Text, Token, sentences
-from raystack.workflow.nl.triggers import COMPILED, EVAL_OBJECTS, MODEL_KIND, PREPOSITIONS
+from raystack.workflow.nl.text import ARROWS, Text, sentences
+from raystack.workflow.nl.triggers import COMPILED, MODEL_KIND, PREPOSITIONS
 
 PARTS = ("elastic_dlrm", "edit_pretrain", "mlora_finetune")
-# word stems that name an evaluation wherever they stand ("evalute": a typo users make)
-EVAL_STEMS = ("evaluat", "evalut", "assess", "validat", "measur")
 # a reminder that the file named is loaded first, said beside the step that reads it
 LOADED_FIRST = r"\b(?:after|once|but)\s+(?:loading|reading|you\s+load|we\s+load|you\s+read|we\s+read)\s+(?:it|them)\b"
 # a directory that holds a checkpoint by its name ("./ckpt/x", "runs/checkpoints/latest")
@@ -143,9 +142,9 @@ class RulePlanner:
         found: list[Action] = []
         for entry, rx in COMPILED:
             for m, toks in t.finditer(rx, lo, hi, free_only=True):
-                if entry == "evaluate_model" and not self._is_eval_verb(t, toks[0]):
+                if entry == "evaluate_model" and not is_eval_verb(t, toks[0]):
                     continue
-                if entry == "split_data" and self._names_existing_split(t, toks[0]):
+                if entry == "split_data" and names_existing_split(t, toks[0]):
                     continue
                 if entry == "load_data" and len(toks) == 1 and toks[0].i and t.tokens[toks[0].i - 1].text in ARROWS \
                         and any(b.lo < toks[0].i and b.sentence == si and b.entry not in SOURCES for b in found):
@@ -172,14 +171,14 @@ class RulePlanner:
                 if entry in ("load_data", "load_checkpoint", "load_adapters") and "FILE" in m.group(0) and any(
                         x.kind == "path" and x.used and x.used != entry for x in toks):
                     continue
-                if entry == "load_data" and self._second_side(t, toks[0].i) and not any(
+                if entry == "load_data" and second_side(t, toks[0].i) and not any(
                         b.entry in L.TWO_TABLE_STEPS and b.sentence == si and b.lo < toks[0].i for b in found):
                     continue  # "copy a.csv to b.csv": a file after another one and "to" is no input
                 if entry == "load_data" and "FILE" in m.group(0) and not any(
                         x.kind == "path" and (x.low.endswith(TABLE_EXT) or "." not in x.text.rsplit("/", 1)[-1])
                         for x in toks):
                     continue
-                if written_end or (entry == "save_report" and self._table_result(t, m, toks, hi)):
+                if written_end or (entry == "save_report" and table_result(t, m, toks, hi)):
                     entry_here = "write_table"
                 elif entry == "load_data" and out_file is not None and CHECKPOINT_PATH.search(out_file.low) \
                         and not out_file.low.endswith(TABLE_EXT):
@@ -215,7 +214,7 @@ class RulePlanner:
             while j > 0 and found[j].entry == "load_checkpoint" and found[j].prepositional:
                 j -= 1
             if a.entry in ("load_data", "make_dataset") and found[j].entry in PARTS and \
-                    found[j].sentence == a.sentence and self._part_data(t, found[j], a):
+                    found[j].sentence == a.sentence and part_data(t, found[j], a):
                 t.relabel(t.tokens[a.lo:a.trig_end], a.entry)
                 del found[k]
                 # "pretrain with EDiT on a.jsonl and b.jsonl": a pretraining (or a fine-tuning, one
@@ -247,7 +246,7 @@ class RulePlanner:
             if merged and merged[-1].entry == a.entry and not sequenced and (
                     a.entry not in ("load_data", "train_model", "evaluate_model", "notify")
                     or (a.entry == "load_data" and not (a.has_file and merged[-1].has_file))
-                    or (a.entry == "train_model" and a.verbless and self._coordinated(t, merged[-1], a))
+                    or (a.entry == "train_model" and a.verbless and coordinated(t, merged[-1], a))
                     or (a.entry not in ("load_data", "train_model", "evaluate_model", *L.TWO_TABLE_STEPS) and not a.has_file
                         and all(x.low in ("a", "an", "the", "me", "us", "with")
                                 for x in t.tokens[merged[-1].trig_end:a.lo]))):
@@ -485,79 +484,6 @@ class RulePlanner:
                                    f"computes a sum, mean, count, min or max of each group"])
             t.relabel(t.tokens[said.lo:said.trig_end], "stats", "aggregate")
             del found[k]
-
-    @staticmethod
-    def _second_side(t: Text, i: int) -> bool:
-        """Whether token ``i`` is a file right after another file and "to" / "into" / "onto"
-        ("append feb.csv to jan.csv")."""
-        return i >= 2 and t.tokens[i].kind == "path" and t.tokens[i - 1].low in ("to", "into", "onto") \
-            and t.tokens[i - 2].kind == "path"
-
-    @staticmethod
-    def _part_data(t: Text, part: Action, a: Action) -> bool:
-        """A file or generated rows named as a part's own data ("a DLRM on 50000 generated
-        rows", "on the Criteo data in data/criteo/")."""
-        if t.tokens[a.lo].low in ("from", "in", "at", "on", "of", "using", "over"):
-            return True
-        # up to the file: "pretrain with EDiT for 50 steps on docs/" ("for ... docs/" read as a load)
-        named = next((x.i for x in t.tokens[a.lo:a.trig_end] if x.kind == "path"), a.lo)
-        between = t.tokens[part.trig_end:named]
-        preps = [n for n, x in enumerate(between) if x.low in ("on", "from", "with", "using", "over")]
-        # no clause between, or none after the preposition ("adapters named legal and medical ...
-        # with legal.jsonl and medical.jsonl": the names' "and" is no clause)
-        return bool(preps) and preps[-1] >= len(between) - 5 and \
-            not any(x.kind == "punct" for x in between) and \
-            not any(x.low in L.CLAUSE_WORDS for x in between[preps[-1]:])
-
-    @staticmethod
-    def _coordinated(t: Text, first: Action, second: Action) -> bool:
-        """Only list glue between two phrases: "fit a logistic regression and a kNN classifier"."""
-        glue = {",", ":", "—", "–", "-", "and", "or", "+", "&", "vs", "versus", "a", "an", "the", "both", "plus", "(", ")",
-                "either", "then", "regression", "model", "models", "classifier", "classifiers", "regressor"}
-        between = t.tokens[first.trig_end:second.lo]
-        return all(x.low in glue or x.used == "train_model" or x.kind == "num" for x in between)
-
-    @staticmethod
-    def _table_result(t: Text, m: re.Match, toks: list[Token], hi: int) -> bool:
-        """"store the result as totals.csv", "write the scores to s.parquet": what is written to
-        a table file is a table."""
-        if re.search(r"\breport\b", m.group(0)):
-            return False
-        nxt = next((x for x in t.tokens[toks[0].i:min(hi, toks[-1].i + 4)] if x.kind == "path"), None)
-        if nxt is None:   # "write the scores to a table"
-            return t.match_at(r"(?:to|as|into|in)\s+(?:a\s+|the\s+)?tables?\b", toks[-1].i + 1, hi) is not None
-        return nxt.low.endswith(TABLE_EXT[:4])
-
-    @staticmethod
-    def _names_existing_split(t: Text, tok: Token) -> bool:
-        """"evaluate on the test split": the held-out part of a split already made, not a new
-        split; its words are a reference."""
-        words = t.tokens[max(0, tok.i - 3):tok.i]
-        if len(words) < 3 or tok.low != "split" or any(x.used for x in words):
-            return False
-        prep, art, part = words
-        if prep.low in ("on", "against", "using", "with") and art.low == "the" and \
-                part.low in ("test", "held-out", "holdout", "validation", "eval", "evaluation"):
-            t.mark([art, part, tok], "reference")
-            return True
-        return False
-
-    @staticmethod
-    def _is_eval_verb(t: Text, tok: Token) -> bool:
-        """"test" and "score" are verbs only at the start of a clause or before their object."""
-        prev = t.tokens[tok.i - 1] if tok.i else None
-        nxt = t.tokens[tok.i + 1] if tok.i + 1 < len(t.tokens) else None
-        if tok.low in ("they", "it", "the", "how"):
-            return True     # the passive trigger: "they get scored"; a question: "how accurate is ...?"
-        if prev is not None and prev.text == "," and re.fullmatch(L.METRIC_RX, tok.low) and tok.low not in ("score", "scores"):
-            # "x.csv, logistic, recall.": a metric ending a list right after the model
-            return tok.i >= 2 and t.tokens[tok.i - 2].used in ("model kind", "train_model")
-        if tok.low.startswith((*EVAL_STEMS, "eval")) and (nxt is None or nxt.kind == "punct"):
-            return True     # a noun ending its clause names the step: "an eval;", "adapter eval ->"
-        if tok.low.startswith(EVAL_STEMS):
-            return not (prev is not None and prev.low in ("the", "an", "a", "for", "of"))
-        starts = prev is None or prev.kind == "punct" or prev.low in ("and", "then", "also", "to", "next", "finally", "first")
-        return starts and (nxt is None or nxt.low in EVAL_OBJECTS or nxt.kind == "punct")
 
     def _resolve_context(self, t: Text, actions: list[Action], cues: list[Cue]) -> None:
         """Steps whose name depends on what came before: evaluate/deploy an adapter set or a
