@@ -29,7 +29,9 @@ duplicate rows" deduplicated twice); "if it scores above 0.75 on f1" (the metric
 average income by city in x.csv?", "How accurate is a knn on x.csv?" were refused); "start by generating 1000 rows"; "knn with k 9";
 a deployment named "churn-tuned" (read as a second search); "report the AUC of each" after two
 models (the last one only, and a report or chart per result all wrote one file, the last
-replacing the others).
+replacing the others); "combine a.csv and b.csv row-wise" (a join); "group x.csv by city and
+compute the average price" (refused; with the file named after "group" it summed per city and took
+the statistics of the sums); "using order_id as the key"; "write out joined.csv".
 Plans are run on real CSV files."""
 
 from __future__ import annotations
@@ -364,3 +366,16 @@ def test_a_report_of_each_result_is_one_file_per_result(loans):
     assert kinds == ["knn", "logistic"]
     p = _plan("Train a logistic model and a knn on loans.csv and deploy each.")
     assert [s.params["name"] for s in of_kind(p, "deploy_model")] == ["model-1", "model-2"]
+
+
+def test_row_wise_combining_group_by_a_named_file_and_the_join_key_said_as_a_key(loans):
+    from raystack.workflow.engine import run_local
+    (loans / "more.csv").write_text((loans / "loans.csv").read_text())
+    p = _plan("Combine loans.csv and more.csv row-wise and report the row count.")
+    assert _kinds(p) == ["load_data", "load_data", "concat", "stats"]
+    assert run_local(p.ir).results[of_kind(p, "stats")[0].id].load(None)["rows"] == 80
+    p = _plan("Group loans.csv by city and compute the average income, then draw a bar chart.")
+    assert _kinds(p) == ["load_data", "aggregate", "plot"]
+    assert (of_kind(p, "aggregate")[0].params["by"], of_kind(p, "aggregate")[0].params["agg"]) == ("city", "mean")
+    p = _plan("Merge more.csv into loans.csv using loan_id as the key and write out joined.csv.")
+    assert of_kind(p, "join")[0].params["on"] == "loan_id" and of_kind(p, "write_table")[0].params["path"] == "joined.csv"

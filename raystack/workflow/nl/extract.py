@@ -330,8 +330,12 @@ def join(text: Text, lo: int, hi: int, f: Found) -> None:
                               # "join a.csv to b.csv using region, then ...": a bare name that ends the clause
                               r"|(?:using|via)(?=\s+(?:the\s+)?(?!(?:pandas|polars|spark|pyspark|ray|sql|duckdb|dask|python)\b)[a-z][a-z0-9]*(?:\s+(?:column|key|field))?\s*(?:[.,;:]|$|\s+(?:and|then)\b)))\s+(?:the\s+)?(?:column\s+|key\s+|field\s+)?(?P<c>[a-z_][a-z0-9_]*)"
                               r"(?:\s+(?:column|key|field))?", "join key")
+    if m is None:   # "using order_id as the key", "with region as the join column"
+        m = _search(text, lo, hi, r"\b(?:using|with|taking)\s+(?:the\s+)?(?P<c>[a-z_][a-z0-9_]*)\s+(?:column\s+)?as\s+(?:the\s+)?"
+                                  r"(?:join\s+|merge\s+)?(?:key|column)\b", "join key")
     if m and m.group("c") not in ("the", "it", "them", "a"):
         f.set("on", m.group("c"))
+        consume(text, lo, hi, r"\bas\s+(?:the\s+)?(?:join\s+|merge\s+)?(?:key|column)\b", "join key")
     m = _search(text, lo, hi, r"\b(?P<h>left|right|inner|outer|full)(?:[\s-]+outer)?(?=[\s-]+(?:join|merge))", "join kind")
     if m:
         f.set("how", JOIN_KINDS[m.group("h")])
@@ -349,6 +353,7 @@ def _mark_sides(text: Text, lo: int, hi: int) -> None:
 
 def concat(text: Text, lo: int, hi: int, f: Found) -> None:
     _mark_sides(text, lo, hi)
+    consume(text, lo, hi, r"\b(?:row-?wise|by\s+rows|vertically|on\s+top\s+of\s+(?:each\s+other|one\s+another))\b", "concat")
 
 
 AGG_WORDS = {"sum": "sum", "sums": "sum", "total": "sum", "totals": "sum", "count": "count",

@@ -472,8 +472,9 @@ class RulePlanner:
         aggregate computes per group, not the statistics of its per-group sums (the plan summed
         each city's prices, then took the statistics of the sums). A function the aggregate does
         not compute (a median per group) is refused."""
-        for k in range(len(found) - 1, 0, -1):
-            said, grouping = found[k], found[k - 1]
+        for k in range(len(found) - 1, 0, -1):   # "group x.csv by city and compute ...": past the file's load
+            said = found[k]
+            grouping = next((b for b in reversed(found[:k]) if b.entry != "load_data"), found[k - 1])
             if said.entry != "stats" or grouping.entry != "aggregate" or said.sentence != grouping.sentence:
                 continue
             word = next((x.low for x in t.tokens[said.lo:said.trig_end] if x.low in L.COLUMN_STATS), None)

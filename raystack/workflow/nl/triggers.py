@@ -191,6 +191,10 @@ TRIGGERS: list[tuple[str, str]] = [
                r"append|appends|appended|appending|stitch|stitches|stitched|stitching)\b"
                r"(?:\s+(?:them|both(?:\s+tables|\s+files)?|the\s+(?:two|NUM\d+)(?:\s+(?:tables|files))?|the\s+(?:tables|files)|these|those)"
                r"(?:\s+(?:together|vertically|row-?wise))?|(?=\s+FILE))"),
+    # "combine q1.csv and q2.csv row-wise", "merge them vertically": the rows of one, then the other
+    ("concat", r"\b(?:combine|combines|combined|combining|merge|merges|merged|merging|put|puts)\b"
+               r"(?=(?:\s+(?:FILE\d+|them|both|the\s+(?:two|tables|files)|and|,))*\s+(?:row-?wise|by\s+rows|vertically|"
+               r"on\s+top\s+of\s+(?:each\s+other|one\s+another))\b)"),
     ("join", r"(?<!the )(?<!a )\b(?:join|joins|joined|joining|merge|merges|merged|merging|combine|combines|combined|enrich|enriches|enriched|link|links|linked|"
              r"match\s+up)\b"
              r"(?:\s+(?:them|the\s+(?:two|NUM\d+)(?:\s+tables)?|both(?:\s+tables)?|the\s+tables|these|those))?"),
@@ -202,7 +206,7 @@ TRIGGERS: list[tuple[str, str]] = [
                   rf"average|averages|avg|mean|tally|add\s+up|number\s+of)\w*|(?:max|min|maximum|minimum)\b)\s+{skip(3)}"
                   rf"(?:grouped\s+)?(?:per|by|for\s+each)\s+(?!NUM)\w+"),   # "the max temp per sensor" (never "minutes per line")
     ("aggregate", r"\broll(?:s|ed|ing)?\s+(?:the\s+|it\s+|them\s+)?(?:[\w-]+\s+){0,3}?up\s+(?=by\s|per\s)"),   # "roll the merged rows up by press"
-    ("aggregate", r"\b(?:aggregat\w*|(?:group|bucket|bin)(?:s|ed|ing)?\s+(?:it\s+|them\s+|the\s+(?:rows|data|records)\s+)?by|roll(?:s|ed|ing)?\s*(?:it\s+|them\s+)?up(?=\s+(?:[\w-]+\s+){0,6}?(?:by|per|to)\b)|"
+    ("aggregate", r"\b(?:aggregat\w*|(?:group|bucket|bin)(?:s|ed|ing)?\s+(?:it\s+|them\s+|the\s+(?:rows|data|records)\s+)?by|(?:group|bucket|bin)(?:s|ed|ing)?(?=\s+FILE\d+\s+by\b)|roll(?:s|ed|ing)?\s*(?:it\s+|them\s+)?up(?=\s+(?:[\w-]+\s+){0,6}?(?:by|per|to)\b)|"
                   r"summari[sz]e\w*\s+(?=\w+\s+(?:per|by)\b))\b|\bbreak\w*\s+(?:[\w-]+\s+){0,3}?down\s+(?=by|per)|\bbreakdowns?\s+(?=by|per)"
                   r"|\b(?:totals?|sums?|counts?|averages?|means?)\s+(?=per\s+|by\s+)|\b(?:(?:compute|calculate|get|find|work\s+out|report|show|produce)\s+(?:the\s+)?)?per-[a-z_]\w*\s+(?:[a-z_]+\s+)?(?:totals?|sums?|counts?|averages?|means?|aggregates?|rollups?|roll-ups?)\b"),
     ("save_report", rf"\bsummari[sz]e\w*\s+{skip(2)}(?:in|into|as|with)\s+(?:a\s+|the\s+)?report\b"),
@@ -270,7 +274,7 @@ TRIGGERS: list[tuple[str, str]] = [
     ("write_table", rf"\b(?:write|writes|save|saves|store|stores|export|dump|persist|output|put)\w*\s+{skip(4)}(?:to|as|into|in|at)\s+(?P<f>FILE\d+)"),
     ("write_table", r"\b(?:write|writes|save|saves|store|stores|dump|persist|output|export)\w*\s+(?:the\s+|a\s+)?"
                     r"(?:tables?|results?|output|scores)\s+(?P<f>FILE\d+)"    # "write table out/dept.csv"
-                    r"|\b(?:write|writes|save|saves|store|stores)\s+(?P<g>FILE\d+)(?=\s*(?:[.,;!]|$))"),    # "... and write out/q1.parquet."
+                    r"|\b(?:write|writes|save|saves|store|stores)\s+(?:out\s+)?(?P<g>FILE\d+)(?=\s*(?:[.,;!]|$))"),    # "... and write out/q1.parquet."
     ("write_table", r"\b(?:written|saved|stored|exported|dumped|persisted)\s+(?:out\s+)?(?:to|into|as|at|in)\s+(?P<f>FILE\d+)"),
     # "shipments.csv in, deduped, out/s.parquet out": the file said to come out is written
     ("write_table", r"(?<!\bFILE\d )(?P<f>FILE\d+)\s+out\b(?=\s*(?:[.,;!]|$))"),
