@@ -31,7 +31,8 @@ a deployment named "churn-tuned" (read as a second search); "report the AUC of e
 models (the last one only, and a report or chart per result all wrote one file, the last
 replacing the others); "combine a.csv and b.csv row-wise" (a join); "group x.csv by city and
 compute the average price" (refused; with the file named after "group" it summed per city and took
-the statistics of the sums); "using order_id as the key"; "write out joined.csv".
+the statistics of the sums); "using order_id as the key"; "write out joined.csv"; a split written "80-20" or "70:30"; "eval f1"
+as a list item.
 Plans are run on real CSV files."""
 
 from __future__ import annotations
@@ -379,3 +380,12 @@ def test_row_wise_combining_group_by_a_named_file_and_the_join_key_said_as_a_key
     assert (of_kind(p, "aggregate")[0].params["by"], of_kind(p, "aggregate")[0].params["agg"]) == ("city", "mean")
     p = _plan("Merge more.csv into loans.csv using loan_id as the key and write out joined.csv.")
     assert of_kind(p, "join")[0].params["on"] == "loan_id" and of_kind(p, "write_table")[0].params["path"] == "joined.csv"
+
+
+def test_a_ratio_with_a_dash_or_colon_and_eval_as_a_list_item(loans):
+    for text, share in (("Split loans.csv 80-20 and train a logistic model.", 0.2),
+                        ("Split loans.csv 70:30 and train a knn.", 0.3)):
+        assert of_kind(_plan(text), "split_data")[0].params["test_fraction"] == share, text
+    p = _plan("load loans.csv; normalize; knn k=3; eval f1; deploy as loans-knn")
+    assert _kinds(p) == ["load_data", "normalize", "train_model", "evaluate_model", "deploy_model"]
+    assert of_kind(p, "evaluate_model")[0].params["metric"] == "f1"

@@ -19,7 +19,7 @@ from raystack.workflow.nl.spelling import corrected
 
 _QUOTE = r"\"[^\"]*\"|(?<!\w)'[^'\n]*'(?!\w)|`[^`]*`|“[^”]*”|‘[^’]*’"
 _ADDR = r"[\w.+-]+@[\w-]+\.[\w.-]+|\b\w+://\S+|\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"
-_RATIO = (r"\b(?:" + "|".join(f"{a}\\s*/\\s*{100 - a}" for a in range(1, 100)) + r")\b(?!\.\d)")
+_RATIO = (r"\b(?:" + "|".join(f"{a}(?:\\s*/\\s*|[:-]){100 - a}" for a in range(1, 100)) + r")\b(?!\.\d)")   # 80/20, 80-20, 80:20
 _PATH = (r"(?:~|\.{1,2})?/?(?:[\w\-]+/)+(?:[\w\-.]*[\w\-])?|(?:~|\.{1,2})/(?:[\w\-.]*[\w\-])?"
          r"|[\w\-]+(?:\.[\w\-]+)*\.(?:csv|tsv|parquet|pq|jsonl?|ya?ml|txt|png|jpe?g|svg|pdf|npz|pt|bin|safetensors|md|html|log)\b")
 _NUM = r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:e[-+]?\d+)?(?:\s*%|k\b|m\b)?|[-+]?\.\d+"
