@@ -32,7 +32,7 @@ models (the last one only, and a report or chart per result all wrote one file, 
 replacing the others); "combine a.csv and b.csv row-wise" (a join); "group x.csv by city and
 compute the average price" (refused; with the file named after "group" it summed per city and took
 the statistics of the sums); "using order_id as the key"; "write out joined.csv"; a split written "80-20" or "70:30"; "eval f1"
-as a list item.
+as a list item; "- report precision" as a bullet.
 Plans are run on real CSV files."""
 
 from __future__ import annotations
@@ -389,3 +389,5 @@ def test_a_ratio_with_a_dash_or_colon_and_eval_as_a_list_item(loans):
     p = _plan("load loans.csv; normalize; knn k=3; eval f1; deploy as loans-knn")
     assert _kinds(p) == ["load_data", "normalize", "train_model", "evaluate_model", "deploy_model"]
     assert of_kind(p, "evaluate_model")[0].params["metric"] == "f1"
+    p = _plan("Steps:\n- read loans.csv\n- hold out 20%\n- train a logistic regression\n- report precision")
+    assert _kinds(p) == ["load_data", "split_data", "train_model", "save_report"]
