@@ -32,7 +32,8 @@ models (the last one only, and a report or chart per result all wrote one file, 
 replacing the others); "combine a.csv and b.csv row-wise" (a join); "group x.csv by city and
 compute the average price" (refused; with the file named after "group" it summed per city and took
 the statistics of the sums); "using order_id as the key"; "write out joined.csv"; a split written "80-20" or "70:30"; "eval f1"
-as a list item; "- report precision" as a bullet.
+as a list item; "- report precision" as a bullet; "(rank 4 and rank 8)"; "with 2 to 6 workers";
+"train an EDiT model"; "serve them under the name x".
 Plans are run on real CSV files."""
 
 from __future__ import annotations
@@ -391,3 +392,18 @@ def test_a_ratio_with_a_dash_or_colon_and_eval_as_a_list_item(loans):
     assert of_kind(p, "evaluate_model")[0].params["metric"] == "f1"
     p = _plan("Steps:\n- read loans.csv\n- hold out 20%\n- train a logistic regression\n- report precision")
     assert _kinds(p) == ["load_data", "split_data", "train_model", "save_report"]
+
+
+def test_more_part_wording(loans):
+    (loans / "chat.jsonl").write_text('{"prompt": "2+2=", "response": "4"}\n' * 4)
+    (loans / "corpus").mkdir()
+    (loans / "corpus" / "a.txt").write_text("the quick brown fox jumps over the lazy dog\n" * 20)
+    (loans / "criteo").mkdir()
+    ft = of_kind(_plan("Fine-tune two adapters (rank 4 and rank 8) on chat.jsonl over tiny-20m."), "mlora_finetune")[0]
+    assert [a["r"] for a in ft.params["adapters"]] == [4, 8]
+    p = _plan("Train an EDiT model on corpus/ with 4 ranks for 50 steps.")
+    assert _kinds(p) == ["edit_pretrain"] and of_kind(p, "edit_pretrain")[0].params["ranks"] == 4
+    p = _plan("Train a DLRM on criteo/ with 2 to 6 workers.")
+    assert of_kind(p, "elastic_dlrm")[0].params["resources"] == {"initial_workers": 2, "max_workers": 6}
+    p = _plan("Fine-tune LoRA adapters on chat.jsonl over tiny-1m with mLoRA and serve them under the name support-bot.")
+    assert of_kind(p, "serve_adapters")[0].params["name"] == "support-bot"

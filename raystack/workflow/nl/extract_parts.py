@@ -33,7 +33,8 @@ def _workers(text: Text, lo: int, hi: int) -> tuple[str, int | list, str] | None
     if m:
         return "bound", int(_num(text, m.group("n") or m.group("m"))), bound_unit(m.group(0))
     m = _search(text, lo, hi, rf"\bbetween\s+(?P<a>NUM\d+)\s+and\s+(?P<b>NUM\d+)\s+{WORKERS}"
-                              rf"|\bfrom\s+(?P<c>NUM\d+)\s+(?:up\s+)?to\s+(?P<d>NUM\d+)\s+{WORKERS}", "workers range")
+                              rf"|\b(?:from\s+|with\s+|on\s+|using\s+)?(?P<c>NUM\d+)\s+(?:up\s+)?(?:to|-)\s+(?P<d>NUM\d+)\s+{WORKERS}",
+                "workers range")   # "between 2 and 6 workers", "from 2 to 6 workers", "with 2 to 6 workers"
     if m:     # "between 2 and 6 workers": start at the first, at most the second
         a, b = (int(_num(text, m.group(x))) for x in (("a", "b") if m.group("a") else ("c", "d")))
         if a > b:
@@ -232,6 +233,9 @@ def mlora_finetune(text: Text, lo: int, hi: int, f: Found) -> None:
     # "rank-8 and rank-16 adapters": likewise (the second rank was dropped: one adapter of rank 8)
     m = None if ranks else _search(text, lo, hi, r"\brank-\d+(?:\s*,\s*rank-\d+)*\s*,?\s*(?:and|&)\s+rank-\d+\b", "rank")
     ranks = [int(r) for r in re.findall(r"rank-(\d+)", m.group(0))] if m else ranks
+    # "(rank 4 and rank 8)": the word said before each
+    m = None if ranks else _search(text, lo, hi, r"\brank\s+NUM\d+(?:\s*,\s*rank\s+NUM\d+)*\s*,?\s*(?:and|&)\s+rank\s+NUM\d+\b", "rank")
+    ranks = [int(_num(text, n)) for n in re.findall(r"NUM\d+", m.group(0))] if m else ranks
     # before the count, so "a rank 8 adapter" is one adapter of rank 8, not eight adapters
     m = None if ranks else (_search(text, lo, hi, r"\b(?:rank|r)\s*(?:=|of)?\s*(?P<n>NUM\d+)", "rank")
                             or _search(text, lo, hi, r"\brank-(?P<r>\d+)\b", "rank"))
@@ -411,7 +415,7 @@ def elastic_dlrm(text: Text, lo: int, hi: int, f: Found) -> None:
 
 def serve_adapters(text: Text, lo: int, hi: int, f: Found) -> None:
     consume(text, lo, hi, SERVE_AS_PLACE, "serve")
-    m = _search(text, lo, hi, r"\b(?:as|named|called)\s+(?!a\b|an\b|the\b|it\b|them\b)(?P<n>[a-z_][a-z0-9_\-]*)", "name")
+    m = _search(text, lo, hi, r"\b(?:as|named|called|under\s+the\s+name)\s+(?!a\b|an\b|the\b|it\b|them\b)(?P<n>[a-z_][a-z0-9_\-]*)", "name")
     if m:
         f.set("name", m.group("n"))
 
