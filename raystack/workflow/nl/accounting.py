@@ -44,30 +44,20 @@ MAX_PURPOSE = 4              # words of a "for ..." purpose
 # object of a training, tuning or part step says what it trains and is never waved through
 DATA_OBJECT_STEPS = {"dedup", "impute", "clean_data", "normalize", "sample", "stats", "plot",
                      "aggregate", "load_data", "write_table", "save_report", "split_data", "join", "concat"}
-
-
 OBJECT_STOPS = {"on", "in", "from", "with", "to", "for", "of", "by", "at", "into", "over", "using", "via", "per",
                 "including", "within", "across"}
-
-
 CLAUSE_ENDS = {",", ";", ".", "!", "?", ":", "(", ")", "—", "–", "-", *("->", "=>", "→", "⇒", "⟶")}
 # words before a question word that still open the question ("so what is ...?", "tell me which ...?")
 QUESTION_OPENERS = {"so", "and", "also", "then", "now", "ok", "okay", "well", "please", "pls", "tell", "show",
                     "me", "us", "i", "want", "to", "know", "wonder", "do", "you", "can", "could"}
-
-
 # steps that compare results, and the words that say so ("compare the runs and keep the best")
 COMPARING_STEPS = {"select_best", "evaluate_model", "evaluate_adapters", "tune"}
 COMPARE_WORDS = {"compare", "compares", "comparing", "compared", "comparison", "bake-off", "bakeoff",
                  "shootout", "head-to-head", "against", "versus", "vs", "better", "which", "wins", "win",
                  "works", "work", "performs", "perform", "fares", "worse"}
-
-
 # steps that train or run a model: a task named as the request's subject is theirs to carry out
 MODEL_STEPS = {"train_model", "tune", "edit_pretrain", "mlora_finetune", "elastic_dlrm", "load_checkpoint", "load_adapters",
                "evaluate_adapters", "serve_adapters"}
-
-
 TARGET_VERBS = {"predict", "forecast", "classify", "detect", "estimate", "flag", "identify", "spot"}
 TARGET_PARTICIPLES = {"predicting", "forecasting", "classifying", "detecting", "estimating"}
 MODEL_HEADS = {"model", "classifier", "regressor", "predictor", "estimator", "regression"}   # "a linear model predicting y"
@@ -149,8 +139,6 @@ def _next_step_phrase(t: Text, i: int, entries: set[str]) -> bool:
 REPORTED_STATS = {"mean", "means", "average", "averages", "median", "medians", "min", "mins", "max", "maxes",
                   "minimum", "minimums", "maximum", "maximums", "std", "stdev", "stds", "standard", "deviation",
                   "deviations", "count", "counts", "missing", "null", "nulls", "nan", "nans"}
-
-
 REPORTED_AFTER = {"missing", "null", "nan", "row", "standard"}    # "missing values", "row count(s)", "standard deviations"
 
 
@@ -207,8 +195,6 @@ def targets(t: Text) -> None:
 
 
 SOURCE_WORDS = ("load_data", "path")   # "... from queues.csv:": the load's words inside a goal
-
-
 REASON_WORDS = {"because", "b/c", "bc", "since", "cause", "'cause"}
 REMARK_VERBS = {"is", "are", "was", "were", "keeps", "tends", "gets", "can", "often", "sometimes"}
 MAX_REMARK = 7
@@ -388,8 +374,6 @@ def describes(t: Text, run: list[Token]) -> bool:
 # steps that act on what they are given, all of it: "serve the best ones" asks for a pick they do not make
 ACTING_STEPS = {"serve_adapters", "deploy_model", "export_model", "write_table", "save_report", "notify",
                 "evaluate_adapters", "plot"}
-
-
 PICK_WORDS = {"best", "top", "winning", "strongest", "better"}
 
 

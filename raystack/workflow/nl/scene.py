@@ -105,8 +105,6 @@ CONTEXT_LEADS = {"context", "background", "fyi", "note", "btw", "nb", "setup", "
 DATA_FAULTS = {"duplicates", "duplicate", "dupes", "missing", "null", "nulls", "nan", "nans", "empty", "blank",
                "outliers", "noisy", "noise", "messy", "dirty", "errors", "invalid", "corrupt", "corrupted",
                "broken", "imbalanced", "unbalanced", "skewed", "incomplete", "gaps", "wrong", "bad"}
-
-
 # words that ask for something, or say how a step should run: such a sentence is no context
 ASKING_WORDS = DATA_FAULTS | {
     "should", "must", "need", "needs", "needed", "only", "just", "want", "wants", "please", "require", "requires",
@@ -117,8 +115,6 @@ ASKING_WORDS = DATA_FAULTS | {
     "hope", "goal", "aim"}
 MODEL_WORDS = {"model", "models", "classifier", "classifiers", "knn", "logistic", "linear", "centroid", "regression",
                "regressor", "adapter", "adapters", "lora", "edit", "diloco", "dlrm"}
-
-
 MAX_CONTEXT = 20   # words of a context sentence
 
 
