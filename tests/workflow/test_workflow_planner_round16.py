@@ -274,6 +274,8 @@ def test_the_parts_options_said_in_words(loans):
     (loans / "criteo").mkdir()
     p = _plan("Train a DLRM on criteo/, evaluate it on 5000 rows, and save the report to reports/dlrm.json.")
     assert of_kind(p, "evaluate_dlrm")[0].params["rows"] == 5000
+    with pytest.raises(PlanRefused, match=r"'on 0.5 rows': the number of held-out rows is a whole number"):
+        _plan("Train a DLRM on criteo/ and evaluate it on 0.5 rows.")
 
 
 def test_record_files_listed_after_a_base_folder_are_all_read(loans):

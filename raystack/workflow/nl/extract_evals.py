@@ -74,13 +74,15 @@ def evaluate_dlrm(text: Text, lo: int, hi: int, f: Found) -> None:
 
 
 def _held_out_count(text: Text, lo: int, hi: int, f: Found, param: str, nouns: str) -> None:
-    """"on 5000 rows", "using at most 50 examples": how many held-out items an evaluation scores."""
+    """"on 5000 rows", "using at most 50 examples": how many held-out items an evaluation scores
+    (``nouns``: what the items are called; the first names them in a refusal)."""
     m = _search(text, lo, hi, r"\b(?:on|over|using|with|for)\s+(?:(?:at\s+most|up\s+to|the\s+first)\s+)?(?P<n>NUM\d+)\s+"
                               rf"(?:held-out\s+|test\s+|validation\s+)?(?:{nouns})\b", param)
     if m:
         n = _num(text, m.group("n"))
         if n != int(n) or n < 1:
-            raise PlanRefused([f"{m.group(0)!r}: a count of held-out {param} is a whole number of at least 1"])
+            raise PlanRefused([f"{text.span_text(text.covered(*m.span()))!r}: the number of held-out {nouns.split('|')[0].rstrip('s?')}s is a whole "
+                               "number of at least 1"])
         f.set(param, int(n))
 
 

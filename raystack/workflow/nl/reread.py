@@ -26,9 +26,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from raystack.workflow.nl.scene import title_span
 from raystack.workflow.nl.arrange import held_out_for
 from raystack.workflow.nl.extract import TABLE_EXT
+from raystack.workflow.nl.scene import title_span
 from raystack.workflow.nl.text import Text
 
 SAVED_SOURCES = ("load_checkpoint", "load_adapters")   # "load them" after one names its load
