@@ -33,7 +33,8 @@ replacing the others); "combine a.csv and b.csv row-wise" (a join); "group x.csv
 compute the average price" (refused; with the file named after "group" it summed per city and took
 the statistics of the sums); "using order_id as the key"; "write out joined.csv"; a split written "80-20" or "70:30"; "eval f1"
 as a list item; "- report precision" as a bullet; "(rank 4 and rank 8)"; "with 2 to 6 workers";
-"train an EDiT model"; "serve them under the name x".
+"train an EDiT model"; "serve them under the name x"; "we report its accuracy"; "check f1 on a 25%
+holdout".
 Plans are run on real CSV files."""
 
 from __future__ import annotations
@@ -409,3 +410,11 @@ def test_more_part_wording(loans):
     assert of_kind(p, "elastic_dlrm")[0].params["resources"] == {"initial_workers": 2, "max_workers": 6}
     p = _plan("Fine-tune LoRA adapters on chat.jsonl over tiny-1m with mLoRA and serve them under the name support-bot.")
     assert of_kind(p, "serve_adapters")[0].params["name"] == "support-bot"
+
+
+def test_narrated_steps_and_check_a_metric(loans):
+    p = _plan("We load loans.csv, we drop duplicates, then we train a knn with k=5 and we report its accuracy.")
+    assert _kinds(p) == ["load_data", "dedup", "train_model", "save_report"]
+    p = _plan("Data: loans.csv. Use a knn with k=9 and check f1 on a 25% holdout.")
+    assert _kinds(p) == ["load_data", "split_data", "train_model", "evaluate_model"]
+    assert of_kind(p, "evaluate_model")[0].params["metric"] == "f1" and of_kind(p, "split_data")[0].params["test_fraction"] == 0.25

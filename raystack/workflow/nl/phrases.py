@@ -90,6 +90,6 @@ def is_eval_verb(t: Text, tok: Token) -> bool:
     if tok.low.startswith(EVAL_STEMS):
         return not (prev is not None and prev.low in ("the", "an", "a", "for", "of"))
     starts = prev is None or prev.kind == "punct" or prev.low in ("and", "then", "also", "to", "next", "finally", "first")
-    if tok.low == "eval" and nxt is not None and re.fullmatch(L.METRIC_RX, nxt.low):
-        return starts     # "...; eval f1; deploy": the evaluation of that metric
+    if tok.low in ("eval", "check") and nxt is not None and re.fullmatch(L.METRIC_RX, nxt.low):
+        return starts     # "...; eval f1; deploy", "and check f1 on a 25% holdout": the evaluation of that metric
     return starts and (nxt is None or nxt.low in EVAL_OBJECTS or nxt.kind == "punct")

@@ -261,7 +261,7 @@ TRIGGERS: list[tuple[str, str]] = [
     ("save_report", rf"\b(?:write|writes|save|saves|store|produce|create|generate|dump|output|log(?!istic)|record|put)\w*\s+{skip(3)}"
                     r"(?:report|results|result|metrics|scores|findings|evaluations?)\b(?:\s+(?:(?:to|in|into|as|at)\s+)?FILE\d+)?"
                     r"|\breport\s+(?:to|in|into|as)\s+FILE\d+"),
-    ("save_report", rf"(?:^|(?<=[),;:.!?>→*-]\s)|(?<=\bthen\s)|(?<=\band\s))report\s+(?:the\s+|its\s+|their\s+)?(?:final\s+|last\s+|best\s+)?(?=(?:{METRIC_RX})\b)"),
+    ("save_report", rf"(?:^|(?<=[),;:.!?>→*-]\s)|(?<=\bthen\s)|(?<=\band\s)|(?<=\bwe\s))report\s+(?:the\s+|its\s+|their\s+)?(?:final\s+|last\s+|best\s+)?(?=(?:{METRIC_RX})\b)"),
     # "... and tell me the accuracy", "show us its AUC": the metrics reported back
     ("save_report", r"(?:(?<=\band\s)|(?<=\bthen\s)|(?<=[,;:]\s))report\s+(?:on\s+)?(?:it|them|both|all\s+of\s+them|the\s+results?)\b"),   # "and report them"
     ("save_report", rf"\b(?:tell|show|give)\s+(?:me|us)\s+(?:the\s+|its\s+|their\s+|what\s+the\s+)?(?=(?:{METRIC_RX})\b)"),
