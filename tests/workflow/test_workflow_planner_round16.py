@@ -34,7 +34,9 @@ compute the average price" (refused; with the file named after "group" it summed
 the statistics of the sums); "using order_id as the key"; "write out joined.csv"; a split written "80-20" or "70:30"; "eval f1"
 as a list item; "- report precision" as a bullet; "(rank 4 and rank 8)"; "with 2 to 6 workers";
 "train an EDiT model"; "serve them under the name x"; "we report its accuracy"; "check f1 on a 25%
-holdout".
+holdout"; terse pipelines ("logistic lr=0.05 epochs=40" read the 0.05 as epochs; "groupby region
+sum" summed without a key, silently; "deploy houses-lin"); "train a logistic model for 40 epochs
+on x.csv" (the epochs were read as the load's words).
 Plans are run on real CSV files."""
 
 from __future__ import annotations
@@ -418,3 +420,18 @@ def test_narrated_steps_and_check_a_metric(loans):
     p = _plan("Data: loans.csv. Use a knn with k=9 and check f1 on a 25% holdout.")
     assert _kinds(p) == ["load_data", "split_data", "train_model", "evaluate_model"]
     assert of_kind(p, "evaluate_model")[0].params["metric"] == "f1" and of_kind(p, "split_data")[0].params["test_fraction"] == 0.25
+
+
+def test_terse_pipelines(loans):
+    from raystack.workflow.engine import run_local
+    p = _plan("loans.csv | dedup | split 80/20 | logistic lr=0.05 epochs=40 | eval auc | export models/loans.json")
+    assert _kinds(p) == ["load_data", "dedup", "split_data", "train_model", "evaluate_model", "export_model"]
+    train = of_kind(p, "train_model")[0].params
+    assert (train["lr"], train["epochs"]) == (0.05, 40) and of_kind(p, "evaluate_model")[0].params["metric"] == "auc"
+    p = _plan("loans.csv => groupby city sum => out/agg.parquet")
+    assert (of_kind(p, "aggregate")[0].params["by"], of_kind(p, "aggregate")[0].params["agg"]) == ("city", "sum")
+    rows = run_local(p.ir).results[of_kind(p, "aggregate")[0].id].load(None).to_pydict()
+    assert sorted(rows["city"]) == ["a", "b"]
+    p = _plan("loans.csv -> clean -> linear -> rmse -> deploy loans-lin if rmse < 5")
+    assert of_kind(p, "deploy_model")[0].params["name"] == "loans-lin"
+    assert of_kind(_plan("Train a logistic model for 40 epochs on loans.csv."), "train_model")[0].params["epochs"] == 40

@@ -373,7 +373,7 @@ def aggregate(text: Text, lo: int, hi: int, f: Found) -> None:
         f.set("by", [m.group("c")] + re.findall(r"[a-z_][a-z0-9_]*", re.sub(r"\band\b", " ", m.group("more"))))
         return _agg_word(text, lo, hi, f)
     # "aggregate x.csv by computing the total per city": a gerund after "by" says how, not the key
-    m = _search(text, lo, hi, r"\b(?:by|per|for\s+each|for\s+every|grouped\s+by|across)\s+(?!NUM)(?![a-z]+ing\b)(?P<c>[a-z_][a-z0-9_]*)",
+    m = _search(text, lo, hi, r"\b(?:by|per|for\s+each|for\s+every|grouped\s+by|across|groupby|group-by)\s+(?!NUM)(?![a-z]+ing\b)(?P<c>[a-z_][a-z0-9_]*)",
                 "group key") or \
         _search(text, lo, hi, r"\bper-(?P<c>[a-z_][a-z0-9_]*)\b", "group key")
     if m:
@@ -441,8 +441,10 @@ def train_model(text: Text, lo: int, hi: int, f: Found) -> None:
     if m:
         _set_map(f, "epochs", [int(v) for v in _list(text, m.group("l"))])
     else:
-        m = _search(text, lo, hi, rf"(?P<n>NUM\d+)\s*-?\s*{ep}", "epochs") or \
-            _search(text, lo, hi, rf"{ep}\s*(?:=|:|of)?\s*(?P<n>NUM\d+)", "epochs")
+        # "epochs=40" before "N epochs": in "lr=0.05 epochs=40" the 0.05 is the learning rate's
+        m = _search(text, lo, hi, rf"{ep}\s*(?:=|:)\s*(?P<n>NUM\d+)", "epochs") or \
+            _search(text, lo, hi, rf"(?<![=:]\s)(?<![=:])(?P<n>NUM\d+)\s*-?\s*{ep}", "epochs") or \
+            _search(text, lo, hi, rf"{ep}\s*(?:of)?\s*(?P<n>NUM\d+)", "epochs")
         if m:
             f.set("epochs", int(_num(text, m.group("n"))))
     m = _search(text, lo, hi, rf"\b(?:(?:for\s+)?(?:each|every)\s+)?k\s*(?:=|:|∈|in|of|from|set\s+to)\s*(?P<l>{NUMLIST})"
@@ -551,6 +553,7 @@ def deploy_model(text: Text, lo: int, hi: int, f: Found) -> None:
     m = _search(text, lo, hi, r"\b(?:under\s+the\s+name|named|called|with\s+the\s+name|as)\s+(?!a\b|an\b|the\b|it\b|well\b|soon\b|QUOTE)"
                               r"(?P<n>[a-z_][a-z0-9_\-]*)", "name") or \
         _search(text, lo, hi, r"\bunder\s+(?P<n>[a-z][a-z0-9]*(?:[-_][a-z0-9]+)+)\b", "name") or \
+        _search(text, lo, hi, r"(?<=deploy\s)(?P<n>[a-z][a-z0-9]*(?:-[a-z0-9]+)+)\b", "name") or \
         _search(text, lo, hi, r"\b(?:under\s+the\s+name|named|called|as)\s+(?P<q>QUOTE\d+)", "name")
     if m:
         f.set("name", m.group("n") if m.groupdict().get("n") else text.literal(m.group("q")).value())
