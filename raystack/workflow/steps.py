@@ -21,7 +21,7 @@ from raystack.workflow.api import step
 from raystack.workflow.artifacts import (EDIT_CHECKPOINT, REPORT_FILE, Artifact,
                                          make_artifact)
 from raystack.workflow.context import RunContext, deletable
-from raystack.workflow.table_steps import (TARGET, aggregate, clean_data, concat, dedup,  # noqa: F401
+from raystack.workflow.table_steps import (TARGET, _out_path, aggregate, clean_data, concat, dedup,  # noqa: F401
                                            impute, is_numeric, join, load_data, make_dataset, normalize,
                                            plot, sample, split_data, stats, write_table)
 
@@ -198,8 +198,7 @@ def export_model(model: Any, path: str = "model.json",
     """Write a model (or an evaluation holding one) to a JSON file, or copy a typed artifact's
     files (an EDiT checkpoint, an adapter set, a DLRM model) into the directory ``path``;
     returns the written file or directory."""
-    target = path if os.path.isabs(path) or run_context is None else \
-        os.path.join(run_context.step_dir(), path)
+    target = _out_path(path, run_context)
     if isinstance(model, Artifact):
         os.makedirs(target, exist_ok=True)
         for src in model.all_paths():
@@ -233,7 +232,7 @@ def save_report(result: Any, path: str = "report.json", run_context: Optional[Ru
     """Write a result as a JSON report; returns the file. A relative path goes under the step's
     own output directory, as every other file a step writes (it was written into the process's
     working directory: two reports of one run, or the same report of a re-run, replaced it)."""
-    target = path if os.path.isabs(path) or run_context is None else os.path.join(run_context.step_dir(), path)
+    target = _out_path(path, run_context)
     os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
 
     def plain(v: Any) -> Any:

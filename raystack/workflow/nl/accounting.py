@@ -6,20 +6,12 @@ their place in the sentence, never by a list of accepted phrases:
 
 - fillers (articles, pronouns, politeness, "then") and references to earlier results ("the
   two", "all three") need nothing;
-
-
 - a lead-in, the words before a colon or a dash that opens what follows ("IoT telemetry:",
   "weekly CTR refresh --"), names the request's context;
-
-
 - an action's object, the few words right after the phrase that named the step ("dedupe the
   products", "impute missing genotypes"), says what it works on;
-
-
 - words right before a head noun, a file or a named value describe it ("the telecom churn
   data"); a purpose ("for keyword spotting", "for the recommender") says what the work is for;
-
-
 - anything else (a verb no step has, a method the catalog lacks) makes the plan a refusal that
   quotes those words: a guess is worse than an honest refusal.
 """
@@ -33,7 +25,8 @@ from raystack.workflow.catalog import CATALOG
 from raystack.workflow.nl import lexicon as L
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.text import Text, Token, sentences
-from raystack.workflow.nl.scene import context_sentences, courtesies, headings, lead_ins, origins, preamble, title_clauses
+from raystack.workflow.nl.scene import (FAULT_NOUNS, context_sentences, courtesies, headings, lead_ins, origins,
+                                        preamble, title_clauses)
 from raystack.workflow.nl.triggers import SYSTEM_NOUNS
 from raystack.workflow.nl.words import MAX_LEAD_IN, in_parentheses, is_free, is_method, is_unknown, method_near
 
@@ -341,7 +334,7 @@ def describes(t: Text, run: list[Token]) -> bool:
     if len(run) > MAX_DESCRIPTION or any(x.low in L.UNSUPPORTED or x.low in L.CLAUSE_WORDS
                                          or x.low in L.UNMAPPED_VERBS or x.low in KEEP_VERBS for x in run):
         return False    # "keep rows with missing values out": a verb no rule took never describes
-    if len(run) == 1 and run[0].low in ("duplicates", "dupes", "nulls", "nans", "outliers", "errors"):
+    if len(run) == 1 and run[0].low in FAULT_NOUNS:
         return False    # "we have duplicates in x.csv": a fault of the data, which may ask for a cleaning
     if run[-1].low in ("column", "columns") and run[0].i and t.tokens[run[0].i - 1].low in ("on", "by", "the") \
             and any(e in DATA_OBJECT_STEPS for e in (x.used for x in t.tokens[max(0, run[0].i - 6):run[0].i])):

@@ -230,12 +230,12 @@ def mlora_finetune(text: Text, lo: int, hi: int, f: Found) -> None:
     # "of rank 8 and 16", "with ranks 4, 8 and 16": one rank per adapter, in order
     m = _search(text, lo, hi, r"\branks?\s*(?:=|of)?\s*(?P<l>NUM\d+(?:\s*,\s*NUM\d+)*\s*,?\s*(?:and|&)\s+NUM\d+)\b", "rank")
     ranks = [int(_num(text, n)) for n in re.findall(r"NUM\d+", m.group("l"))] if m else []
-    # "rank-8 and rank-16 adapters": likewise (the second rank was dropped: one adapter of rank 8)
-    m = None if ranks else _search(text, lo, hi, r"\brank-\d+(?:\s*,\s*rank-\d+)*\s*,?\s*(?:and|&)\s+rank-\d+\b", "rank")
-    ranks = [int(r) for r in re.findall(r"rank-(\d+)", m.group(0))] if m else ranks
-    # "(rank 4 and rank 8)": the word said before each
-    m = None if ranks else _search(text, lo, hi, r"\brank\s+NUM\d+(?:\s*,\s*rank\s+NUM\d+)*\s*,?\s*(?:and|&)\s+rank\s+NUM\d+\b", "rank")
-    ranks = [int(_num(text, n)) for n in re.findall(r"NUM\d+", m.group(0))] if m else ranks
+    # "rank-8 and rank-16 adapters", "(rank 4 and rank 8)": the word said before each (the second
+    # rank was dropped: one adapter of rank 8)
+    one = r"rank(?:-\d+|\s+NUM\d+)"
+    m = None if ranks else _search(text, lo, hi, rf"\b{one}(?:\s*,\s*{one})*\s*,?\s*(?:and|&)\s+{one}\b", "rank")
+    ranks = [int(d) if d else int(_num(text, n)) for d, n in re.findall(r"rank(?:-(\d+)|\s+(NUM\d+))", m.group(0))] \
+        if m else ranks
     # before the count, so "a rank 8 adapter" is one adapter of rank 8, not eight adapters
     m = None if ranks else (_search(text, lo, hi, r"\b(?:rank|r)\s*(?:=|of)?\s*(?P<n>NUM\d+)", "rank")
                             or _search(text, lo, hi, r"\brank-(?P<r>\d+)\b", "rank"))

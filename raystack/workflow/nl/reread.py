@@ -145,12 +145,17 @@ def split_parts(t: Text, actions: list) -> None:
         t.mark(part, "reference")
 
 
+def _last_step(out: list) -> Any:
+    """The last action kept that is no load (a file named between two phrases of a step)."""
+    return next((b for b in reversed(out) if b.entry != "load_data"), None)
+
+
 def _spelled_out(t: Text, actions: list) -> list:
     """Merge a step with the next phrase that spells it out (see the module's list): the same
     kind of step takes the words of both; a cleaning spelled out as another cleaning is that one."""
     out: list = []
     for a in actions:
-        prev = next((b for b in reversed(out) if b.entry != "load_data"), None)
+        prev = _last_step(out)
         if prev is not None and prev.sentence == a.sentence and (
                 (a.entry == prev.entry and a.entry in SPELLED_STEPS) or (prev.entry == "clean_data" and a.entry in CLEANINGS)):
             between = [x for x in t.tokens[prev.trig_end:a.lo] if not any(
@@ -173,7 +178,7 @@ def _method_named_again(t: Text, actions: list) -> list:
     phrase's own words stay the step's, read by its extractor)."""
     out: list = []
     for a in actions:
-        prev = next((b for b in reversed(out) if b.entry != "load_data"), None)
+        prev = _last_step(out)
         if prev is not None and a.entry == prev.entry and a.entry in METHOD_NAMED_STEPS and a.sentence == prev.sentence:
             lead = t.tokens[max(prev.trig_end, a.lo - 4):a.lo]
             k = max((n for n, x in enumerate(lead) if x.low in METHOD_PREPOSITIONS and not x.used), default=None)

@@ -102,9 +102,10 @@ CONTEXT_SUBJECTS = {"we", "our", "the", "this", "these", "my", "i", "i'm", "it",
                     "every"}
 CONTEXT_LEADS = {"context", "background", "fyi", "note", "btw", "nb", "setup", "situation"}
 # the data's faults: said of the data, they may ask for a cleaning ("We have duplicates in x.csv.")
-DATA_FAULTS = {"duplicates", "duplicate", "dupes", "missing", "null", "nulls", "nan", "nans", "empty", "blank",
-               "outliers", "noisy", "noise", "messy", "dirty", "errors", "invalid", "corrupt", "corrupted",
-               "broken", "imbalanced", "unbalanced", "skewed", "incomplete", "gaps", "wrong", "bad"}
+FAULT_NOUNS = {"duplicates", "dupes", "nulls", "nans", "outliers", "errors"}   # never a description of the data
+DATA_FAULTS = FAULT_NOUNS | {"duplicate", "missing", "null", "nan", "empty", "blank", "noisy", "noise", "messy", "dirty",
+                             "invalid", "corrupt", "corrupted", "broken", "imbalanced", "unbalanced", "skewed",
+                             "incomplete", "gaps", "wrong", "bad"}
 # words that ask for something, or say how a step should run: such a sentence is no context
 ASKING_WORDS = DATA_FAULTS | {
     "should", "must", "need", "needs", "needed", "only", "just", "want", "wants", "please", "require", "requires",
@@ -118,16 +119,21 @@ MODEL_WORDS = {"model", "models", "classifier", "classifiers", "knn", "logistic"
 MAX_CONTEXT = 20   # words of a context sentence
 
 
+def _asking_sentences(t: Text, beside_loads: bool = False) -> list[tuple[int, int, bool]]:
+    """(lo, hi, asks) per sentence, where ``asks``: a word of it names a step (a load too, unless
+    ``beside_loads``: a file named in a sentence is the data's load, which asks for nothing);
+    none when no sentence asks, as then no sentence is beside a request."""
+    out = [(lo, hi, any(x.used in CATALOG and not (beside_loads and x.used == "load_data") for x in t.tokens[lo:hi]))
+           for lo, hi in sentences(t)]
+    return out if any(asks for _, _, asks in out) else []
+
+
 def context_sentences(t: Text) -> None:
     """A sentence that asks for nothing: it names no step (a file in it is the data's load), says
     who the user is or where the data comes from, opens with its subject ("We ...", "Our
     analysts ...", "The file x.csv ...") or a lead-in ("Context:", "FYI"), holds no number, metric,
     model, condition, negation or request word, and another sentence asks for the steps."""
-    spans = sentences(t)
-    asking = [any(x.used in CATALOG and x.used != "load_data" for x in t.tokens[lo:hi]) for lo, hi in spans]
-    if not any(asking):
-        return
-    for (lo, hi), asks in zip(spans, asking):
+    for lo, hi, asks in _asking_sentences(t, beside_loads=True):
         toks = [x for x in t.tokens[lo:hi] if not (x.kind == "punct" and x.text in ".:,")]
         if asks or not toks or t.tokens[hi - 1].text in ("?", "!"):
             continue
@@ -154,11 +160,7 @@ COURTESY_WORDS = {
 
 def courtesies(t: Text) -> None:
     """A sentence whose words only greet, thank or announce the steps, beside one that asks for them."""
-    spans = sentences(t)
-    asking = [any(x.used in CATALOG for x in t.tokens[lo:hi]) for lo, hi in spans]
-    if not any(asking):
-        return
-    for (lo, hi), asks in zip(spans, asking):
+    for lo, hi, asks in _asking_sentences(t):
         words = [x for x in t.tokens[lo:hi] if x.kind != "punct"]
         if not asks and words and all(x.kind == "word" and x.low in COURTESY_WORDS for x in words):
             t.mark([x for x in words if not x.used], "context")
