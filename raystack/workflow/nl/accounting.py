@@ -169,10 +169,18 @@ def targets(t: Text) -> None:
     """"fit a linear regression to predict finish times": what a model step is for, right after
     its phrase, is its target (the words after the verb are then described by it)."""
     for tok in t.tokens[1:-1]:
-        prev, verb = t.tokens[tok.i - 1], t.tokens[tok.i + 1]
-        model_before = _is_model_word(prev) or (prev.low in MODEL_HEADS and tok.i >= 2
-                                                 and _is_model_word(t.tokens[tok.i - 2]))
-        if tok.low == "to" and not tok.used and not verb.used and verb.low in TARGET_VERBS and model_before:
+        verb = t.tokens[tok.i + 1]
+        j = tok.i - 1   # "fit a linear regression on houses.csv to predict price": past the model's data
+        while j > 1 and (t.tokens[j].used in SOURCE_WORDS or (t.tokens[j].low in ("the", "data", "table")
+                                                               and t.tokens[j - 1].used in SOURCE_WORDS)):
+            j -= 1
+        prev = t.tokens[j]
+        model_before = _is_model_word(prev) or (prev.low in MODEL_HEADS and j >= 1
+                                                 and _is_model_word(t.tokens[j - 1]))
+        if tok.low in ("that", "which") and not tok.used and not verb.used and model_before and \
+                verb.low.endswith("s") and verb.low[:-1] in TARGET_VERBS:
+            lead = [tok, verb]          # "a model that predicts churn"
+        elif tok.low == "to" and not tok.used and not verb.used and verb.low in TARGET_VERBS and model_before:
             lead = [tok, verb]
         elif not tok.used and tok.low in TARGET_PARTICIPLES and model_before:
             lead, verb = [tok], tok     # "fit a linear model predicting temperature"

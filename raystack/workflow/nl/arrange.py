@@ -124,6 +124,11 @@ def _apply_cues(t: Text, actions: list[Action], cues: list[Cue]) -> None:
                 # "retry the training": a model's, or a part's (a DLRM, a pretraining, a fine-tuning)
                 kinds = L.TRAINING_STEPS if kind == "train_model" else (kind,)
                 same = [a for a in actions if a.entry in kinds and a.sentence <= c.sentence and a.lo < c.lo]
+                # "Retry the training up to 3 times if it fails: load x.csv, train a knn": said
+                # first, of the one step of that kind said after it
+                later = [a for a in actions if a.entry in kinds and a.lo >= c.lo]
+                if not same and len(later) == 1:
+                    same = later
                 if not same:
                     raise PlanRefused([f"{t.span_text(t.tokens[c.lo:c.hi])!r} names a {kind} step the plan does not have"])
                 tgt = max(same, key=lambda a: (a.sentence, a.lo))

@@ -22,7 +22,7 @@ from raystack.workflow.nl.extract import TABLE_EXT
 from raystack.workflow.nl.plan import EXIT_KINDS, Draft, DraftStep, Plan, PlanRefused
 from raystack.workflow.nl.safety import outside_run, unsafe_destination
 from raystack.workflow.nl.table_refs import (check_final_results, check_named_tables, check_no_write_over_input,
-                                             check_sources_read, check_unread_transforms, ends_of_one_table,
+                                             check_sources_read, check_unread_transforms, check_written_results, ends_of_one_table,
                                              keep_targets, order_table_sides, upstream)
 
 OPS = ("==", "!=", "<", "<=", ">", ">=")
@@ -399,6 +399,7 @@ def build(draft: Draft, name: str = "planned") -> Plan:
     order_table_sides(steps)
     ends_of_one_table(steps)
     check_sources_read(steps)
+    check_written_results(steps)
     check_unread_transforms(steps)
     keep_targets(steps)
     by_label = {s.label: s for s in steps}

@@ -105,7 +105,8 @@ def _retries(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
                 n = L.RETRY_WORDS[g["w"]]
             else:
                 n = int(float(t.literal(g["t"]).value())) - 1
-            t.mark(toks, "retries")
+            skipped = {x.i for x in t.covered(*m.span("sk"))} if "sk" in m.re.groupindex and m.group("sk") else set()
+            t.mark([x for x in toks if x.i not in skipped], "retries")
             out.append(Cue("retry", toks[0].i, toks[-1].i + 1, si, {"n": n}))
     return out
 

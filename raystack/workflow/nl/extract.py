@@ -447,7 +447,7 @@ def train_model(text: Text, lo: int, hi: int, f: Found) -> None:
             _search(text, lo, hi, rf"{ep}\s*(?:of)?\s*(?P<n>NUM\d+)", "epochs")
         if m:
             f.set("epochs", int(_num(text, m.group("n"))))
-    m = _search(text, lo, hi, rf"\b(?:(?:for\s+)?(?:each|every)\s+)?k\s*(?:=|:|∈|in|of|from|set\s+to)\s*(?P<l>{NUMLIST})"
+    m = _search(text, lo, hi, rf"\b(?:(?:for\s+)?(?:each|every)\s+)?k\s*(?:=|:|∈|in|of|from|set\s+to)?\s*(?P<l>{NUMLIST})"
                               # "with k=3 and k=5": the name said with each value
                               r"|\bk\s*=\s*(?P<r>NUM\d+(?:\s*,\s*k\s*=\s*NUM\d+)*\s*,?\s*(?:and|or|&)\s+k\s*=\s*NUM\d+)"
                               rf"|(?P<n>{NUMLIST})\s*(?:nearest[\s-]+)?neighbou?rs\b", "k values")

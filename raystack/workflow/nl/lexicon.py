@@ -86,7 +86,9 @@ UNBOUNDED = (r"\b(?:forever|indefinitely|endlessly|without\s+(?:a\s+|any\s+)?(?:
              r"until\s+(?:it\s+)?converges?|until\s+convergence|until\s+(?:it\s+is\s+|it\s*'s\s+)?perfect|"
              r"no\s+matter\s+how\s+long|as\s+long\s+as\s+(?:it\s+takes|needed|necessary)|"
              r"as\s+many\s+(?:rounds|times|iterations|attempts|retries|epochs)\s+as\s+(?:it\s+takes|needed|necessary|required)|"
-             r"again\s+and\s+again|over\s+and\s+over|keep\s+retrying|retry\s+until|unlimited\s+(?:retries|attempts|rounds)|"
+             r"again\s+and\s+again|over\s+and\s+over|retry\s+until|"
+             # "keep retrying it up to 5 times" is bounded
+             r"keep\s+retrying(?![^.;:!?]*?\b(?:up\s+to|at\s+most|no\s+more\s+than|a\s+maximum\s+of)\s+(?:NUM\d+|once|twice|thrice)\b)|unlimited\s+(?:retries|attempts|rounds)|"
              r"no\s+limit\s+on\s+(?:the\s+)?(?:attempts|retries|rounds|iterations))\b")
 BOUND = (r"(?:(?:but\s+|and\s+)?(?:for\s+)?(?:at\s+most|up\s+to|no\s+more\s+than|not\s+more\s+than|never\s+more\s+than|a\s+maximum\s+of|"
          r"maximum\s+of|max(?:imum)?|capped\s+at|cap\s*(?::|of|at)?|cap\s+(?:it|that|this|the\s+loop)\s+at|"
@@ -131,8 +133,11 @@ RETRIES = [
     r"(?:\s+(?:each|apiece|per\s+(?:step|model|run|value)))?" + _IF_FAILS,
     r"(?:(?:each|both|it|they|all)\s+)?(?:(?:is|are|gets?)\s+)?retried\s+(?:(?P<w>once|twice|thrice)|(?P<n>NUM\d+)\s+times?)"
     r"(?:\s+(?:each|apiece))?(?:\s+(?:on|upon|after)\s+(?:a\s+)?failures?|\s+if\s+(?:it|they)\s+fails?)?",
-    r"retry(?:ing)?\s+" + _RETRY_OBJECT + r"(?P<w>once|twice|thrice)(?:\s+(?:each|apiece))?" + _IF_FAILS,
-    r"retry(?:ing)?\s+" + _RETRY_OBJECT + r"(?:up\s+to\s+|at\s+most\s+)?(?P<n>NUM\d+)\s+times?(?:\s+(?:each|apiece))?" + _IF_FAILS,
+    r"(?:keep\s+)?retry(?:ing)?\s+" + _RETRY_OBJECT + r"(?:up\s+to\s+|at\s+most\s+)?(?P<w>once|twice|thrice)(?:\s+(?:each|apiece))?" + _IF_FAILS,
+    r"(?:keep\s+)?retry(?:ing)?\s+" + _RETRY_OBJECT + r"(?:up\s+to\s+|at\s+most\s+)?(?P<n>NUM\d+)\s+times?(?:\s+(?:each|apiece))?" + _IF_FAILS,
+    # "retry the load of events.csv up to 5 times": the file stays the load's
+    r"(?:keep\s+)?retry(?:ing)?\s+(?:the|that|this)\s+(?:load|loading|reading|read)\s+(?:of\s+)(?P<sk>FILE\d+)\s+"
+    r"(?:up\s+to\s+|at\s+most\s+)?(?:(?P<n>NUM\d+)\s+times?|(?P<w>once|twice|thrice))" + _IF_FAILS,
     # "try it up to 3 times", "trying it up to two times if it crashes": attempts in all, one more than the retries
     r"(?:try|trying|attempt|attempting)\s+(?:it\s+|that\s+|this\s+)?(?:up\s+to\s+|at\s+most\s+)(?P<t>NUM\d+)\s+times" + _IF_FAILS,
     r"(?:(?:if|when|should)\s+(?:it|that|this|training|the\s+step)\s+fails?\s*,?\s*)?(?:try|run|attempt|do|start)\s+(?:it\s+|that\s+)?"

@@ -77,6 +77,7 @@ TRANSFORMED = {"normalize": re.compile(r"normali[sz]ed|standardi[sz]ed|scaled|re
                "impute": re.compile(r"imputed|filled")}
 CLEANING = ("clean_data", "impute", "dedup")   # the steps whose table is "the cleaned data"
 TABLE_NOUNS = {"data", "dataset", "table", "rows", "version", "copy", "features", "values", "file", "frame"}
+FIT_VERBS = {"fit", "fits", "fitted", "fitting", "refit", "refits"}   # "fit a logistic model to x.csv"
 WRITE_VERBS = {"save", "write", "store", "export", "dump", "persist", "output"}
 
 
@@ -171,6 +172,12 @@ class RulePlanner:
                 if entry in ("load_data", "load_checkpoint", "load_adapters") and "FILE" in m.group(0) and any(
                         x.kind == "path" and x.used and x.used != entry for x in toks):
                     continue
+                if entry == "load_data" and toks[0].low == "to" and not any(
+                        b.entry == "train_model" and b.sentence == si and t.tokens[b.lo].low in FIT_VERBS
+                        and 0 <= toks[0].i - b.trig_end <= 4 and all(
+                            x.kind == "word" and x.used in ("", "train_model", "model kind")
+                            for x in t.tokens[b.trig_end:toks[0].i]) for b in found):
+                    continue
                 if entry == "load_data" and second_side(t, toks[0].i) and not any(
                         b.entry in L.TWO_TABLE_STEPS and b.sentence == si and b.lo < toks[0].i for b in found):
                     continue  # "copy a.csv to b.csv": a file after another one and "to" is no input
@@ -198,7 +205,7 @@ class RulePlanner:
                 prev = t.tokens[j].low if j >= lo and toks[0].i > lo else ""
                 act = Action(entry_found, toks[0].i, hi, toks[-1].i + 1, si,
                              prepositional=prev in PREPOSITIONS or toks[0].low in PREPOSITIONS
-                             or (entry_found == "load_data" and len(toks) == 1))
+                             or (entry_found == "load_data" and (len(toks) == 1 or toks[0].low == "to")))
                 act.has_file = any(x.kind == "path" for x in toks)
                 # "save the trained model as m.json": a model named by its training, not a new one
                 act.verbless = entry == "train_model" and (bool(VERBLESS_MODEL.match(m.group(0))) or (

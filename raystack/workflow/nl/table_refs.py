@@ -281,6 +281,27 @@ def check_no_write_over_input(steps: list[DraftStep]) -> None:
                                "input; name another file"])
 
 
+# what a write says it writes that only an evaluation (or statistics) makes
+WRITTEN_RESULTS = re.compile(r"\b(?:scores?|metrics?|accuracy|accuracies|predictions?|evaluations?|f1|auc)\b")
+RESULT_STEPS = ("evaluate_model", "evaluate_dlrm", "evaluate_adapters", "stats", "select_best")
+
+
+def check_written_results(steps: list[DraftStep]) -> None:
+    """"train a knn on x.csv and write the scores to s.csv": no step made scores (training makes
+    a model, which a table file cannot hold), so the write would copy the loaded table; refused,
+    saying what to add."""
+    by_label = {s.label: s for s in steps}
+    order = {s.label: k for k, s in enumerate(steps)}
+    for k, s in enumerate(steps):
+        if s.entry != "write_table" or not WRITTEN_RESULTS.search(s.span.lower()):
+            continue
+        src = [by_label[lab] for lab in s.inputs.values() if isinstance(lab, str) and lab in by_label]
+        models = [j for j, m in enumerate(steps[:k]) if m.entry == "train_model"]
+        if src and models and all(x.entry not in RESULT_STEPS and order[x.label] < models[-1] for x in src):
+            raise PlanRefused([f"{s.span!r} writes scores, but no step before it makes any: it would write "
+                               f"the table of {src[0].span!r} (evaluate the model first)"])
+
+
 def check_sources_read(steps: list[DraftStep]) -> None:
     """"train a logistic model, evaluate it on b.csv": the load of b.csv was read by the
     training's split and the file loaded first by nothing, so the model trained on the
@@ -289,6 +310,16 @@ def check_sources_read(steps: list[DraftStep]) -> None:
     if len([s for s in steps if not s.implicit]) < 2:
         return
     read = {lab for s in steps for lab in s.input_labels()}
+    # "evaluate the adapters on h.jsonl and report exact match": a file loaded after another step
+    # ran and read by a report alone was meant for that step, which cannot read it; the report
+    # would show the file, not the result asked for
+    reported_only = {lab for lab in read
+                     if all(r.entry == "save_report" for r in steps if lab in r.input_labels())}
+    for k, s in enumerate(steps):
+        if s.entry == "load_data" and s.label in reported_only and not s.implicit and any(
+                not p.implicit and p.entry not in ("load_data", "load_checkpoint", "load_adapters", "make_dataset")
+                for p in steps[:k]):
+            read.discard(s.label)
     for s in steps:
         if s.entry in ("load_data", "load_checkpoint", "load_adapters") and s.label not in read and not s.implicit:
             what = s.params.get("path") or s.span

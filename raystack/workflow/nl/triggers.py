@@ -297,6 +297,12 @@ TRIGGERS: list[tuple[str, str]] = [
     ("select_best", rf"(?<!whichever )(?<!which )\b(?:select|pick|choose|keep|take|find|identify|determine|retain|get|go\s+with|settle\s+on|opt\s+for|"
                     rf"stick\s+with|crown|declare|promote|prefer|favou?r|single\s+out|choosing)\w*\s+{skip(2)}(?:best|winner|winning|top|better|"
                     r"strongest|stronger|highest[- ]scoring|top-performing|best-performing)\b(?:\s+(?:one|model|classifier|of\s+them|result|performer))?"),
+    # "tell me which one is best", "show us the best one", "let me know which k did best": the
+    # choice reported to the user (the select step's result is the run's result)
+    ("select_best", r"\b(?:tell|show|let)\s+(?:me|us)\s+(?:know\s+)?(?:which|what)\s+(?:one\s+|of\s+them\s+|model\s+|run\s+|setting\s+|"
+                    r"value\s+|k\s+|configuration\s+|config\s+)?(?:is|was|works?|worked|did|does|performs?|performed|scores?|scored|comes?\s+out|came\s+out)"
+                    r"\s+(?:the\s+)?(?:best|better|top|highest)\b"
+                    r"|\b(?:show|tell)\s+(?:me|us)\s+the\s+(?:best|top|winning|strongest)\s+(?:one|model|run|result|of\s+them)\b"),
     # "compare them by F1 (, and export the winner)": a comparison by a named metric picks
     ("select_best", rf"\bcompar(?:e|es|ing)\s+(?:them|both|all\s+three|the\s+(?:two|three|models|results|runs|candidates))"
                     rf"(?:\s+(?:by|on|using|in\s+terms\s+of)\s+(?:their\s+|the\s+)?(?=(?:{METRIC_RX})\b))"
@@ -369,6 +375,9 @@ TRIGGERS: list[tuple[str, str]] = [
     ("load_data", r"\b(?:from|in|at|on|of|for)\s+FILE\d+"),     # "statistics for sensors.csv"
     ("load_data", r"\b(?:load|read|ingest|open|import)\s+(?:it|them|each(?:\s+one)?|every\s+one|the\s+files?)\b"),
     ("load_data", r"(?:(?<=joined to )|(?<=linked to )|(?<=matched to )|(?<=merged to )|(?<!to ))(?<!into )(?<!onto )\bFILE\d+"),   # a data file named as the object of another step ("split iris.csv"), never a destination
+    # "fit a logistic model to credit.csv": the data a model is fitted to (rules.RulePlanner keeps
+    # it only right after a fit's phrase; elsewhere a file after "to" is where something is written)
+    ("load_data", r"\bto\s+FILE\d+"),
     # "append feb.csv to jan.csv", "join customers.csv onto orders.csv": the other side of a
     # two-table step named just before (rules.RulePlanner keeps it only after a join or concat)
     ("load_data", "(?:" + "|".join(rf"(?<=FILE{d} {p} )" for d in (r"\d", r"\d\d") for p in ("to", "into", "onto")) + r")FILE\d+"),

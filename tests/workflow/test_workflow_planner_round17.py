@@ -1,0 +1,106 @@
+"""The rule planner on a seventeenth round of requests of the developer's own wording (none from
+a set): "fit a linear regression on x.csv to predict price" and "a model that predicts churn" (the
+target's words were refused once a file stood between the model and "to predict"); "tell me which
+is best" / "show me the best one" after candidates (refused); "with k 3, 5 and 7" (no "="); a retry
+said before its step ("Retry the training up to 3 times if it fails: load ..., train ...") or
+around its file ("retry the load of x.csv up to 5 times"), and "keep retrying it at most twice"
+(refused as an unbounded loop though it names its bound); "fit a logistic model to x.csv" (the
+file after "to" was refused as unread); and two plans that were silently wrong: "evaluate the
+adapters in a/ on h.jsonl and report exact match" loaded h.jsonl after the evaluation, which
+cannot read it, and reported the file; "train a knn on x.csv and write the scores to s.csv" wrote
+the loaded table (no step made scores). Plans are run on real CSV files."""
+
+from __future__ import annotations
+
+import pytest
+
+from raystack.workflow.nl import PlanRefused
+
+from planner_util import kinds as _kinds, of_kind, plan as _plan
+
+
+@pytest.fixture()
+def houses(tmp_path, monkeypatch):
+    """houses.csv: a city, two features and the class y; price is a number a regression can fit."""
+    monkeypatch.chdir(tmp_path)
+    rows = [f"{i},{'ab'[i % 2]},{10 + (i * 7) % 11},{50 + (i * 3) % 17},{int((i * 7) % 11 > 5)}" for i in range(40)]
+    (tmp_path / "houses.csv").write_text("id,city,price,area,y\n" + "\n".join(rows) + "\n")
+    return tmp_path
+
+
+def test_the_column_a_model_predicts_after_its_data(houses):
+    from raystack.workflow.engine import run_local
+    for text in ("Fit a linear regression on houses.csv to predict price.",
+                 "Please fit a linear regression on houses.csv to predict price, and report the rmse.",
+                 "Train a model on houses.csv that predicts price."):
+        p = _plan(text)
+        assert _kinds(p)[:2] == ["load_data", "train_model"], text
+        assert of_kind(p, "load_data")[0].params["path"] == "houses.csv"
+    p = _plan("Build a model that predicts churn from houses.csv and evaluate it.")
+    assert _kinds(p) == ["load_data", "train_model", "evaluate_model"]
+    run_local(p.ir)
+
+
+def test_the_best_candidate_told_or_shown(houses):
+    from raystack.workflow.engine import run_local
+    for text in ("Train knn models on houses.csv with k=3, 5 and 7 and tell me which is best.",
+                 "Train knn models on houses.csv with k 3, 5 and 7 and show me the best one.",
+                 "Train knn models on houses.csv with k=3, 5 and 7 and let me know which one did best on f1."):
+        p = _plan(text)
+        assert [s.params["k"] for s in of_kind(p, "train_model")] == [3, 5, 7], text
+        assert _kinds(p)[-1] == "select_best", text
+    assert of_kind(p, "select_best")[0].params["metric"] == "f1"
+    best = run_local(p.ir).results[of_kind(p, "select_best")[0].id].load(None)
+    assert best["k"] in (3, 5, 7) if "k" in best else best["model"]["k"] in (3, 5, 7)
+
+
+def test_a_retry_said_before_its_step_or_around_its_file(houses):
+    p = _plan("Retry the training up to 3 times if it fails: load houses.csv, split 80/20, train a knn.")
+    assert _kinds(p) == ["load_data", "split_data", "train_model"]
+    assert of_kind(p, "train_model")[0].retries == 3 and of_kind(p, "load_data")[0].retries == 0
+    for text in ("Retry the load of houses.csv up to 5 times, then compute stats on it.",
+                 "Keep retrying the load of houses.csv up to 5 times, then compute stats on it."):
+        p = _plan(text)
+        assert _kinds(p) == ["load_data", "stats"], text
+        assert of_kind(p, "load_data")[0].params["path"] == "houses.csv"
+        assert of_kind(p, "load_data")[0].retries == 5 and of_kind(p, "stats")[0].retries == 0
+    p = _plan("Load houses.csv and train a knn, keep retrying it at most twice.")
+    assert of_kind(p, "train_model")[0].retries == 2
+    with pytest.raises(PlanRefused, match="unbounded"):
+        _plan("Load houses.csv and train a knn; keep retrying the training.")
+
+
+def test_a_model_fitted_to_a_file(houses):
+    from raystack.workflow.engine import run_local
+    p = _plan("Fit a logistic model to houses.csv with learning rates 0.01, 0.05 and 0.1 and keep whichever scores best on auc.")
+    assert _kinds(p) == ["load_data", "train_model", "select_best"]  # one mapped training step
+    assert of_kind(p, "load_data")[0].params["path"] == "houses.csv"
+    assert [s.params["lr"] for s in of_kind(p, "train_model")] == [0.01, 0.05, 0.1]
+    run_local(p.ir)
+    # elsewhere a file after "to" is where something is written, never a table read
+    p = _plan("Load houses.csv, dedup it and save it to deduped.csv.")
+    assert _kinds(p) == ["load_data", "dedup", "write_table"]
+
+
+def test_an_evaluation_file_no_step_can_read_is_refused_not_reported(houses):
+    (houses / "held_out.jsonl").write_text('{"prompt": "2+2=", "response": "4"}\n')
+    for text in ("Evaluate the adapters in ./adapters/run1 on held_out.jsonl and report exact match.",
+                 "Evaluate the adapters in ./adapters/run1 on held_out.jsonl."):
+        with pytest.raises(PlanRefused, match="held_out.jsonl.*no step of the plan reads it"):
+            _plan(text)
+    p = _plan("Load houses.csv and report it.")         # a load the report reads on its own is asked for
+    assert _kinds(p) == ["load_data", "save_report"]
+
+
+def test_scores_written_where_no_step_made_scores_are_refused(houses):
+    from raystack.workflow.engine import run_local
+    for text in ("Train a knn on houses.csv and write the scores to s.csv.",
+                 "Fit a knn to houses.csv and write the scores to s.csv."):
+        with pytest.raises(PlanRefused, match="writes scores, but no step before it makes any"):
+            _plan(text)
+    p = _plan("Train a knn on houses.csv, evaluate it and write the scores to s.csv.")
+    assert _kinds(p) == ["load_data", "train_model", "evaluate_model", "write_table"]
+    assert of_kind(p, "write_table")[0].params["data"].step == of_kind(p, "evaluate_model")[0].id
+    run_local(p.ir)
+    p = _plan("Load houses.csv, average the price per city and write the result to avg.csv.")
+    assert _kinds(p) == ["load_data", "aggregate", "write_table"]
