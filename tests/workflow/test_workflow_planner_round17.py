@@ -104,3 +104,38 @@ def test_scores_written_where_no_step_made_scores_are_refused(houses):
     run_local(p.ir)
     p = _plan("Load houses.csv, average the price per city and write the result to avg.csv.")
     assert _kinds(p) == ["load_data", "aggregate", "write_table"]
+
+
+def test_keys_listed_before_the_file_are_all_grouped_by(houses):
+    from raystack.workflow.engine import run_local
+    p = _plan("Average price by city and area from houses.csv.")
+    assert _kinds(p) == ["load_data", "aggregate"]
+    assert of_kind(p, "aggregate")[0].params["by"] == ["city", "area"]
+    rows = run_local(p.ir).results[of_kind(p, "aggregate")[0].id].load(None).to_pydict()
+    assert len(rows["city"]) == len(set(zip(rows["city"], rows["area"]))) > 2
+    # "by city and by area" may be two breakdowns: refused, never the first alone
+    with pytest.raises(PlanRefused, match="'area'"):
+        _plan("Average price by city and by area from houses.csv.")
+
+
+def test_one_step_asked_of_the_tables_before_and_after_is_refused(houses):
+    for text in ("Read houses.csv, drop duplicates, and give me stats before and after.",
+                 "Read houses.csv, drop duplicates, and give me stats before/after."):
+        with pytest.raises(PlanRefused, match="a step reads one table; say the step once for each"):
+            _plan(text)
+    p = _plan("Read houses.csv, compute stats, drop duplicates and compute stats again.")
+    assert _kinds(p) == ["load_data", "stats", "dedup", "stats"]
+
+
+def test_an_order_said_by_a_lead_in_or_but_first(houses):
+    from raystack.workflow.engine import run_local
+    for text in ("Train a knn on houses.csv, but normalize the data first.",
+                 "Before training, normalize houses.csv; then fit a knn and report f1."):
+        p = _plan(text)
+        assert _kinds(p)[:3] == ["load_data", "normalize", "train_model"], text
+        assert of_kind(p, "train_model")[0].params["data"].step != of_kind(p, "load_data")[0].id
+    run_local(p.ir)
+    p = _plan("Load houses.csv and train a knn. After training, evaluate it on f1.")
+    assert _kinds(p) == ["load_data", "train_model", "evaluate_model"]
+    with pytest.raises(PlanRefused, match="'training'"):    # no training said: the lead-in names nothing
+        _plan("Before training, normalize houses.csv.")

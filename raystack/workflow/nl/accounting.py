@@ -351,6 +351,9 @@ def describes(t: Text, run: list[Token]) -> bool:
     before = t.tokens[run[0].i - 1] if run[0].i else None
     if before is not None and before.low in ("with", "using", "via") and not before.used:
         return False    # "a knn with distance weighting on x.csv": an option no rule read, not the data
+    if before is not None and (before.low in ("by", "per") or (
+            before.low in ("and", "or", "&", ",") and before.i and "key" in t.tokens[before.i - 1].used)):
+        return False    # "the average price by city and (by) area from x.csv": a key no rule read
     j = run[-1].i + 1
     if j < len(t.tokens) and t.tokens[j].low in ("the", "a", "an"):
         return False    # "frobnicate the rows": words before an article act on what follows, never describe it
@@ -453,6 +456,30 @@ def _answered(t: Text, what: Token) -> bool:
     return False
 
 
+# a step named by its noun in an ordering lead-in: "Before training, normalize x.csv; then fit ..."
+NAMED_STEPS = {"training": L.TRAINING_STEPS, "fitting": ("train_model",), "modelling": ("train_model",),
+               "modeling": ("train_model",), "splitting": ("split_data",), "evaluation": ("evaluate_model",),
+               "evaluating": ("evaluate_model",), "scoring": ("evaluate_model",), "plotting": ("plot",),
+               "deployment": ("deploy_model",), "deploying": ("deploy_model",), "export": ("export_model",),
+               "exporting": ("export_model",), "pretraining": ("edit_pretrain",), "fine-tuning": ("mlora_finetune",)}
+
+
+def _named_neighbours(t: Text, ends: list[tuple[str, int]]) -> None:
+    """"Before training, normalize x.csv; then fit a knn": a lead-in that names, by its noun, a
+    step the request says later ("after": earlier) only says the order the words already give."""
+    for x in t.tokens[:-2]:
+        if x.low not in ("before", "after") or x.used or (x.i and t.tokens[x.i - 1].kind != "punct"):
+            continue
+        j = x.i + 1 + (t.tokens[x.i + 1].low == "the")
+        noun = t.tokens[j] if j < len(t.tokens) else None
+        if noun is None or noun.used or noun.low not in NAMED_STEPS or j + 1 >= len(t.tokens) \
+                or t.tokens[j + 1].text != ",":
+            continue
+        kinds = NAMED_STEPS[noun.low]
+        if any(e in kinds and (end > j if x.low == "before" else end <= x.i) for e, end in ends):
+            t.mark(t.tokens[x.i:j + 1], "order")
+
+
 def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = False) -> None:
     """Raise PlanRefused quoting every span no rule accounts for. ``picked``: a step of the plan
     keeps the best of several results (a selection or a search), which 'the best one' may name."""
@@ -478,6 +505,7 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
         raise PlanRefused([f"no step keeps to {q!r}: the steps use every numeric column" for q in columns])
     targets(t)
     reasons(t)
+    _named_neighbours(t, ends)
     goal(t, ends)
     tried_values(t)
     context_sentences(t)
@@ -501,6 +529,13 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
                   and all(y.low in QUESTION_OPENERS for y in t.tokens[lo:x.i]) and not _answered(t, x)]
     if asked:
         raise PlanRefused([f"no step answers {t.span_text(q)!r}" for q in asked])
+    # "drop duplicates and give me stats before and after": one step on two tables, which a
+    # step (reading one) cannot be; the words are glue alone, so the plan would drop one
+    both = [t.tokens[x.i:x.i + 3] for x in t.unused() if x.low == "before" and x.i + 2 < len(t.tokens)
+            and t.tokens[x.i + 1].low in ("and", "&", "/") and t.tokens[x.i + 2].low == "after"]
+    if both:
+        raise PlanRefused([f"{t.span_text(b)!r}: a step reads one table; say the step once for each (\"compute "
+                           "stats, drop duplicates, then compute stats again\")" for b in both])
     if any(e in COMPARING_STEPS for e, _ in ends):   # "compare A and B ... keep the best"
         t.mark([x for x in t.unused() if x.low in COMPARE_WORDS], "compared by a step")
     objects(t, ends)

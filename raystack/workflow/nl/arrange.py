@@ -406,6 +406,8 @@ def _done_first(t: Text, actions: list[Action]) -> None:
         t.tokens[first].used = "order"
         if first and t.tokens[first - 1].low == "but":
             t.tokens[first - 1].used = "order"
+        if a.lo and t.tokens[a.lo - 1].low == "but" and not t.tokens[a.lo - 1].used:
+            t.tokens[a.lo - 1].used = "order"    # "train a knn on x.csv, but normalize the data first"
         actions.remove(a)
         actions.insert(actions.index(users[0]), a)
 

@@ -368,7 +368,7 @@ def aggregate(text: Text, lo: int, hi: int, f: Found) -> None:
     key = r"(?!NUM)(?!(?:the|a|an|it|them|then|and)\b)[a-z_][a-z0-9_]*"
     # "by store and month", "per region, channel and week": every column named is a key
     m = _search(text, lo, hi, rf"\b(?:by|per|grouped\s+by)\s+(?P<c>{key})(?P<more>(?:\s*,\s*{key})*\s*,?\s*(?:and|&)\s+{key})"
-                              r"(?=\s*(?:[.;:)]|,\s*(?:and|then)\b|$))", "group keys")
+                              r"(?=\s*(?:[.;:)]|,\s*(?:and|then)\b|$)|\s+(?:from|in|of)\s+FILE\d+)", "group keys")
     if m:
         f.set("by", [m.group("c")] + re.findall(r"[a-z_][a-z0-9_]*", re.sub(r"\band\b", " ", m.group("more"))))
         return _agg_word(text, lo, hi, f)
