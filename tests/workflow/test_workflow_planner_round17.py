@@ -139,3 +139,36 @@ def test_an_order_said_by_a_lead_in_or_but_first(houses):
     assert _kinds(p) == ["load_data", "train_model", "evaluate_model"]
     with pytest.raises(PlanRefused, match="'training'"):    # no training said: the lead-in names nothing
         _plan("Before training, normalize houses.csv.")
+
+
+def test_steps_side_by_side_after_the_step_that_feeds_them(houses):
+    from raystack.workflow.engine import run_local
+    for text in ("Split houses.csv 80/20 and train knn, logistic and nearest centroid side by side. Pick the best by f1.",
+                 "Split houses.csv 80/20 and train three models side by side: knn, logistic and nearest centroid. "
+                 "Pick the best by f1."):
+        p = _plan(text)
+        assert _kinds(p) == ["load_data", "split_data", "train_model", "select_best"], text
+        split = of_kind(p, "split_data")[0]
+        assert split.params["test_fraction"] == 0.2
+        trains = of_kind(p, "train_model")
+        assert [s.params["model"] for s in trains] == ["knn", "logistic", "centroid"], text
+        assert {s.params["data"].step for s in trains} == {split.id}, text   # the 80/20 split, no other
+    run_local(p.ir)
+
+
+def test_a_step_beside_one_named_with_its_file_reads_the_file(houses):
+    from raystack.workflow.engine import run_local
+    p = _plan("Normalize houses.csv and, in parallel, compute its stats.")
+    assert _kinds(p) == ["load_data", "normalize", "stats"]
+    load = of_kind(p, "load_data")[0].id
+    assert of_kind(p, "stats")[0].params["data"].step == load
+    stats = run_local(p.ir).results[of_kind(p, "stats")[0].id].load(None)
+    assert stats["rows"] == 40
+
+
+def test_a_statistic_asked_for_is_computed_never_a_description(houses):
+    for text in ("I need the max price from houses.csv.", "I want the average of the price column in houses.csv.",
+                 "We need the median area in houses.csv."):
+        assert _kinds(_plan(text)) == ["load_data", "stats"], text
+    with pytest.raises(PlanRefused, match="highest"):
+        _plan("Load the highest paid customers from houses.csv.")

@@ -342,6 +342,8 @@ def describes(t: Text, run: list[Token]) -> bool:
     if len(run) > MAX_DESCRIPTION or any(x.low in L.UNSUPPORTED or x.low in L.CLAUSE_WORDS
                                          or x.low in L.UNMAPPED_VERBS or x.low in KEEP_VERBS for x in run):
         return False    # "keep rows with missing values out": a verb no rule took never describes
+    if any(x.low in L.COLUMN_STATS for x in run):
+        return False    # "I need the max price from x.csv": a statistic asked for, never a description
     if len(run) == 1 and run[0].low in FAULT_NOUNS:
         return False    # "we have duplicates in x.csv": a fault of the data, which may ask for a cleaning
     if run[-1].low in ("column", "columns") and run[0].i and t.tokens[run[0].i - 1].low in ("on", "by", "the") \

@@ -194,7 +194,10 @@ def _parallel(t: Text, c: Cue, cues: list[Cue], before: list[Action], after: lis
     start = max([x for x in seq if x < c.lo] or [-1])
     end = min([x for x in seq if x >= c.hi] or [10 ** 9])
     ahead = [a for a in after if a.lo < end]
-    behind = [a for a in before if a.lo > start]
+    # "normalize x.csv and, in parallel, compute its stats": the file named in a step's phrase is
+    # that step's input, not a step beside the ones after the cue
+    behind = [a for a in before if a.lo > start and not (a.entry in SOURCES and a.prepositional and any(
+        b.entry not in SOURCES and b.lo < a.lo <= b.trig_end + 2 for b in before))]
     # "load a.csv and b.csv in parallel, join them" / "... in parallel and join them"
     closes = c.hi >= len(t.tokens) or t.tokens[c.hi].kind == "punct" or t.tokens[c.hi].low == "and"
     # "load A and B in parallel, join them": the cue closes its phrase (the commas of a list of
@@ -215,6 +218,10 @@ def _parallel(t: Text, c: Cue, cues: list[Cue], before: list[Action], after: lis
     else:
         cut = max([x for x in seq + commas if behind and x < behind[-1].lo] or [start])
         group = [a for a in behind if a.lo > cut]
+        while len(group) > 1 and _feeds_itself(group):
+            # "split x.csv 80/20 and train knn, logistic and centroid side by side": the split
+            # feeds the trainings, which are what runs side by side
+            group = group[1:]
     # a file or split named inside a member's phrase ("aggregate staff.csv by ...", "on the
     # 80/20 split of songs.csv") is its input, made before the group, not a member
     group = [a for k, a in enumerate(group) if not (

@@ -48,7 +48,8 @@ def coordinated(t: Text, first: Action, second: Action) -> bool:
     glue = {",", ":", "—", "–", "-", "and", "or", "+", "&", "vs", "versus", "a", "an", "the", "both", "plus", "(", ")",
             "either", "then", "regression", "model", "models", "classifier", "classifiers", "regressor"}
     between = t.tokens[first.trig_end:second.lo]
-    return all(x.low in glue or x.used == "train_model" or x.kind == "num" for x in between)
+    # "train three models side by side: knn, ...": the parallel cue inside the list is the list's
+    return all(x.low in glue or x.used in ("train_model", "parallel") or x.kind == "num" for x in between)
 
 
 def table_result(t: Text, m: re.Match, toks: list[Token], hi: int) -> bool:

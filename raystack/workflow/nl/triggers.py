@@ -233,9 +233,11 @@ TRIGGERS: list[tuple[str, str]] = [
     # "what are the mean and max of amount?":
     # a column's mean, median, standard deviation, minimum or maximum is in the statistics (per
     # group it is an aggregate, claimed above; a metric's average is a report's)
-    ("stats", rf"\b(?:(?:compute|calculate|get|find|take|report|print|show\s+me|give\s+me|tell\s+me|work\s+out|what\s+(?:is|'s|are|was))\s+)"
+    ("stats", rf"\b(?:(?:compute|calculate|get|find|take|report|print|show\s+me|give\s+me|tell\s+me|work\s+out|what\s+(?:is|'s|are|was)"
+              # "I need the max price from x.csv", "we'd like the average of the price column"
+              rf"|(?<=\bi )(?:want|need|'d\s+like|would\s+like)|(?<=\bwe )(?:want|need|'d\s+like|would\s+like))\s+)"
               rf"(?:the\s+|its\s+)?{_STAT}(?:\s*(?:,|and|&|,\s*and)\s+(?:the\s+)?{_STAT})*\s+(?:of\s+(?:the\s+)?)?"
-              rf"(?!(?:{METRIC_RX})\b|it\b|them\b|each\b|all\b|every\b)[a-z_][a-z0-9_]*\b"
+              rf"(?!(?:{METRIC_RX})\b|it\b|them\b|each\b|all\b|every\b)[a-z_][a-z0-9_]*\b(?:\s+column\b)?"
               r"(?!\s+(?:per|by|for\s+each|across|over)\b)(?=\s*(?:[.,;:!?]|$|\s+(?:and|then|of|in|from)\b))"),
     ("stats", r"(?<!those )(?<!these )(?<!the )(?<!of )\b(?:stats|statistics)\b(?:\s+(?:comparison|summary|overview))?"
               # "give me the stats": asked for, not the stats of an earlier step (the step was dropped)
