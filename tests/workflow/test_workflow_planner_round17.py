@@ -172,3 +172,36 @@ def test_a_statistic_asked_for_is_computed_never_a_description(houses):
         assert _kinds(_plan(text)) == ["load_data", "stats"], text
     with pytest.raises(PlanRefused, match="highest"):
         _plan("Load the highest paid customers from houses.csv.")
+
+
+def test_adapters_for_their_files_and_the_base_after_them(houses):
+    for name in ("summarize", "translate"):
+        (houses / f"{name}.jsonl").write_text('{"prompt": "2+2=", "response": "4"}\n' * 4)
+    p = _plan("Fine-tune adapters for summarize.jsonl and translate.jsonl on tiny-1m with mLoRA, then serve both as multi-task.")
+    assert _kinds(p) == ["mlora_finetune", "serve_adapters"]
+    ft = of_kind(p, "mlora_finetune")[0].params
+    assert ft["base"] == "tiny-1m" and [d["path"] for d in ft["datasets"]] == ["summarize.jsonl", "translate.jsonl"]
+    assert of_kind(p, "serve_adapters")[0].params["name"] == "multi-task"
+
+
+def test_a_load_and_a_notification_after_it(houses):
+    from raystack.workflow.engine import run_local
+    p = _plan("Load houses.csv and notify me with 'loaded' once it's done.")
+    assert _kinds(p) == ["load_data", "notify"]
+    note = of_kind(p, "notify")[0]
+    assert note.params["message"] == "loaded" and of_kind(p, "load_data")[0].id in note.after
+    run_local(p.ir)
+
+
+def test_a_part_retrained_under_a_condition_is_that_part_again(houses):
+    p = _plan("Train the DLRM on data/criteo with 3 workers; if AUC is under 0.7, retrain it with 6 workers.")
+    first, again = of_kind(p, "elastic_dlrm")
+    assert _kinds(p) == ["elastic_dlrm", "elastic_dlrm"]
+    assert again.when[0].ref.step == first.id and again.when[0].ref.key == "auc" and again.when[0].op == "<"
+    assert (first.params["resources"]["max_workers"], again.params["resources"]["max_workers"]) == (3, 6)
+    assert again.params["data"] == first.params["data"] == {"path": "data/criteo"}
+    (houses / "corpus").mkdir()
+    (houses / "corpus" / "a.txt").write_text("the quick brown fox jumps over the lazy dog\n" * 50)
+    p = _plan("Pretrain tiny-1m with EDiT on ./corpus for 100 steps; if the val loss is above 3, retrain it for 200 steps.")
+    first, again = of_kind(p, "edit_pretrain")
+    assert (first.params["steps"], again.params["steps"]) == (100, 200) and again.params["model"] == "tiny-1m"

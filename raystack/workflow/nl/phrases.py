@@ -32,6 +32,9 @@ def part_data(t: Text, part: Action, a: Action) -> bool:
     rows", "on the Criteo data in data/criteo/")."""
     if t.tokens[a.lo].low in ("from", "in", "at", "on", "of", "using", "over"):
         return True
+    if t.tokens[a.lo].low == "for" and a.lo + 1 < len(t.tokens) and t.tokens[a.lo + 1].kind == "path" \
+            and 0 <= a.lo - part.trig_end <= 1:
+        return True       # "fine-tune adapters for sft.jsonl and qa.jsonl on tiny-1m": the adapters' data
     # up to the file: "pretrain with EDiT for 50 steps on docs/" ("for ... docs/" read as a load)
     named = next((x.i for x in t.tokens[a.lo:a.trig_end] if x.kind == "path"), a.lo)
     between = t.tokens[part.trig_end:named]

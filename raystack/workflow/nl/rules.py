@@ -110,6 +110,7 @@ class RulePlanner:
         actions = defer_candidates(t, actions, asked)
         self._resolve_context(t, actions, cues)
         json_tables(t, actions)
+        retrained = self._retrained_parts(t, actions)
         for k, a in enumerate(actions):
             with t.claiming(a.entry):
                 if a.found.params.pop("_tune", False):
@@ -131,6 +132,9 @@ class RulePlanner:
         if any(a.entry == "load_data" for a in actions):   # "(after loading it, obviously)": that load
             for _, toks in t.finditer(LOADED_FIRST, 0, len(t.tokens), free_only=True):
                 t.mark(toks, "load_data")
+        for a, run in retrained:     # what the retraining does not change is the first run's
+            for key, value in run.found.params.items():
+                a.found.params.setdefault(key, value)
         fill_from_question(t, actions, asked, EXTRACTORS)
         self._one_load_per_file(actions)
         steps = self._steps(t, actions, cues)
@@ -619,6 +623,23 @@ class RulePlanner:
                 actions.remove(a)
             elif isinstance(path, str):
                 seen.add(path)
+
+    @staticmethod
+    def _retrained_parts(t: Text, actions: list[Action]) -> list[tuple[Action, Action]]:
+        """"train the DLRM on data/criteo; if AUC is under 0.7, retrain it with 6 workers": a
+        retraining after a part's run is that part run again (read as a small classifier, it
+        needed a split no step makes). Returns (retraining, first run) pairs."""
+        out = []
+        for k, a in enumerate(actions):
+            if a.entry != "train_model" or not (re.match(r"re-?(?:train|fit)", t.tokens[a.lo].low)
+                                                 or t.match_at(L.TRAIN_AGAIN, a.lo, a.trig_end)):
+                continue
+            run = next((b for b in reversed(actions[:k]) if b.entry in L.TRAINING_STEPS), None)
+            if run is not None and run.entry in PARTS:
+                t.relabel(t.tokens[a.lo:a.trig_end], "train_model", run.entry)
+                a.entry = run.entry
+                out.append((a, run))
+        return out
 
     @staticmethod
     def _retrain_same_model(t: Text, actions: list[Action]) -> None:

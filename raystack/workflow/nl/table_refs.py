@@ -307,8 +307,9 @@ def check_sources_read(steps: list[DraftStep]) -> None:
     training's split and the file loaded first by nothing, so the model trained on the
     evaluation file. A file the request names and no step reads means the plan does something
     else than asked with it: refused, naming the file. A request that only loads is left alone."""
-    if len([s for s in steps if not s.implicit]) < 2:
-        return
+    if len([s for s in steps if not s.implicit]) < 2 or all(
+            s.entry in ("load_data", "load_checkpoint", "load_adapters", "notify") for s in steps):
+        return      # "load x.csv and notify me once it's loaded": a load and what is said of it
     read = {lab for s in steps for lab in s.input_labels()}
     # "evaluate the adapters on h.jsonl and report exact match": a file loaded after another step
     # ran and read by a report alone was meant for that step, which cannot read it; the report
