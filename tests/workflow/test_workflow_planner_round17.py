@@ -205,3 +205,25 @@ def test_a_part_retrained_under_a_condition_is_that_part_again(houses):
     p = _plan("Pretrain tiny-1m with EDiT on ./corpus for 100 steps; if the val loss is above 3, retrain it for 200 steps.")
     first, again = of_kind(p, "edit_pretrain")
     assert (first.params["steps"], again.params["steps"]) == (100, 200) and again.params["model"] == "tiny-1m"
+
+
+def test_a_training_then_the_model_kind_it_uses_is_one_training(houses):
+    from raystack.workflow.engine import run_local
+    for text in ("Train a model on houses.csv using logistic regression with a learning rate of 0.05.",
+                 "Train the model on houses.csv. Use logistic regression with a learning rate of 0.05."):
+        p = _plan(text)
+        assert _kinds(p) == ["load_data", "train_model"], text
+        assert (of_kind(p, "train_model")[0].params["model"], of_kind(p, "train_model")[0].params["lr"]) == ("logistic", 0.05)
+    p = _plan("Train a classifier on houses.csv with a knn, k=5.")
+    assert _kinds(p) == ["load_data", "train_model"] and of_kind(p, "train_model")[0].params["k"] == 5
+    model = run_local(p.ir).results[of_kind(p, "train_model")[0].id].load(None)
+    assert model["kind"] == "knn"
+    p = _plan("Train a logistic model on houses.csv, then a knn.")       # two models said: two trainings
+    assert [s.params["model"] for s in of_kind(p, "train_model")] == ["logistic", "knn"]
+
+
+def test_two_files_written_by_one_write_are_refused(houses):
+    for text in ("Dedupe houses.csv and write it to a_dedup.csv and b_dedup.csv.",
+                 "Load houses.csv and write it to out.csv and b.csv."):
+        with pytest.raises(PlanRefused, match="a step writes one file; say each write with its own file"):
+            _plan(text)

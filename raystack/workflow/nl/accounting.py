@@ -494,6 +494,13 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
     if unsupported:
         raise PlanRefused([f"no catalog step does {t.span_text(r)!r}" for r in t.runs(unsupported)])
     ends = list(action_ends)
+    # "write them to a.csv and b.csv": a second destination read as a table to load (the first
+    # table was written to a.csv, and b.csv loaded and written there, silently)
+    second = [x for x in t.tokens[2:] if x.kind == "path" and x.used == "path"
+              and t.tokens[x.i - 1].low in ("and", ",", "&", "or") and t.tokens[x.i - 2].used == "output file"]
+    if second:
+        raise PlanRefused([f"{t.span_text(t.tokens[x.i - 2:x.i + 1])!r}: a step writes one file; say each "
+                           "write with its own file" for x in second])
     owned = [x for x in t.tokens[1:] if x.low == "'s" and not x.used and t.tokens[x.i - 1].kind == "path"]
     if owned:   # "plot houses.csv's price" plotted the first numeric column (the words read as the file's)
         raise PlanRefused([f"{t.span_text(t.tokens[x.i - 1:x.i + 2])!r}: name a file's column as 'the "

@@ -24,12 +24,14 @@ found (before any parameter is read):
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from raystack.workflow.nl.arrange import held_out_for
 from raystack.workflow.nl.extract import TABLE_EXT
 from raystack.workflow.nl.scene import title_span
 from raystack.workflow.nl.text import Text
+from raystack.workflow.nl.triggers import MODEL_KIND
 
 SAVED_SOURCES = ("load_checkpoint", "load_adapters")   # "load them" after one names its load
 STATE_PARTICIPLES = {"stored", "saved", "kept", "held"}    # "the data is stored in x.parquet" says where it is
@@ -85,7 +87,7 @@ def reread(t: Text, actions: list) -> list:
     actions = [a for k, a in enumerate(actions) if not (
         a.entry == "load_data" and not a.has_file and k and (actions[k - 1].entry in SAVED_SOURCES or (
             actions[k - 1].entry == "load_data" and actions[k - 1].has_file)))]
-    actions = _method_named_again(t, _spelled_out(t, actions))
+    actions = _model_named_after(t, _method_named_again(t, _spelled_out(t, actions)))
     for k in range(len(actions) - 1):
         a, b = actions[k], actions[k + 1]
         if a.entry == "evaluate_model" and b.entry == "load_adapters" and a.sentence == b.sentence and all(
@@ -167,6 +169,34 @@ def _spelled_out(t: Text, actions: list) -> list:
                     prev.hi = max(prev.hi, a.hi)
                 else:
                     out[out.index(prev)] = a
+                continue
+        out.append(a)
+    return out
+
+
+# what joins a training to the model kind said after it ("train a model on x.csv using logistic
+# regression", "Train the model on x.csv. Use logistic regression ...", "... It should be a knn")
+MODEL_LINKS = {"using", "with", "via", "as", "use", "it", "should", "be", "must", "is", "a", "an", "the", "make", "pick",
+               "choose", "go", "for", "please", "and", "."}
+MODEL_KIND_RX = re.compile(MODEL_KIND)
+
+
+def _model_named_after(t: Text, actions: list) -> list:
+    """A training that names no model, then the model kind alone ("train a model on x.csv using
+    logistic regression with lr 0.05", "Train the model on x.csv. Use a knn."): one training of
+    that kind (the kind's phrase was a second training, silently)."""
+    out: list = []
+    for a in actions:
+        prev = _last_step(out)
+        if prev is not None and a.entry == prev.entry == "train_model" and a.verbless and not prev.verbless \
+                and a.sentence - prev.sentence in (0, 1) and a.found.map is None and prev.found.map is None \
+                and not MODEL_KIND_RX.search(" ".join(x.low for x in t.tokens[prev.lo:prev.trig_end])):
+            between = [x for x in t.tokens[prev.trig_end:a.lo] if not any(
+                c.entry == "load_data" and c.lo <= x.i < c.trig_end for c in actions)]
+            if between and all(x.low in MODEL_LINKS or x.used for x in between) \
+                    and any(x.low in ("using", "with", "via", "as", "use", "be") for x in between):
+                t.mark([x for x in between if not x.used and x.kind != "punct"], "train_model")
+                prev.hi = max(prev.hi, a.hi)
                 continue
         out.append(a)
     return out
