@@ -227,3 +227,28 @@ def test_two_files_written_by_one_write_are_refused(houses):
                  "Load houses.csv and write it to out.csv and b.csv."):
         with pytest.raises(PlanRefused, match="a step writes one file; say each write with its own file"):
             _plan(text)
+
+
+def test_one_epoch_per_round_of_a_loop():
+    p = _plan("Train the elastic DLRM on data/criteo; repeat until AUC is above 0.75, at most 3 rounds, one epoch per round.")
+    (run,) = of_kind(p, "elastic_dlrm")
+    assert run.params["epochs"] == 1 and run.loop.max_iterations == 3 and run.loop.until_key == "auc"
+    with pytest.raises(PlanRefused, match="epoch"):
+        _plan("Train the elastic DLRM on data/criteo; repeat until AUC is above 0.75, at most 3 rounds, 2 epoch per round.")
+
+
+def test_a_failure_retry_naming_its_step_before_it(houses):
+    p = _plan("Load houses.csv; if the training fails, retry twice; train a knn.")
+    assert of_kind(p, "train_model")[0].retries == 2 and of_kind(p, "load_data")[0].retries == 0
+    p = _plan("Load houses.csv and train a knn; if the load fails, retry it 3 times.")
+    assert of_kind(p, "load_data")[0].retries == 3 and of_kind(p, "train_model")[0].retries == 0
+
+
+def test_a_search_range_said_apart_from_its_parameter_is_a_range(houses):
+    for text in ("Search for the best k for a knn on houses.csv between 1 and 9 with 3 trials, optimizing f1.",
+                 "Search for the best k for a knn on houses.csv, trying values from 1 to 9, with 3 trials, optimizing f1."):
+        p = _plan(text)
+        tune = of_kind(p, "train_model")[0].tune
+        assert tune.space == {"k": {"min": 1.0, "max": 9.0}} and (tune.trials, tune.metric) == (3, "f1"), text
+    p = _plan("Tune the learning rate of a logistic model on houses.csv over 0.001, 0.01 and 0.1.")
+    assert of_kind(p, "train_model")[0].tune.space == {"lr": [0.001, 0.01, 0.1]}

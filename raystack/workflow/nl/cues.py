@@ -144,7 +144,9 @@ def _loops(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
         n = next(g for g in (bm.group(f"n{k}") for k in ("", 2, 3, 4, 5, 6, 7)) if g)
         per_round: dict = {}
         for pat, params in L.PER_ROUND.items():
-            for _, toks2 in t.finditer(pat, lo, hi, free_only=True):
+            for m2, toks2 in t.finditer(pat, lo, hi, free_only=True):
+                if any(float(t.literal(v).value()) != 1 for v in re.findall(r"NUM\d+", m2.group(0))):
+                    continue      # "one epoch per round", never "2 epoch per round"
                 t.mark(toks2, "loop")
                 per_round.update(params)
         out.append(Cue("loop", toks[0].i, end, si, {"metric": metric, "op": op,

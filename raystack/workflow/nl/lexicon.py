@@ -109,7 +109,9 @@ BOUND = (r"(?:(?:but\s+|and\s+)?(?:for\s+)?(?:at\s+most|up\s+to|no\s+more\s+than
 LOOP_WORDS = (r"\b(?:keep(?:s|ing)?\s+(?:on\s+)?(?:training|running|fitting|iterating|repeating|going)|repeat(?:ing|edly)?|keep|keeps|keeping|again|iterat\w*|loop|loops|looping|re-?run\w*|rounds?|runs|at\s+a\s+time|"
               r"each\s+round|per\s+round|going|at\s+it|(?:round|epoch|pass)\s+(?:by|after)\s+(?:round|epoch|pass)|passes|chunks|cycles)\b")
 ROUND_WORDS = r"\b(?:per|each|a)\s+(?:round|pass|chunk|cycle|iteration)\b|\bin\s+chunks\s+of\b"
-PER_ROUND = {r"\bepoch\s+(?:by|after)\s+epoch\b|\b(?:a\s+)?single\s+epoch\b(?:\s+(?:at\s+a\s+time|(?:per|each|a)\s+(?:iteration|round|pass)))?": {"epochs": 1}}
+PER_ROUND = {r"\bepoch\s+(?:by|after)\s+epoch\b|\b(?:a\s+)?single\s+epoch\b(?:\s+(?:at\s+a\s+time|(?:per|each|a)\s+(?:iteration|round|pass)))?"
+             # "one epoch per round", "an epoch each iteration"
+             r"|\b(?:an|NUM\d+)\s+epoch\s+(?:per|each|a|every)\s+(?:iteration|round|pass|time)\b": {"epochs": 1}}
 RETRY_WORDS = {"once": 1, "twice": 2, "thrice": 3}
 # "if it fails", "if they crash", "on failure": a failure clause after a retry's count
 _IF_FAILS = (r"(?:\s+(?:if\s+(?:it|they|that|training|the\s+step)\s+(?:fails?|crash(?:es)?|breaks?|errors?\s+out)"
@@ -127,7 +129,7 @@ _RETRY_OBJECT = (r"(?:it\s+|them\s+|each(?:\s+one)?\s+|that\s+|(?:the|that|this)
 RETRIES = [
     # first: "if it fails, retry 3 times" is one retry ("retry 3 times" alone left "if it fails"
     # to be read as an exit handler)
-    r"(?:if|when|should)\s+(?:it|they|that|training|the\s+step)\s+fails?\s*,?\s*(?:then\s+)?retry\s+(?:it\s+|them\s+)?(?:up\s+to\s+|at\s+most\s+)?"
+    r"(?:if|when|should)\s+(?:it|they|that|training|the\s+step|the\s+(?:training|load|loading|split|export|deployment))\s+fails?\s*,?\s*(?:then\s+)?retry\s+(?:it\s+|them\s+)?(?:up\s+to\s+|at\s+most\s+)?"
     r"(?:(?P<n>NUM\d+)\s+times?|(?P<w>once|twice|thrice))",
     r"(?:with\s+|and\s+)?(?:up\s+to\s+|at\s+most\s+|a\s+maximum\s+of\s+)?(?P<n>NUM\d+)\s+retr(?:y|ies)"
     r"(?:\s+(?:each|apiece|per\s+(?:step|model|run|value)))?" + _IF_FAILS,

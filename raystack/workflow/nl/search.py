@@ -57,8 +57,17 @@ def read_space(t: Text, lo: int, hi: int) -> dict:
             space[param] = {"min": a, "max": b}
     if not space:  # "tune the learning rate of a logistic model over 0.1, 0.01 and 0.001"
         pm = next(t.finditer(rf"\b(?:{_PARAM})\b", lo, hi, free_only=True), None)
+        # "the best k for a knn on x.csv, between 1 and 20": a range said apart from its parameter
+        rm = next(t.finditer(rf"\b(?:values?\s+)?(?:{_RANGE})\b", lo, hi, free_only=True), None)
         lm = next(t.finditer(rf"(?P<l>{L.NUMLIST})", lo, hi, free_only=True), None)
-        if pm is not None and lm is not None:
+        if pm is not None and rm is not None and (lm is None or rm[1][0].i <= lm[1][0].i):
+            param = next(SPACE_PARAMS[i][1] for i in range(len(SPACE_PARAMS)) if pm[0].group(f"p{i}"))
+            t.mark(pm[1] + rm[1], "tune space")
+            g = rm[0]
+            a, b = (float(t.literal(x).value()) for x in (g.group("a") or g.group("c") or g.group("e"),
+                                                          g.group("b") or g.group("d") or g.group("f")))
+            space[param] = {"min": a, "max": b}
+        elif pm is not None and lm is not None:
             param = next(SPACE_PARAMS[i][1] for i in range(len(SPACE_PARAMS)) if pm[0].group(f"p{i}"))
             t.mark(pm[1] + lm[1], "tune space")
             space[param] = _values(t, lm[0].group("l"))
