@@ -252,3 +252,38 @@ def test_a_search_range_said_apart_from_its_parameter_is_a_range(houses):
         assert tune.space == {"k": {"min": 1.0, "max": 9.0}} and (tune.trials, tune.metric) == (3, "f1"), text
     p = _plan("Tune the learning rate of a logistic model on houses.csv over 0.001, 0.01 and 0.1.")
     assert of_kind(p, "train_model")[0].tune.space == {"lr": [0.001, 0.01, 0.1]}
+
+
+def test_a_group_key_is_never_the_next_steps_verb(houses):
+    from raystack.workflow.engine import run_local
+    p = _plan("Load houses.csv, total the prices per city, and get a bar chart of that.")
+    assert _kinds(p) == ["load_data", "aggregate", "plot"]
+    assert of_kind(p, "aggregate")[0].params["by"] == "city"
+    run_local(p.ir)
+    p = _plan("Sum the price by city and area in houses.csv.")
+    assert of_kind(p, "aggregate")[0].params["by"] == ["city", "area"]
+
+
+def test_a_step_that_names_its_output_runs_on_the_pick_after_it(houses):
+    from raystack.workflow.engine import run_local
+    for text, name in (("Train both a knn and a logistic model on houses.csv and deploy whichever has the higher f1.", None),
+                       ("Train both a knn and a logistic model on houses.csv and deploy whichever has the higher f1 "
+                        "as houses-best.", "houses-best")):
+        p = _plan(text)
+        assert _kinds(p) == ["load_data", "train_model", "select_best", "deploy_model"], text
+        (deploy,) = of_kind(p, "deploy_model")          # once, the pick's model: not one per candidate
+        assert deploy.params["model"].step == of_kind(p, "select_best")[0].id
+        assert of_kind(p, "select_best")[0].params["metric"] == "f1"
+        assert deploy.params.get("name") == name or (name is None and "name" not in deploy.params)
+    run_local(p.ir)
+
+
+def test_results_printed_a_lead_in_and_statistics_of_every_column(houses):
+    for text in ("Fit a knn on houses.csv and print its accuracy.", "Fit a knn on houses.csv and show its accuracy.",
+                 "As a quick baseline, fit a nearest centroid classifier on houses.csv and print its accuracy."):
+        assert _kinds(_plan(text)) == ["load_data", "train_model", "save_report"], text
+    p = _plan("Let's compare k=1, k=5 and k=15 for knn on houses.csv and keep the most accurate.")
+    assert [s.params["k"] for s in of_kind(p, "train_model")] == [1, 5, 15] and _kinds(p)[-1] == "select_best"
+    for text in ("Get the mean and standard deviation of every column in houses.csv.",
+                 "Compute the max of all columns in houses.csv."):
+        assert _kinds(_plan(text)) == ["load_data", "stats"], text

@@ -365,7 +365,9 @@ AGG_WORDS = {"sum": "sum", "sums": "sum", "total": "sum", "totals": "sum", "coun
 def aggregate(text: Text, lo: int, hi: int, f: Found) -> None:
     # what is aggregated, one word or a compound ("the delay minutes per line")
     consume(text, lo, hi, r"\b(?:the\s+)?(?:[a-z_][a-z0-9_]*\s+){1,2}(?=(?:by|per|for\s+each)\b)", "measure")
-    key = r"(?!NUM)(?!(?:the|a|an|it|them|then|and)\b)[a-z_][a-z0-9_]*"
+    # a key is no verb of the next step ("total the amounts per country, and get a bar chart")
+    key = r"(?!NUM)(?!(?:the|a|an|it|them|then|and|get|make|draw|give|show|plot|save|write|send|create|produce|also|" \
+          r"compute|train|fit|export|deploy|email|notify|tell)\b)[a-z_][a-z0-9_]*"
     # "by store and month", "per region, channel and week": every column named is a key
     m = _search(text, lo, hi, rf"\b(?:by|per|grouped\s+by)\s+(?P<c>{key})(?P<more>(?:\s*,\s*{key})*\s*,?\s*(?:and|&)\s+{key})"
                               r"(?=\s*(?:[.;:)]|,\s*(?:and|then)\b|$)|\s+(?:from|in|of)\s+FILE\d+)", "group keys")

@@ -77,6 +77,7 @@ TRANSFORMED = {"normalize": re.compile(r"normali[sz]ed|standardi[sz]ed|scaled|re
                "impute": re.compile(r"imputed|filled")}
 CLEANING = ("clean_data", "impute", "dedup")   # the steps whose table is "the cleaned data"
 TABLE_NOUNS = {"data", "dataset", "table", "rows", "version", "copy", "features", "values", "file", "frame"}
+NAMING_STEPS = ("deploy_model", "export_model", "serve_adapters")   # steps that name what they write
 FIT_VERBS = {"fit", "fits", "fitted", "fitting", "refit", "refits"}   # "fit a logistic model to x.csv"
 WRITE_VERBS = {"save", "write", "store", "export", "dump", "persist", "output"}
 
@@ -111,6 +112,7 @@ class RulePlanner:
         self._resolve_context(t, actions, cues)
         json_tables(t, actions)
         retrained = self._retrained_parts(t, actions)
+        self._pick_first(t, actions)
         for k, a in enumerate(actions):
             with t.claiming(a.entry):
                 if a.found.params.pop("_tune", False):
@@ -623,6 +625,18 @@ class RulePlanner:
                 actions.remove(a)
             elif isinstance(path, str):
                 seen.add(path)
+
+    @staticmethod
+    def _pick_first(t: Text, actions: list[Action]) -> None:
+        """"deploy whichever has the higher f1 as credit-best": the pick named as the object of a
+        step that names what it writes runs first, and that step reads the name after it (the
+        step ran once per candidate, before the pick)."""
+        for k in range(len(actions) - 1):
+            a, b = actions[k], actions[k + 1]
+            if a.entry in NAMING_STEPS and b.entry == "select_best" and b.sentence == a.sentence \
+                    and b.lo == a.trig_end and t.tokens[b.lo].low == "whichever":
+                actions[k], actions[k + 1] = b, a
+                a.hi = max(a.hi, b.hi)
 
     @staticmethod
     def _retrained_parts(t: Text, actions: list[Action]) -> list[tuple[Action, Action]]:

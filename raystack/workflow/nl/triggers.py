@@ -237,7 +237,8 @@ TRIGGERS: list[tuple[str, str]] = [
               # "I need the max price from x.csv", "we'd like the average of the price column"
               rf"|(?<=\bi )(?:want|need|'d\s+like|would\s+like)|(?<=\bwe )(?:want|need|'d\s+like|would\s+like))\s+)"
               rf"(?:the\s+|its\s+)?{_STAT}(?:\s*(?:,|and|&|,\s*and)\s+(?:the\s+)?{_STAT})*\s+(?:of\s+(?:the\s+)?)?"
-              rf"(?!(?:{METRIC_RX})\b|it\b|them\b|each\b|all\b|every\b)[a-z_][a-z0-9_]*\b(?:\s+column\b)?"
+              rf"(?:(?:every|each)\s+(?:numeric\s+)?column|all\s+(?:the\s+)?(?:numeric\s+)?columns"   # "of every column"
+              rf"|(?!(?:{METRIC_RX})\b|it\b|them\b|each\b|all\b|every\b)[a-z_][a-z0-9_]*\b(?:\s+column\b)?)"
               r"(?!\s+(?:per|by|for\s+each|across|over)\b)(?=\s*(?:[.,;:!?]|$|\s+(?:and|then|of|in|from)\b))"),
     ("stats", r"(?<!those )(?<!these )(?<!the )(?<!of )\b(?:stats|statistics)\b(?:\s+(?:comparison|summary|overview))?"
               # "give me the stats": asked for, not the stats of an earlier step (the step was dropped)
@@ -267,6 +268,9 @@ TRIGGERS: list[tuple[str, str]] = [
     # "... and tell me the accuracy", "show us its AUC": the metrics reported back
     ("save_report", r"(?:(?<=\band\s)|(?<=\bthen\s)|(?<=[,;:]\s))report\s+(?:on\s+)?(?:it|them|both|all\s+of\s+them|the\s+results?)\b"),   # "and report them"
     ("save_report", rf"\b(?:tell|show|give)\s+(?:me|us)\s+(?:the\s+|its\s+|their\s+|what\s+the\s+)?(?=(?:{METRIC_RX})\b)"),
+    # "fit a knn and print its accuracy", "..., then show the f1"
+    ("save_report", rf"(?:(?<=\band\s)|(?<=\bthen\s)|(?<=[,;:]\s))(?:print|show|display|output)\s+(?:out\s+)?(?:the\s+|its\s+|their\s+)?"
+                    rf"(?=(?:{METRIC_RX})\b)"),
     ("save_report", rf"\breport\s+{skip(3)}(?:to|in|into|as)\s+FILE\d+|\breport\s*(?:{ARROW}|:|\()?\s*FILE\d+"),
     ("save_report", r"\b(?:wrap|write|sum)\s+(?:it\s+|everything\s+|things\s+|it\s+all\s+|them\s+)?up\b(?:\s+(?:in|into|as|with)?\s*(?:a|the)\s+(?:final\s+|short\s+|summary\s+)?report\b)?"),
     ("save_report", r"\b(?:a|the|final|short|brief)\s+(?:final\s+|short\s+|summary\s+|brief\s+|saved\s+|written\s+)?report\b"),
