@@ -57,16 +57,18 @@ def make_dataset(rows: int = 400, features: int = 6,
 
 
 def load_data(path: str) -> pa.Table:
-    """Load a CSV, TSV, Parquet, JSON or JSON-lines file into a table."""
+    """Load a CSV, TSV, Parquet, JSON or JSON-lines file into a table (in a CSV or TSV an empty
+    cell is a missing value, whatever the column's type)."""
     if not os.path.exists(path):
         raise FileNotFoundError(f"data file {path!r} does not exist")
     ext = os.path.splitext(path)[1].lower()
     if ext in (".parquet", ".pq") or os.path.isdir(path):
         return pq.read_table(path)
-    if ext == ".csv":
-        return pacsv.read_csv(path)
-    if ext == ".tsv":
-        return pacsv.read_csv(path, parse_options=pacsv.ParseOptions(delimiter="\t"))
+    if ext in (".csv", ".tsv"):
+        # an empty cell is a missing value in every column, text ones included (as pandas reads
+        # it): "drop rows with missing values" drops a row whose city is blank
+        return pacsv.read_csv(path, parse_options=pacsv.ParseOptions(delimiter="\t" if ext == ".tsv" else ","),
+                              convert_options=pacsv.ConvertOptions(strings_can_be_null=True))
     if ext in (".json", ".jsonl"):
         return pajson.read_json(path)
     raise ValueError(f"data file {path!r}: expected one of {TABLE_SUFFIXES}")

@@ -287,3 +287,54 @@ def test_results_printed_a_lead_in_and_statistics_of_every_column(houses):
     for text in ("Get the mean and standard deviation of every column in houses.csv.",
                  "Compute the max of all columns in houses.csv."):
         assert _kinds(_plan(text)) == ["load_data", "stats"], text
+
+
+def test_counted_models_rows_with_a_null_and_what_is_left(houses):
+    from raystack.workflow.engine import run_local
+    p = _plan("Fit three logistic models on houses.csv for 10, 20 and 40 epochs, and plot their f1 scores.")
+    assert [s.params["epochs"] for s in of_kind(p, "train_model")] == [10, 20, 40]
+    assert of_kind(p, "plot")[0].params["metric"] == "f1"
+    (houses / "gaps.csv").write_text("id,city,price,y\n1,a,10,0\n2,b,,1\n3,a,12,1\n4,,13,0\n5,b,9,1\n")
+    for text in ("Load gaps.csv and drop every row with a missing value.",
+                 "Load gaps.csv, drop every row that has a null, and count what's left."):
+        p = _plan(text)
+        assert _kinds(p)[:2] == ["load_data", "clean_data"], text
+    assert _kinds(p) == ["load_data", "clean_data", "stats"]
+    assert run_local(p.ir).results[of_kind(p, "stats")[0].id].load(None)["rows"] == 3
+
+
+def test_a_checkpoint_said_to_be_the_base(houses):
+    (houses / "ckpt").mkdir()
+    (houses / "ckpt" / "config.json").write_text("{}")
+    for name in ("qa", "chat"):
+        (houses / f"{name}.jsonl").write_text('{"prompt": "2+2=", "response": "4"}\n' * 4)
+    p = _plan("Using the checkpoint in ./ckpt as the base, fine-tune LoRA adapters on qa.jsonl and chat.jsonl, "
+              "then evaluate them on exact match.")
+    assert _kinds(p) == ["load_checkpoint", "mlora_finetune", "evaluate_adapters"]
+    assert of_kind(p, "mlora_finetune")[0].params["base"].step == of_kind(p, "load_checkpoint")[0].id
+
+
+def test_a_statistic_for_each_group_said_first_is_the_groups_aggregate(houses):
+    from raystack.workflow.engine import run_local
+    for text, agg in (("For each city in houses.csv, compute the average price.", "mean"),
+                      ("Per city in houses.csv, compute the max price.", "max")):
+        p = _plan(text)
+        assert _kinds(p) == ["load_data", "aggregate"], text
+        assert (of_kind(p, "aggregate")[0].params["by"], of_kind(p, "aggregate")[0].params["agg"]) == ("city", agg)
+    rows = run_local(p.ir).results[of_kind(p, "aggregate")[0].id].load(None).to_pydict()
+    assert sorted(rows["city"]) == ["a", "b"] and max(rows["price"]) == 20
+
+
+def test_a_request_no_step_makes_is_never_a_description_of_the_data(houses):
+    # "Check" read as words describing houses.csv: the plan loaded it and did nothing else
+    for text in ("Check houses.csv for missing values.", "Inspect houses.csv for outliers."):
+        with pytest.raises(PlanRefused, match="'(Check|Inspect)'"):
+            _plan(text)
+
+
+def test_an_empty_csv_cell_is_a_missing_value_in_a_text_column(houses):
+    from raystack.workflow.engine import run_local
+    (houses / "blank.csv").write_text("id,city,price,y\n1,a,10,0\n2,,11,1\n3,b,12,1\n")
+    p = _plan("Load blank.csv and drop rows with missing values.")
+    rows = run_local(p.ir).results[of_kind(p, "clean_data")[0].id].load(None).to_pydict()
+    assert rows["id"] == [1, 3]

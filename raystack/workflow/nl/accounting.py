@@ -336,6 +336,11 @@ KEEP_VERBS = {"keep", "keeps", "keeping", "retain", "retains", "retaining", "lea
               "ignore", "ignores", "ignoring", "omit", "omits", "omitting", "skip", "skips", "skipping"}
 
 
+# verbs that open a request no catalog step makes as said ("Check x.csv for missing values")
+ASKING_VERBS = {"check", "inspect", "examine", "verify", "validate", "audit", "scan", "review", "analyze", "analyse",
+                "explore", "investigate", "assess", "evaluate", "profile", "look", "study", "test", "compare"}
+
+
 def describes(t: Text, run: list[Token]) -> bool:
     """Words right before a head noun, a file or a named value, or after 'to predict/detect',
     describe the data or the model; they need no step."""
@@ -351,6 +356,12 @@ def describes(t: Text, run: list[Token]) -> bool:
         return False    # "dedup x.csv on the email column": a column the step was said to use, no rule read
     heads = _heads()
     before = t.tokens[run[0].i - 1] if run[0].i else None
+    after = t.tokens[run[-1].i + 1:run[-1].i + 3]
+    if before is not None and before.low in ("each", "every", "per") and len(after) == 2 \
+            and after[0].low in ("in", "of", "from") and after[1].kind == "path":
+        return False    # "for each region in x.csv, compute ...": a grouping no rule read
+    if run[0].low in ASKING_VERBS and (before is None or before.kind == "punct"):
+        return False    # "Check x.csv for missing values": a request no step makes, not a description
     if before is not None and before.low in ("with", "using", "via") and not before.used:
         return False    # "a knn with distance weighting on x.csv": an option no rule read, not the data
     if before is not None and (before.low in ("by", "per") or (

@@ -153,6 +153,8 @@ def load_checkpoint(text: Text, lo: int, hi: int, f: Found) -> None:
     if ps:
         text.mark(ps[:1], "path")
         f.set("path", ps[0].text)
+    # "using the checkpoint in ./ckpt as the base, fine-tune ...": what the checkpoint is for
+    consume(text, lo, hi, r"\bas\s+(?:the\s+|a\s+|our\s+)?(?:base|starting\s+point)(?:\s+(?:model|checkpoint))?\b", "checkpoint")
 
 
 # ways to fill a gap the impute step does not have (it fills with a column's mean, median or 0)
@@ -442,6 +444,7 @@ def train_model(text: Text, lo: int, hi: int, f: Found) -> None:
     m = _search(text, lo, hi, rf"(?:for\s+)?(?P<l>{NUMLIST})\s+{ep}", "epochs")
     if m:
         _set_map(f, "epochs", [int(v) for v in _list(text, m.group("l"))])
+        claim_count(text, lo, hi, len(f.map[1]))     # "three logistic models for 10, 20 and 40 epochs"
     else:
         # "epochs=40" before "N epochs": in "lr=0.05 epochs=40" the 0.05 is the learning rate's
         m = _search(text, lo, hi, rf"{ep}\s*(?:=|:)\s*(?P<n>NUM\d+)", "epochs") or \

@@ -77,6 +77,7 @@ TRANSFORMED = {"normalize": re.compile(r"normali[sz]ed|standardi[sz]ed|scaled|re
                "impute": re.compile(r"imputed|filled")}
 CLEANING = ("clean_data", "impute", "dedup")   # the steps whose table is "the cleaned data"
 TABLE_NOUNS = {"data", "dataset", "table", "rows", "version", "copy", "features", "values", "file", "frame"}
+AGG_STATS = {"average", "avg", "mean", "total", "sum", "min", "minimum", "max", "maximum", "count"}   # aggregate's functions
 NAMING_STEPS = ("deploy_model", "export_model", "serve_adapters")   # steps that name what they write
 FIT_VERBS = {"fit", "fits", "fitted", "fitting", "refit", "refits"}   # "fit a logistic model to x.csv"
 WRITE_VERBS = {"save", "write", "store", "export", "dump", "persist", "output"}
@@ -113,6 +114,7 @@ class RulePlanner:
         json_tables(t, actions)
         retrained = self._retrained_parts(t, actions)
         self._pick_first(t, actions)
+        self._grouped_first(t, actions)
         for k, a in enumerate(actions):
             with t.claiming(a.entry):
                 if a.found.params.pop("_tune", False):
@@ -625,6 +627,20 @@ class RulePlanner:
                 actions.remove(a)
             elif isinstance(path, str):
                 seen.add(path)
+
+    @staticmethod
+    def _grouped_first(t: Text, actions: list[Action]) -> None:
+        """"For each region in sales.csv, compute the average revenue": a statistic asked for each
+        group said first is that group's aggregate (read as the whole table's statistics, the
+        grouping was lost)."""
+        for a in actions:
+            if a.entry != "stats" or not any(x.low in AGG_STATS for x in t.tokens[a.lo:a.trig_end]):
+                continue
+            lo = next(s for s, e in sentences(t) if s <= a.lo < e)
+            m = t.match_at(r"(?:for\s+(?:each|every)|per)\s+[a-z_][a-z0-9_]*\s+(?:(?:in|of|from)\s+FILE\d+\s*)?,", lo, a.lo)
+            if m is not None and all(x.used in ("", "load_data", "path") or x.kind == "punct" for x in m[1]):
+                t.relabel(t.tokens[a.lo:a.trig_end], "stats", "aggregate")
+                a.entry, a.zlo = "aggregate", lo
 
     @staticmethod
     def _pick_first(t: Text, actions: list[Action]) -> None:

@@ -52,7 +52,7 @@ GAPS = (r"(?:missing|null|nan|empty|blank|na)\s*(?:values?|entries|cells|fields|
 # words a removal of duplicates never passes over to reach them: "drop nulls and duplicates" is
 # two removals, the nulls' and the duplicates'
 GAP_WORDS = r"nulls?|nans?|missing|empty|blank|incomplete|na"
-BAD_ROWS = (r"(?:rows|records|entries|lines|anything|everything|any\s+row|any\s+record)\s+(?:with|containing|that\s+have|that\s+has)\s+(?:a\s+|an\s+|any\s+)?(?:blanks|nulls|nans|gaps|missing|null|nan|empty|blank|"
+BAD_ROWS = (r"(?:rows|records|entries|lines|anything|everything|any\s+row|any\s+record|every\s+row|every\s+record|each\s+row)\s+(?:with|containing|that\s+have|that\s+has)\s+(?:a\s+|an\s+|any\s+)?(?:blanks|nulls|nans|gaps|missing|null|nan|empty|blank|"
             r"incomplete|invalid)\s*(?:values?|entries|fields|cells|data|readings|measurements)?|(?:incomplete|invalid|bad|broken|corrupt(?:ed)?|"
             r"malformed|junk|garbage|bogus|dirty|faulty|erroneous|unusable)\s+(?:rows|records|entries|lines)"
             # "rows where anything is missing": any value, not a named column's
@@ -225,6 +225,7 @@ TRIGGERS: list[tuple[str, str]] = [
     ("stats", r"(?:\b(?:(?:tell\s+me|give\s+me|show\s+me|report|print|get|find|compute|calculate|return|log|check|what\s+(?:is|'s|was))\s+)?"
               r"(?:the\s+|its\s+|their\s+)?(?:(?:row|record)\s+counts?|(?:number|count)\s+of\s+(?:rows|records|entries))"
               r"|\bcount(?:s|ing)?\s+(?:the\s+|its\s+|their\s+|all\s+(?:the\s+)?)?(?:rows|records|entries)"
+              r"|\bcount\s+what\s*(?:'s|is)\s+(?:left|remaining)|\bcount\s+what\s+remains"     # "drop ..., and count what's left"
               r"|\b(?:(?:tell\s+me|report|print|show\s+me|say)\s+)?how\s+many\s+(?:rows|records|entries)"
               r"(?:\s+(?:are|is)\s+(?:left|remaining|there)|\s+remain|\s+there\s+are|\s+(?:it|each|the\s+(?:result|table|output|sample|join))\s+(?:has|holds)|\s+they\s+(?:have|hold)"
               r"|\s+(?:does|do)(?:\s+it\s+(?:have|hold)|(?=\s+FILE\d+\s+(?:have|hold)\b)))?)\b"
