@@ -338,3 +338,24 @@ def test_an_empty_csv_cell_is_a_missing_value_in_a_text_column(houses):
     p = _plan("Load blank.csv and drop rows with missing values.")
     rows = run_local(p.ir).results[of_kind(p, "clean_data")[0].id].load(None).to_pydict()
     assert rows["id"] == [1, 3]
+
+
+def test_saved_adapters_served_under_a_name(houses):
+    run1 = houses / "adapters" / "run1"
+    run1.mkdir(parents=True)
+    (run1 / "adapter_config.json").write_text("{}")
+    for text, name in (("Serve the adapters in ./adapters/run1 as chat-v2.", "chat-v2"),
+                       ("Serve the adapters saved in ./adapters/run1 under the name support-bot.", "support-bot")):
+        p = _plan(text)
+        assert _kinds(p) == ["load_adapters", "serve_adapters"], text
+        serve = of_kind(p, "serve_adapters")[0]
+        assert serve.params["name"] == name and serve.params["adapters"].step == p.ir.steps[0].id
+
+
+def test_a_base_started_from_and_a_metric_reported_as_a_participle(houses):
+    (houses / "sft.jsonl").write_text('{"prompt": "2+2=", "response": "4"}\n' * 4)
+    ft = of_kind(_plan("Finetune a rank-8 LoRA on sft.jsonl starting from tiny-20m."), "mlora_finetune")[0].params
+    assert ft["base"] == "tiny-20m" and [a["r"] for a in ft["adapters"]] == [8]
+    p = _plan("I need a logistic regression trained on houses.csv with a 20% holdout, reporting f1.")
+    assert _kinds(p) == ["load_data", "split_data", "train_model", "save_report"]
+    assert of_kind(p, "split_data")[0].params["test_fraction"] == 0.2

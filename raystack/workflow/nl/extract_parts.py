@@ -71,6 +71,9 @@ def _base_models(text: Text, lo: int, hi: int) -> list[str]:
             names.append(m.group(0))
     if len(names) > 1:
         consume(text, lo, hi, r"\b(?:vs|versus|against)\b", "model list")
+    if names:    # "fine-tune a LoRA on sft.jsonl starting from tiny-20m"
+        consume(text, lo, hi, r"\b(?:starting|initiali[sz]ed|initiali[sz]ing|beginning|warm-?started)(?=\s+(?:from|with)\s+(?:the\s+)?"
+                              r"(?:base\s+(?:model\s+)?)?" + BASE_MODEL + r")", "model")
     return names
 
 

@@ -7,7 +7,8 @@ found (before any parameter is read):
   nothing before it made anything to write;
 - a load with no file of its own right after a load that named one ("We keep the records in
   cargo.parquet. Load them ...") or after saved adapters refers back to it: one step;
-- "evaluate the saved adapters in ./a" loads the adapters, then evaluates them as adapters;
+- "evaluate the saved adapters in ./a" loads the adapters, then evaluates them as adapters ("serve
+  the adapters in ./a as chat-v2": serves them, named);
 - "on the training part", "on the train split" in a training's or an evaluation's phrase is the
   part of the split it reads, not a new split or unaccounted words;
 - "hold out 20% for evaluation, ..., and evaluate it": the held-out share's evaluation is the one
@@ -33,6 +34,8 @@ from raystack.workflow.nl.scene import title_span
 from raystack.workflow.nl.text import Text
 from raystack.workflow.nl.triggers import MODEL_KIND
 
+# "evaluate / serve the saved adapters in ./a": the adapters' own steps, after their load
+ADAPTER_ACTS = {"evaluate_model": "evaluate_adapters", "deploy_model": "serve_adapters"}
 SAVED_SOURCES = ("load_checkpoint", "load_adapters")   # "load them" after one names its load
 STATE_PARTICIPLES = {"stored", "saved", "kept", "held"}    # "the data is stored in x.parquet" says where it is
 # steps whose word in a title is a noun modifying its head ("Cyber alert triage", "Churn report
@@ -90,9 +93,9 @@ def reread(t: Text, actions: list) -> list:
     actions = _model_named_after(t, _method_named_again(t, _spelled_out(t, actions)))
     for k in range(len(actions) - 1):
         a, b = actions[k], actions[k + 1]
-        if a.entry == "evaluate_model" and b.entry == "load_adapters" and a.sentence == b.sentence and all(
+        if a.entry in ADAPTER_ACTS and b.entry == "load_adapters" and a.sentence == b.sentence and all(
                 x.low in POSSESSIVES for x in t.tokens[a.trig_end:b.lo]):
-            _rename(t, a, "evaluate_adapters")
+            _rename(t, a, ADAPTER_ACTS[a.entry])
             actions[k], actions[k + 1] = b, a
             # the words after the load's ("... in ./a on exact match") are the evaluation's
             if any(x.kind != "punct" and x.low not in ("and", "then") for x in t.tokens[b.trig_end:b.hi]):

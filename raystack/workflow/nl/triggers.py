@@ -269,8 +269,8 @@ TRIGGERS: list[tuple[str, str]] = [
     # "... and tell me the accuracy", "show us its AUC": the metrics reported back
     ("save_report", r"(?:(?<=\band\s)|(?<=\bthen\s)|(?<=[,;:]\s))report\s+(?:on\s+)?(?:it|them|both|all\s+of\s+them|the\s+results?)\b"),   # "and report them"
     ("save_report", rf"\b(?:tell|show|give)\s+(?:me|us)\s+(?:the\s+|its\s+|their\s+|what\s+the\s+)?(?=(?:{METRIC_RX})\b)"),
-    # "fit a knn and print its accuracy", "..., then show the f1"
-    ("save_report", rf"(?:(?<=\band\s)|(?<=\bthen\s)|(?<=[,;:]\s))(?:print|show|display|output)\s+(?:out\s+)?(?:the\s+|its\s+|their\s+)?"
+    # "fit a knn and print its accuracy", "..., then show the f1", "..., reporting f1"
+    ("save_report", rf"(?:(?<=\band\s)|(?<=\bthen\s)|(?<=[,;:]\s))(?:print|show|display|output|reporting|printing|showing)\s+(?:out\s+)?(?:the\s+|its\s+|their\s+)?"
                     rf"(?=(?:{METRIC_RX})\b)"),
     ("save_report", rf"\breport\s+{skip(3)}(?:to|in|into|as)\s+FILE\d+|\breport\s*(?:{ARROW}|:|\()?\s*FILE\d+"),
     ("save_report", r"\b(?:wrap|write|sum)\s+(?:it\s+|everything\s+|things\s+|it\s+all\s+|them\s+)?up\b(?:\s+(?:in|into|as|with)?\s*(?:a|the)\s+(?:final\s+|short\s+|summary\s+)?report\b)?"),
