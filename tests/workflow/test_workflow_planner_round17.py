@@ -359,3 +359,22 @@ def test_a_base_started_from_and_a_metric_reported_as_a_participle(houses):
     p = _plan("I need a logistic regression trained on houses.csv with a 20% holdout, reporting f1.")
     assert _kinds(p) == ["load_data", "split_data", "train_model", "save_report"]
     assert of_kind(p, "split_data")[0].params["test_fraction"] == 0.2
+
+
+def test_a_table_named_by_its_place_is_refused(houses):
+    (houses / "b.csv").write_text((houses / "houses.csv").read_text())
+    with pytest.raises(PlanRefused, match="cannot tell which step 'the first one' refers to"):
+        _plan("Load houses.csv and b.csv. Dedup the first one and normalize the second, then join them on id.")
+    assert _kinds(_plan("Load houses.csv and take the first 10 rows.")) == ["load_data", "sample"]
+
+
+def test_a_step_said_again_by_its_noun_after_before_or_after(houses):
+    from raystack.workflow.engine import run_local
+    with pytest.raises(PlanRefused, match="'before imputation'"):
+        _plan("Impute houses.csv with the mean, then plot the price column before imputation.")
+    p = _plan("Impute houses.csv with the mean, then plot the price column after imputation.")
+    assert _kinds(p) == ["load_data", "impute", "plot"]                 # imputed once
+    assert of_kind(p, "plot")[0].params["data"].step == of_kind(p, "impute")[0].id
+    run_local(p.ir)
+    p = _plan("Normalize houses.csv and train a knn after normalization.")
+    assert _kinds(p) == ["load_data", "normalize", "train_model"]

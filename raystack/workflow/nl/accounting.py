@@ -498,6 +498,9 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
     keeps the best of several results (a selection or a search), which 'the best one' may name."""
     ordinal = re.search(r"(?<!waits\s)(?<!wait\s)(?<!depends\s)(?<!depend\s)(?<!relies\s)\b(?:on|with|using|against|from|to|into)\s+the\s+(?:first|second|third|former|latter|"
                         r"other)(?:\s+one)?\b(?!\s+(?:NUM|PCT)\d+)", t.masked)
+    # "dedup the first one and normalize the second": a table named by its place, as a pronoun
+    ordinal = ordinal or re.search(r"\bthe\s+(?:first|second|third|former|latter)(?:\s+(?:one|table|file|dataset))?"
+                                   r"(?=\s*(?:[,;.!?)]|$|\s+(?:and|then|but|before|after|with|by|on|using)\b))", t.masked)
     if ordinal:  # "train on the first and evaluate on the second": which is which is a guess
         raise PlanRefused([f"cannot tell which step {ordinal.group(0)!r} refers to"])
     unsupported = [x for x in t.tokens if not x.used.startswith("name:") and x.used not in ("edit_pretrain", "model kind")   # "a GPT from scratch", "a 5-NN"

@@ -30,6 +30,7 @@ from typing import Any
 
 from raystack.workflow.nl.arrange import held_out_for
 from raystack.workflow.nl.extract import TABLE_EXT
+from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.scene import title_span
 from raystack.workflow.nl.text import Text
 from raystack.workflow.nl.triggers import MODEL_KIND
@@ -90,7 +91,7 @@ def reread(t: Text, actions: list) -> list:
     actions = [a for k, a in enumerate(actions) if not (
         a.entry == "load_data" and not a.has_file and k and (actions[k - 1].entry in SAVED_SOURCES or (
             actions[k - 1].entry == "load_data" and actions[k - 1].has_file)))]
-    actions = _model_named_after(t, _method_named_again(t, _spelled_out(t, actions)))
+    actions = _step_named_again(t, _model_named_after(t, _method_named_again(t, _spelled_out(t, actions))))
     for k in range(len(actions) - 1):
         a, b = actions[k], actions[k + 1]
         if a.entry in ADAPTER_ACTS and b.entry == "load_adapters" and a.sentence == b.sentence and all(
@@ -201,6 +202,26 @@ def _model_named_after(t: Text, actions: list) -> list:
                 t.mark([x for x in between if not x.used and x.kind != "punct"], "train_model")
                 prev.hi = max(prev.hi, a.hi)
                 continue
+        out.append(a)
+    return out
+
+
+def _step_named_again(t: Text, actions: list) -> list:
+    """A step said again by its noun after "before" / "after" ("impute x.csv, then plot income
+    after imputation"): after it, the words only order the steps (one step); before it, they
+    name the table the step was given, which only the order of the steps can say: refused
+    (read as a second step, the table was imputed twice and plotted imputed, silently)."""
+    out: list = []
+    for a in actions:
+        word = t.tokens[a.lo]
+        prev = t.tokens[a.lo - 1] if a.lo else None
+        if prev is not None and prev.low in ("before", "after") and a.trig_end - a.lo == 1 \
+                and word.low.endswith(("ion", "ing")) and any(b.entry == a.entry for b in out):
+            if prev.low == "before":
+                raise PlanRefused([f"{t.span_text([prev, word])!r}: a step reads the table the steps before it "
+                                   "made; to use the table from before a step, say that step first"])
+            t.mark([prev, word], "order")
+            continue
         out.append(a)
     return out
 
