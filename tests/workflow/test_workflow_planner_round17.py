@@ -378,3 +378,25 @@ def test_a_step_said_again_by_its_noun_after_before_or_after(houses):
     run_local(p.ir)
     p = _plan("Normalize houses.csv and train a knn after normalization.")
     assert _kinds(p) == ["load_data", "normalize", "train_model"]
+
+
+def test_short_step_words_with_two_letters_swapped(houses):
+    from raystack.workflow.nl.spelling import corrected
+    for text, kinds in (("Trian a knn on houses.csv and evalute it.", ["load_data", "train_model", "evaluate_model"]),
+                        ("Load houses.csv, normalsie it, and trian a logistic regresion.",
+                         ["load_data", "normalize", "train_model"]),
+                        ("Calculate the averge price per city in houses.csv.", ["load_data", "aggregate"]),
+                        ("Dedupe houses.csv and sumarize it.", ["load_data", "dedup", "stats"]),
+                        ("Load houses.csv and polt the price column.", ["load_data", "plot"])):
+        assert _kinds(_plan(text)) == kinds, text
+    # a swap that makes a real word, a dropped letter in a short word, and a word that is right stay as written
+    assert [corrected(w) for w in ("spilt", "tain", "train", "trains", "model")] == [None] * 5
+
+
+def test_a_checkpoint_named_by_the_run_that_made_it_is_no_pretraining(houses):
+    (houses / "ckpt" / "base").mkdir(parents=True)
+    (houses / "ckpt" / "base" / "config.json").write_text("{}")
+    (houses / "sft.jsonl").write_text('{"prompt": "2+2=", "response": "4"}\n' * 4)
+    p = _plan("Fine-tune LoRA adapters on sft.jsonl over the EDiT checkpoint from ./ckpt/base and export them to ./exported.")
+    assert _kinds(p) == ["load_checkpoint", "mlora_finetune", "export_model"]     # no EDiT run asked for
+    assert of_kind(p, "mlora_finetune")[0].params["base"].step == of_kind(p, "load_checkpoint")[0].id

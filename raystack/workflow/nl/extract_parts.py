@@ -229,7 +229,10 @@ def _adapter_count(text: Text, lo: int, hi: int) -> int | None:
 
 def mlora_finetune(text: Text, lo: int, hi: int, f: Found) -> None:
     consume(text, lo, hi, r"\b(?:fine-?tun\w*|finetun\w*|mlora|lora|adapters?|together|jointly|at\s+once|"
-                          r"on\s+top\s+of\s+(?:it|that|them)|on\s+(?:the|that)\s+pretrained\s+model)\b", "mlora")
+                          r"on\s+top\s+of\s+(?:it|that|them)|on\s+(?:the|that)\s+pretrained\s+model"
+                          # "over the EDiT checkpoint from ./ckpt": the base, an earlier run's checkpoint
+                          r"|(?:over|on|from)\s+(?:the|an?|our|my)\s+(?:a-?edit|edit|diloco|pretrained)(?:-pretrained)?\s+checkpoint"
+                          r"(?=\s+(?:from|in|at|under)\s+FILE\d+))\b", "mlora")
     # "of rank 8 and 16", "with ranks 4, 8 and 16": one rank per adapter, in order
     m = _search(text, lo, hi, r"\branks?\s*(?:=|of)?\s*(?P<l>NUM\d+(?:\s*,\s*NUM\d+)*\s*,?\s*(?:and|&)\s+NUM\d+)\b", "rank")
     ranks = [int(_num(text, n)) for n in re.findall(r"NUM\d+", m.group("l"))] if m else []

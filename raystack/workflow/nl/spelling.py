@@ -4,7 +4,9 @@
 One slip is two neighbouring letters swapped, one letter left out, or one letter doubled or
 added; a substituted letter is not corrected (it turns real words into others: "trainer" is one
 letter from "trained"). Only long words (6 letters or more) that are not themselves known are
-corrected, and only to a single candidate; an inflection ("evaluates") is never a slip.
+corrected, and only to a single candidate; an inflection ("evaluates") is never a slip. A few
+short step words ("train", "clean", "stats", "plot") are corrected from a swap of two neighbouring
+letters only ("trian", "claen").
 """
 
 from __future__ import annotations
@@ -22,11 +24,22 @@ deployed export exported report scrubbed scrub cleaned checkpoint retries iterat
 rounds sample subsample samples split training trained dataset generate synthetic separately
 parallel concurrently simultaneously otherwise whichever maximum minimum histogram plotted
 select selected choose remove removed temporary cleanup workers memory trials scheduler search
-""".split()) - {"split", "scrub"}
+average summarize summarise calculate compute""".split()) - {"split", "scrub"}
 
+
+# short step words (4-5 letters), corrected from two neighbouring letters swapped only ("trian",
+# "claen", "stast", "polt"): a dropped or added letter in a short word is too often another word
+SHORT_KEYWORDS = frozenset("train trains clean stats plot plots dedup model".split())
+# real words a swap of a short keyword makes ("spilt" is "split" swapped, so split is not here)
+SHORT_REAL = frozenset("""lpot""".split())
 
 # real words one slip from a keyword ("retrain" is "pretrain" less a letter)
 REAL_WORDS = frozenset("retrain retrains retrained retraining refine refined".split())
+
+
+def _swaps(word: str) -> set[str]:
+    """``word`` with two neighbouring (different) letters swapped, each way."""
+    return {word[:i] + word[i + 1] + word[i] + word[i + 2:] for i in range(len(word) - 1) if word[i] != word[i + 1]}
 
 
 def _slips(word: str) -> set[str]:
@@ -50,6 +63,9 @@ def corrected(word: str, known: frozenset[str] | set[str] = frozenset()) -> str 
     """The keyword ``word`` is a slip of, or None. ``known``: words that are right as written
     (a hyphenated word is one: "de-duplicate" is a spelling, not a slip)."""
     w = word.lower()
+    if 4 <= len(w) < 6 and w.isalpha() and w not in known and w not in SHORT_KEYWORDS and w not in SHORT_REAL:
+        swapped = {k for k in SHORT_KEYWORDS if len(k) == len(w) and w in _swaps(k)}
+        return swapped.pop() if len(swapped) == 1 else None
     if len(w) < 6 or w in KEYWORDS or w in REAL_WORDS or w in known or not w.isalpha():
         return None
     cands = set(_index().get(w, ()))          # a letter left out of a keyword, or two swapped

@@ -90,7 +90,8 @@ TRIGGERS: list[tuple[str, str]] = [
                       r"|(?<!the )(?<!a )(?<!an )(?<!that )(?<!this )\bpre-?trained\b(?!\s+(?:checkpoint|model|weights|base|llm))"),
     # "train an EDiT model on corpus/": the method's model is a pretraining
     ("edit_pretrain", r"\b(?:train|trains|training|build|run)\s+(?:a|an|the)\s+(?:a-?edit|edit|diloco)\s+(?:model|run|job|lm)\b"),
-    ("edit_pretrain", r"\b(?:a-?edit|edit|diloco)\b(?:\s+local\s+sgd)?|\blocal\s+sgd\b"),
+    # "the EDiT checkpoint from ./ckpt": a checkpoint an earlier run made, no pretraining asked for
+    ("edit_pretrain", r"\b(?:a-?edit|edit|diloco)\b(?!-?\s*(?:pretrained\s+)?(?:checkpoints?|weights|base)\b)(?:\s+local\s+sgd)?|\blocal\s+sgd\b"),
     ("mlora_finetune", r"\b(?:fine-?tun\w*|finetun\w*)\b"),
     ("mlora_finetune", r"\b(?:train|trains|training|trained|fit|learn|build|create|make)\s+(?P<sk>(?:[^\s.;:]+\s+){0,8}?)(?:lora|dora)?\s*adapters?\b"),
     ("mlora_finetune", r"\bmlora\b|\b(?:lora|dora)\s+adapters?\b"),
