@@ -400,3 +400,30 @@ def test_a_checkpoint_named_by_the_run_that_made_it_is_no_pretraining(houses):
     p = _plan("Fine-tune LoRA adapters on sft.jsonl over the EDiT checkpoint from ./ckpt/base and export them to ./exported.")
     assert _kinds(p) == ["load_checkpoint", "mlora_finetune", "export_model"]     # no EDiT run asked for
     assert of_kind(p, "mlora_finetune")[0].params["base"].step == of_kind(p, "load_checkpoint")[0].id
+
+
+def test_a_model_exported_without_a_file_goes_to_the_default_one(houses):
+    from raystack.workflow.engine import run_local
+    p = _plan("Train a knn on houses.csv, evaluate it on recall, and export it if recall is at least 0.05 "
+              "else notify 'recall too low'.")
+    assert _kinds(p) == ["load_data", "train_model", "evaluate_model", "export_model", "notify"]
+    export = of_kind(p, "export_model")[0]
+    assert "path" not in export.params and export.when[0].ref.key == "recall" and export.when[0].op == ">="
+    written = run_local(p.ir).results[export.id].load(None).path
+    assert written.endswith("model.json")
+
+
+def test_the_test_share_said_as_a_parameter_is_the_split(houses):
+    for text, share in (("Train a knn on houses.csv (k=5, test size 0.25).", 0.25),
+                        ("Train a logistic regression on houses.csv using a 0.3 test fraction.", 0.3),
+                        ("Train a knn on houses.csv with test_size=0.2.", 0.2)):
+        p = _plan(text)
+        assert _kinds(p) == ["load_data", "split_data", "train_model"], text
+        assert of_kind(p, "split_data")[0].params["test_fraction"] == share, text
+        assert of_kind(p, "train_model")[0].params["data"].step == of_kind(p, "split_data")[0].id
+
+
+def test_keep_training_its_object_then_while(houses):
+    p = _plan("Keep training the knn on houses.csv while accuracy is below 0.9, up to 4 times.")
+    loop = of_kind(p, "train_model")[0].loop
+    assert (loop.max_iterations, loop.until_key, loop.until_op, loop.until_value) == (4, "accuracy", ">=", 0.9)

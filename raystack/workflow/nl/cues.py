@@ -117,6 +117,14 @@ def _loop_conditions(t: Text, lo: int, hi: int):
     subject = rf"\s+(?:the\s+|its\s+|their\s+|it\s+|model's\s+)?{L.METRIC_MOD}(?P<m>{L.METRIC_RX})\s+{L.METRIC_WHERE}"
     found = [(m, toks, False) for m, toks in t.finditer(rf"\b{L.UNTIL_CUE}{subject}", lo, hi, free_only=True)]
     found += [(m, toks, True) for m, toks in t.finditer(rf"\b{L.WHILE_CUE}{subject}", lo, hi, free_only=True)]
+    # "keep training the knn on x.csv while accuracy is below 0.9": the repeating verb, then its
+    # object, then the condition
+    kept = next(t.finditer(r"\b(?:keep|keeps|keeping)\s+(?:on\s+)?(?:training|re-?training|fitting|re-?fitting|running|going)\b"
+                           r"|\brepeat(?:edly)?\b", lo, hi), None)
+    if kept is not None:
+        found += [(m, toks, True) for m, toks in t.finditer(rf"\b(?:while|as\s+long\s+as){subject}", kept[1][-1].i + 1, hi,
+                                                              free_only=True)
+                  if not any(f[1][0].i <= toks[0].i < f[1][-1].i + 1 for f in found)]
     return sorted(found, key=lambda f: f[1][0].i)
 
 

@@ -317,7 +317,8 @@ def split_data(text: Text, lo: int, hi: int, f: Found) -> None:
     m = _search(text, lo, hi, r"(?P<p>PCT\d+)(?:\s+(?:of\s+(?:the\s+)?(?:data|rows|it|them)\s+)?(?:(?:out|aside|back|apart|off)\s+)?"
                               r"(?:(?:as|for)\s+(?:a\s+|the\s+)?)?(?:test(?:ing)?|hold-?out|validation|eval(?:uation)?)"
                               r"(?:\s+(?:set|split|data|fraction))?)?", "test fraction") or \
-        _search(text, lo, hi, r"test\s+(?:fraction|size|share)\s*(?:of|=)?\s*(?P<p>NUM\d+|PCT\d+)", "test fraction")
+        _search(text, lo, hi, r"test[\s_-]+(?:fraction|size|share)\s*(?:of|=|:)?\s*(?P<p>NUM\d+|PCT\d+)", "test fraction") or \
+        _search(text, lo, hi, r"(?P<p>NUM\d+)\s+test[\s_-]+(?:fraction|size|share)\b", "test fraction")
     if m:
         f.set("test_fraction", number(_num(text, m.group("p"))))
 

@@ -155,6 +155,9 @@ TRIGGERS: list[tuple[str, str]] = [
     ("split_data", r"(?:(?<=\bon\s)|(?<=\bagainst\s)|(?<=\busing\s))(?:a\s+|the\s+)?PCT\d+\s+(?:test|testing|validation|eval|evaluation)\s+"
                    r"(?:set|split|portion|part|sample|subset)\b"),
     ("split_data", r"\btrain\s*/\s*(?:test|validation|val)\b(?:\s+split)?|\btrain-test\s+split\b|\btrain\s+test\s+split\b|\bRATIO\d+\s+split\b"),
+    # "(k=5, test size 0.25)", "using a 0.3 test fraction", "test_size=0.2": the split's share, said as its parameter
+    ("split_data", r"\btest[\s_-]+(?:size|fraction|share)\s*(?:of|=|:)?\s*(?:NUM|PCT)\d+"
+                   r"|\b(?:a\s+)?(?:NUM|PCT)\d+\s+test[\s_-]+(?:size|fraction|share)\b"),
     ("split_data", r"\b(?:split|splits|splitting|partition\w*|divide)\b(?:\s+off)?|\bhold(?:ing)?\s+out\b|\bholdout\b|\bhold-out\b|\bheld\s+out\b"
                    r"|\b(?:carve|carving|set|setting|hold|holding|keep|keeping|put|putting|reserve|reserving|held|kept)\s+(?:out|aside|back|apart)\b"
                    r"|\breserve\s+(?=PCT|a\s+quarter|the\s+last)"
@@ -302,6 +305,10 @@ TRIGGERS: list[tuple[str, str]] = [
                      r"|\bexport\s+(?P<g>FILE\d+)(?=\s*(?:[.,;!]|$))"),    # "... -> export models/m.json"
     ("export_model", r"\b(?:export|exports|save|saves|serialize|persist)\s+(?:it|them|the\s+(?:model|winner|result|run|checkpoint))"
                      r"(?=\s+(?:afterwards|afterward|later|then|next|finally)\s+(?:to|into|as|at)\s+FILE\d+)"),   # "export it afterwards to ./m"
+    # "... and export it if recall is at least 0.75": no file named, the step's default one (in its
+    # own folder)
+    ("export_model", r"\bexports?\s+(?:it|them|the\s+(?:trained\s+|final\s+|best\s+)?(?:model|models|classifier|winner|checkpoint))\b"
+                     r"(?=\s*(?:[.,;!]|$|\s+(?:if|when|unless|only|once|and|then|as\s+well|too)\b))"),
     ("select_best", rf"(?<!whichever )(?<!which )\b(?:select|pick|choose|keep|take|find|identify|determine|retain|get|go\s+with|settle\s+on|opt\s+for|"
                     rf"stick\s+with|crown|declare|promote|prefer|favou?r|single\s+out|choosing)\w*\s+{skip(2)}(?:best|winner|winning|top|better|"
                     r"strongest|stronger|highest[- ]scoring|top-performing|best-performing)\b(?:\s+(?:one|model|classifier|of\s+them|result|performer))?"),
