@@ -427,3 +427,11 @@ def test_keep_training_its_object_then_while(houses):
     p = _plan("Keep training the knn on houses.csv while accuracy is below 0.9, up to 4 times.")
     loop = of_kind(p, "train_model")[0].loop
     assert (loop.max_iterations, loop.until_key, loop.until_op, loop.until_value) == (4, "accuracy", ">=", 0.9)
+
+
+def test_two_steps_joined_by_and_also_run_in_parallel(houses):
+    p = _plan("Train a knn on houses.csv, and also compute stats on houses.csv in parallel.")
+    assert _kinds(p) == ["load_data", "train_model", "stats"]
+    train, stats = of_kind(p, "train_model")[0], of_kind(p, "stats")[0]
+    assert train.group is not None and train.group == stats.group          # side by side
+    assert stats.params["data"].step == of_kind(p, "load_data")[0].id and train.id not in stats.after

@@ -218,6 +218,11 @@ def _parallel(t: Text, c: Cue, cues: list[Cue], before: list[Action], after: lis
     else:
         cut = max([x for x in seq + commas if behind and x < behind[-1].lo] or [start])
         group = [a for a in behind if a.lo > cut]
+        earlier = [a for a in behind if a.lo <= cut and not a.prepositional]
+        gap = [x for x in t.tokens[earlier[-1].trig_end:group[0].lo] if x.used not in ("load_data", "path")] if earlier else []
+        if len(group) == 1 and gap and all(x.low in (",", "and", "also") for x in gap) and any(x.low == "and" for x in gap) \
+                and not _feeds_itself([earlier[-1], *group]):
+            group = [earlier[-1], *group]    # "train a knn on x.csv, and also compute stats on it in parallel"
         while len(group) > 1 and _feeds_itself(group):
             # "split x.csv 80/20 and train knn, logistic and centroid side by side": the split
             # feeds the trainings, which are what runs side by side
