@@ -435,3 +435,24 @@ def test_two_steps_joined_by_and_also_run_in_parallel(houses):
     train, stats = of_kind(p, "train_model")[0], of_kind(p, "stats")[0]
     assert train.group is not None and train.group == stats.group          # side by side
     assert stats.params["data"].step == of_kind(p, "load_data")[0].id and train.id not in stats.after
+
+
+def test_rows_given_or_named_by_what_they_are(houses):
+    from raystack.workflow.engine import run_local
+    p = _plan("Load houses.csv and give me 3 random rows.")
+    assert _kinds(p) == ["load_data", "sample"] and of_kind(p, "sample")[0].params["rows"] == 3
+    p = _plan("Take houses.csv, keep only the first 5 houses, and export them as first5.csv.")
+    sample = of_kind(p, "sample")[0].params
+    assert (sample["which"], sample["rows"]) == ("first", 5) and _kinds(p)[-1] == "write_table"
+    assert run_local(p.ir).results[of_kind(p, "sample")[0].id].load(None).num_rows == 5
+
+
+def test_another_value_tried_under_a_condition_is_the_same_model_again(houses):
+    from raystack.workflow.engine import run_local
+    p = _plan("Train a knn on houses.csv with k = 3; then, if accuracy < 0.99, try k = 7.")
+    first, again = of_kind(p, "train_model")
+    assert (first.params["k"], again.params["k"], again.params["model"]) == (3, 7, "knn")
+    assert again.when[0].ref.step == first.id and again.when[0].op == "<"
+    run_local(p.ir)
+    with pytest.raises(PlanRefused, match="no model was trained before it"):
+        _plan("Load houses.csv, try k = 7.")

@@ -259,7 +259,7 @@ ROWS_UNIT_OR_LINES = r"(?:rows?|records?|examples|entries|lines?)"
 
 def sample(text: Text, lo: int, hi: int, f: Found) -> None:
     _seed(text, lo, hi, f)
-    m = _search(text, lo, hi, rf"\b(?:the\s+|its\s+|their\s+)?(?P<w>first|last)(?=\s+NUM\d+\s+{ROWS_UNIT_OR_LINES}\b|\s+PCT\d+\s+of\b)", "which rows")
+    m = _search(text, lo, hi, rf"\b(?:the\s+|its\s+|their\s+)?(?P<w>first|last)(?=\s+NUM\d+\s+(?:{ROWS_UNIT_OR_LINES}|[a-z]+s)\b|\s+PCT\d+\s+of\b)", "which rows")
     if m:      # "keep the first 100 rows": in file order, not drawn
         f.set("which", m.group("w"))
     else:      # "sample 2,000 rows at random": how a sample is drawn anyway
@@ -285,9 +285,10 @@ def sample(text: Text, lo: int, hi: int, f: Found) -> None:
     if m:
         f.set("fraction", number(_num(text, m.group("p"))))
         return
-    m = _search(text, lo, hi, r"(?P<n>NUM\d+)\s*-?\s*(?:random\s+)?(?:rows?|records?|samples|examples|entries|lines?)\b", "rows")
+    m = _search(text, lo, hi, r"(?P<n>NUM\d+)\s*-?\s*(?:random\s+)?(?:rows?|records?|samples|examples|entries|lines?)\b", "rows") or \
+        _search(text, lo, hi, r"(?<=first\s)(?P<n>NUM\d+)\s+[a-z]+s\b|(?<=last\s)(?P<m>NUM\d+)\s+[a-z]+s\b", "rows")   # "the first 500 customers"
     if m:
-        f.set("rows", int(_num(text, m.group("n"))))
+        f.set("rows", int(_num(text, m.group("n") or m.groupdict().get("m"))))
 
 
 def split_data(text: Text, lo: int, hi: int, f: Found) -> None:

@@ -679,8 +679,12 @@ class RulePlanner:
         for a in actions:
             if a.entry != "train_model":
                 continue
+            tried = t.tokens[a.lo].low in ("try", "tries", "trying") and "model" not in a.step.params
+            if tried and last is None:   # "try k = 7" with no model trained before: which model is a guess
+                raise PlanRefused([f"{t.span_text(t.tokens[a.lo:a.hi])!r} tries a value, but no model was trained "
+                                   "before it: say which model"])
             if "model" not in a.step.params and a.step.map is None and last is not None and \
-                    (re.match(r"re-?(?:train|fit)", t.tokens[a.lo].low)
+                    (re.match(r"re-?(?:train|fit)", t.tokens[a.lo].low) or tried
                      or t.match_at(L.TRAIN_AGAIN, a.lo, a.trig_end)):
                 a.step.params["model"] = a.step.stated["model"] = last
             last = a.step.params.get("model", last)

@@ -169,7 +169,9 @@ TRIGGERS: list[tuple[str, str]] = [
     # and how many stay unmarked for the extractor); "keep only 30% of it": a random share
     ("sample", r"\b(?:keep|keeps|keeping|take|takes|taking|use|uses|using|select|grab|retain|retains|retaining|get|pull|extract)"
                r"\s+(?:it\s+|them\s+|the\s+(?:data|table|rows)\s+)?(?:only\s+|just\s+)?(?P<sk>(?:the\s+|its\s+|their\s+)?(?:first|last)\s+"
-               r"(?:NUM\d+\s+(?:rows?|records?|lines?|entries)|PCT\d+\s+of\s+(?:it|them|the\s+(?:rows|data|records|table)))(?!\s+(?:as|for|to)\b))"),
+               # "the first 500 customers": rows named by what each one is
+               r"(?:NUM\d+\s+(?:rows?|records?|lines?|entries|(?!(?:models|adapters|runs|epochs|steps|trials|times|rounds|workers|features|columns)\b)[a-z]+s\b)"
+               r"|PCT\d+\s+of\s+(?:it|them|the\s+(?:rows|data|records|table)))(?!\s+(?:as|for|to)\b))"),
     # "load the first 500 rows of x.csv": a load of part of a file is the load, then that subset
     ("sample", rf"\b(?:{LOAD_VERBS}|open|opens|opened)\s+(?:only\s+|just\s+)?(?P<sk>(?:the\s+)?(?:first|last)\s+NUM\d+\s+)"
                r"(?:rows?|records?|lines?|entries)\b(?=\s+(?:of|from|in)\s+FILE)"),
@@ -180,7 +182,7 @@ TRIGGERS: list[tuple[str, str]] = [
     ("sample", r"\b(?:randomly\s+)?(?:sub-?sampl\w*|down-?sampl\w*|sample)\s+(?=NUM|PCT|FILE|the\b|a\b|an\b|it\b|them\b|down\b|rows\b|each\b|every\b)"),
     ("sample", r"\b(?:take|draw|pick|select|keep|grab|use|pull|get|make|create|build|extract)\s+(?:a\s+|an\s+)?(?:random\s+)?(?:PCT\d+\s+|NUM\d+\s*(?:-\s*)?(?:rows?\s+|records?\s+)?)?(?:random\s+)?(?:samples?|subsets?|fraction|portion|subsamples?)\b"),
     # "randomly pick 100 rows", "keep only 5000 random rows", "keep a random 10%"
-    ("sample", r"\b(?:randomly\s+)?(?:take|draw|pick|select|keep|grab)\s+(?:a\s+|an\s+)?(?:random\s+)?(?:PCT\d+|NUM\d+)\s+(?:random\s+)?(?:rows|records|of)\b"
+    ("sample", r"\b(?:randomly\s+)?(?:take|draw|pick|select|keep|grab|(?:give|show|get)\s+(?:me|us))\s+(?:a\s+|an\s+)?(?:random\s+)?(?:PCT\d+|NUM\d+)\s+(?:random\s+)?(?:rows|records|of)\b"
                r"|\b(?:take|draw|pick|select|keep|grab)\s+(?:only\s+|just\s+)?(?:NUM\d+\s+random\s+(?:rows|records)\b|(?:a\s+)?random\s+PCT\d+)"
                r"(?!\s+(?:of\s+\w+\s+)?(?:as|for|to)\b)"),
     ("sample", rf"(?:\b(?:take|draw|pick|grab|pull|make|get)\s+)?(?:{NUMLIST})\s*-?\s*(?:rows?|records?)\s+(?:random\s+)?(?:sub-?)?samples?\b"),
@@ -342,6 +344,8 @@ TRIGGERS: list[tuple[str, str]] = [
                     rf"create|make|produce|retrain\w*|re-train\w*|refit\w*|re-fit\w*|try|tries|trying)\s+{skip(5)}{MODEL_NOUN}\b"
                     r"(?!\s+(?:datasets?|data|tables?|problems?|tasks?)\b)"),   # "make a synthetic regression dataset"
     ("train_model", r"\b(?:retrain|re-train|refit|re-fit)(?:s|ed|ing)?\b(?=\s+(?:it|them|with|on|using|the\s+model)\b)"),
+    # "train a knn with k = 3; then, if accuracy < 0.8, try k = 7": a training again, with that value
+    ("train_model", r"(?<=[,;:]\s)(?:try|tries|trying)\s+(?:again\s+)?(?:with\s+)?(?=(?:k|lr|learning\s+rate|epochs)\s*(?:=|of\b|NUM))"),
     ("train_model", TRAIN_AGAIN),   # "train it again": a retraining
     ("train_model", passive(rf"(?:(?:linear|logistic|k-?nn|centroid)\s+)?{MODEL_NOUN}", r"trained|fitted|fit|built|learned|learnt|estimated|re-?trained")),
     ("train_model", r"\b(?:train|trains|fit|fits|try|build|run)\s+(?:them\s+)?(?:both|each|all\s+of\s+them|each\s+of\s+them|"
