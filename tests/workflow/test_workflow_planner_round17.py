@@ -456,3 +456,14 @@ def test_another_value_tried_under_a_condition_is_the_same_model_again(houses):
     run_local(p.ir)
     with pytest.raises(PlanRefused, match="no model was trained before it"):
         _plan("Load houses.csv, try k = 7.")
+
+
+def test_which_duplicate_a_dedup_keeps(houses):
+    from raystack.workflow.engine import run_local
+    for text in ("Dedup houses.csv keeping the last occurrence.", "Remove duplicate rows from houses.csv, keep the latest."):
+        with pytest.raises(PlanRefused, match="dedup keeps the first of each set of duplicate rows"):
+            _plan(text)
+    (houses / "dupes.csv").write_text("id,city,y\n1,a,0\n1,a,0\n2,b,1\n")
+    p = _plan("Dedup dupes.csv, keeping the first occurrence.")
+    assert _kinds(p) == ["load_data", "dedup"]
+    assert run_local(p.ir).results[of_kind(p, "dedup")[0].id].load(None).to_pydict()["id"] == [1, 2]

@@ -183,8 +183,17 @@ def impute(text: Text, lo: int, hi: int, f: Found) -> None:
 
 
 def dedup(text: Text, lo: int, hi: int, f: Found) -> None:
-    """What kind of duplicates ("exact duplicate readings"): the step's own words."""
+    """What kind of duplicates ("exact duplicate readings"): the step's own words; which of the
+    copies stays: the first ("keeping the first occurrence"), the only one the step keeps."""
     consume(text, lo, hi, r"\b(?:exact|identical|full|complete|redundant|repeated|duplicated?)\b", "dedup")
+    keep = r"\b(?:keep|keeping|keeps|retain|retaining|leaving)\s+(?:only\s+)?(?:the\s+)?(?P<w>first|last|latest|newest|most\s+recent|earliest)" \
+           r"(?:\s+(?:occurrence|occurrences|one|ones|row|rows|copy|copies|entry|entries|record|records))?\b"
+    for m, toks in text.finditer(keep, lo, hi):
+        if any(x.used and x.used not in ("sequence", text.claim) for x in toks):
+            continue      # ("first" reads as an order cue before any step's words are read)
+        if m.group("w") not in ("first", "earliest"):
+            raise PlanRefused([f"{text.span_text(toks)!r}: dedup keeps the first of each set of duplicate rows"])
+        text.mark(toks, "dedup")
 
 
 # what rows are said to miss that is no column ("missing values", "null entries", "blank fields")
