@@ -467,3 +467,27 @@ def test_which_duplicate_a_dedup_keeps(houses):
     p = _plan("Dedup dupes.csv, keeping the first occurrence.")
     assert _kinds(p) == ["load_data", "dedup"]
     assert run_local(p.ir).results[of_kind(p, "dedup")[0].id].load(None).to_pydict()["id"] == [1, 2]
+
+
+def test_words_after_a_file_named_inside_a_step_are_never_the_loads(houses):
+    # each was planned without what the words asked (balanced classes, forward filling, ignoring
+    # case, cross-validation, weekly groups, the price column, stratification, a log scale)
+    for text in ("Train a logistic model on houses.csv balanced classes.", "Impute houses.csv forward.",
+                 "Dedup houses.csv ignoring case.", "Evaluate a knn on houses.csv cross validated.",
+                 "Compute stats on houses.csv grouped weekly.", "Plot houses.csv price sorted.",
+                 "Sample houses.csv stratified.", "Train a knn on houses.csv in under a minute.",
+                 "Plot price from houses.csv on a log scale."):
+        with pytest.raises(PlanRefused, match="no step or parameter for"):
+            _plan(text)
+    assert _kinds(_plan("Load houses.csv and scale it.")) == ["load_data", "normalize"]
+    assert _kinds(_plan("Plot price from houses.csv.")) == ["load_data", "plot"]
+
+
+def test_a_file_said_alone_or_as_the_input_is_still_read(houses):
+    p = _plan("Using houses.csv as input, drop rows missing price, dedupe, and describe it.")
+    assert _kinds(p) == ["load_data", "clean_data", "dedup", "stats"]
+    p = _plan("Train a knn on houses.csv trying k of 3, 5 and 9, evaluate each, and plot their accuracies.")
+    assert [s.params["k"] for s in of_kind(p, "train_model")] == [3, 5, 9]
+    (houses / "b.csv").write_text((houses / "houses.csv").read_text())
+    p = _plan("Load houses.csv and b.csv, stack them, then train a knn on the result and a logistic model on houses.csv alone.")
+    assert [s.params["model"] for s in of_kind(p, "train_model")] == ["knn", "logistic"]

@@ -73,6 +73,13 @@ def objects(t: Text, action_ends: Iterable[tuple[str, int]]) -> None:
     for entry, end in action_ends:
         if entry not in DATA_OBJECT_STEPS:
             continue
+        if entry == "load_data" and _embedded_file(t, end):
+            # "train a logistic model on x.csv balanced classes": the words are the model's, unread;
+            # "... on a.csv alone": the file by itself
+            m = t.match_at(r"(?:alone|only|by\s+itself|on\s+its\s+own)\b(?=\s*(?:[.,;:!?)]|$|\s+(?:and|then)\b))", end)
+            if m is not None and not any(x.used for x in m[1]):
+                t.mark(m[1], "load_data")
+            continue
         run: list[Token] = []
         j = end
         while j < len(t.tokens) and len(run) < MAX_OBJECT:
@@ -96,6 +103,20 @@ def objects(t: Text, action_ends: Iterable[tuple[str, int]]) -> None:
             t.mark(run, f"object of {entry}")
 
 
+def _embedded_file(t: Text, end: int) -> bool:
+    """Whether the load ending at ``end`` is a file named inside another step's phrase ("on
+    x.csv", "impute x.csv"): what follows it belongs to that step, not to the load."""
+    path = next((j for j in range(end - 1, max(end - 3, 0), -1) if t.tokens[j].kind == "path"), None)
+    if path is None or path < 1:
+        return False
+    prev = t.tokens[path - 1]
+    if prev.used == "load_data" and (any(lo == path - 1 for lo, _ in sentences(t))
+                                     or (path >= 2 and t.tokens[path - 2].kind == "punct")):
+        return False    # "Using people.csv as input, ...": the clause opens with the load
+    return prev.low in ("on", "from", "in", "of", "at", "for", "using", "over", "with", "to") or (
+        prev.used in CATALOG and prev.used != "load_data")
+
+
 TRY_VERBS = {"try", "trying", "test", "testing", "compare", "comparing", "sweep", "sweeping", "explore"}
 
 
@@ -109,6 +130,11 @@ def tried_values(t: Text) -> None:
         while j < len(t.tokens) and t.tokens[j].used and t.tokens[j].used not in CATALOG:
             j += 1
         values = t.tokens[x.i + 1:j]
+        before = [y for y in t.tokens[max(0, x.i - 8):x.i] if y.kind != "punct"]
+        if any(v.kind == "num" for v in values) and any(y.used in ("train_model", "model kind") for y in before) \
+                and (j >= len(t.tokens) or t.tokens[j].kind == "punct" or t.tokens[j].low in ("and", "then")):
+            t.mark([x], "train_model")    # "train a knn on x.csv trying k of 3, 5 and 9, ...": after the training
+            continue
         if not any(v.kind == "num" for v in values) or j >= len(t.tokens) or t.tokens[j].used \
                 or t.tokens[j].low not in ("for", "with", "on"):
             continue

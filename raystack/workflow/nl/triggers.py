@@ -140,7 +140,8 @@ TRIGGERS: list[tuple[str, str]] = [
                    rf"ignore|ignoring|omit|omitting|skip|skipping|leave\s+out|leaving\s+out)\s+{skip(2)}(?:{BAD_ROWS})"),
     ("clean_data", r"\b(?:tidy|scrub|sanitize|sanitise|cleanse)\w*\b(?!\s+up\s+(?:the\s+)?(?:tmp|temp|scratch))"),
     ("clean_data", r"\bdropna\b|\bclean(?:s|ed|ing)?\s+up\s+(?:the\s+)?(?:data|dataset|table|records|rows)\b|\bclean(?:s|ed|ing)?\s+up(?=\s+FILE\d+)|\bclean(?:s|ed|ing)?\b(?!\s*up)"),
-    ("normalize", r"\b(?:normali[sz]\w*|standardi[sz]\w*|re-?scal\w*|scale|scales|scaled|scaling|z-?scor\w*|min-?max)\b"
+    # "on a log scale", "a linear scale": the noun, a chart's axis, is no scaling of the data
+    ("normalize", r"\b(?:normali[sz]\w*|standardi[sz]\w*|re-?scal\w*|(?<!log )(?<!logarithmic )(?<!linear )(?<!a )scale|scales|scaled|scaling|z-?scor\w*|min-?max)\b"
                   r"(?:\s+(?:the\s+|all\s+)?(?:numeric\s+|numerical\s+|feature\s+|input\s+)?(?:features|columns|values|inputs|variables))?"),
     ("normalize", passive(r"(?:the\s+)?(?:numeric\s+|numerical\s+|input\s+)?(?:features|columns|values|inputs|variables|data)",
                           r"normali[sz]ed|standardi[sz]ed|scaled|rescaled|z-scored")),
