@@ -491,3 +491,15 @@ def test_a_file_said_alone_or_as_the_input_is_still_read(houses):
     (houses / "b.csv").write_text((houses / "houses.csv").read_text())
     p = _plan("Load houses.csv and b.csv, stack them, then train a knn on the result and a logistic model on houses.csv alone.")
     assert [s.params["model"] for s in of_kind(p, "train_model")] == ["knn", "logistic"]
+
+
+def test_how_a_step_should_run_is_never_its_object(houses):
+    for text in ("Load houses.csv and dedup rows ignoring case.", "Load houses.csv and sample rows stratified.",
+                 "Load houses.csv and plot price sorted.", "Load houses.csv and impute values forward.",
+                 "Load houses.csv and split it stratified.", "Load houses.csv and dedup it fuzzy matching."):
+        with pytest.raises(PlanRefused, match="no step or parameter for"):
+            _plan(text)
+    assert _kinds(_plan("Load houses.csv and dedup the joined rows.")) == ["load_data", "dedup"]
+    (houses / "b.csv").write_text((houses / "houses.csv").read_text())
+    p = _plan("Load houses.csv and b.csv, summarise each with descriptive stats, and produce one chart comparing them.")
+    assert _kinds(p)[-1] == "plot"

@@ -65,6 +65,19 @@ def _heads() -> set[str]:
     return {h.rstrip("s") for h in L.HEAD_NOUNS}
 
 
+# participles that name the data a step works on ("dedup the joined rows", "the missing readings")
+OBJECT_PARTICIPLES = {"joined", "merged", "combined", "cleaned", "filtered", "loaded", "imported", "deduplicated",
+                      "deduped", "normalized", "normalised", "sampled", "imputed", "scaled", "processed", "missing",
+                      "stored", "saved", "collected", "recorded", "logged", "labelled", "labeled", "generated",
+                      "existing", "remaining", "incoming", "outstanding", "pending", "trailing", "leading",
+                      "training", "testing", "housing", "pricing", "billing", "shipping", "booking", "bookings",
+                      "listing", "listings", "rating", "ratings", "reading", "readings", "marketing", "banking",
+                      "parking", "clothing", "lending", "funding", "spending", "earnings", "savings", "holdings",
+                      # what a chart or report shows ("one chart comparing them")
+                      "comparing", "showing", "summarising", "summarizing", "covering", "including", "containing",
+                      "describing"}
+
+
 def objects(t: Text, action_ends: Iterable[tuple[str, int]]) -> None:
     """The few words right after an action's phrase: what the step works on (up to the clause's
     end: punctuation, a word another step used, or "and"/"then" before another step's phrase)."""
@@ -99,7 +112,11 @@ def objects(t: Text, action_ends: Iterable[tuple[str, int]]) -> None:
         nxt = t.tokens[j] if j < len(t.tokens) else None
         ends = nxt is None or nxt.kind == "punct" or (nxt.used and nxt.used not in ("", "filler")) or (
             nxt.low in ("and", "then") and _next_step_phrase(t, j + 1, entries))
-        if run and ends and not (len(run) == 1 and run[0].low.endswith("ly")):   # "dedup case-insensitively": a manner, no object
+        # "dedup rows ignoring case", "sample rows stratified", "plot price sorted": a participle
+        # after the step says how it should run, which no parameter reads: never its object
+        manner = [x for x in run if (x.low.endswith(("ing", "ed")) and x.low not in OBJECT_PARTICIPLES)
+                  or x.low in ("forward", "forwards", "backward", "backwards", "fuzzy", "approximate", "exact")]
+        if run and ends and not manner and not (len(run) == 1 and run[0].low.endswith("ly")):   # "dedup case-insensitively": a manner, no object
             t.mark(run, f"object of {entry}")
 
 
