@@ -503,3 +503,25 @@ def test_how_a_step_should_run_is_never_its_object(houses):
     (houses / "b.csv").write_text((houses / "houses.csv").read_text())
     p = _plan("Load houses.csv and b.csv, summarise each with descriptive stats, and produce one chart comparing them.")
     assert _kinds(p)[-1] == "plot"
+
+
+def test_domain_requests_of_this_round(houses):
+    from raystack.workflow.engine import run_local
+    (houses / "weather.csv").write_text("date,city,rain\n1,a,0.1\n2,b,0.0\n")
+    (houses / "trips.csv").write_text("date,driver,km\n1,x,10\n2,y,12\n1,x,10\n")
+    # an output file whose name holds a loaded file's name ("trips_weather.csv") named no input
+    p = _plan("Transport: join trips.csv and weather.csv on date and write out trips_weather.csv.")
+    assert _kinds(p) == ["load_data", "load_data", "join", "write_table"]
+    assert of_kind(p, "write_table")[0].params["path"] == "trips_weather.csv"
+    run_local(p.ir)
+    p = _plan("Fleet telemetry: ingest trips.csv, de-duplicate, roll up km per driver, and write the rollup to driver_km.parquet.")
+    assert _kinds(p) == ["load_data", "dedup", "aggregate", "write_table"]
+    assert of_kind(p, "write_table")[0].params["data"].step == of_kind(p, "aggregate")[0].id
+    p = _plan("Banking: train a knn on houses.csv and raise an alert if accuracy falls below 0.7.")
+    assert _kinds(p)[-1] == "notify" and of_kind(p, "notify")[0].when[0].op == "<"
+    p = _plan("Healthcare: houses.csv has gaps; fill them with medians, then fit a logistic regression predicting y.")
+    assert _kinds(p)[:2] == ["load_data", "impute"] and of_kind(p, "impute")[0].params["strategy"] == "median"
+    p = _plan("Gaming: train logistic and knn on houses.csv in parallel, compare auc, keep the winner.")
+    assert of_kind(p, "select_best")[0].params["metric"] == "auc"
+    p = _plan("Retail: using houses.csv, figure out average price per city and chart it.")
+    assert _kinds(p) == ["load_data", "aggregate", "plot"]

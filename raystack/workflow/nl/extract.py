@@ -421,6 +421,9 @@ def write_table(text: Text, lo: int, hi: int, f: Found) -> None:
     _table_file(text, lo, hi, f)
     if "path" not in f.params and _search(text, lo, hi, r"\bcsv\b", "output file", free=False):
         f.set("path", "table.csv")
+    # "write the rollup to x.parquet": the table an earlier step made, by what it holds
+    consume(text, lo, hi, r"\b(?:the|that|this|those|these)\s+(?:rollup|roll-up|rollups|totals|aggregates?|aggregation|"
+                          r"breakdown|counts|averages|sums|means|per-[a-z_]+\s+(?:totals|counts|averages|sums|means))\b", "output file")
 
 
 def file_out(param: str = "path", exts: tuple[str, ...] | None = None, noun: str = "") -> Callable:

@@ -18,8 +18,8 @@ def metric_param(param: str = "metric", with_mode: bool = False) -> Callable:
                                   rf"higher|highest|best|better|greater|top|lower|lowest|smaller|smallest)\s+"
                                   rf"(?:the\s+|its\s+|their\s+)?(?:highest\s+|best\s+|lowest\s+|test\s+)?"
                                   rf"(?P<m>{METRIC_RX})\b", "metric")
-        if m is None:   # "compare their f1"
-            m = _search(text, lo, hi, rf"(?:(?<=compare\s)|(?<=compares\s)|(?<=comparing\s))(?P<how>their)\s+(?P<m>{METRIC_RX})\b", "metric")
+        if m is None:   # "compare their f1", "compare auc"
+            m = _search(text, lo, hi, rf"(?:(?<=compare\s)|(?<=compares\s)|(?<=comparing\s))(?P<how>their\s+|the\s+|)(?P<m>{METRIC_RX})\b", "metric")
         if m is None and _search(text, lo, hi, r"\b(?:more|most)\s+accurate\b", "metric"):
             f.set(param, "accuracy")
             return

@@ -382,7 +382,9 @@ def _names_file(span: str, path: str, by_stem: bool = True) -> bool:
     "the wine data") when ``by_stem``."""
     text, name = span.lower(), os.path.basename(path).lower()
     words = set(re.findall(r"[a-z0-9_\-]+", text)) - L.FILLERS
-    return name in text or (by_stem and os.path.splitext(name)[0] in words)
+    # in full, as a name of its own ("trips_weather.csv" does not name weather.csv)
+    named = re.search(rf"(?<![\w/.-]){re.escape(name)}(?![\w-])", text) is not None
+    return named or (by_stem and os.path.splitext(name)[0] in words)
 
 
 def _reads_one(s: DraftStep) -> bool:

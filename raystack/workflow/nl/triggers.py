@@ -132,6 +132,9 @@ TRIGGERS: list[tuple[str, str]] = [
     ("dedup", passive(rf"(?:{DUPLICATES})(?:\s+(?:rows|records|entries|lines|[a-z]+s))?", REMOVED)),
     ("impute", r"\bimput\w*\b(?:\s+(?:the\s+|any\s+)?(?:missing|null|nan)\s*(?:values?|entries|cells|data)?)?"),
     ("impute", rf"\b(?:fill|fills|filling|replace|replaces|patch|patches|substitute|plug|plugs|complete)\s+(?:in\s+)?{skip(2)}(?:{GAPS})\b"),
+    # "x.csv has gaps; fill them with medians": the gaps said before, the fill said with its value
+    ("impute", r"\b(?:fill|fills|filling|plug|plugs|patch|patches)\s+(?:them|those|these|it|the\s+gaps|the\s+holes)\s+(?:in\s+)?"
+               r"(?=(?:with|using)\s+(?:the\s+)?(?:column\s+)?(?:means?|medians?|averages?|zeros?|NUM\d+)\b)"),
     ("impute", passive(rf"(?:the\s+)?(?:{GAPS})", r"filled(?:\s+in)?|imputed|replaced|patched|plugged")),
     ("clean_data", rf"\b(?:drop|drops|dropping|remove|removes|removing|deleting|discarding|eliminating|delete|discard|exclude|eliminate|filter\s+out|get\s+rid\s+of|throw\s+away|skip)\s+{skip(3)}"
                    r"(?:missing|null|nulls|nan|nans|empty|incomplete|blank|na|invalid)\b(?:\s+(?:values?|entries|cells|fields|rows|records|data))?"),
@@ -211,13 +214,13 @@ TRIGGERS: list[tuple[str, str]] = [
                   r"total(?:l)?ed(?:\s+up)?|grouped|tallied(?:\s+up)?)(?=\s+(?:by|per|for\s+each)\s)"),   # "sales are rolled up by site"
     ("aggregate", r"\b(?:hourly|daily|weekly|monthly|quarterly|yearly|annual)\s+(?:totals?|sums?|counts?|averages?|means?|aggregates?|roll-?ups?|rollups?)\b"
                   r"(?=\s*\(?\s*(?:per|by|for\s+each)\s+(?!NUM)\w+)"),   # "hourly totals (by hour)"
-    ("aggregate", rf"\b(?:(?:compute|calculate|get|find|work\s+out|report|(?:tell|show|give)\s+(?:me|us))\s+(?:the\s+)?)?(?:(?:sum|sums|total|totals|count|counts|"
+    ("aggregate", rf"\b(?:(?:compute|calculate|get|find|work\s+out|figure\s+out|find\s+out|report|(?:tell|show|give)\s+(?:me|us))\s+(?:the\s+)?)?(?:(?:sum|sums|total|totals|count|counts|"
                   rf"average|averages|avg|mean|tally|add\s+up|number\s+of)\w*|(?:max|min|maximum|minimum)\b)\s+{skip(3)}"
                   rf"(?:grouped\s+)?(?:per|by|for\s+each)\s+(?!NUM)\w+"),   # "the max temp per sensor" (never "minutes per line")
     ("aggregate", r"\broll(?:s|ed|ing)?\s+(?:the\s+|it\s+|them\s+)?(?:[\w-]+\s+){0,3}?up\s+(?=by\s|per\s)"),   # "roll the merged rows up by press"
-    ("aggregate", r"\b(?:aggregat\w*|(?:group|bucket|bin)(?:s|ed|ing)?\s+(?:it\s+|them\s+|the\s+(?:rows|data|records)\s+)?by|groupby|group-by|(?:group|bucket|bin)(?:s|ed|ing)?(?=\s+FILE\d+\s+by\b)|roll(?:s|ed|ing)?\s*(?:it\s+|them\s+)?up(?=\s+(?:[\w-]+\s+){0,6}?(?:by|per|to)\b)|"
+    ("aggregate", r"\b(?:aggregat\w*|(?:group|bucket|bin)(?:s|ed|ing)?\s+(?:it\s+|them\s+|the\s+(?:rows|data|records)\s+)?by|groupby|group-by|(?:group|bucket|bin)(?:s|ed|ing)?(?=\s+FILE\d+\s+by\b)|(?<!the )(?<!a )(?<!that )(?<!this )roll(?:s|ed|ing)?\s*(?:it\s+|them\s+)?up(?=\s+(?:[\w-]+\s+){0,6}?(?:by|per|to)\b)|"
                   r"summari[sz]e\w*\s+(?=\w+\s+(?:per|by)\b))\b|\bbreak\w*\s+(?:[\w-]+\s+){0,3}?down\s+(?=by|per)|\bbreakdowns?\s+(?=by|per)"
-                  r"|\b(?:totals?|sums?|counts?|averages?|means?)\s+(?=per\s+|by\s+)|\b(?:(?:compute|calculate|get|find|work\s+out|report|show|produce)\s+(?:the\s+)?)?per-[a-z_]\w*\s+(?:[a-z_]+\s+)?(?:totals?|sums?|counts?|averages?|means?|aggregates?|rollups?|roll-ups?)\b"),
+                  r"|\b(?:totals?|sums?|counts?|averages?|means?)\s+(?=per\s+|by\s+)|\b(?:(?:compute|calculate|get|find|work\s+out|figure\s+out|find\s+out|report|show|produce)\s+(?:the\s+)?)?per-[a-z_]\w*\s+(?:[a-z_]+\s+)?(?:totals?|sums?|counts?|averages?|means?|aggregates?|rollups?|roll-ups?)\b"),
     ("save_report", rf"\bsummari[sz]e\w*\s+{skip(2)}(?:in|into|as|with)\s+(?:a\s+|the\s+)?report\b"),
     ("stats", rf"\b(?:compute|calculate|get|produce|report|show|print|collect|gather|derive|generate|run)\s+{skip(2)}"
               r"(?:summary\s+|descriptive\s+|basic\s+|column\s+|some\s+)?(?:statistics|stats)\b"),
@@ -241,7 +244,7 @@ TRIGGERS: list[tuple[str, str]] = [
     # "what are the mean and max of amount?":
     # a column's mean, median, standard deviation, minimum or maximum is in the statistics (per
     # group it is an aggregate, claimed above; a metric's average is a report's)
-    ("stats", rf"\b(?:(?:compute|calculate|get|find|take|report|print|show\s+me|give\s+me|tell\s+me|work\s+out|what\s+(?:is|'s|are|was)"
+    ("stats", rf"\b(?:(?:compute|calculate|get|find|take|report|print|show\s+me|give\s+me|tell\s+me|work\s+out|figure\s+out|find\s+out|what\s+(?:is|'s|are|was)"
               # "I need the max price from x.csv", "we'd like the average of the price column"
               rf"|(?<=\bi )(?:want|need|'d\s+like|would\s+like)|(?<=\bwe )(?:want|need|'d\s+like|would\s+like))\s+)"
               rf"(?:the\s+|its\s+)?{_STAT}(?:\s*(?:,|and|&|,\s*and)\s+(?:the\s+)?{_STAT})*\s+(?:of\s+(?:the\s+)?)?"
@@ -324,7 +327,7 @@ TRIGGERS: list[tuple[str, str]] = [
     # "compare them by F1 (, and export the winner)": a comparison by a named metric picks
     ("select_best", rf"\bcompar(?:e|es|ing)\s+(?:them|both|all\s+three|the\s+(?:two|three|models|results|runs|candidates))"
                     rf"(?:\s+(?:by|on|using|in\s+terms\s+of)\s+(?:their\s+|the\s+)?(?=(?:{METRIC_RX})\b))"
-                    rf"|\bcompar(?:e|es|ing)(?=\s+their\s+(?:{METRIC_RX})\b)"),   # "compare their f1"
+                    rf"|\bcompar(?:e|es|ing)(?=\s+(?:their\s+|the\s+)?(?:{METRIC_RX})\b)"),   # "compare their f1", "compare auc"
     ("select_best", rf"(?:{AFTER_ARROW}|(?<=[,;:]\s)|^)(?:the\s+)?best\s+(?:one\s+|model\s+)?(?:by|on)\s+(?=(?:{METRIC_RX})\b)"
                     rf"|{AFTER_ARROW}(?:the\s+)?(?:best|top|highest|lowest)\s+(?=(?:{METRIC_RX})\s*(?:{ARROW}|$|[,;.]))"),   # "-> best AUC ->"
     ("select_best", rf"\b(?:select|pick|choose|keep|take|retain|go\s+with)\s+(?:the\s+one\s+with\s+)?(?:the\s+)?(?:lower|lowest|higher|highest|smaller|smallest|larger|largest|better|best)\s+(?=(?:{METRIC_RX})\b)"),
@@ -370,6 +373,7 @@ TRIGGERS: list[tuple[str, str]] = [
                        r"|(?:(?<=[;,:>→|]\s)|^)eval(?=\s+(?:accuracy|acc|f1|auc|rmse|recall|precision)\s*(?:[;,.|]|$))"),   # "; eval f1;"
     ("deploy_model", r"\b(?:deploy\w*|publish\w*|ship|ships|release|promote|(?<!ray )(?<!behind )(?<!with )(?<!via )(?<!through )(?<!using )serve|push\w*\s+(?:it\s+|them\s+)?to\s+production|"
                      r"roll\s+(?:it\s+|them\s+|that\s+|this\s+|the\s+(?:winner|model|best\s+one)\s+)?out|put\s+(?:it\s+)?(?:in|into)\s+production)\b(?:\s+(?:to|into)\s+production)?"),
+    ("notify", r"\b(?:raise|fire|trigger|issue|post)\s+(?:an?\s+|the\s+)?(?:alert|alarm|notification|warning)\b"),   # "raise an alert if ..."
     ("notify", r"\bsend\s+(?:me\s+|us\s+)?(?:a\s+|an\s+|the\s+)?(?:notification|message|alert|note|email|e-mail|ping|update)\b|\blet\s+(?:me|us|the\s+team|everyone|someone|people|the\s+\w+\s+team|ops|oncall|on-call)\s+know\b"
                r"|\b(?:give|send)\s+(?:me\s+|us\s+|the\s+team\s+)?a\s+heads-?up\b|\bdrop\s+(?:me|us)\s+a\s+(?:line|note|message)\b"
                r"|\bsend\s+(?:me\s+|us\s+)?(?=QUOTE)"),
