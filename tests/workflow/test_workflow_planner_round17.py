@@ -525,3 +525,25 @@ def test_domain_requests_of_this_round(houses):
     assert of_kind(p, "select_best")[0].params["metric"] == "auc"
     p = _plan("Retail: using houses.csv, figure out average price per city and chart it.")
     assert _kinds(p) == ["load_data", "aggregate", "plot"]
+
+
+def test_domain_requests_of_this_round_second_batch(houses):
+    from raystack.workflow.engine import run_local
+    p = _plan("Load houses.csv, work out price totals per city and save them to totals.csv.")
+    assert _kinds(p) == ["load_data", "aggregate", "write_table"]      # 'store'/'save' as the key's verb, 'city' the key
+    assert of_kind(p, "aggregate")[0].params["by"] == "city" and of_kind(p, "aggregate")[0].params["agg"] == "sum"
+    (houses / "sales.csv").write_text("store,revenue\na,1\nb,2\na,3\n")
+    p = _plan("Load sales.csv, compute the totals per store and save them to t.csv.")
+    assert of_kind(p, "aggregate")[0].params["by"] == "store" and _kinds(p)[-1] == "write_table"
+    assert run_local(p.ir).results[of_kind(p, "aggregate")[0].id].load(None).to_pydict()["revenue"] == [4, 2]
+    p = _plan("Ops: pull houses.csv, sample 50% of rows with seed 11, and draw a histogram of price saved as price.png.")
+    assert of_kind(p, "plot")[0].params["column"] == "price" and of_kind(p, "plot")[0].params["path"] == "price.png"
+    p = _plan("Biology: train a knn on houses.csv with k ranging from 1 to 3 and report which k is best.")
+    assert [s.params["k"] for s in of_kind(p, "train_model")] == [1, 2, 3] and _kinds(p)[-1] == "select_best"
+    p = _plan("Maintenance: load houses.csv; retry up to 3 times if the load fails; then compute stats.")
+    assert of_kind(p, "load_data")[0].retries == 3
+    for name in ("support", "chat"):
+        (houses / f"{name}.jsonl").write_text('{"prompt": "2+2=", "response": "4"}\n' * 4)
+    ft = of_kind(_plan("Support: fine-tune two adapters over tiny-1m, one on support.jsonl and one on chat.jsonl, and "
+                       "serve them as support-bots."), "mlora_finetune")[0].params
+    assert [d["path"] for d in ft["datasets"]] == ["support.jsonl", "chat.jsonl"]

@@ -32,7 +32,8 @@ TWO_COLUMNS = r"\b[a-z_][a-z0-9_]*\s+(?:vs\.?|versus|against)\s+(?:the\s+)?[a-z_
 
 
 # what ends a column named after "a histogram of": a clause's end, or where the data comes from
-CHART_NAME_END = r"(?=\s*(?:[.,;:!?)]|$|->|=>|→)|\s+(?:and|then|to|into|in|as|from|of|over|per|by|with|for|across)\b)"
+CHART_NAME_END = r"(?=\s*(?:[.,;:!?)]|$|->|=>|→)|\s+(?:and|then|to|into|in|as|from|of|over|per|by|with|for|across)\b" \
+                 r"|\s+(?:saved|stored|written|exported)\s+(?:as|to|in|into|at)\b)"   # "a histogram of latency saved as l.png"
 
 
 def plot(text: Text, lo: int, hi: int, f: Found) -> None:
@@ -102,6 +103,8 @@ def plot(text: Text, lo: int, hi: int, f: Found) -> None:
     for m, toks in text.finditer(rf"\b(?:histogram|distribution|(?:line|bar)\s*-?\s*(?:chart|graph|plot))\s+of\s+(?:the\s+|its\s+|their\s+)?"
                                  rf"(?P<p>[a-z_][a-z0-9_]*(?:\s+[a-z_][a-z0-9_]*)+){CHART_NAME_END}", lo, hi, free_only=True):
         words = m.group("p").split()
+        if words[-1] in ("saved", "stored", "written", "exported"):
+            continue
         if words[-1] not in PLOTTED_NOUNS and not any(w in PLOTTED_NOUNS or w in FILLERS for w in words[:-1]):
             raise PlanRefused([f"{m.group('p')!r}: the plot draws one column; name it as the table does "
                                f"(e.g. 'a histogram of {'_'.join(words)}')"])

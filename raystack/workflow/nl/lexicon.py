@@ -114,7 +114,7 @@ PER_ROUND = {r"\bepoch\s+(?:by|after)\s+epoch\b|\b(?:a\s+)?single\s+epoch\b(?:\s
              r"|\b(?:an|NUM\d+)\s+epoch\s+(?:per|each|a|every)\s+(?:iteration|round|pass|time)\b": {"epochs": 1}}
 RETRY_WORDS = {"once": 1, "twice": 2, "thrice": 3}
 # "if it fails", "if they crash", "on failure": a failure clause after a retry's count
-_IF_FAILS = (r"(?:\s+(?:if\s+(?:it|they|that|training|the\s+step)\s+(?:fails?|crash(?:es)?|breaks?|errors?\s+out)"
+_IF_FAILS = (r"(?:\s+(?:if\s+(?:it|they|that|training|the\s+step|the\s+(?:load|loading|training|split|export|deployment))\s+(?:fails?|crash(?:es)?|breaks?|errors?\s+out)"
              r"|on\s+failures?|upon\s+failures?|in\s+case\s+of\s+failures?))?")
 # the step a retry names ("retry the load 2 times", "retry the training up to 3 times") -> its kind
 RETRIED_KINDS = {"load": "load_data", "loading": "load_data", "training": "train_model", "train": "train_model",

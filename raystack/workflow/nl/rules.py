@@ -237,7 +237,7 @@ class RulePlanner:
                 while k < len(found) and found[j].entry in ("edit_pretrain", "mlora_finetune") \
                         and found[k].entry == "load_data" \
                         and found[k].sentence == a.sentence and a.has_file and found[k].has_file \
-                        and all(x.low in ("and", ",") for x in t.tokens[a.trig_end:found[k].lo]):
+                        and all(x.low in ("and", ",", "one", "another") for x in t.tokens[a.trig_end:found[k].lo]):
                     a = found.pop(k)
                     t.relabel(t.tokens[a.lo:a.trig_end], a.entry)
         self._aggregate_function(t, found)
