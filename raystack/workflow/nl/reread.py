@@ -18,6 +18,10 @@ found (before any parameter is read):
   by fitting a knn with k=3", "deduplicate x.csv to remove duplicate rows"): one step, with the
   words of both phrases (a cleaning that dropped every row missing anything, a second model
   trained, silently);
+- once every step's phrase is found (``grouped_first``, ``pick_first``, ``retrained_parts``): a
+  statistic asked "for each region in x.csv" first is that group's aggregate; "deploy whichever
+  has the higher f1 as x" runs the pick first; "retrain it with 6 workers" after a part's run is
+  that part again;
 - a step's method named with the step's own noun ("join it with b.csv using a left join",
   "normalize x.csv with min-max", "impute x.csv using mean imputation", "split x.csv using an
   80/20 split"): one step, its words read together (each made a second step, silently).
@@ -28,11 +32,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from raystack.workflow.nl import lexicon as L
 from raystack.workflow.nl.arrange import held_out_for
 from raystack.workflow.nl.extract import TABLE_EXT
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.scene import title_span
-from raystack.workflow.nl.text import Text
+from raystack.workflow.nl.text import Text, sentences
 from raystack.workflow.nl.triggers import MODEL_KIND
 
 # "evaluate / serve the saved adapters in ./a": the adapters' own steps, after their load
@@ -240,4 +245,51 @@ def _method_named_again(t: Text, actions: list) -> list:
                 prev.hi = max(prev.hi, a.hi)
                 continue
         out.append(a)
+    return out
+
+
+# the steps whose name a pick after them ("whichever ...") is written by
+NAMING_STEPS = ("deploy_model", "export_model", "serve_adapters")
+AGG_STATS = {"average", "avg", "mean", "total", "sum", "min", "minimum", "max", "maximum", "count"}   # aggregate's functions
+PART_RUNS = tuple(e for e in L.TRAINING_STEPS if e not in ("train_model", "tune"))   # the parts' runs
+
+
+def grouped_first(t: Text, actions: list) -> None:
+    """"For each region in sales.csv, compute the average revenue": a statistic asked for each
+    group said first is that group's aggregate (read as the whole table's statistics, the
+    grouping was lost)."""
+    for a in actions:
+        if a.entry != "stats" or not any(x.low in AGG_STATS for x in t.tokens[a.lo:a.trig_end]):
+            continue
+        lo = next(s for s, e in sentences(t) if s <= a.lo < e)
+        m = t.match_at(r"(?:for\s+(?:each|every)|per)\s+[a-z_][a-z0-9_]*\s+(?:(?:in|of|from)\s+FILE\d+\s*)?,", lo, a.lo)
+        if m is not None and all(x.used in ("", "load_data", "path") or x.kind == "punct" for x in m[1]):
+            t.relabel(t.tokens[a.lo:a.trig_end], "stats", "aggregate")
+            a.entry, a.zlo = "aggregate", lo
+
+def pick_first(t: Text, actions: list) -> None:
+    """"deploy whichever has the higher f1 as credit-best": the pick named as the object of a
+    step that names what it writes runs first, and that step reads the name after it (the
+    step ran once per candidate, before the pick)."""
+    for k in range(len(actions) - 1):
+        a, b = actions[k], actions[k + 1]
+        if a.entry in NAMING_STEPS and b.entry == "select_best" and b.sentence == a.sentence \
+                and b.lo == a.trig_end and t.tokens[b.lo].low == "whichever":
+            actions[k], actions[k + 1] = b, a
+            a.hi = max(a.hi, b.hi)
+
+def retrained_parts(t: Text, actions: list) -> list[tuple]:
+    """"train the DLRM on data/criteo; if AUC is under 0.7, retrain it with 6 workers": a
+    retraining after a part's run is that part run again (read as a small classifier, it
+    needed a split no step makes). Returns (retraining, first run) pairs."""
+    out = []
+    for k, a in enumerate(actions):
+        if a.entry != "train_model" or not (re.match(r"re-?(?:train|fit)", t.tokens[a.lo].low)
+                                             or t.match_at(L.TRAIN_AGAIN, a.lo, a.trig_end)):
+            continue
+        run = next((b for b in reversed(actions[:k]) if b.entry in L.TRAINING_STEPS), None)
+        if run is not None and run.entry in PART_RUNS:
+            t.relabel(t.tokens[a.lo:a.trig_end], "train_model", run.entry)
+            a.entry = run.entry
+            out.append((a, run))
     return out

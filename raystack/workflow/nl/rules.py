@@ -29,7 +29,8 @@ from raystack.workflow.nl.names import adapter_names
 from raystack.workflow.nl.phrases import coordinated, is_eval_verb, names_existing_split, part_data, second_side, table_result
 from raystack.workflow.nl.plan import Draft, DraftStep, Plan, PlanRefused
 from raystack.workflow.nl.questions import defer_candidates, fill_from_question, questions
-from raystack.workflow.nl.reread import evaluation_held_out_for, part_of_split, reread, split_parts
+from raystack.workflow.nl.reread import (evaluation_held_out_for, grouped_first, part_of_split, pick_first, reread,
+                                         retrained_parts, split_parts)
 from raystack.workflow.nl.safety import screen
 from raystack.workflow.nl.search import SPACE_PARAM_RX, read_tune
 from raystack.workflow.nl.text import ARROWS, Text, sentences
@@ -77,8 +78,6 @@ TRANSFORMED = {"normalize": re.compile(r"normali[sz]ed|standardi[sz]ed|scaled|re
                "impute": re.compile(r"imputed|filled")}
 CLEANING = ("clean_data", "impute", "dedup")   # the steps whose table is "the cleaned data"
 TABLE_NOUNS = {"data", "dataset", "table", "rows", "version", "copy", "features", "values", "file", "frame"}
-AGG_STATS = {"average", "avg", "mean", "total", "sum", "min", "minimum", "max", "maximum", "count"}   # aggregate's functions
-NAMING_STEPS = ("deploy_model", "export_model", "serve_adapters")   # steps that name what they write
 FIT_VERBS = {"fit", "fits", "fitted", "fitting", "refit", "refits"}   # "fit a logistic model to x.csv"
 WRITE_VERBS = {"save", "write", "store", "export", "dump", "persist", "output"}
 
@@ -112,9 +111,9 @@ class RulePlanner:
         actions = defer_candidates(t, actions, asked)
         self._resolve_context(t, actions, cues)
         json_tables(t, actions)
-        retrained = self._retrained_parts(t, actions)
-        self._pick_first(t, actions)
-        self._grouped_first(t, actions)
+        retrained = retrained_parts(t, actions)
+        pick_first(t, actions)
+        grouped_first(t, actions)
         for k, a in enumerate(actions):
             with t.claiming(a.entry):
                 if a.found.params.pop("_tune", False):
@@ -627,49 +626,6 @@ class RulePlanner:
                 actions.remove(a)
             elif isinstance(path, str):
                 seen.add(path)
-
-    @staticmethod
-    def _grouped_first(t: Text, actions: list[Action]) -> None:
-        """"For each region in sales.csv, compute the average revenue": a statistic asked for each
-        group said first is that group's aggregate (read as the whole table's statistics, the
-        grouping was lost)."""
-        for a in actions:
-            if a.entry != "stats" or not any(x.low in AGG_STATS for x in t.tokens[a.lo:a.trig_end]):
-                continue
-            lo = next(s for s, e in sentences(t) if s <= a.lo < e)
-            m = t.match_at(r"(?:for\s+(?:each|every)|per)\s+[a-z_][a-z0-9_]*\s+(?:(?:in|of|from)\s+FILE\d+\s*)?,", lo, a.lo)
-            if m is not None and all(x.used in ("", "load_data", "path") or x.kind == "punct" for x in m[1]):
-                t.relabel(t.tokens[a.lo:a.trig_end], "stats", "aggregate")
-                a.entry, a.zlo = "aggregate", lo
-
-    @staticmethod
-    def _pick_first(t: Text, actions: list[Action]) -> None:
-        """"deploy whichever has the higher f1 as credit-best": the pick named as the object of a
-        step that names what it writes runs first, and that step reads the name after it (the
-        step ran once per candidate, before the pick)."""
-        for k in range(len(actions) - 1):
-            a, b = actions[k], actions[k + 1]
-            if a.entry in NAMING_STEPS and b.entry == "select_best" and b.sentence == a.sentence \
-                    and b.lo == a.trig_end and t.tokens[b.lo].low == "whichever":
-                actions[k], actions[k + 1] = b, a
-                a.hi = max(a.hi, b.hi)
-
-    @staticmethod
-    def _retrained_parts(t: Text, actions: list[Action]) -> list[tuple[Action, Action]]:
-        """"train the DLRM on data/criteo; if AUC is under 0.7, retrain it with 6 workers": a
-        retraining after a part's run is that part run again (read as a small classifier, it
-        needed a split no step makes). Returns (retraining, first run) pairs."""
-        out = []
-        for k, a in enumerate(actions):
-            if a.entry != "train_model" or not (re.match(r"re-?(?:train|fit)", t.tokens[a.lo].low)
-                                                 or t.match_at(L.TRAIN_AGAIN, a.lo, a.trig_end)):
-                continue
-            run = next((b for b in reversed(actions[:k]) if b.entry in L.TRAINING_STEPS), None)
-            if run is not None and run.entry in PARTS:
-                t.relabel(t.tokens[a.lo:a.trig_end], "train_model", run.entry)
-                a.entry = run.entry
-                out.append((a, run))
-        return out
 
     @staticmethod
     def _retrain_same_model(t: Text, actions: list[Action]) -> None:
