@@ -547,3 +547,12 @@ def test_domain_requests_of_this_round_second_batch(houses):
     ft = of_kind(_plan("Support: fine-tune two adapters over tiny-1m, one on support.jsonl and one on chat.jsonl, and "
                        "serve them as support-bots."), "mlora_finetune")[0].params
     assert [d["path"] for d in ft["datasets"]] == ["support.jsonl", "chat.jsonl"]
+
+
+def test_the_aggregate_and_the_whole_file_name_tables_made_before(houses):
+    from raystack.workflow.engine import run_local
+    p = _plan("Load houses.csv; aggregate it by city; train a knn on the aggregate.")
+    assert _kinds(p) == ["load_data", "aggregate", "train_model"]            # aggregated once
+    p = _plan("Sample 10 rows of houses.csv and also compute stats of the whole file.")
+    assert of_kind(p, "stats")[0].params["data"].step == of_kind(p, "load_data")[0].id
+    assert run_local(p.ir).results[of_kind(p, "stats")[0].id].load(None)["rows"] == 40

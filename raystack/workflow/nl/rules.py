@@ -365,6 +365,11 @@ class RulePlanner:
                 continue
             if a.entry == "split_data" and [x.low for x in toks] == ["split"] and part_of_split(t, a.lo, out):
                 continue     # "fit a knn on the train split": the part of the split the training reads
+            if a.entry == "aggregate" and any(b.entry == "aggregate" for b in out) and a.lo > 0 \
+                    and t.tokens[a.lo - 1].low in ("the", "this", "that") and toks[0].low in ("aggregate", "aggregates", "aggregated") \
+                    and (len(toks) == 1 or (toks[0].low == "aggregated" and toks[-1].low in TABLE_NOUNS)):
+                t.mark(toks, "reference")    # "aggregate it by city; train a knn on the aggregate": that table
+                continue
             participle = a.entry in TRANSFORMED and RulePlanner._table_participle(t, a.lo, a.entry)
             # "impute ..., dedup and describe the cleaned table": the table the cleaning steps made
             reference = (participle and any(b.entry == a.entry or (a.entry == "clean_data" and b.entry in CLEANING)

@@ -15,7 +15,7 @@ from raystack.workflow.nl.plan import DraftStep, PlanRefused
 # a result named as whatever the steps before ended with ("deploy the final model")
 FINAL_RESULT = re.compile(r"\b(?:final|latest|resulting|whichever|last)\b", re.I)
 # the table a chain started from, named as such ("compute stats on the full table")
-ORIGINAL_TABLE = re.compile(r"\b(?:original|raw|full|untouched|initial|source|unmodified|unprocessed|"
+ORIGINAL_TABLE = re.compile(r"\b(?:original|raw|full|whole|entire|complete|untouched|initial|source|unmodified|unprocessed|"
                             r"(?:un-?|non-?|not\s+)(?:normali[sz]|clean|dedup(?:licat)?|imput|sampl|filter|transform|scal)ed)\s+"
                             r"(?:data|dataset|table|file|rows|csv)\b", re.I)
 
