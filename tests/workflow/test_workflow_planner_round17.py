@@ -556,3 +556,11 @@ def test_the_aggregate_and_the_whole_file_name_tables_made_before(houses):
     p = _plan("Sample 10 rows of houses.csv and also compute stats of the whole file.")
     assert of_kind(p, "stats")[0].params["data"].step == of_kind(p, "load_data")[0].id
     assert run_local(p.ir).results[of_kind(p, "stats")[0].id].load(None)["rows"] == 40
+
+
+def test_columns_to_scale_said_with_only_after_them(houses):
+    from raystack.workflow.engine import run_local
+    p = _plan("Load houses.csv, normalize price and area only, and train a knn.")
+    assert of_kind(p, "normalize")[0].params["columns"] == ["price", "area"]
+    rows = run_local(p.ir).results[of_kind(p, "normalize")[0].id].load(None).to_pydict()
+    assert rows["id"][:3] == [0, 1, 2] and abs(sum(rows["price"])) < 1e-6     # the id column kept as it was

@@ -242,11 +242,13 @@ def normalize(text: Text, lo: int, hi: int, f: Found) -> None:
         raise PlanRefused([f"{text.span_text(but[1])!r}: normalize scales the columns it is given; name the ones to scale"])
     found = next(text.finditer(r"\b(?:normali[sz]\w*|standardi[sz]\w*|re-?scal\w*|scale|scales|z-?scor\w*)\s+(?:the\s+|its\s+)?"
                                r"(?P<l>(?!(?:FILE|NUM|PCT|QUOTE)\d)[a-z_]\w*(?:\s*,\s*[a-z_]\w*)*(?:\s*,?\s*(?:and|&)\s+[a-z_]\w*)?)"
-                               r"(?:\s+columns?)?\b(?=\s*(?:[.,;:!?)]|$|->|=>)|\s+(?:and|then|before|after|so|to|in|from|on|with|using|of)\b)",
+                               r"(?:\s+columns?)?(?P<only>\s+only)?\b(?=\s*(?:[.,;:!?)]|$|->|=>)|\s+(?:and|then|before|after|so|to|in|from|on|with|using|of)\b)",
                                lo, hi), None)   # a bare name, not "the expression values", "the drone flight logs"
     if found is None:
         return
     m, toks = found
+    if m.group("only"):      # "normalize income and debt only": those, as any list names
+        text.mark(text.covered(*m.span("only")), "normalize")
     names: list[Token] = []
     for x in text.covered(*m.span("l")):
         if x.kind != "word" or x.low in ("and", "&"):
