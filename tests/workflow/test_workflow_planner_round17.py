@@ -564,3 +564,12 @@ def test_columns_to_scale_said_with_only_after_them(houses):
     assert of_kind(p, "normalize")[0].params["columns"] == ["price", "area"]
     rows = run_local(p.ir).results[of_kind(p, "normalize")[0].id].load(None).to_pydict()
     assert rows["id"][:3] == [0, 1, 2] and abs(sum(rows["price"])) < 1e-6     # the id column kept as it was
+
+
+def test_a_figure_in_a_notification_is_refused_and_k_should_be(houses):
+    with pytest.raises(PlanRefused, match="a notification sends the text it is given"):
+        _plan("Load houses.csv and compute stats; notify me with the row count.")
+    p = _plan("Load houses.csv and compute stats; notify me with 'done'.")
+    assert _kinds(p) == ["load_data", "stats", "notify"]                    # one statistics step
+    p = _plan("Train a knn classifier on houses.csv — k should be 11.")
+    assert of_kind(p, "train_model")[0].params["k"] == 11

@@ -481,7 +481,7 @@ def train_model(text: Text, lo: int, hi: int, f: Found) -> None:
                                     r"|between\s+(?P<b>NUM\d+)\s+and)\s+(?P<z>NUM\d+)", "k range"):
         _set_map(f, "k", _int_range(text, m.group("a") or m.group("b"), m.group("z"), "k"))   # "for k from 1 to 5"
         claim_count(text, lo, hi, len(f.map[1]))
-    m = _search(text, lo, hi, r"\bk\s*(?:=|:|of|(?:equal|set)\s+to|equals|is)?\s*(?P<n>NUM\d+)|(?P<m>NUM\d+)\s*-?\s*(?:nearest[\s-]+)?neighbou?rs?\b", "k") or \
+    m = _search(text, lo, hi, r"\bk\s*(?:=|:|of|(?:equal|set)\s+to|equals|is|should\s+be|must\s+be|will\s+be)?\s*(?P<n>NUM\d+)|(?P<m>NUM\d+)\s*-?\s*(?:nearest[\s-]+)?neighbou?rs?\b", "k") or \
         _search(text, lo, hi, r"(?P<m>NUM\d+)(?=\s*-?\s*(?:nearest[\s-]+neighbou?rs?|nn)\b)", "k")   # "a 5-nearest-neighbour model", "5-NN"
     if m:      # "kNN (k = 7)", "retrain with k = 3", "5 neighbours"
         f.set("k", int(_num(text, m.groupdict().get("n") or m.group("m"))))

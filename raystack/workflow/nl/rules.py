@@ -111,6 +111,11 @@ class RulePlanner:
         actions = defer_candidates(t, actions, asked)
         self._resolve_context(t, actions, cues)
         json_tables(t, actions)
+        for a, b in zip(actions, actions[1:]):   # "notify me with the row count": a figure in a message
+            if a.entry == "notify" and b.entry in ("stats", "aggregate", "evaluate_model") and b.sentence == a.sentence \
+                    and [x.low for x in t.tokens[a.trig_end:b.lo]] == ["with"]:
+                raise PlanRefused([f"{t.span_text(t.tokens[a.lo:b.trig_end])!r}: a notification sends the text it is "
+                                   "given, not a figure a step computes; report the figure instead"])
         retrained = retrained_parts(t, actions)
         pick_first(t, actions)
         grouped_first(t, actions)
