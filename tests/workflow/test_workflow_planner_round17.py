@@ -573,3 +573,17 @@ def test_a_figure_in_a_notification_is_refused_and_k_should_be(houses):
     assert _kinds(p) == ["load_data", "stats", "notify"]                    # one statistics step
     p = _plan("Train a knn classifier on houses.csv — k should be 11.")
     assert of_kind(p, "train_model")[0].params["k"] == 11
+
+
+def test_deleting_a_data_file_is_refused_as_destructive_and_the_best_is_picked_before_export(houses):
+    for text in ("Delete houses.csv after training a knn on it.", "Train a knn on houses.csv and then delete houses.csv.",
+                 "Remove the file houses.csv when done."):
+        with pytest.raises(PlanRefused, match="asks to delete a data file") as err:
+            _plan(text)
+        assert err.value.kind == "destructive"
+    assert _kinds(_plan("Remove duplicates from houses.csv.")) == ["load_data", "dedup"]
+    with pytest.raises(PlanRefused, match="'export'"):       # the best of three, with no pick said
+        _plan("Train knn models with k 3, 5, 7 on houses.csv and export the best model.")
+    p = _plan("Train knn models with k 3, 5, 7 on houses.csv, keep the best and export it.")
+    assert _kinds(p) == ["load_data", "train_model", "select_best", "export_model"]
+    assert of_kind(p, "export_model")[0].params["model"].step == of_kind(p, "select_best")[0].id

@@ -46,6 +46,10 @@ PATTERNS: list[tuple[str, str]] = [
      "asks to stop machines or processes"),
     (rf"\b{_DELETE}\s+(?!{_ROWS}\b)(?:\w+\s+){{0,3}}?{_TARGETS}", "asks to delete files or systems"),
     (rf"\b{_DELETE}\s+(?:\w+\s+){{0,3}}?(?:/|~/|\.\./)\S*", "asks to delete a path outside the run"),
+    # "Delete x.csv after training", "remove the file x.csv": the user's data file, never the run's
+    (r"\b(?:delete|deleting|erase|erasing|wipe|wiping|purge|purging|destroy|shred|rm|remove|removing|nuke|get\s+rid\s+of)\s+"
+     r"(?:the\s+)?(?:(?:input|source|original|data|raw)\s+)?(?:file\s+)?[\w./-]+\.(?:csv|tsv|parquet|pq|jsonl?|txt|safetensors|bin|pt)\b"
+     r"(?!\s*'s)", "asks to delete a data file"),
     (r"\b(?:upload|send|email|e-mail|mail|post|transfer|copy|sync|exfiltrate|leak|share|forward|ftp|scp|rsync|push)\b"
      r"[^.;]*?(?:[\w.+-]+@[\w-]+\.[\w.-]+|\b\w+://\S+|\b\d{1,3}(?:\.\d{1,3}){3}\b|\b(?:server|ftp|endpoint|webhook|"
      r"pastebin|external|remote|third[- ]party|outside|public)\b)", "asks to send data outside the run"),

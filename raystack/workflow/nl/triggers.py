@@ -316,7 +316,7 @@ TRIGGERS: list[tuple[str, str]] = [
                      r"(?=\s+(?:afterwards|afterward|later|then|next|finally)\s+(?:to|into|as|at)\s+FILE\d+)"),   # "export it afterwards to ./m"
     # "... and export it if recall is at least 0.75": no file named, the step's default one (in its
     # own folder)
-    ("export_model", r"\bexports?\s+(?:it|them|the\s+(?:trained\s+|final\s+|best\s+)?(?:model|models|classifier|winner|checkpoint))\b"
+    ("export_model", r"\bexports?\s+(?:it|them|the\s+(?:trained\s+|final\s+)?(?:model|models|classifier|winner|checkpoint))\b"
                      r"(?=\s*(?:[.,;!]|$|\s+(?:if|when|unless|only|once|and|then|as\s+well|too)\b))"),
     ("select_best", rf"(?<!whichever )(?<!which )\b(?:select|pick|choose|keep|take|find|identify|determine|retain|get|go\s+with|settle\s+on|opt\s+for|"
                     rf"stick\s+with|crown|declare|promote|prefer|favou?r|single\s+out|choosing)\w*\s+{skip(2)}(?:best|winner|winning|top|better|"
