@@ -587,3 +587,18 @@ def test_deleting_a_data_file_is_refused_as_destructive_and_the_best_is_picked_b
     p = _plan("Train knn models with k 3, 5, 7 on houses.csv, keep the best and export it.")
     assert _kinds(p) == ["load_data", "train_model", "select_best", "export_model"]
     assert of_kind(p, "export_model")[0].params["model"].step == of_kind(p, "select_best")[0].id
+
+
+def test_two_aggregations_said_one_after_the_other(houses):
+    from raystack.workflow.engine import run_local
+    p = _plan("Compute the average price per city in houses.csv and the count per city too.")
+    mean, count = of_kind(p, "aggregate")
+    load = of_kind(p, "load_data")[0].id
+    assert (mean.params["agg"], count.params["agg"]) == ("mean", "count")
+    assert mean.params["data"].step == load and count.params["data"].step == load   # counted 1 per city before
+    counts = run_local(p.ir).results[count.id].load(None).to_pydict()
+    assert sorted(counts["price"]) == [20, 20]
+    p = _plan("Load houses.csv, sum price per id, then count rows per city.")
+    assert [s.params["by"] for s in of_kind(p, "aggregate")] == ["id", "city"]   # the second was dropped
+    p = _plan("Load houses.csv, group it by city, then compute the average price.")
+    assert _kinds(p) == ["load_data", "aggregate"] and of_kind(p, "aggregate")[0].params["agg"] == "mean"

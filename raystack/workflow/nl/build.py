@@ -160,6 +160,7 @@ class _Wiring:
                 if own:     # a copy per result: each its own destination
                     one.params.update(own[k])
                 self._wire_one(one, e)
+                self._regroup_from_source(one)
                 self._check_plotted_metric(one)
                 self._plotted_column_from_table(one)
                 self._evaluate_on_own_split(one)
@@ -260,6 +261,18 @@ class _Wiring:
                                        f"(it reports {list(CATALOG[src.entry].metrics)})"])
                 s.inputs["data"] = up[0].label
                 s.after = list(dict.fromkeys([*s.after, src.label]))
+
+    def _regroup_from_source(self, s: DraftStep) -> None:
+        """"the average price per city and the count per city too": an aggregate by the same
+        key as the aggregate it would read has one row per group to count or sum (it counted 1
+        per city); it reads what that aggregate read."""
+        if s.entry != "aggregate" or not isinstance(s.inputs.get("data"), str):
+            return
+        src = self._wired(s.inputs["data"])
+        if src is not None and src.entry == "aggregate" and src.params.get("by") is not None \
+                and src.params.get("by") == s.params.get("by") and isinstance(src.inputs.get("data"), str):
+            s.inputs["data"] = src.inputs["data"]
+            s.after = list(dict.fromkeys([*s.after, src.label]))
 
     def _fresh_table_after(self, split: DraftStep, s: DraftStep) -> bool:
         """Whether a table was made after ``split`` that nothing reads yet, where the split is

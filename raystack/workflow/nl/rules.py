@@ -82,6 +82,12 @@ FIT_VERBS = {"fit", "fits", "fitted", "fitting", "refit", "refits"}   # "fit a l
 WRITE_VERBS = {"save", "write", "store", "export", "dump", "persist", "output"}
 
 
+def _keyed(t: Text, a: Action) -> bool:
+    """Whether an aggregate's phrase names its own group key ("... per store", "by region")."""
+    words = [x.low for x in t.tokens[a.lo:a.trig_end]]
+    return any(w in ("per", "by") and k + 1 < len(words) for k, w in enumerate(words))
+
+
 class RulePlanner:
     """The default offline planner (no model, no network)."""
 
@@ -260,7 +266,9 @@ class RulePlanner:
             # after a "then" is a second run, not more words of the first
             # "take the first 200 rows, then keep the last 5 rows of it": two subsets, two verbs
             sequenced = bool(merged) and not a.verbless and (
-                t.tokens[a.lo].low == t.tokens[merged[-1].lo].low or a.entry == "sample") \
+                t.tokens[a.lo].low == t.tokens[merged[-1].lo].low or a.entry == "sample"
+                # "sum revenue per store, then count stores per region": each phrase with its own key
+                or (a.entry == "aggregate" and all(_keyed(t, b) for b in (a, merged[-1])))) \
                 and any(c.kind == "seq" and merged[-1].trig_end <= c.lo < a.lo for c in cues)
             if merged and merged[-1].entry == a.entry and not sequenced and (
                     a.entry not in ("load_data", "train_model", "evaluate_model", "notify")
