@@ -83,10 +83,11 @@ def objects(t: Text, action_ends: Iterable[tuple[str, int]]) -> None:
     end: punctuation, a word another step used, or "and"/"then" before another step's phrase)."""
     action_ends = list(action_ends)
     entries = {e for e, _ in action_ends}
+    starts = {lo for lo, _ in sentences(t)}
     for entry, end in action_ends:
         if entry not in DATA_OBJECT_STEPS:
             continue
-        if entry == "load_data" and _embedded_file(t, end):
+        if entry == "load_data" and _embedded_file(t, end, starts):
             # "train a logistic model on x.csv balanced classes": the words are the model's, unread;
             # "... on a.csv alone": the file by itself
             m = t.match_at(r"(?:alone|only|by\s+itself|on\s+its\s+own)\b(?=\s*(?:[.,;:!?)]|$|\s+(?:and|then)\b))", end)
@@ -120,14 +121,14 @@ def objects(t: Text, action_ends: Iterable[tuple[str, int]]) -> None:
             t.mark(run, f"object of {entry}")
 
 
-def _embedded_file(t: Text, end: int) -> bool:
+def _embedded_file(t: Text, end: int, starts: set[int]) -> bool:
     """Whether the load ending at ``end`` is a file named inside another step's phrase ("on
     x.csv", "impute x.csv"): what follows it belongs to that step, not to the load."""
     path = next((j for j in range(end - 1, max(end - 3, 0), -1) if t.tokens[j].kind == "path"), None)
     if path is None or path < 1:
         return False
     prev = t.tokens[path - 1]
-    if prev.used == "load_data" and (any(lo == path - 1 for lo, _ in sentences(t))
+    if prev.used == "load_data" and (path - 1 in starts
                                      or (path >= 2 and t.tokens[path - 2].kind == "punct")):
         return False    # "Using people.csv as input, ...": the clause opens with the load
     return prev.low in ("on", "from", "in", "of", "at", "for", "using", "over", "with", "to") or (

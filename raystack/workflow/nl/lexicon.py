@@ -193,7 +193,8 @@ TWO_TABLE_SIDES = {"join": ("left", "right"), "concat": ("first", "second")}   #
 TWO_TABLE_STEPS = tuple(TWO_TABLE_SIDES)
 # steps that train a model: "retry the training" / "every model" name any of them, and an
 # evaluation or deployment after one is that model's
-TRAINING_STEPS = ("train_model", "tune", "elastic_dlrm", "edit_pretrain", "mlora_finetune")
+PART_STEPS = ("elastic_dlrm", "edit_pretrain", "mlora_finetune")   # the parts' runs
+TRAINING_STEPS = ("train_model", "tune", *PART_STEPS)
 # steps that act on a table named in their own phrase ("aggregate the logs in q.parquet by user")
 DATA_VERB_STEPS = {"dedup", "impute", "clean_data", "normalize", "sample", "stats", "plot", "aggregate",
                    "split_data"}

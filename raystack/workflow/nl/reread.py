@@ -251,7 +251,6 @@ def _method_named_again(t: Text, actions: list) -> list:
 # the steps whose name a pick after them ("whichever ...") is written by
 NAMING_STEPS = ("deploy_model", "export_model", "serve_adapters")
 AGG_STATS = {"average", "avg", "mean", "total", "sum", "min", "minimum", "max", "maximum", "count"}   # aggregate's functions
-PART_RUNS = tuple(e for e in L.TRAINING_STEPS if e not in ("train_model", "tune"))   # the parts' runs
 
 
 def grouped_first(t: Text, actions: list) -> None:
@@ -278,17 +277,21 @@ def pick_first(t: Text, actions: list) -> None:
             actions[k], actions[k + 1] = b, a
             a.hi = max(a.hi, b.hi)
 
+def retraining(t: Text, a) -> bool:
+    """Whether a training's phrase says it again ("retrain", "refit", "train it again")."""
+    return bool(re.match(r"re-?(?:train|fit)", t.tokens[a.lo].low) or t.match_at(L.TRAIN_AGAIN, a.lo, a.trig_end))
+
+
 def retrained_parts(t: Text, actions: list) -> list[tuple]:
     """"train the DLRM on data/criteo; if AUC is under 0.7, retrain it with 6 workers": a
     retraining after a part's run is that part run again (read as a small classifier, it
     needed a split no step makes). Returns (retraining, first run) pairs."""
     out = []
     for k, a in enumerate(actions):
-        if a.entry != "train_model" or not (re.match(r"re-?(?:train|fit)", t.tokens[a.lo].low)
-                                             or t.match_at(L.TRAIN_AGAIN, a.lo, a.trig_end)):
+        if a.entry != "train_model" or not retraining(t, a):
             continue
         run = next((b for b in reversed(actions[:k]) if b.entry in L.TRAINING_STEPS), None)
-        if run is not None and run.entry in PART_RUNS:
+        if run is not None and run.entry in L.PART_STEPS:
             t.relabel(t.tokens[a.lo:a.trig_end], "train_model", run.entry)
             a.entry = run.entry
             out.append((a, run))

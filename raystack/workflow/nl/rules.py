@@ -30,13 +30,13 @@ from raystack.workflow.nl.phrases import coordinated, is_eval_verb, names_existi
 from raystack.workflow.nl.plan import Draft, DraftStep, Plan, PlanRefused
 from raystack.workflow.nl.questions import defer_candidates, fill_from_question, questions
 from raystack.workflow.nl.reread import (evaluation_held_out_for, grouped_first, part_of_split, pick_first, reread,
-                                         retrained_parts, split_parts)
+                                         retrained_parts, retraining, split_parts)
 from raystack.workflow.nl.safety import screen
 from raystack.workflow.nl.search import SPACE_PARAM_RX, read_tune
 from raystack.workflow.nl.text import ARROWS, Text, sentences
 from raystack.workflow.nl.triggers import COMPILED, MODEL_KIND, PREPOSITIONS
 
-PARTS = ("elastic_dlrm", "edit_pretrain", "mlora_finetune")
+PARTS = L.PART_STEPS
 # a reminder that the file named is loaded first, said beside the step that reads it
 LOADED_FIRST = r"\b(?:after|once|but)\s+(?:loading|reading|you\s+load|we\s+load|you\s+read|we\s+read)\s+(?:it|them)\b"
 # a directory that holds a checkpoint by its name ("./ckpt/x", "runs/checkpoints/latest")
@@ -658,7 +658,6 @@ class RulePlanner:
                 raise PlanRefused([f"{t.span_text(t.tokens[a.lo:a.hi])!r} tries a value, but no model was trained "
                                    "before it: say which model"])
             if "model" not in a.step.params and a.step.map is None and last is not None and \
-                    (re.match(r"re-?(?:train|fit)", t.tokens[a.lo].low) or tried
-                     or t.match_at(L.TRAIN_AGAIN, a.lo, a.trig_end)):
+                    (tried or retraining(t, a)):
                 a.step.params["model"] = a.step.stated["model"] = last
             last = a.step.params.get("model", last)
