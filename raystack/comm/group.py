@@ -77,7 +77,8 @@ class CommGroup:
     """A collective group seen from one member. Build with `CommGroup.init` in every member."""
 
     def __init__(self, rank: int, world_size: int, process_group, backend: str,
-                 network: NetworkModel | None, ranks: Sequence[int] | None = None):
+                 network: NetworkModel | None, ranks: Sequence[int] | None = None,
+                 timeout_s: float = 120.0):
         self.rank = rank
         self.world_size = world_size
         self.backend = backend
@@ -87,6 +88,7 @@ class CommGroup:
         self._link = SimulatedLink(self.network)
         self._stats = {op: OpStats() for op in OPS}
         self._owns_world = ranks is None
+        self.timeout_s = timeout_s  # how long an op waits for a peer before it raises
 
     @classmethod
     def init(cls, rank: int, world_size: int, master_addr: str, master_port: int,
@@ -101,7 +103,7 @@ class CommGroup:
                                "call destroy() on its CommGroup first")
         dist.init_process_group(backend=backend, init_method=f"tcp://{master_addr}:{master_port}",
                                 rank=rank, world_size=world_size, timeout=timedelta(seconds=timeout_s))
-        return cls(rank, world_size, dist.group.WORLD, backend, network)
+        return cls(rank, world_size, dist.group.WORLD, backend, network, timeout_s=timeout_s)
 
     @property
     def device(self) -> torch.device:
@@ -118,13 +120,16 @@ class CommGroup:
         """A group over `ranks` of this world. Every rank of the world must call this with the same
         `ranks`; members get a CommGroup (rank = position in `ranks`), non-members get None.
         Every call makes a new group (its own process group and simulated link), so ops on two
-        groups over the same ranks never need a common order; `tag` only names it."""
+        groups over the same ranks never need a common order; `tag` only names it. Its ops
+        time out as this group's do (torch's own default for a new group is 30 minutes: a
+        rank whose peer left a collective would wait that long)."""
         ranks = list(ranks)
-        pg = dist.new_group(ranks=ranks, backend=self.backend)
+        pg = dist.new_group(ranks=ranks, backend=self.backend, timeout=timedelta(seconds=self.timeout_s))
         me = dist.get_rank()
         if me not in ranks:
             return None
-        return CommGroup(ranks.index(me), len(ranks), pg, self.backend, network or self.network, ranks=ranks)
+        return CommGroup(ranks.index(me), len(ranks), pg, self.backend, network or self.network, ranks=ranks,
+                         timeout_s=self.timeout_s)
 
     # -- ops ---------------------------------------------------------------------------------
     def _staged(self, tensor: torch.Tensor) -> torch.Tensor:

@@ -155,7 +155,8 @@ class RunConfig(ConfigBase):
                                     "replica lost whole is replaced by them at once (no process start, imports "
                                     "or data loading during recovery); each reserves what a replica does", ge=0,
                                  le=64)
-    comm_timeout_s: float = option(60.0, "collective timeout (s)", gt=0, le=DAY_S)
+    comm_timeout_s: float = option(60.0, "how long a rank waits for its peers in any collective, "
+                                   "the replica's and per-block groups' too, before it raises (s)", gt=0, le=DAY_S)
     cpus_per_rank: float = option(1.0, "Ray CPUs each rank reserves", gt=0, le=1024)
     threads_per_rank: int = option(1, "torch threads in each rank", ge=1, le=1024)
     device: Device = option("auto", "auto (GPUs when the cluster has any), cpu or cuda; a GPU per rank gives NCCL, fewer are shared over gloo")

@@ -40,6 +40,12 @@ class Member(CommMember):
             return None
         return group.all_reduce(torch.tensor([value])).item()
 
+    def make_subgroup(self, ranks):
+        self.sub = self.comm.subgroup(ranks)
+
+    def sub_sum(self, value):
+        return self.sub.all_reduce(torch.tensor([value])).item()
+
     def compressed_sum(self, values, codec_name):
         from raystack.comm.compress import compressed_all_reduce, make_codec
         self.comm.reset_stats()
@@ -91,6 +97,23 @@ def test_all_gather_and_broadcast(members):
 def test_subgroup_over_some_ranks(members):
     out = ray.get([m.subgroup_sum.remote([0, 2], float(r + 1)) for r, m in enumerate(members)])
     assert out == [4.0, None, 4.0]
+
+
+def test_a_subgroup_op_whose_peer_never_joins_raises_after_the_groups_timeout(ray_cluster):
+    """A rank whose peer left (errored out of another collective) must not wait in a subgroup
+    op for torch's 30-minute default: it raises after the group's own timeout, in time for the
+    controller to see it alive (a hung survivor is taken for dead and replaced)."""
+    pair = [Member.remote() for _ in range(2)]
+    try:
+        form_comm_group(pair, timeout_s=5)
+        ray.get([m.make_subgroup.remote([0, 1]) for m in pair])
+        t0 = time.monotonic()
+        with pytest.raises(ray.exceptions.RayTaskError, match="(?i)time"):
+            ray.get(pair[1].sub_sum.remote(1.0), timeout=120)   # rank 0 never joins
+        assert time.monotonic() - t0 < 60
+    finally:
+        for a in pair:
+            ray.kill(a)
 
 
 def test_network_model_delays_async_completion_without_blocking_issue(members):
