@@ -23,6 +23,7 @@ HELDOUT6 = REPO / "benchmarks" / "data" / "nl_heldout6.yaml"  # set 6: held out,
 DEV6 = REPO / "benchmarks" / "data" / "nl_dev6.yaml"          # its development twin
 DEV7 = REPO / "benchmarks" / "data" / "nl_dev7.yaml"          # a second development set of that shape
 HELDOUT7 = REPO / "benchmarks" / "data" / "nl_heldout7.yaml"  # set 7: held out, written after the planner froze
+HELDOUT8 = REPO / "benchmarks" / "data" / "nl_heldout8.yaml"  # set 8: held out, written after round 17
 DESTRUCTIVE = REPO / "tests" / "workflow" / "data" / "destructive_prompts.yaml"
 
 CANONICAL_KINDS = frozenset(
@@ -40,7 +41,8 @@ STEP_KEYS = frozenset(
 )
 MIN_STEPS = 2
 MAX_STEPS = {HELDOUT.name: 7, HELDOUT4.name: 8, HELDOUT5.name: 8,   # what each set's author was asked for
-             HELDOUT6.name: 8, DEV4.name: 8, DEV5.name: 8, DEV6.name: 8, DEV7.name: 8, HELDOUT7.name: 8}
+             HELDOUT6.name: 8, DEV4.name: 8, DEV5.name: 8, DEV6.name: 8, DEV7.name: 8, HELDOUT7.name: 8,
+             HELDOUT8.name: 8}
 
 
 def _load(path: Path) -> list[dict]:
@@ -124,7 +126,7 @@ def _spellings(value: str) -> set[str]:
     return {value, re.sub(r"\bval\b", "validation", value)}
 
 
-@pytest.mark.parametrize("path", [HELDOUT, HELDOUT4, HELDOUT5, HELDOUT6, DEV4, DEV5, DEV6, DEV7, HELDOUT7],
+@pytest.mark.parametrize("path", [HELDOUT, HELDOUT4, HELDOUT5, HELDOUT6, DEV4, DEV5, DEV6, DEV7, HELDOUT7, HELDOUT8],
                          ids=lambda p: p.stem)
 def test_heldout_gold_is_well_formed_and_states_only_what_the_text_says(path):
     prompts = _load(path)
