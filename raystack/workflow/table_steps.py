@@ -201,12 +201,13 @@ def concat(first: pa.Table, second: pa.Table) -> pa.Table:
 
 
 def aggregate(data: pa.Table, by: Optional[Union[str, list[str]]] = None,
-              agg: Literal["sum", "mean", "count", "min", "max"] = "sum") -> pa.Table:
+              agg: Literal["sum", "mean", "median", "count", "min", "max"] = "sum") -> pa.Table:
     """Group by column ``by`` (a list: by each of them, "by store and month"; none: the first
     text column) and aggregate every numeric column but identifiers (``id``, ``*_id``: a sum of
     order ids is no figure, and a chart of the totals would draw it first), unless identifiers
     are all there is; the columns keep their names (the table of per-city totals still has its
-    target ``y``, so a model can be trained on it)."""
+    target ``y``, so a model can be trained on it). Nulls are skipped (a group of nulls only
+    gives null); ``median`` is exact: the middle value, or the mean of the two middle ones."""
     if by is None:
         text = [n for n in data.column_names if pa.types.is_string(data.column(n).type)]
         by = text[0] if text else data.column_names[0]
@@ -216,9 +217,25 @@ def aggregate(data: pa.Table, by: Optional[Union[str, list[str]]] = None,
     _named_columns(data, keys, "aggregate")
     numeric = [n for n in data.column_names if n not in keys and is_numeric(data.column(n).type)]
     numeric = [n for n in numeric if not _identifier(n)] or numeric
+    if agg == "median":
+        return _group_medians(data, keys, numeric)
     out = data.group_by(keys, use_threads=False).aggregate([(n, agg) for n in numeric])
     return out.rename_columns([c[:-len(agg) - 1] if c.endswith(f"_{agg}") and c[:-len(agg) - 1] in numeric else c
                                for c in out.column_names])
+
+
+def _group_medians(data: pa.Table, keys: list[str], numeric: list[str]) -> pa.Table:
+    """Each group's exact median of each numeric column (pyarrow's hash aggregates have only an
+    approximate one): the group's values as lists, one median per list."""
+    lists = data.group_by(keys, use_threads=False).aggregate([(n, "list") for n in numeric])
+    out = {k: lists.column(k) for k in keys}
+    for n in numeric:
+        medians = []
+        for values in lists.column(f"{n}_list").to_pylist():
+            present = [v for v in values if v is not None]
+            medians.append(float(np.median(present)) if present else None)
+        out[n] = pa.array(medians, type=pa.float64())
+    return pa.table(out)
 
 
 def _identifier(name: str) -> bool:

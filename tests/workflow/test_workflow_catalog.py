@@ -23,7 +23,7 @@ def test_every_catalog_step_has_typed_params_a_kind_and_a_description():
     assert rows["train_model"]["inputs"] == {"data": "split"}
     # unions, choices and item types are spelled out (the LLM planner is shown this listing)
     assert rows["aggregate"]["params"]["by"]["type"] == "str | list[str] | None"
-    assert rows["aggregate"]["params"]["agg"]["type"] == "'sum' | 'mean' | 'count' | 'min' | 'max'"
+    assert rows["aggregate"]["params"]["agg"]["type"] == "'sum' | 'mean' | 'median' | 'count' | 'min' | 'max'"
     assert all(r["description"] and r["kind"] in CANONICAL_KINDS for r in rows.values())
     # every canonical kind but the tune construct has a catalog step
     assert set(CANONICAL_KINDS) - {r["kind"] for r in rows.values()} == {"tune"}

@@ -391,9 +391,9 @@ def test_a_question_about_a_column_is_answered_by_the_statistics_and_one_no_step
 def test_a_mean_said_after_a_grouping_is_the_aggregate_s_function(months):
     """'group by city and compute the mean price' summed each city's prices (the aggregate's
     default) and took the statistics of the sums; the mean (min, max) said after a grouping is
-    what the aggregate computes per group, and a median per group, which it does not compute, is
-    refused. The standard deviation of a column is in the statistics ('compute the std of price'
-    was refused)."""
+    what the aggregate computes per group (a median too, since the aggregate computes one), and
+    a standard deviation per group, which it does not compute, is refused. The standard
+    deviation of a column is in the statistics ('compute the std of price' was refused)."""
     from raystack.workflow.engine import run_local
     (months / "shops.csv").write_text("city,price\na,10\na,20\nb,5\n")
     for text, agg in (("Load shops.csv, group by city and compute the mean price.", "mean"),
@@ -404,8 +404,8 @@ def test_a_mean_said_after_a_grouping_is_the_aggregate_s_function(months):
                                                      "by": "city", "agg": agg}, text
     table = run_local(p.ir).results[of_kind(p, "aggregate")[0].id].load(None).to_pydict()
     assert dict(zip(table["city"], table["price"])) == {"a": 20, "b": 5}
-    with pytest.raises(PlanRefused, match="the aggregate computes a sum, mean, count, min or max"):
-        _plan("Load shops.csv, group by city and compute the median price.")
+    with pytest.raises(PlanRefused, match="the aggregate computes a sum, mean, median, count, min or max"):
+        _plan("Load shops.csv, group by city and compute the std of price.")
     # a function already said stays: the mean of the per-city sums is the statistics
     assert _kinds(_plan("Load shops.csv, sum price per city, then compute the mean price.")) == \
         ["load_data", "aggregate", "stats"]

@@ -429,12 +429,12 @@ def test_what_a_step_cannot_do_is_refused_not_done_otherwise(people):
 def test_a_modifier_no_step_honours_is_refused_not_dropped(people):
     """Silently wrong before: 'dedup x.csv on the email column' deduplicated whole rows and sent a
     notification ('email'); 'dedup by email' too; 'aggregate the median amount by region' summed
-    it; 'train a knn with distance weighting', 'normalize x.csv including the target',
+    it (a median per group is computed now; a standard deviation per group is refused); 'train a knn with distance weighting', 'normalize x.csv including the target',
     'normalize x.csv per region', 'dedup case-insensitively', 'plot the price distribution per
     region' ran the plain step. Each is refused, quoting the words no step honours; a
     notification sent by email is still a notification."""
     cases = {"Dedup people.csv on the email column.": "email column", "Dedup people.csv by email.": "email",
-             "Load people.csv and aggregate the median income by state.": "'median' per group",
+             "Load people.csv and aggregate the std of income by state.": "'std' per group",
              "Train a knn with distance weighting on people.csv.": "distance weighting",
              "Normalize people.csv including the target.": "including",
              "Normalize people.csv per state.": "state", "Load people.csv, dedup case-insensitively.": "case-insensitively",

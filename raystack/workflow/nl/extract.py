@@ -373,8 +373,11 @@ def concat(text: Text, lo: int, hi: int, f: Found) -> None:
 
 AGG_WORDS = {"sum": "sum", "sums": "sum", "total": "sum", "totals": "sum", "count": "count",
              "counts": "count", "number": "count", "mean": "mean", "means": "mean", "average": "mean",
-             "averages": "mean", "avg": "mean", "min": "min", "minimum": "min", "max": "max",
-             "maximum": "max"}
+             "averages": "mean", "avg": "mean", "median": "median", "medians": "median", "min": "min",
+             "minimum": "min", "max": "max", "maximum": "max"}
+
+
+AGGREGATES_SAID = "aggregate computes a sum, mean, median, count, min or max of each group"
 
 
 def aggregate(text: Text, lo: int, hi: int, f: Found) -> None:
@@ -399,9 +402,9 @@ def aggregate(text: Text, lo: int, hi: int, f: Found) -> None:
 
 
 def _agg_word(text: Text, lo: int, hi: int, f: Found) -> None:
-    other = next(text.finditer(r"\b(?:medians?|modes?|percentiles?|quantiles?|std|stdev|standard\s+deviations?|variances?)\b", lo, hi), None)
-    if other is not None:   # "aggregate the median amount by region" summed it
-        raise PlanRefused([f"{text.span_text(other[1])!r} per group: aggregate computes a sum, mean, count, min or max"])
+    other = next(text.finditer(r"\b(?:modes?|percentiles?|quantiles?|std|stdev|standard\s+deviations?|variances?)\b", lo, hi), None)
+    if other is not None:   # "aggregate the std of amount by region" summed it
+        raise PlanRefused([f"{text.span_text(other[1])!r} per group: {AGGREGATES_SAID}"])
     m = _search(text, lo, hi, r"\b(?P<a>" + "|".join(AGG_WORDS) + r")\b", "aggregate")
     if m:
         f.set("agg", AGG_WORDS[m.group("a")])

@@ -24,7 +24,7 @@ from raystack.workflow.nl.arrange import SOURCES, arrange
 from raystack.workflow.nl.build import build
 from raystack.workflow.nl.cues import Cue, read_cues, unbounded
 from raystack.workflow.nl.destinations import destinations, json_tables
-from raystack.workflow.nl.extract import AGG_WORDS, EXTRACTORS, TABLE_EXT, Found, metric_of, resource_bound
+from raystack.workflow.nl.extract import AGG_WORDS, AGGREGATES_SAID, EXTRACTORS, TABLE_EXT, Found, metric_of, resource_bound
 from raystack.workflow.nl.names import adapter_names
 from raystack.workflow.nl.phrases import coordinated, is_eval_verb, names_existing_split, part_data, second_side, table_result
 from raystack.workflow.nl.plan import Draft, DraftStep, Plan, PlanRefused
@@ -503,7 +503,7 @@ class RulePlanner:
         """"group by city and compute the mean price": the mean said after a grouping is what the
         aggregate computes per group, not the statistics of its per-group sums (the plan summed
         each city's prices, then took the statistics of the sums). A function the aggregate does
-        not compute (a median per group) is refused."""
+        not compute (a standard deviation per group) is refused."""
         for k in range(len(found) - 1, 0, -1):   # "group x.csv by city and compute ...": past the file's load
             said = found[k]
             grouping = next((b for b in reversed(found[:k]) if b.entry != "load_data"), found[k - 1])
@@ -513,8 +513,7 @@ class RulePlanner:
             if word is None or any(x.low in AGG_WORDS for x in t.tokens[grouping.lo:said.lo]):
                 continue   # statistics asked for, or the grouping has its function already
             if word not in AGG_WORDS:
-                raise PlanRefused([f"{t.span_text(t.tokens[said.lo:said.trig_end])!r} per group: the aggregate "
-                                   f"computes a sum, mean, count, min or max of each group"])
+                raise PlanRefused([f"{t.span_text(t.tokens[said.lo:said.trig_end])!r} per group: the {AGGREGATES_SAID}"])
             t.relabel(t.tokens[said.lo:said.trig_end], "stats", "aggregate")
             del found[k]
 

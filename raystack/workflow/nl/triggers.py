@@ -216,14 +216,14 @@ TRIGGERS: list[tuple[str, str]] = [
                   r"(?=\s*\(?\s*(?:per|by|for\s+each)\s+(?!NUM)\w+)"),   # "hourly totals (by hour)"
     # "work out revenue totals per store": the measure named before the function's noun
     ("aggregate", r"\b(?:compute|calculate|get|find|work\s+out|figure\s+out|produce|report)\s+(?:the\s+)?(?P<sk>(?:[a-z_]+\s+){1,2}?)"
-                  r"(?:totals?|sums?|counts?|averages?|means?)\s+(?=per\s|by\s|for\s+each\s)"),
+                  r"(?:totals?|sums?|counts?|averages?|means?|medians?)\s+(?=per\s|by\s|for\s+each\s)"),
     ("aggregate", rf"\b(?:(?:compute|calculate|get|find|work\s+out|figure\s+out|find\s+out|report|(?:tell|show|give)\s+(?:me|us))\s+(?:the\s+)?)?(?:(?:sum|sums|total|totals|count|counts|"
-                  rf"average|averages|avg|mean|tally|add\s+up|number\s+of)\w*|(?:max|min|maximum|minimum)\b)\s+{skip(3)}"
+                  rf"average|averages|avg|mean|median|tally|add\s+up|number\s+of)\w*|(?:max|min|maximum|minimum)\b)\s+{skip(3)}"
                   rf"(?:grouped\s+)?(?:per|by|for\s+each)\s+(?!NUM)\w+"),   # "the max temp per sensor" (never "minutes per line")
     ("aggregate", r"\broll(?:s|ed|ing)?\s+(?:the\s+|it\s+|them\s+)?(?:[\w-]+\s+){0,3}?up\s+(?=by\s|per\s)"),   # "roll the merged rows up by press"
     ("aggregate", r"\b(?:aggregat\w*|(?:group|bucket|bin)(?:s|ed|ing)?\s+(?:it\s+|them\s+|the\s+(?:rows|data|records)\s+)?by|groupby|group-by|(?:group|bucket|bin)(?:s|ed|ing)?(?=\s+FILE\d+\s+by\b)|(?<!the )(?<!a )(?<!that )(?<!this )roll(?:s|ed|ing)?\s*(?:it\s+|them\s+)?up(?=\s+(?:[\w-]+\s+){0,6}?(?:by|per|to)\b)|"
                   r"summari[sz]e\w*\s+(?=\w+\s+(?:per|by)\b))\b|\bbreak\w*\s+(?:[\w-]+\s+){0,3}?down\s+(?=by|per)|\bbreakdowns?\s+(?=by|per)"
-                  r"|\b(?:totals?|sums?|counts?|averages?|means?)\s+(?=per\s+|by\s+)|\b(?:(?:compute|calculate|get|find|work\s+out|figure\s+out|find\s+out|report|show|produce)\s+(?:the\s+)?)?per-[a-z_]\w*\s+(?:[a-z_]+\s+)?(?:totals?|sums?|counts?|averages?|means?|aggregates?|rollups?|roll-ups?)\b"),
+                  r"|\b(?:totals?|sums?|counts?|averages?|means?|medians?)\s+(?=per\s+|by\s+)|\b(?:(?:compute|calculate|get|find|work\s+out|figure\s+out|find\s+out|report|show|produce)\s+(?:the\s+)?)?per-[a-z_]\w*\s+(?:[a-z_]+\s+)?(?:totals?|sums?|counts?|averages?|means?|aggregates?|rollups?|roll-ups?)\b"),
     ("save_report", rf"\bsummari[sz]e\w*\s+{skip(2)}(?:in|into|as|with)\s+(?:a\s+|the\s+)?report\b"),
     ("stats", rf"\b(?:compute|calculate|get|produce|report|show|print|collect|gather|derive|generate|run)\s+{skip(2)}"
               r"(?:summary\s+|descriptive\s+|basic\s+|column\s+|some\s+)?(?:statistics|stats)\b"),

@@ -1,0 +1,61 @@
+"""The rule planner and the table steps on an eighteenth round: a median per group ("the median
+price per city", "group by city and compute the median price", "the medians per region") was
+refused, since the aggregate step computed only a sum, mean, count, min or max; the step computes
+an exact median now (pyarrow's group-by has only an approximate one) and the planner maps the
+words to it. Plans are run on real CSV files."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from raystack.workflow.nl import PlanRefused
+
+from planner_util import kinds as _kinds, of_kind, plan as _plan
+
+
+@pytest.fixture()
+def shops(tmp_path, monkeypatch):
+    """shops.csv: city a has four prices (one blank), b two, c only a blank."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "shops.csv").write_text("id,city,price,area\n1,a,10,50\n2,a,40,60\n3,b,5,10\n4,a,,70\n"
+                                        "5,a,20,80\n6,b,9,30\n7,a,30,90\n8,c,,20\n")
+    return tmp_path
+
+
+def test_the_aggregate_step_computes_an_exact_median_per_group_skipping_blanks():
+    from raystack.workflow.table_steps import aggregate
+    table = pa.table({"city": ["a", "a", "b", "a", "c", "a"], "price": [1, None, 5, 4, None, 10],
+                      "area": [1.5, 2.5, 3.0, 10.0, 1.0, 2.0]})
+    out = aggregate(table, "city", "median").to_pydict()
+    assert out["city"] == ["a", "b", "c"]
+    assert out["price"] == [4.0, 5.0, None]        # a: 1, 4, 10 (the blank skipped); c: nothing
+    assert out["area"] == [2.25, 3.0, 1.0]         # a: four values, the mean of the middle two
+    by_two = aggregate(pa.table({"s": ["x", "x", "y"], "m": [1, 1, 2], "v": [1.0, 3.0, 7.0]}), ["s", "m"], "median")
+    assert by_two.to_pydict() == {"s": ["x", "y"], "m": [1, 2], "v": [2.0, 7.0]}
+
+
+@pytest.mark.parametrize("text", [
+    "Load shops.csv and compute the median price per city.",
+    "Give me the median price per city from shops.csv.",
+    "Load shops.csv, group by city and compute the median price.",
+    "load shops.csv and get the medians per city",
+    "Load shops.csv and aggregate the median price by city.",
+])
+def test_a_median_per_group_is_planned_and_runs(shops, text):
+    from raystack.workflow.engine import run_local
+    p = _plan(text)
+    assert _kinds(p) == ["load_data", "aggregate"], text
+    step = of_kind(p, "aggregate")[0]
+    assert step.params["by"] == "city" and step.params["agg"] == "median", text
+    table = run_local(p.ir).results[step.id].load(None).to_pydict()
+    assert dict(zip(table["city"], table["price"])) == {"a": 25.0, "b": 7.0, "c": None}, text
+    assert dict(zip(table["city"], table["area"])) == {"a": 70.0, "b": 20.0, "c": 20.0}, text
+
+
+def test_a_median_of_the_whole_table_stays_the_statistics_and_other_functions_per_group_are_refused(shops):
+    assert _kinds(_plan("Load shops.csv and compute the median price.")) == ["load_data", "stats"]
+    for text in ("Load shops.csv, group by city and compute the std of price.",
+                 "Load shops.csv and aggregate the variance of price by city."):
+        with pytest.raises(PlanRefused, match="per group"):
+            _plan(text)
