@@ -59,3 +59,67 @@ def test_a_median_of_the_whole_table_stays_the_statistics_and_other_functions_pe
                  "Load shops.csv and aggregate the variance of price by city."):
         with pytest.raises(PlanRefused, match="per group"):
             _plan(text)
+
+
+@pytest.mark.parametrize("text,agg", [
+    ("Load shops.csv and compute the total area in each city", "sum"),
+    ("load shops.csv, count rows in every city", "count"),
+    ("Using shops.csv, find the lowest price in each city and save it to low.csv", "min"),
+    ("I'd like the average price for each of the cities in shops.csv.", "mean"),
+    ("shops.csv: mean price across cities", "mean"),
+    ("load shops.csv then average price grouped on city", "mean"),
+    ("How many rows per city are there in shops.csv?", "count"),
+])
+def test_a_group_key_said_with_in_each_every_across_or_each_of_the(shops, text, agg):
+    """'in each city', 'for every city', 'across cities', 'for each of the cities', 'grouped on
+    city', 'how many rows per city' were refused (the key unread), and 'for each of the cities'
+    grouped by a column named 'of' (the run failed). A plural key names its singular column."""
+    from raystack.workflow.engine import run_local
+    p = _plan(text)
+    step = of_kind(p, "aggregate")[0]
+    assert step.params["by"] == "city" and step.params["agg"] == agg, text
+    table = run_local(p.ir).results[step.id].load(None).to_pydict()
+    expected = {"sum": {"a": 350, "b": 40, "c": 20}, "count": {"a": 5, "b": 2, "c": 1},
+                "min": {"a": 10, "b": 5, "c": None}, "mean": {"a": 25.0, "b": 7.0, "c": None}}[agg]
+    column = "area" if agg in ("sum", "count") else "price"    # area has no blanks
+    assert dict(zip(table["city"], table[column])) == expected, text
+
+
+def test_across_the_rows_or_the_samples_is_no_group_key(shops):
+    with pytest.raises(PlanRefused):
+        _plan("load shops.csv and compute the average price across all rows")
+    p = _plan("Load shops.csv, draw samples of 10% and 50%, compute summary statistics across all two samples.")
+    assert "aggregate" not in _kinds(p)
+
+
+@pytest.mark.parametrize("text", ["What's the total area by city? Use shops.csv.",
+                                  "what is the average price in each city? data in shops.csv",
+                                  "Compute stats; the data is in shops.csv"])
+def test_the_data_named_in_a_sentence_after_the_steps_is_loaded_first(shops, text):
+    """'Compute stats. Use x.csv.' was refused: the steps before the load had no table. A load
+    in a sentence of its own, after the steps that read a table and with nothing before it
+    making one, is their data."""
+    from raystack.workflow.engine import run_local
+    p = _plan(text)
+    assert _kinds(p)[0] == "load_data" and of_kind(p, "load_data")[0].params["path"] == "shops.csv", text
+    assert not run_local(p.ir).failed, text
+
+
+def test_a_load_sharing_its_sentence_with_a_step_is_not_moved_first(shops):
+    with pytest.raises(PlanRefused, match="plot needs"):
+        _plan("Plot price. Then load shops.csv and compute stats.")
+
+
+def test_a_table_said_before_what_it_holds_and_then_saved_is_written_once(shops):
+    """'make a table of the totals per city and save it to t.csv' wrote the totals twice: once
+    under the step's default name, once to t.csv."""
+    from raystack.workflow.engine import run_local
+    for text in ("Load shops.csv, make a table of the totals per city and save it to t.csv",
+                 "Load shops.csv and produce a table of average price by city, saved to t.csv."):
+        p = _plan(text)
+        assert _kinds(p) == ["load_data", "aggregate", "write_table"], text
+        assert of_kind(p, "write_table")[0].params["path"] == "t.csv"
+        report = run_local(p.ir)
+        assert not report.failed and len(report.results) == 3, text
+    assert _kinds(_plan("Load shops.csv and produce a table of average price by city.")) == \
+        ["load_data", "aggregate", "write_table"]

@@ -46,6 +46,7 @@ def arrange(t: Text, actions: list[Action], cues: list[Cue]) -> None:
     _hoist(t, actions)
     _fronted_before(t, actions)
     _done_first(t, actions)
+    _source_said_after(actions)
     _order(actions)
 
 
@@ -422,6 +423,24 @@ def _done_first(t: Text, actions: list[Action]) -> None:
             t.tokens[a.lo - 1].used = "order"    # "train a knn on x.csv, but normalize the data first"
         actions.remove(a)
         actions.insert(actions.index(users[0]), a)
+
+
+def _source_said_after(actions: list[Action]) -> None:
+    """"What's the total area by city? Use x.csv.", "Compute stats; the data is in x.csv": a
+    table load said in a sentence of its own after the steps that read a table, when nothing
+    before it makes one (no load, no generated data), is what they read: it runs first. A load
+    that shares its sentence with a step, or comes after another source, stays where it is."""
+    for i, a in enumerate(actions):
+        if a.entry != "load_data" or not i or any(b.sentence == a.sentence for b in actions if b is not a):
+            continue
+        before = actions[:i]
+        if any(b.entry in SOURCES for b in before):
+            return
+        needs = {k for spec in CATALOG[before[0].entry].inputs.values() for k in spec.rstrip("*").split("|")}
+        if not needs & {TABLE, SPLIT}:
+            return
+        actions.insert(0, actions.pop(i))
+        return
 
 
 def _evaluated_on(t: Text, actions: list[Action], i: int) -> bool:

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from raystack.workflow.nl.lexicon import FILLERS, METRIC_RX, METRICS, NUMLIST, SERVE_AS_PLACE
+from raystack.workflow.nl.lexicon import FILLERS, GROUP_KEY_MARK, METRIC_RX, METRICS, NOT_GROUPS, NUMLIST, SERVE_AS_PLACE
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.text import Text, Token, number
 
@@ -374,7 +374,16 @@ def concat(text: Text, lo: int, hi: int, f: Found) -> None:
 AGG_WORDS = {"sum": "sum", "sums": "sum", "total": "sum", "totals": "sum", "count": "count",
              "counts": "count", "number": "count", "mean": "mean", "means": "mean", "average": "mean",
              "averages": "mean", "avg": "mean", "median": "median", "medians": "median", "min": "min",
-             "minimum": "min", "max": "max", "maximum": "max"}
+             "minimum": "min", "lowest": "min", "max": "max", "maximum": "max", "highest": "max"}
+
+
+def singular(word: str) -> str:
+    """The singular of a plural noun, by the common English endings (cities, branches, stores)."""
+    if word.endswith("ies"):
+        return word[:-3] + "y"
+    if word.endswith(("ches", "shes", "sses", "xes", "zes")):
+        return word[:-2]
+    return word[:-1] if word.endswith("s") and not word.endswith("ss") else word
 
 
 AGGREGATES_SAID = "aggregate computes a sum, mean, median, count, min or max of each group"
@@ -382,7 +391,7 @@ AGGREGATES_SAID = "aggregate computes a sum, mean, median, count, min or max of 
 
 def aggregate(text: Text, lo: int, hi: int, f: Found) -> None:
     # what is aggregated, one word or a compound ("the delay minutes per line")
-    consume(text, lo, hi, r"\b(?:the\s+)?(?:[a-z_][a-z0-9_]*\s+){1,2}(?=(?:by|per|for\s+each)\b)", "measure")
+    consume(text, lo, hi, rf"\b(?:the\s+)?(?:[a-z_][a-z0-9_]*\s+){{1,2}}(?=(?:{GROUP_KEY_MARK}|across|(?:for|in)\s+each\s+of)\b)", "measure")
     # a key is no verb of the next step ("total the amounts per country, and get a bar chart")
     key = r"(?!NUM)(?!(?:the|a|an|it|them|then|and|get|make|draw|give|show|plot|save|write|send|create|produce|also|" \
           r"compute|train|fit|export|deploy|email|notify|tell)\b)[a-z_][a-z0-9_]*"
@@ -392,8 +401,15 @@ def aggregate(text: Text, lo: int, hi: int, f: Found) -> None:
     if m:
         f.set("by", [m.group("c")] + re.findall(r"[a-z_][a-z0-9_]*", re.sub(r"\band\b", " ", m.group("more"))))
         return _agg_word(text, lo, hi, f)
+    # "for each of the cities", "across regions": the key is said in the plural; the column is
+    # the singular ("cities" -> city; a wrong guess is a clear error at run time, naming the column)
+    m = _search(text, lo, hi, rf"\b(?:(?:for|in)\s+each\s+of\s+(?:the|its|their)|across(?:\s+(?:all\s+)?(?:the|its|their))?)"
+                              rf"\s+(?!{NOT_GROUPS}\b)(?P<c>[a-z_][a-z0-9_]*[^s]s)\b", "group key")
+    if m:
+        f.set("by", singular(m.group("c")))
+        return _agg_word(text, lo, hi, f)
     # "aggregate x.csv by computing the total per city": a gerund after "by" says how, not the key
-    m = _search(text, lo, hi, r"\b(?:by|per|for\s+each|for\s+every|grouped\s+by|across|groupby|group-by)\s+(?!NUM)(?![a-z]+ing\b)(?P<c>[a-z_][a-z0-9_]*)",
+    m = _search(text, lo, hi, rf"\b(?:{GROUP_KEY_MARK}|across|groupby|group-by)\s+(?!NUM)(?![a-z]+ing\b)(?P<c>[a-z_][a-z0-9_]*)",
                 "group key") or \
         _search(text, lo, hi, r"\bper-(?P<c>[a-z_][a-z0-9_]*)\b", "group key")
     if m:
@@ -402,6 +418,10 @@ def aggregate(text: Text, lo: int, hi: int, f: Found) -> None:
 
 
 def _agg_word(text: Text, lo: int, hi: int, f: Found) -> None:
+    if _search(text, lo, hi, r"\bhow\s+many\s+(?:rows|records|entries)\b(?:\s+(?:are\s+)?there\b)?", "aggregate"):
+        f.set("agg", "count")      # "how many rows per city": the rows of each group counted
+        consume(text, lo, hi, r"\b(?:are|is)\s+there\b", "aggregate")
+        return
     other = next(text.finditer(r"\b(?:modes?|percentiles?|quantiles?|std|stdev|standard\s+deviations?|variances?)\b", lo, hi), None)
     if other is not None:   # "aggregate the std of amount by region" summed it
         raise PlanRefused([f"{text.span_text(other[1])!r} per group: {AGGREGATES_SAID}"])

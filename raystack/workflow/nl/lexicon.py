@@ -233,6 +233,11 @@ goes
 # a column's figure the statistics step reports ("compute the median price", "the std of amount")
 COLUMN_STATS = ("average", "avg", "mean", "median", "minimum", "maximum", "min", "max", "lowest", "highest",
                 "std", "stdev", "standard")    # "standard deviation"
+# the words before a group key: "per city", "by city", "for each / every city", "in each city",
+# "across each city", "grouped by / on city" (the key is the word after them)
+GROUP_KEY_MARK = r"(?:per|by|for\s+(?:each|every)|in\s+(?:each|every)|across\s+(?:each|every)|grouped\s+(?:by|on))"
+# plurals after "across" / "each of the" that are no group key ("the mean across all rows")
+NOT_GROUPS = r"(?:rows|records|entries|columns|files|tables|datasets|features|values|samples|items|runs|seeds|models|folds)"
 # words that open a clause: an object, purpose or description never runs across them
 CLAUSE_WORDS = set("""
 and or then but while also before after when whenever if until unless once where so

@@ -278,6 +278,9 @@ class RulePlanner:
                         and all(x.low in ("a", "an", "the", "me", "us", "with")
                                 for x in t.tokens[merged[-1].trig_end:a.lo]))):
                 continue
+            said = self._table_said_then_saved(merged, a)
+            if said is not None:      # "produce a table of the totals per city, saved to t.csv": one table written
+                merged.remove(said)
             merged.append(a)
         # a file named inside another step's phrase ("split iris.csv 70/30", "roll up the logs in
         # q.parquet by query_id"): the load owns its own words, the rest stays its verb's
@@ -497,6 +500,19 @@ class RulePlanner:
                                     or (y.kind == "punct" and y.text != ",") for y in rest):
                     return x.i
         return None
+
+    @staticmethod
+    def _table_said_then_saved(merged: list[Action], a: Action) -> Action | None:
+        """"make a table of the totals per city and save it to t.csv": the table said before
+        what it holds and the file it is saved to are one write (two wrote the same table, once
+        under the default name); the earlier write, when only the steps it names ("of the
+        totals per city") stand between them in one sentence."""
+        if a.entry != "write_table" or not a.has_file:
+            return None
+        k = next((k for k in range(len(merged) - 1, -1, -1) if merged[k].entry == "write_table"), None)
+        if k is None or merged[k].has_file or merged[k].sentence != a.sentence or k == len(merged) - 1:
+            return None
+        return merged[k] if all(b.prepositional and b.sentence == a.sentence for b in merged[k + 1:]) else None
 
     @staticmethod
     def _aggregate_function(t: Text, found: list[Action]) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from raystack.workflow.nl.lexicon import BEST_ONE as _BEST_NAMED
-from raystack.workflow.nl.lexicon import COLUMN_STATS, METRIC_RX, NUMLIST, TRAIN_AGAIN
+from raystack.workflow.nl.lexicon import COLUMN_STATS, GROUP_KEY_MARK, METRIC_RX, NOT_GROUPS, NUMLIST, TRAIN_AGAIN
 
 _SK = r"(?:[^\s,.;:]+\s+)"
 BEST_ONE = re.sub(r"\(\?P<\w+>", "(?:", _BEST_NAMED)    # in a step's phrase, its groups unnamed
@@ -218,8 +218,10 @@ TRIGGERS: list[tuple[str, str]] = [
     ("aggregate", r"\b(?:compute|calculate|get|find|work\s+out|figure\s+out|produce|report)\s+(?:the\s+)?(?P<sk>(?:[a-z_]+\s+){1,2}?)"
                   r"(?:totals?|sums?|counts?|averages?|means?|medians?)\s+(?=per\s|by\s|for\s+each\s)"),
     ("aggregate", rf"\b(?:(?:compute|calculate|get|find|work\s+out|figure\s+out|find\s+out|report|(?:tell|show|give)\s+(?:me|us))\s+(?:the\s+)?)?(?:(?:sum|sums|total|totals|count|counts|"
-                  rf"average|averages|avg|mean|median|tally|add\s+up|number\s+of)\w*|(?:max|min|maximum|minimum)\b)\s+{skip(3)}"
-                  rf"(?:grouped\s+)?(?:per|by|for\s+each)\s+(?!NUM)\w+"),   # "the max temp per sensor" (never "minutes per line")
+                  rf"average|averages|avg|mean|median|tally|add\s+up|number\s+of)\w*|(?:max|min|maximum|minimum|lowest|highest)\b)\s+{skip(3)}"
+                  rf"(?:grouped\s+)?(?:{GROUP_KEY_MARK}|(?:for|in)\s+each\s+of\s+the|across(?:\s+the)?(?=\s+(?!{NOT_GROUPS}\b)(?!NUM)[a-z_]\w*[^s\W]s\b))\s+(?!NUM)\w+"),   # "the max temp per sensor" (never "minutes per line")
+    # "how many rows per city are there?": a count per group, not the row count
+    ("aggregate", rf"\bhow\s+many\s+(?:rows|records|entries)\s+(?=(?:{GROUP_KEY_MARK})\s+(?!NUM)\w+)"),
     ("aggregate", r"\broll(?:s|ed|ing)?\s+(?:the\s+|it\s+|them\s+)?(?:[\w-]+\s+){0,3}?up\s+(?=by\s|per\s)"),   # "roll the merged rows up by press"
     ("aggregate", r"\b(?:aggregat\w*|(?:group|bucket|bin)(?:s|ed|ing)?\s+(?:it\s+|them\s+|the\s+(?:rows|data|records)\s+)?by|groupby|group-by|(?:group|bucket|bin)(?:s|ed|ing)?(?=\s+FILE\d+\s+by\b)|(?<!the )(?<!a )(?<!that )(?<!this )roll(?:s|ed|ing)?\s*(?:it\s+|them\s+)?up(?=\s+(?:[\w-]+\s+){0,6}?(?:by|per|to)\b)|"
                   r"summari[sz]e\w*\s+(?=\w+\s+(?:per|by)\b))\b|\bbreak\w*\s+(?:[\w-]+\s+){0,3}?down\s+(?=by|per)|\bbreakdowns?\s+(?=by|per)"
