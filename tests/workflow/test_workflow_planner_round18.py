@@ -123,3 +123,43 @@ def test_a_table_said_before_what_it_holds_and_then_saved_is_written_once(shops)
         assert not report.failed and len(report.results) == 3, text
     assert _kinds(_plan("Load shops.csv and produce a table of average price by city.")) == \
         ["load_data", "aggregate", "write_table"]
+
+
+def test_a_report_said_to_hold_the_statistics_reports_them(shops):
+    """'save a report with its statistics to r.json' was refused ('report' read as the verb of
+    the statistics, 'save' left over); 'a report of its statistics' too. The statistics run
+    first and the report holds them, in the file named."""
+    from raystack.workflow.engine import run_local
+    for text in ("Load shops.csv and save a report with its statistics to r.json.",
+                 "Once shops.csv is loaded and deduplicated, save a report with its statistics to r.json.",
+                 "Load shops.csv; then save a report of its statistics."):
+        p = _plan(text)
+        kinds = _kinds(p)
+        assert kinds[-2:] == ["stats", "save_report"], text
+        report = of_kind(p, "save_report")[0]
+        assert report.params["result"].step == of_kind(p, "stats")[0].id, text
+        assert report.params.get("path", "r.json") == "r.json", text
+        assert not run_local(p.ir).failed, text
+
+
+def test_zero_mean_and_unit_variance_is_the_z_score(shops):
+    """'scale it to zero mean and unit variance' was refused, the words unread; it is the
+    normalize step's default z-score (a mean of 5 is no z-score and stays refused)."""
+    for text in ("Load shops.csv and scale it to zero mean and unit variance",
+                 "standardize shops.csv to have 0 mean and unit std, then plot price"):
+        p = _plan(text)
+        assert "normalize" in _kinds(p) and "method" not in of_kind(p, "normalize")[0].params, text
+    with pytest.raises(PlanRefused, match="5 mean"):
+        _plan("Load shops.csv and scale it to 5 mean and unit variance")
+
+
+def test_retry_loading_a_file_retries_the_load(shops):
+    """'Retry loading x.csv up to 3 times, then compute stats' was refused; once planned, the
+    retries went to the statistics, not the load."""
+    for text, n in (("Retry loading shops.csv up to 3 times, then compute stats.", 3),
+                    ("retry reading shops.csv twice and plot price", 2)):
+        p = _plan(text)
+        steps = {s.id: s for s in p.ir.steps}
+        load = of_kind(p, "load_data")[0]
+        assert steps[load.id].retries == n, text
+        assert all(s.retries == 0 for s in p.ir.steps if s.id != load.id), text

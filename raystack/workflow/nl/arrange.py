@@ -305,9 +305,11 @@ def _resolve_conditions(actions: list[Action]) -> None:
 
 
 def _retried_kind(t: Text, c: Cue) -> str | None:
+    """The kind of step a retry names: "retry the load ...", or "retry loading x.csv" (the verb's
+    gerund right after "retry")."""
     toks = t.tokens[c.lo:c.hi]
     for x, y in zip(toks, toks[1:]):
-        if x.low in ("the", "that", "this") and y.low in L.RETRIED_KINDS:
+        if (x.low in ("the", "that", "this") or x.low in ("retry", "retrying")) and y.low in L.RETRIED_KINDS:
             return L.RETRIED_KINDS[y.low]
     return None
 
@@ -529,7 +531,8 @@ def _hoist(t: Text, actions: list[Action]) -> None:
                 if b.sentence != a.sentence and not (id(a) in evaluated and b.entry == "train_model" and j == i - 1):
                     break
                 needs = [k for spec in CATALOG[b.entry].inputs.values() for k in spec.rstrip("*").split("|")]
-                if out in needs or (out == "table" and "split" in needs):
+                # a report takes any result: the statistics it is said to hold ("a report with its statistics")
+                if out in needs or (out == "table" and "split" in needs) or (a.entry == "stats" and b.entry == "save_report"):
                     if id(a) in hoisted and any(CATALOG[x.entry].output == out and not CATALOG[x.entry].inputs
                                                 for x in actions[:j]):
                         break      # already before its own step; this one has a source of what it makes

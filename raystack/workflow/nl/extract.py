@@ -230,12 +230,25 @@ SCALED_NOUNS = {"it", "them", "this", "that", "everything", "all", "data", "data
                 "normalisation", "scaling", "standardization", "standardisation", "rescaling"}
 
 
+def _unit_scale(text: Text, lo: int, hi: int) -> bool:
+    """"to zero mean and unit variance", "to have 0 mean and std 1"-like wording of a z-score:
+    the words marked when the figures are 0 and 1."""
+    for m, toks in text.finditer(r"\b(?:to\s+(?:have\s+)?)?(?P<z>NUM\d+)\s+mean\s+(?:and|&|,)\s+(?:unit|(?P<u>NUM\d+))\s+"
+                                 r"(?:variance|std|standard\s+deviation)\b", lo, hi):
+        if _num(text, m.group("z")) == 0 and (m.group("u") is None or _num(text, m.group("u")) == 1):
+            text.mark(toks, "method")
+            return True
+    return False
+
+
 def normalize(text: Text, lo: int, hi: int, f: Found) -> None:
     """"normalize the price column", "scale price and area": only those columns (the step scaled
     every numeric column); "normalize the features / it / the data" stays every column."""
     # "min-max scaling", "min-max normalise": onto [0, 1] (it z-scored whatever was said)
     if _search(text, lo, hi, r"\bmin\s*-?\s*max\b", "method", free=False):
         f.set("method", "minmax")
+    else:   # "to zero mean and unit variance": what the default z-score does (no method set, as for "z-score")
+        _unit_scale(text, lo, hi)
     # "every column except price": the step scales the columns named, never all but some
     but = next(text.finditer(r"\b(?:except|excluding|besides|other\s+than|but\s+not)\b(?:\s+(?:for\s+)?(?:the\s+)?[a-z_]\w*)?", lo, hi), None)
     if but is not None:

@@ -117,7 +117,7 @@ RETRY_WORDS = {"once": 1, "twice": 2, "thrice": 3}
 _IF_FAILS = (r"(?:\s+(?:if\s+(?:it|they|that|training|the\s+step|the\s+(?:load|loading|training|split|export|deployment))\s+(?:fails?|crash(?:es)?|breaks?|errors?\s+out)"
              r"|on\s+failures?|upon\s+failures?|in\s+case\s+of\s+failures?))?")
 # the step a retry names ("retry the load 2 times", "retry the training up to 3 times") -> its kind
-RETRIED_KINDS = {"load": "load_data", "loading": "load_data", "training": "train_model", "train": "train_model",
+RETRIED_KINDS = {"load": "load_data", "loading": "load_data", "reading": "load_data", "training": "train_model", "train": "train_model",
                  "fit": "train_model", "split": "split_data", "export": "export_model",
                  "deployment": "deploy_model", "deploy": "deploy_model", "evaluation": "evaluate_model",
                  "pretraining": "edit_pretrain", "fine-tune": "mlora_finetune", "fine-tuning": "mlora_finetune"}
@@ -137,8 +137,8 @@ RETRIES = [
     r"(?:\s+(?:each|apiece))?(?:\s+(?:on|upon|after)\s+(?:a\s+)?failures?|\s+if\s+(?:it|they)\s+fails?)?",
     r"(?:keep\s+)?retry(?:ing)?\s+" + _RETRY_OBJECT + r"(?:up\s+to\s+|at\s+most\s+)?(?P<w>once|twice|thrice)(?:\s+(?:each|apiece))?" + _IF_FAILS,
     r"(?:keep\s+)?retry(?:ing)?\s+" + _RETRY_OBJECT + r"(?:up\s+to\s+|at\s+most\s+)?(?P<n>NUM\d+)\s+times?(?:\s+(?:each|apiece))?" + _IF_FAILS,
-    # "retry the load of events.csv up to 5 times": the file stays the load's
-    r"(?:keep\s+)?retry(?:ing)?\s+(?:the|that|this)\s+(?:load|loading|reading|read)\s+(?:of\s+)(?P<sk>FILE\d+)\s+"
+    # "retry the load of events.csv up to 5 times", "retry loading events.csv 3 times": the file stays the load's
+    r"(?:keep\s+)?retry(?:ing)?\s+(?:(?:the|that|this)\s+(?:load|loading|reading|read)\s+(?:of\s+)|(?:loading|reading)\s+)(?P<sk>FILE\d+)\s+"
     r"(?:up\s+to\s+|at\s+most\s+)?(?:(?P<n>NUM\d+)\s+times?|(?P<w>once|twice|thrice))" + _IF_FAILS,
     # "try it up to 3 times", "trying it up to two times if it crashes": attempts in all, one more than the retries
     r"(?:try|trying|attempt|attempting)\s+(?:it\s+|that\s+|this\s+)?(?:up\s+to\s+|at\s+most\s+)(?P<t>NUM\d+)\s+times" + _IF_FAILS,

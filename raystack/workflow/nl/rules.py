@@ -218,7 +218,7 @@ class RulePlanner:
                 t.mark(mark, entry_here)
                 entry_found = entry_here
                 j = toks[0].i - 1
-                while j > lo and t.tokens[j].low in ("a", "an", "the", "some", "our", "my"):
+                while j > lo and t.tokens[j].low in ("a", "an", "the", "some", "our", "my", "its", "their"):
                     j -= 1  # "on a synthetic dataset": the preposition before the article
                 prev = t.tokens[j].low if j >= lo and toks[0].i > lo else ""
                 act = Action(entry_found, toks[0].i, hi, toks[-1].i + 1, si,
@@ -309,11 +309,14 @@ class RulePlanner:
     def _embedded(a: Action, prev: Action | None) -> bool:
         """A source named inside the phrase of the step before it ("split iris.csv 70/30", "roll
         up the logs in q.parquet by query_id", "tune a knn on the split of g.csv: k = ...",
-        "fine-tune adapters on the checkpoint in ./ckpt with mLoRA"): it owns its own words
-        only, the rest stays the verb's."""
+        "fine-tune adapters on the checkpoint in ./ckpt with mLoRA"), or the statistics a report
+        holds ("save a report with its statistics to r.json"): it owns its own words only, the
+        rest stays the verb's."""
         if a.entry == "load_data":
             return a.trig_end - a.lo == 1 or (prev is not None and a.trig_end - a.lo == 2 and a.prepositional
                                                and prev.entry in (*L.DATA_VERB_STEPS, "train_model", "tune"))
+        if a.entry == "stats":   # "save a report with its statistics to r.json": what the report holds
+            return prev is not None and a.prepositional and prev.entry == "save_report" and prev.sentence == a.sentence
         return (prev is not None and a.prepositional and a.entry in ("load_checkpoint", "split_data")
                 and prev.sentence == a.sentence and prev.entry in (*PARTS, "train_model", "tune"))
 
