@@ -163,3 +163,42 @@ def test_retry_loading_a_file_retries_the_load(shops):
         load = of_kind(p, "load_data")[0]
         assert steps[load.id].retries == n, text
         assert all(s.retries == 0 for s in p.ir.steps if s.id != load.id), text
+
+
+@pytest.mark.parametrize("text", ["find the duplicates in shops.csv and drop them",
+                                  "Check shops.csv for duplicates and remove them",
+                                  "look for duplicate rows in shops.csv and get rid of them"])
+def test_duplicates_found_and_then_removed_are_deduplicated(shops, text):
+    """'check x.csv for duplicates and remove them' was refused ('remove' read as no step)."""
+    from raystack.workflow.engine import run_local
+    (shops / "shops.csv").write_text("city,price\na,1\na,1\nb,2\n")
+    p = _plan(text)
+    assert _kinds(p) == ["load_data", "dedup"], text
+    table = run_local(p.ir).results[of_kind(p, "dedup")[0].id].load(None)
+    assert table.num_rows == 2, text
+
+
+def test_rows_without_a_value_of_a_column_are_dropped_for_that_column_only(shops):
+    """'drop rows without a price' was refused; 'drop rows that are missing a price' dropped
+    nothing it could name (refused). Only the rows missing that column go; 'rows without any
+    values' is no column and stays refused."""
+    from raystack.workflow.engine import run_local
+    for text in ("Load shops.csv and drop rows without a price", "Load shops.csv and drop rows that are missing a price",
+                 "remove records lacking a price from shops.csv"):
+        p = _plan(text)
+        step = of_kind(p, "clean_data")[0]
+        assert step.params["columns"] == ["price"], text
+        assert run_local(p.ir).results[step.id].load(None).num_rows == 6, text   # two blank prices
+    with pytest.raises(PlanRefused):
+        _plan("drop rows without any values from shops.csv")
+
+
+def test_a_count_of_a_named_thing_per_group(shops):
+    """'how many tickets per agent' was refused; 'how many times per day' is no count of rows
+    and stays refused; 'totals per city and per id' may be two breakdowns and stays refused."""
+    with pytest.raises(PlanRefused):
+        _plan("shops.csv: compute price totals per city and per id")
+    p = _plan("The shop rows live in shops.csv; how many shops per city?")
+    assert of_kind(p, "aggregate")[0].params["agg"] == "count" and of_kind(p, "aggregate")[0].params["by"] == "city"
+    with pytest.raises(PlanRefused):
+        _plan("how many times per day does shops.csv log an error")

@@ -186,6 +186,9 @@ def dedup(text: Text, lo: int, hi: int, f: Found) -> None:
     """What kind of duplicates ("exact duplicate readings"): the step's own words; which of the
     copies stays: the first ("keeping the first occurrence"), the only one the step keeps."""
     consume(text, lo, hi, r"\b(?:exact|identical|full|complete|redundant|repeated|duplicated?)\b", "dedup")
+    # "find the duplicates in x.csv and drop them": the removal of what was found
+    consume(text, lo, hi, r"\b(?:rows|records|entries)?\s*(?:and\s+)?(?:then\s+)?(?:get\s+rid\s+of|remove|drop|delete|discard|strip|toss)\s+"
+                          r"(?:them|those|these|any|all\s+of\s+them)\b", "dedup")
     keep = r"\b(?:keep|keeping|keeps|retain|retaining|leaving)\s+(?:only\s+)?(?:the\s+)?(?P<w>first|last|latest|newest|most\s+recent|earliest)" \
            r"(?:\s+(?:occurrence|occurrences|one|ones|row|rows|copy|copies|entry|entries|record|records))?\b"
     for m, toks in text.finditer(keep, lo, hi):
@@ -207,7 +210,9 @@ def clean_data(text: Text, lo: int, hi: int, f: Found) -> None:
                               r"(?:missing|null|empty|blank|nan|na)\b", "clean") or \
         _search(text, lo, hi, r"\b(?:missing|nulls?|nans?|empty|blank)\s+(?:values?\s+|entries\s+|cells\s+)?(?:in|of|for|from)\s+(?:the\s+)?"
                               r"(?P<c>[a-z_]\w*)(?:\s+column)?\b", "clean") or \
-        _search(text, lo, hi, rf"\b(?:missing|null|nan|empty|blank)\s+(?!{MISSING_NOUNS}\b)(?P<c>[a-z_]\w*)(?:\s+column)?\b", "clean")
+        _search(text, lo, hi, rf"\b(?:missing|null|nan|empty|blank)\s+(?!{MISSING_NOUNS}\b)(?!(?:a|an|any)\s)(?P<c>[a-z_]\w*)(?:\s+column)?\b", "clean") or \
+        _search(text, lo, hi, rf"\b(?:rows|records|entries)\s+(?:that\s+(?:are|is)\s+missing|missing|without|lacking|with\s+no)\s+(?:a\s+|an\s+|any\s+)"
+                              rf"(?!{MISSING_NOUNS}\b)(?P<c>[a-z_]\w*)(?:\s+column)?\b", "clean")  # "rows without a price"
     if m and m.group("c") not in ("the", "a", "an", "any", "each", "every", "all", "anything", "something"):
         f.set("columns", [m.group("c")])
     consume(text, lo, hi, r"\b(?:missing|null|nan|empty|incomplete|blank)\s+[a-z_]\w*", "clean")
@@ -431,7 +436,7 @@ def aggregate(text: Text, lo: int, hi: int, f: Found) -> None:
 
 
 def _agg_word(text: Text, lo: int, hi: int, f: Found) -> None:
-    if _search(text, lo, hi, r"\bhow\s+many\s+(?:rows|records|entries)\b(?:\s+(?:are\s+)?there\b)?", "aggregate"):
+    if _search(text, lo, hi, rf"\bhow\s+many\s+(?!{GROUP_KEY_MARK}\b)[a-z_]\w*\b(?:\s+(?:are\s+)?there\b)?", "aggregate"):
         f.set("agg", "count")      # "how many rows per city": the rows of each group counted
         consume(text, lo, hi, r"\b(?:are|is)\s+there\b", "aggregate")
         return

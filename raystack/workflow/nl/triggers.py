@@ -120,6 +120,11 @@ TRIGGERS: list[tuple[str, str]] = [
               r"(?:the\s+|any\s+|all\s+)?(?:duplicates|dupes|duplicate\s+(?:rows|records))\b"),
     ("dedup", r"\b(?:has|have|contains?|there\s+are)\s+(?:some\s+|a\s+few\s+)?(?:dupes|duplicates|duplicate\s+rows)(?:\s+in\s+it)?\s*,?\s*"
               r"(?:so\s+|and\s+)?(?:get\s+rid\s+of|remove|drop|delete|strip|toss)\s+(?:those|them|these)\b"),   # "has dupes in it, get rid of those"
+    # "check x.csv for duplicates and remove them", "find the dupes in x.csv and drop them": the
+    # removal said after the search (dedup's extractor reads "and remove them")
+    ("dedup", rf"\b(?:check|checks|checking|find|finds|finding|look\s+for|looking\s+for|search\s+for|identify|detect|spot)\s+"
+              rf"{skip(3)}(?:any\s+|the\s+|all\s+)?(?:{DUPLICATES})(?=(?:\s+(?:rows|records|entries))?(?:\s+in\s+(?:FILE\d+|it))?\s*,?\s+"
+              rf"(?:and\s+)?(?:then\s+)?(?:get\s+rid\s+of|remove|drop|delete|discard|strip|toss)\s+(?:them|those|these|any|all\s+of\s+them)\b)"),
     ("dedup", r"\b(?:make\s+sure|ensure)\s+(?:that\s+)?(?:there\s+are\s+|it\s+has\s+)?no\s+(?:duplicates|dupes|duplicate\s+(?:rows|records))\b"),
     # "make sure there are no missing values" planned the load alone
     ("clean_data", r"\b(?:make\s+sure|ensure)\s+(?:that\s+)?(?:there\s+are\s+|it\s+has\s+)?no\s+(?:missing\s+(?:values|data|entries)|nulls|nans|"
@@ -138,6 +143,10 @@ TRIGGERS: list[tuple[str, str]] = [
     ("impute", passive(rf"(?:the\s+)?(?:{GAPS})", r"filled(?:\s+in)?|imputed|replaced|patched|plugged")),
     ("clean_data", rf"\b(?:drop|drops|dropping|remove|removes|removing|deleting|discarding|eliminating|delete|discard|exclude|eliminate|filter\s+out|get\s+rid\s+of|throw\s+away|skip)\s+{skip(3)}"
                    r"(?:missing|null|nulls|nan|nans|empty|incomplete|blank|na|invalid)\b(?:\s+(?:values?|entries|cells|fields|rows|records|data))?"),
+    # "drop rows without a price", "remove records lacking an email": the rows missing that column
+    ("clean_data", r"\b(?:drop|drops|dropping|remove|removes|removing|delete|discard|exclude|filter\s+out|get\s+rid\s+of|throw\s+away)\s+"
+                   r"(?:the\s+|all\s+|any\s+)?(?:rows|records|entries)\s+(?:that\s+(?:are|is)\s+missing|missing|without|lacking|with\s+no)\s+"
+                   r"(?=(?:a|an|any)\s+(?!(?:values?|data|entries|fields?|cells?|info|information|readings?)\b)[a-z_])"),
     ("clean_data", passive(rf"(?:the\s+)?(?:{BAD_ROWS}|nulls|nans)", REMOVED + r"|cleaned(?:\s+(?:up|out))?")),
     ("clean_data", rf"\b(?:drop|remove|discard|exclude|excluding|filter\s+out|throw\s+(?:away|out)|weed\s+out|get\s+rid\s+of|ditch|toss|chuck(?:\s+out|\s+away)?|"
                    rf"ignore|ignoring|omit|omitting|skip|skipping|leave\s+out|leaving\s+out)\s+{skip(2)}(?:{BAD_ROWS})"),
@@ -221,7 +230,7 @@ TRIGGERS: list[tuple[str, str]] = [
                   rf"average|averages|avg|mean|median|tally|add\s+up|number\s+of)\w*|(?:max|min|maximum|minimum|lowest|highest)\b)\s+{skip(3)}"
                   rf"(?:grouped\s+)?(?:{GROUP_KEY_MARK}|(?:for|in)\s+each\s+of\s+the|across(?:\s+the)?(?=\s+(?!{NOT_GROUPS}\b)(?!NUM)[a-z_]\w*[^s\W]s\b))\s+(?!NUM)\w+"),   # "the max temp per sensor" (never "minutes per line")
     # "how many rows per city are there?": a count per group, not the row count
-    ("aggregate", rf"\bhow\s+many\s+(?:rows|records|entries)\s+(?=(?:{GROUP_KEY_MARK})\s+(?!NUM)\w+)"),
+    ("aggregate", rf"\bhow\s+many\s+(?:rows|records|entries|(?!times\b)[a-z_]\w*s)\s+(?=(?:{GROUP_KEY_MARK})\s+(?!NUM)\w+)"),
     ("aggregate", r"\broll(?:s|ed|ing)?\s+(?:the\s+|it\s+|them\s+)?(?:[\w-]+\s+){0,3}?up\s+(?=by\s|per\s)"),   # "roll the merged rows up by press"
     ("aggregate", r"\b(?:aggregat\w*|(?:group|bucket|bin)(?:s|ed|ing)?\s+(?:it\s+|them\s+|the\s+(?:rows|data|records)\s+)?by|groupby|group-by|(?:group|bucket|bin)(?:s|ed|ing)?(?=\s+FILE\d+\s+by\b)|(?<!the )(?<!a )(?<!that )(?<!this )roll(?:s|ed|ing)?\s*(?:it\s+|them\s+)?up(?=\s+(?:[\w-]+\s+){0,6}?(?:by|per|to)\b)|"
                   r"summari[sz]e\w*\s+(?=\w+\s+(?:per|by)\b))\b|\bbreak\w*\s+(?:[\w-]+\s+){0,3}?down\s+(?=by|per)|\bbreakdowns?\s+(?=by|per)"
