@@ -202,3 +202,25 @@ def test_a_count_of_a_named_thing_per_group(shops):
     assert of_kind(p, "aggregate")[0].params["agg"] == "count" and of_kind(p, "aggregate")[0].params["by"] == "city"
     with pytest.raises(PlanRefused):
         _plan("how many times per day does shops.csv log an error")
+
+
+@pytest.mark.parametrize("text", ["Load shops.csv and plot the totals per city",
+                                  "Load shops.csv, then chart the average price per city",
+                                  "Can you pull shops.csv, get rid of incomplete rows and chart the counts by city?"])
+def test_a_per_group_figure_said_as_what_is_plotted_is_computed_first(shops, text):
+    """Silently wrong before: 'plot the totals per city' drew the loaded table and computed the
+    totals after it, for nothing. The aggregate is computed first and the chart draws it."""
+    from raystack.workflow.engine import run_local
+    p = _plan(text)
+    kinds = _kinds(p)
+    assert kinds.index("aggregate") == kinds.index("plot") - 1, text
+    assert of_kind(p, "plot")[0].params["data"].step == of_kind(p, "aggregate")[0].id, text
+    assert not run_local(p.ir).failed, text
+    # plotted first and aggregated after, when said so, stays in that order
+    assert _kinds(_plan("Load shops.csv, plot it, then compute the totals per city")) == ["load_data", "plot", "aggregate"]
+
+
+def test_the_smallest_and_largest_per_group_are_the_min_and_max(shops):
+    for text, agg in (("Given shops.csv, compute the smallest price for every city.", "min"),
+                      ("the largest area per city in shops.csv", "max")):
+        assert of_kind(_plan(text), "aggregate")[0].params["agg"] == agg, text

@@ -481,6 +481,17 @@ def _plotted_transformed(t: Text, actions: list[Action], i: int) -> bool:
     return all(x.low in ("the", "its") for x in t.tokens[actions[i - 1].trig_end:a.lo])
 
 
+def _plotted_aggregate(t: Text, actions: list[Action], i: int) -> bool:
+    """"plot the totals per city", "chart the average price per city", "save the counts by
+    carrier to c.csv": a per-group figure said as the object of the step just before it is
+    computed first (the plot drew the raw table, and the aggregate ran after it for nothing)."""
+    a = actions[i]
+    if not (i and a.entry == "aggregate" and actions[i - 1].entry in ("plot", "write_table", "save_report")
+            and actions[i - 1].sentence == a.sentence):
+        return False
+    return all(x.low in ("the", "its", "their", "a", "an", "me", "us") for x in t.tokens[actions[i - 1].trig_end:a.lo])
+
+
 def held_out_for(t: Text, actions: list[Action], k: int) -> bool:
     """Whether action k is "for evaluation" said of the share the split just before it holds
     out, with no model made before it ("hold out 20% for evaluation, train a knn")."""
@@ -523,7 +534,7 @@ def _hoist(t: Text, actions: list[Action]) -> None:
         for i, a in enumerate(actions):
             if not a.prepositional and not (a.entry == "split_data" and i and actions[i - 1].entry == "train_model") \
                     and not _evaluated_on(t, actions, i) and not _model_evaluated(t, actions, i) \
-                    and not _plotted_transformed(t, actions, i):
+                    and not _plotted_transformed(t, actions, i) and not _plotted_aggregate(t, actions, i):
                 continue
             out = CATALOG[a.entry].output
             for j in range(i - 1, -1, -1):

@@ -392,7 +392,8 @@ def concat(text: Text, lo: int, hi: int, f: Found) -> None:
 AGG_WORDS = {"sum": "sum", "sums": "sum", "total": "sum", "totals": "sum", "count": "count",
              "counts": "count", "number": "count", "mean": "mean", "means": "mean", "average": "mean",
              "averages": "mean", "avg": "mean", "median": "median", "medians": "median", "min": "min",
-             "minimum": "min", "lowest": "min", "max": "max", "maximum": "max", "highest": "max"}
+             "minimum": "min", "lowest": "min", "smallest": "min", "max": "max", "maximum": "max", "highest": "max",
+             "largest": "max"}
 
 
 def singular(word: str) -> str:
