@@ -224,3 +224,56 @@ def test_the_smallest_and_largest_per_group_are_the_min_and_max(shops):
     for text, agg in (("Given shops.csv, compute the smallest price for every city.", "min"),
                       ("the largest area per city in shops.csv", "max")):
         assert of_kind(_plan(text), "aggregate")[0].params["agg"] == agg, text
+
+
+@pytest.fixture()
+def labelled(tmp_path, monkeypatch):
+    """x.csv: two features and a class y a knn fits imperfectly."""
+    monkeypatch.chdir(tmp_path)
+    rows = [f"{i},{(i * 7) % 11},{(i * 3) % 17},{int((i * 5) % 11 > 5)}" for i in range(60)]
+    (tmp_path / "x.csv").write_text("id,a,b,y\n" + "\n".join(rows) + "\n")
+    return tmp_path
+
+
+@pytest.mark.parametrize("text,metric", [
+    ("Train a knn on x.csv and report the accuracy on the test set", "accuracy"),
+    ("Train a knn on x.csv and report its test accuracy", "accuracy"),
+    ("Split x.csv 70/30, train a logistic model and report the f1 on the held-out part", "f1"),
+    ("Train a knn on x.csv and plot the accuracy on the test set", "accuracy"),
+])
+def test_a_figure_of_the_test_set_is_an_evaluation(labelled, text, metric):
+    """Silently wrong before: 'report the accuracy on the test set' reported the training's own
+    accuracy, measured on the rows the model was fitted on ('on the test set' was read as a
+    description). The model is evaluated on the split's held-out part, and that is reported."""
+    from raystack.workflow.engine import run_local
+    p = _plan(text)
+    kinds = _kinds(p)
+    ev = of_kind(p, "evaluate_model")[0]
+    assert ev.params["metric"] == metric and kinds.index("evaluate_model") == len(kinds) - 2, text
+    consumer = p.ir.steps[-1]
+    assert ev.id in {r.step for r in consumer.params.values() if hasattr(r, "step")}, text
+    assert not run_local(p.ir).failed, text
+
+
+def test_an_evaluation_said_already_keeps_the_figure(labelled):
+    p = _plan("Train a knn on x.csv, evaluate it, and report the accuracy on the test set")
+    assert _kinds(p).count("evaluate_model") == 1 and _kinds(p)[-1] == "save_report"
+
+
+def test_a_condition_on_the_test_accuracy_tests_an_evaluation_not_the_training(labelled):
+    """Silently wrong before: 'if the test accuracy is below 0.8, notify me' after a training
+    tested the training's own accuracy. An evaluation measures it; the condition tests that;
+    a condition with no test set named still tests the training's figure."""
+    from raystack.workflow.engine import run_local
+    for text in ("Train a knn on x.csv; if the test accuracy is below 0.8, notify me",
+                 "Train a knn on x.csv; if accuracy on the test set is below 0.8, notify me, otherwise deploy it as k1"):
+        p = _plan(text)
+        ev = of_kind(p, "evaluate_model")[0]
+        guarded = of_kind(p, "notify")[0]
+        assert guarded.when[0].ref.step == ev.id and guarded.when[0].ref.key == "accuracy", text
+        report = run_local(p.ir)
+        trained, scored = (report.results[s.id].load(None)["accuracy"] for s in (of_kind(p, "train_model")[0], ev))
+        assert trained != scored, "the two figures differ here, so the test tells them apart"
+    p = _plan("Train a knn on x.csv; if accuracy is below 0.8, notify me")
+    assert "evaluate_model" not in _kinds(p)
+    assert of_kind(p, "notify")[0].when[0].ref.step == of_kind(p, "train_model")[0].id

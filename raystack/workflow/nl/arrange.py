@@ -98,6 +98,7 @@ def _order(actions: list[Action]) -> None:
 
 def _apply_cues(t: Text, actions: list[Action], cues: list[Cue]) -> None:
     last_when: DraftStep | None = None
+    held_out: set[int] = set()      # the conditions said of held-out data
     for c in cues:
         acts = [a for a in actions if a.sentence == c.sentence]
         before = [a for a in acts if a.lo < c.lo]
@@ -164,6 +165,8 @@ def _apply_cues(t: Text, actions: list[Action], cues: list[Cue]) -> None:
             if not targets:
                 raise PlanRefused(["a condition with no step to guard"])
             cond = Cond("", c.data["metric"], c.data["op"], c.data["value"])
+            if c.data.get("held_out"):
+                held_out.add(id(cond))
             for a in targets:
                 a.step.when = cond
             last_when = targets[-1].step
@@ -181,7 +184,7 @@ def _apply_cues(t: Text, actions: list[Action], cues: list[Cue]) -> None:
                     a.step.when, a.step.otherwise = last_when.when, True
         elif c.kind == "parallel":
             _parallel(t, c, cues, before, after, actions)
-    _resolve_conditions(actions)
+    _resolve_conditions(actions, held_out)
 
 
 def _parallel(t: Text, c: Cue, cues: list[Cue], before: list[Action], after: list[Action],
@@ -287,14 +290,21 @@ def _feeds_itself(group: list[Action]) -> bool:
                for k, a in enumerate(group) for b in group[:k])
 
 
-def _resolve_conditions(actions: list[Action]) -> None:
+def _resolve_conditions(actions: list[Action], held_out: set[int] = frozenset()) -> None:
+    """Each condition tests the last step before it that reports its metric. One said of held-out
+    data ("if the test accuracy is under 0.8", ``held_out``: the conditions' ids) never tests a
+    training's own figures, which are of the rows it was fitted on: an evaluation of that model
+    on its split's held-out part is added to measure it."""
     for i, a in enumerate(actions):
         w = a.step.when
         if w is None or w.step:
             continue
         tested = next((b for b in reversed(actions[:i]) if w.metric in CATALOG[b.entry].metrics
                        and b.step.exit is None and b.step.when is None), None)
-        label = tested.step.label if tested is not None else _implicit_check(actions, i, w.metric)
+        if tested is not None and id(w) in held_out and tested.entry == "train_model":
+            label = _implicit_evaluation(actions, i, tested, w.metric)
+        else:
+            label = tested.step.label if tested is not None else _implicit_check(actions, i, w.metric)
         if label is None:
             raise PlanRefused([f"the condition on {w.metric!r} for {a.entry} has no earlier step "
                                f"that reports {w.metric!r}"])
@@ -333,6 +343,21 @@ def _postposed(t: Text, c: Cue) -> bool:
     if j >= len(t.tokens) or t.tokens[j].text in (".", ";", "!"):
         return True
     return t.tokens[j].text == "," and j + 1 < len(t.tokens) and t.tokens[j + 1].low in ("and", "then")
+
+
+def _implicit_evaluation(actions: list[Action], i: int, trained: Action, metric: str) -> str:
+    """"train a knn; if the accuracy on the test set is under 0.6, alert me": the model scored on
+    its split's held-out part, right before the step the condition guards (a step the condition's
+    words name; it tested the training's accuracy, on the rows the model was fitted on); its label."""
+    if metric not in CATALOG["evaluate_model"].metrics:
+        raise PlanRefused([f"the condition tests the {metric} on held-out data, which no evaluation reports"])
+    a = actions[i]
+    check = DraftStep(f"{a.step.label}_eval", "evaluate_model", concurrent=a.step.concurrent,
+                      inputs={"model": trained.step.label}, span="(the condition's held-out figure)")
+    if metric in ("accuracy", "error", "f1", "auc", "precision", "recall", "loss", "rmse"):
+        check.params["metric"] = check.stated["metric"] = metric
+    a.extra = [*a.extra, check]
+    return check.label
 
 
 def _implicit_check(actions: list[Action], i: int, metric: str) -> str | None:
@@ -481,13 +506,17 @@ def _plotted_transformed(t: Text, actions: list[Action], i: int) -> bool:
     return all(x.low in ("the", "its") for x in t.tokens[actions[i - 1].trig_end:a.lo])
 
 
+# the figures said as the object of the step before them, by the steps that take them
+FIGURE_OBJECTS = {"aggregate": ("plot", "write_table", "save_report"), "evaluate_model": ("save_report", "plot", "write_table")}
+
+
 def _plotted_aggregate(t: Text, actions: list[Action], i: int) -> bool:
-    """"plot the totals per city", "chart the average price per city", "save the counts by
-    carrier to c.csv": a per-group figure said as the object of the step just before it is
-    computed first (the plot drew the raw table, and the aggregate ran after it for nothing)."""
+    """"plot the totals per city", "chart the average price per city", "report the accuracy on
+    the test set": a per-group figure (or a held-out score) said as the object of the step just
+    before it is computed first (the plot drew the raw table, and the aggregate ran after it
+    for nothing; the report showed the training's own accuracy)."""
     a = actions[i]
-    if not (i and a.entry == "aggregate" and actions[i - 1].entry in ("plot", "write_table", "save_report")
-            and actions[i - 1].sentence == a.sentence):
+    if not (i and actions[i - 1].entry in FIGURE_OBJECTS.get(a.entry, ()) and actions[i - 1].sentence == a.sentence):
         return False
     return all(x.low in ("the", "its", "their", "a", "an", "me", "us") for x in t.tokens[actions[i - 1].trig_end:a.lo])
 
@@ -542,8 +571,9 @@ def _hoist(t: Text, actions: list[Action]) -> None:
                 if b.sentence != a.sentence and not (id(a) in evaluated and b.entry == "train_model" and j == i - 1):
                     break
                 needs = [k for spec in CATALOG[b.entry].inputs.values() for k in spec.rstrip("*").split("|")]
-                # a report takes any result: the statistics it is said to hold ("a report with its statistics")
-                if out in needs or (out == "table" and "split" in needs) or (a.entry == "stats" and b.entry == "save_report"):
+                # a report takes any result: the statistics or score it is said to hold ("a report with its
+                # statistics", "report the accuracy on the test set")
+                if out in needs or (out == "table" and "split" in needs) or "any" in needs:
                     if id(a) in hoisted and any(CATALOG[x.entry].output == out and not CATALOG[x.entry].inputs
                                                 for x in actions[:j]):
                         break      # already before its own step; this one has a source of what it makes

@@ -167,6 +167,12 @@ def _loops(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
     return out
 
 
+def _held_out(said: str) -> bool:
+    """Whether a condition names a figure of held-out data ("if the test accuracy is ...", "if
+    accuracy on the test set is ..."), which a training's own figures are not."""
+    return re.search(rf"\b{L.HELD_OUT_WORDS}\b", said) is not None
+
+
 def _conditions(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
     out = []
     for pat in MISSING:
@@ -193,7 +199,7 @@ def _conditions(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
             metric, end = metric_of(named[0].group("m2")), named[1][-1].i + 1
         t.mark(t.tokens[toks[0].i:end], "condition")
         out.append(Cue("cond", toks[0].i, end, si, {"metric": metric, "op": _reach(op, metric),
-                                                   "value": value}))
+                                                   "value": value, "held_out": _held_out(m.group(0))}))
     for m, toks in t.finditer(rf"\bunless\s+(?:the\s+|its\s+|their\s+|it's\s+|model's\s+)?{L.METRIC_MOD}"
                               rf"(?P<m>{L.METRIC_RX})\s+{L.METRIC_WHERE}", lo, hi, free_only=True):
         cmp = comparison(t, toks[-1].i + 1, hi)
@@ -202,7 +208,7 @@ def _conditions(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
         op, value, end = cmp
         metric = metric_of(m.group("m"))
         t.mark(t.tokens[toks[0].i:end], "condition")
-        out.append(Cue("cond", toks[0].i, end, si, {"metric": metric, "value": value,
+        out.append(Cue("cond", toks[0].i, end, si, {"metric": metric, "value": value, "held_out": _held_out(m.group(0)),
                                                    "op": L.NEGATED_OPS[_reach(op, metric)]}))
     for m, toks in t.finditer(rf"(?:(?m:^)|(?<=[;:.,)>→-]\s))(?P<m>{L.METRIC_RX})\s+", lo, hi, free_only=True):
         cmp = comparison(t, toks[-1].i + 1, hi)

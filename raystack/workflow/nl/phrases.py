@@ -80,12 +80,22 @@ def names_existing_split(t: Text, tok: Token) -> bool:
     return False
 
 
+def is_figure(tok: Token) -> bool:
+    """Whether an evaluation's trigger starts with the figure it names ("the accuracy on the
+    test set", "its test f1"), not with a verb."""
+    return bool(re.fullmatch(rf"{L.METRIC_RX}|{L.HELD_OUT_WORDS}", tok.low))
+
+
 def is_eval_verb(t: Text, tok: Token) -> bool:
     """"test" and "score" are verbs only at the start of a clause or before their object."""
     prev = t.tokens[tok.i - 1] if tok.i else None
     nxt = t.tokens[tok.i + 1] if tok.i + 1 < len(t.tokens) else None
     if tok.low in ("they", "it", "the", "how"):
         return True     # the passive trigger: "they get scored"; a question: "how accurate is ...?"
+    held_out = re.match(rf"(?:{L.METRIC_RX}) {L.HELD_OUT_DATA}|{L.HELD_OUT_WORDS} (?:{L.METRIC_RX})\b",
+                        " ".join(x.low for x in t.tokens[tok.i:tok.i + 6]))
+    if held_out:
+        return True     # "the accuracy on the test set", "its test f1": a held-out figure is measured
     if prev is not None and prev.text == "," and re.fullmatch(L.METRIC_RX, tok.low) and tok.low not in ("score", "scores"):
         # "x.csv, logistic, recall.": a metric ending a list right after the model
         return tok.i >= 2 and t.tokens[tok.i - 2].used in ("model kind", "train_model")

@@ -26,7 +26,7 @@ from raystack.workflow.nl.cues import Cue, read_cues, unbounded
 from raystack.workflow.nl.destinations import destinations, json_tables
 from raystack.workflow.nl.extract import AGG_WORDS, AGGREGATES_SAID, EXTRACTORS, TABLE_EXT, Found, metric_of, resource_bound
 from raystack.workflow.nl.names import adapter_names
-from raystack.workflow.nl.phrases import coordinated, is_eval_verb, names_existing_split, part_data, second_side, table_result
+from raystack.workflow.nl.phrases import coordinated, is_eval_verb, is_figure, names_existing_split, part_data, second_side, table_result
 from raystack.workflow.nl.plan import Draft, DraftStep, Plan, PlanRefused
 from raystack.workflow.nl.questions import defer_candidates, fill_from_question, questions
 from raystack.workflow.nl.reread import (evaluation_held_out_for, grouped_first, part_of_split, pick_first, reread,
@@ -163,6 +163,9 @@ class RulePlanner:
             for m, toks in t.finditer(rx, lo, hi, free_only=True):
                 if entry == "evaluate_model" and not is_eval_verb(t, toks[0]):
                     continue
+                if entry == "evaluate_model" and is_figure(toks[0]) and any(b.entry == "evaluate_model" and b.lo < toks[0].i
+                                                                            for b in found):
+                    continue   # "evaluate it, and report the accuracy on the test set": that evaluation's figure
                 if entry == "split_data" and names_existing_split(t, toks[0]):
                     continue
                 if entry == "load_data" and len(toks) == 1 and toks[0].i and t.tokens[toks[0].i - 1].text in ARROWS \

@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 
 from raystack.workflow.nl.lexicon import BEST_ONE as _BEST_NAMED
-from raystack.workflow.nl.lexicon import COLUMN_STATS, GROUP_KEY_MARK, METRIC_RX, NOT_GROUPS, NUMLIST, TRAIN_AGAIN
+from raystack.workflow.nl.lexicon import (COLUMN_STATS, GROUP_KEY_MARK, HELD_OUT_DATA, HELD_OUT_WORDS, METRIC_RX,
+                                          NOT_GROUPS, NUMLIST, TRAIN_AGAIN)
 
 _SK = r"(?:[^\s,.;:]+\s+)"
 BEST_ONE = re.sub(r"\(\?P<\w+>", "(?:", _BEST_NAMED)    # in a step's phrase, its groups unnamed
@@ -290,10 +291,10 @@ TRIGGERS: list[tuple[str, str]] = [
     ("save_report", rf"(?<!per )(?<!by )(?<!each )(?<!every )\b(?:write|writes|save|saves|store|produce|create|generate|dump|output|log(?!istic)|record|put)\w*\s+{skip(3)}"
                     r"(?:report|results|result|metrics|scores|findings|evaluations?)\b(?:\s+(?:(?:to|in|into|as|at)\s+)?FILE\d+)?"
                     r"|\breport\s+(?:to|in|into|as)\s+FILE\d+"),
-    ("save_report", rf"(?:^|(?<=[),;:.!?>→*-]\s)|(?<=\bthen\s)|(?<=\band\s)|(?<=\bwe\s))report\s+(?:the\s+|its\s+|their\s+)?(?:final\s+|last\s+|best\s+)?(?=(?:{METRIC_RX})\b)"),
+    ("save_report", rf"(?:^|(?<=[),;:.!?>→*-]\s)|(?<=\bthen\s)|(?<=\band\s)|(?<=\bwe\s))report\s+(?:the\s+|its\s+|their\s+)?(?:final\s+|last\s+|best\s+)?(?=(?:{HELD_OUT_WORDS}\s+)?(?:{METRIC_RX})\b)"),
     # "... and tell me the accuracy", "show us its AUC": the metrics reported back
     ("save_report", r"(?:(?<=\band\s)|(?<=\bthen\s)|(?<=[,;:]\s))report\s+(?:on\s+)?(?:it|them|both|all\s+of\s+them|the\s+results?)\b"),   # "and report them"
-    ("save_report", rf"\b(?:tell|show|give)\s+(?:me|us)\s+(?:the\s+|its\s+|their\s+|what\s+the\s+)?(?=(?:{METRIC_RX})\b)"),
+    ("save_report", rf"\b(?:tell|show|give)\s+(?:me|us)\s+(?:the\s+|its\s+|their\s+|what\s+the\s+)?(?=(?:{HELD_OUT_WORDS}\s+)?(?:{METRIC_RX})\b)"),
     # "fit a knn and print its accuracy", "..., then show the f1", "..., reporting f1"
     ("save_report", rf"(?:(?<=\band\s)|(?<=\bthen\s)|(?<=[,;:]\s))(?:print|show|display|output|reporting|printing|showing)\s+(?:out\s+)?(?:the\s+|its\s+|their\s+)?"
                     rf"(?=(?:{METRIC_RX})\b)"),
@@ -386,6 +387,10 @@ TRIGGERS: list[tuple[str, str]] = [
                        rf"(?!\s+(?:the\s+|our\s+|my\s+)?{SYSTEM_NOUNS}\b)"
                        r"|\beval\b(?!\s*(?:loss|accuracy|acc|set|split|data|metrics?|f1|auc|rmse|recall)\b)"   # the abbreviation
                        r"|(?:(?<=[;,:>→|]\s)|^)eval(?=\s+(?:accuracy|acc|f1|auc|rmse|recall|precision)\s*(?:[;,.|]|$))"),   # "; eval f1;"
+    # "report the accuracy on the test set", "its held-out f1": a figure of held-out data is an
+    # evaluation's (the training's own figures are of the rows it was fitted on); after the
+    # evaluation verbs, so an evaluation said already keeps it (rules.RulePlanner._actions)
+    ("evaluate_model", rf"\b(?:{METRIC_RX})\s+{HELD_OUT_DATA}|\b{HELD_OUT_WORDS}\s+(?:{METRIC_RX})\b"),
     ("deploy_model", r"\b(?:deploy\w*|publish\w*|ship|ships|release|promote|(?<!ray )(?<!behind )(?<!with )(?<!via )(?<!through )(?<!using )serve|push\w*\s+(?:it\s+|them\s+)?to\s+production|"
                      r"roll\s+(?:it\s+|them\s+|that\s+|this\s+|the\s+(?:winner|model|best\s+one)\s+)?out|put\s+(?:it\s+)?(?:in|into)\s+production)\b(?:\s+(?:to|into)\s+production)?"),
     ("notify", r"\b(?:raise|fire|trigger|issue|post)\s+(?:an?\s+|the\s+)?(?:alert|alarm|notification|warning)\b"),   # "raise an alert if ..."
