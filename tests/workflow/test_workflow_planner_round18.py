@@ -277,3 +277,26 @@ def test_a_condition_on_the_test_accuracy_tests_an_evaluation_not_the_training(l
     p = _plan("Train a knn on x.csv; if accuracy is below 0.8, notify me")
     assert "evaluate_model" not in _kinds(p)
     assert of_kind(p, "notify")[0].when[0].ref.step == of_kind(p, "train_model")[0].id
+
+
+def test_the_original_column_or_values_are_the_loaded_table(shops):
+    """Silently wrong before: 'normalize it, and plot the original price column' plotted the
+    normalized prices; 'plot the raw values' after a dedup plotted a column named 'raw' (the run
+    failed). Both plot the table as loaded."""
+    from raystack.workflow.engine import run_local
+    for text, column in (("Load shops.csv, normalize it, and plot the original price column.", "price"),
+                         ("Load shops.csv, dedup it and plot the raw values", None)):
+        p = _plan(text)
+        plot = of_kind(p, "plot")[0]
+        assert plot.params["data"].step == of_kind(p, "load_data")[0].id, text
+        assert plot.params.get("column") == column, text
+        assert not run_local(p.ir).failed, text
+    p = _plan("Load shops.csv, normalize it, and plot the price column.")
+    assert of_kind(p, "plot")[0].params["data"].step == of_kind(p, "normalize")[0].id
+
+
+def test_an_evaluation_on_the_whole_table_is_refused(labelled):
+    """Silently wrong before: 'train a knn on the sample and evaluate it on the full data'
+    evaluated on the sample's held-out part; the step scores a split's held-out part only."""
+    with pytest.raises(PlanRefused, match="on the full data"):
+        _plan("Load x.csv, sample 30 rows, train a knn on the sample and evaluate it on the full data.")

@@ -22,7 +22,9 @@ PLOTTED_NOUNS = {"it", "them", "this", "that", "these", "those", "everything", "
                  "trends", "progress", "outcome", "outcomes", "findings", "stats", "statistics", "summary",
                  "sample", "samples", "split", "model", "models", "run", "runs", "training", "evaluation",
                  "evaluations", "comparison", "output", "outputs", "columns", "features", "bar", "line",
-                 "pie", "scatter", "out", "readings", "measurements", "observations", "points", "entries", "figures"}
+                 "pie", "scatter", "out", "readings", "measurements", "observations", "points", "entries", "figures",
+                 # the table's state, not a column ("plot the raw values", "the original values")
+                 "raw", "original", "full", "whole", "entire", "initial", "untouched", "unprocessed"}
 
 
 CHART_KIND = (r"\b(?P<k>line|bar|pie|scatter|box|area|violin|bubble|donut|radar)\s*-?\s*(?:charts?|graphs?|plots?|diagrams?)\b"

@@ -42,9 +42,9 @@ def evaluate_model(text: Text, lo: int, hi: int, f: Found) -> None:
     """The metric an evaluation is asked for, and the held-out data it runs on (the split's
     test part, which is what the step evaluates on: "score it on the held-out part")."""
     consume(text, lo, hi, HELD_OUT_PART, "evaluation data")
-    m = _search(text, lo, hi, r"\b(?:on|against|over|using)\s+(?:the\s+)?(?:training|train|same)\s+"
-                              r"(?:set|split|data|part|portion|rows|fold|table)\b", "evaluation data")
-    if m:   # the step scores the split's held-out part, never the rows the model was fitted on
+    m = _search(text, lo, hi, r"\b(?:on|against|over|using)\s+(?:the\s+)?(?:training|train|same|full|whole|entire|complete|"
+                              r"original|raw|unsplit)\s+(?:set|split|data|dataset|part|portion|rows|fold|table)\b", "evaluation data")
+    if m:   # the step scores the split's held-out part, never the rows the model was fitted on (nor all of them)
         raise PlanRefused([f"{m.group(0)!r}: evaluate_model scores a model on the split's held-out part, "
                            "not on the rows it was trained on"])
     metric_param()(text, lo, hi, f)

@@ -17,7 +17,7 @@ FINAL_RESULT = re.compile(r"\b(?:final|latest|resulting|whichever|last)\b", re.I
 # the table a chain started from, named as such ("compute stats on the full table")
 ORIGINAL_TABLE = re.compile(r"\b(?:original|raw|full|whole|entire|complete|untouched|initial|source|unmodified|unprocessed|"
                             r"(?:un-?|non-?|not\s+)(?:normali[sz]|clean|dedup(?:licat)?|imput|sampl|filter|transform|scal)ed)\s+"
-                            r"(?:data|dataset|table|file|rows|csv)\b", re.I)
+                            r"(?:data|dataset|table|file|rows|csv|[a-z_]\w*\s+column|columns|values)\b", re.I)
 
 
 def loaded_paths(steps: list[DraftStep]) -> dict[str, str]:
