@@ -86,7 +86,7 @@ def test_an_evaluation_file_no_step_can_read_is_refused_not_reported(houses):
     (houses / "held_out.jsonl").write_text('{"prompt": "2+2=", "response": "4"}\n')
     for text in ("Evaluate the adapters in ./adapters/run1 on held_out.jsonl and report exact match.",
                  "Evaluate the adapters in ./adapters/run1 on held_out.jsonl."):
-        with pytest.raises(PlanRefused, match="held_out.jsonl.*no step of the plan reads it"):
+        with pytest.raises(PlanRefused, match="held_out.jsonl.*evaluate_adapters scores on each task.s own held-out examples; it cannot read a file"):
             _plan(text)
     p = _plan("Load houses.csv and report it.")         # a load the report reads on its own is asked for
     assert _kinds(p) == ["load_data", "save_report"]

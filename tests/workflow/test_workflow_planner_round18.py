@@ -300,3 +300,18 @@ def test_an_evaluation_on_the_whole_table_is_refused(labelled):
     evaluated on the sample's held-out part; the step scores a split's held-out part only."""
     with pytest.raises(PlanRefused, match="on the full data"):
         _plan("Load x.csv, sample 30 rows, train a knn on the sample and evaluate it on the full data.")
+
+
+def test_a_file_an_adapter_evaluation_is_said_to_run_on_is_refused(tmp_path, monkeypatch):
+    """Silently wrong before: 'fine-tune adapters ..., evaluate them on held_out.jsonl, and plot
+    the scores' plotted the file held_out.jsonl (the adapters' evaluation reads no file; the load
+    was read by the plot). Refused, saying what the evaluation scores on."""
+    monkeypatch.chdir(tmp_path)
+    for name in ("sft.jsonl", "held_out.jsonl"):
+        (tmp_path / name).write_text('{"prompt": "2+2=", "response": "4"}\n' * 4)
+    for text in ("Fine-tune adapters on sft.jsonl using tiny-1m, evaluate them on held_out.jsonl, and plot the scores.",
+                 "Fine-tune a LoRA adapter on sft.jsonl over tiny-20m and evaluate it on held_out.jsonl."):
+        with pytest.raises(PlanRefused, match="own held-out examples"):
+            _plan(text)
+    p = _plan("Fine-tune adapters on sft.jsonl using tiny-1m, evaluate them, and plot the scores.")
+    assert _kinds(p) == ["mlora_finetune", "evaluate_adapters", "plot"]

@@ -302,6 +302,11 @@ def check_written_results(steps: list[DraftStep]) -> None:
                                f"the table of {src[0].span!r} (evaluate the model first)"])
 
 
+# the evaluations that read no table, and what they score on
+FILELESS_EVALUATIONS = {"evaluate_adapters": "each task's own held-out examples",
+                        "evaluate_dlrm": "the DLRM run's own held-out rows"}
+
+
 def check_sources_read(steps: list[DraftStep]) -> None:
     """"train a logistic model, evaluate it on b.csv": the load of b.csv was read by the
     training's split and the file loaded first by nothing, so the model trained on the
@@ -310,6 +315,11 @@ def check_sources_read(steps: list[DraftStep]) -> None:
     if len([s for s in steps if not s.implicit]) < 2 or all(
             s.entry in ("load_data", "load_checkpoint", "load_adapters", "notify") for s in steps):
         return      # "load x.csv and notify me once it's loaded": a load and what is said of it
+    named = [s for s in steps if not s.implicit]
+    for p, s in zip(named, named[1:]):   # "evaluate them on held_out.jsonl, and plot the scores"
+        if s.entry == "load_data" and p.entry in FILELESS_EVALUATIONS and re.match(r"(?:on|against|using|with|over)\b", s.span):
+            raise PlanRefused([f"{s.params.get('path') or s.span!r}: {p.entry} scores on "
+                               f"{FILELESS_EVALUATIONS[p.entry]}; it cannot read a file"])
     read = {lab for s in steps for lab in s.input_labels()}
     # "evaluate the adapters on h.jsonl and report exact match": a file loaded after another step
     # ran and read by a report alone was meant for that step, which cannot read it; the report
