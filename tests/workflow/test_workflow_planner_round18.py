@@ -315,3 +315,19 @@ def test_a_file_an_adapter_evaluation_is_said_to_run_on_is_refused(tmp_path, mon
             _plan(text)
     p = _plan("Fine-tune adapters on sft.jsonl using tiny-1m, evaluate them, and plot the scores.")
     assert _kinds(p) == ["mlora_finetune", "evaluate_adapters", "plot"]
+
+
+def test_two_functions_per_group_or_a_count_no_step_makes_are_refused(shops):
+    """Silently wrong before: 'mean and max price by city' computed the mean alone; 'Count
+    duplicates in x.csv' planned the load alone (the words read as a description of the data);
+    'summary statistics for every file: a, b, c' grouped a.csv by a column named 'file' ('sum'
+    matched inside 'summary'). The first two are refused; the third is the statistics of each."""
+    for text, words in (("Quick one: mean and max price by city from shops.csv, please.", "max and mean per group"),
+                        ("Count duplicates in shops.csv.", "Count duplicates")):
+        with pytest.raises(PlanRefused, match=words):
+            _plan(text)
+    for name in ("b.csv", "c.csv"):
+        (shops / name).write_text((shops / "shops.csv").read_text())
+    p = _plan("Compute summary statistics for every file: shops.csv, b.csv, c.csv.")
+    assert sorted(_kinds(p)) == ["load_data"] * 3 + ["stats"] * 3
+    assert of_kind(_plan("Load shops.csv and summarise the price per city"), "aggregate")[0].params["by"] == "city"

@@ -382,7 +382,8 @@ KEEP_VERBS = {"keep", "keeps", "keeping", "retain", "retains", "retaining", "lea
 
 # verbs that open a request no catalog step makes as said ("Check x.csv for missing values")
 ASKING_VERBS = {"check", "inspect", "examine", "verify", "validate", "audit", "scan", "review", "analyze", "analyse",
-                "explore", "investigate", "assess", "evaluate", "profile", "look", "study", "test", "compare"}
+                "explore", "investigate", "assess", "evaluate", "profile", "look", "study", "test", "compare",
+                "count", "list", "find", "identify", "detect", "flag", "measure", "quantify", "tally"}   # "Count duplicates in x.csv"
 
 
 def describes(t: Text, run: list[Token]) -> bool:

@@ -444,6 +444,11 @@ def _agg_word(text: Text, lo: int, hi: int, f: Found) -> None:
     other = next(text.finditer(r"\b(?:modes?|percentiles?|quantiles?|std|stdev|standard\s+deviations?|variances?)\b", lo, hi), None)
     if other is not None:   # "aggregate the std of amount by region" summed it
         raise PlanRefused([f"{text.span_text(other[1])!r} per group: {AGGREGATES_SAID}"])
+    said = {AGG_WORDS[m.group("a")] for m, _ in text.finditer(r"\b(?P<a>" + "|".join(AGG_WORDS) + r")\b", lo, hi)
+            if m.group("a") not in ("number", "count", "counts")}
+    if len(said) > 1:   # "mean and max price by city": the step computes one function (the max was dropped)
+        raise PlanRefused([f"{' and '.join(sorted(said))} per group: the aggregate computes one function; "
+                           "say one aggregation for each"])
     m = _search(text, lo, hi, r"\b(?P<a>" + "|".join(AGG_WORDS) + r")\b", "aggregate")
     if m:
         f.set("agg", AGG_WORDS[m.group("a")])

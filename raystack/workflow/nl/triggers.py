@@ -227,8 +227,9 @@ TRIGGERS: list[tuple[str, str]] = [
     # "work out revenue totals per store": the measure named before the function's noun
     ("aggregate", r"\b(?:compute|calculate|get|find|work\s+out|figure\s+out|produce|report)\s+(?:the\s+)?(?P<sk>(?:[a-z_]+\s+){1,2}?)"
                   r"(?:totals?|sums?|counts?|averages?|means?|medians?)\s+(?=per\s|by\s|for\s+each\s)"),
-    ("aggregate", rf"\b(?:(?:compute|calculate|get|find|work\s+out|figure\s+out|find\s+out|report|(?:tell|show|give)\s+(?:me|us))\s+(?:the\s+)?)?(?:(?:sum|sums|total|totals|count|counts|"
-                  rf"average|averages|avg|mean|median|tally|add\s+up|number\s+of)\w*|(?:max|min|maximum|minimum|lowest|highest|smallest|largest)\b)\s+{skip(3)}"
+    ("aggregate", rf"\b(?:(?:compute|calculate|get|find|work\s+out|figure\s+out|find\s+out|report|(?:tell|show|give)\s+(?:me|us))\s+(?:the\s+)?)?(?:sum(?:s|med|ming)?|total(?:s|ed|led|ing|ling)?|count(?:s|ed|ing)?|"
+                  rf"average(?:s|d)?|averaging|avg|means?|medians?|tall(?:y|ies|ied|ying)|add(?:s|ed|ing)?\s+up|number\s+of|summari[sz](?:e|es|ed|ing)"
+                  rf"|max|min|maximum|minimum|lowest|highest|smallest|largest)\b\s+{skip(3)}"
                   rf"(?:grouped\s+)?(?:{GROUP_KEY_MARK}|(?:for|in)\s+each\s+of\s+the|across(?:\s+the)?(?=\s+(?!{NOT_GROUPS}\b)(?!NUM)[a-z_]\w*[^s\W]s\b))\s+(?!NUM)\w+"),   # "the max temp per sensor" (never "minutes per line")
     # "how many rows per city are there?": a count per group, not the row count
     ("aggregate", rf"\bhow\s+many\s+(?:rows|records|entries|(?!times\b)[a-z_]\w*s)\s+(?=(?:{GROUP_KEY_MARK})\s+(?!NUM)\w+)"),
