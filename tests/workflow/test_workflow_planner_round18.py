@@ -331,3 +331,12 @@ def test_two_functions_per_group_or_a_count_no_step_makes_are_refused(shops):
     p = _plan("Compute summary statistics for every file: shops.csv, b.csv, c.csv.")
     assert sorted(_kinds(p)) == ["load_data"] * 3 + ["stats"] * 3
     assert of_kind(_plan("Load shops.csv and summarise the price per city"), "aggregate")[0].params["by"] == "city"
+
+
+def test_telegraphic_metric_after_a_semicolon_and_a_function_of_a_measure(labelled, shops):
+    """'...; knn; recall' (a metric alone ending a semicolon list) was refused; 'grouped by city,
+    sum of price, bar chart' refused the measure after 'sum of'."""
+    p = _plan("on failure notify 'broke'; x.csv; knn; recall")
+    assert of_kind(p, "evaluate_model")[0].params["metric"] == "recall"
+    p = _plan("shops.csv grouped by city, sum of price, bar chart")
+    assert _kinds(p) == ["load_data", "aggregate", "plot"] and of_kind(p, "aggregate")[0].params["agg"] == "sum"

@@ -454,7 +454,7 @@ def _agg_word(text: Text, lo: int, hi: int, f: Found) -> None:
         f.set("agg", AGG_WORDS[m.group("a")])
         # "group by country and sum amount": the measure right after the function (the step
         # aggregates every numeric column, the one named among them)
-        consume(text, lo, hi, r"(?<=\b" + m.group("a") + r" )(?:the\s+)?[a-z_][a-z0-9_]*\b(?=\s*(?:[.,;:!?)]|$|\s+(?:and|then)\b))",
+        consume(text, lo, hi, r"(?<=\b" + m.group("a") + r" )(?:of\s+)?(?:the\s+)?[a-z_][a-z0-9_]*\b(?=\s*(?:[.,;:!?)]|$|\s+(?:and|then)\b))",
                 "measure")
 
 

@@ -62,7 +62,7 @@ def evaluate_model(text: Text, lo: int, hi: int, f: Found) -> None:
     if "metric" not in f.params and _search(text, lo, hi, r"\bhow\s+accurate\b", "metric", free=False):
         f.set("metric", "accuracy")    # "how accurate is a knn on x.csv?"
     if "metric" not in f.params:   # "knn -> f1": a metric alone as an arrow's stage names the evaluation and its metric
-        m = next((m for m, toks in text.finditer(rf"(?:->|=>|→|⇒|⟶|,)\s+(?P<m>{METRIC_RX})\b", max(lo - 1, 0), hi)
+        m = next((m for m, toks in text.finditer(rf"(?:->|=>|→|⇒|⟶|,|;)\s+(?P<m>{METRIC_RX})\b", max(lo - 1, 0), hi)
                   if toks[-1].used == "evaluate_model"), None)
         if m and metric_of(m.group("m")) != "score":
             f.set("metric", metric_of(m.group("m")))

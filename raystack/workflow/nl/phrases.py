@@ -96,7 +96,7 @@ def is_eval_verb(t: Text, tok: Token) -> bool:
                         " ".join(x.low for x in t.tokens[tok.i:tok.i + 6]))
     if held_out:
         return True     # "the accuracy on the test set", "its test f1": a held-out figure is measured
-    if prev is not None and prev.text == "," and re.fullmatch(L.METRIC_RX, tok.low) and tok.low not in ("score", "scores"):
+    if prev is not None and prev.text in (",", ";") and re.fullmatch(L.METRIC_RX, tok.low) and tok.low not in ("score", "scores"):
         # "x.csv, logistic, recall.": a metric ending a list right after the model
         return tok.i >= 2 and t.tokens[tok.i - 2].used in ("model kind", "train_model")
     if tok.low.startswith((*EVAL_STEMS, "eval")) and (nxt is None or nxt.kind == "punct"):

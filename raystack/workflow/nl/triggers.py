@@ -379,7 +379,7 @@ TRIGGERS: list[tuple[str, str]] = [
     # "knn -> f1", "-> accuracy on a 25% holdout": a metric alone as an arrow's stage is its evaluation;
     # so is one ending a list right after the model ("churn.csv, logistic, recall.")
     ("evaluate_model", rf"{AFTER_ARROW}(?:{METRIC_RX})(?=\s*(?:{ARROW}|$|[,.;!])|\s+(?:on|against)\b)"
-                       rf"|(?<=,\s)(?:{METRIC_RX})(?=\s*(?:[.;!]|$))"),
+                       rf"|(?<=[,;]\s)(?:{METRIC_RX})(?=\s*(?:[.;!]|$))"),
     ("evaluate_model", r"\b(?:they|it|the\s+(?:adapters|model|models|classifier|winner))\s+(?:get|gets|are|is|will\s+be)\s+(?:then\s+)?"
                        r"(?:scored|evaluated|assessed|tested|validated|benchmarked)\b"),   # "they get scored"
     # "split it into train and test": the split's parts, not an evaluation
