@@ -340,3 +340,13 @@ def test_telegraphic_metric_after_a_semicolon_and_a_function_of_a_measure(labell
     assert of_kind(p, "evaluate_model")[0].params["metric"] == "recall"
     p = _plan("shops.csv grouped by city, sum of price, bar chart")
     assert _kinds(p) == ["load_data", "aggregate", "plot"] and of_kind(p, "aggregate")[0].params["agg"] == "sum"
+
+
+def test_a_period_said_as_an_adjective_needs_its_key(shops):
+    """Silently wrong before: 'the daily totals per product' summed every day together, grouped
+    by the product alone. Refused unless a key is the period's column ('hourly totals (by hour)')."""
+    for text in ("take shops.csv, get the daily totals per city, and save them as d.parquet",
+                 "Load shops.csv and chart the monthly counts by city"):
+        with pytest.raises(PlanRefused, match="no key holds the period"):
+            _plan(text)
+    assert of_kind(_plan("daily totals by day and city from shops.csv"), "aggregate")[0].params["by"] == ["day", "city"]

@@ -436,7 +436,26 @@ def aggregate(text: Text, lo: int, hi: int, f: Found) -> None:
     _agg_word(text, lo, hi, f)
 
 
+# a period said as an adjective ("daily totals") and the key columns that hold it
+PERIOD_KEYS = {"hourly": ("hour", "hours"), "daily": ("day", "days", "date", "dates"), "weekly": ("week", "weeks"),
+               "monthly": ("month", "months"), "quarterly": ("quarter", "quarters"), "yearly": ("year", "years"),
+               "annual": ("year", "years")}
+
+
+def _period_keyed(text: Text, lo: int, hi: int, f: Found) -> None:
+    """"the daily totals per product": per product and per day; grouped by the product alone the
+    plan summed every day together. Refused unless a key is the period's own column ("hourly
+    totals (by hour)")."""
+    keys = f.params.get("by")
+    keys = [keys] if isinstance(keys, str) else list(keys or [])
+    for m, toks in text.finditer(r"\b(?P<p>" + "|".join(PERIOD_KEYS) + r")\b", lo, hi):
+        if keys and not any(k in PERIOD_KEYS[m.group("p")] for k in keys):
+            raise PlanRefused([f"{m.group('p')!r} figures per {', '.join(keys)}: no key holds the period; "
+                               f"group by its column as well (\"by {PERIOD_KEYS[m.group('p')][0]} and {keys[0]}\")"])
+
+
 def _agg_word(text: Text, lo: int, hi: int, f: Found) -> None:
+    _period_keyed(text, lo, hi, f)
     if _search(text, lo, hi, rf"\bhow\s+many\s+(?!{GROUP_KEY_MARK}\b)[a-z_]\w*\b(?:\s+(?:are\s+)?there\b)?", "aggregate"):
         f.set("agg", "count")      # "how many rows per city": the rows of each group counted
         consume(text, lo, hi, r"\b(?:are|is)\s+there\b", "aggregate")
