@@ -354,7 +354,7 @@ def _implicit_evaluation(actions: list[Action], i: int, trained: Action, metric:
     a = actions[i]
     check = DraftStep(f"{a.step.label}_eval", "evaluate_model", concurrent=a.step.concurrent,
                       inputs={"model": trained.step.label}, span="(the condition's held-out figure)")
-    if metric in ("accuracy", "error", "f1", "auc", "precision", "recall", "loss", "rmse"):
+    if metric != "score":     # the evaluation's chosen metric, as the condition names it
         check.params["metric"] = check.stated["metric"] = metric
     a.extra = [*a.extra, check]
     return check.label

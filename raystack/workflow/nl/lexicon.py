@@ -236,8 +236,9 @@ COLUMN_STATS = ("average", "avg", "mean", "median", "minimum", "maximum", "min",
 # the held-out data a figure is said to be measured on: "the accuracy on the test set", "the
 # held-out f1" (a training's own figures are measured on the rows it was fitted on)
 # ("the validation loss" is a training's own figure, the loss on its split's held-out part)
-HELD_OUT_WORDS = r"(?:test|testing|held-out|holdout|hold-out|unseen|out-of-sample)"
-HELD_OUT_DATA = rf"(?:on|against|over)\s+(?:the\s+)?(?:{HELD_OUT_WORDS[3:-1]}|validation)\s+(?:set|split|data|part|portion|rows|fold)\b"
+_HELD_OUT = r"test|testing|held-out|holdout|hold-out|unseen|out-of-sample"
+HELD_OUT_WORDS = rf"(?:{_HELD_OUT})"
+HELD_OUT_DATA = rf"(?:on|against|over)\s+(?:the\s+)?(?:{_HELD_OUT}|validation)\s+(?:set|split|data|part|portion|rows|fold)\b"
 # the words before a group key: "per city", "by city", "for each / every city", "in each city",
 # "across each city", "grouped by / on city" (the key is the word after them)
 GROUP_KEY_MARK = r"(?:per|by|for\s+(?:each|every)|in\s+(?:each|every)|across\s+(?:each|every)|grouped\s+(?:by|on))"
