@@ -95,12 +95,20 @@ def clean_data(data: pa.Table, drop_nulls: bool = True, columns: Optional[list[s
     return data if keep.all() else data.filter(pa.array(keep))
 
 
-def impute(data: pa.Table, strategy: Literal["mean", "median", "zero"] = "mean") -> pa.Table:
-    """Fill missing numeric values with the column's mean, median or zero."""
+def impute(data: pa.Table, strategy: Literal["mean", "median", "zero"] = "mean",
+           columns: Optional[list[str]] = None) -> pa.Table:
+    """Fill missing numeric values with the column's mean, median or zero. ``columns``: only
+    these columns' gaps are filled (default: every numeric column's); a named column that is
+    not numeric is an error."""
+    named = set(_named_columns(data, columns, "impute"))
+    if columns is not None:
+        text = [n for n in named if not is_numeric(data.column(n).type)]
+        if text:
+            raise ValueError(f"impute: column {text[0]!r} is not numeric; impute fills numbers only")
     cols = {}
     for name in data.column_names:
         col = data.column(name)
-        if is_numeric(col.type):
+        if is_numeric(col.type) and name in named:
             a = col.to_numpy(zero_copy_only=False).astype(np.float64)
             known = a[~np.isnan(a)]
             fill = 0.0 if strategy == "zero" or known.size == 0 else (

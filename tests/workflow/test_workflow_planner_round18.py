@@ -350,3 +350,25 @@ def test_a_period_said_as_an_adjective_needs_its_key(shops):
         with pytest.raises(PlanRefused, match="no key holds the period"):
             _plan(text)
     assert of_kind(_plan("daily totals by day and city from shops.csv"), "aggregate")[0].params["by"] == ["day", "city"]
+
+
+def test_impute_fills_the_named_column_only_when_a_column_is_said(shops):
+    """'fill the gaps in the price column with zeros' filled every column's gaps; the impute
+    step takes ``columns`` now, and the planner sets it when a column is named as a column.
+    A noun alone ('missing prices') names no column the plan can trust (dev sets say 'missing
+    vet fees', 'missing pain scores'): every numeric column's gaps are filled, as before."""
+    from raystack.workflow.engine import run_local
+    from raystack.workflow.table_steps import impute
+    table = pa.table({"a": [1.0, None, 3.0], "b": [None, 2.0, 4.0], "c": ["x", None, "z"]})
+    assert impute(table, "zero", ["a"]).to_pydict() == {"a": [1.0, 0.0, 3.0], "b": [None, 2.0, 4.0], "c": ["x", None, "z"]}
+    assert impute(table, "mean").to_pydict()["b"] == [3.0, 2.0, 4.0]
+    with pytest.raises(ValueError, match="no column 'd'"):
+        impute(table, "mean", ["d"])
+    with pytest.raises(ValueError, match="'c' is not numeric"):
+        impute(table, "mean", ["c"])
+    (shops / "gaps.csv").write_text("city,price,area\na,,1\nb,4,\n")
+    p = _plan("fill the gaps in the price column of gaps.csv with zeros")
+    step = of_kind(p, "impute")[0]
+    assert step.params["columns"] == ["price"]
+    assert run_local(p.ir).results[step.id].load(None).to_pydict()["area"] == [1, None]
+    assert "columns" not in of_kind(_plan("Impute missing prices in gaps.csv with the mean."), "impute")[0].params

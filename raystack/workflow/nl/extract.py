@@ -163,6 +163,12 @@ OTHER_FILLS = (r"\b(?:(?:the\s+)?(?:previous|last|next|prior|preceding|following
 
 
 def impute(text: Text, lo: int, hi: int, f: Found) -> None:
+    # "fill the gaps in the price column", "impute missing values in the age column": that column
+    # only (the step filled every column's gaps). A column named only by a noun ("missing vet
+    # fees") is no column name the plan can trust: every column's gaps are filled, as before.
+    m = _search(text, lo, hi, r"\b(?:in|of|for|from)\s+(?:the\s+)?(?!(?:FILE|NUM)\d)(?P<c>[a-z_]\w*)\s+column\b", "impute")
+    if m:
+        f.set("columns", [m.group("c")])
     consume(text, lo, hi, r"\b(?:missing|null|nan|empty|blank)\s+[a-z_]\w*", "impute")
     other = next(text.finditer(OTHER_FILLS, lo, hi), None)
     if other is not None:   # "fill missing prices with the previous value" filled them with the mean
