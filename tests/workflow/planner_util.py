@@ -1,6 +1,9 @@
 """Helpers the planner's test modules share."""
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Iterable
+
 from raystack.workflow.ir import Ref
 from raystack.workflow.nl.rules import RulePlanner
 
@@ -28,3 +31,11 @@ def refs(value) -> list[str]:
 def source_kind(p, step, param: str = "data") -> str:
     """The catalog kind of the step ``step``'s parameter reads first."""
     return p.ir.by_id()[refs(step.params[param])[0]].fn.rsplit(":", 1)[1]
+
+
+def csv_workdir(tmp_path: Path, monkeypatch, name: str, header: str, rows: Iterable[str]) -> Path:
+    """``tmp_path`` as the working directory, holding the CSV file ``name`` (``header`` and one
+    line per row): the files a planned workflow reads by relative path."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / name).write_text(header + "\n" + "".join(f"{r}\n" for r in rows))
+    return tmp_path

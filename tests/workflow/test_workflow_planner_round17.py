@@ -16,16 +16,14 @@ import pytest
 
 from raystack.workflow.nl import PlanRefused
 
-from planner_util import kinds as _kinds, of_kind, plan as _plan
+from planner_util import csv_workdir, kinds as _kinds, of_kind, plan as _plan
 
 
 @pytest.fixture()
 def houses(tmp_path, monkeypatch):
     """houses.csv: a city, two features and the class y; price is a number a regression can fit."""
-    monkeypatch.chdir(tmp_path)
-    rows = [f"{i},{'ab'[i % 2]},{10 + (i * 7) % 11},{50 + (i * 3) % 17},{int((i * 7) % 11 > 5)}" for i in range(40)]
-    (tmp_path / "houses.csv").write_text("id,city,price,area,y\n" + "\n".join(rows) + "\n")
-    return tmp_path
+    return csv_workdir(tmp_path, monkeypatch, "houses.csv", "id,city,price,area,y",
+                       (f"{i},{'ab'[i % 2]},{10 + (i * 7) % 11},{50 + (i * 3) % 17},{int((i * 7) % 11 > 5)}" for i in range(40)))
 
 
 def test_the_column_a_model_predicts_after_its_data(houses):

@@ -11,16 +11,14 @@ import pytest
 
 from raystack.workflow.nl import PlanRefused
 
-from planner_util import kinds as _kinds, of_kind, plan as _plan
+from planner_util import csv_workdir, kinds as _kinds, of_kind, plan as _plan
 
 
 @pytest.fixture()
 def shops(tmp_path, monkeypatch):
     """shops.csv: city a has four prices (one blank), b two, c only a blank."""
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "shops.csv").write_text("id,city,price,area\n1,a,10,50\n2,a,40,60\n3,b,5,10\n4,a,,70\n"
-                                        "5,a,20,80\n6,b,9,30\n7,a,30,90\n8,c,,20\n")
-    return tmp_path
+    return csv_workdir(tmp_path, monkeypatch, "shops.csv", "id,city,price,area",
+                       ["1,a,10,50", "2,a,40,60", "3,b,5,10", "4,a,,70", "5,a,20,80", "6,b,9,30", "7,a,30,90", "8,c,,20"])
 
 
 def test_the_aggregate_step_computes_an_exact_median_per_group_skipping_blanks():
@@ -229,10 +227,8 @@ def test_the_smallest_and_largest_per_group_are_the_min_and_max(shops):
 @pytest.fixture()
 def labelled(tmp_path, monkeypatch):
     """x.csv: two features and a class y a knn fits imperfectly."""
-    monkeypatch.chdir(tmp_path)
-    rows = [f"{i},{(i * 7) % 11},{(i * 3) % 17},{int((i * 5) % 11 > 5)}" for i in range(60)]
-    (tmp_path / "x.csv").write_text("id,a,b,y\n" + "\n".join(rows) + "\n")
-    return tmp_path
+    return csv_workdir(tmp_path, monkeypatch, "x.csv", "id,a,b,y",
+                       (f"{i},{(i * 7) % 11},{(i * 3) % 17},{int((i * 5) % 11 > 5)}" for i in range(60)))
 
 
 @pytest.mark.parametrize("text,metric", [

@@ -510,7 +510,7 @@ def _plotted_transformed(t: Text, actions: list[Action], i: int) -> bool:
 FIGURE_OBJECTS = {"aggregate": ("plot", "write_table", "save_report"), "evaluate_model": ("save_report", "plot", "write_table")}
 
 
-def _plotted_aggregate(t: Text, actions: list[Action], i: int) -> bool:
+def _figure_object(t: Text, actions: list[Action], i: int) -> bool:
     """"plot the totals per city", "chart the average price per city", "report the accuracy on
     the test set": a per-group figure (or a held-out score) said as the object of the step just
     before it is computed first (the plot drew the raw table, and the aggregate ran after it
@@ -563,7 +563,7 @@ def _hoist(t: Text, actions: list[Action]) -> None:
         for i, a in enumerate(actions):
             if not a.prepositional and not (a.entry == "split_data" and i and actions[i - 1].entry == "train_model") \
                     and not _evaluated_on(t, actions, i) and not _model_evaluated(t, actions, i) \
-                    and not _plotted_transformed(t, actions, i) and not _plotted_aggregate(t, actions, i):
+                    and not _plotted_transformed(t, actions, i) and not _figure_object(t, actions, i):
                 continue
             out = CATALOG[a.entry].output
             for j in range(i - 1, -1, -1):

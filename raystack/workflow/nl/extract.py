@@ -412,11 +412,14 @@ def singular(word: str) -> str:
 
 
 AGGREGATES_SAID = "aggregate computes a sum, mean, median, count, min or max of each group"
+AGG_RX = r"\b(?P<a>" + "|".join(AGG_WORDS) + r")\b"    # an aggregate's function, said
+# a group key said in the plural: "for each of the cities", "across (all the) regions"
+PLURAL_KEY_MARK = r"(?:(?:for|in)\s+each\s+of\s+(?:the|its|their)|across(?:\s+(?:all\s+)?(?:the|its|their))?)"
 
 
 def aggregate(text: Text, lo: int, hi: int, f: Found) -> None:
     # what is aggregated, one word or a compound ("the delay minutes per line")
-    consume(text, lo, hi, rf"\b(?:the\s+)?(?:[a-z_][a-z0-9_]*\s+){{1,2}}(?=(?:{GROUP_KEY_MARK}|across|(?:for|in)\s+each\s+of)\b)", "measure")
+    consume(text, lo, hi, rf"\b(?:the\s+)?(?:[a-z_][a-z0-9_]*\s+){{1,2}}(?=(?:{GROUP_KEY_MARK}|{PLURAL_KEY_MARK})\b)", "measure")
     # a key is no verb of the next step ("total the amounts per country, and get a bar chart")
     key = r"(?!NUM)(?!(?:the|a|an|it|them|then|and|get|make|draw|give|show|plot|save|write|send|create|produce|also|" \
           r"compute|train|fit|export|deploy|email|notify|tell)\b)[a-z_][a-z0-9_]*"
@@ -428,8 +431,7 @@ def aggregate(text: Text, lo: int, hi: int, f: Found) -> None:
         return _agg_word(text, lo, hi, f)
     # "for each of the cities", "across regions": the key is said in the plural; the column is
     # the singular ("cities" -> city; a wrong guess is a clear error at run time, naming the column)
-    m = _search(text, lo, hi, rf"\b(?:(?:for|in)\s+each\s+of\s+(?:the|its|their)|across(?:\s+(?:all\s+)?(?:the|its|their))?)"
-                              rf"\s+(?!{NOT_GROUPS}\b)(?P<c>[a-z_][a-z0-9_]*[^s]s)\b", "group key")
+    m = _search(text, lo, hi, rf"\b{PLURAL_KEY_MARK}\s+(?!{NOT_GROUPS}\b)(?P<c>[a-z_][a-z0-9_]*[^s]s)\b", "group key")
     if m:
         f.set("by", singular(m.group("c")))
         return _agg_word(text, lo, hi, f)
@@ -469,12 +471,11 @@ def _agg_word(text: Text, lo: int, hi: int, f: Found) -> None:
     other = next(text.finditer(r"\b(?:modes?|percentiles?|quantiles?|std|stdev|standard\s+deviations?|variances?)\b", lo, hi), None)
     if other is not None:   # "aggregate the std of amount by region" summed it
         raise PlanRefused([f"{text.span_text(other[1])!r} per group: {AGGREGATES_SAID}"])
-    said = {AGG_WORDS[m.group("a")] for m, _ in text.finditer(r"\b(?P<a>" + "|".join(AGG_WORDS) + r")\b", lo, hi)
-            if m.group("a") not in ("number", "count", "counts")}
+    said = {AGG_WORDS[m.group("a")] for m, _ in text.finditer(AGG_RX, lo, hi) if m.group("a") not in ("number", "count", "counts")}
     if len(said) > 1:   # "mean and max price by city": the step computes one function (the max was dropped)
         raise PlanRefused([f"{' and '.join(sorted(said))} per group: the aggregate computes one function; "
                            "say one aggregation for each"])
-    m = _search(text, lo, hi, r"\b(?P<a>" + "|".join(AGG_WORDS) + r")\b", "aggregate")
+    m = _search(text, lo, hi, AGG_RX, "aggregate")
     if m:
         f.set("agg", AGG_WORDS[m.group("a")])
         # "group by country and sum amount": the measure right after the function (the step

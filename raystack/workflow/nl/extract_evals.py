@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Callable
 
 from raystack.workflow.nl.extract import Found, _num, _search, consume, metric_of
-from raystack.workflow.nl.lexicon import HELD_OUT_DATA, HELD_OUT_WORDS, METRIC_RX
+from raystack.workflow.nl.lexicon import HELD_OUT_FIGURE, METRIC_RX
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.text import Text
 
@@ -49,8 +49,7 @@ def evaluate_model(text: Text, lo: int, hi: int, f: Found) -> None:
                            "not on the rows it was trained on"])
     metric_param()(text, lo, hi, f)
     if "metric" not in f.params:     # "the accuracy on the test set", "its test f1": the trigger's own metric
-        m = _search(text, lo, hi, rf"\b(?P<m>{METRIC_RX})\s+{HELD_OUT_DATA}|\b{HELD_OUT_WORDS}\s+(?P<n>{METRIC_RX})\b",
-                    "metric", free=False)
+        m = _search(text, lo, hi, HELD_OUT_FIGURE, "metric", free=False)
         if m and metric_of(m.group("m") or m.group("n")) != "score":
             f.set("metric", metric_of(m.group("m") or m.group("n")))
     # "evaluate its rmse", "measure its accuracy on the test set", "evaluate f1": the metric is the evaluation's

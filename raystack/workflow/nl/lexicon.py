@@ -239,6 +239,8 @@ COLUMN_STATS = ("average", "avg", "mean", "median", "minimum", "maximum", "min",
 _HELD_OUT = r"test|testing|held-out|holdout|hold-out|unseen|out-of-sample"
 HELD_OUT_WORDS = rf"(?:{_HELD_OUT})"
 HELD_OUT_DATA = rf"(?:on|against|over)\s+(?:the\s+)?(?:{_HELD_OUT}|validation)\s+(?:set|split|data|part|portion|rows|fold)\b"
+# a figure of held-out data, its metric in group m or n: "the accuracy on the test set", "its test f1"
+HELD_OUT_FIGURE = rf"\b(?P<m>{METRIC_RX})\s+{HELD_OUT_DATA}|\b{HELD_OUT_WORDS}\s+(?P<n>{METRIC_RX})\b"
 # the words before a group key: "per city", "by city", "for each / every city", "in each city",
 # "across each city", "grouped by / on city" (the key is the word after them)
 GROUP_KEY_MARK = r"(?:per|by|for\s+(?:each|every)|in\s+(?:each|every)|across\s+(?:each|every)|grouped\s+(?:by|on))"

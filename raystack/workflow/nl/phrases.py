@@ -92,9 +92,7 @@ def is_eval_verb(t: Text, tok: Token) -> bool:
     nxt = t.tokens[tok.i + 1] if tok.i + 1 < len(t.tokens) else None
     if tok.low in ("they", "it", "the", "how"):
         return True     # the passive trigger: "they get scored"; a question: "how accurate is ...?"
-    held_out = re.match(rf"(?:{L.METRIC_RX}) {L.HELD_OUT_DATA}|{L.HELD_OUT_WORDS} (?:{L.METRIC_RX})\b",
-                        " ".join(x.low for x in t.tokens[tok.i:tok.i + 6]))
-    if held_out:
+    if t.match_at(L.HELD_OUT_FIGURE, tok.i) is not None:
         return True     # "the accuracy on the test set", "its test f1": a held-out figure is measured
     if prev is not None and prev.text in (",", ";") and re.fullmatch(L.METRIC_RX, tok.low) and tok.low not in ("score", "scores"):
         # "x.csv, logistic, recall.": a metric ending a list right after the model

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from raystack.workflow.nl.lexicon import BEST_ONE as _BEST_NAMED
-from raystack.workflow.nl.lexicon import (COLUMN_STATS, GROUP_KEY_MARK, HELD_OUT_DATA, HELD_OUT_WORDS, METRIC_RX,
+from raystack.workflow.nl.lexicon import (COLUMN_STATS, GROUP_KEY_MARK, HELD_OUT_FIGURE, HELD_OUT_WORDS, METRIC_RX,
                                           NOT_GROUPS, NUMLIST, TRAIN_AGAIN)
 
 _SK = r"(?:[^\s,.;:]+\s+)"
@@ -391,7 +391,7 @@ TRIGGERS: list[tuple[str, str]] = [
     # "report the accuracy on the test set", "its held-out f1": a figure of held-out data is an
     # evaluation's (the training's own figures are of the rows it was fitted on); after the
     # evaluation verbs, so an evaluation said already keeps it (rules.RulePlanner._actions)
-    ("evaluate_model", rf"\b(?:{METRIC_RX})\s+{HELD_OUT_DATA}|\b{HELD_OUT_WORDS}\s+(?:{METRIC_RX})\b"),
+    ("evaluate_model", HELD_OUT_FIGURE),
     ("deploy_model", r"\b(?:deploy\w*|publish\w*|ship|ships|release|promote|(?<!ray )(?<!behind )(?<!with )(?<!via )(?<!through )(?<!using )serve|push\w*\s+(?:it\s+|them\s+)?to\s+production|"
                      r"roll\s+(?:it\s+|them\s+|that\s+|this\s+|the\s+(?:winner|model|best\s+one)\s+)?out|put\s+(?:it\s+)?(?:in|into)\s+production)\b(?:\s+(?:to|into)\s+production)?"),
     ("notify", r"\b(?:raise|fire|trigger|issue|post)\s+(?:an?\s+|the\s+)?(?:alert|alarm|notification|warning)\b"),   # "raise an alert if ..."
