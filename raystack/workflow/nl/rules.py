@@ -24,7 +24,8 @@ from raystack.workflow.nl.arrange import SOURCES, arrange
 from raystack.workflow.nl.build import build
 from raystack.workflow.nl.cues import Cue, read_cues, unbounded
 from raystack.workflow.nl.destinations import destinations, json_tables
-from raystack.workflow.nl.extract import AGG_WORDS, AGGREGATES_SAID, EXTRACTORS, TABLE_EXT, Found, metric_of, resource_bound
+from raystack.workflow.nl.extract import EXTRACTORS, TABLE_EXT, Found, metric_of, resource_bound
+from raystack.workflow.nl.extract_groups import AGG_WORDS, AGGREGATES_SAID
 from raystack.workflow.nl.names import adapter_names
 from raystack.workflow.nl.phrases import coordinated, is_eval_verb, is_figure, names_existing_split, part_data, second_side, table_result
 from raystack.workflow.nl.plan import Draft, DraftStep, Plan, PlanRefused
