@@ -39,6 +39,8 @@ def test_the_aggregate_step_computes_an_exact_median_per_group_skipping_blanks()
     "Load shops.csv, group by city and compute the median price.",
     "load shops.csv and get the medians per city",
     "Load shops.csv and aggregate the median price by city.",
+    "For each city in shops.csv, compute the median price.",
+    "For every city in shops.csv, work out the median price",
 ])
 def test_a_median_per_group_is_planned_and_runs(shops, text):
     from raystack.workflow.engine import run_local

@@ -35,6 +35,7 @@ from typing import Any
 from raystack.workflow.nl import lexicon as L
 from raystack.workflow.nl.arrange import held_out_for
 from raystack.workflow.nl.extract import TABLE_EXT
+from raystack.workflow.nl.extract_groups import AGG_WORDS
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.scene import title_span
 from raystack.workflow.nl.text import Text, sentences
@@ -250,7 +251,6 @@ def _method_named_again(t: Text, actions: list) -> list:
 
 # the steps whose name a pick after them ("whichever ...") is written by
 NAMING_STEPS = ("deploy_model", "export_model", "serve_adapters")
-AGG_STATS = {"average", "avg", "mean", "total", "sum", "min", "minimum", "max", "maximum", "count"}   # aggregate's functions
 
 
 def grouped_first(t: Text, actions: list) -> None:
@@ -258,7 +258,7 @@ def grouped_first(t: Text, actions: list) -> None:
     group said first is that group's aggregate (read as the whole table's statistics, the
     grouping was lost)."""
     for a in actions:
-        if a.entry != "stats" or not any(x.low in AGG_STATS for x in t.tokens[a.lo:a.trig_end]):
+        if a.entry != "stats" or not any(x.low in AGG_WORDS for x in t.tokens[a.lo:a.trig_end]):
             continue
         lo = next(s for s, e in sentences(t) if s <= a.lo < e)
         m = t.match_at(r"(?:for\s+(?:each|every)|per)\s+[a-z_][a-z0-9_]*\s+(?:(?:in|of|from)\s+FILE\d+\s*)?,", lo, a.lo)
