@@ -1,0 +1,92 @@
+"""Words that say why or what for, not what to do: a reason or remark inside parentheses
+("(retry up to 3 times b/c the share is flaky)", "(approx. an hour in all)") and a purpose
+("for keyword spotting", "to test the pipeline"). They change nothing in the plan; they are
+marked so the accounting does not refuse them, and never when they name an operation."""
+
+from __future__ import annotations
+
+from raystack.workflow.nl import lexicon as L
+from raystack.workflow.nl.text import Text, Token
+from raystack.workflow.nl.triggers import SYSTEM_NOUNS
+from raystack.workflow.nl.words import in_parentheses, is_method, is_unknown
+
+MAX_PURPOSE = 4              # words of a "for ..." purpose
+REASON_WORDS = {"because", "b/c", "bc", "since", "cause", "'cause"}
+REMARK_VERBS = {"is", "are", "was", "were", "keeps", "tends", "gets", "can", "often", "sometimes"}
+MAX_REMARK = 7
+ESTIMATE_WORDS = {"approx", "approximately", "about", "around", "roughly", "maybe", "probably", "est", "estimated"}
+
+
+def asks_nothing(words: list[Token]) -> bool:
+    """No method the catalog lacks and no operation it has no step for: words that can be context."""
+    return not any(is_method(x) or x.low in L.UNMAPPED_VERBS for x in words)
+
+
+def reasons(t: Text) -> None:
+    """"(retry up to 3 times b/c the share is flaky)": why the user asks, inside parentheses,
+    to their close; it changes nothing in the plan. Words a rule used end it."""
+    for tok in t.tokens:
+        if tok.low not in REASON_WORDS or tok.used or not in_parentheses(t, tok):
+            continue
+        run = [tok]
+        for x in t.tokens[tok.i + 1:]:
+            if x.text == ")" or x.used or x.kind not in ("word", "num"):
+                break
+            run.append(x)
+        if run[-1].i + 1 < len(t.tokens) and t.tokens[run[-1].i + 1].text == ")":
+            t.mark(run, "reason")
+    for tok in t.tokens:      # "(the bucket mount is flaky, so retry it twice)": a remark, then what a rule read
+        if tok.text != "(":
+            continue
+        run = []
+        for x in t.tokens[tok.i + 1:]:
+            if x.kind != "word" or x.used or len(run) > MAX_REMARK:
+                break
+            run.append(x)
+        end = run[-1].i + 1 if run else tok.i + 1
+        after = t.tokens[end:end + 2]
+        if run and any(x.low in REMARK_VERBS for x in run) and len(after) == 2 and after[0].text == "," \
+                and after[1].low in ("so", "hence", "thus") and asks_nothing(run):
+            t.mark([*run, after[1]], "reason")
+    # "(3 retries, the NAS is flaky)", "(approx. an hour in all)": a remark with its own verb after
+    # what a rule read, or an estimate, to the close
+    for tok in t.tokens:
+        opens_estimate = tok.text == "(" and 0 < tok.i < len(t.tokens) - 1 and t.tokens[tok.i - 1].used \
+            and t.tokens[tok.i + 1].low in ESTIMATE_WORDS
+        if not opens_estimate and (tok.text not in (",", ";") or not in_parentheses(t, tok) or not t.tokens[tok.i - 1].used):
+            continue
+        run = []
+        for x in t.tokens[tok.i + 1:]:
+            abbreviated = x.text == "." and run and run[-1].low in ESTIMATE_WORDS     # "approx. an hour"
+            if x.text == ")" or x.used or (x.kind not in ("word", "num") and not abbreviated) or len(run) > MAX_REMARK:
+                break
+            run.append(x)
+        closes = run and run[-1].i + 1 < len(t.tokens) and t.tokens[run[-1].i + 1].text == ")"
+        if closes and (any(x.low in REMARK_VERBS for x in run) or run[0].low in ESTIMATE_WORDS) and asks_nothing(run):
+            t.mark(run, "reason")
+
+
+def purposes(t: Text) -> None:
+    """"for keyword spotting", "for the recommender", "to test the pipeline": what the work is for."""
+    for _, toks in t.finditer(rf"\bto\s+(?:test|try|exercise|check|demo|validate|smoke-test)\s+(?:out\s+)?(?:the\s+|our\s+|my\s+|this\s+)?"
+                              rf"{SYSTEM_NOUNS}\b", 0, len(t.tokens), free_only=True):
+        t.mark(toks, "purpose")
+    for tok in t.tokens:
+        if tok.low != "for" or tok.used:
+            continue
+        run, j = [], tok.i + 1
+        while j < len(t.tokens) and t.tokens[j].low in ("the", "a", "an", "our", "my", "this"):
+            j += 1
+        while j < len(t.tokens) and len(run) <= MAX_PURPOSE and (
+                is_unknown(t.tokens[j]) or (run and t.tokens[j].low in ("of", "the", "a", "an") and not t.tokens[j].used)):
+            run.append(t.tokens[j])
+            j += 1
+        while run and run[-1].low in ("of", "the", "a", "an"):
+            run.pop()
+            j -= 1
+        nxt = t.tokens[j] if j < len(t.tokens) else None
+        # the purpose ends where the next clause's glue starts ("For our bike-sharing project I'd like to ...")
+        if run and len(run) <= MAX_PURPOSE and (nxt is None or nxt.kind == "punct" or nxt.used or nxt.low in L.FILLERS) \
+                and not any(x.low in L.UNSUPPORTED or x.low in L.CLAUSE_WORDS or x.low in L.UNMAPPED_VERBS
+                            for x in run):
+            t.mark([tok, *run], "purpose")

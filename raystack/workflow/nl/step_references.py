@@ -1,0 +1,137 @@
+"""References to what an earlier step made, said with a step's words: "the normalized data"
+after a normalize step is that step's table, "the same split" that split, "evaluate the knn
+model" after a knn was trained is that model. Each is marked a reference (no new step), so
+a plan does not normalize twice or train a second model that a later step then reads."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from raystack.workflow.nl.extract import EXTRACTORS
+from raystack.workflow.nl.plan import PlanRefused
+from raystack.workflow.nl.reread import CLEANINGS, part_of_split, split_parts
+from raystack.workflow.nl.text import Text
+
+if TYPE_CHECKING:
+    from raystack.workflow.nl.rules import Action
+
+# a transform's participle, said of the table it made ("the normalized data", "the clean table")
+TRANSFORMED = {"normalize": re.compile(r"normali[sz]ed|standardi[sz]ed|scaled|rescaled|z-scored"),
+               "clean_data": re.compile(r"clean|cleaned|cleansed|scrubbed"),
+               "dedup": re.compile(r"deduplicated|de-duplicated|deduped|de-duped"),
+               "impute": re.compile(r"imputed|filled")}
+TABLE_NOUNS = {"data", "dataset", "table", "rows", "version", "copy", "features", "values", "file", "frame"}
+MODEL_TAKERS = {"evaluate_model", "deploy_model", "export_model", "select_best", "save_report", "plot"}
+REFERENCE_WORDS = {"the", "that", "this", "our", "trained", "fitted", "resulting", "final"}
+
+
+def table_participle(t: Text, i: int, entry: str) -> bool:
+    """Whether token i is ``entry``'s participle said of a table ("cleaned table",
+    "normalized data") or of one of its columns ("the normalized price column")."""
+    return bool(TRANSFORMED[entry].fullmatch(t.tokens[i].low)) and i + 1 < len(t.tokens) \
+        and (t.tokens[i + 1].low in TABLE_NOUNS
+             or (i + 2 < len(t.tokens) and t.tokens[i + 1].kind == "word" and t.tokens[i + 2].low == "column"))
+
+
+def transform_references(t: Text, actions: list[Action]) -> list[Action]:
+    """"normalize x.csv, then train a model on the normalized data": "the normalized data"
+    after a normalize step is that step's table, not a second normalization (it read as
+    one, which normalized the table twice); with no such step before ("on normalized
+    x.csv") it is the step. "the same split" after a split is that split."""
+    out: list[Action] = []
+    for a in actions:
+        toks = t.tokens[a.lo:a.trig_end]
+        if (a.entry == "split_data" and any(b.entry == a.entry for b in out) and a.lo > 0
+                and toks[0].low == "split" and t.tokens[a.lo - 1].low in ("same", "that", "this")):
+            t.mark(toks, "reference")    # "train a knn on the same split": the split made before
+            continue
+        if a.entry == "split_data" and [x.low for x in toks] == ["split"] and part_of_split(t, a.lo, out):
+            continue     # "fit a knn on the train split": the part of the split the training reads
+        if a.entry == "aggregate" and any(b.entry == "aggregate" for b in out) and a.lo > 0 \
+                and t.tokens[a.lo - 1].low in ("the", "this", "that") and toks[0].low in ("aggregate", "aggregates", "aggregated") \
+                and (len(toks) == 1 or (toks[0].low == "aggregated" and toks[-1].low in TABLE_NOUNS)):
+            t.mark(toks, "reference")    # "aggregate it by city; train a knn on the aggregate": that table
+            continue
+        participle = a.entry in TRANSFORMED and table_participle(t, a.lo, a.entry)
+        # "impute ..., dedup and describe the cleaned table": the table the cleaning steps made
+        reference = (participle and any(b.entry == a.entry or (a.entry == "clean_data" and b.entry in CLEANINGS)
+                                        for b in out) and a.lo > 0
+                     and t.tokens[a.lo - 1].low in ("the", "this", "that"))
+        if participle and out and out[-1].entry == "plot" and out[-1].sentence == a.sentence and (
+                reference or all(x.low in ("the", "its") for x in t.tokens[out[-1].trig_end:a.lo])):
+            out[-1].hi = max(out[-1].hi, a.hi)   # "plot the normalized price column": its column is the plot's
+        if reference:
+            t.mark(toks, "reference")    # the table made before: no new step
+            continue
+        out.append(a)
+    split_parts(t, out)
+    return out
+
+
+def models_named_first(t: Text, actions: list[Action]) -> list[Action]:
+    """"for each of logistic, knn and centroid, train and evaluate a model": the models listed
+    before a training verb that names none are that training's models (read apart, the
+    list was one training and the verb a second one, of the default model, which the
+    evaluation and the pick then read)."""
+    out: list[Action] = []
+    for a in actions:
+        prev = out[-1] if out else None
+        if (prev is not None and prev.verbless and a.entry == prev.entry == "train_model" and not a.verbless
+                and a.sentence == prev.sentence and a.found.map is None and "model" not in a.found.params
+                and (prev.found.map is not None or "model" in prev.found.params)
+                and all(x.kind == "punct" or x.used or x.low in ("and", "then") for x in t.tokens[prev.trig_end:a.lo])):
+            a.found.map = prev.found.map
+            for k, v in prev.found.params.items():
+                a.found.params.setdefault(k, v)
+            for k, v in prev.found.stated.items():
+                a.found.stated.setdefault(k, v)
+            a.lo, a.zlo = prev.lo, min(prev.zlo, a.zlo)
+            out[-1] = a
+            continue
+        out.append(a)
+    return out
+
+
+def model_references(t: Text, actions: list[Action]) -> list[Action]:
+    """"train a knn on x.csv, evaluate the knn model, and export it": a model named as the
+    object of a step that takes a model, after that model was trained, is the trained one;
+    read as a new training step it made a second model, which the export then wrote (a
+    silently wrong plan). Among several models trained side by side ("deploy the knn" after
+    a knn and a centroid) it would be a pick no step makes: refused."""
+    out: list[Action] = []
+    for k, a in enumerate(actions):
+        prev = actions[k - 1] if k else None
+        if not (a.entry == "train_model" and a.verbless and prev is not None and prev.entry in MODEL_TAKERS
+                and prev.sentence == a.sentence
+                and all(x.low in REFERENCE_WORDS for x in t.tokens[prev.trig_end:a.lo])):
+            out.append(a)
+            continue
+        trained = [b for b in out if b.entry == "train_model"]
+        if not trained:
+            out.append(a)
+            continue
+        kind, last = a.found.params.get("model"), trained[-1]
+        if last.found.map is not None and last.found.map[0] == "model":
+            if kind in last.found.map[1]:
+                raise PlanRefused([f"no step picks {t.span_text(t.tokens[a.lo:a.trig_end])!r} of the "
+                                   f"{len(last.found.map[1])} models trained: the step would take all of them"])
+            out.append(a)
+        elif kind is None or kind == last.found.params.get("model"):
+            # the model trained before: no new step. The words after it ("... as iris-knn")
+            # are the taking step's, read again for it (the dropped training had read them)
+            for x in t.tokens[a.lo:a.hi]:
+                x.used = ""
+            t.mark(t.tokens[a.lo:a.trig_end], "reference")
+            ex = EXTRACTORS.get(prev.entry)
+            if ex is not None:
+                with t.claiming(prev.entry):
+                    ex(t, a.trig_end, a.hi, prev.found)
+            prev.hi = max(prev.hi, a.hi)
+        elif any(b.found.params.get("model") == kind for b in trained):
+            raise PlanRefused([f"{t.span_text(t.tokens[a.lo:a.trig_end])!r} names a model trained before the "
+                               f"last one ({last.found.params.get('model')}), which the step would read: "
+                               "name it right after its training"])
+        else:
+            out.append(a)
+    return out
