@@ -195,15 +195,19 @@ def normalize(text: Text, lo: int, hi: int, f: Found) -> None:
     but = next(text.finditer(r"\b(?:except|excluding|besides|other\s+than|but\s+not)\b(?:\s+(?:for\s+)?(?:the\s+)?[a-z_]\w*)?", lo, hi), None)
     if but is not None:
         raise PlanRefused([f"{text.span_text(but[1])!r}: normalize scales the columns it is given; name the ones to scale"])
-    found = next(text.finditer(r"\b(?:normali[sz]\w*|standardi[sz]\w*|re-?scal\w*|scale|scales|z-?scor\w*)\s+(?:the\s+|its\s+)?"
-                               r"(?P<l>(?!(?:FILE|NUM|PCT|QUOTE)\d)[a-z_]\w*(?:\s*,\s*[a-z_]\w*)*(?:\s*,?\s*(?:and|&)\s+[a-z_]\w*)?)"
+    names_rx = r"(?P<l>(?!(?:FILE|NUM|PCT|QUOTE)\d)[a-z_]\w*(?:\s*,\s*[a-z_]\w*)*(?:\s*,?\s*(?:and|&)\s+[a-z_]\w*)?)"
+    found = next(text.finditer(r"\b(?:normali[sz]\w*|standardi[sz]\w*|re-?scal\w*|scale|scales|z-?scor\w*)\s+(?:the\s+|its\s+)?(?P<just>(?:just|only)\s+)?"
+                               + names_rx +
                                r"(?:\s+columns?)?(?P<only>\s+only)?\b(?=\s*(?:[.,;:!?)]|$|->|=>)|\s+(?:and|then|before|after|so|to|in|from|on|with|using|of)\b)",
-                               lo, hi), None)   # a bare name, not "the expression values", "the drone flight logs"
+                               lo, hi), None) or next(text.finditer(   # "the price and area columns are normalised"
+        r"\b(?:the\s+)?" + names_rx + r"\s+columns\s+(?:are|get|should\s+be|will\s+be|must\s+be)\s+(?:normali[sz]ed|standardi[sz]ed|scaled|rescaled|z-scored)\b",
+        lo, hi), None)   # a bare name, not "the expression values", "the drone flight logs"
     if found is None:
         return
     m, toks = found
-    if m.group("only"):      # "normalize income and debt only": those, as any list names
-        text.mark(text.covered(*m.span("only")), "normalize")
+    for group in ("only", "just"):   # "normalize income and debt only", "scale just price": those, as any list names
+        if m.groupdict().get(group):
+            text.mark(text.covered(*m.span(group)), "normalize")
     names: list[Token] = []
     for x in text.covered(*m.span("l")):
         if x.kind != "word" or x.low in ("and", "&"):
@@ -416,9 +420,10 @@ def train_model(text: Text, lo: int, hi: int, f: Found) -> None:
                               r"|(?P<r>NUM\d+)\s*-?\s*(?:rows?|examples?|samples?)\s+(?:mini-?)?batch(?:es)?", "batch size")
     if m:
         f.set("batch_size", int(_num(text, m.group("n") or m.group("m") or m.group("r"))))
-    m = _search(text, lo, hi, TARGET_COLUMN, "target")
-    if m:
-        f.set("target", m.group("a") or m.group("b") or m.group("c") or m.group("d"))
+    m = _search(text, lo, hi, TARGET_COLUMN, "target") or _search(text, lo, hi, TARGET_WORD, "target")
+    column = next((v for v in m.groupdict().values() if v), None) if m else None
+    if column is not None and column not in NOT_TARGETS:
+        f.set("target", column)
 
 
 # the column a model predicts, said as a column: "to predict the power column", "a classifier for the
@@ -426,23 +431,34 @@ def train_model(text: Text, lo: int, hi: int, f: Found) -> None:
 # finish times" stays the model's purpose)
 TARGET_COLUMN = (r"\b(?:to\s+)?(?:predict|predicting|forecast|forecasting|estimate|estimating|classify|classifying)\s+"
                  r"(?:the\s+|its\s+)?(?:values?\s+(?:of|in)\s+(?:the\s+)?)?(?P<a>[a-z_][a-z0-9_]*)\s+column\b"
-                 r"|\b(?:model|classifier|regression|regressor|predictor)\s+for\s+(?:the\s+)?(?P<d>[a-z_][a-z0-9_]*)\s+column\b"
-                 r"|\b(?:with|using|taking)\s+(?:the\s+)?(?P<b>[a-z_][a-z0-9_]*)\s+(?:column\s+)?as\s+(?:the\s+|its\s+)?"
+                 r"|\b(?:model|classifier|regression|regressor|predictor)\s+for\s+(?:the\s+)?(?P<b>[a-z_][a-z0-9_]*)\s+column\b"
+                 r"|\b(?:with|using|taking)\s+(?:the\s+)?(?P<c>[a-z_][a-z0-9_]*)\s+(?:column\s+)?as\s+(?:the\s+|its\s+)?"
                  r"(?:target|label)(?:\s+column)?\b"
-                 r"|\b(?:the\s+)?(?:target|label)(?:\s+column\s*(?:=|:|is)?|\s*(?:=|:)|\s+column\s+named)\s*(?P<c>[a-z_][a-z0-9_]*)\b")
+                 r"|\b(?:the\s+)?(?:target|label)(?:\s+column\s*(?:=|:|is)?|\s*(?:=|:)|\s+column\s+named)\s*(?P<d>[a-z_][a-z0-9_]*)\b")
+# the column said as one word right after what names it, the word ending a clause: "a linear model
+# predicting minutes, ...", "linear regression, target heat_mwh", "a regression for minutes with
+# ..." ("predicting finish times", two words, stays the model's purpose)
+_CLAUSE_END = r"(?=\s*(?:[,.;:!?)\]]|->|→|$)|\s+(?:from|on|with|using|and|then|in|at|over|under|no|not|capped|limited)\b)"
+TARGET_WORD = (r"\b(?:predicting|to\s+predict|that\s+predicts|which\s+predicts|forecasting|to\s+forecast)\s+(?P<e>[a-z_][a-z0-9_]*)"
+               + _CLAUSE_END + r"|\b(?:regression|regressor|model|classifier)\s+for\s+(?P<f>[a-z_][a-z0-9_]*)" + _CLAUSE_END
+               + r"|\btarget\s+(?P<g>[a-z_][a-z0-9_]*)" + _CLAUSE_END)
+# words after those that name no column
+NOT_TARGETS = {"the", "a", "an", "it", "its", "them", "this", "that", "which", "what", "whether", "how", "who", "when",
+               "each", "every", "all", "future", "later", "now", "us", "me", "you", "accuracy", "of", "is", "value", "values"}
 
 
 BOUND_UNITS = [(r"workers?|ranks?|replicas?|processes|nodes|machines", "workers"), (r"gpus?", "gpus"),
                (r"gb|gib|gigabytes?", "memory_gb")]
 _UNIT = "|".join(rf"(?P<u{i}>{p})" for i, (p, _) in enumerate(BOUND_UNITS))
-_CAP = r"(?:at\s+most|up\s+to|no\s+more\s+than|not\s+more\s+than|a\s+maximum\s+of|maximum\s+of|max(?:imum)?|capped\s+at|limited\s+to|<=|≤)"
+# what caps a count: "at most 8 workers", "never on more than 6 nodes"
+CAP = r"(?:at\s+most|up\s+to|no\s+more\s+than|not\s+more\s+than|never\s+(?:on\s+|with\s+|using\s+|use\s+)?more\s+than|a\s+maximum\s+of|maximum\s+of|max(?:imum)?|capped\s+at|limited\s+to|<=|≤)"
 BOUND_PATTERNS = [
     rf"(?:(?:with|and)\s+)?(?:the\s+)?(?:(?P<w>workers?|gpus?)(?:\s+count)?|memory|ram)\s+(?:capped|limited)\s+(?:at|to)\s+(?P<n>NUM\d+)\s*(?:{_UNIT})?\b",
     # "cap memory at 8GB", "capping the workers at 4"
     rf"\bcap(?:ping|s)?\s+(?:the\s+)?(?:(?P<w>workers?|gpus?)(?:\s+count)?|memory|ram)\s+(?:at|to)\s+(?P<n>NUM\d+)\s*(?:{_UNIT})?\b",
     # "GPU budget of 2", "a worker limit of 4"
     rf"(?:(?:with|and|under|within)\s+)?(?:a\s+|the\s+)?(?:(?P<w>workers?|gpus?)|memory|ram)\s+(?:budget|cap|limit|ceiling)\s+(?:of|at|:)?\s*(?P<n>NUM\d+)\s*(?:{_UNIT})?\b",
-    rf"(?:(?:on|with|using|across|over|in)\s+)?{_CAP}\s*(?P<n>NUM\d+)\s*(?:{_UNIT})\b(?:\s+of\s+(?:memory|ram))?",
+    rf"(?:(?:on|with|using|across|over|in)\s+)?{CAP}\s*(?P<n>NUM\d+)\s*(?:{_UNIT})\b(?:\s+of\s+(?:memory|ram))?",
     # "a 16GB memory cap", "an 8-worker limit", "4 GPUs max"
     rf"(?:(?:with|and|under|within)\s+)?(?:a\s+|an\s+)?(?P<n>NUM\d+)\s*-?\s*(?:{_UNIT})\s+(?:of\s+)?(?:memory\s+|ram\s+)?"
     rf"(?:cap|limit|ceiling|budget|max(?:imum)?|at\s+most|tops)\b",

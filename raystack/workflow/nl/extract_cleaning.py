@@ -27,10 +27,10 @@ def impute(text: Text, lo: int, hi: int, f: Found) -> None:
         raise PlanRefused([f"{text.span_text(other[1])!r}: impute fills a gap with its column's mean, median or zero"])
     m = _search(text, lo, hi, r"(?:with|using|by)\s+(?:the\s+)?(?:column\s+|feature\s+|per-column\s+)?"
                               r"(?P<s>means?|medians?|zeros?|averages?|NUM\d+)", "strategy")
-    if m is None:    # "impute gaps (median)", "median imputation", "median-fill"
-        m = _search(text, lo, hi, r"\b(?P<s>means?|medians?|zeros?|averages?)\b", "strategy")
+    if m is None:    # "impute gaps (median)", "median imputation", "median-fill", "zero-fill" (zero reads as a number)
+        m = _search(text, lo, hi, r"\b(?P<s>means?|medians?|zeros?|averages?)\b|(?P<z>NUM\d+)(?=\s*-?\s*fill)", "strategy")
     if m:
-        s = m.group("s")
+        s = m.group("s") or m.groupdict().get("z")
         if s.startswith("NUM"):
             if _num(text, s) != 0:
                 raise PlanRefused([f"impute with {text.literal(s).text}: only mean, median or zero"])

@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from raystack.data.suffixes import DATA_SUFFIXES, RECORD_SUFFIXES
-from raystack.workflow.nl.extract import (BASE_MODEL, EDIT_MODES, MAX_ADAPTERS, SYNTH_TASKS,
+from raystack.workflow.nl.extract import (BASE_MODEL, CAP, EDIT_MODES, MAX_ADAPTERS, SYNTH_TASKS,
                                           TABLE_EXT, WORKERS, Found, _list, _num, _search,
                                           _set_map, claim_count, consume, files)
 from raystack.workflow.nl.lexicon import NUMLIST, SERVE_AS_PLACE
@@ -27,8 +27,7 @@ def bound_unit(matched: str) -> str:
 def _workers(text: Text, lo: int, hi: int) -> tuple[str, int | list, str] | None:
     """('bound', n, unit) for "at most n workers" / "no more than 2 GPUs" (unit: the bound's
     parameter, workers or gpus), ('exact', n, "workers") for "n workers", ('list', [...], "workers")."""
-    m = _search(text, lo, hi, rf"(?:at\s+most|up\s+to|no\s+more\s+than|not\s+more\s+than|a\s+maximum\s+of|"
-                              rf"maximum\s+of|max(?:imum)?|capped\s+at|limited\s+to|<=|≤)\s*(?P<n>NUM\d+)\s+(?:\w+\s+)?{WORKERS}"
+    m = _search(text, lo, hi, rf"{CAP}\s*(?P<n>NUM\d+)\s+(?:\w+\s+)?{WORKERS}"
                               rf"|(?P<m>NUM\d+)\s+{WORKERS}\s+(?:max(?:imum)?|at\s+most|tops)\b", "workers bound")
     if m:
         return "bound", int(_num(text, m.group("n") or m.group("m"))), bound_unit(m.group(0))

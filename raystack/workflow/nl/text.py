@@ -321,7 +321,9 @@ class Text:
                 continue
             prev = toks[k - 1] if k else None
             after = toks[k + 2] if k + 2 < len(toks) else None
-            opens = prev is None or "\n" in self.raw[prev.end:tok.start] or prev.text in (";", ":") or (
+            # ("GPU cap: 2)": a number after a colon that nothing follows is the colon's value, no item)
+            opens = prev is None or "\n" in self.raw[prev.end:tok.start] or (
+                prev.text in (";", ":") and after is not None and after.kind != "punct") or (
                 prev.text == "(" and nxt.text == ")") or (prev.text == "," and seen and after is not None
                                                            and after.kind == "word")
             # "1) load x 2) clean it", "1. Load x. 2. Clean it.": the next number of the list

@@ -70,11 +70,11 @@ CLEANUP_NEVER = r"FILE\d+|and|then"
 _STAT = rf"(?:standard\s+deviation|{'|'.join(COLUMN_STATS[:-1])})"    # a statistic of a column, by name
 # (catalog step, pattern) in priority order: an earlier, more specific phrase claims its words
 TRIGGERS: list[tuple[str, str]] = [
-    ("cleanup", rf"\b(?:clean\s*up|clean-up|cleanup|remove|delete|erase|wipe|purge|clear(?:\s+out)?|empty|tidy\s+up|get\s+rid\s+of)\s+{skip(3, CLEANUP_NEVER)}"
+    ("cleanup", rf"\b(?:clean\s*up|clean-up|cleanup|remove|delete|erase|wipe|purge|clear(?:\s+out|\s+away)?|empty|tidy\s+(?:up|away)|get\s+rid\s+of)\s+{skip(3, CLEANUP_NEVER)}"
                 r"(?:tmp|temp|temporary|scratch|intermediate|staging)\b(?:\s+(?:files?|director(?:y|ies)|folders?|dirs?|data|outputs?|space|area))?"),
     ("cleanup", passive(r"(?:the\s+|our\s+|its\s+)?(?:(?:run|job|pipeline|workflow)\s+'s\s+)?(?:tmp|temp|temporary|scratch|intermediate)\s+"
                         r"(?:files?|director(?:y|ies)|folders?|dirs?|data|outputs?)",
-                        r"removed|deleted|cleaned(?:\s+up)?|wiped|purged|cleared(?:\s+out)?|tidied(?:\s+up)?|erased")),
+                        r"removed|deleted|cleaned(?:\s+up)?|wiped|purged|cleared(?:\s+(?:out|away))?|tidied(?:\s+(?:up|away))?|erased")),
     ("cleanup", r"\b(?:clean\s*up|clean-up|cleanup|tidy\s+up)\b(?!\s+(?:the\s+|a\s+)?(?:data|dataset|table|records|rows|values|text|FILE\d+)\b)"),
     ("load_adapters", rf"\b(?:load|loads|loading|read|restore|open|take|use|using|reuse|start\s+from|starting\s+from|from|pick\s+up)\s+"
                       rf"{skip(3)}adapters?\s+(?:(?:saved|stored|kept|exported|written|that\s+(?:are|were)\s+saved)\s+)?(?:at|in|from|under|into)\s*FILE\d+"),
@@ -142,6 +142,9 @@ TRIGGERS: list[tuple[str, str]] = [
     ("impute", r"\b(?:fill|fills|filling|plug|plugs|patch|patches)\s+(?:them|those|these|it|the\s+gaps|the\s+holes)\s+(?:in\s+)?"
                r"(?=(?:with|using)\s+(?:the\s+)?(?:column\s+)?(?:means?|medians?|averages?|zeros?|NUM\d+)\b)"),
     ("impute", passive(rf"(?:the\s+)?(?:{GAPS})", r"filled(?:\s+in)?|imputed|replaced|patched|plugged")),
+    # "put zeros in the empty cells", "write the median into missing fields": the fill said first
+    ("impute", rf"\b(?:put|puts|putting|insert|inserts|inserting|write|writing)\s+(?=(?:a\s+|the\s+)?(?:column\s+)?(?:zeros?|NUM\d+|means?|medians?|averages?)"
+               rf"\s+(?:in|into)\s+(?:the\s+|any\s+|all\s+)?(?:{GAPS})\b)"),
     ("clean_data", rf"\b(?:drop|drops|dropping|remove|removes|removing|deleting|discarding|eliminating|delete|discard|exclude|eliminate|filter\s+out|get\s+rid\s+of|throw\s+away|skip)\s+{skip(3)}"
                    r"(?:missing|null|nulls|nan|nans|empty|incomplete|blank|na|invalid)\b(?:\s+(?:values?|entries|cells|fields|rows|records|data))?"),
     # "drop rows without a price", "remove records lacking an email": the rows missing that column
@@ -156,11 +159,17 @@ TRIGGERS: list[tuple[str, str]] = [
     # "on a log scale", "a linear scale": the noun, a chart's axis, is no scaling of the data
     ("normalize", r"\b(?:normali[sz]\w*|standardi[sz]\w*|re-?scal\w*|(?<!log )(?<!logarithmic )(?<!linear )(?<!a )scale|scales|scaled|scaling|z-?scor\w*|min-?max)\b"
                   r"(?:\s+(?:the\s+|all\s+)?(?:numeric\s+|numerical\s+|feature\s+|input\s+)?(?:features|columns|values|inputs|variables))?"),
+    # "the price and area columns are normalised": named columns, said first
+    ("normalize", passive(r"(?:the\s+)?[a-z_]\w*(?:\s*,\s*[a-z_]\w*)*\s*,?\s*(?:and|&)\s+[a-z_]\w*\s+columns",
+                          r"normali[sz]ed|standardi[sz]ed|scaled|rescaled|z-scored")),
     ("normalize", passive(r"(?:the\s+)?(?:numeric\s+|numerical\s+|input\s+)?(?:features|columns|values|inputs|variables|data)",
                           r"normali[sz]ed|standardi[sz]ed|scaled|rescaled|z-scored")),
     ("split_data", rf"(?:{AFTER_ARROW}|(?<=[,;:]\s)|^)RATIO\d+(?=\s*(?:$|[.;,)]|{ARROW}))"),   # "... -> 75/25 -> ..."
     ("split_data", rf"\b(?:a\s+|the\s+)?PCT\d+(?:\s+of\s+(?:it|the\s+data|the\s+rows))?{AUX}\s+(?:held\s+(?:out|back)|set\s+aside|kept\s+back|reserved)\b"),   # "a quarter is held out"
     # "evaluate it on a held-out 20%", "on a 20% held-out set": a share held out is the split
+    # "hold 20% out", "set a quarter aside": the share between the verb and its particle
+    ("split_data", r"\b(?:hold|holds|holding|keep|keeps|keeping|set|sets|setting|put|putting|carve|carving|leave|leaving|lay|laying)\s+"
+                   r"PCT\d+(?:\s+of\s+(?:it|them|the\s+(?:data|rows|table)))?\s+(?:out|aside|back|apart|off)\b"),
     ("split_data", r"\bheld[\s-]out\s+PCT\d+\b|\bPCT\d+\s+held[\s-]out\b(?:\s+(?:set|split|portion|part|sample|subset))?"),
     # "churn.csv -> logistic -> 30% test", "x.csv, 30% test, knn": a share named as an item is the split's
     ("split_data", rf"(?:{AFTER_ARROW}|(?<=[,:;]\s)|^)PCT\d+\s+(?:test|testing|validation|holdout|hold-out|held-out)\b"
