@@ -108,3 +108,58 @@ def test_named_columns_to_normalize_are_those_only(regatta, text):
     table = run_local(p.ir).results[step.id].load(None)
     assert table.column("minutes").to_pylist()[:3] == [0, 7, 3]          # unscaled
     assert abs(sum(table.column("boat_length").to_pylist())) < 1e-6      # z-scored
+
+
+@pytest.mark.parametrize("text", ["Chimney-sweep booking assistant: load x.csv and train a knn.",
+                                  "Piano tuning service: load x.csv and train a knn."])
+def test_a_trade_named_sweep_or_tuning_asks_for_no_search(text):
+    p = _plan(text)
+    assert _kinds(p) == ["load_data", "train_model"] and p.ir.steps[-1].tune is None, text
+
+
+def _guarded(p, kind):
+    return of_kind(p, kind)[0].when[0]
+
+
+@pytest.mark.parametrize("text,op,value", [
+    ("Load x.csv, train a knn, evaluate it. When the accuracy reaches 0.8, export the model to m.json; "
+     "when it doesn't, send 'weak'.", ">=", 0.8),
+    ("Load x.csv, train a knn, evaluate it. Is the accuracy above 0.8? then export it to m.json, else send 'weak'.", ">", 0.8),
+    ("Load x.csv, train a knn, evaluate it. Is the top accuracy 80% or more? Then export it to m.json. "
+     "Otherwise send 'weak'.", ">=", 0.8),
+])
+def test_a_condition_asked_as_a_question_or_with_when_guards_the_next_step_and_its_else(text, op, value):
+    p = _plan(text)
+    export, weak = _guarded(p, "export_model"), _guarded(p, "notify")
+    assert (export.op, export.value, export.negate) == (op, value, False), text
+    assert (weak.op, weak.value, weak.negate) == (op, value, True), text
+    assert export.ref.key == weak.ref.key == "accuracy" and export.ref.step == of_kind(p, "evaluate_model")[0].id
+
+
+def test_a_question_with_no_step_after_it_is_still_refused():
+    with pytest.raises(Exception, match="no step to guard"):
+        _plan("Load x.csv, train a knn and evaluate it. Is the f1 under 0.5?")
+
+
+def test_a_comparison_that_means_a_step_guards_it_and_anything_else_is_its_else():
+    p = _plan("Load x.csv, train a knn and evaluate; accuracy above 75% means we deploy it as surf, "
+              "anything else just gets a report.")
+    deploy, report = _guarded(p, "deploy_model"), _guarded(p, "save_report")
+    assert (deploy.op, deploy.value, deploy.negate) == (">", 0.75, False)
+    assert (report.op, report.value, report.negate) == (">", 0.75, True)
+
+
+@pytest.mark.parametrize("text", ["Load x.csv, split it, 5-nearest-neighbour classifier, evaluate",
+                                  "x.csv → split → 5-nearest-neighbour classifier → evaluate"])
+def test_a_numbered_nearest_neighbour_model_is_a_knn_with_that_k(text):
+    train = of_kind(_plan(text), "train_model")[0]
+    assert (train.params["model"], train.params["k"]) == ("knn", 5), text
+
+
+@pytest.mark.parametrize("text,param", [
+    ("Load x.csv and split it 80/20. With k set to 3, 6 and 9 in turn, fit a kNN and evaluate each.", "k"),
+    ("x.csv; 20% held out; logistic w/ lr of 0.01, 0.05, 0.2 (one model per rate); evaluate them.", "lr"),
+])
+def test_a_map_s_own_words_in_turn_and_one_per_value_are_accounted_for(text, param):
+    trains = of_kind(_plan(text), "train_model")
+    assert len(trains) == 3 and len({t.params[param] for t in trains}) == 3, text

@@ -216,11 +216,24 @@ def _conditions(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
             continue
         op, value, end = cmp
         nxt = t.tokens[end] if end < len(t.tokens) else None
-        if nxt is None or nxt.text not in (*ARROWS, ":", ",", "?"):
-            continue          # only a clause of its own: "Recall under 60% -> send 'low'"
+        if nxt is None or nxt.text not in (*ARROWS, ":", ",", "?", "means"):
+            continue          # only a clause of its own: "Recall under 60% -> send 'low'", "... means we deploy it"
         metric = metric_of(m.group("m"))
+        if nxt.low == "means":
+            end += 2 if end + 1 < len(t.tokens) and t.tokens[end + 1].low in ("we", "you", "i") else 1
         t.mark(t.tokens[toks[0].i:end], "condition")
         out.append(Cue("cond", toks[0].i, end, si, {"metric": metric, "op": _reach(op, metric), "value": value}))
+    # "Is the accuracy 80% or more? Then deploy it": a condition asked as a question of its own
+    for m, toks in t.finditer(rf"(?:(?m:^)|(?<=[;:.,!)>→-]\s))(?:is|are|was|does|did)\s+(?:the\s+|its\s+|their\s+|our\s+)?"
+                              rf"{L.METRIC_MOD}(?P<m>{L.METRIC_RX})\s+{L.METRIC_WHERE}", lo, hi, free_only=True):
+        cmp = comparison(t, toks[-1].i + 1, hi)
+        if cmp is None or cmp[2] >= len(t.tokens) or t.tokens[cmp[2]].text != "?":
+            continue
+        op, value, end = cmp
+        metric = metric_of(m.group("m"))
+        t.mark(t.tokens[toks[0].i:end], "condition")
+        out.append(Cue("cond", toks[0].i, end, si, {"metric": metric, "op": _reach(op, metric), "value": value,
+                                                       "held_out": _held_out(m.group(0))}))
     for m, toks in t.finditer(rf"(?:(?m:^)|(?<=[;:.,)>→-]\s))(?P<op>>=|≥|<=|≤|>|<)\s*(?P<v>{L.NUMV})\s+(?P<m>{L.METRIC_RX})(?=\s*[?:→]|\s*->)",
                               lo, hi, free_only=True):      # "≥80% accuracy? deploy as x"
         op = {"≥": ">=", "≤": "<="}.get(m.group("op"), m.group("op"))

@@ -67,16 +67,17 @@ COMPARISONS = [
 NEGATED_OPS = {">": "<=", ">=": "<", "<": ">=", "<=": ">", "==": "!="}
 IF_CUE = (r"(?:(?:but\s+)?only\s+(?:if|when|once)|if|when|whenever|provided(?:\s+that)?|as\s+long\s+as|in\s+case|"
           r"assuming|once|should(?=\s+(?:the\s+|its\s+|their\s+)?(?:[\w-]+\s+){0,2}(?:come|be|fall|drop|go|end|stay|reach|exceed|get)))")
-METRIC_MOD = r"(?:(?:best|final|overall|mean|average|model's|test|resulting|measured|tuned|held-out)\s+)?"
+METRIC_MOD = r"(?:(?:best|top|final|overall|mean|average|model's|test|resulting|measured|tuned|held-out)\s+)?"
 # "accuracy on the test set is under 0.6": where the metric was measured, between it and its comparison
 METRIC_WHERE = (r"(?:(?:on|of|for|over|in|from)\s+(?:the\s+)?(?:test|validation|val|held-out|holdout|eval|evaluation)\s*(?:set|split|data|rows)?\s+"
                 r"|(?:of|for|from)\s+(?:the\s+|its\s+|our\s+)?(?:[\w-]+\s+){0,3}?(?:model|classifier|regressor|predictor)\s+)?")
 ELSE_CUE = (r"(?:otherwise|else|if\s+not|failing\s+that|if\s+(?:it|they|that|the\s+\w+)\s+(?:falls?|fall)\s+short"
             r"|(?:(?:it|they)\s+)?(?:falls?|fell)\s+short(?=\s*\?)|(?:and\s+)?if\s+(?:it\s+)?(?:doesn't|does\s+not)\s*\?"
-            r"|if\s+(?:it|they)\s+(?:doesn't|don't|does\s+not|do\s+not)(?:\s+(?:make\s+it|pass|qualify))?"
+            r"|(?:if|when)\s+(?:it|they)\s+(?:doesn't|don't|does\s+not|do\s+not)(?:\s+(?:make\s+it|pass|qualify))?"
             r"|if\s+(?:it|they)\s+(?:miss(?:es)?|fails?)\s+(?:the\s+)?(?:bar|threshold|cut)"
             r"|(?:below|under|short\s+of|anything\s+less\s+than)\s+(?:that|this|it)(?=\s*(?:->|=>|→|,|:|;))"
-            r"|anything\s+(?:less|lower|under|below|worse|else)(?:\s+than\s+that)?(?=\s*(?:->|=>|→|,|:|;)))")
+            r"|anything\s+(?:less|lower|under|below|worse|else)(?:\s+than\s+that)?(?=\s*(?:->|=>|→|,|:|;))"
+            r"|anything\s+else\s+(?:just\s+|only\s+)?(?:gets|get|goes\s+to|means))")   # "... anything else just gets a report"
 UNTIL_CUE = (r"(?:(?:continu(?:e|ing)\s+|keep\s+going\s+)?until|till|stopping\s+(?:once|when|as\s+soon\s+as)|stop\s+(?:once|when|as\s+soon\s+as)"
              r"|(?:and\s+)?stop\s+(?:training\s+)?(?:once|when))")
 # "repeat while the val loss > 3.2": a loop that stops on the opposite comparison

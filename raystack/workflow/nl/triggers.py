@@ -31,7 +31,7 @@ MODEL_NOUN = r"(?:models?|classifiers?|regressors?|regression|predictors?|estima
 # a model named by its method: "logistic regression", "k-nearest neighbours", "nearest centroid"
 MODEL_KIND = (r"(?<![\w-])(?:logistic(?:\s+regression)?|linear\s+regression|linear(?=\s+(?:models?|regressors?|fit)\b)|"
               r"linear(?=\s+(?:&|and|or|\+|/)\s+(?:k-?nn|logistic|centroid|nearest)\b)|k-?nn|k-nearest(?:[\s-]+neighbou?rs?)?"
-              r"|nearest[\s-]+centroid|centroid)(?![\w-])")
+              r"|(?<=\d\s)nearest[\s-]+neighbou?rs?|nearest[\s-]+centroid|centroid)(?![\w-])")   # "a 5-nearest-neighbour model"
 ARROW = r"(?:->|=>|→|⇒|⟶)"
 # what a request exercises rather than a model to evaluate ("synthetic data to test the pipeline")
 SYSTEM_NOUNS = r"(?:pipeline|pipelines|setup|workflow|flow|code|system|tooling|infra|infrastructure|plumbing|wiring)"
@@ -368,8 +368,10 @@ TRIGGERS: list[tuple[str, str]] = [
                     rf"(?P<sk>\s+(?:by|on|in\s+terms\s+of)\s+[\w-]+(?:\s+[\w-]+)?)?{AUX}\s+(?:kept|selected|chosen|picked|retained)\b"),
     ("tune", r"\b(?:hunt|hunting|look|looking|search|searching|scan|scanning)\s+for\s+(?:the\s+)?(?:best|optimal|right|ideal)\s+"
              r"(?=k\b|lr\b|learning\s+rate|epochs?\b|batch\s+size|neighbou?rs\b|number\s+of\s+neighbou?rs)"),   # "hunt for the best k"
-    ("tune", r"(?<!the )(?<!a )(?<!this )(?<!that )(?<!best )(?<!-)\btuned\b(?!\s+(?:model|one|classifier|version))|\b(?:tune|tunes|tuning|hyper-?parameter\s+(?:search|tuning|optimi[sz]ation|sweep)|grid\s+search|random\s+search|"
-             r"sweep|search)\b(?![\s-]+(?:ranking|rankings|engines?|quer(?:y|ies)|results|logs?|terms|index|relevance|traffic|ads?|bar|box|history)\b)"),
+    ("tune", r"(?<!the )(?<!a )(?<!this )(?<!that )(?<!best )(?<!-)\btuned\b(?!\s+(?:model|one|classifier|version))|(?<!-)\b(?:tune|tunes|tuning|hyper-?parameter\s+(?:search|tuning|optimi[sz]ation|sweep)|grid\s+search|random\s+search|"
+             # ("Chimney-sweep bookings", "piano tuning service": a trade's name, no search)
+             r"sweep|search)\b(?![\s-]+(?:ranking|rankings|engines?|quer(?:y|ies)|results|logs?|terms|index|relevance|traffic|ads?|bar|box|history"
+             r"|services?|company|business|shops?|studio|appointments?|customers?|bookings?|technicians?|visits?)\b)"),
     ("train_model", rf"\b(?:train|trains|trained|training|fit|fits|fitted|fitting|learn|build|builds|estimate|develop|"
                     rf"create|make|produce|retrain\w*|re-train\w*|refit\w*|re-fit\w*|try|tries|trying)\s+{skip(5)}{MODEL_NOUN}\b"
                     r"(?!\s+(?:datasets?|data|tables?|problems?|tasks?)\b)"),   # "make a synthetic regression dataset"
