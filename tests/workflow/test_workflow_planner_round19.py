@@ -163,3 +163,52 @@ def test_a_numbered_nearest_neighbour_model_is_a_knn_with_that_k(text):
 def test_a_map_s_own_words_in_turn_and_one_per_value_are_accounted_for(text, param):
     trains = of_kind(_plan(text), "train_model")
     assert len(trains) == 3 and len({t.params[param] for t in trains}) == 3, text
+
+
+@pytest.mark.parametrize("text", [
+    "Pest control callouts, second-visit classifier. Load x.csv and train a knn.",
+    "Brewery here. Load x.csv and train a knn.",
+    "Load x.csv (trampoline parks) and train a knn.",
+    "Load x.csv and train a knn. (aquarium visitors)",
+])
+def test_titles_introductions_and_notes_in_parentheses_are_context(text):
+    assert _kinds(_plan(text)) == ["load_data", "train_model"], text
+
+
+def test_a_note_in_parentheses_after_a_step_may_name_its_method_and_is_not_waved_through():
+    with pytest.raises(Exception, match="Cox PH|survival"):
+        _plan("Load x.csv and run a survival analysis (Cox PH).")
+
+
+def test_a_goal_sentence_that_names_the_learned_column_is_context_and_one_that_names_another_is_refused():
+    p = _plan("We log every tank in x.csv and want to predict final_gravity. Load it, split 80/20, fit a linear "
+              "regression with final_gravity as the target.")
+    assert of_kind(p, "train_model")[0].params["target"] == "final_gravity"
+    with pytest.raises(Exception, match="predict"):
+        _plan("We log every tank in x.csv and want to predict final_gravity. Load it, split 80/20, fit a linear regression.")
+
+
+@pytest.mark.parametrize("text", [
+    "Sample ten percent of x.csv. Two branches at once on the sample: summary statistics, and a histogram. "
+    "Report after the two complete.",
+    "Load x.csv, compute stats and plot a histogram in parallel. Report after both complete.",
+])
+def test_a_report_said_first_in_its_sentence_after_both_branches_is_a_step_after_both(text):
+    p = _plan(text)
+    report = of_kind(p, "save_report")[0]
+    branches = {of_kind(p, "stats")[0].id, of_kind(p, "plot")[0].id}
+    assert branches <= {report.params["result"].step, *report.after}, text
+
+
+def test_a_regression_for_one_word_learns_that_column():
+    assert of_kind(_plan("Load x.csv, split 80/20 and train a linear regression for price, then evaluate it."),
+                   "train_model")[0].params["target"] == "price"
+
+
+def test_a_retry_if_the_read_fails_is_the_load_s_and_passive_split_and_report_are_steps():
+    p = _plan("pull x.parquet (retry twice if the read fails), zero-fill the gaps, then save the table as out/t.csv.")
+    assert of_kind(p, "load_data")[0].retries == 2
+    p = _plan("x.csv is loaded, 30% is kept aside for testing, a knn is trained and evaluated, and the findings "
+              "are written up in a report.")
+    assert _kinds(p) == ["load_data", "split_data", "train_model", "evaluate_model", "save_report"]
+    assert of_kind(p, "split_data")[0].params["test_fraction"] == 0.3

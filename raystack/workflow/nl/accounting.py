@@ -23,11 +23,11 @@ from typing import Iterable
 
 from raystack.workflow.catalog import CATALOG
 from raystack.workflow.nl import lexicon as L
-from raystack.workflow.nl.asides import asks_nothing, purposes, reasons
+from raystack.workflow.nl.asides import asks_nothing, notes, purposes, reasons
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.text import Text, Token, sentences
-from raystack.workflow.nl.scene import (FAULT_NOUNS, context_sentences, courtesies, headings, lead_ins, origins,
-                                        preamble, title_clauses)
+from raystack.workflow.nl.scene import (FAULT_NOUNS, context_sentences, courtesies, headings, introductions, lead_ins,
+                                        origins, preamble, title_clauses)
 from raystack.workflow.nl.words import MAX_LEAD_IN, is_free, is_method, is_unknown, method_near
 
 MAX_DESCRIPTION = 4          # words before a head noun read as its description
@@ -493,10 +493,12 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
         raise PlanRefused([f"no step keeps to {q!r}: the steps use every numeric column" for q in columns])
     targets(t)
     reasons(t)
+    notes(t)
     _named_neighbours(t, ends)
     goal(t, ends)
     tried_values(t)
     context_sentences(t)
+    introductions(t)
     courtesies(t)
     lead_ins(t)      # a title may hold a task noun or a word that is also a verb ("Crop yield regression:")
     headings(t)

@@ -11,6 +11,7 @@ from raystack.workflow.nl.triggers import SYSTEM_NOUNS
 from raystack.workflow.nl.words import in_parentheses, is_method, is_unknown
 
 MAX_PURPOSE = 4              # words of a "for ..." purpose
+MAX_NOTE = 4                 # words of a note in parentheses ("(trampoline parks)")
 REASON_WORDS = {"because", "b/c", "bc", "since", "cause", "'cause"}
 REMARK_VERBS = {"is", "are", "was", "were", "keeps", "tends", "gets", "can", "often", "sometimes"}
 MAX_REMARK = 7
@@ -90,3 +91,22 @@ def purposes(t: Text) -> None:
                 and not any(x.low in L.UNSUPPORTED or x.low in L.CLAUSE_WORDS or x.low in L.UNMAPPED_VERBS
                             for x in run):
             t.mark([tok, *run], "purpose")
+
+
+def notes(t: Text) -> None:
+    """"Sample ten percent of sessions.parquet (trampoline parks)", "... (aquarium visitor
+    chatbot)": a few words in parentheses right after a file or a sentence, none of them an
+    operation, a method, a number or a clause word, say what the data or the work is about
+    (after a step's words they may name its method: "survival analysis (Cox PH)")."""
+    for tok in t.tokens:
+        prev = t.tokens[tok.i - 1] if tok.i else None
+        if tok.text != "(" or tok.used or prev is None or not (prev.kind == "path" or prev.text in (".", "!")):
+            continue
+        run = []
+        for x in t.tokens[tok.i + 1:tok.i + 2 + MAX_NOTE]:
+            if x.text == ")" or not is_unknown(x) or x.low in L.CLAUSE_WORDS or x.low in L.UNMAPPED_VERBS:
+                break
+            run.append(x)
+        close = run[-1].i + 1 if run else None
+        if run and len(run) <= MAX_NOTE and close < len(t.tokens) and t.tokens[close].text == ")" and asks_nothing(run):
+            t.mark(run, "description")

@@ -442,7 +442,7 @@ TARGET_COLUMN = (r"\b(?:to\s+)?(?:predict|predicting|forecast|forecasting|estima
 # ..." ("predicting finish times", two words, stays the model's purpose)
 _CLAUSE_END = r"(?=\s*(?:[,.;:!?)\]]|->|→|$)|\s+(?:from|on|with|using|and|then|in|at|over|under|no|not|capped|limited)\b)"
 TARGET_WORD = (r"\b(?:predicting|to\s+predict|that\s+predicts|which\s+predicts|forecasting|to\s+forecast)\s+(?P<e>[a-z_][a-z0-9_]*)"
-               + _CLAUSE_END + r"|\b(?:regression|regressor|model|classifier)\s+for\s+(?P<f>[a-z_][a-z0-9_]*)" + _CLAUSE_END
+               + _CLAUSE_END + r"|(?:(?<=regression\s)|(?<=regressor\s)|(?<=model\s)|(?<=classifier\s))for\s+(?P<f>[a-z_][a-z0-9_]*)" + _CLAUSE_END
                + r"|\btarget\s+(?P<g>[a-z_][a-z0-9_]*)" + _CLAUSE_END)
 # words after those that name no column
 NOT_TARGETS = {"the", "a", "an", "it", "its", "them", "this", "that", "which", "what", "whether", "how", "who", "when",

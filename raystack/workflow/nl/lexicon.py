@@ -115,7 +115,7 @@ PER_ROUND = {r"\bepoch\s+(?:by|after)\s+epoch\b|\b(?:a\s+)?single\s+epoch\b(?:\s
              r"|\b(?:an|NUM\d+)\s+epoch\s+(?:per|each|a|every)\s+(?:iteration|round|pass|time)\b": {"epochs": 1}}
 RETRY_WORDS = {"once": 1, "twice": 2, "thrice": 3}
 # "if it fails", "if they crash", "on failure": a failure clause after a retry's count
-_IF_FAILS = (r"(?:\s+(?:if\s+(?:it|they|that|training|the\s+step|the\s+(?:load|loading|training|split|export|deployment))\s+(?:fails?|crash(?:es)?|breaks?|errors?\s+out)"
+_IF_FAILS = (r"(?:\s+(?:(?:if|when|should)\s+(?:it|they|that|training|the\s+step|the\s+(?:load|loading|read|reading|training|fit|split|export|deployment|run|job))\s+(?:fails?|crash(?:es)?|breaks?|errors?\s+out)"
              r"|on\s+failures?|upon\s+failures?|in\s+case\s+of\s+failures?))?")
 # the step a retry names ("retry the load 2 times", "retry the training up to 3 times") -> its kind
 RETRIED_KINDS = {"load": "load_data", "loading": "load_data", "reading": "load_data", "training": "train_model", "train": "train_model",
@@ -182,7 +182,7 @@ PARALLEL = (r"\b(?:in\s+parallel|at\s+the\s+same\s+time|at\s+once|simultaneously
             r"in\s+tandem|independently|independent(?:\s+of\s+each\s+other)?|parallel|meanwhile|in\s+the\s+meantime|"
             r"neither\s+(?:one\s+)?(?:needs|depends\s+on|waits\s+(?:for|on))\s+the\s+other|no\s+dependency\s+between\s+them)\b")
 SEQUENCE = (r"\b(?:and\s+then|then|after\s+that|afterwards|afterward|next|finally|followed\s+by|"
-            r"subsequently|lastly|(?<!NUM\d )(?<!NUM\d\d )(?:first|second|third|fourth|fifth)(?!\s+(?:NUM|PCT)\d+)|firstly|secondly|thirdly|fourthly|once\s+that\s+is\s+done|when\s+that\s+is\s+done|"
+            r"subsequently|lastly|(?<!NUM\d )(?<!NUM\d\d )(?<!-)(?:first|second|third|fourth|fifth)(?!\s+(?:NUM|PCT)\d+)(?!-)|firstly|secondly|thirdly|fourthly|once\s+that\s+is\s+done|when\s+that\s+is\s+done|"
             r"at\s+the\s+end|after\s+this|and\s+after\s+that|once\s+done)\b|->|=>|→|⇒|⟶")
 
 PURPOSE = (r"\bfor\s+(?:the\s+|a\s+|our\s+)?(?:[a-z][\w-]*\s+){1,3}?(?:detection|prediction|analysis|classification|"

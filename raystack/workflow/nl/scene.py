@@ -73,15 +73,24 @@ def title_clauses(t: Text) -> None:
     ends = [x for x in t.tokens if x.kind == "punct" and x.text not in ("(", ")")]
     if not ends or ends[0].text not in (".", ",") or ends[0] is t.tokens[-1]:
         return
+    end, extra = ends[0].i, []
     if ends[0].text == ",":      # "Video game churn, players.csv. Steps: ...": the rest of the clause is used
         close = next((x for x in ends[1:] if x.text != ","), None)
-        if close is None or not (close.text in LEAD_IN_ENDS[:3] or (close.text == "." and all(
-                x.used or x.kind != "word" or x.low in L.FILLERS for x in t.tokens[ends[0].i + 1:close.i]))):
+        if close is None:
             return
-    words = [x for x in t.tokens[:ends[0].i] if x.text not in ("(", ")")]
+        rest = t.tokens[ends[0].i + 1:close.i]
+        # "Pest control callouts, second-visit classifier. Load ...": a title in two noun phrases
+        if close.text == "." and rest and close is not t.tokens[-1] and all(
+                x.kind == "word" and is_free(x) and x.low not in L.FILLERS for x in rest) \
+                and ends[0].i + len(rest) <= MAX_TITLE + 2:
+            extra = rest
+        elif not (close.text in LEAD_IN_ENDS[:3] or (close.text == "." and all(
+                x.used or x.kind != "word" or x.low in L.FILLERS for x in rest))):
+            return
+    words = [x for x in t.tokens[:end] if x.text not in ("(", ")")]
     if words and len(words) <= MAX_TITLE and all(is_free(x) and x.kind == "word" and x.low not in L.FILLERS
-                                                 for x in words) and is_title(words, t):
-        t.mark(words, "context")
+                                                 for x in words) and is_title(words + extra, t):
+        t.mark(words + extra, "context")
 
 
 def headings(t: Text) -> None:
@@ -128,13 +137,41 @@ def _asking_sentences(t: Text, beside_loads: bool = False) -> list[tuple[int, in
     return out if any(asks for _, _, asks in out) else []
 
 
+# "... and want to predict final_gravity": the goal, when a training learns that column
+PREDICT_GOAL = (r"\b(?:and\s+)?(?:(?:we|i)\s+)?(?:want|wants|need|needs|would\s+like|'d\s+like|hope|aim)\s+to\s+"
+                r"(?:predict|forecast|estimate)\s+(?:the\s+|its\s+)?(?P<x>[a-z_][a-z0-9_]*)\b")
+
+
+def _goals(t: Text, lo: int, hi: int) -> set[int]:
+    """The tokens of a goal that names the column a training of the plan learns."""
+    learned = {x.low for x in t.tokens if x.used == "target"}
+    out: set[int] = set()
+    for m, toks in t.finditer(PREDICT_GOAL, lo, hi, free_only=True):
+        if m.group("x") in learned:
+            out.update(x.i for x in toks)
+    return out
+
+
+def introductions(t: Text) -> None:
+    """"Brewery here.", "Data team here!": who writes, in a first sentence of its own."""
+    spans = sentences(t)
+    if len(spans) < 2:
+        return
+    lo, hi = spans[0]
+    words = [x for x in t.tokens[lo:hi] if x.kind != "punct"]
+    if 2 <= len(words) <= 4 and words[-1].low == "here" and all(is_free(x) and x.kind == "word" for x in words):
+        t.mark(words, "context")
+
+
 def context_sentences(t: Text) -> None:
     """A sentence that asks for nothing: it names no step (a file in it is the data's load), says
     who the user is or where the data comes from, opens with its subject ("We ...", "Our
     analysts ...", "The file x.csv ...") or a lead-in ("Context:", "FYI"), holds no number, metric,
-    model, condition, negation or request word, and another sentence asks for the steps."""
+    model, condition, negation or request word (but a goal that names the column a training
+    learns: "... and want to predict final_gravity"), and another sentence asks for the steps."""
     for lo, hi, asks in _asking_sentences(t, beside_loads=True):
-        toks = [x for x in t.tokens[lo:hi] if not (x.kind == "punct" and x.text in ".:,")]
+        goal = _goals(t, lo, hi)
+        toks = [x for x in t.tokens[lo:hi] if not (x.kind == "punct" and x.text in ".:,") and x.i not in goal]
         if asks or not toks or t.tokens[hi - 1].text in ("?", "!"):
             continue
         if any(x.kind not in ("word", "path") or x.low in ASKING_WORDS or x.low in MODEL_WORDS or x.low in L.UNSUPPORTED
@@ -145,7 +182,7 @@ def context_sentences(t: Text) -> None:
             continue
         free = [x for x in toks if not x.used]
         if free and len(free) <= MAX_CONTEXT:
-            t.mark(free, "context")
+            t.mark(free + [t.tokens[i] for i in sorted(goal)], "context")
 
 
 # the words of a sentence that only greets, thanks, or announces the steps ("Thanks in advance!",

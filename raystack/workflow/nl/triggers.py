@@ -165,7 +165,7 @@ TRIGGERS: list[tuple[str, str]] = [
     ("normalize", passive(r"(?:the\s+)?(?:numeric\s+|numerical\s+|input\s+)?(?:features|columns|values|inputs|variables|data)",
                           r"normali[sz]ed|standardi[sz]ed|scaled|rescaled|z-scored")),
     ("split_data", rf"(?:{AFTER_ARROW}|(?<=[,;:]\s)|^)RATIO\d+(?=\s*(?:$|[.;,)]|{ARROW}))"),   # "... -> 75/25 -> ..."
-    ("split_data", rf"\b(?:a\s+|the\s+)?PCT\d+(?:\s+of\s+(?:it|the\s+data|the\s+rows))?{AUX}\s+(?:held\s+(?:out|back)|set\s+aside|kept\s+back|reserved)\b"),   # "a quarter is held out"
+    ("split_data", rf"\b(?:a\s+|the\s+)?PCT\d+(?:\s+of\s+(?:it|the\s+data|the\s+rows))?{AUX}\s+(?:held\s+(?:out|back|aside)|set\s+(?:aside|apart)|kept\s+(?:back|aside|apart)|put\s+aside|reserved)\b"),   # "a quarter is held out"
     # "evaluate it on a held-out 20%", "on a 20% held-out set": a share held out is the split
     # "hold 20% out", "set a quarter aside": the share between the verb and its particle
     ("split_data", r"\b(?:hold|holds|holding|keep|keeps|keeping|set|sets|setting|put|putting|carve|carving|leave|leaving|lay|laying)\s+"
@@ -310,9 +310,13 @@ TRIGGERS: list[tuple[str, str]] = [
                     rf"(?=(?:{METRIC_RX})\b)"),
     ("save_report", rf"\breport\s+{skip(3)}(?:to|in|into|as)\s+FILE\d+|\breport\s*(?:{ARROW}|:|\()?\s*FILE\d+"),
     ("save_report", r"\b(?:wrap|write|sum)\s+(?:it\s+|everything\s+|things\s+|it\s+all\s+|them\s+)?up\b(?:\s+(?:in|into|as|with)?\s*(?:a|the)\s+(?:final\s+|short\s+|summary\s+)?report\b)?"),
+    # "the findings are written up in a report": the results, said first
+    ("save_report", passive(r"(?:the\s+)?(?:findings|results|numbers|outcomes?|scores|metrics)",
+                            r"(?:written|summari[sz]ed|collected|gathered|put)(?:\s+up)?\s+(?:in|into)\s+(?:a|the)\s+"
+                            r"(?:final\s+|short\s+|summary\s+|brief\s+)?report")),
     ("save_report", r"\b(?:a|the|final|short|brief)\s+(?:final\s+|short\s+|summary\s+|brief\s+|saved\s+|written\s+)?report\b"),
-    ("save_report", rf"(?:(?m:^)|(?<=[),;:>→]\s)|(?<=\s-\s)|(?<=\bthen\s)|(?<=\band\s))(?:final\s+|summary\s+)?report\b"
-                    rf"(?=\s*(?:(?m:$)|[.;,)]|{ARROW}|(?:when|once|after)\s+(?:both|all|they|everything|it)\b))"),
+    ("save_report", rf"(?:(?m:^)|(?<=[),;:>→.!?]\s)|(?<=\s-\s)|(?<=\bthen\s)|(?<=\band\s))(?:final\s+|summary\s+)?report\b"
+                    rf"(?=\s*(?:(?m:$)|[.;,)]|{ARROW}|(?:when|once|after)\s+(?:both|all|they|everything|it|the\s+(?:two|three|NUM\d+))\b))"),
     ("export_model", rf"(?<!per )(?<!by )(?<!each )(?<!every )\b(?:export|exports|save|saves|write|writes|store|dump|serialize|persist)\w*\s+(?:{BEST_ONE})\s+(?:to|as|into|in|at)\s+(?P<f>FILE\d+)"),
     ("export_model", rf"(?:{BEST_ONE}){AUX}\s+(?:exported|saved|written|stored|dumped|serialized)\s+(?:to|as|into|in|at)\s+(?P<f>FILE\d+)"),
     ("deploy_model", rf"\b(?:deploy\w*|ship|release|promote|publish)\s+(?:{BEST_ONE})|(?:{BEST_ONE}){AUX}\s+(?:deployed|shipped|released|promoted|published)\b"),
