@@ -212,3 +212,42 @@ def test_a_retry_if_the_read_fails_is_the_load_s_and_passive_split_and_report_ar
               "are written up in a report.")
     assert _kinds(p) == ["load_data", "split_data", "train_model", "evaluate_model", "save_report"]
     assert of_kind(p, "split_data")[0].params["test_fraction"] == 0.3
+
+
+@pytest.mark.parametrize("text", [
+    "Load x.csv, hold out 25%, then run a hyperparameter search for logistic regression over learning rates 0.001, "
+    "0.01 and 0.1: six trials, FIFO scheduler, aiming for the highest accuracy.",
+    "x.csv -> 75/25 -> logistic hyperparam search (lr in {1e-3, 1e-2, 1e-1}, 6 trials, fifo, maximise accuracy)",
+])
+def test_a_search_aiming_for_the_highest_metric_or_called_hyperparam_search_is_a_tune(text):
+    tune = of_kind(_plan(text), "train_model")[0].tune
+    assert tune is not None and tune.space == {"lr": [0.001, 0.01, 0.1]} and tune.trials == 6, text
+    assert (tune.metric, tune.mode, tune.scheduler) == ("accuracy", "max", "fifo")
+
+
+def test_loads_that_have_arrived_are_joined_and_a_loop_may_stop_at_its_metric():
+    p = _plan("Load a.csv and b.csv simultaneously, and once both have arrived join them on id and plot it.")
+    join = of_kind(p, "join")[0]
+    paths = {s.id: s.params["path"] for s in of_kind(p, "load_data")}
+    assert (paths[join.params["left"].step], paths[join.params["right"].step]) == ("a.csv", "b.csv")
+    loop = of_kind(_plan("Run an elastic DLRM job ad-ctr: 1 epoch per round, stop at auc ≥ 0.75 or after four rounds."),
+                   "elastic_dlrm")[0].loop
+    assert (loop.until_key, loop.until_op, loop.until_value, loop.max_iterations) == ("auc", ">=", 0.75, 4)
+
+
+def test_a_metric_of_a_value_or_better_guards_serving_exposed_through_ray_serve():
+    p = _plan("Start from the checkpoint in ./ckpt/base, fine-tune two adapters named booking and safety on it with "
+              "mLoRA using at most 2 GPUs, and score them. Exact match of 0.6 or better → expose them through Ray "
+              "Serve; below that, ping 'weak'.")
+    serve, weak = _guarded(p, "serve_adapters"), _guarded(p, "notify")
+    assert (serve.ref.key, serve.op, serve.value, serve.negate) == ("exact_match", ">=", 0.6, False)
+    assert (weak.op, weak.value, weak.negate) == (">=", 0.6, True)
+
+
+def test_the_group_key_said_again_before_totals_and_a_counted_list_are_accounted_for():
+    agg = of_kind(_plan("Load a.csv and b.csv, join on id, gallery totals (by gallery), plot."), "aggregate")[0]
+    assert agg.params["by"] == "gallery"
+    p = _plan("read each of the 3 ticket logs (a.csv, b.csv, c.csv) and compute stats for each")
+    assert [s.params["path"] for s in of_kind(p, "load_data")] == ["a.csv", "b.csv", "c.csv"]
+    with pytest.raises(Exception, match="sales"):     # no key said: a word before totals is no key
+        _plan("Load a.csv, sales totals, plot.")

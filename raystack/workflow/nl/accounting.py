@@ -270,6 +270,16 @@ def goal(t: Text, ends: list[tuple[str, int]]) -> None:
         words.append(tok)
 
 
+def _counted_noun(t: Text, i: int) -> bool:
+    """Whether a plural noun ("logs", "ticket logs") follows at token i, within three words."""
+    for x in t.tokens[i:i + 3]:
+        if x.kind != "word" or x.low.endswith("est"):    # "the 10 biggest stores" picks, it counts nothing
+            return False
+        if len(x.low) > 3 and x.low.endswith("s") and not x.low.endswith("ss"):
+            return True
+    return False
+
+
 def references(t: Text) -> None:
     """Number words that refer back ("the two tables", "all three samples", "the better of
     the two") and list enumerators ("(a)", "(b)")."""
@@ -278,7 +288,9 @@ def references(t: Text) -> None:
             continue
         prev = t.tokens[tok.i - 1] if tok.i else None
         nxt = t.tokens[tok.i + 1] if tok.i + 1 < len(t.tokens) else None
-        if tok.kind == "num" and tok.text.isalpha() and prev is not None and \
+        # "the two tables", "each of the 3 ticket logs": a count of what is named next
+        if tok.kind == "num" and (tok.text.isalpha() or (tok.text.isdigit() and prev is not None and prev.low == "the"
+                                                          and _counted_noun(t, tok.i + 1))) and prev is not None and \
                 prev.low in ("the", "these", "those", "all", "both", "of"):
             t.mark([tok], "reference")
         elif prev is not None and prev.text == "(" and nxt is not None and nxt.text == ")" \

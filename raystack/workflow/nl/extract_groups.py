@@ -57,6 +57,9 @@ def aggregate(text: Text, lo: int, hi: int, f: Found) -> None:
         _search(text, lo, hi, r"\bper-(?P<c>[a-z_][a-z0-9_]*)\b", "group key")
     if m:
         f.set("by", m.group("c"))
+        # "gallery totals (by gallery)": the key said again before the function's noun
+        consume(text, max(0, lo - 1), hi, rf"\b{re.escape(m.group('c'))}(?=\s+(?:totals?|sums?|averages?|means?|medians?|counts?)\b)",
+                "group key")
     _agg_word(text, lo, hi, f)
 
 

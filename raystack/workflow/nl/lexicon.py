@@ -50,7 +50,7 @@ BEST_ONE = (rf"\b(?:the\s+)?(?:(?:run|one|model|job|candidate|version|variant|cl
 # ("is", "ends up", "comes in", "turns out to be")
 CMP_LEAD = (r"(?:(?:is|are|was|were|gets?|goes|go|rises?|climbs?|drops?|falls?|stays?|remains?|ends?\s+up|ended\s+up|"
             r"comes?\s+(?:in|out)|came\s+(?:in|out)|turns?\s+out(?:\s+to\s+be)?|lands?|sits?|scores?|still|is\s+still|"
-            r"does|do|can|will|should)\s+)*(?:(?:to|at)\s+(?=NUM|PCT))?")
+            r"does|do|can|will|should)\s+)*(?:(?:to|at|of)\s+(?=NUM|PCT))?")   # "exact match of 0.6 or better"
 COMPARISONS = [
     (rf"{CMP_LEAD}(?:at\s+least|no\s+less\s+than|not\s+below|not\s+less\s+than|>=|≥)\s+(?P<v>{NUMV})", ">="),
     (rf"{CMP_LEAD}(?:at\s+most|no\s+more\s+than|not\s+above|not\s+more\s+than|<=|≤)\s+(?P<v>{NUMV})", "<="),
@@ -79,6 +79,7 @@ ELSE_CUE = (r"(?:otherwise|else|if\s+not|failing\s+that|if\s+(?:it|they|that|the
             r"|anything\s+(?:less|lower|under|below|worse|else)(?:\s+than\s+that)?(?=\s*(?:->|=>|→|,|:|;))"
             r"|anything\s+else\s+(?:just\s+|only\s+)?(?:gets|get|goes\s+to|means))")   # "... anything else just gets a report"
 UNTIL_CUE = (r"(?:(?:continu(?:e|ing)\s+|keep\s+going\s+)?until|till|stopping\s+(?:once|when|as\s+soon\s+as)|stop\s+(?:once|when|as\s+soon\s+as)"
+             rf"|stop(?:ping)?\s+at(?=\s+(?:the\s+|an?\s+)?(?:val(?:idation)?\s+)?(?:{METRIC_RX})\b)"   # "stop at auc >= 0.75"
              r"|(?:and\s+)?stop\s+(?:training\s+)?(?:once|when))")
 # "repeat while the val loss > 3.2": a loop that stops on the opposite comparison
 WHILE_CUE = (r"(?:repeat(?:ing)?|keep\s+(?:going|training|running|at\s+it)|continu(?:e|ing)|loop(?:ing)?|go\s+on|iterate)"
@@ -177,7 +178,7 @@ END_PHRASES = (r"\b(?:(?:when|once)\s+(?:it\s+is\s+|it\s*'s\s+|everything\s+is\s
                r"(?:when|once)\s+(?:it|everything|the\s+(?:run|workflow|pipeline|job))\s+(?:stops|has\s+stopped|ends|is\s+over))\b")
 # "when both are done": the join after a parallel group (the next step follows every member)
 JOIN_PHRASES = (r"\b(?:when|once|after)\s+(?:both|all(?:\s+of\s+them)?|they|these|the\s+(?:two|NUM\d+)|each|everything)\s+"
-                r"(?:(?:are|is|have|has)\s+)?(?:both\s+|all\s+)?(?:been\s+)?(?:done|finished|finish|complete|completed|complete|through|over|ready|run|loaded|read|in)\b")
+                r"(?:(?:are|is|have|has)\s+)?(?:both\s+|all\s+)?(?:been\s+)?(?:done|finished|finish|complete|completed|complete|through|over|ready|run|loaded|read|in|arrived|landed)\b")
 PARALLEL = (r"\b(?:in\s+parallel|at\s+the\s+same\s+time|at\s+once|simultaneously|concurrently|side\s+by\s+side|"
             r"in\s+tandem|independently|independent(?:\s+of\s+each\s+other)?|parallel|meanwhile|in\s+the\s+meantime|"
             r"neither\s+(?:one\s+)?(?:needs|depends\s+on|waits\s+(?:for|on))\s+the\s+other|no\s+dependency\s+between\s+them)\b")

@@ -27,7 +27,7 @@ _MAX = rf"(?:higher|bigger|larger|more)\s+(?:(?:{L.METRIC_RX})\s+)?(?:is|=)\s+be
 _MIN = rf"(?:lower|smaller|less)\s+(?:(?:{L.METRIC_RX})\s+)?(?:is|=)\s+better|minimi[sz]\w*|minimum|min|lowest|lower|smallest"
 METRIC_PHRASES = [
     rf"\b(?P<v>(?:higher|bigger|larger|lower|smaller)\s+(?P<m>{L.METRIC_RX})\s+(?:is|=)\s+better)\b",   # "higher accuracy is better"
-    rf"\b(?:(?:picking|choosing|selecting|aiming|going|looking|searching)\s+for\s+)?"   # "picking for max accuracy"
+    rf"\b(?:(?:picking|choosing|selecting|aiming|going|looking|searching)\s+for\s+(?:the\s+)?)?"   # "aiming for the highest accuracy"
     rf"(?P<v>{_MAX}|{_MIN}|optimi[sz]\w*(?:\s+for)?|objective|by|on|for)\s+(?:the\s+)?(?:validation\s+|test\s+)?"
     rf"(?P<m>{L.METRIC_RX})\b(?:\s*\(\s*(?P<v2>{_MAX}|{_MIN})\s*\))?(?:\s+wins)?",
     rf"\b(?P<m>{L.METRIC_RX})\s*(?:\(|,|-|—|:)?\s*(?P<v>{_MAX}|{_MIN})\b\s*\)?",

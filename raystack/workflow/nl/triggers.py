@@ -98,7 +98,7 @@ TRIGGERS: list[tuple[str, str]] = [
     ("mlora_finetune", r"\bmlora\b|\b(?:lora|dora)\s+adapters?\b"),
     ("serve_adapters", rf"\b(?:serve|serves|serving|deploy\w*|host|hosts|expose|publish)\s+{skip(3)}adapters?\b"
                        r"|(?<!with )(?<!using )(?<!via )(?<!on )(?<!through )(?<!behind )(?<!over )(?<!in )\bray\s+serve\b"
-                       r"|\b(?:put|place|expose)\s+(?:them|it|the\s+adapters)\s+(?:behind|on|with|via)\s+(?:ray\s+)?serve\b"
+                       r"|\b(?:put|place|expose|host|publish)\s+(?:them|it|the\s+adapters)\s+(?:behind|on|with|via|through|using|over)\s+(?:ray\s+)?serve\b"
                        r"|\b(?:they|the\s+adapters)\s+(?:go|get\s+put|are\s+put|get\s+deployed|are\s+deployed|get\s+served|are\s+served)\s+"
                        r"(?:behind|on|with|via)\s+(?:ray\s+)?serve\b"),
     ("evaluate_adapters", rf"\b(?:evaluat\w*|assess\w*|score|test|validate|measure|benchmark|check)\s+{skip(4)}adapters?\b(?:\s+do)?"
@@ -372,7 +372,7 @@ TRIGGERS: list[tuple[str, str]] = [
                     rf"(?P<sk>\s+(?:by|on|in\s+terms\s+of)\s+[\w-]+(?:\s+[\w-]+)?)?{AUX}\s+(?:kept|selected|chosen|picked|retained)\b"),
     ("tune", r"\b(?:hunt|hunting|look|looking|search|searching|scan|scanning)\s+for\s+(?:the\s+)?(?:best|optimal|right|ideal)\s+"
              r"(?=k\b|lr\b|learning\s+rate|epochs?\b|batch\s+size|neighbou?rs\b|number\s+of\s+neighbou?rs)"),   # "hunt for the best k"
-    ("tune", r"(?<!the )(?<!a )(?<!this )(?<!that )(?<!best )(?<!-)\btuned\b(?!\s+(?:model|one|classifier|version))|(?<!-)\b(?:tune|tunes|tuning|hyper-?parameter\s+(?:search|tuning|optimi[sz]ation|sweep)|grid\s+search|random\s+search|"
+    ("tune", r"(?<!the )(?<!a )(?<!this )(?<!that )(?<!best )(?<!-)\btuned\b(?!\s+(?:model|one|classifier|version))|(?<!-)\b(?:tune|tunes|tuning|hyper-?param(?:eter)?\s+(?:search|tuning|optimi[sz]ation|sweep)|grid\s+search|random\s+search|"
              # ("Chimney-sweep bookings", "piano tuning service": a trade's name, no search)
              r"sweep|search)\b(?![\s-]+(?:ranking|rankings|engines?|quer(?:y|ies)|results|logs?|terms|index|relevance|traffic|ads?|bar|box|history"
              r"|services?|company|business|shops?|studio|appointments?|customers?|bookings?|technicians?|visits?)\b)"),
