@@ -251,3 +251,29 @@ def test_the_group_key_said_again_before_totals_and_a_counted_list_are_accounted
     assert [s.params["path"] for s in of_kind(p, "load_data")] == ["a.csv", "b.csv", "c.csv"]
     with pytest.raises(Exception, match="sales"):     # no key said: a word before totals is no key
         _plan("Load a.csv, sales totals, plot.")
+
+
+@pytest.mark.parametrize("text", ["tunings.csv, first five thousand rows only; 70/30 split; linear regression; evaluate",
+                                  "tunings.csv -> first 5000 rows only -> 70/30 split -> linear regression -> evaluate"])
+def test_the_first_rows_said_as_an_item_of_a_list_are_a_sample(text):
+    p = _plan(text)
+    assert _kinds(p) == ["load_data", "sample", "split_data", "train_model", "evaluate_model"], text
+    assert {k: of_kind(p, "sample")[0].params[k] for k in ("which", "rows")} == {"which": "first", "rows": 5000}
+
+
+def test_best_metric_wins_and_is_deployed_is_the_pick_and_a_search_keeps_its_own_metric():
+    p = _plan("x.csv; 20% held out; logistic w/ lr of 0.01, 0.05, 0.2 (one model per rate); best accuracy wins "
+              "and is deployed under scoop-picker.")
+    pick = of_kind(p, "select_best")[0]
+    assert pick.params["metric"] == "accuracy" and len(pick.params["results"]) == 3
+    assert of_kind(p, "deploy_model")[0].params["model"].step == pick.id
+    tune = of_kind(_plan("Load x.csv, split 80/20, tune a knn over k in 3, 5, 7 with 6 trials, best f1 wins; export "
+                         "the winner to m.json."), "train_model")[0].tune
+    assert (tune.metric, tune.mode) == ("f1", "max")
+
+
+def test_a_question_may_say_what_it_compares_the_candidates_by():
+    p = _plan("Which base gives the lower validation loss, tiny-1m or tiny-20m? Pretrain each with EDiT for 400 "
+              "steps, keep the better one by val loss, then fine-tune adapters called tanks and feeding on it with mLoRA.")
+    assert _kinds(p) == ["edit_pretrain", "select_best", "mlora_finetune"]
+    assert of_kind(p, "select_best")[0].params["metric"] == "val_loss"

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
+from raystack.workflow.nl.lexicon import METRIC_RX
 from raystack.workflow.nl.text import Text
 
 QUESTION_WORDS = {"which", "whether"}
@@ -33,6 +34,19 @@ def questions(t: Text, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
             if t.tokens[hi - 1].text == "?" and (any(x.low in QUESTION_WORDS for x in t.tokens[lo:hi])
                                                or (t.tokens[lo].low in YES_NO_OPENERS
                                                    and any(x.low == "or" for x in t.tokens[lo:hi])))]
+
+
+# "which base gives the lower validation loss, ...?": what the question compares the candidates by
+CRITERION = (rf"\b(?:gives?|has|have|gets?|reaches|yields?|produces?|scores?|ends\s+up\s+with)\s+(?:the\s+|a\s+)?"
+             rf"(?:lower|higher|better|best|lowest|highest|smaller|larger)\s+(?:{METRIC_RX})\b")
+
+
+def criteria(t: Text, asked: list[tuple[int, int]]) -> None:
+    """Mark the words by which a question compares its candidates (the step that keeps the best
+    one says the metric again, or its default is the part's)."""
+    for lo, hi in asked:
+        for _, toks in t.finditer(CRITERION, lo, hi, free_only=True):
+            t.mark(toks, "question")
 
 
 def _inside(a: Any, span: tuple[int, int]) -> bool:

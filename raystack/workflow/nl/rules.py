@@ -29,7 +29,7 @@ from raystack.workflow.nl.extract_groups import AGG_WORDS, AGGREGATES_SAID
 from raystack.workflow.nl.names import adapter_names
 from raystack.workflow.nl.phrases import coordinated, is_eval_verb, is_figure, names_existing_split, part_data, second_side, table_result
 from raystack.workflow.nl.plan import Draft, DraftStep, Plan, PlanRefused
-from raystack.workflow.nl.questions import defer_candidates, fill_from_question, questions
+from raystack.workflow.nl.questions import criteria, defer_candidates, fill_from_question, questions
 from raystack.workflow.nl.step_references import (TRANSFORMED, model_references, models_named_first, table_participle,
                                              transform_references)
 from raystack.workflow.nl.reread import (CLEANINGS, evaluation_held_out_for, grouped_first, pick_first, reread, retrained_parts,
@@ -108,6 +108,7 @@ class RulePlanner:
         if not actions:
             raise PlanRefused([f"no workflow step in {text.strip()[:80]!r}"], "out_of_scope")
         asked = questions(t, spans)
+        criteria(t, asked)
         actions = defer_candidates(t, actions, asked)
         self._resolve_context(t, actions, cues)
         json_tables(t, actions)

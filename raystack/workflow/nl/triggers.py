@@ -195,6 +195,9 @@ TRIGGERS: list[tuple[str, str]] = [
                # "the first 500 customers": rows named by what each one is
                r"(?:NUM\d+\s+(?:rows?|records?|lines?|entries|(?!(?:models|adapters|runs|epochs|steps|trials|times|rounds|workers|features|columns)\b)[a-z]+s\b)"
                r"|PCT\d+\s+of\s+(?:it|them|the\s+(?:rows|data|records|table)))(?!\s+(?:as|for|to)\b))"),
+    # "x.csv, first 5,000 rows only; 70/30 split": a subset in file order said as an item of a list
+    ("sample", rf"(?:{AFTER_ARROW}|(?<=[,;:]\s)|^)(?P<sk>(?:the\s+)?(?:first|last)\s+NUM\d+\s+(?:rows?|records?|lines?|entries))\s+only"
+               rf"(?=\s*(?:$|[.;,)]|{ARROW}))"),
     # "load the first 500 rows of x.csv": a load of part of a file is the load, then that subset
     ("sample", rf"\b(?:{LOAD_VERBS}|open|opens|opened)\s+(?:only\s+|just\s+)?(?P<sk>(?:the\s+)?(?:first|last)\s+NUM\d+\s+)"
                r"(?:rows?|records?|lines?|entries)\b(?=\s+(?:of|from|in)\s+FILE)"),
@@ -368,6 +371,10 @@ TRIGGERS: list[tuple[str, str]] = [
                     r"(?:\s+(?:has|gets|reaches|achieves|scores|shows|ends\s+(?:up\s+)?with|wins|does\s+better|performs\s+better|comes\s+out\s+with)\b)?"),
     ("select_best", rf"\b(?:the\s+)?(?:one|model|classifier|candidate)\s+(?:with|that\s+has|having)\s+(?:the\s+)?(?:best|top|highest|lowest|higher|lower|better)"
                     rf"(?P<sk>\s+(?:{METRIC_RX}))?{AUX}\s+(?:kept|selected|chosen|picked|retained)\b"),
+    # "best accuracy wins and is deployed ...": the pick, then what is done with it (a search's
+    # "best F1 wins)" is its metric, read with the search)
+    ("select_best", rf"\b(?:the\s+)?(?:best|top|highest|lowest|higher|lower|smallest|largest)\s+(?P<sk>{METRIC_RX})\s+wins"
+                    r"(?=\s+and\s+(?:is|gets|goes)\b)"),
     ("select_best", rf"\b(?:the\s+)?(?:best|top|winner|winning|strongest|better)(?:\s+(?:one|model|classifier|result|of\s+them))?"
                     rf"(?P<sk>\s+(?:by|on|in\s+terms\s+of)\s+[\w-]+(?:\s+[\w-]+)?)?{AUX}\s+(?:kept|selected|chosen|picked|retained)\b"),
     ("tune", r"\b(?:hunt|hunting|look|looking|search|searching|scan|scanning)\s+for\s+(?:the\s+)?(?:best|optimal|right|ideal)\s+"
