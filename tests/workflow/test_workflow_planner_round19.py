@@ -277,3 +277,44 @@ def test_a_question_may_say_what_it_compares_the_candidates_by():
               "steps, keep the better one by val loss, then fine-tune adapters called tanks and feeding on it with mLoRA.")
     assert _kinds(p) == ["edit_pretrain", "select_best", "mlora_finetune"]
     assert of_kind(p, "select_best")[0].params["metric"] == "val_loss"
+
+
+def test_retries_said_where_a_question_s_candidates_are_trained_are_theirs_not_the_step_before():
+    p = _plan("Which classifier grades our tea leaves best: logistic, knn or centroid? Data: leaf_grades.csv. "
+              "Standardize it (zscore), 80/20 split, fit all three (retry each once on failure), pick the top F1 "
+              "and ship the winner under the name tea-grader.")
+    trains = of_kind(p, "train_model")
+    assert sorted(t.params["model"] for t in trains) == ["centroid", "knn", "logistic"]
+    assert all(t.retries == 1 for t in trains)
+    assert of_kind(p, "split_data")[0].retries == 0        # it read as the split's, silently
+
+
+@pytest.mark.parametrize("text", [
+    "Left-join a.csv with b.csv on member_id so that no booking is dropped, count rows per plan, write that to out/c.csv "
+    "and then tell the front desk 'desk report ready'.",
+    "Read a.csv and b.csv, do a left join keeping every booking (key member_id), then the number of rows for each "
+    "plan → out/c.csv. Finish by notifying 'desk report ready'.",
+])
+def test_why_a_join_is_left_and_a_notification_to_a_group_are_accounted_for(text):
+    p = _plan(text)
+    join = of_kind(p, "join")[0]
+    assert (join.params["how"], join.params["on"]) == ("left outer", "member_id"), text
+    assert of_kind(p, "notify")[0].params["message"] == "desk report ready"
+
+
+@pytest.mark.parametrize("text,kinds", [
+    ("Session logs are huge, so work on a 10% sample of x.parquet. From that sample compute stats.",
+     ["load_data", "sample", "stats"]),
+    ("We're still waiting on the donor data, so generate 2,000 synthetic rows so we can check the pipeline end to "
+     "end, hold out 20%, fit a nearest centroid classifier.", ["make_dataset", "split_data", "train_model"]),
+    ("Desk usage? Load x.csv, count rows per plan, write it to y.csv.", ["load_data", "aggregate", "write_table"]),
+])
+def test_a_reason_before_so_a_purpose_and_a_title_question_are_context(text, kinds):
+    assert _kinds(_plan(text)) == kinds, text
+
+
+@pytest.mark.parametrize("text", ["Keep the rows from 2023, so train a knn on x.csv.",
+                                  "Which base is better? Load x.csv and train a knn."])
+def test_an_ask_before_so_or_a_real_question_is_not_waved_through(text):
+    with pytest.raises(Exception):
+        _plan(text)

@@ -23,7 +23,7 @@ from typing import Iterable
 
 from raystack.workflow.catalog import CATALOG
 from raystack.workflow.nl import lexicon as L
-from raystack.workflow.nl.asides import asks_nothing, notes, purposes, reasons
+from raystack.workflow.nl.asides import asks_nothing, leading_reasons, notes, purposes, reasons
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.text import Text, Token, sentences
 from raystack.workflow.nl.scene import (FAULT_NOUNS, context_sentences, courtesies, headings, introductions, lead_ins,
@@ -506,6 +506,7 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
     targets(t)
     reasons(t)
     notes(t)
+    leading_reasons(t)
     _named_neighbours(t, ends)
     goal(t, ends)
     tried_values(t)

@@ -96,13 +96,19 @@ def _order(actions: list[Action]) -> None:
         i += len(members)
 
 
+def _said(a: Action) -> tuple[int, int]:
+    """(sentence, token) where a step is asked to run: a question's candidates where a later
+    step refers to them ("fit all three (retry each once)"), any other step where it is named."""
+    return a.said_at or (a.sentence, a.lo)
+
+
 def _apply_cues(t: Text, actions: list[Action], cues: list[Cue]) -> None:
     last_when: DraftStep | None = None
     held_out: set[int] = set()      # the conditions said of held-out data
     for c in cues:
-        acts = [a for a in actions if a.sentence == c.sentence]
-        before = [a for a in acts if a.lo < c.lo]
-        after = [a for a in acts if a.lo >= c.hi]
+        acts = [a for a in actions if _said(a)[0] == c.sentence]
+        before = [a for a in acts if _said(a)[1] < c.lo]
+        after = [a for a in acts if _said(a)[1] >= c.hi]
         if c.kind == "exit":
             targets = after[:1] if after else before[-1:]
             if not targets:
@@ -119,7 +125,7 @@ def _apply_cues(t: Text, actions: list[Action], cues: list[Cue]) -> None:
             # the clause's own step, not a producer read from its preposition ("fit X on f.csv,
             # retry the training ...": the fit, not the load of f.csv)
             named = [a for a in before if not a.prepositional] or before
-            last = max(named, key=lambda a: a.lo) if named else None
+            last = max(named, key=lambda a: _said(a)[1]) if named else None
             tgt = last or (after[0] if after else (earlier[-1] if earlier else None))
             kind = _retried_kind(t, c)      # "retry the load 2 times": the step it names
             if kind is not None:

@@ -6,11 +6,17 @@ marked so the accounting does not refuse them, and never when they name an opera
 from __future__ import annotations
 
 from raystack.workflow.nl import lexicon as L
-from raystack.workflow.nl.text import Text, Token
+from raystack.workflow.nl.text import Text, Token, sentences
 from raystack.workflow.nl.triggers import SYSTEM_NOUNS
 from raystack.workflow.nl.words import in_parentheses, is_method, is_unknown
 
 MAX_PURPOSE = 4              # words of a "for ..." purpose
+REASON_SUBJECTS = {"we", "we're", "we've", "i", "i'm", "i've", "our", "my", "it", "it's", "they", "they're", "their",
+                   "this", "these", "those", "the"}
+COPULAS = {"is", "are", "was", "were", "'re", "'s", "gets", "get", "got", "has", "have", "had"}
+NOT_REASONS = {"only", "just", "except", "excluding", "without", "keep", "keeping", "filter", "please", "should",
+               "must", "need", "want", "wants"}
+MAX_REASON = 12              # words of a reason that opens a sentence before ", so"
 MAX_NOTE = 4                 # words of a note in parentheses ("(trampoline parks)")
 REASON_WORDS = {"because", "b/c", "bc", "since", "cause", "'cause"}
 REMARK_VERBS = {"is", "are", "was", "were", "keeps", "tends", "gets", "can", "often", "sometimes"}
@@ -68,9 +74,11 @@ def reasons(t: Text) -> None:
 
 
 def purposes(t: Text) -> None:
-    """"for keyword spotting", "for the recommender", "to test the pipeline": what the work is for."""
-    for _, toks in t.finditer(rf"\bto\s+(?:test|try|exercise|check|demo|validate|smoke-test)\s+(?:out\s+)?(?:the\s+|our\s+|my\s+|this\s+)?"
-                              rf"{SYSTEM_NOUNS}\b", 0, len(t.tokens), free_only=True):
+    """"for keyword spotting", "for the recommender", "to test the pipeline", "so we can check
+    the pipeline end to end": what the work is for."""
+    for _, toks in t.finditer(rf"\b(?:to|so\s+(?:that\s+)?(?:we|i|you)\s+can)\s+(?:test|try|exercise|check|demo|validate|smoke-test)\s+"
+                              rf"(?:out\s+)?(?:the\s+|our\s+|my\s+|this\s+)?{SYSTEM_NOUNS}\b(?:\s+end[\s-]+to[\s-]+end)?",
+                              0, len(t.tokens), free_only=True):
         t.mark(toks, "purpose")
     for tok in t.tokens:
         if tok.low != "for" or tok.used:
@@ -110,3 +118,20 @@ def notes(t: Text) -> None:
         close = run[-1].i + 1 if run else None
         if run and len(run) <= MAX_NOTE and close < len(t.tokens) and t.tokens[close].text == ")" and asks_nothing(run):
             t.mark(run, "description")
+
+
+def leading_reasons(t: Text) -> None:
+    """"We're still waiting on the donor data, so generate 2,000 synthetic rows", "Session logs
+    are huge, so work on a sample": a clause that opens its sentence and says why, before ", so"
+    and the request; none of its words an operation, a method, a number or a step's."""
+    for lo, hi in sentences(t):
+        so = next((x for x in t.tokens[lo + 1:hi] if x.low == "so" and t.tokens[x.i - 1].text == ","), None)
+        if so is None or so.used:
+            continue
+        run = t.tokens[lo:so.i - 1]
+        # a statement: it opens with its subject ("We're ...") or says what something is ("logs are huge");
+        # "Keep only the 2023 rows, so ..." asks for something no step does
+        states = run and (run[0].low in REASON_SUBJECTS or any(x.low in COPULAS for x in run[1:]))
+        if states and 2 <= len(run) <= MAX_REASON and all(is_unknown(x) or (x.kind == "word" and not x.used) for x in run) \
+                and asks_nothing(run) and not any(x.low in L.CLAUSE_WORDS or x.low in NOT_REASONS for x in run):
+            t.mark([*run, so], "reason")

@@ -313,6 +313,9 @@ def join(text: Text, lo: int, hi: int, f: Found) -> None:
     m = _search(text, lo, hi, r"\b(?P<h>left|right|inner|outer|full)(?:[\s-]+outer)?(?=[\s-]+(?:join|merge))", "join kind")
     if m:
         f.set("how", JOIN_KINDS[m.group("h")])
+        if m.group("h") in ("left", "right"):   # "so that no booking is dropped", "keeping every booking": why
+            consume(text, lo, hi, r"\b(?:so\s+(?:that\s+)?no\s+[a-z_]\w*\s+(?:is|gets|are|get)\s+(?:dropped|lost)"
+                                  r"|(?:keeping|keeps|to\s+keep)\s+(?:every|each|all(?:\s+the)?)\s+[a-z_]\w*)\b", "join kind")
     _mark_sides(text, lo, hi)
 
 

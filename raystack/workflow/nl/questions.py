@@ -72,6 +72,7 @@ def defer_candidates(t: Text, actions: list, asked: list[tuple[int, int]]) -> li
         best = next((a for a in later if a.entry == "select_best"), None)
         if ref is not None:
             out[out.index(ref)] = cand          # its words stay the referring step's
+            cand.said_at = (ref.sentence, ref.lo)   # its retries and conditions are said there
             del out[next(k for k, a in enumerate(out) if a is cand)]
         elif best is not None:
             out.remove(cand)

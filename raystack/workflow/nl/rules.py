@@ -70,6 +70,7 @@ class Action:
     step: DraftStep | None = None
     verbless: bool = False       # named by a noun phrase only ("logistic regression", "kNN")
     beside: Action | None = None  # "...; in parallel, split and train": the clause's first step runs beside this one
+    said_at: tuple[int, int] | None = None   # (sentence, token) where a question's candidates are asked to run ("fit all three")
 
 
 FIT_VERBS = {"fit", "fits", "fitted", "fitting", "refit", "refits"}   # "fit a logistic model to x.csv"

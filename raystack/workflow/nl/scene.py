@@ -15,6 +15,8 @@ from raystack.workflow.nl.words import MAX_LEAD_IN, in_parentheses, is_free, is_
 
 LEAD_IN_ENDS = (":", "—", "–", "-")
 TITLE_JOINERS = ("(", ")", "/", "&")   # inside a title's words: "Room inspection pass/fail (hotels):"
+TITLE_QUESTION_WORDS = {"which", "what", "whether", "how", "who", "why", "when", "where", "is", "are", "does", "do",
+                        "can", "could", "would", "should", "will"}
 MAX_TITLE = 5                # words of a title closed by a full stop or a comma ("Food delivery ETA.")
 
 
@@ -71,8 +73,10 @@ def title_clauses(t: Text) -> None:
     at a comma before the colon that opens the request ("Flight manual QA, tiny-1m vs tiny-20m:
     ..."): a short noun phrase (no filler, no verb the catalog lacks) of free words."""
     ends = [x for x in t.tokens if x.kind == "punct" and x.text not in ("(", ")")]
-    if not ends or ends[0].text not in (".", ",") or ends[0] is t.tokens[-1]:
+    if not ends or ends[0].text not in (".", ",", "?") or ends[0] is t.tokens[-1]:
         return
+    if ends[0].text == "?" and any(x.low in TITLE_QUESTION_WORDS for x in t.tokens[:ends[0].i]):
+        return      # "Which base is better, ...?" asks; "Desk usage by plan?" names the subject
     end, extra = ends[0].i, []
     if ends[0].text == ",":      # "Video game churn, players.csv. Steps: ...": the rest of the clause is used
         close = next((x for x in ends[1:] if x.text != ","), None)

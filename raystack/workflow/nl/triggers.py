@@ -206,7 +206,7 @@ TRIGGERS: list[tuple[str, str]] = [
     ("sample", r"\b(?:keep|keeps|keeping|retain|retains|retaining)\s+(?:only\s+|just\s+)(?=(?:a\s+random\s+)?PCT\d+\s+of\s+(?:it|them|the\s+(?:rows|data|records|table|result|(?:joined|merged|cleaned)\s+(?:table|data|rows)))\b"
                r"(?!\s+(?:as|for|to)\b))"),
     ("sample", r"\b(?:randomly\s+)?(?:sub-?sampl\w*|down-?sampl\w*|sample)\s+(?=NUM|PCT|FILE|the\b|a\b|an\b|it\b|them\b|down\b|rows\b|each\b|every\b)"),
-    ("sample", r"\b(?:take|draw|pick|select|keep|grab|use|pull|get|make|create|build|extract)\s+(?:a\s+|an\s+)?(?:random\s+)?(?:PCT\d+\s+|NUM\d+\s*(?:-\s*)?(?:rows?\s+|records?\s+)?)?(?:random\s+)?(?:samples?|subsets?|fraction|portion|subsamples?)\b"),
+    ("sample", r"\b(?:take|draw|pick|select|keep|grab|use|pull|get|make|create|build|extract|work\s+(?:on|with)|stick\s+to)\s+(?:a\s+|an\s+)?(?:random\s+)?(?:PCT\d+\s+|NUM\d+\s*(?:-\s*)?(?:rows?\s+|records?\s+)?)?(?:random\s+)?(?:samples?|subsets?|fraction|portion|subsamples?)\b"),
     # "randomly pick 100 rows", "keep only 5000 random rows", "keep a random 10%"
     ("sample", r"\b(?:randomly\s+)?(?:take|draw|pick|select|keep|grab|(?:give|show|get)\s+(?:me|us))\s+(?:a\s+|an\s+)?(?:random\s+)?(?:PCT\d+|NUM\d+)\s+(?:random\s+)?(?:rows|records|of)\b"
                r"|\b(?:take|draw|pick|select|keep|grab)\s+(?:only\s+|just\s+)?(?:NUM\d+\s+random\s+(?:rows|records)\b|(?:a\s+)?random\s+PCT\d+)"
@@ -392,7 +392,7 @@ TRIGGERS: list[tuple[str, str]] = [
     ("train_model", TRAIN_AGAIN),   # "train it again": a retraining
     ("train_model", passive(rf"(?:(?:linear|logistic|k-?nn|centroid)\s+)?{MODEL_NOUN}", r"trained|fitted|fit|built|learned|learnt|estimated|re-?trained")),
     ("train_model", r"\b(?:train|trains|fit|fits|try|build|run)\s+(?:them\s+)?(?:both|each|all\s+of\s+them|each\s+of\s+them|"
-                    rf"both\s+of\s+them|them\s+all)\b(?!\s+(?:a|an|the|models?|classifiers?)\b|\s+{MODEL_KIND})"),   # "train both": a question's candidates
+                    rf"both\s+of\s+them|them\s+all|all\s+(?:two|three|four|NUM\d+))\b(?!\s+(?:a|an|the|models?|classifiers?)\b|\s+{MODEL_KIND})"),   # "train both": a question's candidates
     ("train_model", rf"{AFTER_ARROW}linear(?=\s*(?:{ARROW}|$|[,.;]))"),   # "80/20 -> linear -> evaluate"
     ("train_model", rf"\b(?:a\s+|the\s+)?(?:final\s+|plain\s+|simple\s+)?{MODEL_KIND}\b(?:\s+(?:models?|classifiers?|regressors?|"
                     r"candidates?|baselines?|fit|run))?"),
@@ -424,11 +424,12 @@ TRIGGERS: list[tuple[str, str]] = [
                r"|QUOTE\d+\s+(?:goes|go|is\s+sent|gets\s+sent|should\s+go)\s+out(?:\s+as\s+(?:a\s+|an\s+)?(?:notification|message|alert|note|e-?mail))?"),
     # "visits per page", "one row for each message": a grouping key, not a notification
     # "tell me the average amount per region": a figure asked for, not a notification
-    ("notify", r"(?<!per )(?<!each )(?<!every )\b(?:notify|notifies|notified|notification|notifications|alert|ping|message|"
+    ("notify", r"(?<!per )(?<!each )(?<!every )\b(?:notify|notifies|notified|notifying|notification|notifications|alert|ping|message|"
                r"tell(?!\s+(?:me|us)\s+(?:the|what|which|how|its|their)\b)|inform|(?<!by )email|(?<!by )e-mail|page|slack)\b"
                # "the email column", "message ids": a column's name, not a message sent
                r"(?!\s+(?:columns?|fields?|address(?:es)?|ids?|text|body|domains?|counts?|lengths?)\b)"
-               r"(?:\s+(?:me|us|the\s+team|someone|everyone))?"),
+               # "tell the front desk 'ready'": who is told, a group of people
+               r"(?:\s+(?:me|us|the\s+team|someone|everyone|the\s+(?:[a-z-]+\s+)?(?:team|desk|staff|crew|office|manager|managers|owner|owners|channel|group)))?"),
     ("make_dataset", rf"\b(?:generate|generates|generating|create|creates|creating|make|makes|making|synthesi[sz]e|simulate|produce|build|fabricate|construct|"
                      rf"(?:fake|mock|whip|cook|dummy|spin)\s+up)\s+(?!sure\b|certain\b){skip(4)}"
                      r"(?:dataset|data\s+set|data|table|rows|samples|examples|records|points|observations|instances)\b"),
