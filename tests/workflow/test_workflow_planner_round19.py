@@ -318,3 +318,18 @@ def test_a_reason_before_so_a_purpose_and_a_title_question_are_context(text, kin
 def test_an_ask_before_so_or_a_real_question_is_not_waved_through(text):
     with pytest.raises(Exception):
         _plan(text)
+
+
+def test_a_question_answered_if_so_guards_the_step_after_it():
+    p = _plan("Load x.csv, train a knn and evaluate it. Is accuracy below 0.6? If so, send 'bad model'.")
+    cond = _guarded(p, "notify")
+    assert (cond.ref.key, cond.op, cond.value, cond.negate) == ("accuracy", "<", 0.6, False)
+
+
+@pytest.mark.parametrize("text", [
+    "Load x.csv and split it. With lr set to 0.01, 0.1 and 1.0 in turn, train a logistic regression and evaluate each.",
+    "Load x.csv, split it 80/20, train logistic regressions at lr 0.01, 0.1 and 1.0 and evaluate them.",
+])
+def test_a_learning_rate_set_to_a_list_and_plural_model_names_map_the_training(text):
+    trains = of_kind(_plan(text), "train_model")
+    assert [t.params["lr"] for t in trains] == [0.01, 0.1, 1] and {t.params["model"] for t in trains} == {"logistic"}

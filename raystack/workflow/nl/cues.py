@@ -232,6 +232,9 @@ def _conditions(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
         op, value, end = cmp
         metric = metric_of(m.group("m"))
         t.mark(t.tokens[toks[0].i:end], "condition")
+        so = t.match_at(r"\?\s+(?:if\s+so|if\s+yes|if\s+it\s+is|yes\s*\?)\s*,?", end, min(end + 5, len(t.tokens)))
+        if so is not None:      # "Is accuracy below 0.6? If so, send 'bad model'": the answer's words
+            t.mark([x for x in so[1] if x.text != "?"], "condition")
         out.append(Cue("cond", toks[0].i, end, si, {"metric": metric, "op": _reach(op, metric), "value": value,
                                                        "held_out": _held_out(m.group(0))}))
     for m, toks in t.finditer(rf"(?:(?m:^)|(?<=[;:.,)>→-]\s))(?P<op>>=|≥|<=|≤|>|<)\s*(?P<v>{L.NUMV})\s+(?P<m>{L.METRIC_RX})(?=\s*[?:→]|\s*->)",

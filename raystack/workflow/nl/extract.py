@@ -19,8 +19,8 @@ from raystack.workflow.nl.text import Text, Token, number
 
 TABLE_EXT = (".csv", ".tsv", ".parquet", ".pq", ".json", ".jsonl")
 IMAGE_EXT = (".png", ".jpg", ".jpeg", ".svg", ".pdf")
-MODEL_KINDS = [(r"logistic(?:\s+regression)?|logit", "logistic"),
-               (r"linear(?:\s+regression)?|least[\s-]+squares|ols", "linear"),
+MODEL_KINDS = [(r"logistic(?:\s+regressions?)?|logit", "logistic"),
+               (r"linear(?:\s+regressions?)?|least[\s-]+squares|ols", "linear"),
                (r"k-?nn|k-nearest(?:\s+neighbou?rs?)?|(?:k\s+)?nearest[\s-]+neighbou?rs?(?:\s+classifier)?"
                 r"|(?<=NUM\d )nn|(?<=NUM\d\d )nn", "knn"),     # "a 5-NN model" (a bare "NN" is a neural network)
                (r"(?:nearest\s+)?centroid", "centroid")]
@@ -408,7 +408,7 @@ def train_model(text: Text, lo: int, hi: int, f: Found) -> None:
     if m:      # "kNN (k = 7)", "retrain with k = 3", "5 neighbours"
         f.set("k", int(_num(text, m.groupdict().get("n") or m.group("m"))))
     lr = r"(?:learning[\s-]+rates?|lrs?|step\s+sizes?)"
-    m = _search(text, lo, hi, rf"{lr}\s*(?:=|:|of|at|in|∈|over)?\s*(?P<l>{NUMLIST})", "learning rate") or \
+    m = _search(text, lo, hi, rf"{lr}\s*(?:=|:|of|at|in|∈|over|set\s+to)?\s*(?P<l>{NUMLIST})", "learning rate") or \
         _search(text, lo, hi, rf"(?:for\s+)?each\s+{lr}\s+(?:in|of|from)\s+(?P<l>{NUMLIST})", "learning rate")
     if m:
         _set_map(f, "lr", _list(text, m.group("l")))

@@ -29,7 +29,7 @@ LOAD_VERBS = r"load|loads|loaded|loading|read|reads|reading|ingest\w*|import\w*"
 
 MODEL_NOUN = r"(?:models?|classifiers?|regressors?|regression|predictors?|estimators?|learners?|k-?nn|knn|centroid|logistic|linear)"
 # a model named by its method: "logistic regression", "k-nearest neighbours", "nearest centroid"
-MODEL_KIND = (r"(?<![\w-])(?:logistic(?:\s+regression)?|linear\s+regression|linear(?=\s+(?:models?|regressors?|fit)\b)|"
+MODEL_KIND = (r"(?<![\w-])(?:logistic(?:\s+regressions?)?|linear\s+regressions?|linear(?=\s+(?:models?|regressors?|fit)\b)|"
               r"linear(?=\s+(?:&|and|or|\+|/)\s+(?:k-?nn|logistic|centroid|nearest)\b)|k-?nn|k-nearest(?:[\s-]+neighbou?rs?)?"
               r"|(?<=\d\s)nearest[\s-]+neighbou?rs?|nearest[\s-]+centroid|centroid)(?![\w-])")   # "a 5-nearest-neighbour model"
 ARROW = r"(?:->|=>|→|⇒|⟶)"
