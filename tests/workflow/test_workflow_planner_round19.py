@@ -333,3 +333,23 @@ def test_a_question_answered_if_so_guards_the_step_after_it():
 def test_a_learning_rate_set_to_a_list_and_plural_model_names_map_the_training(text):
     trains = of_kind(_plan(text), "train_model")
     assert [t.params["lr"] for t in trains] == [0.01, 0.1, 1] and {t.params["model"] for t in trains} == {"logistic"}
+
+
+@pytest.mark.parametrize("text", [
+    "Load x.csv (excluding refunds) and compute stats.",     # a note may not rule anything out
+    "Load x.csv (biggest stores) and compute stats.",        # nor pick
+    "Load x.csv (last quarter) and compute stats.",          # nor keep a period
+    "Only paid orders here. Load x.csv and compute stats.",  # an introduction says who writes, nothing else
+    "Revenue forecasting, gradient-boosted trees. Load x.csv and train a knn.",   # a title's method the catalog lacks
+    "Sales are seasonal, so deseasonalize x.csv and compute stats.",
+    "Deseasonalize x.csv and compute stats.",                # a verb before a file acts on it, it describes nothing
+    "Then winsorize x.csv.",
+])
+def test_context_rules_never_wave_through_a_restriction_a_pick_or_an_operation(text):
+    with pytest.raises(Exception):
+        _plan(text)
+
+
+def test_a_generic_verb_before_a_file_still_describes_the_work():
+    assert _kinds(_plan("Prepare churn.csv by cleaning and normalizing it, then train logistic.")) == [
+        "load_data", "clean_data", "normalize", "train_model"]

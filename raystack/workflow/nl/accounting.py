@@ -318,6 +318,10 @@ ASKING_VERBS = {"check", "inspect", "examine", "verify", "validate", "audit", "s
                 "count", "list", "find", "identify", "detect", "flag", "measure", "quantify", "tally"}   # "Count duplicates in x.csv"
 
 
+# verbs that ask for nothing of their own before a file ("Prepare churn.csv by cleaning and normalizing it")
+GENERIC_VERBS = {"prepare", "prep", "preprocess", "process", "handle"}
+
+
 def describes(t: Text, run: list[Token]) -> bool:
     """Words right before a head noun, a file or a named value, or after 'to predict/detect',
     describe the data or the model; they need no step."""
@@ -352,6 +356,9 @@ def describes(t: Text, run: list[Token]) -> bool:
     nxt = t.tokens[j] if j < len(t.tokens) else None
     if any(x.low in L.TASK_NOUNS for x in run):   # "the sentiment model", never "sentiment analysis on x.csv"
         return nxt is not None and nxt.low.rstrip("s") in heads
+    if nxt is not None and nxt.kind == "path" and nxt.i == run[-1].i + 1 and run[0].low not in GENERIC_VERBS and (
+            before is None or (before.kind == "punct" and before.text not in ("(", "'", '"')) or before.low in ("and", "then", "so", "also", "please")):
+        return False    # "Deseasonalize x.csv and ...": a word that opens a clause and acts on a file, no description
     if nxt is not None and (nxt.low.rstrip("s") in heads or nxt.kind == "path"):
         return True
     if nxt is not None and nxt.low in ("in", "from", "at", "on") and j + 1 < len(t.tokens) and \
