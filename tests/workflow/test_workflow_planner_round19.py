@@ -38,9 +38,11 @@ def test_a_target_said_as_one_word_is_the_column_the_model_learns(regatta, text,
     assert rep.results[train.id].load(None)["target"] == target
 
 
-def test_a_purpose_in_several_words_after_predict_is_still_no_column():
+def test_a_purpose_in_several_words_after_predict_is_still_no_column_and_a_metric_is_no_target():
     p = _plan("Load x.csv, split it and train a linear model predicting finish times.")
     assert "target" not in of_kind(p, "train_model")[0].params
+    with pytest.raises(Exception, match="target rmse"):      # read as a column, then dropped: silently
+        _plan("Load x.csv, split it, train a linear model, target rmse, evaluate it.")
 
 
 @pytest.mark.parametrize("text,bound", [

@@ -443,13 +443,14 @@ TARGET_COLUMN = (r"\b(?:to\s+)?(?:predict|predicting|forecast|forecasting|estima
 # the column said as one word right after what names it, the word ending a clause: "a linear model
 # predicting minutes, ...", "linear regression, target heat_mwh", "a regression for minutes with
 # ..." ("predicting finish times", two words, stays the model's purpose)
-_CLAUSE_END = r"(?=\s*(?:[,.;:!?)\]]|->|→|$)|\s+(?:from|on|with|using|and|then|in|at|over|under|no|not|capped|limited)\b)"
-TARGET_WORD = (r"\b(?:predicting|to\s+predict|that\s+predicts|which\s+predicts|forecasting|to\s+forecast)\s+(?P<e>[a-z_][a-z0-9_]*)"
-               + _CLAUSE_END + r"|(?:(?<=regression\s)|(?<=regressor\s)|(?<=model\s)|(?<=classifier\s))for\s+(?P<f>[a-z_][a-z0-9_]*)" + _CLAUSE_END
-               + r"|\btarget\s+(?P<g>[a-z_][a-z0-9_]*)" + _CLAUSE_END)
-# words after those that name no column
+# words after those that name no column: a pronoun, a metric ("target rmse"), a time word
 NOT_TARGETS = {"the", "a", "an", "it", "its", "them", "this", "that", "which", "what", "whether", "how", "who", "when",
-               "each", "every", "all", "future", "later", "now", "us", "me", "you", "accuracy", "of", "is", "value", "values"}
+               "each", "every", "all", "future", "later", "now", "us", "me", "you", "of", "is", "value", "values"}
+_CLAUSE_END = r"(?=\s*(?:[,.;:!?)\]]|->|→|$)|\s+(?:from|on|with|using|and|then|in|at|over|under|no|not|capped|limited)\b)"
+_COLUMN = rf"(?!(?:{'|'.join(sorted(NOT_TARGETS))}|{METRIC_RX})\b)[a-z_][a-z0-9_]*"
+TARGET_WORD = (rf"\b(?:predicting|to\s+predict|that\s+predicts|which\s+predicts|forecasting|to\s+forecast)\s+(?P<e>{_COLUMN})"
+               + _CLAUSE_END + rf"|(?:(?<=regression\s)|(?<=regressor\s)|(?<=model\s)|(?<=classifier\s))for\s+(?P<f>{_COLUMN})"
+               + _CLAUSE_END + rf"|\btarget\s+(?P<g>{_COLUMN})" + _CLAUSE_END)
 
 
 BOUND_UNITS = [(r"workers?|ranks?|replicas?|processes|nodes|machines", "workers"), (r"gpus?", "gpus"),
