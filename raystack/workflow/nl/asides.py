@@ -14,12 +14,7 @@ MAX_PURPOSE = 4              # words of a "for ..." purpose
 REASON_SUBJECTS = {"we", "we're", "we've", "i", "i'm", "i've", "our", "my", "it", "it's", "they", "they're", "their",
                    "this", "these", "those", "the"}
 COPULAS = {"is", "are", "was", "were", "'re", "'s", "gets", "get", "got", "has", "have", "had"}
-# words that restrict or rule out: never context ("(excluding refunds)" asks for a filter no step makes)
-RESTRICTING = {"only", "just", "except", "excluding", "excepting", "without", "never", "nor", "not", "no", "but",
-               "keep", "keeping", "filter", "filtered", "drop", "dropping", "remove", "removing", "skip", "skipping",
-               "ignore", "ignoring", "omit", "omitting", "sorted", "sort", "where", "first", "last", "latest", "recent",
-               "previous", "current", "top", "bottom", "newest", "oldest"}
-NOT_REASONS = RESTRICTING | {"please", "should", "must", "need", "want", "wants"}
+NOT_REASONS = L.RESTRICTING | {"please", "should", "must", "need", "want", "wants"}
 MAX_REASON = 12              # words of a reason that opens a sentence before ", so"
 MAX_NOTE = 4                 # words of a note in parentheses ("(trampoline parks)")
 REASON_WORDS = {"because", "b/c", "bc", "since", "cause", "'cause"}
@@ -117,7 +112,7 @@ def notes(t: Text) -> None:
         run = []
         for x in t.tokens[tok.i + 1:tok.i + 2 + MAX_NOTE]:
             if x.text == ")" or not is_unknown(x) or x.low in L.CLAUSE_WORDS or x.low in L.UNMAPPED_VERBS \
-                    or x.low in RESTRICTING or x.low.endswith("est"):     # "(biggest stores)" picks
+                    or x.low in L.RESTRICTING or x.low.endswith("est"):     # "(biggest stores)" picks
                 break
             run.append(x)
         close = run[-1].i + 1 if run else None

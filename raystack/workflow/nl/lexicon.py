@@ -176,6 +176,11 @@ END_PHRASES = (r"\b(?:(?:when|once)\s+(?:it\s+is\s+|it\s*'s\s+|everything\s+is\s
                r"after\s+(?:everything|all\s+steps|it\s+all)|at\s+the\s+close|when\s+it\s*'s\s+over|when\s+(?:it|everything)\s+is\s+over|"
                r"at\s+the\s+end\s+of\s+(?:the\s+)?(?:run|job|pipeline|workflow)|"
                r"(?:when|once)\s+(?:it|everything|the\s+(?:run|workflow|pipeline|job))\s+(?:stops|has\s+stopped|ends|is\s+over))\b")
+# words that restrict or rule out: never context ("(excluding refunds)" asks for a filter no step makes)
+RESTRICTING = {"only", "just", "except", "excluding", "excepting", "without", "never", "nor", "not", "no", "but",
+               "keep", "keeping", "filter", "filtered", "drop", "dropping", "remove", "removing", "skip", "skipping",
+               "ignore", "ignoring", "omit", "omitting", "sorted", "sort", "where", "first", "last", "latest", "recent",
+               "previous", "current", "top", "bottom", "newest", "oldest"}
 # "when both are done": the join after a parallel group (the next step follows every member)
 JOIN_PHRASES = (r"\b(?:when|once|after)\s+(?:both|all(?:\s+of\s+them)?|they|these|the\s+(?:two|NUM\d+)|each|everything)\s+"
                 r"(?:(?:are|is|have|has)\s+)?(?:both\s+|all\s+)?(?:been\s+)?(?:done|finished|finish|complete|completed|complete|through|over|ready|run|loaded|read|in|arrived|landed)\b")

@@ -10,7 +10,6 @@ import re
 
 from raystack.workflow.catalog import CATALOG
 from raystack.workflow.nl import lexicon as L
-from raystack.workflow.nl.asides import RESTRICTING
 from raystack.workflow.nl.text import ARROWS, Text, Token, sentences
 from raystack.workflow.nl.words import MAX_LEAD_IN, in_parentheses, is_free, is_method, is_title, is_unknown
 
@@ -86,7 +85,7 @@ def title_clauses(t: Text) -> None:
         rest = t.tokens[ends[0].i + 1:close.i]
         # "Pest control callouts, second-visit classifier. Load ...": a title in two noun phrases
         if close.text == "." and rest and close is not t.tokens[-1] and all(
-                x.kind == "word" and is_free(x) and x.low not in L.FILLERS and x.low not in RESTRICTING for x in rest) \
+                x.kind == "word" and is_free(x) and x.low not in L.FILLERS and x.low not in L.RESTRICTING for x in rest) \
                 and ends[0].i + len(rest) <= MAX_TITLE + 2 and rest[-1].low in L.TOPIC_HEADS:
             extra = rest
         elif not (close.text in LEAD_IN_ENDS[:3] or (close.text == "." and all(
@@ -164,7 +163,7 @@ def introductions(t: Text) -> None:
         return
     lo, hi = spans[0]
     words = [x for x in t.tokens[lo:hi] if x.kind != "punct"]
-    if 2 <= len(words) <= 4 and words[-1].low == "here" and all(is_free(x) and x.kind == "word" and x.low not in RESTRICTING
+    if 2 <= len(words) <= 4 and words[-1].low == "here" and all(is_free(x) and x.kind == "word" and x.low not in L.RESTRICTING
                                                                 for x in words):
         t.mark(words, "context")
 
