@@ -193,16 +193,15 @@ def reported(t: Text, action_ends: Iterable[tuple[str, int]]) -> None:
                 t.mark([x], "reported by stats")
 
 
-# words that take a step back or leave something out: read as glue, "dedup x.csv without
-# normalizing it" planned the normalize it ruled out
-NEGATIONS = {"without", "except", "excluding", "excepting", "never", "nor"}
+# words that take a step back or leave something out (lexicon.NEGATIONS): read as glue, "dedup x.csv
+# without normalizing it" planned the normalize it ruled out
 
 
 def _negations(t: Text) -> None:
     """A negation no rule read (a construct's own, "finishes without errors", is read by its
     cue) is refused with the words it governs: the plan would run what was ruled out."""
     for x in t.tokens:
-        if x.low in NEGATIONS and (not x.used or x.used.startswith("object of")):
+        if x.low in L.NEGATIONS and (not x.used or x.used.startswith("object of")):
             nxt = t.tokens[x.i + 1:x.i + 3]
             raise PlanRefused([f"{t.span_text([x, *nxt])!r}: a step ruled out, or a part left out, is not "
                                "something a plan can say; name only what should run"])
@@ -289,9 +288,8 @@ def references(t: Text) -> None:
         prev = t.tokens[tok.i - 1] if tok.i else None
         nxt = t.tokens[tok.i + 1] if tok.i + 1 < len(t.tokens) else None
         # "the two tables", "each of the 3 ticket logs": a count of what is named next
-        if tok.kind == "num" and (tok.text.isalpha() or (tok.text.isdigit() and prev is not None and prev.low == "the"
-                                                          and _counted_noun(t, tok.i + 1))) and prev is not None and \
-                prev.low in ("the", "these", "those", "all", "both", "of"):
+        if tok.kind == "num" and prev is not None and prev.low in ("the", "these", "those", "all", "both", "of") and (
+                tok.text.isalpha() or (tok.text.isdigit() and prev.low == "the" and _counted_noun(t, tok.i + 1))):
             t.mark([tok], "reference")
         elif prev is not None and prev.text == "(" and nxt is not None and nxt.text == ")" \
                 and ENUMERATOR.match(tok.low):

@@ -8,11 +8,10 @@ from __future__ import annotations
 from raystack.workflow.nl import lexicon as L
 from raystack.workflow.nl.text import Text, Token, sentences
 from raystack.workflow.nl.triggers import SYSTEM_NOUNS
-from raystack.workflow.nl.words import in_parentheses, is_method, is_unknown
+from raystack.workflow.nl.words import in_parentheses, is_free, is_method, is_unknown
 
 MAX_PURPOSE = 4              # words of a "for ..." purpose
-REASON_SUBJECTS = {"we", "we're", "we've", "i", "i'm", "i've", "our", "my", "it", "it's", "they", "they're", "their",
-                   "this", "these", "those", "the"}
+REASON_SUBJECTS = (L.SUBJECT_WORDS - {"each", "every"}) | {"we've", "i've", "it's", "they're", "those"}
 COPULAS = {"is", "are", "was", "were", "'re", "'s", "gets", "get", "got", "has", "have", "had"}
 NOT_REASONS = L.RESTRICTING | {"please", "should", "must", "need", "want", "wants"}
 MAX_REASON = 12              # words of a reason that opens a sentence before ", so"
@@ -132,6 +131,6 @@ def leading_reasons(t: Text) -> None:
         # a statement: it opens with its subject ("We're ...") or says what something is ("logs are huge");
         # "Keep only the 2023 rows, so ..." asks for something no step does
         states = run and (run[0].low in REASON_SUBJECTS or any(x.low in COPULAS for x in run[1:]))
-        if states and 2 <= len(run) <= MAX_REASON and all(is_unknown(x) or (x.kind == "word" and not x.used) for x in run) \
+        if states and 2 <= len(run) <= MAX_REASON and all(x.kind == "word" and is_free(x) for x in run) \
                 and asks_nothing(run) and not any(x.low in L.CLAUSE_WORDS or x.low in NOT_REASONS for x in run):
             t.mark([*run, so], "reason")

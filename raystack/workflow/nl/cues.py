@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from raystack.workflow.nl import lexicon as L
 from raystack.workflow.nl.extract import metric_of
@@ -173,15 +174,19 @@ def _held_out(said: str) -> bool:
     return re.search(rf"\b{L.HELD_OUT_WORDS}\b", said) is not None
 
 
+def _cond(t: Text, si: int, start: int, end: int, metric: str, op: str, value: Any, said: str = "") -> Cue:
+    """The condition said by tokens [start, end), marked as read; ``said``: the words that name its
+    metric, which may say it is a figure of held-out data."""
+    t.mark(t.tokens[start:end], "condition")
+    return Cue("cond", start, end, si, {"metric": metric, "op": op, "value": value, "held_out": _held_out(said)})
+
+
 def _conditions(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
     out = []
     for pat in MISSING:
         for m, toks in t.finditer(pat, lo, hi, free_only=True):
-            t.mark(toks, "condition")
-            op = MISSING_OPS[" ".join(m.group("cmp").split())]
-            out.append(Cue("cond", toks[0].i, toks[-1].i + 1, si,
-                           {"metric": "missing_fraction", "op": op,
-                            "value": number(float(t.literal(m.group("v")).value()))}))
+            out.append(_cond(t, si, toks[0].i, toks[-1].i + 1, "missing_fraction", MISSING_OPS[" ".join(m.group("cmp").split())],
+                             number(float(t.literal(m.group("v")).value()))))
     # "if the accuracy is under 0.8"; "if it scores over 80%": the score of the step it names (an
     # evaluation's chosen metric)
     for m, toks in t.finditer(rf"\b{L.IF_CUE}\s+(?:(?:the\s+|its\s+|their\s+|it's\s+|model's\s+|the\s+model's\s+)?"
@@ -197,9 +202,7 @@ def _conditions(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
             rf"(?:on|in|for|by)\s+(?:the\s+|its\s+|their\s+)?(?P<m2>{L.METRIC_RX})\b", end, hi)
         if named is not None:
             metric, end = metric_of(named[0].group("m2")), named[1][-1].i + 1
-        t.mark(t.tokens[toks[0].i:end], "condition")
-        out.append(Cue("cond", toks[0].i, end, si, {"metric": metric, "op": _reach(op, metric),
-                                                   "value": value, "held_out": _held_out(m.group(0))}))
+        out.append(_cond(t, si, toks[0].i, end, metric, _reach(op, metric), value, m.group(0)))
     for m, toks in t.finditer(rf"\bunless\s+(?:the\s+|its\s+|their\s+|it's\s+|model's\s+)?{L.METRIC_MOD}"
                               rf"(?P<m>{L.METRIC_RX})\s+{L.METRIC_WHERE}", lo, hi, free_only=True):
         cmp = comparison(t, toks[-1].i + 1, hi)
@@ -207,9 +210,7 @@ def _conditions(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
             continue
         op, value, end = cmp
         metric = metric_of(m.group("m"))
-        t.mark(t.tokens[toks[0].i:end], "condition")
-        out.append(Cue("cond", toks[0].i, end, si, {"metric": metric, "value": value, "held_out": _held_out(m.group(0)),
-                                                   "op": L.NEGATED_OPS[_reach(op, metric)]}))
+        out.append(_cond(t, si, toks[0].i, end, metric, L.NEGATED_OPS[_reach(op, metric)], value, m.group(0)))
     for m, toks in t.finditer(rf"(?:(?m:^)|(?<=[;:.,)>→-]\s))(?P<m>{L.METRIC_RX})\s+", lo, hi, free_only=True):
         cmp = comparison(t, toks[-1].i + 1, hi)
         if cmp is None:
@@ -221,8 +222,7 @@ def _conditions(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
         metric = metric_of(m.group("m"))
         if nxt.low == "means":
             end += 2 if end + 1 < len(t.tokens) and t.tokens[end + 1].low in ("we", "you", "i") else 1
-        t.mark(t.tokens[toks[0].i:end], "condition")
-        out.append(Cue("cond", toks[0].i, end, si, {"metric": metric, "op": _reach(op, metric), "value": value}))
+        out.append(_cond(t, si, toks[0].i, end, metric, _reach(op, metric), value))
     # "Is the accuracy 80% or more? Then deploy it": a condition asked as a question of its own
     for m, toks in t.finditer(rf"(?:(?m:^)|(?<=[;:.,!)>→-]\s))(?:is|are|was|does|did)\s+(?:the\s+|its\s+|their\s+|our\s+)?"
                               rf"{L.METRIC_MOD}(?P<m>{L.METRIC_RX})\s+{L.METRIC_WHERE}", lo, hi, free_only=True):
@@ -231,18 +231,15 @@ def _conditions(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
             continue
         op, value, end = cmp
         metric = metric_of(m.group("m"))
-        t.mark(t.tokens[toks[0].i:end], "condition")
+        out.append(_cond(t, si, toks[0].i, end, metric, _reach(op, metric), value, m.group(0)))
         so = t.match_at(r"\?\s+(?:if\s+so|if\s+yes|if\s+it\s+is|yes\s*\?)\s*,?", end, min(end + 5, len(t.tokens)))
         if so is not None:      # "Is accuracy below 0.6? If so, send 'bad model'": the answer's words
             t.mark([x for x in so[1] if x.text != "?"], "condition")
-        out.append(Cue("cond", toks[0].i, end, si, {"metric": metric, "op": _reach(op, metric), "value": value,
-                                                       "held_out": _held_out(m.group(0))}))
     for m, toks in t.finditer(rf"(?:(?m:^)|(?<=[;:.,)>→-]\s))(?P<op>>=|≥|<=|≤|>|<)\s*(?P<v>{L.NUMV})\s+(?P<m>{L.METRIC_RX})(?=\s*[?:→]|\s*->)",
                               lo, hi, free_only=True):      # "≥80% accuracy? deploy as x"
         op = {"≥": ">=", "≤": "<="}.get(m.group("op"), m.group("op"))
-        t.mark(toks, "condition")
-        out.append(Cue("cond", toks[0].i, toks[-1].i + 1, si, {"metric": metric_of(m.group("m")), "op": op,
-                                                               "value": number(float(t.literal(m.group("v")).value()))}))
+        out.append(_cond(t, si, toks[0].i, toks[-1].i + 1, metric_of(m.group("m")), op,
+                         number(float(t.literal(m.group("v")).value()))))
     for _, toks in t.finditer(rf"\b{L.ELSE_CUE}\b", lo, hi, free_only=True):
         t.mark(toks, "otherwise")
         out.append(Cue("else", toks[0].i, toks[-1].i + 1, si))

@@ -440,14 +440,15 @@ TARGET_COLUMN = (r"\b(?:to\s+)?(?:predict|predicting|forecast|forecasting|estima
                  r"|\b(?:with|using|taking)\s+(?:the\s+)?(?P<c>[a-z_][a-z0-9_]*)\s+(?:column\s+)?as\s+(?:the\s+|its\s+)?"
                  r"(?:target|label)(?:\s+column)?\b"
                  r"|\b(?:the\s+)?(?:target|label)(?:\s+column\s*(?:=|:|is)?|\s*(?:=|:)|\s+column\s+named)\s*(?P<d>[a-z_][a-z0-9_]*)\b")
-# the column said as one word right after what names it, the word ending a clause: "a linear model
-# predicting minutes, ...", "linear regression, target heat_mwh", "a regression for minutes with
-# ..." ("predicting finish times", two words, stays the model's purpose)
-# words after those that name no column: a pronoun, a metric ("target rmse"), a time word
+# words after "predicting" / "target" that name no column: a pronoun, a time word (and a metric:
+# "target rmse")
 NOT_TARGETS = {"the", "a", "an", "it", "its", "them", "this", "that", "which", "what", "whether", "how", "who", "when",
                "each", "every", "all", "future", "later", "now", "us", "me", "you", "of", "is", "value", "values"}
 _CLAUSE_END = r"(?=\s*(?:[,.;:!?)\]]|->|→|$)|\s+(?:from|on|with|using|and|then|in|at|over|under|no|not|capped|limited)\b)"
 _COLUMN = rf"(?!(?:{'|'.join(sorted(NOT_TARGETS))}|{METRIC_RX})\b)[a-z_][a-z0-9_]*"
+# the column said as one word right after what names it, the word ending a clause: "a linear model
+# predicting minutes, ...", "linear regression, target heat_mwh", "a regression for minutes with
+# ..." ("predicting finish times", two words, stays the model's purpose)
 TARGET_WORD = (rf"\b(?:predicting|to\s+predict|that\s+predicts|which\s+predicts|forecasting|to\s+forecast)\s+(?P<e>{_COLUMN})"
                + _CLAUSE_END + rf"|(?:(?<=regression\s)|(?<=regressor\s)|(?<=model\s)|(?<=classifier\s))for\s+(?P<f>{_COLUMN})"
                + _CLAUSE_END + rf"|\btarget\s+(?P<g>{_COLUMN})" + _CLAUSE_END)

@@ -177,10 +177,14 @@ END_PHRASES = (r"\b(?:(?:when|once)\s+(?:it\s+is\s+|it\s*'s\s+|everything\s+is\s
                r"at\s+the\s+end\s+of\s+(?:the\s+)?(?:run|job|pipeline|workflow)|"
                r"(?:when|once)\s+(?:it|everything|the\s+(?:run|workflow|pipeline|job))\s+(?:stops|has\s+stopped|ends|is\s+over))\b")
 # words that restrict or rule out: never context ("(excluding refunds)" asks for a filter no step makes)
-RESTRICTING = {"only", "just", "except", "excluding", "excepting", "without", "never", "nor", "not", "no", "but",
+# words that take a step back or leave something out ("dedup x.csv without normalizing it")
+NEGATIONS = {"without", "except", "excluding", "excepting", "never", "nor"}
+RESTRICTING = NEGATIONS | {"only", "just", "not", "no", "but",
                "keep", "keeping", "filter", "filtered", "drop", "dropping", "remove", "removing", "skip", "skipping",
                "ignore", "ignoring", "omit", "omitting", "sorted", "sort", "where", "first", "last", "latest", "recent",
                "previous", "current", "top", "bottom", "newest", "oldest"}
+# what opens a statement about the user or the data ("We run a chain of bakeries ...", "Our analysts ...")
+SUBJECT_WORDS = {"we", "our", "the", "this", "these", "my", "i", "i'm", "it", "they", "their", "we're", "each", "every"}
 # "when both are done": the join after a parallel group (the next step follows every member)
 JOIN_PHRASES = (r"\b(?:when|once|after)\s+(?:both|all(?:\s+of\s+them)?|they|these|the\s+(?:two|NUM\d+)|each|everything)\s+"
                 r"(?:(?:are|is|have|has)\s+)?(?:both\s+|all\s+)?(?:been\s+)?(?:done|finished|finish|complete|completed|complete|through|over|ready|run|loaded|read|in|arrived|landed)\b")

@@ -111,8 +111,7 @@ def headings(t: Text) -> None:
 # what opens a sentence that only tells where the data comes from or who the user is ("We run a
 # chain of bakeries and keep daily sales in sales.csv.", "Context: churn.csv has one row per
 # subscriber.", "Our analysts upload weekly numbers to sales.csv.")
-CONTEXT_SUBJECTS = {"we", "our", "the", "this", "these", "my", "i", "i'm", "it", "they", "their", "we're", "each",
-                    "every"}
+CONTEXT_SUBJECTS = L.SUBJECT_WORDS
 CONTEXT_LEADS = {"context", "background", "fyi", "note", "btw", "nb", "setup", "situation"}
 # the data's faults: said of the data, they may ask for a cleaning ("We have duplicates in x.csv.")
 FAULT_NOUNS = {"duplicates", "dupes", "nulls", "nans", "outliers", "errors"}   # never a description of the data
@@ -146,9 +145,8 @@ PREDICT_GOAL = (r"\b(?:and\s+)?(?:(?:we|i)\s+)?(?:want|wants|need|needs|would\s+
                 r"(?:predict|forecast|estimate)\s+(?:the\s+|its\s+)?(?P<x>[a-z_][a-z0-9_]*)\b")
 
 
-def _goals(t: Text, lo: int, hi: int) -> set[int]:
-    """The tokens of a goal that names the column a training of the plan learns."""
-    learned = {x.low for x in t.tokens if x.used == "target"}
+def _goals(t: Text, lo: int, hi: int, learned: set[str]) -> set[int]:
+    """The tokens of a goal that names a column a training of the plan learns (``learned``)."""
     out: set[int] = set()
     for m, toks in t.finditer(PREDICT_GOAL, lo, hi, free_only=True):
         if m.group("x") in learned:
@@ -174,8 +172,9 @@ def context_sentences(t: Text) -> None:
     analysts ...", "The file x.csv ...") or a lead-in ("Context:", "FYI"), holds no number, metric,
     model, condition, negation or request word (but a goal that names the column a training
     learns: "... and want to predict final_gravity"), and another sentence asks for the steps."""
+    learned = {x.low for x in t.tokens if x.used == "target"}
     for lo, hi, asks in _asking_sentences(t, beside_loads=True):
-        goal = _goals(t, lo, hi)
+        goal = _goals(t, lo, hi, learned)
         toks = [x for x in t.tokens[lo:hi] if not (x.kind == "punct" and x.text in ".:,") and x.i not in goal]
         if asks or not toks or t.tokens[hi - 1].text in ("?", "!"):
             continue
