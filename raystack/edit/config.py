@@ -50,6 +50,19 @@ class InnerConfig(ConfigBase):
         return self.lr * (self.lr_min_ratio + (1 - self.lr_min_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
+def check_fragments_fit(model: str, fragments: int) -> None:
+    """``sync.fragments`` needs at least one block per fragment: the model's blocks are its
+    embeddings, each decoder layer, and the final norm with the head."""
+    from raystack.models.load import load_model_config
+    try:
+        layers = getattr(load_model_config(model), "num_hidden_layers", None)
+    except ConfigError:
+        return                            # the model field's own check names what is wrong
+    if layers is not None and fragments > layers + 2:
+        raise ConfigError("sync.fragments", f"must be at most {layers + 2} for {model} (its blocks: embeddings, "
+                          f"{layers} decoder layers, final norm + head), got {fragments}")
+
+
 @dataclass
 class SyncConfig(ConfigBase):
     """When and how replicas synchronise."""
@@ -67,12 +80,22 @@ class SyncConfig(ConfigBase):
     overlap_eager: bool = option(False, "with overlap_steps > 0: at the sync point each replica steps to its own "
                                  "estimate of the outer update (its pseudo-gradient for the average) and trains the "
                                  "tau steps from there; the real update replaces the estimate when it lands")
+    fragments: int = option(1, "F: blocks split into F contiguous groups of about equal size, each synced at its own "
+                            "point of the H-step window (mode edit; 1: every block at once, the paper's method)",
+                            ge=1, le=100_000)
     compression: Compression = option("none", "pseudo-gradients on the wire: none (fp32), fp16, bf16 or int8")
     error_feedback: bool = option(True, "carry what compression lost into the next sync")
 
     def validate(self) -> None:
         if self.overlap_steps >= self.h:
             raise ConfigError("overlap_steps", f"must be in [0, h={self.h}), got {self.overlap_steps}")
+        if self.fragments > self.h:
+            raise ConfigError("fragments", f"must be in [1, h={self.h}] (one sync point per step at most), "
+                              f"got {self.fragments}")
+        if self.fragments > 1 and self.overlap_steps >= self.h // self.fragments:
+            raise ConfigError("overlap_steps", f"must be < h // fragments = {self.h // self.fragments} with "
+                              f"fragments={self.fragments} (a fragment's update lands before the next "
+                              f"fragment syncs), got {self.overlap_steps}")
 
 
 @dataclass
@@ -218,6 +241,11 @@ class EDiTConfig(ConfigBase):
         if self.sync.overlap_steps and (self.mode != "edit" or not self.sync.layerwise):
             problems.add("sync.overlap_steps", f"needs mode edit with sync.layerwise on (A-EDiT agrees on a "
                          f"sync before it starts), got mode {self.mode} (layerwise={self.sync.layerwise})")
+        if self.sync.fragments > 1 and (self.mode != "edit" or not self.sync.layerwise):
+            problems.add("sync.fragments", f"needs mode edit with sync.layerwise on (A-EDiT and the blocking "
+                         f"modes sync every block at once), got mode {self.mode} (layerwise={self.sync.layerwise})")
+        elif self.sync.fragments > 1:
+            problems.collect(check_fragments_fit, self.model, self.sync.fragments)
         if self.full_shard and self.shards < 2:
             problems.add("full_shard", f"needs shards >= 2 (ranks per replica to shard over), got shards={self.shards}")
         problems.raise_if_any()
@@ -235,6 +263,11 @@ class EDiTConfig(ConfigBase):
     def overlap_steps(self) -> int:
         """tau of the overlapped outer update (0 outside EDiT's layer-wise sync)."""
         return self.sync.overlap_steps if self.uses_layerwise else 0
+
+    @property
+    def fragments(self) -> int:
+        """F of the staggered fragments (1 outside EDiT's layer-wise sync)."""
+        return self.sync.fragments if self.mode == "edit" and self.sync.layerwise else 1
 
     @property
     def outer_lr(self) -> float:

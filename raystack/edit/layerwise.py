@@ -8,6 +8,9 @@ apply the outer step, write θ_sync into the block) on a syncer object.
 With a delay of τ forwards (the overlapped outer update), the first τ forwards after the sync
 only call ``progress()`` (let the syncer start what is ready, never blocking); the blocks are
 finished in the pre-hooks of forward τ + 1.
+
+An armed sync may cover only some blocks (one fragment, ``sync.fragments``); the others' hooks
+pass through.
 """
 from __future__ import annotations
 
@@ -35,6 +38,7 @@ class LayerwiseSync:
         self.prefetch = prefetch
         self._launched: set[int] = set()
         self._finished: set[int] = set()
+        self._armed: list[int] = []              # the blocks this sync covers, in forward order
         self.active = False
         self.order: list[tuple[str, int]] = []   # ("launch"|"finish", block): for tests/tracing
         self._delay = 0                          # forwards to let pass before finishing
@@ -43,22 +47,23 @@ class LayerwiseSync:
         self._handles = [m.register_forward_pre_hook(self._hook_for(i), prepend=True)
                          for i, m in enumerate(modules)]
 
-    def arm(self, launch_first: bool = True, delay_forwards: int = 0) -> None:
-        """Sync every block during the forward ``delay_forwards`` + 1 from now (with no delay,
-        optionally start block 0's collective now)."""
+    def arm(self, launch_first: bool = True, delay_forwards: int = 0, blocks: list[int] | None = None) -> None:
+        """Sync every block (or ``blocks``) during the forward ``delay_forwards`` + 1 from now
+        (with no delay, optionally start the first block's collective now)."""
         self._launched.clear()
         self._finished.clear()
         self.order.clear()
+        self._armed = sorted(blocks) if blocks is not None else list(range(len(self.modules)))
         self.active = True
         self._delay, self._forwards = delay_forwards, 0
         if launch_first and delay_forwards == 0:
-            self._launch(0)
+            self._launch(self._armed[0])
 
     def flush(self) -> None:
         """Finish every block not yet synced (a sync without a forward: end of run, checkpoint)."""
         if not self.active:
             return
-        for b in range(len(self.modules)):
+        for b in self._armed:
             self._complete(b)
         self.active = False
 
@@ -68,8 +73,8 @@ class LayerwiseSync:
             h.remove()
         self._handles = []
 
-    def _launch(self, b: int) -> None:
-        if b < len(self.modules) and b not in self._launched:
+    def _launch(self, b: int | None) -> None:
+        if b is not None and b not in self._launched:
             self._launched.add(b)
             self.order.append(("launch", b))
             self.syncer.launch(b)
@@ -79,7 +84,7 @@ class LayerwiseSync:
             return
         self._launch(b)
         if self.prefetch:
-            self._launch(b + 1)
+            self._launch(next((a for a in self._armed if a > b), None))
         self._finished.add(b)
         self.order.append(("finish", b))
         self.syncer.finish(b)
@@ -94,9 +99,11 @@ class LayerwiseSync:
                 self.syncer.progress()
                 return None
             # Blocks run in order; a block whose hook did not fire (unused module) is done here.
-            for earlier in range(b + 1):
+            for earlier in self._armed:
+                if earlier > b:
+                    break
                 self._complete(earlier)
-            if len(self._finished) == len(self.modules):
+            if len(self._finished) == len(self._armed):
                 self.active = False
             return None
         return hook

@@ -23,6 +23,9 @@ Nesterov step with its own Δ_b in place of the replicas' average (θ_sync and t
 not touched), and trains from there; when the average lands, the real step replaces the
 estimate and the τ steps are kept: θ_b ← θ_sync_b + (θ_b − the estimate). When every replica's
 Δ_b is the same, the estimate is the update and the τ steps are exactly EDiT's.
+
+A round covers every block, or with ``sync.fragments`` > 1 one fragment's blocks (the other
+blocks keep training locally; each fragment has its own sync point in the window).
 """
 from __future__ import annotations
 
@@ -80,9 +83,10 @@ class SyncRound:
     """One sync in flight on this rank."""
 
     meta: object                                   # handle of the decision's all-gather
+    blocks: list[int]                              # the blocks this round syncs, in forward order
     deltas: dict[int, torch.Tensor]                # Δ_b, until launched (then the all-reduce buffer)
     anchors: dict[int, torch.Tensor]               # θ_b at the sync point (overlapped update only)
-    decisions: list[BlockDecision] | None = None
+    decisions: dict[int, BlockDecision] | None = None
     handles: dict[int, object] = field(default_factory=dict)
     launched: set[int] = field(default_factory=set)
     applied: set[int] = field(default_factory=set)
@@ -144,12 +148,15 @@ class OuterSync:
             self.feedback.load_state_dict(state["feedback"])
 
     # -- stage 1: prepare ------------------------------------------------------------------------
-    def begin(self, meta_prefix: list[float]) -> None:
-        """At a sync point: Δ and its squared norm for every block, and the start of the
-        decision's all-gather (``meta_prefix`` + the norms, one row per rank)."""
+    def begin(self, meta_prefix: list[float], blocks: list[int] | None = None) -> None:
+        """At a sync point: Δ and its squared norm for every block of the round (``blocks``:
+        one fragment's; default all), and the start of the decision's all-gather
+        (``meta_prefix`` + the norms, one row per rank)."""
+        blocks = list(range(self.num_blocks)) if blocks is None else list(blocks)
         with self.timer.phase("decide"):
             deltas, anchors, sq = {}, {}, []
-            for b, ts in enumerate(self.theta_sync):
+            for b in blocks:
+                ts = self.theta_sync[b]
                 current = self.shards.read(b).to(ts.device)
                 if self.overlap:
                     anchors[b] = current
@@ -165,7 +172,7 @@ class OuterSync:
             handle = self.meta_comm.all_gather(meta, async_op=True)
         if self.eager:
             self._step_to_estimate(deltas, anchors, partial)
-        self.round = SyncRound(handle, deltas, anchors)
+        self.round = SyncRound(handle, blocks, deltas, anchors)
         held = sum(t.numel() * t.element_size() for t in list(deltas.values()) + list(anchors.values()))
         self.peak_round_bytes = max(self.peak_round_bytes, held)
 
@@ -176,8 +183,8 @@ class OuterSync:
             if self.replica_comm is not None:         # Δ_b's norm over the replica's shards
                 sq = self.replica_comm.all_reduce(torch.tensor(sq, dtype=torch.float64), op="sum").tolist()
             clip = self.cfg.penalty.clip if self.cfg.uses_penalty else 0.0
-            for b, delta in deltas.items():
-                coef = clip_coefficient(math.sqrt(sq[b]), clip)
+            for i, (b, delta) in enumerate(deltas.items()):    # in the round's block order
+                coef = clip_coefficient(math.sqrt(sq[i]), clip)
                 estimate = self.theta_sync[b].clone()
                 nesterov_step(estimate, self.momentum[b].clone(), delta * coef if coef != 1.0 else delta,
                               self.cfg.outer_lr, self.cfg.outer_momentum, self.cfg.outer.nesterov)
@@ -196,22 +203,23 @@ class OuterSync:
 
     # -- stage 2: decide -------------------------------------------------------------------------
     def decide(self, rows: list[torch.Tensor], steps: list[int] | None = None) -> None:
-        """The penalty's weights for every block from every rank's meta row. ``steps``
-        (A-EDiT): each replica's steps since the last sync; norms are taken per step and
-        the weights scaled by the steps."""
+        """The penalty's weights for every block of the round from every rank's meta row.
+        ``steps`` (A-EDiT): each replica's steps since the last sync; norms are taken per step
+        and the weights scaled by the steps."""
         with self.timer.phase("decide"):
             S, R = self.cfg.shards, self.cfg.replicas
-            decisions = []
-            for b in range(self.num_blocks):
-                norms = [math.sqrt(sum(float(rows[r * S + s][META_NORMS + b]) for s in range(S)))
+            decisions = {}
+            for i, b in enumerate(self.round.blocks):
+                norms = [math.sqrt(sum(float(rows[r * S + s][META_NORMS + i]) for s in range(S)))
                          for r in range(R)]
                 if steps is not None:
                     norms = [g / max(n, 1) for g, n in zip(norms, steps)]
                 d = self.penalty.decide(b, norms, steps)
-                decisions.append(d)
+                decisions[b] = d
                 self.counters.outliers += len(d.outliers)
                 self.counters.skipped_blocks += int(d.skip)
-            self.round.decisions = self.last_decisions = decisions
+            self.round.decisions = decisions
+            self.last_decisions = list(decisions.values())
 
     def _ensure_decided(self) -> None:
         if self.round.decisions is None:
@@ -228,7 +236,7 @@ class OuterSync:
                 return
             self._ensure_decided()
         if self.prefetch:
-            for b in range(self.num_blocks):
+            for b in r.blocks:
                 if b not in r.launched:
                     self._launch_one(b)
 
@@ -289,7 +297,7 @@ class OuterSync:
                 self.shards.add(b, torch.sub(ts.to(anchor.device), anchor, out=anchor))
             self.timer.phases["write"] += time.perf_counter() - t0
             r.applied.add(b)
-            if len(r.applied) == self.num_blocks:
+            if len(r.applied) == len(r.blocks):
                 self.round = None
 
     def complete(self) -> None:
@@ -298,10 +306,10 @@ class OuterSync:
         if r is None:
             return
         with self.timer.exposed():
-            for b in range(self.num_blocks):
+            for b in r.blocks:
                 if b not in r.launched:
                     self._ensure_decided()
                     self._launch_one(b)
-            for b in range(self.num_blocks):
+            for b in r.blocks:
                 if b not in r.applied:
                     self.finish(b)

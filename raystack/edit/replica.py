@@ -18,6 +18,7 @@ from torch import nn
 
 from raystack.comm.network import NetworkModel
 from raystack.edit.config import EDiTConfig
+from raystack.edit.fragments import fragment_due, fragment_offsets, split_fragments
 from raystack.edit.fsdp import FsdpShards, full_tensor, local_tensor, shard_blocks
 from raystack.edit.layerwise import LayerwiseSync
 from raystack.edit.memory import model_state_bytes, peak_rss_bytes
@@ -77,6 +78,10 @@ class EDiTRank:
             shard_blocks(model, llama_block_specs(model), fsdp_comm.process_group)
         self.blocks = blocks if blocks is not None else llama_blocks(model)
         self.layouts = [ShardLayout(b.numel, S, self.shard) for b in self.blocks]
+        # staggered fragments: which blocks each sync point of the window covers (None: all)
+        self.fragments = (split_fragments([b.numel for b in self.blocks], cfg.fragments)
+                          if cfg.fragments > 1 else None)
+        self.fragment_offsets = fragment_offsets(cfg.sync.h, cfg.fragments) if self.fragments else None
         self.shards = FsdpShards(self.blocks) if cfg.full_shard else ReplicatedShards(
             self.blocks, self.layouts, self.replica_comm)
         self.optimizer = self._make_optimizer()
@@ -302,7 +307,8 @@ class EDiTRank:
             self.done = c.step >= self.cfg.steps
             return False
         want_stop = c.step >= self.cfg.steps
-        proposed = self.trigger.should_sync(c.steps_since_sync)
+        fragment = self._due_fragment()
+        proposed = fragment is not None
         if self.cfg.mode != "aedit":
             proposed = proposed or want_stop   # A-EDiT stops on the summed budget, at a sync
         if self.cfg.mode == "aedit" and self.replica_comm is not None:
@@ -314,12 +320,21 @@ class EDiTRank:
         with self.timer.exposed():
             if self.outer.pending:            # the budget ended inside an overlapped update's window
                 self._finish_pending()
-            return self._start_sync(want_stop)
+            return self._start_sync(want_stop, None if want_stop else fragment)
 
-    def _start_sync(self, want_stop: bool) -> bool:
+    def _due_fragment(self) -> int | None:
+        """Which sync the window is at: 0 when every block's sync is due (the trigger fired),
+        with staggered fragments the fragment whose point this is; None when none is due."""
+        if self.fragments is None:
+            return 0 if self.trigger.should_sync(self.counters.steps_since_sync) else None
+        return fragment_due(self.counters.steps_since_sync, self.fragment_offsets)
+
+    def _start_sync(self, want_stop: bool, fragment: int | None = None) -> bool:
+        """Start a sync of every block, or with staggered fragments of ``fragment``'s blocks."""
         c = self.counters
         S, R = self.cfg.shards, self.cfg.replicas
-        self.outer.begin([float(c.steps_since_sync), float(c.step), 1.0 if want_stop else 0.0])
+        blocks = self.fragments[fragment] if self.fragments is not None and fragment is not None else None
+        self.outer.begin([float(c.steps_since_sync), float(c.step), 1.0 if want_stop else 0.0], blocks)
         stop, quota = False, None
         if self.cfg.mode == "aedit" or want_stop or self.layerwise is None:
             # agree now: A-EDiT's steps decide whether the sync happens; a last sync or a
@@ -347,10 +362,11 @@ class EDiTRank:
         # else EDiT's step trigger: every replica syncs at this step; the decision's all-gather
         # completes in the background and the forward's pre-hooks pick it up
         c.syncs += 1
-        c.steps_since_sync = 0
+        if blocks is None or fragment == len(self.fragments) - 1:   # the window's last sync point
+            c.steps_since_sync = 0
         self.trigger.reset(quota=quota)
         if self.layerwise is not None and not stop:
-            self.layerwise.arm(launch_first=True, delay_forwards=self.cfg.overlap_steps)
+            self.layerwise.arm(launch_first=True, delay_forwards=self.cfg.overlap_steps, blocks=blocks)
             self.outer.progress()
         else:
             self.outer.complete()
@@ -435,7 +451,7 @@ class EDiTRank:
         step (every replica's step counter must agree on when syncs happen)."""
         c = self.counters
         self._sync_first = not self.in_warmup and not self.done and (
-            self.trigger.should_sync(c.steps_since_sync) or c.step >= self.cfg.steps)
+            self._due_fragment() is not None or c.step >= self.cfg.steps)
 
     def heal_state(self) -> dict:
         """What a replacement for a lost rank with this rank's shard index takes from this live
