@@ -7,6 +7,9 @@ One run, the same model (tiny-1m), data (standard-library bytes), token budget a
   network applies to it;
 - post_local_sgd, diloco, edit, aedit: raystack's EDiT code in each mode (H = 16);
 - edit_overlap: EDiT with each block's outer update applied τ inner steps after its sync;
+- edit_stream: the overlapped update on 4 staggered fragments (``sync.fragments``: each group of
+  blocks synced at its own point of the window, so one sync carries a quarter of the model),
+  applied 2 steps after its sync;
 - edit_fp16 / edit_int8: EDiT with compressed pseudo-gradients (error feedback);
 - torchft_diloco / torchft_streaming: torchft 0.2.0's DiLoCo and Streaming DiLoCo, their
   Manager.allreduce delayed by the same simulated link (Streaming: its fragment_sync_delay swept,
@@ -37,6 +40,7 @@ from raystack.edit.config import EDiTConfig
 
 PARTS = ("speed", "stragglers", "memory")
 TAU = 4                       # edit_overlap: at r = 4 the wire (~4 steps) hides behind 4 steps (as in edit_quality)
+STREAM = (4, 2)               # edit_stream: a quarter of the wire (~1 step at r = 4) hides behind 2 (as in edit_quality)
 STREAMING_FRAGMENTS = 2
 STREAMING_DELAYS = [0, 1, 2, 4, 7]    # fragment_sync_delay values tried (< H / fragments)
 SPEED_GOALS = {0.25: 0.97, 1.0: 1.2, 4.0: 3.0}
@@ -77,6 +81,7 @@ def main() -> None:
     rs = [float(x) for x in args.r.split(",")] if args.r else [4.0] if quick else [0.25, 1.0, 4.0]
     repeats = args.repeats or (1 if quick else 3)
     tau = min(args.tau, H - 1)
+    stream = {"fragments": min(STREAM[0], H), "overlap_steps": min(STREAM[1], H // min(STREAM[0], H) - 1)}
     base = {"model": "tiny-1m", "ranks": 2, "shards": 1, "steps": steps,
             "inner": {"lr": 3e-3, "lr_warmup_steps": 10},
             "sync": {"h": H, "warmup_steps": warmup, "min_steps": 2},
@@ -87,7 +92,7 @@ def main() -> None:
             "run": {"out_dir": "/tmp/raystack_bench_edit", "checkpoint_every": 0, "eval_every": 0}}
     cfg0 = load_config(EDiTConfig, base)
     connect(num_cpus=4, dashboard=False, log_to_driver=False)
-    report = Report("edit", quick, {"steps_per_replica": steps, "H": H, "tau": tau, "eager": args.eager,
+    report = Report("edit", quick, {"steps_per_replica": steps, "H": H, "tau": tau, "eager": args.eager, "stream": stream,
                                     "r": rs, "repeats": repeats,
                                     "parts": parts, **base})
     started = time.perf_counter()
@@ -170,7 +175,8 @@ def main() -> None:
     # -- speed, per r: timed arms interleaved, repeat k with seed k --------------------------------
     if "speed" in parts:
         timed = [("ddp", "ddp", {}), ("diloco", "diloco", {}), ("edit", "edit", {}),
-                 ("edit_overlap", "edit", {"overlap_steps": tau, "overlap_eager": args.eager})]
+                 ("edit_overlap", "edit", {"overlap_steps": tau, "overlap_eager": args.eager}),
+                 ("edit_stream", "edit", stream)]
         once = [("post_local_sgd", "post_local_sgd", {}), ("aedit", "aedit", {}),
                 ("edit_fp16", "edit", {"compression": "fp16"}), ("edit_int8", "edit", {"compression": "int8"})]
         if quick:                       # the code paths only: A-EDiT runs in the straggler part
@@ -294,11 +300,20 @@ def main() -> None:
                               f"EDiT overlapped (tau={tau}{', eager' if args.eager else ''}) exposed outer-sync time "
                               f"over DiLoCo's at r={r} "
                               f"(per repeat: {each})")
+                value, each = paired(f"edit_stream@r={r}", f"diloco@r={r}", "exposed_per_step_s")
+                report.target(f"stream_exposed_vs_diloco_r{r}", value, "<=", 0.2,
+                              f"EDiT overlapped on {stream['fragments']} staggered fragments (tau="
+                              f"{stream['overlap_steps']}) exposed outer-sync time over DiLoCo's at r={r} "
+                              f"(per repeat: {each})")
         if torchft and 4.0 in rs:
             value, each = paired("edit_overlap@r=4.0", "torchft_streaming@r=4.0", "tokens_per_s")
             report.target("overlap_vs_torchft_streaming_r4", value, ">=", 1.15,
                           f"EDiT overlapped tokens/s over torchft Streaming DiLoCo's (best fragment delay) at r=4 "
                           f"(per repeat: {each})")
+            value, each = paired("edit_stream@r=4.0", "torchft_streaming@r=4.0", "tokens_per_s")
+            report.target("stream_vs_torchft_streaming_r4", value, ">=", 1.15,
+                          f"EDiT overlapped on staggered fragments, tokens/s over torchft Streaming DiLoCo's (best "
+                          f"fragment delay) at r=4 (per repeat: {each})")
         r_c = rs[-1]
         fp16, int8 = results[f"edit_fp16@r={r_c}"], results[f"edit_int8@r={r_c}"]
         report.target("int8_bytes_vs_fp16", int8["wire_bytes_per_rank"]["outer"] / fp16["wire_bytes_per_rank"]["outer"],
@@ -338,7 +353,7 @@ def main() -> None:
                 "their exposed sync is the time spent in DiLoCo's optimizer hooks")
     report.note("exposed sync: wall time a rank is blocked on outer-sync work (decision, launches, waits, outer "
                 "step, write-back), per rank-step in the steady segment")
-    report.note(f"timed arms (ddp, diloco, edit, edit_overlap per r; torchft_streaming at r=4; straggler edit/aedit): "
+    report.note(f"timed arms (ddp, diloco, edit, edit_overlap, edit_stream per r; torchft_streaming at r=4; straggler edit/aedit): "
                 f"{repeats} interleaved repeats, repeat k with seed k; per-arm figures are medians, targets the median "
                 "of per-repeat paired ratios; other arms ran once, seed 0")
     if "speed" in parts:  # once per full run: EDiT's tokenizing pass on this machine's cores

@@ -4,8 +4,9 @@ Loss does not depend on the network, so there is no network model here: each job
 one model, one seed) runs its replicas as threads of one process over an in-process comm
 (``raystack.edit.localcomm``), and two jobs run at a time (two processes, one per core).
 Arms: synchronous data parallel (``ddp``: a gradient all-reduce every step), Post Local SGD,
-DiLoCo, EDiT, A-EDiT, EDiT with the overlapped outer update (``edit_overlap``, τ steps), EDiT
-with fp16 and int8 pseudo-gradients (error feedback on), torchft 0.2.0's DiLoCo and Streaming
+DiLoCo, EDiT, A-EDiT, EDiT with the overlapped outer update (``edit_overlap``, τ steps), the
+overlapped update on staggered fragments (``edit_stream``: F groups of blocks, each synced at its
+own point of the window, τ_F steps late), EDiT with fp16 and int8 pseudo-gradients (error feedback on), torchft 0.2.0's DiLoCo and Streaming
 DiLoCo (its Manager and lighthouse, replicas as threads as well). Every arm trains the same
 tokens: replicas x steps x batch. Writes loss-vs-tokens PNGs next to the JSON.
 
@@ -22,11 +23,12 @@ from pathlib import Path
 
 from common import Report, parse_args
 
-ARMS_1M = ["ddp", "post_local_sgd", "diloco", "edit", "aedit", "edit_overlap", "edit_fp16", "edit_int8",
-           "torchft_diloco", "torchft_streaming"]
-ARMS_20M = ["ddp", "diloco", "edit", "edit_overlap"]
+ARMS_1M = ["ddp", "post_local_sgd", "diloco", "edit", "aedit", "edit_overlap", "edit_stream", "edit_fp16",
+           "edit_int8", "torchft_diloco", "torchft_streaming"]
+ARMS_20M = ["ddp", "diloco", "edit", "edit_overlap", "edit_stream"]
 H = 16
 TAU = 4                  # edit_overlap: outer update applied 4 inner steps after its sync
+STREAM = (4, 2)          # edit_stream: 4 staggered fragments, each applied 2 steps after its sync
 FRAGMENTS = 2            # torchft Streaming DiLoCo: model fragments, synced in turn
 STREAMING_DELAY = 2      # its fragment_sync_delay (< H / FRAGMENTS)
 SMOOTH = 64              # steps in the running mean of the training-loss curves
@@ -65,16 +67,24 @@ def arm_config(arm: str, model: str, size: dict, seed: int, quick: bool, outer: 
            "data": {"max_bytes": 300_000 if quick else 4_000_000, "batch_size": size["batch"], "seq_len": size["seq"]},
            "run": {"seed": seed}}
     mode = {"ddp": "sync", "edit_overlap": "edit", "edit_eager": "edit", "edit_fp16": "edit", "edit_int8": "edit",
-            "edit_nopenalty": "edit"}.get(arm, arm)
+            "edit_nopenalty": "edit", "edit_stream": "edit"}.get(arm, arm)
     cfg["mode"] = "diloco" if arm.startswith("torchft") else mode
     if arm in ("edit_overlap", "edit_eager"):
         cfg["sync"]["overlap_steps"] = min(tau, h - 1)
         cfg["sync"]["overlap_eager"] = arm == "edit_eager"
+    if arm == "edit_stream":
+        cfg["sync"].update(stream_sync(h))
     if arm == "edit_nopenalty":                 # not a default arm: what the penalty costs (--arms)
         cfg["penalty"]["enabled"] = False
     if arm in ("edit_fp16", "edit_int8"):
         cfg["sync"]["compression"] = arm.split("_")[1]
     return cfg
+
+
+def stream_sync(h: int) -> dict:
+    """edit_stream's sync fields at window length ``h`` (STREAM, shortened to fit a short window)."""
+    fragments = min(STREAM[0], h)
+    return {"fragments": fragments, "overlap_steps": min(STREAM[1], h // fragments - 1)}
 
 
 # -- one job, in a pool process --------------------------------------------------------------------
@@ -162,7 +172,7 @@ def _run_edit(cfg, evals: int) -> dict:
     corpus, val, final_val = _data(cfg)
     models = [build_model(cfg.model, seed=cfg.run.seed) for _ in range(cfg.ranks)]  # not in threads: RNG
     every_steps = max(1, cfg.steps // evals)
-    every_syncs = max(1, every_steps // cfg.sync.h)
+    every_syncs = max(1, every_steps // cfg.sync.h) * cfg.fragments   # a fragment's sync counts as one
     tokens_per_step = cfg.data.batch_size * cfg.data.seq_len
 
     def rank_fn(comm):
@@ -408,7 +418,8 @@ def main() -> None:
             if arm != "ddp":
                 value, sp = ratio(arm)
                 report.arm(f"{arm}@{model}", val_loss_over_ddp=sp)
-        goals = {"edit": 1.02, "aedit": 1.02, "edit_overlap": 1.03, "edit_fp16": 1.03, "edit_int8": 1.03}
+        goals = {"edit": 1.02, "aedit": 1.02, "edit_overlap": 1.03, "edit_stream": 1.03, "edit_fp16": 1.03,
+                 "edit_int8": 1.03}
         for arm, goal in goals.items():
             if arm in runs:
                 value, sp = ratio(arm)
@@ -433,8 +444,11 @@ def main() -> None:
                 "(torchft's arms: none), inner AdamW with a linear ramp and a cosine decay to 10%; the outer optimizer "
                 "and the warm-up were chosen on seeds that are not the benchmark's (tiny-1m: 10-12 at 1,000 steps; "
                 "tiny-20m: 10 and 11 at 500 steps)")
+    stream = stream_sync(h)
     report.note(f"H = {h}; edit_overlap applies each block's outer update {min(args.tau, h - 1)} inner steps after its "
-                f"sync; torchft_streaming: {FRAGMENTS} fragments, fragment_sync_delay "
+                f"sync; edit_stream syncs {stream['fragments']} staggered fragments of blocks, one every "
+                f"{h // stream['fragments']} steps, each applied {stream['overlap_steps']} steps after its sync (its curve's "
+                f"points mix synced and unsynced fragments; its final figure is after a sync of every block); torchft_streaming: {FRAGMENTS} fragments, fragment_sync_delay "
                 f"{min(STREAMING_DELAY, h // FRAGMENTS - 1)}; torchft "
                 "arms have no synchronous warm-up (torchft has none) and are evaluated on their global parameters")
     report.note(f"whole run {time.perf_counter() - started:.0f} s on this machine")
