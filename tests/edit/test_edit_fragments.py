@@ -1,6 +1,8 @@
 """Staggered fragments (``sync.fragments``): each group of blocks synced at its own point of the
 window, through the rank code (replicas as threads over an in-process comm, the tiny Llama of
 the equivalence tests: 4 blocks, embeddings, 2 layers, norm + head)."""
+import copy
+
 import pytest
 import torch
 
@@ -32,20 +34,22 @@ def test_fragments_sync_at_evenly_spread_points_the_last_at_h():
     assert [fragment_due(k, [4, 8, 12, 16]) for k in range(0, 18, 2)] == [None, None, 0, None, 1, None, 2, None, 3]
 
 
-def _fragment_run(tau: int, steps: int = 10):
-    """2 replicas, h = 4, 2 fragments, plain averaging (outer lr 1, no momentum, no penalty): at
-    every sync, each replica's parameters right after the update is applied."""
-    cfg = _config({"ranks": 2, "steps": steps, "sync": {"h": 4, "fragments": 2, "overlap_steps": tau},
+def _fragment_run(tau: int, shards: int = 1, steps: int = 10):
+    """2 replicas of ``shards`` ranks, h = 4, 2 fragments, plain averaging (outer lr 1, no
+    momentum, no penalty): at every sync, each rank's parameters at the sync point, just before
+    the update is applied, and right after."""
+    cfg = _config({"ranks": 2 * shards, "shards": shards, "steps": steps,
+                   "sync": {"h": 4, "fragments": 2, "overlap_steps": tau},
                    "penalty": {"enabled": False}, "outer": {"lr": 1.0, "momentum": 0.0}})
 
     def rank_fn(comm):
-        r = EDiTRank(cfg, tiny_llama(), comm, ReplicaBatches(comm.rank, 0, 1))
+        replica, shard = divmod(comm.rank, shards)
+        r = EDiTRank(cfg, tiny_llama(), comm, ReplicaBatches(replica, shard, shards))
         syncs = []
         while not r.done:
             r.train_step()
             if r.maybe_sync():
-                at_sync = [list(b.params) for b in r.blocks]
-                at_sync = [[p.detach().clone() for p in ps] for ps in at_sync]
+                at_sync = [[p.detach().clone() for p in b.params] for b in r.blocks]
                 for _ in range(tau):
                     if r.done:
                         break
@@ -56,16 +60,18 @@ def _fragment_run(tau: int, steps: int = 10):
                 after = [[p.detach().clone() for p in b.params] for b in r.blocks]
                 syncs.append((r.counters.step, at_sync, before, after))
         return r.fragments, syncs, r.counters.syncs, _params(r.model)
-    return cfg, run_in_threads(2, rank_fn)
+    return cfg, run_in_threads(cfg.ranks, rank_fn)
 
 
-@pytest.mark.parametrize("tau", [0, 1])
-def test_each_fragment_syncs_only_its_blocks_at_its_own_point(tau):
+@pytest.mark.parametrize("tau, shards", [(0, 1), (1, 1), (1, 2)])
+def test_each_fragment_syncs_only_its_blocks_at_its_own_point(tau, shards):
     """With 2 fragments over 4 blocks and h = 4 (warm-up 2 steps), fragment 0 syncs at steps 4,
     8 and fragment 1 at 6, 10 (the last, at the end of the run, syncs every block). A fragment's
     blocks land on the replicas' average at its sync point (plus each replica's own τ steps since);
-    the other fragment's blocks are left as each replica trained them."""
-    cfg, ((fragments, syncs0, n0, end0), (_, syncs1, n1, end1)) = _fragment_run(tau)
+    the other fragment's blocks are left as each replica trained them. With S = 2 ranks per
+    replica each rank syncs its shard of every block and the replica's ranks stay equal."""
+    cfg, out = _fragment_run(tau, shards)
+    (fragments, syncs0, n0, end0), (_, syncs1, n1, end1) = out[0], out[shards]
     assert fragments == [[0, 1], [2, 3]]
     steps = [s for s, *_ in syncs0]
     assert steps == [4 + tau, 6 + tau, 8 + tau, 10][:len(steps)] and n0 == n1 == len(steps) == 4
@@ -82,6 +88,41 @@ def test_each_fragment_syncs_only_its_blocks_at_its_own_point(tau):
                     assert not torch.allclose(a0, a1), (k, b)
     for x, y in zip(end0, end1):          # the run ends with every block synced
         assert torch.allclose(x, y, atol=1e-6, rtol=0)
+    for rank in range(1, shards):         # a replica's ranks hold the same parameters
+        for x, y in zip(end0, out[rank][3]):
+            assert torch.allclose(x, y, atol=1e-6, rtol=0)
+
+
+def test_a_run_resumed_mid_window_keeps_the_fragments_schedule():
+    """A rank's state taken at step 7 (fragment 0 synced at 4 and 8, fragment 1 at 6 and 10: mid
+    window) and loaded into fresh ranks continues exactly as the run it came from (Nesterov,
+    the penalty, τ = 1)."""
+    cfg = _config({"ranks": 2, "steps": 14, "sync": {"h": 4, "fragments": 2, "overlap_steps": 1}})
+    saved = {}
+
+    def straight(comm):
+        r = EDiTRank(cfg, tiny_llama(), comm, ReplicaBatches(comm.rank, 0, 1))
+        while not r.done:
+            r.train_step()
+            r.maybe_sync()
+            if r.counters.step == 7:
+                # applies the update in flight, as a checkpoint does; copied, as writing it does
+                saved[comm.rank] = copy.deepcopy(r.state_dict())
+        return _params(r.model), r.counters.syncs
+
+    def resumed(comm):
+        r = EDiTRank(cfg, tiny_llama(), comm, ReplicaBatches(comm.rank, 0, 1))
+        r.load_state_dict(saved[comm.rank])
+        while not r.done:
+            r.train_step()
+            r.maybe_sync()
+        return _params(r.model), r.counters.syncs
+    want = run_in_threads(2, straight)
+    got = run_in_threads(2, resumed)
+    for (pw, nw), (pg, ng) in zip(want, got):
+        assert nw == ng == 6              # syncs at 4, 6, 8, 10, 12 and the last at 14
+        for x, y in zip(pw, pg):
+            assert torch.allclose(x, y, atol=1e-6, rtol=0), float((x - y).abs().max())
 
 
 def test_fragments_with_the_penalty_flag_a_spiking_replica_in_each_fragment():
