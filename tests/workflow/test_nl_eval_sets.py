@@ -28,6 +28,8 @@ HELDOUT7 = REPO / "benchmarks" / "data" / "nl_heldout7.yaml"  # set 7: held out,
 HELDOUT8 = REPO / "benchmarks" / "data" / "nl_heldout8.yaml"  # set 8: held out, written after round 17
 DEV8 = REPO / "benchmarks" / "data" / "nl_dev8.yaml"          # a development set written before round 19
 HELDOUT9 = REPO / "benchmarks" / "data" / "nl_heldout9.yaml"  # set 9: held out, written before round 19
+DEV9 = REPO / "benchmarks" / "data" / "nl_dev9.yaml"          # a development set written before round 20
+HELDOUT10 = REPO / "benchmarks" / "data" / "nl_heldout10.yaml"  # set 10: held out, written before round 20
 DESTRUCTIVE = REPO / "tests" / "workflow" / "data" / "destructive_prompts.yaml"
 
 CANONICAL_KINDS = frozenset(
@@ -47,7 +49,7 @@ STEP_KEYS = frozenset(
 MIN_STEPS = 2
 MAX_STEPS = {HELDOUT.name: 7, HELDOUT4.name: 8, HELDOUT5.name: 8,   # what each set's author was asked for
              HELDOUT6.name: 8, DEV4.name: 8, DEV5.name: 8, DEV6.name: 8, DEV7.name: 8, HELDOUT7.name: 8,
-             HELDOUT8.name: 8, DEV8.name: 8, HELDOUT9.name: 8}
+             HELDOUT8.name: 8, DEV8.name: 8, HELDOUT9.name: 8, DEV9.name: 8, HELDOUT10.name: 8}
 
 
 def _load(path: Path) -> list[dict]:
@@ -131,7 +133,12 @@ def _stated_strings(step: dict) -> list[str]:
         if _choices(step["kind"], k) and isinstance(v, str):
             assert v in _choices(step["kind"], k), f"{step.get('name')}: {k} {v!r} is none of the catalog's choices"
     values = [v for k, v in params.items() if k != "metric" and not _choices(step["kind"], k)]
-    values += (step.get("map") or {}).get("values", [])
+    mapped = step.get("map") or {}
+    if _choices(step["kind"], mapped.get("param", "")):    # a map over model kinds: each one of the choices
+        for v in mapped.get("values", []):
+            assert v in _choices(step["kind"], mapped["param"]), f"{step.get('name')}: {v!r} is none of the choices"
+    else:
+        values += mapped.get("values", [])
     out: list[str] = []
     for value in values:
         out += [v for v in (value if isinstance(value, list) else [value]) if isinstance(v, str)]
@@ -148,7 +155,7 @@ def _spellings(value: str) -> set[str]:
 
 
 @pytest.mark.parametrize("path", [HELDOUT, HELDOUT4, HELDOUT5, HELDOUT6, DEV4, DEV5, DEV6, DEV7, HELDOUT7, HELDOUT8,
-                                  DEV8, HELDOUT9],
+                                  DEV8, HELDOUT9, DEV9, HELDOUT10],
                          ids=lambda p: p.stem)
 def test_heldout_gold_is_well_formed_and_states_only_what_the_text_says(path):
     prompts = _load(path)
