@@ -25,9 +25,9 @@ from raystack.workflow.catalog import CATALOG
 from raystack.workflow.nl import lexicon as L
 from raystack.workflow.nl.asides import asks_nothing, leading_reasons, notes, purposes, reasons
 from raystack.workflow.nl.plan import PlanRefused
-from raystack.workflow.nl.text import Text, Token, sentences
-from raystack.workflow.nl.scene import (FAULT_NOUNS, context_sentences, courtesies, headings, introductions, lead_ins,
-                                        origins, preamble, title_clauses)
+from raystack.workflow.nl.text import ARROWS, Text, Token, sentences
+from raystack.workflow.nl.scene import (FAULT_NOUNS, context_sentences, courtesies, file_descriptions, headings,
+                                        introductions, lead_ins, origins, preamble, title_clauses)
 from raystack.workflow.nl.words import MAX_LEAD_IN, is_free, is_method, is_unknown, method_near
 
 MAX_DESCRIPTION = 4          # words before a head noun read as its description
@@ -269,6 +269,39 @@ def goal(t: Text, ends: list[tuple[str, int]]) -> None:
         words.append(tok)
 
 
+# "Tailoring shop, trying to predict which alteration jobs come back.", "Paintball arena, predicting
+# what a group spends on extra paint.", "we'd like to predict kg donated per drop-off.": what the
+# model is for, said to the end of its sentence
+PREDICT_PURPOSE = (r"(?:\b(?:(?:we|i)\s*(?:'re|'m|are|am|'d|would)?\s+)?(?:we'd\s+|i'd\s+)?(?:trying|try|want|wants|need|needs|"
+                   r"like|hope|hoping|aim|aiming|looking|here)\s+to\s+|(?<=,\s)|(?<=:\s)|(?<=\.\s)|^)"
+                   r"(?:predict|predicting|forecast|forecasting)\b")
+WH_OBJECTS = {"which", "what", "whether", "how", "who", "when", "if"}
+MAX_PURPOSE = 16     # words of what a model predicts
+
+
+def predict_purposes(t: Text, ends: list[tuple[str, int]]) -> None:
+    """What the model is for, beside a step that trains one, when it is a question ("which hires
+    come back damaged", no column) or describes the column a training names as its target
+    ("predict kg donated per drop-off" beside "train a linear model on kg"). Only free words to
+    the sentence's end (a file in it is the load's); anything else in them asks for something."""
+    if not any(e in ("train_model", "tune") for e, _ in ends):
+        return
+    learned = {x.low for x in t.tokens if x.used == "target"}
+    for lo, hi in sentences(t):
+        for _, toks in t.finditer(PREDICT_PURPOSE, lo, hi, free_only=True):
+            rest = [x for x in t.tokens[toks[-1].i + 1:hi] if not (x.kind == "punct" and x.text in ".!")]
+            words = [x for x in rest if x.kind == "word"]
+            if not words or len(words) > MAX_PURPOSE or any(
+                    not (is_free(x) or x.used in SOURCE_WORDS or x.used == "sequence") or x.low in L.RESTRICTING or x.kind == "num" or
+                    x.low in L.UNMAPPED_VERBS or is_method(x) or
+                    (x.kind == "punct" and x.text not in ("'s", "-", ",")) for x in rest):
+                continue
+            # (one word, the column itself: "... and want to predict final_gravity", a context
+            # sentence's goal, which context_sentences reads with the sentence)
+            if words[0].low in WH_OBJECTS or (len(words) > 1 and any(x.low in learned for x in words)):
+                t.mark(toks + [x for x in rest if is_free(x) or x.used == "sequence"], "purpose")
+
+
 def _counted_noun(t: Text, i: int) -> bool:
     """Whether a plural noun ("logs", "ticket logs") follows at token i, within three words."""
     for x in t.tokens[i:i + 3]:
@@ -339,6 +372,8 @@ def describes(t: Text, run: list[Token]) -> bool:
     if before is not None and before.low in ("each", "every", "per") and len(after) == 2 \
             and after[0].low in ("in", "of", "from") and after[1].kind == "path":
         return False    # "for each region in x.csv, compute ...": a grouping no rule read
+    if before is not None and before.text in ARROWS:
+        return False    # "x.csv → unique rows only → ...": what follows an arrow is a step no rule read
     if run[0].low in ASKING_VERBS and (before is None or before.kind == "punct"):
         return False    # "Check x.csv for missing values": a request no step makes, not a description
     if before is not None and before.low in ("with", "using", "via") and not before.used:
@@ -514,7 +549,9 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
     leading_reasons(t)
     _named_neighbours(t, ends)
     goal(t, ends)
+    predict_purposes(t, ends)
     tried_values(t)
+    file_descriptions(t)
     context_sentences(t)
     introductions(t)
     courtesies(t)

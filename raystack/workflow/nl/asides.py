@@ -99,6 +99,13 @@ def purposes(t: Text) -> None:
             t.mark([tok, *run], "purpose")
 
 
+def _closes_request(t: Text, opening: Token) -> bool:
+    """The parenthesis opened at ``opening`` ends the request ("... then a report (board game
+    cafe)"): a note on the whole of it."""
+    close = next((x for x in t.tokens[opening.i + 1:] if x.text == ")"), None)
+    return close is not None and all(x.kind == "punct" and x.text in ".!" for x in t.tokens[close.i + 1:])
+
+
 def notes(t: Text) -> None:
     """"Sample ten percent of sessions.parquet (trampoline parks)", "... (aquarium visitor
     chatbot)": a few words in parentheses right after a file or a sentence, none of them an
@@ -106,7 +113,8 @@ def notes(t: Text) -> None:
     (after a step's words they may name its method: "survival analysis (Cox PH)")."""
     for tok in t.tokens:
         prev = t.tokens[tok.i - 1] if tok.i else None
-        if tok.text != "(" or tok.used or prev is None or not (prev.kind == "path" or prev.text in (".", "!")):
+        if tok.text != "(" or tok.used or prev is None or not (prev.kind == "path" or prev.text in (".", "!")
+                                                               or _closes_request(t, tok)):
             continue
         run = []
         for x in t.tokens[tok.i + 1:tok.i + 2 + MAX_NOTE]:

@@ -444,12 +444,20 @@ TARGET_COLUMN = (r"\b(?:to\s+)?(?:predict|predicting|forecast|forecasting|estima
 # "target rmse")
 NOT_TARGETS = {"the", "a", "an", "it", "its", "them", "this", "that", "which", "what", "whether", "how", "who", "when",
                "each", "every", "all", "future", "later", "now", "us", "me", "you", "of", "is", "value", "values"}
-_CLAUSE_END = r"(?=\s*(?:[,.;:!?)\]]|->|→|$)|\s+(?:from|on|with|using|and|then|in|at|over|under|no|not|capped|limited)\b)"
+# (an auxiliary ends it too: "a logistic model predicting won is trained ...")
+_CLAUSE_END = (r"(?=\s*(?:[,.;:!?)\]]|->|→|$)|\s+(?:from|on|with|using|and|then|in|at|over|under|no|not|capped|limited"
+               r"|is|are|was|were|gets|get|will|should|must)\b)")
 _COLUMN = rf"(?!(?:{'|'.join(sorted(NOT_TARGETS))}|{METRIC_RX})\b)[a-z_][a-z0-9_]*"
+# what is predicted may be named like a metric that is also a column's everyday name ("kNN ...,
+# predicting score"); a model's own figures (rmse, accuracy, auc, ...) are never predicted
+PREDICTABLE_METRICS = {"score", "error", "loss"}
+_PREDICTED = (rf"(?!(?:{'|'.join(sorted(NOT_TARGETS))}|"
+              rf"{'|'.join(k.replace(' ', chr(92) + 's+') for k in sorted(METRICS, key=len, reverse=True) if k not in PREDICTABLE_METRICS)})\b)"
+              r"[a-z_][a-z0-9_]*")
 # the column said as one word right after what names it, the word ending a clause: "a linear model
 # predicting minutes, ...", "linear regression, target heat_mwh", "a regression for minutes with
 # ..." ("predicting finish times", two words, stays the model's purpose)
-TARGET_WORD = (rf"\b(?:predicting|to\s+predict|that\s+predicts|which\s+predicts|forecasting|to\s+forecast)\s+(?P<e>{_COLUMN})"
+TARGET_WORD = (rf"\b(?:predicting|to\s+predict|that\s+predicts|which\s+predicts|forecasting|to\s+forecast)\s+(?P<e>{_PREDICTED})"
                + _CLAUSE_END + rf"|(?:(?<=regression\s)|(?<=regressor\s)|(?<=model\s)|(?<=classifier\s))for\s+(?P<f>{_COLUMN})"
                + _CLAUSE_END + rf"|\btarget\s+(?P<g>{_COLUMN})" + _CLAUSE_END)
 

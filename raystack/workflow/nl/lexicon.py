@@ -151,13 +151,15 @@ RETRIES = [
 
 EXIT_CUES = [
     (r"\b(?:on|upon)\s+(?:a\s+|any\s+)?failures?(?:\s+(?:anywhere|at\s+any\s+(?:point|step)|along\s+the\s+way))?\b|\bfailure\s+anywhere\b|\bany\s+failure\b|\b(?<!even\s)if\s+(?:it|something|anything|that|this)\s+(?:fails|breaks)\b(?:\s+(?:anywhere|somewhere|along\s+the\s+way))?|\bin\s+case\s+of\s+(?:a\s+|any\s+)?(?:failures?|errors?)\b|"
-     r"\b(?<!even\s)(?:if|when|should)\s+(?:anything|something|(?:any|a|some|one)\s+(?:step|stage|part|task)|any\s+of\s+(?:this|these|them)|"
-     r"the\s+(?:(?:whole|entire|full)\s+)?(?:run|workflow|pipeline|job|training|whole\s+thing|flow))\s+(?:fails?|failed|breaks?|go(?:es)?\s+wrong|"
-     r"errors(?:\s+out)?|crash(?:es|ed)?|blows?\s+up|blew\s+up|dies|died|falls?\s+over|fell\s+over|goes\s+down|went\s+down)(?:\s+(?:anywhere|at\s+any\s+(?:point|step)|somewhere|along\s+the\s+way))?\b"
+     r"\b(?<!even\s)(?:if|when|should)\s+(?:anything|something|(?:any|a|some|one)\s+(?:step|stage|part|task)|any\s+of\s+(?:this|these|them|it)|"
+     r"the\s+(?:(?:whole|entire|full)\s+)?(?:run|workflow|pipeline|job|training|whole\s+thing|flow))"
+     r"(?:\s+(?:in|of)\s+(?:the\s+)?(?:run|workflow|pipeline|job|it))?"       # "if something in the run breaks"
+     r"\s+(?:fails?|failed|breaks?|go(?:es)?\s+wrong|"
+     r"errors?(?:\s+out)?|crash(?:es|ed)?|blows?\s+up|blew\s+up|dies|died|falls?\s+over|fell\s+over|goes\s+down|went\s+down)(?:\s+(?:anywhere|at\s+any\s+(?:point|step)|somewhere|along\s+the\s+way))?\b"
      r"|\bif\s+there\s+is\s+(?:an\s+)?error\b|\b(?:on|upon)\s+(?:an\s+|any\s+)?errors?\b", "failure"),
     (r"\bon\s+success\b|\bupon\s+success\b|\b(?:if|when|once)\s+(?:everything|it\s+all|all\s+steps|"
      r"the\s+(?:(?:whole|entire|full)\s+)?(?:run|workflow|pipeline|job|whole\s+thing))\s+(?:succeeds|succeeded|is\s+successful|"
-     r"completes\s+successfully|finishes\s+successfully|goes\s+well|(?:finishes|completes|runs|goes\s+through|ends)\s+without\s+"
+     r"completes\s+successfully|finishes\s+successfully|goes\s+well|goes\s+fine|works(?:\s+out)?|(?:finishes|completes|runs|goes\s+through|ends)\s+without\s+"
      r"(?:any\s+)?(?:errors?|failures?|problems|issues|a\s+hitch)|goes\s+through(?:\s+cleanly)?|go\s+through(?:\s+cleanly)?|"
      r"(?:runs|finishes|completes)\s+cleanly|passes|pass)\b", "success"),
     (r"\b(?:always|no\s+matter\s+what(?:\s+happens)?|whatever\s+happens|"
@@ -165,10 +167,12 @@ EXIT_CUES = [
      r"(?:outcome|result|whether\s+it\s+succeeds(?:\s+or\s+(?:fails|not))?))?|in\s+any\s+case|in\s+all\s+cases|"
      r"come\s+what\s+may|succeed\s+or\s+fail|win\s+or\s+lose|rain\s+or\s+shine|even\s+if\s+(?:it|something|anything)\s+fails|success\s+or\s+(?:not|failure)|"
      r"pass\s+or\s+fail|whatever\s+the\s+(?:outcome|result)|either\s+way|in\s+every\s+case|"
-     r"whether\s+(?:it|the\s+run|everything)\s+(?:succeeds|works|passes)\s+or\s+(?:not|fails)|"
+     r"whether\s+(?:it|the\s+run|everything)\s+(?:succeeds|succeeded|works|worked|passes|passed)\s+or\s+(?:not|fails|failed)|"
+     # (a clause of their own: "classify good or bad reviews" names classes)
+     r"(?:(?<=[,;.:]\s)|(?<=^))(?:good\s+(?:result\s+|outcome\s+|news\s+)?or\s+bad|successful\s+or\s+not)(?=\s*,)|"
      r"whether\s+or\s+not\s+(?:it|the\s+(?:run|job|pipeline|workflow)|everything)\s+(?:succeeds|works|passes|fails)|"
      r"(?:regardless\s+of|no\s+matter)\s+how\s+(?:it|the\s+(?:run|job|pipeline|workflow)|things)\s+(?:ends|goes|turns\s+out)|"
-     r"however\s+(?:it|the\s+(?:run|job|pipeline|workflow)|things)\s+(?:ends|goes|turns\s+out))\b", "always"),
+     r"however\s+(?:it|the\s+(?:run|job|pipeline|workflow)|things)\s+(?:ends|goes|turns\s+out|finishes|ended|went))\b", "always"),
 ]
 END_PHRASES = (r"\b(?:(?:when|once)\s+(?:it\s+is\s+|it\s*'s\s+|everything\s+is\s+)?(?:finished|complete|completed|done)|at\s+the\s+(?:very\s+)?end|when\s+(?:it|everything|the\s+(?:run|workflow|pipeline|job))\s+"
                r"(?:finishes|is\s+(?:done|finished|over)|completes|ends|has\s+finished)|when\s+done|"
@@ -189,7 +193,7 @@ SUBJECT_WORDS = {"we", "our", "the", "this", "these", "my", "i", "i'm", "it", "t
 JOIN_PHRASES = (r"\b(?:when|once|after)\s+(?:both|all(?:\s+of\s+them)?|they|these|the\s+(?:two|NUM\d+)|each|everything)\s+"
                 r"(?:(?:are|is|have|has)\s+)?(?:both\s+|all\s+)?(?:been\s+)?(?:done|finished|finish|complete|completed|complete|through|over|ready|run|loaded|read|in|arrived|landed)\b")
 PARALLEL = (r"\b(?:in\s+parallel|at\s+the\s+same\s+time|at\s+once|simultaneously|concurrently|side\s+by\s+side|"
-            r"in\s+tandem|independently|independent(?:\s+of\s+each\s+other)?|parallel|meanwhile|in\s+the\s+meantime|"
+            r"in\s+tandem|independently|independent(?:\s+of\s+each\s+other)?|parallel|concurrent|meanwhile|in\s+the\s+meantime|"
             r"neither\s+(?:one\s+)?(?:needs|depends\s+on|waits\s+(?:for|on))\s+the\s+other|no\s+dependency\s+between\s+them)\b")
 SEQUENCE = (r"\b(?:and\s+then|then|after\s+that|afterwards|afterward|next|finally|followed\s+by|"
             r"subsequently|lastly|(?<!NUM\d )(?<!NUM\d\d )(?<!-)(?:first|second|third|fourth|fifth)(?!\s+(?:NUM|PCT)\d+)(?!-)|firstly|secondly|thirdly|fourthly|once\s+that\s+is\s+done|when\s+that\s+is\s+done|"

@@ -43,12 +43,19 @@ def title_span(t: Text) -> tuple[int, bool] | None:
     return None
 
 
+def _opens_line(t: Text, tok: Token) -> bool:
+    """The token is the first of its line (a bullet, when it is a dash)."""
+    return tok.i > 0 and "\n" in t.raw[t.tokens[tok.i - 1].end:tok.start]
+
+
 def lead_ins(t: Text) -> None:
     """The few words before a colon or dash that opens a list or the request ("LLM run:
     ...", "weekly CTR refresh --", "Harvest timing (agriculture):"), back to the clause's start;
     a parenthesis inside them is part of the title."""
     start = 0
     for tok in t.tokens:
+        if _opens_line(t, tok) and tok.i > start:
+            start = tok.i     # a lead-in is on one line ("... 25 percent\n3) two branches off it:")
         if tok.kind == "punct" and tok.text in TITLE_JOINERS:
             continue
         if tok.kind == "punct" and tok.text in ARROWS and start == 0 and tok.i + 1 < len(t.tokens) \
@@ -57,8 +64,8 @@ def lead_ins(t: Text) -> None:
             if seg and len(seg) == len([x for x in t.tokens[:tok.i] if x.kind != "punct"]) and is_title(seg, t) \
                     and not any(x.low in L.FILLERS for x in seg):     # a noun phrase, not "frobnicate the rows"
                 t.mark(seg, "context")
-        if tok.kind == "punct" and tok.text not in LEAD_IN_ENDS:
-            start = tok.i + 1
+        if tok.kind == "punct" and (tok.text not in LEAD_IN_ENDS or _opens_line(t, tok)):
+            start = tok.i + 1     # ("- 80/20" on a line of its own: a list's bullet, not "dupes out -")
             continue
         if tok.kind == "punct" and tok.i + 1 < len(t.tokens):
             seg = [x for x in t.tokens[start:tok.i] if is_free(x)]
@@ -152,6 +159,52 @@ def _goals(t: Text, lo: int, hi: int, learned: set[str]) -> set[int]:
         if m.group("x") in learned:
             out.update(x.i for x in toks)
     return out
+
+
+# what a named file holds, said of it: "plays.csv has one row per table session.", "bookings.csv
+# holds each desk booking and members.csv the member details"
+DESCRIBING_VERBS = {"has", "holds", "contains", "lists", "records", "keeps", "tracks", "stores", "logs", "covers",
+                    "carries"}
+
+
+def file_descriptions(t: Text) -> None:
+    """The words after a named file and a verb of holding, to the end of the clause or its "and"
+    (after "and", another named file's words may follow without the verb): none asks for
+    anything, names a fault, a model, a metric or a restriction; the file is the data's load."""
+    for lo, hi in sentences(t):
+        k = lo
+        while k < hi - 2:
+            path, verb = t.tokens[k], t.tokens[k + 1]
+            if path.kind != "path" or verb.low not in DESCRIBING_VERBS or verb.used:
+                k += 1
+                continue
+            j, marked = k + 1, [verb]
+            while j < hi:
+                run = []
+                for x in t.tokens[j + 1:hi]:
+                    if x.kind == "punct" or x.low in ("and", "but", "so", "then"):   # another clause may ask
+                        break
+                    run.append(x)
+                if not run or len(run) > MAX_CONTEXT or not all(_describes_data(x) for x in run):
+                    marked = []
+                    break
+                marked += run
+                nxt = run[-1].i + 1
+                # "... and members.csv the member details": the next file, the verb left out
+                if nxt + 2 < hi and t.tokens[nxt].low == "and" and t.tokens[nxt + 1].kind == "path":
+                    marked.append(t.tokens[nxt])
+                    j = nxt + 1
+                    continue
+                break
+            if marked:
+                t.mark(marked, "context")
+            k += 2
+
+
+def _describes_data(x: Token) -> bool:
+    return x.kind in ("word", "num") and is_free(x) and x.low not in ASKING_WORDS and x.low not in MODEL_WORDS \
+        and x.low not in L.RESTRICTING and x.low not in L.UNSUPPORTED and x.low not in L.UNMAPPED_VERBS \
+        and x.low not in L.TASK_NOUNS and not re.fullmatch(L.METRIC_RX, x.low)
 
 
 def introductions(t: Text) -> None:

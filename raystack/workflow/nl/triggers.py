@@ -54,7 +54,7 @@ GAPS = (r"(?:missing|null|nan|empty|blank|na)\s*(?:values?|entries|cells|fields|
 # two removals, the nulls' and the duplicates'
 GAP_WORDS = r"nulls?|nans?|missing|empty|blank|incomplete|na"
 BAD_ROWS = (r"(?:rows|records|entries|lines|anything|everything|any\s+row|any\s+record|every\s+row|every\s+record|each\s+row)\s+(?:with|containing|that\s+have|that\s+has)\s+(?:a\s+|an\s+|any\s+)?(?:blanks|nulls|nans|gaps|missing|null|nan|empty|blank|"
-            r"incomplete|invalid)\s*(?:values?|entries|fields|cells|data|readings|measurements)?|(?:incomplete|invalid|bad|broken|corrupt(?:ed)?|"
+            r"incomplete|invalid)\s*(?:values?|entries|entry|fields?|cells?|data|readings?|measurements?)?|(?:incomplete|invalid|bad|broken|corrupt(?:ed)?|"
             r"malformed|junk|garbage|bogus|dirty|faulty|erroneous|unusable)\s+(?:rows|records|entries|lines)"
             # "rows where anything is missing": any value, not a named column's
             r"|(?:rows|records|entries)\s+(?:where|in\s+which)\s+(?:anything|something|any\s+(?:value|field|column|cell)|a\s+value)\s+"
@@ -131,11 +131,20 @@ TRIGGERS: list[tuple[str, str]] = [
     ("clean_data", r"\b(?:make\s+sure|ensure)\s+(?:that\s+)?(?:there\s+are\s+|it\s+has\s+)?no\s+(?:missing\s+(?:values|data|entries)|nulls|nans|"
                    r"null\s+values|incomplete\s+(?:rows|records))\b"),
     ("dedup", r"\b(?:keep|retain|take)\s+(?:only\s+)?(?:the\s+)?(?:unique|distinct)\s+(?:rows|records|entries)\b"
-              r"|\b(?:make|making)\s+(?:the\s+)?(?:rows|records)\s+unique\b|\bunique-?ify\b"),
+              r"|\b(?:make|making)\s+(?:the\s+)?(?:rows|records)\s+unique\b|\bunique-?ify\b"
+              # verbless, as an arrow step or a list item: "x.csv → unique rows only → ..."
+              rf"|(?:{AFTER_ARROW}|(?m:^)(?:[-*•]\s)?|(?<=[,;:]\s))(?:only\s+)?(?:unique|distinct)\s+(?:rows|records|entries)(?:\s+only)?"
+              rf"(?=\s*(?:$|[.;,)]|{ARROW}))"),
     ("dedup", rf"\b(?:drop|drops|dropping|remove|removes|removing|deleting|discarding|eliminating|delete|discard|eliminate|filter\s+out|get\s+rid\s+of|strip|purge|"
               rf"exclude|excluding|ignore|ignoring|omit|omitting|skip|skipping|"
               rf"weed\s+out|take\s+out|cut|throw\s+(?:away|out)|throwing\s+(?:away|out)|toss|tossing|strip\s+out|strip\s+away)\s+{skip(2, GAP_WORDS)}(?:{DUPLICATES})"),
     ("dedup", passive(rf"(?:{DUPLICATES})(?:\s+(?:rows|records|entries|lines|[a-z]+s))?", REMOVED)),
+    # verbless, as list items and arrow steps write them: "- dupes out", "any row with a gap goes"
+    # (opening their item: "keep rows with gaps out" is no removal of its own)
+    ("dedup", rf"(?:{AFTER_ARROW}|(?m:^)(?:[-*•]\s)?|(?<=[,;:)]\s))(?:the\s+|any\s+|all\s+)?(?:{DUPLICATES})\s+(?:out|gone|go|goes)\b"
+              rf"(?=\s*(?:$|[.;,)]|{ARROW}))"),
+    ("clean_data", rf"(?:{AFTER_ARROW}|(?m:^)(?:[-*•]\s)?|(?<=[,;:)]\s))(?:the\s+|all\s+)?(?:{BAD_ROWS})\s+(?:out|gone|go|goes)\b"
+                   rf"(?=\s*(?:$|[.;,)]|{ARROW}))"),
     ("impute", r"\bimput\w*\b(?:\s+(?:the\s+|any\s+)?(?:missing|null|nan)\s*(?:values?|entries|cells|data)?)?"),
     ("impute", rf"\b(?:fill|fills|filling|replace|replaces|patch|patches|substitute|plug|plugs|complete)\s+(?:in\s+)?{skip(2)}(?:{GAPS})\b"),
     # "x.csv has gaps; fill them with medians": the gaps said before, the fill said with its value
@@ -155,7 +164,7 @@ TRIGGERS: list[tuple[str, str]] = [
     ("clean_data", rf"\b(?:drop|remove|discard|exclude|excluding|filter\s+out|throw\s+(?:away|out)|weed\s+out|get\s+rid\s+of|ditch|toss|chuck(?:\s+out|\s+away)?|"
                    rf"ignore|ignoring|omit|omitting|skip|skipping|leave\s+out|leaving\s+out)\s+{skip(2)}(?:{BAD_ROWS})"),
     ("clean_data", r"\b(?:tidy|scrub|sanitize|sanitise|cleanse)\w*\b(?!\s+up\s+(?:the\s+)?(?:tmp|temp|scratch))"),
-    ("clean_data", r"\bdropna\b|\bclean(?:s|ed|ing)?\s+up\s+(?:the\s+)?(?:data|dataset|table|records|rows)\b|\bclean(?:s|ed|ing)?\s+up(?=\s+FILE\d+)|\bclean(?:s|ed|ing)?\b(?!\s*up)"),
+    ("clean_data", r"\bdropna\b|\bclean(?:s|ed|ing)?\s+up\s+(?:the\s+)?(?:data|dataset|table|records|rows)\b|\bclean(?:s|ed|ing)?\s+up(?=\s+FILE\d+)|(?<!-)\bclean(?:s|ed|ing)?\b(?!\s*up)(?!-)"),
     # "on a log scale", "a linear scale": the noun, a chart's axis, is no scaling of the data
     ("normalize", r"\b(?:normali[sz]\w*|standardi[sz]\w*|re-?scal\w*|(?<!log )(?<!logarithmic )(?<!linear )(?<!a )scale|scales|scaled|scaling|z-?scor\w*|min-?max)\b"
                   r"(?:\s+(?:the\s+|all\s+)?(?:numeric\s+|numerical\s+|feature\s+|input\s+)?(?:features|columns|values|inputs|variables))?"),
@@ -164,7 +173,8 @@ TRIGGERS: list[tuple[str, str]] = [
                           r"normali[sz]ed|standardi[sz]ed|scaled|rescaled|z-scored")),
     ("normalize", passive(r"(?:the\s+)?(?:numeric\s+|numerical\s+|input\s+)?(?:features|columns|values|inputs|variables|data)",
                           r"normali[sz]ed|standardi[sz]ed|scaled|rescaled|z-scored")),
-    ("split_data", rf"(?:{AFTER_ARROW}|(?<=[,;:]\s)|^)RATIO\d+(?=\s*(?:$|[.;,)]|{ARROW}))"),   # "... -> 75/25 -> ..."
+    # "... -> 75/25 -> ...", "- 80/20" or "2. 80/20" as a list's item
+    ("split_data", rf"(?:{AFTER_ARROW}|(?<=[,;:.)]\s)|(?m:^)(?:[-*•]\s)?)RATIO\d+(?=\s*(?:$|[.;,)]|{ARROW}))"),
     ("split_data", rf"\b(?:a\s+|the\s+)?PCT\d+(?:\s+of\s+(?:it|the\s+data|the\s+rows))?{AUX}\s+(?:held\s+(?:out|back|aside)|set\s+(?:aside|apart)|kept\s+(?:back|aside|apart)|put\s+aside|reserved)\b"),   # "a quarter is held out"
     # "evaluate it on a held-out 20%", "on a 20% held-out set": a share held out is the split
     # "hold 20% out", "set a quarter aside": the share between the verb and its particle
@@ -201,6 +211,9 @@ TRIGGERS: list[tuple[str, str]] = [
     # "load the first 500 rows of x.csv": a load of part of a file is the load, then that subset
     ("sample", rf"\b(?:{LOAD_VERBS}|open|opens|opened)\s+(?:only\s+|just\s+)?(?P<sk>(?:the\s+)?(?:first|last)\s+NUM\d+\s+)"
                r"(?:rows?|records?|lines?|entries)\b(?=\s+(?:of|from|in)\s+FILE)"),
+    # verbless, as a list item or an arrow step: "2) random sample, 25 percent", "→ a 10% sample →"
+    ("sample", rf"(?:{AFTER_ARROW}|(?m:^)(?:[-*•]\s)?|(?<=[;:)]\s))(?:a\s+)?(?:PCT\d+\s+)?random\s+(?:sub-?)?sample\b"
+               rf"(?=\s*(?:$|[.;)]|,\s*PCT\d+\s*(?:$|[.;)]|{ARROW})|{ARROW}))"),
     ("sample", r"\b(?:limit|limits|limiting|truncate|truncates|truncating|trim|trims|trimming|cap|caps|capping)\s+(?:it\s+|them\s+|the\s+(?:data|table|rows)\s+)?to\s+"
                r"(?P<sk>(?:the\s+|its\s+|their\s+)?(?:first|last)\s+NUM\d+\s+)(?:rows?|records?|lines?|entries)\b"),
     ("sample", r"\b(?:keep|keeps|keeping|retain|retains|retaining)\s+(?:only\s+|just\s+)(?=(?:a\s+random\s+)?PCT\d+\s+of\s+(?:it|them|the\s+(?:rows|data|records|table|result|(?:joined|merged|cleaned)\s+(?:table|data|rows)))\b"
@@ -304,6 +317,10 @@ TRIGGERS: list[tuple[str, str]] = [
     ("save_report", rf"(?<!per )(?<!by )(?<!each )(?<!every )\b(?:write|writes|save|saves|store|produce|create|generate|dump|output|log(?!istic)|record|put)\w*\s+{skip(3)}"
                     r"(?:report|results|result|metrics|scores|findings|evaluations?)\b(?:\s+(?:(?:to|in|into|as|at)\s+)?FILE\d+)?"
                     r"|\breport\s+(?:to|in|into|as)\s+FILE\d+"),
+    # "put all three into a single report", "pull a report together"
+    ("save_report", rf"\b(?:put|puts|pull|pulls|gather|gathers|combine|combines|collect|collects|bring|brings)\s+{skip(3)}"
+                    r"(?:in|into|together\s+in(?:to)?)\s+(?:a|one|the)\s+(?:single\s+|final\s+|short\s+|combined\s+|summary\s+)?report\b"
+                    r"|\b(?:pull|put)\s+(?:a|the)\s+(?:final\s+|short\s+)?report\s+together\b"),
     ("save_report", rf"(?:^|(?<=[),;:.!?>→*-]\s)|(?<=\bthen\s)|(?<=\band\s)|(?<=\bwe\s))report\s+(?:the\s+|its\s+|their\s+)?(?:final\s+|last\s+|best\s+)?(?=(?:{HELD_OUT_WORDS}\s+)?(?:{METRIC_RX})\b)"),
     # "... and tell me the accuracy", "show us its AUC": the metrics reported back
     ("save_report", r"(?:(?<=\band\s)|(?<=\bthen\s)|(?<=[,;:]\s))report\s+(?:on\s+)?(?:it|them|both|all\s+of\s+them|the\s+results?)\b"),   # "and report them"
@@ -319,7 +336,7 @@ TRIGGERS: list[tuple[str, str]] = [
                             r"(?:final\s+|short\s+|summary\s+|brief\s+)?report")),
     ("save_report", r"\b(?:a|the|final|short|brief)\s+(?:final\s+|short\s+|summary\s+|brief\s+|saved\s+|written\s+)?report\b"),
     ("save_report", rf"(?:(?m:^)|(?<=[),;:>→.!?]\s)|(?<=\s-\s)|(?<=\bthen\s)|(?<=\band\s))(?:final\s+|summary\s+)?report\b"
-                    rf"(?=\s*(?:(?m:$)|[.;,)]|{ARROW}|(?:when|once|after)\s+(?:both|all|they|everything|it|the\s+(?:two|three|NUM\d+))\b))"),
+                    rf"(?=\s*(?:(?m:$)|[.;,)]|\((?![^)]*FILE)|{ARROW}|(?:when|once|after)\s+(?:both|all|they|everything|it|the\s+(?:two|three|NUM\d+))\b))"),
     ("export_model", rf"(?<!per )(?<!by )(?<!each )(?<!every )\b(?:export|exports|save|saves|write|writes|store|dump|serialize|persist)\w*\s+(?:{BEST_ONE})\s+(?:to|as|into|in|at)\s+(?P<f>FILE\d+)"),
     ("export_model", rf"(?:{BEST_ONE}){AUX}\s+(?:exported|saved|written|stored|dumped|serialized)\s+(?:to|as|into|in|at)\s+(?P<f>FILE\d+)"),
     ("deploy_model", rf"\b(?:deploy\w*|ship|release|promote|publish)\s+(?:{BEST_ONE})|(?:{BEST_ONE}){AUX}\s+(?:deployed|shipped|released|promoted|published)\b"),
@@ -335,6 +352,9 @@ TRIGGERS: list[tuple[str, str]] = [
                     r"(?:goes|go|is\s+sent|gets\s+written|is\s+written|gets\s+saved|is\s+saved|lands)\s+(?:to|into|in|at)\s+(?P<g>FILE\d+)"),
     ("save_report", r"\b(?:written|saved|stored|dumped|persisted)\s+(?:out\s+)?(?:to|into|as|at|in)\s+FILE\d+"),
     ("write_table", rf"\boutput\s+(?P<f>FILE\d+)|\b(?:\w+\s+)?(?:table|tables|results|scores)\s*{ARROW}\s*(?P<g>FILE\d+)"),
+    # verbless, as an arrow step or a list item: "... → evaluate → scores to out/s.csv"
+    ("write_table", rf"(?:{AFTER_ARROW}|(?m:^)(?:[-*•]\s)?)(?:the\s+)?(?:table|results?|scores|totals|counts|output)\s+"
+                    rf"(?:to|into|as|in)\s+(?P<f>FILE\d+)(?=\s*(?:$|[.;,)]|{ARROW}))"),
     ("write_table", rf"(?<!per )(?<!by )(?<!each )(?<!every )\b(?:write|writes|written|save|saves|store|stores|dump|persist|output|put|export)\w*\s+{skip(3)}(?:to|as|into|in)\s+"
                     r"(?:a\s+|the\s+|one\s+)?(?:table|parquet(?:\s+file)?|csv(?:\s+file)?)\b(?:\s+(?:at|in|to|under)\s+(?P<f>FILE\d+))?"
                     r"|\b(?:write|save|output|produce|make)\s+(?:a\s+|the\s+)?(?:score\s+|scores\s+|results\s+|output\s+)?table\b(?!\s+(?:to|as|into|in|at)\s+FILE)"
@@ -415,11 +435,15 @@ TRIGGERS: list[tuple[str, str]] = [
     # evaluation verbs, so an evaluation said already keeps it (rules.RulePlanner._actions)
     ("evaluate_model", HELD_OUT_FIGURE),
     ("deploy_model", r"\b(?:deploy\w*|publish\w*|ship|ships|release|promote|(?<!ray )(?<!behind )(?<!with )(?<!via )(?<!through )(?<!using )serve|push\w*\s+(?:it\s+|them\s+)?to\s+production|"
-                     r"roll\s+(?:it\s+|them\s+|that\s+|this\s+|the\s+(?:winner|model|best\s+one)\s+)?out|put\s+(?:it\s+)?(?:in|into)\s+production)\b(?:\s+(?:to|into)\s+production)?"),
+                     r"roll\s+(?:it\s+|them\s+|that\s+|this\s+|the\s+(?:winner|model|best\s+one)\s+)?out|put\s+(?:it\s+)?(?:in|into)\s+production|"
+                     # "put it live under the name X", "push it live as X", "take the winner live"
+                     r"(?:put|push|take|make|set)\s+(?:it\s+|them\s+|that\s+|the\s+(?:winner|model|best\s+one)\s+)?live|go\s+live)\b(?:\s+(?:to|into)\s+production)?"),
     ("notify", r"\b(?:raise|fire|trigger|issue|post)\s+(?:an?\s+|the\s+)?(?:alert|alarm|notification|warning)\b"),   # "raise an alert if ..."
     ("notify", r"\bsend\s+(?:me\s+|us\s+)?(?:a\s+|an\s+|the\s+)?(?:notification|message|alert|note|email|e-mail|ping|update)\b|\blet\s+(?:me|us|the\s+team|everyone|someone|people|the\s+\w+\s+team|ops|oncall|on-call)\s+know\b"
                r"|\b(?:give|send)\s+(?:me\s+|us\s+|the\s+team\s+)?a\s+heads-?up\b|\bdrop\s+(?:me|us)\s+a\s+(?:line|note|message)\b"
-               r"|\bsend\s+(?:me\s+|us\s+)?(?=QUOTE)"),
+               r"|\bsend\s+(?:me\s+|us\s+)?(?=QUOTE)"
+               # "post 'reorder model looks usable' to the team", "post 'done' in the channel"
+               r"|\bpost\s+(?=QUOTE\d+)"),
     ("notify", r"(?:(?:\b(?:a|an|the)\s+)?QUOTE\d+(?:\s+(?:notification|message|alert|note|e-?mail))?|\b(?:a|an|the)\s+(?:notification|message|alert|note|e-?mail))\s+(?:is|gets|will\s+be|should\s+be)\s+sent\b"
                r"|QUOTE\d+\s+(?:goes|go|is\s+sent|gets\s+sent|should\s+go)\s+out(?:\s+as\s+(?:a\s+|an\s+)?(?:notification|message|alert|note|e-?mail))?"),
     # "visits per page", "one row for each message": a grouping key, not a notification
