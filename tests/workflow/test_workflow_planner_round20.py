@@ -160,3 +160,20 @@ def test_concurrent_as_an_adjective():
     p = _plan("Take a 10% sample of x.csv, then two concurrent branches off the sample: stats, and a plot. "
               "Report when both finish.")
     assert all(s.group for s in of_kind(p, "stats") + of_kind(p, "plot"))
+
+
+# -- conditions and cleaning subsets ------------------------------------------------------------------
+def test_at_or_below_and_a_modified_metric_opening_its_clause():
+    base = "Load x.csv, split it, train a linear regression with y as the target and evaluate it. "
+    p = _plan(base + "RMSE at or below 1.5 → deploy it as m1; otherwise just produce a report.")
+    deploy = of_kind(p, "deploy_model")[0]
+    assert deploy.when[0].op == "<=" and deploy.when[0].value == 1.5 and of_kind(p, "save_report")
+    p = _plan(base.replace("linear regression", "logistic model") + "Best accuracy over 85%? Export to ./m. "
+              "Anything lower: notify 'low'.")
+    assert of_kind(p, "export_model")[0].when[0].op == ">" and of_kind(p, "notify")[0].when[0].negate
+
+
+def test_rows_missing_a_value_in_any_of_several_columns():
+    for said in ("drop rows missing a value in court or start_hour", "remove any rows where court or start_hour is empty"):
+        p = _plan(f"Load x.csv, {said}, then compute stats.")
+        assert of_kind(p, "clean_data")[0].params["columns"] == ["court", "start_hour"]

@@ -4,6 +4,8 @@ or a column the step cannot honour is a refusal that quotes the words, never a s
 
 from __future__ import annotations
 
+import re
+
 from raystack.workflow.nl.extract import Found, _num, _search, consume
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.text import Text
@@ -71,7 +73,15 @@ def clean_data(text: Text, lo: int, hi: int, f: Found) -> None:
         _search(text, lo, hi, rf"\b(?:missing|null|nan|empty|blank)\s+(?!{MISSING_NOUNS}\b)(?!(?:a|an|any)\s)(?P<c>[a-z_]\w*)(?:\s+column)?\b", "clean") or \
         _search(text, lo, hi, rf"\b(?:rows|records|entries)\s+(?:that\s+(?:are|is)\s+missing|missing|without|lacking|with\s+no)\s+(?:a\s+|an\s+|any\s+)"
                               rf"(?!{MISSING_NOUNS}\b)(?P<c>[a-z_]\w*)(?:\s+column)?\b", "clean")  # "rows without a price"
-    if m and m.group("c") not in ("the", "a", "an", "any", "each", "every", "all", "anything", "something"):
+    # "rows missing a value in court or start_hour", "rows where court or start_hour is empty": any of them
+    cols = r"(?P<l>[a-z_]\w*(?:\s*,\s*[a-z_]\w*)*\s*,?\s+(?:or|and)\s+[a-z_]\w*)(?:\s+columns?)?"
+    several = _search(text, lo, hi, rf"\b(?:missing|without|lacking)\s+(?:a\s+|any\s+)?(?:value|values|entry|entries)\s+(?:in|for)\s+"
+                                    rf"(?:the\s+|either\s+)?{cols}\b", "clean") or \
+        _search(text, lo, hi, rf"\b(?:where|whose|in\s+which)\s+(?:the\s+|either\s+)?{cols}\s+(?:is|are)\s+"
+                              r"(?:missing|null|empty|blank|nan|na)\b", "clean")
+    if several:
+        f.set("columns", re.split(r"\s*,\s*|\s*,?\s+(?:or|and)\s+", several.group("l").strip()))
+    elif m and m.group("c") not in ("the", "a", "an", "any", "each", "every", "all", "anything", "something"):
         f.set("columns", [m.group("c")])
     consume(text, lo, hi, r"\b(?:missing|null|nan|empty|incomplete|blank)\s+[a-z_]\w*", "clean")
     # "drop patients with missing age": the rows, by what they record

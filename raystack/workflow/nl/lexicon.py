@@ -52,8 +52,8 @@ CMP_LEAD = (r"(?:(?:is|are|was|were|gets?|goes|go|rises?|climbs?|drops?|falls?|s
             r"comes?\s+(?:in|out)|came\s+(?:in|out)|turns?\s+out(?:\s+to\s+be)?|lands?|sits?|scores?|still|is\s+still|"
             r"does|do|can|will|should)\s+)*(?:(?:to|at|of)\s+(?=NUM|PCT))?")   # "exact match of 0.6 or better"
 COMPARISONS = [
-    (rf"{CMP_LEAD}(?:at\s+least|no\s+less\s+than|not\s+below|not\s+less\s+than|>=|≥)\s+(?P<v>{NUMV})", ">="),
-    (rf"{CMP_LEAD}(?:at\s+most|no\s+more\s+than|not\s+above|not\s+more\s+than|<=|≤)\s+(?P<v>{NUMV})", "<="),
+    (rf"{CMP_LEAD}(?:at\s+least|no\s+less\s+than|not\s+below|not\s+less\s+than|at\s+or\s+(?:above|over)|>=|≥)\s+(?P<v>{NUMV})", ">="),
+    (rf"{CMP_LEAD}(?:at\s+most|no\s+more\s+than|not\s+above|not\s+more\s+than|at\s+or\s+(?:below|under)|<=|≤)\s+(?P<v>{NUMV})", "<="),
     (rf"{CMP_LEAD}(?P<v>{NUMV})\s+or\s+(?:higher|more|above|better|greater|over)", ">="),
     (rf"{CMP_LEAD}(?P<v>{NUMV})\s+or\s+(?:lower|less|below|under|worse)", "<="),
     (rf"{CMP_LEAD}(?:above|over|greater\s+than|more\s+than|higher\s+than|better\s+than|in\s+excess\s+of|>)\s+(?P<v>{NUMV})", ">"),

@@ -60,7 +60,8 @@ BAD_ROWS = (r"(?:rows|records|entries|lines|anything|everything|any\s+row|any\s+
             r"|(?:rows|records|entries)\s+(?:where|in\s+which)\s+(?:anything|something|any\s+(?:value|field|column|cell)|a\s+value)\s+"
             r"(?:is|are)\s+(?:missing|null|empty|blank|nan)"
             # "rows where age is missing", "records whose amount is null": that column's (the extractor's)
-            r"|(?:rows|records|entries)\s+(?:where|whose|in\s+which)\s+(?:the\s+)?[a-z_]\w*(?:\s+column)?\s+(?:is|are)\s+"
+            r"|(?:rows|records|entries)\s+(?:where|whose|in\s+which)\s+(?:the\s+|either\s+)?[a-z_]\w*"
+            r"(?:(?:\s*,\s*[a-z_]\w*)*\s*,?\s+(?:or|and)\s+[a-z_]\w*)?(?:\s+columns?)?\s+(?:is|are)\s+"   # "where a or b is empty"
             r"(?:missing|null|empty|blank|nan|na)\b")
 REMOVED = (r"dropped|removed|deleted|discarded|eliminated|filtered(?:\s+out)?|excluded|thrown\s+(?:away|out)|"
            r"stripped|purged|taken\s+out|weeded\s+out|cut|pruned")
