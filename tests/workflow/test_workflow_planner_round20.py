@@ -177,3 +177,33 @@ def test_rows_missing_a_value_in_any_of_several_columns():
     for said in ("drop rows missing a value in court or start_hour", "remove any rows where court or start_hour is empty"):
         p = _plan(f"Load x.csv, {said}, then compute stats.")
         assert of_kind(p, "clean_data")[0].params["columns"] == ["court", "start_hour"]
+
+
+def test_normalize_only_the_named_columns():
+    p = _plan("Load x.csv, normalize only the age_months and hours_booked columns, then compute stats.")
+    assert of_kind(p, "normalize")[0].params["columns"] == ["age_months", "hours_booked"]
+    p = _plan("Normalize only the price column in houses.csv and plot it.")   # refused before: subset unread
+    assert of_kind(p, "normalize")[0].params["columns"] == ["price"]
+
+
+def test_a_publisher_is_no_deployment():
+    """"Publisher here." planned a deploy_model step (publish\\w*)."""
+    p = _plan("Publisher here. Load x.csv, split it and train a logistic model with y as the target.")
+    assert "deploy_model" not in kinds(p)
+
+
+def test_the_pick_said_as_a_clause_of_its_own():
+    p = _plan("x.csv; 75/25 split; linear regression predicting kg with lr of 0.001, 0.01, 0.1 (one model each); "
+              "lowest RMSE is kept and exported to ./models/kg.")
+    assert kinds(p)[-2:] == ["select_best", "export_model"]
+    p = _plan("EDiT pretraining, 200 steps each, for tiny-1m and tiny-20m -> lower val loss wins -> export to ./ckpt/best")
+    assert "select_best" in kinds(p)
+    # a search's ", best F1 wins" stays its metric (no pick after it)
+    p = _plan("Load x.csv, split it, tune a knn over k = 3, 5 or 7 with 6 trials, best F1 wins; export it to ./m.")
+    assert "select_best" not in kinds(p)
+
+
+def test_a_note_after_a_base_model():
+    p = _plan("EDiT pretraining, 200 steps each, for tiny-1m and tiny-20m (jewelry repair bot) -> lower val loss wins "
+              "-> export to ./ckpt/best")
+    assert "edit_pretrain" in kinds(p)

@@ -108,13 +108,14 @@ def _closes_request(t: Text, opening: Token) -> bool:
 
 def notes(t: Text) -> None:
     """"Sample ten percent of sessions.parquet (trampoline parks)", "... (aquarium visitor
-    chatbot)": a few words in parentheses right after a file or a sentence, none of them an
+    chatbot)": a few words in parentheses right after a file, a base model's name, a sentence or
+    ending the request, none of them an
     operation, a method, a number or a clause word, say what the data or the work is about
     (after a step's words they may name its method: "survival analysis (Cox PH)")."""
     for tok in t.tokens:
         prev = t.tokens[tok.i - 1] if tok.i else None
-        if tok.text != "(" or tok.used or prev is None or not (prev.kind == "path" or prev.text in (".", "!")
-                                                               or _closes_request(t, tok)):
+        if tok.text != "(" or tok.used or prev is None or not (prev.kind == "path" or prev.used == "model"
+                                                               or prev.text in (".", "!") or _closes_request(t, tok)):
             continue
         run = []
         for x in t.tokens[tok.i + 1:tok.i + 2 + MAX_NOTE]:

@@ -396,6 +396,13 @@ TRIGGERS: list[tuple[str, str]] = [
     # "best F1 wins)" is its metric, read with the search)
     ("select_best", rf"\b(?:the\s+)?(?:best|top|highest|lowest|higher|lower|smallest|largest)\s+(?P<sk>{METRIC_RX})\s+wins"
                     r"(?=\s+and\s+(?:is|gets|goes)\b)"),
+    # a clause or arrow step of its own: "-> lower val loss wins ->", "-> smallest RMSE is the keeper",
+    # "; lowest RMSE is kept and exported to ./m"
+    # (", best F1 wins)" inside a search names the search's metric: "wins" only as an arrow's step)
+    ("select_best", rf"(?:{AFTER_ARROW}|(?<=[,;:]\s)|^)(?:the\s+)?(?:best|top|highest|lowest|higher|lower|smallest|smaller|largest|larger)\s+"
+                    rf"(?P<sk>{METRIC_RX})\s+(?:is\s+the\s+(?:keeper|winner)|(?:is|gets)\s+(?:kept|chosen|picked|selected))\b"),
+    ("select_best", rf"{AFTER_ARROW}(?:the\s+)?(?:best|top|highest|lowest|higher|lower|smallest|smaller|largest|larger)\s+"
+                    rf"(?P<sk>{METRIC_RX})\s+wins\b"),
     ("select_best", rf"\b(?:the\s+)?(?:best|top|winner|winning|strongest|better)(?:\s+(?:one|model|classifier|result|of\s+them))?"
                     rf"(?P<sk>\s+(?:by|on|in\s+terms\s+of)\s+[\w-]+(?:\s+[\w-]+)?)?{AUX}\s+(?:kept|selected|chosen|picked|retained)\b"),
     ("tune", r"\b(?:hunt|hunting|look|looking|search|searching|scan|scanning)\s+for\s+(?:the\s+)?(?:best|optimal|right|ideal)\s+"
@@ -435,7 +442,7 @@ TRIGGERS: list[tuple[str, str]] = [
     # evaluation's (the training's own figures are of the rows it was fitted on); after the
     # evaluation verbs, so an evaluation said already keeps it (rules.RulePlanner._actions)
     ("evaluate_model", HELD_OUT_FIGURE),
-    ("deploy_model", r"\b(?:deploy\w*|publish\w*|ship|ships|release|promote|(?<!ray )(?<!behind )(?<!with )(?<!via )(?<!through )(?<!using )serve|push\w*\s+(?:it\s+|them\s+)?to\s+production|"
+    ("deploy_model", r"\b(?:deploy\w*|publish(?:es|ed|ing)?\b(?!\s+(?:house|company|firm))|ship|ships|release|promote|(?<!ray )(?<!behind )(?<!with )(?<!via )(?<!through )(?<!using )serve|push\w*\s+(?:it\s+|them\s+)?to\s+production|"
                      r"roll\s+(?:it\s+|them\s+|that\s+|this\s+|the\s+(?:winner|model|best\s+one)\s+)?out|put\s+(?:it\s+)?(?:in|into)\s+production|"
                      # "put it live under the name X", "push it live as X", "take the winner live"
                      r"(?:put|push|take|make|set)\s+(?:it\s+|them\s+|that\s+|the\s+(?:winner|model|best\s+one)\s+)?live|go\s+live)\b(?:\s+(?:to|into)\s+production)?"),
