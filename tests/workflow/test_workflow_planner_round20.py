@@ -207,3 +207,9 @@ def test_a_note_after_a_base_model():
     p = _plan("EDiT pretraining, 200 steps each, for tiny-1m and tiny-20m (jewelry repair bot) -> lower val loss wins "
               "-> export to ./ckpt/best")
     assert "edit_pretrain" in kinds(p)
+
+
+def test_terse_arrows_fill_gaps_and_name_a_target_before_a_parenthesis():
+    p = _plan("lawn.csv; gaps → zeros; 75/25 split; kNN w/ seven neighbours, target minutes (memory limit 4GB); evaluate.")
+    assert of_kind(p, "impute")[0].params["strategy"] == "zero"
+    assert of_kind(p, "train_model")[0].params["target"] == "minutes"

@@ -445,7 +445,7 @@ TARGET_COLUMN = (r"\b(?:to\s+)?(?:predict|predicting|forecast|forecasting|estima
 NOT_TARGETS = {"the", "a", "an", "it", "its", "them", "this", "that", "which", "what", "whether", "how", "who", "when",
                "each", "every", "all", "future", "later", "now", "us", "me", "you", "of", "is", "value", "values"}
 # (an auxiliary ends it too: "a logistic model predicting won is trained ...")
-_CLAUSE_END = (r"(?=\s*(?:[,.;:!?)\]]|->|→|$)|\s+(?:from|on|with|using|and|then|in|at|over|under|no|not|capped|limited"
+_CLAUSE_END = (r"(?=\s*(?:[,.;:!?()\]]|->|→|$)|\s+(?:from|on|with|using|and|then|in|at|over|under|no|not|capped|limited"
                r"|is|are|was|were|gets|get|will|should|must)\b)")
 _COLUMN = rf"(?!(?:{'|'.join(sorted(NOT_TARGETS))}|{METRIC_RX})\b)[a-z_][a-z0-9_]*"
 # what is predicted may be named like a metric that is also a column's everyday name ("kNN ...,

@@ -147,6 +147,8 @@ TRIGGERS: list[tuple[str, str]] = [
     ("clean_data", rf"(?:{AFTER_ARROW}|(?m:^)(?:[-*•]\s)?|(?<=[,;:)]\s))(?:the\s+|all\s+)?(?:{BAD_ROWS})\s+(?:out|gone|go|goes)\b"
                    rf"(?=\s*(?:$|[.;,)]|{ARROW}))"),
     ("impute", r"\bimput\w*\b(?:\s+(?:the\s+|any\s+)?(?:missing|null|nan)\s*(?:values?|entries|cells|data)?)?"),
+    # "gaps → zeros", "blanks -> median": what fills the gaps, as an arrow says it
+    ("impute", rf"\b(?:{GAPS})\s*{ARROW}\s*(?:zeros?|0|(?:column\s+)?(?:means?|medians?|averages?))\b"),
     ("impute", rf"\b(?:fill|fills|filling|replace|replaces|patch|patches|substitute|plug|plugs|complete)\s+(?:in\s+)?{skip(2)}(?:{GAPS})\b"),
     # "x.csv has gaps; fill them with medians": the gaps said before, the fill said with its value
     ("impute", r"\b(?:fill|fills|filling|plug|plugs|patch|patches)\s+(?:them|those|these|it|the\s+gaps|the\s+holes)\s+(?:in\s+)?"
