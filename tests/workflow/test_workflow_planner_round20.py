@@ -107,6 +107,8 @@ def test_put_live_deploys_and_post_sends():
     for said in ("If accuracy is 0.8 or above, put it live under the name m1.", "Accuracy >= 80%? push it live as m1."):
         p = _plan(base + said)
         assert of_kind(p, "deploy_model")[0].params["name"] == "m1" and of_kind(p, "deploy_model")[0].when
+    with pytest.raises(PlanRefused):     # live predictions are inference, which no step does
+        _plan(base + "Then make live predictions on new.csv.")
     p = _plan(base + "If F1 is above 0.65, post 'looks usable' to the team.")
     assert of_kind(p, "notify")[0].params["message"] == "looks usable"
     p = _plan(base + "post 'done'.")

@@ -447,7 +447,8 @@ TRIGGERS: list[tuple[str, str]] = [
     ("deploy_model", r"\b(?:deploy\w*|publish(?:es|ed|ing)?\b(?!\s+(?:house|company|firm))|ship|ships|release|promote|(?<!ray )(?<!behind )(?<!with )(?<!via )(?<!through )(?<!using )serve|push\w*\s+(?:it\s+|them\s+)?to\s+production|"
                      r"roll\s+(?:it\s+|them\s+|that\s+|this\s+|the\s+(?:winner|model|best\s+one)\s+)?out|put\s+(?:it\s+)?(?:in|into)\s+production|"
                      # "put it live under the name X", "push it live as X", "take the winner live"
-                     r"(?:put|push|take|make|set)\s+(?:it\s+|them\s+|that\s+|the\s+(?:winner|model|best\s+one)\s+)?live|go\s+live)\b(?:\s+(?:to|into)\s+production)?"),
+                     # (its object said: "make live predictions" asks for inference, no deployment)
+                     r"(?:put|push|take)\s+(?:it|them|that|the\s+(?:winner|model|best\s+one))\s+live|go\s+live)\b(?:\s+(?:to|into)\s+production)?"),
     ("notify", r"\b(?:raise|fire|trigger|issue|post)\s+(?:an?\s+|the\s+)?(?:alert|alarm|notification|warning)\b"),   # "raise an alert if ..."
     ("notify", r"\bsend\s+(?:me\s+|us\s+)?(?:a\s+|an\s+|the\s+)?(?:notification|message|alert|note|email|e-mail|ping|update)\b|\blet\s+(?:me|us|the\s+team|everyone|someone|people|the\s+\w+\s+team|ops|oncall|on-call)\s+know\b"
                r"|\b(?:give|send)\s+(?:me\s+|us\s+|the\s+team\s+)?a\s+heads-?up\b|\bdrop\s+(?:me|us)\s+a\s+(?:line|note|message)\b"
