@@ -23,7 +23,8 @@ from typing import Iterable
 
 from raystack.workflow.catalog import CATALOG
 from raystack.workflow.nl import lexicon as L
-from raystack.workflow.nl.asides import asks_nothing, leading_reasons, notes, purposes, reasons
+from raystack.workflow.nl.asides import (SOURCE_WORDS, asks_nothing, leading_reasons, notes, predict_purposes,
+                                         purposes, reasons)
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.text import ARROWS, Text, Token, sentences
 from raystack.workflow.nl.scene import (FAULT_NOUNS, context_sentences, courtesies, file_descriptions, headings,
@@ -237,7 +238,6 @@ def targets(t: Text) -> None:
             t.mark([*lead, *what], "purpose")
 
 
-SOURCE_WORDS = ("load_data", "path")   # "... from queues.csv:": the load's words inside a goal
 COUNTED_STEPS = {"loads", "reads", "branches", "subsamples", "lanes", "tracks"}   # "two loads": the steps named next
 
 
@@ -267,39 +267,6 @@ def goal(t: Text, ends: list[tuple[str, int]]) -> None:
         if tok.kind not in ("word", "path") or (tok.used and tok.used not in SOURCE_WORDS):
             return
         words.append(tok)
-
-
-# "Tailoring shop, trying to predict which alteration jobs come back.", "Paintball arena, predicting
-# what a group spends on extra paint.", "we'd like to predict kg donated per drop-off.": what the
-# model is for, said to the end of its sentence
-PREDICT_PURPOSE = (r"(?:\b(?:(?:we|i)\s*(?:'re|'m|are|am|'d|would)?\s+)?(?:we'd\s+|i'd\s+)?(?:trying|try|want|wants|need|needs|"
-                   r"like|hope|hoping|aim|aiming|looking|here)\s+to\s+|(?<=,\s)|(?<=:\s)|(?<=\.\s)|^)"
-                   r"(?:predict|predicting|forecast|forecasting)\b")
-WH_OBJECTS = {"which", "what", "whether", "how", "who", "when", "if"}
-MAX_PURPOSE = 16     # words of what a model predicts
-
-
-def predict_purposes(t: Text, ends: list[tuple[str, int]]) -> None:
-    """What the model is for, beside a step that trains one, when it is a question ("which hires
-    come back damaged", no column) or describes the column a training names as its target
-    ("predict kg donated per drop-off" beside "train a linear model on kg"). Only free words to
-    the sentence's end (a file in it is the load's); anything else in them asks for something."""
-    if not any(e in ("train_model", "tune") for e, _ in ends):
-        return
-    learned = {x.low for x in t.tokens if x.used == "target"}
-    for lo, hi in sentences(t):
-        for _, toks in t.finditer(PREDICT_PURPOSE, lo, hi, free_only=True):
-            rest = [x for x in t.tokens[toks[-1].i + 1:hi] if not (x.kind == "punct" and x.text in ".!")]
-            words = [x for x in rest if x.kind == "word"]
-            if not words or len(words) > MAX_PURPOSE or any(
-                    not (is_free(x) or x.used in SOURCE_WORDS or x.used == "sequence") or x.low in L.RESTRICTING or x.kind == "num" or
-                    x.low in L.UNMAPPED_VERBS or is_method(x) or
-                    (x.kind == "punct" and x.text not in ("'s", "-", ",")) for x in rest):
-                continue
-            # (one word, the column itself: "... and want to predict final_gravity", a context
-            # sentence's goal, which context_sentences reads with the sentence)
-            if words[0].low in WH_OBJECTS or (len(words) > 1 and any(x.low in learned for x in words)):
-                t.mark(toks + [x for x in rest if is_free(x) or x.used == "sequence"], "purpose")
 
 
 def _counted_noun(t: Text, i: int) -> bool:

@@ -1,7 +1,8 @@
 """Words that say why or what for, not what to do: a reason or remark inside parentheses
 ("(retry up to 3 times b/c the share is flaky)", "(approx. an hour in all)") and a purpose
-("for keyword spotting", "to test the pipeline"). They change nothing in the plan; they are
-marked so the accounting does not refuse them, and never when they name an operation."""
+("for keyword spotting", "to test the pipeline", "predicting which hires come back damaged").
+They change nothing in the plan; they are marked so the accounting does not refuse them, and never
+when they name an operation."""
 
 from __future__ import annotations
 
@@ -143,3 +144,38 @@ def leading_reasons(t: Text) -> None:
         if states and 2 <= len(run) <= MAX_REASON and all(x.kind == "word" and is_free(x) for x in run) \
                 and asks_nothing(run) and not any(x.low in L.CLAUSE_WORDS or x.low in NOT_REASONS for x in run):
             t.mark([*run, so], "reason")
+
+
+SOURCE_WORDS = ("load_data", "path")   # "... from queues.csv:": the load's words inside a goal
+
+# "Tailoring shop, trying to predict which alteration jobs come back.", "Paintball arena, predicting
+# what a group spends on extra paint.", "we'd like to predict kg donated per drop-off.": what the
+# model is for, said to the end of its sentence
+PREDICT_PURPOSE = (r"(?:\b(?:(?:we|i)\s*(?:'re|'m|are|am|'d|would)?\s+)?(?:we'd\s+|i'd\s+)?(?:trying|try|want|wants|need|needs|"
+                   r"like|hope|hoping|aim|aiming|looking|here)\s+to\s+|(?<=,\s)|(?<=:\s)|(?<=\.\s)|^)"
+                   r"(?:predict|predicting|forecast|forecasting)\b")
+WH_OBJECTS = {"which", "what", "whether", "how", "who", "when", "if"}
+MAX_PREDICTED = 16   # words of what a model predicts
+
+
+def predict_purposes(t: Text, ends: list[tuple[str, int]]) -> None:
+    """What the model is for, beside a step that trains one, when it is a question ("which hires
+    come back damaged", no column) or describes the column a training names as its target
+    ("predict kg donated per drop-off" beside "train a linear model on kg"). Only free words to
+    the sentence's end (a file in it is the load's); anything else in them asks for something."""
+    if not any(e in ("train_model", "tune") for e, _ in ends):
+        return
+    learned = {x.low for x in t.tokens if x.used == "target"}
+    for lo, hi in sentences(t):
+        for _, toks in t.finditer(PREDICT_PURPOSE, lo, hi, free_only=True):
+            rest = [x for x in t.tokens[toks[-1].i + 1:hi] if not (x.kind == "punct" and x.text in ".!")]
+            words = [x for x in rest if x.kind == "word"]
+            if not words or len(words) > MAX_PREDICTED or any(
+                    not (is_free(x) or x.used in SOURCE_WORDS or x.used == "sequence") or x.low in L.RESTRICTING or x.kind == "num" or
+                    x.low in L.UNMAPPED_VERBS or is_method(x) or
+                    (x.kind == "punct" and x.text not in ("'s", "-", ",")) for x in rest):
+                continue
+            # (one word, the column itself: "... and want to predict final_gravity", a context
+            # sentence's goal, which context_sentences reads with the sentence)
+            if words[0].low in WH_OBJECTS or (len(words) > 1 and any(x.low in learned for x in words)):
+                t.mark(toks + [x for x in rest if is_free(x) or x.used == "sequence"], "purpose")
