@@ -32,6 +32,7 @@ from common import Report, parse_args
 import ray
 
 from _edit_workers import BenchWorker, TorchFTWorker
+from edit_quality import stream_sync
 from raystack.actors.edit import EDiTGroup
 from raystack.cluster import connect
 from raystack.comm import ring_bytes
@@ -40,7 +41,6 @@ from raystack.edit.config import EDiTConfig
 
 PARTS = ("speed", "stragglers", "memory")
 TAU = 4                       # edit_overlap: at r = 4 the wire (~4 steps) hides behind 4 steps (as in edit_quality)
-STREAM = (4, 2)               # edit_stream: a quarter of the wire (~1 step at r = 4) hides behind 2 (as in edit_quality)
 STREAMING_FRAGMENTS = 2
 STREAMING_DELAYS = [0, 1, 2, 4, 7]    # fragment_sync_delay values tried (< H / fragments)
 SPEED_GOALS = {0.25: 0.97, 1.0: 1.2, 4.0: 3.0}
@@ -81,7 +81,7 @@ def main() -> None:
     rs = [float(x) for x in args.r.split(",")] if args.r else [4.0] if quick else [0.25, 1.0, 4.0]
     repeats = args.repeats or (1 if quick else 3)
     tau = min(args.tau, H - 1)
-    stream = {"fragments": min(STREAM[0], H), "overlap_steps": min(STREAM[1], H // min(STREAM[0], H) - 1)}
+    stream = stream_sync(H)            # as in edit_quality: a quarter of the wire (~1 step at r = 4) behind 2 steps
     base = {"model": "tiny-1m", "ranks": 2, "shards": 1, "steps": steps,
             "inner": {"lr": 3e-3, "lr_warmup_steps": 10},
             "sync": {"h": H, "warmup_steps": warmup, "min_steps": 2},

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from raystack.workflow.nl.lexicon import FILLERS, METRIC_RX, METRICS, NUMLIST, SERVE_AS_PLACE
+from raystack.workflow.nl.lexicon import FILLERS, METRIC_RX, METRICS, NUMLIST, SERVE_AS_PLACE, metrics_rx
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.text import Text, Token, number
 
@@ -451,8 +451,7 @@ _COLUMN = rf"(?!(?:{'|'.join(sorted(NOT_TARGETS))}|{METRIC_RX})\b)[a-z_][a-z0-9_
 # what is predicted may be named like a metric that is also a column's everyday name ("kNN ...,
 # predicting score"); a model's own figures (rmse, accuracy, auc, ...) are never predicted
 PREDICTABLE_METRICS = {"score", "error", "loss"}
-_PREDICTED = (rf"(?!(?:{'|'.join(sorted(NOT_TARGETS))}|"
-              rf"{'|'.join(k.replace(' ', chr(92) + 's+') for k in sorted(METRICS, key=len, reverse=True) if k not in PREDICTABLE_METRICS)})\b)"
+_PREDICTED = (rf"(?!(?:{'|'.join(sorted(NOT_TARGETS))}|{metrics_rx(k for k in METRICS if k not in PREDICTABLE_METRICS)})\b)"
               r"[a-z_][a-z0-9_]*")
 # the column said as one word right after what names it, the word ending a clause: "a linear model
 # predicting minutes, ...", "linear regression, target heat_mwh", "a regression for minutes with

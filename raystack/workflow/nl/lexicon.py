@@ -38,7 +38,12 @@ METRICS = {
     "rmses": "rmse",
 }
 LOWER_IS_BETTER = {"loss", "val_loss", "train_loss", "logloss", "error", "rmse", "missing_fraction"}
-METRIC_RX = "|".join(sorted((k.replace(" ", r"\s+") for k in METRICS), key=len, reverse=True))
+def metrics_rx(names) -> str:
+    """An alternation of metric names (spaces as any whitespace), longest first."""
+    return "|".join(sorted((k.replace(" ", r"\s+") for k in names), key=len, reverse=True))
+
+
+METRIC_RX = metrics_rx(METRICS)
 
 # "the run with the best AUC", "the lowest-RMSE one": the best of several results, named where it is
 # used ("export the run with the best AUC to ./m"); ``d``/``d2`` the direction, ``m``/``m2`` the metric

@@ -165,10 +165,10 @@ class RulePlanner:
                 if entry == "split_data" and names_existing_split(t, toks[0]):
                     continue
                 # ("...; → out/x.csv; ...": an arrow after a semicolon points from the step before it)
-                after_semicolon = toks[0].i >= 2 and t.tokens[toks[0].i - 2].text == ";"
                 if entry == "load_data" and len(toks) == 1 and toks[0].i and t.tokens[toks[0].i - 1].text in ARROWS \
                         and (any(b.lo < toks[0].i and b.sentence == si and b.entry not in SOURCES for b in found) or (
-                            after_semicolon and any(x.used in CATALOG and x.used not in SOURCES for x in t.tokens[:toks[0].i]))):
+                            toks[0].i >= 2 and t.tokens[toks[0].i - 2].text == ";"
+                            and any(x.used in CATALOG and x.used not in SOURCES for x in t.tokens[:toks[0].i]))):
                     # "... -> line chart -> out/x.parquet": where the chain ends is written, never a new input
                     if not toks[0].low.endswith(TABLE_EXT[:4]):
                         continue

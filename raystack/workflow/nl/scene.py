@@ -201,10 +201,16 @@ def file_descriptions(t: Text) -> None:
             k += 2
 
 
+def _asks_or_names_a_model(x: Token) -> bool:
+    """A word no scene-setting words hold: one that asks for something, or names a model, a
+    method the catalog lacks, a task or a metric."""
+    return x.low in ASKING_WORDS or x.low in MODEL_WORDS or x.low in L.UNSUPPORTED or x.low in L.TASK_NOUNS \
+        or re.fullmatch(L.METRIC_RX, x.low) is not None
+
+
 def _describes_data(x: Token) -> bool:
-    return x.kind in ("word", "num") and is_free(x) and x.low not in ASKING_WORDS and x.low not in MODEL_WORDS \
-        and x.low not in L.RESTRICTING and x.low not in L.UNSUPPORTED and x.low not in L.UNMAPPED_VERBS \
-        and x.low not in L.TASK_NOUNS and not re.fullmatch(L.METRIC_RX, x.low)
+    return x.kind in ("word", "num") and is_free(x) and not _asks_or_names_a_model(x) \
+        and x.low not in L.RESTRICTING and x.low not in L.UNMAPPED_VERBS
 
 
 def introductions(t: Text) -> None:
@@ -231,8 +237,7 @@ def context_sentences(t: Text) -> None:
         toks = [x for x in t.tokens[lo:hi] if not (x.kind == "punct" and x.text in ".:,") and x.i not in goal]
         if asks or not toks or t.tokens[hi - 1].text in ("?", "!"):
             continue
-        if any(x.kind not in ("word", "path") or x.low in ASKING_WORDS or x.low in MODEL_WORDS or x.low in L.UNSUPPORTED
-               or x.low in L.TASK_NOUNS or x.low.startswith(L.UNSUPPORTED_PREFIXES) or re.fullmatch(L.METRIC_RX, x.low)
+        if any(x.kind not in ("word", "path") or _asks_or_names_a_model(x) or x.low.startswith(L.UNSUPPORTED_PREFIXES)
                for x in toks):
             continue
         if toks[0].low not in CONTEXT_SUBJECTS | CONTEXT_LEADS and toks[0].kind != "path":

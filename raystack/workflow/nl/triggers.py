@@ -36,6 +36,10 @@ ARROW = r"(?:->|=>|→|⇒|⟶)"
 # what a request exercises rather than a model to evaluate ("synthetic data to test the pipeline")
 SYSTEM_NOUNS = r"(?:pipeline|pipelines|setup|workflow|flow|code|system|tooling|infra|infrastructure|plumbing|wiring)"
 AFTER_ARROW = r"(?:(?<=->\s)|(?<==>\s)|(?<=→\s)|(?<=⇒\s)|(?<=⟶\s))"   # right after an arrow and its space
+# a step said without a verb, as list items and arrow chains write one ("- 80/20", "→ dupes out →"):
+# where its item opens (with its bullet), and where it ends
+ITEM_OPEN = rf"{AFTER_ARROW}|(?m:^)(?:[-*•]\s)?"
+ITEM_END = rf"(?=\s*(?:$|[.;,)]|{ARROW}))"
 # "the duplicates are dropped", "duplicates removed", "should be imputed": an object, an
 # optional auxiliary, then the step's verb as a participle
 AUX = (r"(?:\s+(?:is|are|get|gets|got|should|must|will|can|need|needs|has|have|had|to|then|also|first|all|"
@@ -134,18 +138,18 @@ TRIGGERS: list[tuple[str, str]] = [
     ("dedup", r"\b(?:keep|retain|take)\s+(?:only\s+)?(?:the\s+)?(?:unique|distinct)\s+(?:rows|records|entries)\b"
               r"|\b(?:make|making)\s+(?:the\s+)?(?:rows|records)\s+unique\b|\bunique-?ify\b"
               # verbless, as an arrow step or a list item: "x.csv → unique rows only → ..."
-              rf"|(?:{AFTER_ARROW}|(?m:^)(?:[-*•]\s)?|(?<=[,;:]\s))(?:only\s+)?(?:unique|distinct)\s+(?:rows|records|entries)(?:\s+only)?"
-              rf"(?=\s*(?:$|[.;,)]|{ARROW}))"),
+              rf"|(?:{ITEM_OPEN}|(?<=[,;:]\s))(?:only\s+)?(?:unique|distinct)\s+(?:rows|records|entries)(?:\s+only)?"
+              rf"{ITEM_END}"),
     ("dedup", rf"\b(?:drop|drops|dropping|remove|removes|removing|deleting|discarding|eliminating|delete|discard|eliminate|filter\s+out|get\s+rid\s+of|strip|purge|"
               rf"exclude|excluding|ignore|ignoring|omit|omitting|skip|skipping|"
               rf"weed\s+out|take\s+out|cut|throw\s+(?:away|out)|throwing\s+(?:away|out)|toss|tossing|strip\s+out|strip\s+away)\s+{skip(2, GAP_WORDS)}(?:{DUPLICATES})"),
     ("dedup", passive(rf"(?:{DUPLICATES})(?:\s+(?:rows|records|entries|lines|[a-z]+s))?", REMOVED)),
     # verbless, as list items and arrow steps write them: "- dupes out", "any row with a gap goes"
     # (opening their item: "keep rows with gaps out" is no removal of its own)
-    ("dedup", rf"(?:{AFTER_ARROW}|(?m:^)(?:[-*•]\s)?|(?<=[,;:)]\s))(?:the\s+|any\s+|all\s+)?(?:{DUPLICATES})\s+(?:out|gone|go|goes)\b"
-              rf"(?=\s*(?:$|[.;,)]|{ARROW}))"),
-    ("clean_data", rf"(?:{AFTER_ARROW}|(?m:^)(?:[-*•]\s)?|(?<=[,;:)]\s))(?:the\s+|all\s+)?(?:{BAD_ROWS})\s+(?:out|gone|go|goes)\b"
-                   rf"(?=\s*(?:$|[.;,)]|{ARROW}))"),
+    ("dedup", rf"(?:{ITEM_OPEN}|(?<=[,;:)]\s))(?:the\s+|any\s+|all\s+)?(?:{DUPLICATES})\s+(?:out|gone|go|goes)\b"
+              rf"{ITEM_END}"),
+    ("clean_data", rf"(?:{ITEM_OPEN}|(?<=[,;:)]\s))(?:the\s+|all\s+)?(?:{BAD_ROWS})\s+(?:out|gone|go|goes)\b"
+                   rf"{ITEM_END}"),
     ("impute", r"\bimput\w*\b(?:\s+(?:the\s+|any\s+)?(?:missing|null|nan)\s*(?:values?|entries|cells|data)?)?"),
     # "gaps → zeros", "blanks -> median": what fills the gaps, as an arrow says it
     ("impute", rf"\b(?:{GAPS})\s*{ARROW}\s*(?:zeros?|0|(?:column\s+)?(?:means?|medians?|averages?))\b"),
@@ -177,7 +181,7 @@ TRIGGERS: list[tuple[str, str]] = [
     ("normalize", passive(r"(?:the\s+)?(?:numeric\s+|numerical\s+|input\s+)?(?:features|columns|values|inputs|variables|data)",
                           r"normali[sz]ed|standardi[sz]ed|scaled|rescaled|z-scored")),
     # "... -> 75/25 -> ...", "- 80/20" or "2. 80/20" as a list's item
-    ("split_data", rf"(?:{AFTER_ARROW}|(?<=[,;:.)]\s)|(?m:^)(?:[-*•]\s)?)RATIO\d+(?=\s*(?:$|[.;,)]|{ARROW}))"),
+    ("split_data", rf"(?:{ITEM_OPEN}|(?<=[,;:.)]\s))RATIO\d+{ITEM_END}"),
     ("split_data", rf"\b(?:a\s+|the\s+)?PCT\d+(?:\s+of\s+(?:it|the\s+data|the\s+rows))?{AUX}\s+(?:held\s+(?:out|back|aside)|set\s+(?:aside|apart)|kept\s+(?:back|aside|apart)|put\s+aside|reserved)\b"),   # "a quarter is held out"
     # "evaluate it on a held-out 20%", "on a 20% held-out set": a share held out is the split
     # "hold 20% out", "set a quarter aside": the share between the verb and its particle
@@ -210,12 +214,12 @@ TRIGGERS: list[tuple[str, str]] = [
                r"|PCT\d+\s+of\s+(?:it|them|the\s+(?:rows|data|records|table)))(?!\s+(?:as|for|to)\b))"),
     # "x.csv, first 5,000 rows only; 70/30 split": a subset in file order said as an item of a list
     ("sample", rf"(?:{AFTER_ARROW}|(?<=[,;:]\s)|^)(?P<sk>(?:the\s+)?(?:first|last)\s+NUM\d+\s+(?:rows?|records?|lines?|entries))\s+only"
-               rf"(?=\s*(?:$|[.;,)]|{ARROW}))"),
+               rf"{ITEM_END}"),
     # "load the first 500 rows of x.csv": a load of part of a file is the load, then that subset
     ("sample", rf"\b(?:{LOAD_VERBS}|open|opens|opened)\s+(?:only\s+|just\s+)?(?P<sk>(?:the\s+)?(?:first|last)\s+NUM\d+\s+)"
                r"(?:rows?|records?|lines?|entries)\b(?=\s+(?:of|from|in)\s+FILE)"),
     # verbless, as a list item or an arrow step: "2) random sample, 25 percent", "→ a 10% sample →"
-    ("sample", rf"(?:{AFTER_ARROW}|(?m:^)(?:[-*•]\s)?|(?<=[;:)]\s))(?:a\s+)?(?:PCT\d+\s+)?random\s+(?:sub-?)?sample\b"
+    ("sample", rf"(?:{ITEM_OPEN}|(?<=[;:)]\s))(?:a\s+)?(?:PCT\d+\s+)?random\s+(?:sub-?)?sample\b"
                rf"(?=\s*(?:$|[.;)]|,\s*PCT\d+\s*(?:$|[.;)]|{ARROW})|{ARROW}))"),
     ("sample", r"\b(?:limit|limits|limiting|truncate|truncates|truncating|trim|trims|trimming|cap|caps|capping)\s+(?:it\s+|them\s+|the\s+(?:data|table|rows)\s+)?to\s+"
                r"(?P<sk>(?:the\s+|its\s+|their\s+)?(?:first|last)\s+NUM\d+\s+)(?:rows?|records?|lines?|entries)\b"),
@@ -356,8 +360,8 @@ TRIGGERS: list[tuple[str, str]] = [
     ("save_report", r"\b(?:written|saved|stored|dumped|persisted)\s+(?:out\s+)?(?:to|into|as|at|in)\s+FILE\d+"),
     ("write_table", rf"\boutput\s+(?P<f>FILE\d+)|\b(?:\w+\s+)?(?:table|tables|results|scores)\s*{ARROW}\s*(?P<g>FILE\d+)"),
     # verbless, as an arrow step or a list item: "... → evaluate → scores to out/s.csv"
-    ("write_table", rf"(?:{AFTER_ARROW}|(?m:^)(?:[-*•]\s)?)(?:the\s+)?(?:table|results?|scores|totals|counts|output)\s+"
-                    rf"(?:to|into|as|in)\s+(?P<f>FILE\d+)(?=\s*(?:$|[.;,)]|{ARROW}))"),
+    ("write_table", rf"(?:{ITEM_OPEN})(?:the\s+)?(?:table|results?|scores|totals|counts|output)\s+"
+                    rf"(?:to|into|as|in)\s+(?P<f>FILE\d+){ITEM_END}"),
     ("write_table", rf"(?<!per )(?<!by )(?<!each )(?<!every )\b(?:write|writes|written|save|saves|store|stores|dump|persist|output|put|export)\w*\s+{skip(3)}(?:to|as|into|in)\s+"
                     r"(?:a\s+|the\s+|one\s+)?(?:table|parquet(?:\s+file)?|csv(?:\s+file)?)\b(?:\s+(?:at|in|to|under)\s+(?P<f>FILE\d+))?"
                     r"|\b(?:write|save|output|produce|make)\s+(?:a\s+|the\s+)?(?:score\s+|scores\s+|results\s+|output\s+)?table\b(?!\s+(?:to|as|into|in|at)\s+FILE)"
