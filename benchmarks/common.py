@@ -82,8 +82,23 @@ def machine_info() -> dict:
         mem = psutil.virtual_memory().total
     except Exception:
         mem = None
-    return {"cpus": os.cpu_count(), "gpu": gpu, "memory_bytes": mem, "platform": platform.platform(),
-            "python": platform.python_version(), "torch": torch.__version__}
+    return {"cpus": os.cpu_count(), "cpu_model": _cpu_model(), "gpu": gpu, "memory_bytes": mem,
+            "platform": platform.platform(), "python": platform.python_version(), "torch": torch.__version__,
+            # the kernels torch picked (AVX2 / AVX512 ...): float results, and so losses over long runs,
+            # differ between machines that differ here, so figures from two of them are not paired
+            "torch_cpu_capability": torch.backends.cpu.get_cpu_capability()}
+
+
+def _cpu_model() -> str | None:
+    """The CPU's model name as Linux reports it (None elsewhere)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
 
 
 class Report:

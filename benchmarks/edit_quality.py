@@ -158,7 +158,8 @@ def run_job(arm: str, cfg_dict: dict, evals: int) -> dict:
     cfg = load_config(EDiTConfig, cfg_dict)
     t0 = time.perf_counter()
     out = _run_torchft(arm, cfg, evals) if arm.startswith("torchft") else _run_edit(cfg, evals)
-    out.update(arm=arm, model=cfg.model, seed=cfg.run.seed, seconds=time.perf_counter() - t0)
+    out.update(arm=arm, model=cfg.model, seed=cfg.run.seed, seconds=time.perf_counter() - t0,
+               corpus=_data(cfg)[0].manifest["key"])
     return out
 
 
@@ -451,6 +452,10 @@ def main() -> None:
                 f"points mix synced and unsynced fragments; its final figure is after a sync of every block); torchft_streaming: {FRAGMENTS} fragments, fragment_sync_delay "
                 f"{min(STREAMING_DELAY, h // FRAGMENTS - 1)}; torchft "
                 "arms have no synchronous warm-up (torchft has none) and are evaluated on their global parameters")
+    corpora = sorted({r["corpus"] for r in results})
+    report.note(f"corpus (content key of the tokenized standard-library sources of this interpreter): "
+                f"{', '.join(corpora)}; runs on another key, or another torch_cpu_capability in `machine`, "
+                "train on other bytes or kernels and are not paired with these")
     report.note(f"whole run {time.perf_counter() - started:.0f} s on this machine")
     report.write()
 
