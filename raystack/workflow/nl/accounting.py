@@ -29,7 +29,7 @@ from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.text import ARROWS, Text, Token, sentences
 from raystack.workflow.nl.scene import (FAULT_NOUNS, context_sentences, courtesies, file_descriptions, headings,
                                         introductions, lead_ins, origins, preamble, title_clauses)
-from raystack.workflow.nl.words import MAX_LEAD_IN, is_free, is_method, is_unknown, method_near
+from raystack.workflow.nl.words import MAX_LEAD_IN, is_free, is_method, is_unknown, method_near, names_data
 
 MAX_DESCRIPTION = 4          # words before a head noun read as its description
 MAX_OBJECT = 3               # words after an action's phrase read as its object
@@ -525,7 +525,7 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
     lead_ins(t)      # a title may hold a task noun or a word that is also a verb ("Crop yield regression:")
     headings(t)
     title_clauses(t)
-    verbs = [x for x in t.unused() if x.low in L.UNMAPPED_VERBS and not _noun_modifier(t, x)]
+    verbs = [x for x in t.unused() if x.low in L.UNMAPPED_VERBS and not _noun_modifier(t, x) and not names_data(t, x)]
     if verbs:
         raise PlanRefused([f"no catalog step does {t.span_text(r)!r}" for r in t.runs(verbs)])
     # "report how many columns each has": a question no step answers, never glue or a description

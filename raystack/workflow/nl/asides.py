@@ -9,14 +9,17 @@ from __future__ import annotations
 from raystack.workflow.nl import lexicon as L
 from raystack.workflow.nl.text import Text, Token, sentences
 from raystack.workflow.nl.triggers import SYSTEM_NOUNS
-from raystack.workflow.nl.words import in_parentheses, is_free, is_method, is_unknown
+from raystack.workflow.nl.words import in_parentheses, is_free, is_method, is_unknown, names_data
 
 MAX_PURPOSE = 4              # words of a "for ..." purpose
 REASON_SUBJECTS = (L.SUBJECT_WORDS - {"each", "every"}) | {"we've", "i've", "it's", "they're", "those"}
 COPULAS = {"is", "are", "was", "were", "'re", "'s", "gets", "get", "got", "has", "have", "had"}
 NOT_REASONS = L.RESTRICTING | {"please", "should", "must", "need", "want", "wants"}
-MAX_REASON = 12              # words of a reason that opens a sentence before ", so"
+MAX_REASON = 16              # words of a reason that opens a sentence before ", so"
+STATEMENT_OPENERS = {"the", "our", "their", "this", "my"}   # "The share is flaky, so ..."
 MAX_NOTE = 4                 # words of a note in parentheses ("(trampoline parks)")
+REPEATS = {"once", "twice", "thrice", "again", "each", "every", "all", "both", "more", "less", "fewer"}
+NOTE_SUBJECTS = {"we", "i", "our", "my", "we're", "i'm"}   # "(we make shop signs)", "(our studio)"
 REASON_WORDS = {"because", "b/c", "bc", "since", "cause", "'cause"}
 REMARK_VERBS = {"is", "are", "was", "were", "keeps", "tends", "gets", "can", "often", "sometimes"}
 MAX_REMARK = 7
@@ -119,13 +122,19 @@ def notes(t: Text) -> None:
                                                                or prev.text in (".", "!") or _closes_request(t, tok)):
             continue
         run = []
+        # glue words too in a note that ends the request and says who asks: "(we make shop signs)";
+        # "(do it twice)" asks for something
+        glue = _closes_request(t, tok) and tok.i + 1 < len(t.tokens) and t.tokens[tok.i + 1].low in NOTE_SUBJECTS
         for x in t.tokens[tok.i + 1:tok.i + 2 + MAX_NOTE]:
-            if x.text == ")" or not is_unknown(x) or x.low in L.CLAUSE_WORDS or x.low in L.UNMAPPED_VERBS \
-                    or x.low in L.RESTRICTING or x.low.endswith("est"):     # "(biggest stores)" picks
+            if x.text == ")" or not (is_unknown(x) or (glue and is_free(x) and x.kind == "word")) \
+                    or x.low in L.CLAUSE_WORDS or x.low in L.UNMAPPED_VERBS \
+                    or x.low in L.RESTRICTING or x.low.endswith("est") \
+                    or (glue and (x.low in NOT_REASONS or x.low in REPEATS)):     # "(biggest stores)" picks
                 break
             run.append(x)
         close = run[-1].i + 1 if run else None
-        if run and len(run) <= MAX_NOTE and close < len(t.tokens) and t.tokens[close].text == ")" and asks_nothing(run):
+        if run and len(run) <= MAX_NOTE and close < len(t.tokens) and t.tokens[close].text == ")" and asks_nothing(run) \
+                and any(is_unknown(x) for x in run):
             t.mark(run, "description")
 
 
@@ -140,9 +149,13 @@ def leading_reasons(t: Text) -> None:
         run = t.tokens[lo:so.i - 1]
         # a statement: it opens with its subject ("We're ...") or says what something is ("logs are huge");
         # "Keep only the 2023 rows, so ..." asks for something no step does
-        states = run and (run[0].low in REASON_SUBJECTS or any(x.low in COPULAS for x in run[1:]))
+        # or its subject is a noun phrase a determiner opens ("The lens order export sits on a share that
+        # times out a lot, so ..."; the export is the data, no step)
+        states = run and (run[0].low in REASON_SUBJECTS or run[0].low in STATEMENT_OPENERS
+                          or any(x.low in COPULAS for x in run[1:]))
         if states and 2 <= len(run) <= MAX_REASON and all(x.kind == "word" and is_free(x) for x in run) \
-                and asks_nothing(run) and not any(x.low in L.CLAUSE_WORDS or x.low in NOT_REASONS for x in run):
+                and asks_nothing([x for x in run if not names_data(t, x)]) \
+                and not any(x.low in L.CLAUSE_WORDS or x.low in NOT_REASONS for x in run):
             t.mark([*run, so], "reason")
 
 

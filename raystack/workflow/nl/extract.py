@@ -100,7 +100,8 @@ def consume(text: Text, lo: int, hi: int, pattern: str, why: str) -> None:
 
 
 def metric_of(word: str) -> str:
-    return METRICS[re.sub(r"\s+", " ", word.strip().lower())]
+    key = re.sub(r"\s+", " ", word.strip().lower())
+    return METRICS[key] if key in METRICS else METRICS[key.replace("-", " ")]   # "val-loss"
 
 
 def _path_param(text: Text, lo: int, hi: int, f: Found, param: str, exts: tuple[str, ...] | None,

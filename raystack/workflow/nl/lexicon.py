@@ -39,8 +39,8 @@ METRICS = {
 }
 LOWER_IS_BETTER = {"loss", "val_loss", "train_loss", "logloss", "error", "rmse", "missing_fraction"}
 def metrics_rx(names) -> str:
-    """An alternation of metric names (spaces as any whitespace), longest first."""
-    return "|".join(sorted((k.replace(" ", r"\s+") for k in names), key=len, reverse=True))
+    """An alternation of metric names (a space as any whitespace or a hyphen: "val-loss"), longest first."""
+    return "|".join(sorted((k.replace(" ", r"(?:\s+|-)") for k in names), key=len, reverse=True))
 
 
 METRIC_RX = metrics_rx(METRICS)

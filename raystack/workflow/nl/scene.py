@@ -17,6 +17,8 @@ LEAD_IN_ENDS = (":", "—", "–", "-")
 TITLE_JOINERS = ("(", ")", "/", "&")   # inside a title's words: "Room inspection pass/fail (hotels):"
 TITLE_QUESTION_WORDS = {"which", "what", "whether", "how", "who", "why", "when", "where", "is", "are", "does", "do",
                         "can", "could", "would", "should", "will"}
+# glue words elsewhere that are nouns inside a title, between its first word and its head
+TITLE_NOUNS = {"job", "jobs", "data", "model", "pipeline", "workflow", "task", "tasks", "run", "runs"}
 MAX_TITLE = 5                # words of a title closed by a full stop or a comma ("Food delivery ETA.")
 
 
@@ -59,8 +61,9 @@ def lead_ins(t: Text) -> None:
         if tok.kind == "punct" and tok.text in TITLE_JOINERS:
             continue
         if tok.kind == "punct" and tok.text in ARROWS and start == 0 and tok.i + 1 < len(t.tokens) \
-                and t.tokens[tok.i + 1].kind == "path":
-            seg = [x for x in t.tokens[:tok.i] if is_free(x)]     # "Warehouse picking times -> picks.csv -> ..."
+                and (t.tokens[tok.i + 1].kind == "path" or t.tokens[tok.i + 1].used in CATALOG):
+            # "Warehouse picking times -> picks.csv -> ...", "yoga studio LM → EDiT pretraining ..."
+            seg = [x for x in t.tokens[:tok.i] if is_free(x)]
             if seg and len(seg) == len([x for x in t.tokens[:tok.i] if x.kind != "punct"]) and is_title(seg, t) \
                     and not any(x.low in L.FILLERS for x in seg):     # a noun phrase, not "frobnicate the rows"
                 t.mark(seg, "context")
@@ -99,8 +102,11 @@ def title_clauses(t: Text) -> None:
                 x.used or x.kind != "word" or x.low in L.FILLERS for x in rest))):
             return
     words = [x for x in t.tokens[:end] if x.text not in ("(", ")")]
-    if words and len(words) <= MAX_TITLE and all(is_free(x) and x.kind == "word" and x.low not in L.FILLERS
-                                                 for x in words) and is_title(words + extra, t):
+    # a noun that is also glue elsewhere may modify the head after the title's first word
+    # ("Landscaping crew job times."); "Job done." and "Run it." are no titles
+    if words and len(words) <= MAX_TITLE and all(is_free(x) and x.kind == "word" and (
+            x.low not in L.FILLERS or (x is not words[0] and x is not words[-1] and x.low in TITLE_NOUNS))
+            for x in words) and is_title(words + extra, t):
         t.mark(words + extra, "context")
 
 

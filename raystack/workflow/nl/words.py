@@ -52,3 +52,22 @@ def method_near(t: Text, x: Token) -> bool:
     "train a tree", "tree model"; "Tree nursery" is a domain)."""
     near = L.METHOD_IF_NEAR.get(x.low, frozenset())
     return any(y.low in near for y in t.tokens[max(0, x.i - 2):x.i + 2] if y is not x)
+
+
+DATA_NOUN_VERBS = ("export", "exports", "dump", "dumps")   # "the CRM export", "last night's dump"
+DETERMINERS = ("the", "our", "their", "this", "that", "your", "my", "its", "'s", "a", "an")
+
+
+def names_data(t: Text, x: Token) -> bool:
+    """"The lens order export sits on a share": a word that is also an operation, heading a
+    noun phrase that a determiner opens (one to three descriptive words between), names the
+    data ("export the lens orders", "... orders export to out/o.csv" ask for one)."""
+    if x.low not in DATA_NOUN_VERBS:
+        return False
+    k = x.i - 1
+    while k >= 0 and x.i - k <= 3 and is_unknown(t.tokens[k]) and t.tokens[k].low not in L.CLAUSE_WORDS \
+            and t.tokens[k].low not in L.UNMAPPED_VERBS:
+        k -= 1
+    nxt = t.tokens[x.i + 1] if x.i + 1 < len(t.tokens) else None
+    return k < x.i - 1 and k >= 0 and t.tokens[k].low in DETERMINERS and not (
+        nxt is not None and (nxt.kind == "path" or nxt.low in ("to", "into", "it", "them", "the", "as", "under")))

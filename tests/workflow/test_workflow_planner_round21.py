@@ -1,0 +1,80 @@
+"""Round 21 of the rule planner: development set 9's misses, worked through by class (wordings
+varied here, not its prompts). Each case failed on the tree before its change; the guards say
+what must stay refused."""
+import pytest
+
+from planner_util import kinds, of_kind
+from planner_util import plan as _plan
+from raystack.workflow.nl.plan import PlanRefused
+
+
+# -- titles and scene-setting --------------------------------------------------------------------
+def test_a_glue_noun_inside_a_title_is_part_of_it():
+    """"Landscaping crew job times." was refused: "job" is glue elsewhere ("run the job"), so the
+    title did not count as one and "times" was left over."""
+    p = _plan("Bakery oven job durations. Load ovens.csv and plot it.")
+    assert kinds(p) == ["load_data", "plot"]
+    p = _plan("Ferry route data quality. Read routes.csv and compute the stats.")
+    assert kinds(p) == ["load_data", "stats"]
+
+
+def test_a_glue_word_opening_or_closing_a_title_is_no_title():
+    with pytest.raises(PlanRefused):
+        _plan("Run job fast. Load rota.csv and plot it.")
+
+
+def test_a_title_before_the_first_arrow_names_the_subject():
+    """"yoga studio LM → EDiT pretraining ..." was refused: a title before an arrow counted only
+    when a file came after it."""
+    p = _plan("choir rehearsal LM → EDiT pretraining of tiny-1m, 100 steps → export to ./ckpt/choir")
+    assert kinds(p) == ["edit_pretrain", "export_model"]
+    assert of_kind(p, "export_model")[0].params["path"] == "./ckpt/choir"
+
+
+def test_a_hyphenated_metric_is_the_metric():
+    """"then a val-loss plot" marked the words as the plot's metric and set none (the plot drew
+    the first column: a silent drop)."""
+    p = _plan("Pretrain tiny-1m with EDiT for 100 steps, then a val-loss plot.")
+    assert of_kind(p, "plot")[0].params["metric"] == "val_loss"
+    p = _plan("Train a knn on a.csv one epoch per round until the val-loss is under 0.4, at most 5 rounds.")
+    assert of_kind(p, "train_model")[0].loop.until_value == 0.4
+
+
+# -- the data named as "the ... export" --------------------------------------------------------------
+def test_an_export_named_with_a_determiner_is_the_data():
+    """"The lens order export sits on a network share that times out a lot, so read ..." was
+    refused ("no catalog step does 'export'"): the noun was read as the operation."""
+    p = _plan("The parcel scan export lives on a flaky drive, so read scans.csv with up to 2 retries "
+              "and compute the stats.")
+    assert kinds(p) == ["load_data", "stats"]
+    assert of_kind(p, "load_data")[0].retries == 2
+    p = _plan("Our CRM export is slow, so load crm.csv and plot it.")
+    assert kinds(p) == ["load_data", "plot"]
+
+
+@pytest.mark.parametrize("text", [
+    "Load a.csv, normalize it and a quick export.",                        # no determiner-led noun phrase
+    "Load sales.csv, drop duplicates, then the cleaned sales export.",     # a step word inside
+    "The nightly export dumps to a share, so load nightly.csv and plot it.",   # "dumps" is the verb
+])
+def test_an_export_that_may_be_asked_for_stays_refused(text):
+    with pytest.raises(PlanRefused):
+        _plan(text)
+
+
+# -- a note in parentheses at the end: who asks ----------------------------------------------------
+def test_a_closing_note_on_who_asks_is_a_description():
+    """"... (we make shop signs)" was refused: a note could hold no glue word ("we", "make")."""
+    p = _plan("Load a.csv and train a knn on it, target y. (we sell bikes)")
+    assert kinds(p) == ["load_data", "train_model"]
+    p = _plan("Load a.csv and plot it (I run a bakery)")
+    assert kinds(p) == ["load_data", "plot"]
+
+
+@pytest.mark.parametrize("text", [
+    "Load a.csv and train a knn on it. (do it twice)",        # no subject: it asks
+    "Load a.csv and train a knn on it. (we do it twice)",     # a repetition
+])
+def test_a_closing_note_that_asks_stays_refused(text):
+    with pytest.raises(PlanRefused):
+        _plan(text)
