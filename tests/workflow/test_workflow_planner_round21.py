@@ -78,3 +78,45 @@ def test_a_closing_note_on_who_asks_is_a_description():
 def test_a_closing_note_that_asks_stays_refused(text):
     with pytest.raises(PlanRefused):
         _plan(text)
+
+
+# -- rows, splits and loops in one sentence ------------------------------------------------------------
+def test_any_row_where_something_is_blank_is_a_cleanup():
+    """"bin any row where something's blank" was refused (neither "any row where" nor "'s" nor
+    "bin" were read)."""
+    p = _plan("Take tiles.csv, bin any row where something's empty, and plot it.")
+    assert kinds(p) == ["load_data", "clean_data", "plot"]
+    p = _plan("Load tiles.csv, drop every row where anything is missing, then compute the stats.")
+    assert kinds(p) == ["load_data", "clean_data", "stats"]
+
+
+def test_a_split_kept_in_a_sentence_with_a_loop_is_the_split():
+    """"keep 30% for testing, and train ... until the validation loss drops below 0.35" took the
+    split's "keep" for the loop's, and the 30% was left over."""
+    p = _plan("Load a.csv, keep 25% for testing, and train a knn (target: y) one epoch per round "
+              "until the validation loss drops below 0.4, five rounds at most.")
+    assert of_kind(p, "split_data")[0].params["test_fraction"] == 0.25
+    assert of_kind(p, "train_model")[0].loop.max_iterations == 5
+    p = _plan("Keep retraining the knn on loans.csv until accuracy exceeds 0.9 or 5 attempts have been made.")
+    assert of_kind(p, "train_model")[0].loop.max_iterations == 5
+
+
+# -- an opening question: what the model is for --------------------------------------------------------
+def test_an_opening_question_is_what_the_model_is_for():
+    """"Roofing quotes: which ones do customers accept? Take quotes.csv, ..., train logistic
+    regression (target: won)" was refused: only "predict ..." could say what a model is for."""
+    p = _plan("Gym sign-ups: which trial members renew? Load trials.csv and train a knn, target renewed.")
+    assert kinds(p) == ["load_data", "train_model"]
+    p = _plan("Will a lamp fail this month? Load lamps.csv, then fit a logistic model with failed as the target.")
+    assert of_kind(p, "train_model")[0].params["target"] == "failed"
+
+
+@pytest.mark.parametrize("text", [
+    "Which columns are numeric? Load a.csv and train a knn, target y.",   # about the table: no step answers
+    "Which customers churn? Load a.csv and train a knn.",                # no target named
+    "Load a.csv and train a knn, target y. Which ones churn?",           # not opening the request
+    "Which rows should we drop? Load a.csv and train a knn, target y.",
+])
+def test_a_question_no_step_answers_stays_refused(text):
+    with pytest.raises(PlanRefused):
+        _plan(text)

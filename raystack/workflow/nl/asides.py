@@ -9,7 +9,7 @@ from __future__ import annotations
 from raystack.workflow.nl import lexicon as L
 from raystack.workflow.nl.text import Text, Token, sentences
 from raystack.workflow.nl.triggers import SYSTEM_NOUNS
-from raystack.workflow.nl.words import in_parentheses, is_free, is_method, is_unknown, names_data
+from raystack.workflow.nl.words import MAX_LEAD_IN, in_parentheses, is_free, is_method, is_unknown, names_data
 
 MAX_PURPOSE = 4              # words of a "for ..." purpose
 REASON_SUBJECTS = (L.SUBJECT_WORDS - {"each", "every"}) | {"we've", "i've", "it's", "they're", "those"}
@@ -192,3 +192,32 @@ def predict_purposes(t: Text, ends: list[tuple[str, int]]) -> None:
             # sentence's goal, which context_sentences reads with the sentence)
             if words[0].low in WH_OBJECTS or (len(words) > 1 and any(x.low in learned for x in words)):
                 t.mark(toks + [x for x in rest if is_free(x) or x.used == "sequence"], "purpose")
+
+
+# a question that opens the request says what the model is for; one about the table itself
+# ("which columns are numeric?") asks for an answer no training gives
+QUESTION_OPENERS = {"which", "what", "who", "whether", "will", "does", "do", "is", "are"}
+TABLE_QUESTION_WORDS = {"column", "columns", "row", "rows", "value", "values", "missing", "mean", "average", "many",
+                        "much", "numeric", "type", "types", "file", "files", "table", "tables", "count", "total", "sum"}
+
+
+def question_purposes(t: Text, ends: list[tuple[str, int]]) -> None:
+    """"Roofing quotes: which ones do customers accept? Take quotes.csv, ..., train logistic
+    regression (target: won)": a question that opens the request (after its title, if any) is
+    what the trained model is for, when a training names its target; only free words, none
+    about the table itself and none an operation."""
+    if not any(e in ("train_model", "tune") for e, _ in ends) or not any(x.used == "target" for x in t.tokens):
+        return
+    spans = sentences(t)
+    if not spans:
+        return
+    lo, hi = spans[0]
+    lead = next((x for x in t.tokens[lo:hi] if x.kind == "punct"), None)
+    if lead is not None and lead.text in (":", "—", "–") and lead.i - lo <= MAX_LEAD_IN:
+        lo = lead.i + 1        # after a title ("Roofing quotes: which ...?")
+    if hi - lo < 3 or t.tokens[hi - 1].text != "?" or t.tokens[lo].low not in QUESTION_OPENERS:
+        return
+    words = t.tokens[lo:hi - 1]
+    if len(words) <= MAX_PREDICTED and all(x.kind == "word" and is_free(x) for x in words) and asks_nothing(words) \
+            and not any(x.low in TABLE_QUESTION_WORDS or x.low in L.RESTRICTING for x in words):
+        t.mark(words, "purpose")

@@ -113,7 +113,10 @@ BOUND = (r"(?:(?:but\s+|and\s+)?(?:for\s+)?(?:at\s+most|up\s+to|no\s+more\s+than
          r"(?:\s+(?:have|has)\s+(?:been\s+(?:made|run|done|tried)|passed|gone\s+by))?")
 # "epoch by epoch", "round after round", "keep going until": how a loop is written, not a step;
 # PER_ROUND says what one round of the looped step runs ("epoch by epoch" = one epoch a round)
-LOOP_WORDS = (r"\b(?:keep(?:s|ing)?\s+(?:on\s+)?(?:training|running|fitting|iterating|repeating|going)|repeat(?:ing|edly)?|keep|keeps|keeping|again|iterat\w*|loop|loops|looping|re-?run\w*|rounds?|runs|at\s+a\s+time|"
+# a bare "keep" only where it says to go on ("keep on until ...", "keep it up"): "keep 30% for
+# testing" in a sentence with a loop is the split's
+LOOP_WORDS = (r"\b(?:keep(?:s|ing)?\s+(?:on\s+)?(?:training|running|fitting|iterating|repeating|going)|repeat(?:ing|edly)?|"
+              r"(?:keep|keeps|keeping)(?=\s+(?:on|it\s+up|at\s+it|until|till|while|up)\b|\s+[\w-]*ing\b|\s*[,.;:]|\s*$)|again|iterat\w*|loop|loops|looping|re-?run\w*|rounds?|runs|at\s+a\s+time|"
               r"each\s+round|per\s+round|going|at\s+it|(?:round|epoch|pass)\s+(?:by|after)\s+(?:round|epoch|pass)|passes|chunks|cycles)\b")
 ROUND_WORDS = r"\b(?:per|each|a)\s+(?:round|pass|chunk|cycle|iteration)\b|\bin\s+chunks\s+of\b"
 PER_ROUND = {r"\bepoch\s+(?:by|after)\s+epoch\b|\b(?:a\s+)?single\s+epoch\b(?:\s+(?:at\s+a\s+time|(?:per|each|a)\s+(?:iteration|round|pass)))?"

@@ -61,8 +61,8 @@ BAD_ROWS = (r"(?:rows|records|entries|lines|anything|everything|any\s+row|any\s+
             r"incomplete|invalid)\s*(?:values?|entries|entry|fields?|cells?|data|readings?|measurements?)?|(?:incomplete|invalid|bad|broken|corrupt(?:ed)?|"
             r"malformed|junk|garbage|bogus|dirty|faulty|erroneous|unusable)\s+(?:rows|records|entries|lines)"
             # "rows where anything is missing": any value, not a named column's
-            r"|(?:rows|records|entries)\s+(?:where|in\s+which)\s+(?:anything|something|any\s+(?:value|field|column|cell)|a\s+value)\s+"
-            r"(?:is|are)\s+(?:missing|null|empty|blank|nan)"
+            r"|(?:rows|records|entries|any\s+row|any\s+record|every\s+row|each\s+row)\s+(?:where|in\s+which)\s+"
+            r"(?:anything|something|any\s+(?:value|field|column|cell)|a\s+value)\s+(?:is|are|'s)\s+(?:missing|null|empty|blank|nan)"
             # "rows where age is missing", "records whose amount is null": that column's (the extractor's)
             r"|(?:rows|records|entries)\s+(?:where|whose|in\s+which)\s+(?:the\s+|either\s+)?[a-z_]\w*"
             r"(?:(?:\s*,\s*[a-z_]\w*)*\s*,?\s+(?:or|and)\s+[a-z_]\w*)?(?:\s+columns?)?\s+(?:is|are)\s+"   # "where a or b is empty"
@@ -168,7 +168,8 @@ TRIGGERS: list[tuple[str, str]] = [
                    r"(?:the\s+|all\s+|any\s+)?(?:rows|records|entries)\s+(?:that\s+(?:are|is)\s+missing|missing|without|lacking|with\s+no)\s+"
                    r"(?=(?:a|an|any)\s+(?!(?:values?|data|entries|fields?|cells?|info|information|readings?)\b)[a-z_])"),
     ("clean_data", passive(rf"(?:the\s+)?(?:{BAD_ROWS}|nulls|nans)", REMOVED + r"|cleaned(?:\s+(?:up|out))?")),
-    ("clean_data", rf"\b(?:drop|remove|discard|exclude|excluding|filter\s+out|throw\s+(?:away|out)|weed\s+out|get\s+rid\s+of|ditch|toss|chuck(?:\s+out|\s+away)?|"
+    # ("bin any row where something's blank": bin as in the rubbish bin, its object the bad rows)
+    ("clean_data", rf"\b(?:drop|remove|discard|exclude|excluding|filter\s+out|throw\s+(?:away|out)|weed\s+out|get\s+rid\s+of|ditch|toss|bin|chuck(?:\s+out|\s+away)?|"
                    rf"ignore|ignoring|omit|omitting|skip|skipping|leave\s+out|leaving\s+out)\s+{skip(2)}(?:{BAD_ROWS})"),
     ("clean_data", r"\b(?:tidy|scrub|sanitize|sanitise|cleanse)\w*\b(?!\s+up\s+(?:the\s+)?(?:tmp|temp|scratch))"),
     ("clean_data", r"\bdropna\b|\bclean(?:s|ed|ing)?\s+up\s+(?:the\s+)?(?:data|dataset|table|records|rows)\b|\bclean(?:s|ed|ing)?\s+up(?=\s+FILE\d+)|(?<!-)\bclean(?:s|ed|ing)?\b(?!\s*up)(?!-)"),
