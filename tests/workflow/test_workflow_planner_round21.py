@@ -120,3 +120,21 @@ def test_an_opening_question_is_what_the_model_is_for():
 def test_a_question_no_step_answers_stays_refused(text):
     with pytest.raises(PlanRefused):
         _plan(text)
+
+
+# -- the unit interval: min-max ----------------------------------------------------------------------
+@pytest.mark.parametrize("text", [
+    "tiles.csv → rescale to 0..1 → plot",
+    "Load tiles.csv, scale it to 0-1 and plot it.",
+    "Load tiles.csv, normalize into [0, 1], then plot it.",
+    "Load tiles.csv, normalize the values between 0 and 1, then plot it.",
+])
+def test_scaling_onto_the_unit_interval_is_min_max(text):
+    """"rescale to 0..1" was refused ("0..1" split at its dots into two sentences) and "between 0
+    and 1" z-scored the columns."""
+    assert of_kind(_plan(text), "normalize")[0].params["method"] == "minmax"
+
+
+def test_scaling_onto_another_range_is_refused():
+    with pytest.raises(PlanRefused, match="onto \\[0, 1\\]"):
+        _plan("Load tiles.csv, scale to -1..1 and plot it.")

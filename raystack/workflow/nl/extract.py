@@ -184,11 +184,27 @@ def _unit_scale(text: Text, lo: int, hi: int) -> bool:
     return False
 
 
+def _unit_range(text: Text, lo: int, hi: int) -> bool:
+    """"to 0..1", "onto the [0, 1] range", "between 0 and 1", "to 0-1": the unit interval a
+    min-max scaling maps onto (another range is no step's)."""
+    for m, toks in text.finditer(r"\b(?:to|into|onto|in|within|between)\s+(?:the\s+|a\s+)?(?:range\s+)?\[?\s*(?P<a>NUM\d+)\s*"
+                                 r"(?:\.\.|–|—|,|to|and)?\s*(?P<b>NUM\d+)\s*\]?(?:\s+(?:range|interval|scale))?", lo, hi):
+        a, b = _num(text, m.group("a")), _num(text, m.group("b"))
+        if a == 0 and b in (1, -1) and (b == 1 or text.literal(m.group("b")).text.startswith("-")):
+            text.mark(toks, "method")
+            return True
+        raise PlanRefused([f"{text.span_text(toks)!r}: the normalize step scales to zero mean and unit variance "
+                           "or, min-max, onto [0, 1]"])
+    return False
+
+
 def normalize(text: Text, lo: int, hi: int, f: Found) -> None:
     """"normalize the price column", "scale price and area": only those columns (the step scaled
     every numeric column); "normalize the features / it / the data" stays every column."""
     # "min-max scaling", "min-max normalise": onto [0, 1] (it z-scored whatever was said)
     if _search(text, lo, hi, r"\bmin\s*-?\s*max\b", "method", free=False):
+        f.set("method", "minmax")
+    elif _unit_range(text, lo, hi):     # "rescale to 0..1", "into [0, 1]", "between 0 and 1": min-max
         f.set("method", "minmax")
     else:   # "to zero mean and unit variance": what the default z-score does (no method set, as for "z-score")
         _unit_scale(text, lo, hi)
