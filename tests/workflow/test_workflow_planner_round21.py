@@ -138,3 +138,28 @@ def test_scaling_onto_the_unit_interval_is_min_max(text):
 def test_scaling_onto_another_range_is_refused():
     with pytest.raises(PlanRefused, match="onto \\[0, 1\\]"):
         _plan("Load tiles.csv, scale to -1..1 and plot it.")
+
+
+# -- the other side of a condition, said by its direction -----------------------------------------------
+def test_the_other_side_said_by_its_direction_is_the_else_branch():
+    """"deploy it ... if the RMSE is <= 1.5? If it's higher, I'd rather just get a report." was
+    refused: only 'otherwise' / 'if not' opened an else branch."""
+    p = _plan("Read b.csv, fit a linear regressor with h as the target, evaluate, and deploy it under b-demand "
+              "if the RMSE is at most 1.5. If it's higher, I'd rather just get a report.")
+    report = of_kind(p, "save_report")[0]
+    assert report.when and report.when[0].negate and report.when[0].op == "<=" and report.when[0].value == 1.5
+    p = _plan("Read b.csv, train a knn with h as the target, evaluate, and deploy it under b-x if accuracy is "
+              "at least 0.8. If it's worse, notify 'not yet'.")
+    note = of_kind(p, "notify")[0]
+    assert note.when and note.when[0].negate and note.when[0].op == ">="
+
+
+@pytest.mark.parametrize("text", [
+    "Read b.csv, fit a linear regressor with h as the target, evaluate, and deploy it under b-x if the RMSE is "
+    "at most 1.5. If it's lower, write a report.",
+    "Read b.csv, train a knn with h as the target, evaluate, and deploy it under b-x if accuracy is at least 0.8. "
+    "If that's higher, notify 'no'.",
+])
+def test_a_direction_on_the_same_side_is_refused(text):
+    with pytest.raises(PlanRefused, match="not the other side"):
+        _plan(text)

@@ -182,6 +182,13 @@ def _apply_cues(t: Text, actions: list[Action], cues: list[Cue]) -> None:
         elif c.kind == "else":
             if last_when is None:
                 raise PlanRefused(["'otherwise' with no condition before it"])
+            said, cond = c.data.get("direction"), last_when.when
+            if said is not None and any(x.low == "worse" for x in t.tokens[c.lo:c.hi]):
+                said = "up" if cond.metric in L.LOWER_IS_BETTER else "down"
+            if said is not None and (said == "up") != (cond.op in ("<", "<=")):
+                # "deploy if the RMSE is <= 1.5; if it's lower, ..." names no other side
+                raise PlanRefused([f"{t.span_text(t.tokens[c.lo:c.hi])!r} is not the other side of "
+                                   f"'{cond.metric} {cond.op} {cond.value}'"])
             if any(a.step.otherwise for a in acts if a.lo >= c.hi):
                 continue  # handled with its condition
             nxt = [a for a in actions if a.lo >= c.hi][:1]

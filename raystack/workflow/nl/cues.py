@@ -242,6 +242,9 @@ def _conditions(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
         op = {"≥": ">=", "≤": "<="}.get(m.group("op"), m.group("op"))
         out.append(_cond(t, si, toks[0].i, toks[-1].i + 1, metric_of(m.group("m")), op,
                          number(float(t.literal(m.group("v")).value()))))
+    for m, toks in t.finditer(rf"\b{L.ELSE_DIRECTION}", lo, hi, free_only=True):
+        t.mark(toks, "otherwise")
+        out.append(Cue("else", toks[0].i, toks[-1].i + 1, si, {"direction": "up" if m.group("up") else "down"}))
     for _, toks in t.finditer(rf"\b{L.ELSE_CUE}\b", lo, hi, free_only=True):
         t.mark(toks, "otherwise")
         out.append(Cue("else", toks[0].i, toks[-1].i + 1, si))
