@@ -163,3 +163,23 @@ def test_the_other_side_said_by_its_direction_is_the_else_branch():
 def test_a_direction_on_the_same_side_is_refused(text):
     with pytest.raises(PlanRefused, match="not the other side"):
         _plan(text)
+
+
+# -- a join's kind said in a note after it ---------------------------------------------------------------
+def test_a_join_kind_in_parentheses_is_the_joins_not_a_second_join():
+    """"join a.csv to b.csv on id (a left join)" planned two joins, the second joining the first's
+    result again (silently wrong); and "keeping every repair even when there's no matching
+    customer" was left over."""
+    p = _plan("Join visits.csv to owners.csv on owner_id (a left join). Count the visits per clinic.")
+    joins = of_kind(p, "join")
+    assert len(joins) == 1 and joins[0].params["how"] == "left outer"
+    p = _plan("Join visits.csv to owners.csv on owner_id, keeping every visit even when there's no matching "
+              "owner (a left join), then plot it.")
+    assert [j.params["how"] for j in of_kind(p, "join")] == ["left outer"]
+    p = _plan("Join a.csv to b.csv on id (then join c.csv to that on id). Plot it.")   # a file: a join of its own
+    assert len(of_kind(p, "join")) == 2
+
+
+def test_a_possessive_inside_a_title_is_part_of_it():
+    p = _plan("Cobbler's shop. Load repairs.csv and plot it.")
+    assert kinds(p) == ["load_data", "plot"]

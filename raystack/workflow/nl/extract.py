@@ -327,12 +327,18 @@ def join(text: Text, lo: int, hi: int, f: Found) -> None:
     if m and m.group("c") not in ("the", "it", "them", "a"):
         f.set("on", m.group("c"))
         consume(text, lo, hi, r"\bas\s+(?:the\s+)?(?:join\s+|merge\s+)?(?:key|column)\b", "join key")
-    m = _search(text, lo, hi, r"\b(?P<h>left|right|inner|outer|full)(?:[\s-]+outer)?(?=[\s-]+(?:join|merge))", "join kind")
+    # ("... on id (a left join)": the join's own word in the note says its kind)
+    m = _search(text, lo, hi, r"\b(?P<h>left|right|inner|outer|full)(?:[\s-]+outer)?(?:[\s-]+(?:join|merge)(?=\s*\))|(?=[\s-]+(?:join|merge)))",
+                "join kind")
     if m:
         f.set("how", JOIN_KINDS[m.group("h")])
         if m.group("h") in ("left", "right"):   # "so that no booking is dropped", "keeping every booking": why
             consume(text, lo, hi, r"\b(?:so\s+(?:that\s+)?no\s+[a-z_]\w*\s+(?:is|gets|are|get)\s+(?:dropped|lost)"
-                                  r"|(?:keeping|keeps|to\s+keep)\s+(?:every|each|all(?:\s+the)?)\s+[a-z_]\w*)\b", "join kind")
+                                  r"|(?:keeping|keeps|to\s+keep)\s+(?:every|each|all(?:\s+the)?)\s+[a-z_]\w*"
+                                  # "... even when there's no matching customer", "... even without a match"
+                                  r"(?:\s+(?:even\s+)?(?:when|if|where)\s+there\s*(?:'s|is|are)\s+no\s+(?:matching\s+|corresponding\s+)?[a-z_]\w*"
+                                  r"|\s+(?:even\s+)?(?:without|with\s+no)\s+(?:a\s+)?(?:match(?:ing\s+[a-z_]\w*)?|corresponding\s+[a-z_]\w*))?)\b",
+                    "join kind")
     _mark_sides(text, lo, hi)
 
 

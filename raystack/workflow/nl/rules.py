@@ -38,6 +38,7 @@ from raystack.workflow.nl.safety import screen
 from raystack.workflow.nl.search import SPACE_PARAM_RX, read_tune
 from raystack.workflow.nl.text import ARROWS, Text, sentences
 from raystack.workflow.nl.triggers import COMPILED, MODEL_KIND, PREPOSITIONS
+from raystack.workflow.nl.words import in_parentheses
 
 PARTS = L.PART_STEPS
 # a reminder that the file named is loaded first, said beside the step that reads it
@@ -233,6 +234,14 @@ class RulePlanner:
                     and t.tokens[toks[0].i - 1].low in ("the", "this", "that", "our", "my")))
                 found.append(act)
         found.sort(key=lambda a: a.lo)
+        for k in range(len(found) - 1, 0, -1):   # "join a.csv to b.csv on id (a left join)": the kind of
+            a = found[k]                          # the join before it, no second join
+            close = next((x.i for x in t.tokens[a.lo:] if x.text == ")"), len(t.tokens))
+            if a.entry == "join" and in_parentheses(t, t.tokens[a.lo]) \
+                    and not any(x.kind == "path" for x in t.tokens[a.lo:close]) \
+                    and any(b.entry == "join" and b.sentence == a.sentence for b in found[:k]):
+                t.relabel(t.tokens[a.lo:a.trig_end], "join")
+                del found[k]
         for k in range(len(found) - 1, 0, -1):  # "train a DLRM on the data in data/criteo/"
             a = found[k]
             # past the base checkpoint named in the part's phrase ("fine-tune adapters on the

@@ -17,8 +17,9 @@ LEAD_IN_ENDS = (":", "—", "–", "-")
 TITLE_JOINERS = ("(", ")", "/", "&")   # inside a title's words: "Room inspection pass/fail (hotels):"
 TITLE_QUESTION_WORDS = {"which", "what", "whether", "how", "who", "why", "when", "where", "is", "are", "does", "do",
                         "can", "could", "would", "should", "will"}
-# glue words elsewhere that are nouns inside a title, between its first word and its head
-TITLE_NOUNS = {"job", "jobs", "data", "model", "pipeline", "workflow", "task", "tasks", "run", "runs"}
+# glue words elsewhere that belong to a title between its first word and its head: nouns, and a
+# possessive ("Cobbler's shop.")
+TITLE_GLUE = {"job", "jobs", "data", "model", "pipeline", "workflow", "task", "tasks", "run", "runs", "'s"}
 MAX_TITLE = 5                # words of a title closed by a full stop or a comma ("Food delivery ETA.")
 
 
@@ -103,9 +104,9 @@ def title_clauses(t: Text) -> None:
             return
     words = [x for x in t.tokens[:end] if x.text not in ("(", ")")]
     # a noun that is also glue elsewhere may modify the head after the title's first word
-    # ("Landscaping crew job times."); "Job done." and "Run it." are no titles
+    # ("Landscaping crew job times.", "Cobbler's shop."); "Job done." and "Run it." are no titles
     if words and len(words) <= MAX_TITLE and all(is_free(x) and x.kind == "word" and (
-            x.low not in L.FILLERS or (x is not words[0] and x is not words[-1] and x.low in TITLE_NOUNS))
+            x.low not in L.FILLERS or (x is not words[0] and x is not words[-1] and x.low in TITLE_GLUE))
             for x in words) and is_title(words + extra, t):
         t.mark(words + extra, "context")
 
