@@ -183,3 +183,35 @@ def test_a_join_kind_in_parentheses_is_the_joins_not_a_second_join():
 def test_a_possessive_inside_a_title_is_part_of_it():
     p = _plan("Cobbler's shop. Load repairs.csv and plot it.")
     assert kinds(p) == ["load_data", "plot"]
+
+
+# -- a map's values set off by dashes or parentheses, and the target a purpose names -----------------
+def test_learning_rates_set_off_by_dashes_or_parentheses_are_a_map():
+    """"train a linear model ... at three learning rates — 0.001, 0.01 and 0.1 — and keep the
+    best" read the words before the dash as a title (scene-setting) and left the rates over."""
+    for text in ("Load d.csv, hold back 20%, then train a linear model with target y at three learning rates "
+                 "— 0.001, 0.01 and 0.1 — and keep the one with the smallest RMSE.",
+                 "Load d.csv, train a linear model with target y at three learning rates (0.001, 0.01 and 0.1), "
+                 "and keep the one with the smallest RMSE."):
+        trains = of_kind(_plan(text), "train_model")
+        assert sorted(s.params["lr"] for s in trains) == [0.001, 0.01, 0.1], text
+        assert {s.params["target"] for s in trains} == {"y"}
+
+
+def test_a_model_on_the_word_a_purpose_predicts_is_its_target():
+    """"we'd like to predict kg donated per drop-off ... train a linear model on kg": the model's
+    target (alone, "a model on price" may name its input, and stays refused)."""
+    p = _plan("Bakery: we want to predict loaves sold per day. Load bakes.csv and train a linear model on loaves.")
+    assert of_kind(p, "train_model")[0].params["target"] == "loaves"
+    with pytest.raises(PlanRefused):
+        _plan("Load bakes.csv and train a linear model on loaves.")
+
+
+def test_the_scratch_directory_is_the_runs_own_scratch():
+    """"tidy up the scratch directory" removed a directory named 'scratch' inside the scratch
+    space (a no-op), not the run's scratch files."""
+    p = _plan("Load a.csv and plot it; at the very end, successful or not, tidy up the scratch directory.")
+    clean = of_kind(p, "cleanup")[0]
+    assert "directory" not in clean.params
+    p = _plan("Load a.csv and plot it; at the very end, successful or not, tidy up the tmp directory.")
+    assert of_kind(p, "cleanup")[0].params["directory"] == "tmp"

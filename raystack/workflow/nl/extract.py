@@ -431,10 +431,12 @@ def train_model(text: Text, lo: int, hi: int, f: Found) -> None:
     if m:      # "kNN (k = 7)", "retrain with k = 3", "5 neighbours"
         f.set("k", int(_num(text, m.groupdict().get("n") or m.group("m"))))
     lr = r"(?:learning[\s-]+rates?|lrs?|step\s+sizes?)"
-    m = _search(text, lo, hi, rf"{lr}\s*(?:=|:|of|at|in|∈|over|set\s+to)?\s*(?P<l>{NUMLIST})", "learning rate") or \
+    # ("at three learning rates (0.01, 0.03, 0.1)", "... rates — 0.001, 0.01 and 0.1 —": the list set off)
+    m = _search(text, lo, hi, rf"{lr}\s*(?:\(\s*(?P<p>{NUMLIST})\s*\)|(?:—|–)\s*(?P<d>{NUMLIST})(?:\s*—|\s*–)?"
+                              rf"|(?:=|:|of|at|in|∈|over|set\s+to)?\s*(?P<l>{NUMLIST}))", "learning rate") or \
         _search(text, lo, hi, rf"(?:for\s+)?each\s+{lr}\s+(?:in|of|from)\s+(?P<l>{NUMLIST})", "learning rate")
     if m:
-        _set_map(f, "lr", _list(text, m.group("l")))
+        _set_map(f, "lr", _list(text, next(g for g in (m.groupdict().get(k) for k in "lpd") if g)))
         claim_count(text, lo, hi, len(f.map[1]))     # "at three learning rates (0.01, 0.03, 0.1)"
     else:
         m = _search(text, lo, hi, rf"{lr}\s*(?:=|:|of|at)?\s*(?P<n>NUM\d+)", "learning rate")
@@ -452,6 +454,21 @@ def train_model(text: Text, lo: int, hi: int, f: Found) -> None:
     column = next((v for v in m.groupdict().values() if v), None) if m else None
     if column is not None and column not in NOT_TARGETS:
         f.set("target", column)
+    elif column is None:
+        _target_said_predicted(text, lo, hi, f)
+
+
+def _target_said_predicted(text: Text, lo: int, hi: int, f: Found) -> None:
+    """"we'd like to predict kg donated ... train a linear model on kg": a model "on" one word is
+    that word's model when the request says the word is what it predicts (alone, "on kg" could
+    name the input, as in "regress y on x")."""
+    for m, toks in text.finditer(rf"(?:(?<=model\s)|(?<=regression\s)|(?<=regressor\s)|(?<=classifier\s))on\s+(?P<h>{_COLUMN})"
+                                 + _CLAUSE_END, lo, hi, free_only=True):
+        word = m.group("h")
+        if re.search(rf"\b(?:predict|predicting|predicts|forecast|forecasting)\s+(?:the\s+)?{re.escape(word)}\b", text.masked):
+            text.mark(toks, "target")
+            f.set("target", word)
+            return
 
 
 # the column a model predicts, said as a column: "to predict the power column", "a classifier for the
@@ -561,11 +578,12 @@ def notify(text: Text, lo: int, hi: int, f: Found) -> None:
 
 
 def cleanup(text: Text, lo: int, hi: int, f: Found) -> None:
-    # a directory only when named as one ("the tmp directory"); "the scratch space", "temp files"
-    # are the run's own scratch, the step's default
+    # a directory only when named as one ("the tmp directory"); "the scratch space / directory",
+    # "temp files" are the run's own scratch, the step's default
     m = _search(text, lo, hi, r"\b(?P<d>tmp|scratch|staging|work)\s+(?=dir\b|dirs\b|directory|directories|folders?\b)", "directory", free=False)
     if m:
-        f.set("directory", m.group("d"))
+        if m.group("d") != "scratch":
+            f.set("directory", m.group("d"))
         return
     ps = files(text, lo, hi)
     if ps:

@@ -73,7 +73,12 @@ def lead_ins(t: Text) -> None:
             continue
         if tok.kind == "punct" and tok.i + 1 < len(t.tokens):
             seg = [x for x in t.tokens[start:tok.i] if is_free(x)]
-            if is_title(seg, t):
+            # a clause inside a sentence that holds a step's words is that step's, never a title ("...,
+            # then train a linear model on kg at three learning rates — 0.001, ...": its free words are
+            # the step's too); a title opens the request, a line or a sentence ("Cinema recommender: ...")
+            inner = start > 0 and t.tokens[start - 1].text in (",", ";") and any(
+                x.used in CATALOG for x in t.tokens[start:tok.i])
+            if is_title(seg, t) and not inner:
                 t.mark(seg, "context")
                 t.mark([x for x in t.tokens[start:tok.i] if x.text in TITLE_JOINERS and not x.used], "context")
             start = tok.i + 1
