@@ -215,3 +215,19 @@ def test_the_scratch_directory_is_the_runs_own_scratch():
     assert "directory" not in clean.params
     p = _plan("Load a.csv and plot it; at the very end, successful or not, tidy up the tmp directory.")
     assert of_kind(p, "cleanup")[0].params["directory"] == "tmp"
+
+
+def test_a_next_test_score_is_what_is_predicted_not_an_evaluation():
+    """"predict a student's next test score from x.csv" read "test" as an evaluation and "test
+    score" as its metric, so the purpose could not be read and 'predict' was refused."""
+    p = _plan("Driving school: predict a learner's next test score from lessons.csv. Hold back 25% for testing and "
+              "fit a kNN regressor with k = 5 (target column score).")
+    assert kinds(p) == ["load_data", "split_data", "train_model"]
+    assert of_kind(p, "train_model")[0].params["target"] == "score"
+
+
+def test_if_it_isnt_is_the_else_branch():
+    p = _plan("Load a.csv, train a knn with target y, evaluate it; if accuracy is above 0.8, export it to ./m; "
+              "if it isn't, send 'too weak'.")
+    note = of_kind(p, "notify")[0]
+    assert note.when and note.when[0].negate and note.when[0].op == ">"

@@ -92,6 +92,8 @@ def is_eval_verb(t: Text, tok: Token) -> bool:
     nxt = t.tokens[tok.i + 1] if tok.i + 1 < len(t.tokens) else None
     if tok.low in ("they", "it", "the", "how"):
         return True     # the passive trigger: "they get scored"; a question: "how accurate is ...?"
+    if prev is not None and prev.low == "next" and tok.low.startswith(("test", "score")):
+        return False    # "predict a student's next test score": a value to come, never a measurement
     if t.match_at(L.HELD_OUT_FIGURE, tok.i) is not None:
         return True     # "the accuracy on the test set", "its test f1": a held-out figure is measured
     if prev is not None and prev.text in (",", ";") and re.fullmatch(L.METRIC_RX, tok.low) and tok.low not in ("score", "scores"):
