@@ -231,3 +231,14 @@ def test_if_it_isnt_is_the_else_branch():
               "if it isn't, send 'too weak'.")
     note = of_kind(p, "notify")[0]
     assert note.when and note.when[0].negate and note.when[0].op == ">"
+
+
+def test_a_method_word_naming_a_business_is_the_trade():
+    """"Translation agency assistant." was refused ("no catalog step does 'Translation'"): before
+    a business noun, the method names what the user's business does."""
+    p = _plan("Transcription service. Load calls.csv and plot it.")
+    assert kinds(p) == ["load_data", "plot"]
+    with pytest.raises(PlanRefused, match="translate"):
+        _plan("Translation agency: translate docs.csv and plot it.")
+    with pytest.raises(PlanRefused):
+        _plan("Load a.csv, then translation service.")

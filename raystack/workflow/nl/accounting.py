@@ -29,7 +29,8 @@ from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.text import ARROWS, Text, Token, sentences
 from raystack.workflow.nl.scene import (FAULT_NOUNS, context_sentences, courtesies, file_descriptions, headings,
                                         introductions, lead_ins, origins, preamble, title_clauses)
-from raystack.workflow.nl.words import MAX_LEAD_IN, is_free, is_method, is_unknown, method_near, names_data
+from raystack.workflow.nl.words import (MAX_LEAD_IN, is_free, is_method, is_unknown, method_near, names_business,
+                                        names_data)
 
 MAX_DESCRIPTION = 4          # words before a head noun read as its description
 MAX_OBJECT = 3               # words after an action's phrase read as its object
@@ -488,7 +489,7 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
     if ordinal:  # "train on the first and evaluate on the second": which is which is a guess
         raise PlanRefused([f"cannot tell which step {ordinal.group(0)!r} refers to"])
     unsupported = [x for x in t.tokens if not x.used.startswith("name:") and x.used not in ("edit_pretrain", "model kind")   # "a GPT from scratch", "a 5-NN"
-                   and (is_method(x) or method_near(t, x))]
+                   and (is_method(x) or method_near(t, x)) and not names_business(t, x)]
     if unsupported:
         raise PlanRefused([f"no catalog step does {t.span_text(r)!r}" for r in t.runs(unsupported)])
     ends = list(action_ends)

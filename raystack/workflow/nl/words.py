@@ -23,7 +23,8 @@ def is_title(words: list[Token], t: Text | None = None) -> bool:
     also an operation the catalog lacks ("crop", "filter") only inside a title whose head (its
     last word outside parentheses) is a topic head ("Crop yield regression (agriculture)") --
     "Filter spam emails:" asks for a filter."""
-    if not words or len(words) > MAX_LEAD_IN or any(is_method(x) for x in words):
+    if not words or len(words) > MAX_LEAD_IN or any(is_method(x) and not (t is not None and names_business(t, x))
+                                                    for x in words):
         return False
     verbs = [x for x in words if x.low in L.UNMAPPED_VERBS]
     if not verbs:
@@ -71,3 +72,14 @@ def names_data(t: Text, x: Token) -> bool:
     nxt = t.tokens[x.i + 1] if x.i + 1 < len(t.tokens) else None
     return k < x.i - 1 and k >= 0 and t.tokens[k].low in DETERMINERS and not (
         nxt is not None and (nxt.kind == "path" or nxt.low in ("to", "into", "it", "them", "the", "as", "under")))
+
+
+# what a business is called after what it does: "Translation agency assistant", "a transcription
+# service" name the user's trade, never the method
+BUSINESS_NOUNS = {"agency", "agencies", "company", "firm", "shop", "studio", "business", "bureau", "office", "service",
+                  "services", "team", "desk", "store", "startup", "consultancy", "practice"}
+
+
+def names_business(t: Text, x: Token) -> bool:
+    """A method word right before a business noun ("Translation agency") names the trade."""
+    return x.i + 1 < len(t.tokens) and t.tokens[x.i + 1].low in BUSINESS_NOUNS
