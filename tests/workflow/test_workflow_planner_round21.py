@@ -242,3 +242,14 @@ def test_a_method_word_naming_a_business_is_the_trade():
         _plan("Translation agency: translate docs.csv and plot it.")
     with pytest.raises(PlanRefused):
         _plan("Load a.csv, then translation service.")
+
+
+def test_a_random_fraction_in_words_and_branches_said_as_independent():
+    """"Take a random quarter of them." and "... run descriptive stats and a plot as two
+    independent branches (neither should wait for the other)" were refused."""
+    p = _plan("Make up 2,000 synthetic rows. Take a random third of them. On that sample compute the stats and "
+              "a plot as two independent branches (neither should wait for the other), then write a report.")
+    assert kinds(p) == ["make_dataset", "sample", "stats", "plot", "save_report"]
+    assert abs(of_kind(p, "sample")[0].params["fraction"] - 1 / 3) < 1e-9
+    groups = {s.group for s in of_kind(p, "stats") + of_kind(p, "plot")}
+    assert len(groups) == 1 and next(iter(groups)).startswith("concurrent")

@@ -207,9 +207,11 @@ SUBJECT_WORDS = {"we", "our", "the", "this", "these", "my", "i", "i'm", "it", "t
 # "when both are done": the join after a parallel group (the next step follows every member)
 JOIN_PHRASES = (r"\b(?:when|once|after)\s+(?:both|all(?:\s+of\s+them)?|they|these|the\s+(?:two|NUM\d+)|each|everything)\s+"
                 r"(?:(?:are|is|have|has)\s+)?(?:both\s+|all\s+)?(?:been\s+)?(?:done|finished|finish|complete|completed|complete|through|over|ready|run|loaded|read|in|arrived|landed)\b")
-PARALLEL = (r"\b(?:in\s+parallel|at\s+the\s+same\s+time|at\s+once|simultaneously|concurrently|side\s+by\s+side|"
+PARALLEL = (r"\b(?:as\s+(?:NUM\d+\s+)?(?:independent|parallel|concurrent|separate)\s+(?:branches|tasks|tracks)|"   # "as two independent branches"
+            r"in\s+parallel|at\s+the\s+same\s+time|at\s+once|simultaneously|concurrently|side\s+by\s+side|"
             r"in\s+tandem|independently|independent(?:\s+of\s+each\s+other)?|parallel|concurrent|meanwhile|in\s+the\s+meantime|"
-            r"neither\s+(?:one\s+)?(?:needs|depends\s+on|waits\s+(?:for|on))\s+the\s+other|no\s+dependency\s+between\s+them)\b")
+            r"neither\s+(?:one\s+)?(?:needs|depends\s+on|waits\s+(?:for|on)|should\s+wait\s+(?:for|on))\s+the\s+other|"
+            r"no\s+dependency\s+between\s+them)\b")
 SEQUENCE = (r"\b(?:and\s+then|then|after\s+that|afterwards|afterward|next|finally|followed\s+by|"
             r"subsequently|lastly|(?<!NUM\d )(?<!NUM\d\d )(?<!-)(?:first|second|third|fourth|fifth)(?!\s+(?:NUM|PCT)\d+)(?!-)|firstly|secondly|thirdly|fourthly|once\s+that\s+is\s+done|when\s+that\s+is\s+done|"
             r"at\s+the\s+end|after\s+this|and\s+after\s+that|once\s+done)\b|->|=>|→|⇒|⟶")

@@ -144,6 +144,11 @@ def _merge_numbers(tokens: list[Token]) -> list[Token]:
                              val=FRACTION_WORDS[nxt.low]))
             i += 2
             continue
+        if tok.kind == "word" and low in FRACTION_WORDS and len(out) >= 2 and out[-1].low == "random" \
+                and out[-2].low == "a":      # "take a random quarter of them"
+            out.append(Token(0, tok.text, "pct", tok.start, tok.end, val=FRACTION_WORDS[low]))
+            i += 1
+            continue
         if tok.kind == "word" and low == "half" and i + 1 < len(tokens) and tokens[i + 1].low == "of":
             out.append(Token(0, tok.text, "pct", tok.start, tok.end, val=0.5))   # "half of clicks.csv"
             i += 1
