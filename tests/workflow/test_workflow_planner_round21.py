@@ -253,3 +253,19 @@ def test_a_random_fraction_in_words_and_branches_said_as_independent():
     assert abs(of_kind(p, "sample")[0].params["fraction"] - 1 / 3) < 1e-9
     groups = {s.group for s in of_kind(p, "stats") + of_kind(p, "plot")}
     assert len(groups) == 1 and next(iter(groups)).startswith("concurrent")
+
+
+# -- a part's bound said in a sentence of its own -----------------------------------------------------
+def test_a_bound_in_its_own_sentence_sizes_the_part():
+    """"Run the elastic DLRM job ... for 2 epochs. At most 6 workers." kept the bound on the plan but
+    the job ran at its default size (no max_workers): a silent drop. "name it X", "1 epoch each
+    round" before the loop's sentence and "four workers or fewer" were refused."""
+    p = _plan("Run the elastic DLRM job ctr-a for 2 epochs. At most 6 workers.")
+    assert of_kind(p, "elastic_dlrm")[0].params["resources"]["max_workers"] == 6
+    p = _plan("Elastic DLRM for our bakery's pastry suggestions - name it pastry-recs. 1 epoch each round; stop at "
+              "AUC >= 0.8 or after 5 rounds. Keep it to three workers or fewer.")
+    job = of_kind(p, "elastic_dlrm")[0]
+    assert job.params["name"] == "pastry-recs" and job.params["epochs"] == 1
+    assert job.params["resources"]["max_workers"] == 3 and job.loop.max_iterations == 5
+    with pytest.raises(PlanRefused, match="3 epochs"):     # more than a bound: the sentence is not read as one
+        _plan("Run the elastic DLRM job ctr-a for 2 epochs. At most 6 workers and 3 epochs.")

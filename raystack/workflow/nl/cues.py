@@ -15,7 +15,7 @@ from typing import Any
 from raystack.workflow.nl import lexicon as L
 from raystack.workflow.nl.extract import metric_of
 from raystack.workflow.nl.plan import PlanRefused
-from raystack.workflow.nl.text import ARROWS, Text, number
+from raystack.workflow.nl.text import ARROWS, Text, number, sentences
 
 CUE_KINDS = ("retry", "exit", "loop", "cond", "else", "parallel", "join", "seq", "comma")
 # the share of missing values compared in any of the comparison wordings ("more than",
@@ -152,8 +152,10 @@ def _loops(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
         t.mark(btoks, "loop bound")
         n = next(g for g in (bm.group(f"n{k}") for k in ("", 2, 3, 4, 5, 6, 7)) if g)
         per_round: dict = {}
+        # ("1 epoch each round; stop at AUC >= 0.8 or after 5 rounds": the sentence before says it too)
+        before = max((a for a, b in sentences(t) if b <= lo), default=lo)
         for pat, params in L.PER_ROUND.items():
-            for m2, toks2 in t.finditer(pat, lo, hi, free_only=True):
+            for m2, toks2 in t.finditer(pat, before, hi, free_only=True):
                 if any(float(t.literal(v).value()) != 1 for v in re.findall(r"NUM\d+", m2.group(0))):
                     continue      # "one epoch per round", never "2 epoch per round"
                 t.mark(toks2, "loop")

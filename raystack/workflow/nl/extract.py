@@ -516,6 +516,8 @@ BOUND_PATTERNS = [
     # "a 16GB memory cap", "an 8-worker limit", "4 GPUs max"
     rf"(?:(?:with|and|under|within)\s+)?(?:a\s+|an\s+)?(?P<n>NUM\d+)\s*-?\s*(?:{_UNIT})\s+(?:of\s+)?(?:memory\s+|ram\s+)?"
     rf"(?:cap|limit|ceiling|budget|max(?:imum)?|at\s+most|tops)\b",
+    # "keep it to four workers or fewer", "on 4 GPUs or less"
+    rf"(?:(?:keep|keeping)\s+(?:it|them|this|the\s+(?:job|run))\s+to\s+|(?:on|with|using)\s+)?(?P<n>NUM\d+)\s*(?:{_UNIT})\s+or\s+(?:fewer|less)\b",
 ]
 
 

@@ -28,9 +28,12 @@ def _workers(text: Text, lo: int, hi: int) -> tuple[str, int | list, str] | None
     """('bound', n, unit) for "at most n workers" / "no more than 2 GPUs" (unit: the bound's
     parameter, workers or gpus), ('exact', n, "workers") for "n workers", ('list', [...], "workers")."""
     m = _search(text, lo, hi, rf"{CAP}\s*(?P<n>NUM\d+)\s+(?:\w+\s+)?{WORKERS}"
-                              rf"|(?P<m>NUM\d+)\s+{WORKERS}\s+(?:max(?:imum)?|at\s+most|tops)\b", "workers bound")
+                              rf"|(?P<m>NUM\d+)\s+{WORKERS}\s+(?:max(?:imum)?|at\s+most|tops)\b"
+                              # "keep it to four workers or fewer", "on 2 GPUs or less"
+                              rf"|(?:(?:keep|keeping)\s+(?:it|them|this|the\s+(?:job|run))\s+to\s+)?(?P<o>NUM\d+)\s+{WORKERS}"
+                              r"\s+or\s+(?:fewer|less)\b", "workers bound")
     if m:
-        return "bound", int(_num(text, m.group("n") or m.group("m"))), bound_unit(m.group(0))
+        return "bound", int(_num(text, m.group("n") or m.group("m") or m.group("o"))), bound_unit(m.group(0))
     m = _search(text, lo, hi, rf"\bbetween\s+(?P<a>NUM\d+)\s+and\s+(?P<b>NUM\d+)\s+{WORKERS}"
                               rf"|\b(?:from\s+|with\s+|on\s+|using\s+)?(?P<c>NUM\d+)\s+(?:up\s+)?(?:to|-)\s+(?P<d>NUM\d+)\s+{WORKERS}",
                 "workers range")   # "between 2 and 6 workers", "from 2 to 6 workers", "with 2 to 6 workers"
@@ -363,7 +366,7 @@ JOB_NAME = r"[a-z][a-z0-9]*(?:[-_][a-z0-9]+)+|[a-z]+\d+[a-z0-9]*"
 def elastic_dlrm(text: Text, lo: int, hi: int, f: Found) -> None:
     consume(text, lo, hi, r"\belastic(?:ally)?\b|\b(?:dlrm|recommend\w*|recsys|click-?through(?:-rate)?|ctr|criteo|"
                           r"ad\s+click|training|run|job)\b", "elastic")
-    m = _search(text, lo, hi, r"(?:(?:job\s+)?name[sd]?|called|as)\s*(?::|=)?\s*(?P<n>" + JOB_NAME + r")\b", "job name") or \
+    m = _search(text, lo, hi, r"(?:(?:job\s+)?name[sd]?|called|as|(?:name|call)\s+it)\s*(?::|=)?\s*(?P<n>" + JOB_NAME + r")\b", "job name") or \
         _search(text, lo, hi, r"\bjob\s+(?P<n>" + JOB_NAME + r")\b", "job name") or \
         _search(text, lo, hi, r"(?:(?:job\s+)?name[sd]?|called|as)\s*(?::|=)?\s*(?P<q>QUOTE\d+)", "job name") or \
         _search(text, lo, hi, r"\b(?P<n>" + JOB_NAME + r")\s+(?:\(\s*)?elastic\b", "job name")  # "snack-recs elastic DLRM"

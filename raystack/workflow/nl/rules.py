@@ -136,8 +136,20 @@ class RulePlanner:
                 continue
             prev = [a for a in actions if a.sentence < si and not a.prepositional]
             if prev and prev[-1].found.bound is None and not CATALOG[prev[-1].entry].side_effect:
-                with t.claiming(prev[-1].entry):
-                    resource_bound(t, lo, hi, prev[-1].found)
+                last = prev[-1]
+                with t.claiming(last.entry):
+                    resource_bound(t, lo, hi, last.found)
+                    only_bound = not any(x.used != "resource bound" and x.kind != "punct" and x.low not in L.FILLERS
+                                         for x in t.tokens[lo:hi])     # ("At most 6 workers and 3 epochs." stays refused)
+                    if last.found.bound is not None and last.entry in PARTS and last.entry in EXTRACTORS and only_bound:
+                        # a part sizes itself from the bound ("... for 2 epochs. At most 6 workers.": elastic
+                        # DLRM's max workers, EDiT's ranks); its own reader turns the bound into its
+                        # resources (the bound was kept on the plan and the job ran at its default size)
+                        last.found.bound = None
+                        t.relabel(t.tokens[lo:hi], "resource bound")
+                        EXTRACTORS[last.entry](t, lo, hi, last.found)
+                        if last.found.bound is None:
+                            resource_bound(t, lo, hi, last.found)
         self._bounds_to_compute(actions)
         actions = model_references(t, models_named_first(t, actions))
         if any(a.entry == "load_data" for a in actions):   # "(after loading it, obviously)": that load
