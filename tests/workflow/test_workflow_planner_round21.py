@@ -269,3 +269,17 @@ def test_a_bound_in_its_own_sentence_sizes_the_part():
     assert job.params["resources"]["max_workers"] == 3 and job.loop.max_iterations == 5
     with pytest.raises(PlanRefused, match="3 epochs"):     # more than a bound: the sentence is not read as one
         _plan("Run the elastic DLRM job ctr-a for 2 epochs. At most 6 workers and 3 epochs.")
+
+
+def test_a_dlrm_map_named_after_the_model_word_and_the_run_kept_by_its_metric():
+    """"train the elastic DLRM comic-recs three times, for 1, 2 and 3 epochs, keep the run with
+    the highest AUC" and "epochs = 1 / 2 / 3 (one run each); the run with top AUC is kept" were
+    refused: the name after "DLRM", "the run with ...", a slash list."""
+    for text in ("Train the elastic DLRM board-recs three times, for 1, 2 and 3 epochs, keep the run with the highest "
+                 "AUC and export it to ./models/board-recs.",
+                 "board game recs → elastic DLRM named board-recs, epochs = 1 / 2 / 3 (one run each); the run with top "
+                 "AUC is kept; export the winner to ./models/board-recs."):
+        p = _plan(text)
+        jobs = of_kind(p, "elastic_dlrm")
+        assert sorted(j.params["epochs"] for j in jobs) == [1, 2, 3] and {j.params["name"] for j in jobs} == {"board-recs"}
+        assert of_kind(p, "select_best")[0].params["metric"] == "auc", text

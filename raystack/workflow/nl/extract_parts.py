@@ -367,13 +367,16 @@ def elastic_dlrm(text: Text, lo: int, hi: int, f: Found) -> None:
     consume(text, lo, hi, r"\belastic(?:ally)?\b|\b(?:dlrm|recommend\w*|recsys|click-?through(?:-rate)?|ctr|criteo|"
                           r"ad\s+click|training|run|job)\b", "elastic")
     m = _search(text, lo, hi, r"(?:(?:job\s+)?name[sd]?|called|as|(?:name|call)\s+it)\s*(?::|=)?\s*(?P<n>" + JOB_NAME + r")\b", "job name") or \
-        _search(text, lo, hi, r"\bjob\s+(?P<n>" + JOB_NAME + r")\b", "job name") or \
+        _search(text, lo, hi, r"\b(?:job|dlrm)\s+(?P<n>" + JOB_NAME + r")\b", "job name") or \
         _search(text, lo, hi, r"(?:(?:job\s+)?name[sd]?|called|as)\s*(?::|=)?\s*(?P<q>QUOTE\d+)", "job name") or \
         _search(text, lo, hi, r"\b(?P<n>" + JOB_NAME + r")\s+(?:\(\s*)?elastic\b", "job name")  # "snack-recs elastic DLRM"
     if m:
         f.set("name", m.group("n") if m.groupdict().get("n") else text.literal(m.group("q")).value())
-    m = _search(text, lo, hi, rf"(?:for\s+)?(?P<l>{NUMLIST})\s+(?:training\s+)?epochs\b", "epochs")
+    m = _search(text, lo, hi, rf"(?:for\s+)?(?P<l>{NUMLIST})\s+(?:training\s+)?epochs\b", "epochs") or \
+        _search(text, lo, hi, r"\bepochs\s*(?:=|:)\s*(?P<l>NUM\d+(?:\s*/\s*NUM\d+)+)", "epochs")   # "epochs = 1 / 2 / 3"
     if m:      # "for 1, 2 and 3 epochs": one run per value
+        # ("(one run each)": what the map does)
+        consume(text, lo, hi, r"\bNUM\d+\s+(?:run|job)\s+(?:each|apiece|per\s+value)\b", "map")
         _set_map(f, "epochs", [int(v) for v in _list(text, m.group("l"))])
         claim_count(text, lo, hi, len(f.map[1]))
     m = m or _search(text, lo, hi, r"(?P<n>NUM\d+)\s*-?\s*(?:training\s+)?epochs?", "epochs")

@@ -392,12 +392,12 @@ TRIGGERS: list[tuple[str, str]] = [
     ("select_best", rf"(?:{AFTER_ARROW}|(?<=[,;:]\s)|^)(?:the\s+)?best\s+(?:one\s+|model\s+)?(?:by|on)\s+(?=(?:{METRIC_RX})\b)"
                     rf"|{AFTER_ARROW}(?:the\s+)?(?:best|top|highest|lowest)\s+(?=(?:{METRIC_RX})\s*(?:{ARROW}|$|[,;.]))"),   # "-> best AUC ->"
     ("select_best", rf"\b(?:select|pick|choose|keep|take|retain|go\s+with)\s+(?:the\s+one\s+with\s+)?(?:the\s+)?(?:lower|lowest|higher|highest|smaller|smallest|larger|largest|better|best)\s+(?=(?:{METRIC_RX})\b)"),
-    ("select_best", r"\b(?:select|pick|choose|keep|take|use)\s+(?:whichever|the\s+one)\s+(?:one\s+)?(?:has|scores|gets|is|with|ends)\s+"
+    ("select_best", r"\b(?:select|pick|choose|keep|take|use)\s+(?:whichever|the\s+(?:one|run|model|version|candidate))\s+(?:one\s+)?(?:has|scores|gets|is|with|ends)\s+"
                     r"(?:the\s+|with\s+the\s+)?(?:higher|highest|best|better|greater|top|lower|lowest)\b"),
     ("select_best", r"\b(?:(?:keep|pick|choose|select|take|use|go\s+with|retain|promote)\s+)?(?:whichever|the\s+(?:more|most)\s+(?:accurate|precise)|"
                     r"the\s+one\s+that\s+(?:does|scores|performs)\s+better)\b(?:\s+(?:one|model|is\s+more\s+accurate|is\s+better))?"
                     r"(?:\s+(?:has|gets|reaches|achieves|scores|shows|ends\s+(?:up\s+)?with|wins|does\s+better|performs\s+better|comes\s+out\s+with)\b)?"),
-    ("select_best", rf"\b(?:the\s+)?(?:one|model|classifier|candidate)\s+(?:with|that\s+has|having)\s+(?:the\s+)?(?:best|top|highest|lowest|higher|lower|better)"
+    ("select_best", rf"\b(?:the\s+)?(?:one|model|classifier|candidate|run)\s+(?:with|that\s+has|having)\s+(?:the\s+)?(?:best|top|highest|lowest|higher|lower|better)"
                     rf"(?P<sk>\s+(?:{METRIC_RX}))?{AUX}\s+(?:kept|selected|chosen|picked|retained)\b"),
     # "best accuracy wins and is deployed ...": the pick, then what is done with it (a search's
     # "best F1 wins)" is its metric, read with the search)
