@@ -283,3 +283,15 @@ def test_a_dlrm_map_named_after_the_model_word_and_the_run_kept_by_its_metric():
         jobs = of_kind(p, "elastic_dlrm")
         assert sorted(j.params["epochs"] for j in jobs) == [1, 2, 3] and {j.params["name"] for j in jobs} == {"board-recs"}
         assert of_kind(p, "select_best")[0].params["metric"] == "auc", text
+
+
+def test_a_doubt_between_models_before_so_is_the_reason_for_comparing_them():
+    """"Not sure whether tiny-1m or tiny-20m makes the better base, so pretrain both ... keep the
+    one with lower validation loss" and "when it's all over" were refused."""
+    p = _plan("Not sure whether tiny-1m or tiny-20m makes the better base, so pretrain both with EDiT for 200 steps "
+              "and keep the one with lower validation loss. When it's all over, notify 'done'.")
+    assert sorted(s.params["model"] for s in of_kind(p, "edit_pretrain")) == ["tiny-1m", "tiny-20m"]
+    assert of_kind(p, "select_best")[0].params["metric"] == "val_loss"
+    assert kinds(p)[-1] == "notify"      # at the end ("..., good or bad," would make it an exit handler)
+    with pytest.raises(PlanRefused):       # no models compared: the doubt asks something no step answers
+        _plan("Not sure whether the data is clean, so load a.csv and plot it.")

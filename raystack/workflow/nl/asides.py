@@ -6,6 +6,8 @@ when they name an operation."""
 
 from __future__ import annotations
 
+import re
+
 from raystack.workflow.nl import lexicon as L
 from raystack.workflow.nl.text import Text, Token, sentences
 from raystack.workflow.nl.triggers import SYSTEM_NOUNS
@@ -16,6 +18,8 @@ REASON_SUBJECTS = (L.SUBJECT_WORDS - {"each", "every"}) | {"we've", "i've", "it'
 COPULAS = {"is", "are", "was", "were", "'re", "'s", "gets", "get", "got", "has", "have", "had"}
 NOT_REASONS = L.RESTRICTING | {"please", "should", "must", "need", "want", "wants"}
 MAX_REASON = 16              # words of a reason that opens a sentence before ", so"
+DOUBT = r"(?:not\s+sure|unsure|no\s+idea|can't\s+tell)\s+(?:whether|which|if)\b"
+DOUBTED = ("model", "compared by a step", "edit_pretrain", "train_model")   # the words of what is compared
 STATEMENT_OPENERS = {"the", "our", "their", "this", "my"}   # "The share is flaky, so ..."
 MAX_NOTE = 4                 # words of a note in parentheses ("(trampoline parks)")
 REPEATS = {"once", "twice", "thrice", "again", "each", "every", "all", "both", "more", "less", "fewer"}
@@ -157,6 +161,13 @@ def leading_reasons(t: Text) -> None:
                 and asks_nothing([x for x in run if not names_data(t, x)]) \
                 and not any(x.low in L.CLAUSE_WORDS or x.low in NOT_REASONS for x in run):
             t.mark([*run, so], "reason")
+        # "Not sure whether tiny-1m or tiny-20m makes the better base, so pretrain both ...": a doubt
+        # between the models a step then compares (its models read by that step)
+        free = [x for x in run if is_free(x)]
+        if len(run) <= MAX_REASON and re.match(DOUBT, " ".join(x.low for x in run)) \
+                and sum(x.used == "model" for x in run) >= 2 and all(is_free(x) or x.used in DOUBTED for x in run) \
+                and asks_nothing(free) and not any(x.low in L.RESTRICTING for x in free[2:]):
+            t.mark([*free, so], "reason")
 
 
 SOURCE_WORDS = ("load_data", "path")   # "... from queues.csv:": the load's words inside a goal

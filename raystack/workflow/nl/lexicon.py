@@ -192,7 +192,8 @@ EXIT_CUES = [
 END_PHRASES = (r"\b(?:(?:when|once)\s+(?:it\s+is\s+|it\s*'s\s+|everything\s+is\s+)?(?:finished|complete|completed|done)|at\s+the\s+(?:very\s+)?end|when\s+(?:it|everything|the\s+(?:run|workflow|pipeline|job))\s+"
                r"(?:finishes|is\s+(?:done|finished|over)|completes|ends|has\s+finished)|when\s+done|"
                r"once\s+(?:it\s+is|it\s*'s|everything\s+is)\s+(?:done|finished)|when\s+the\s+run\s+ends|"
-               r"after\s+(?:everything|all\s+steps|it\s+all)|at\s+the\s+close|when\s+it\s*'s\s+over|when\s+(?:it|everything)\s+is\s+over|"
+               r"after\s+(?:everything|all\s+steps|it\s+all)|at\s+the\s+close|(?:when|once)\s+it\s*'s\s+(?:all\s+)?over|"
+               r"(?:when|once)\s+(?:it|everything)\s+is\s+(?:all\s+)?over|"
                r"at\s+the\s+end\s+of\s+(?:the\s+)?(?:run|job|pipeline|workflow)|"
                r"(?:when|once)\s+(?:it|everything|the\s+(?:run|workflow|pipeline|job))\s+(?:stops|has\s+stopped|ends|is\s+over))\b")
 # words that restrict or rule out: never context ("(excluding refunds)" asks for a filter no step makes)
