@@ -295,3 +295,12 @@ def test_a_doubt_between_models_before_so_is_the_reason_for_comparing_them():
     assert kinds(p)[-1] == "notify"      # at the end ("..., good or bad," would make it an exit handler)
     with pytest.raises(PlanRefused):       # no models compared: the doubt asks something no step answers
         _plan("Not sure whether the data is clean, so load a.csv and plot it.")
+
+
+def test_a_purpose_with_its_file_in_parentheses():
+    """"Ice cream parlour, predicting which flavours sell out (flavours.csv). Split ..." was
+    refused: a parenthesis ended the purpose."""
+    p = _plan("Surf school, predicting which lessons get cancelled (lessons.csv). Split 80/20, then train logistic "
+              "regression with target cancelled.")
+    assert kinds(p) == ["load_data", "split_data", "train_model"]
+    assert of_kind(p, "load_data")[0].params["path"] == "lessons.csv"

@@ -192,7 +192,9 @@ def predict_purposes(t: Text, ends: list[tuple[str, int]]) -> None:
     learned = {x.low for x in t.tokens if x.used == "target"}
     for lo, hi in sentences(t):
         for _, toks in t.finditer(PREDICT_PURPOSE, lo, hi, free_only=True):
-            rest = [x for x in t.tokens[toks[-1].i + 1:hi] if not (x.kind == "punct" and x.text in ".!")]
+            # (a file in parentheses is the load's: "predicting which flavours sell out (flavours.csv).")
+            rest = [x for x in t.tokens[toks[-1].i + 1:hi] if not (x.kind == "punct" and x.text in ".!") and not (
+                x.text in "()" and any(y.kind == "path" for y in t.tokens[max(0, x.i - 1):x.i + 2]))]
             words = [x for x in rest if x.kind == "word"]
             if not words or len(words) > MAX_PREDICTED or any(
                     not (is_free(x) or x.used in SOURCE_WORDS or x.used == "sequence") or x.low in L.RESTRICTING or x.kind == "num" or
