@@ -304,3 +304,19 @@ def test_a_purpose_with_its_file_in_parentheses():
               "regression with target cancelled.")
     assert kinds(p) == ["load_data", "split_data", "train_model"]
     assert of_kind(p, "load_data")[0].params["path"] == "lessons.csv"
+
+
+# -- files listed bare, then loaded "each one"; a single report over several tables ---------------------
+def test_files_listed_then_loaded_each_one_feed_a_single_report(tmp_path):
+    """"We keep one rental file per site: a.csv, b.csv and c.csv. Load each one, then put all
+    three into a single report" was refused: one load per file, the report reading the last.
+    Now one load over the three, and the report reads all of them (it runs)."""
+    from raystack.workflow.dryrun import dry_run
+    p = _plan("We keep one log per depot: depot_a.csv, depot_b.csv and depot_c.csv. Load each one, then put all "
+              "three into a single report.")
+    loads, report = of_kind(p, "load_data"), of_kind(p, "save_report")
+    assert sorted(s.params["path"] for s in loads) == ["depot_a.csv", "depot_b.csv", "depot_c.csv"]
+    assert len(report) == 1 and len(report[0].params["result"]) == 3
+    assert dry_run(p.ir, str(tmp_path / "dry")).status == "succeeded"
+    p = _plan("Read each of depot_a.csv and depot_b.csv, then write a report for each.")   # per file, as said
+    assert len(of_kind(p, "save_report")) == 2

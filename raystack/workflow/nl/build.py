@@ -518,7 +518,7 @@ def _handing_on(steps: list[DraftStep]) -> dict[str, str]:
 # "plot their accuracies", "write the scores to out/s.csv" after several evaluations: one chart,
 # one table of them all; "a report for each", "plot each one" stay one per result
 GATHERED = re.compile(r"\b(?:their|them|all|both|together|scores|results|accuracies|losses|aucs|metrics|"
-                      r"one\s+(?:table|chart|plot|file|report))\b", re.I)
+                      r"(?:one|a\s+single|single|combined|joint)\s+(?:table|chart|plot|file|report)|over\s+the\s+(?:two|three|four|lot))\b", re.I)
 PER_RESULT = re.compile(r"\b(?:each|every|per|apiece|separately|respectively|individually)\b", re.I)
 
 
@@ -530,7 +530,9 @@ def _gathers(s: DraftStep, by_label: dict[str, DraftStep], outs: dict[str, Any])
     src = s.inputs.get(next(iter(CATALOG[s.entry].inputs)))   # their one input: data, or a report's result
     if not isinstance(src, str) or not isinstance(outs.get(src), list) or src not in by_label:
         return False
-    return (CATALOG[by_label[src].entry].output in (EVALUATION, MODEL)
+    # (a report is a JSON of what it is given: "put all three into a single report" over loaded tables too)
+    kinds = (EVALUATION, MODEL, TABLE) if s.entry == "save_report" else (EVALUATION, MODEL)
+    return (CATALOG[by_label[src].entry].output in kinds
             and bool(GATHERED.search(s.span)) and not PER_RESULT.search(s.span))
 
 

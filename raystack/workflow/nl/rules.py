@@ -74,6 +74,8 @@ class Action:
     said_at: tuple[int, int] | None = None   # (sentence, token) where a question's candidates are asked to run ("fit all three")
 
 
+# a load of the files named before it: "load each one", "read every one of them"
+EACH_ONE = r"(?:load|loads|read|reads|open|import|pull\s+in)\s+(?:each\s+one|each\s+of\s+them|every\s+one(?:\s+of\s+them)?|all\s+of\s+them|them\s+all)\b"
 FIT_VERBS = {"fit", "fits", "fitted", "fitting", "refit", "refits"}   # "fit a logistic model to x.csv"
 WRITE_VERBS = {"save", "write", "store", "export", "dump", "persist", "output"}
 
@@ -150,6 +152,7 @@ class RulePlanner:
                         EXTRACTORS[last.entry](t, lo, hi, last.found)
                         if last.found.bound is None:
                             resource_bound(t, lo, hi, last.found)
+        actions = self._each_named_file(t, actions)
         self._bounds_to_compute(actions)
         actions = model_references(t, models_named_first(t, actions))
         if any(a.entry == "load_data" for a in actions):   # "(after loading it, obviously)": that load
@@ -540,6 +543,27 @@ class RulePlanner:
         t.mark(toks, a.entry)
         return DraftStep(f"{a.step.label}b", "select_best", {"metric": metric, "mode": mode}, {"metric": metric},
                          span=t.span_text(toks))
+
+    @staticmethod
+    def _each_named_file(t: Text, actions: list[Action]) -> list[Action]:
+        """"We keep one file per site: a.csv, b.csv and c.csv. Load each one, then put all three
+        into a single report": files listed bare and then loaded as "each one" are one load
+        over all of them (a map, which what follows reads whole or per file), not a load per
+        file of which the report read the last."""
+        bare = [a for a in actions if a.entry == "load_data" and a.trig_end - a.lo == 1 and t.tokens[a.lo].kind == "path"
+                and list(a.found.params) == ["path"] and a.found.map is None]
+        if len(bare) < 2 or len({a.sentence for a in bare}) > 1 or not all(
+                all(x.text in (",", "and", "&") or x.low == "and" for x in t.tokens[a.trig_end:b.lo])
+                for a, b in zip(bare, bare[1:])):
+            return actions
+        later = " ".join(x.low for x in t.tokens[bare[-1].trig_end:])
+        if not re.search(r"\b" + EACH_ONE, later):
+            return actions
+        paths = [a.found.params["path"] for a in bare]
+        bare[0].found.params.pop("path")
+        bare[0].found.stated.pop("path", None)
+        bare[0].found.map = ("path", paths)
+        return [a for a in actions if a not in bare[1:]]
 
     @staticmethod
     def _bounds_to_compute(actions: list[Action]) -> None:
