@@ -320,3 +320,12 @@ def test_files_listed_then_loaded_each_one_feed_a_single_report(tmp_path):
     assert dry_run(p.ir, str(tmp_path / "dry")).status == "succeeded"
     p = _plan("Read each of depot_a.csv and depot_b.csv, then write a report for each.")   # per file, as said
     assert len(of_kind(p, "save_report")) == 2
+
+
+def test_files_said_where_the_data_is_then_loaded_each_of_the_three():
+    """"Our batches are logged per day in a.csv, b.csv and c.csv. Load each of the three, ..."
+    was refused: the first file's load began at the sentence's start."""
+    p = _plan("Our kiln firings are logged per day in kiln_mon.csv, kiln_tue.csv and kiln_wed.csv. Load each of the "
+              "three, compute the stats and write a report.")
+    assert sorted(s.params["path"] for s in of_kind(p, "load_data")) == ["kiln_mon.csv", "kiln_tue.csv", "kiln_wed.csv"]
+    assert kinds(p) == ["load_data", "stats", "save_report"]

@@ -75,7 +75,8 @@ class Action:
 
 
 # a load of the files named before it: "load each one", "read every one of them"
-EACH_ONE = r"(?:load|loads|read|reads|open|import|pull\s+in)\s+(?:each\s+one|each\s+of\s+them|every\s+one(?:\s+of\s+them)?|all\s+of\s+them|them\s+all)\b"
+EACH_ONE = (r"(?:load|loads|read|reads|open|import|pull\s+in)\s+(?:each\s+one|each\s+of\s+them|every\s+one(?:\s+of\s+them)?|all\s+of\s+them"
+            r"|them\s+all|each\s+of\s+the\s+(?:two|three|four|five|\d+)(?:\s+files)?|each)\b")
 FIT_VERBS = {"fit", "fits", "fitted", "fitting", "refit", "refits"}   # "fit a logistic model to x.csv"
 WRITE_VERBS = {"save", "write", "store", "export", "dump", "persist", "output"}
 
@@ -550,9 +551,12 @@ class RulePlanner:
         into a single report": files listed bare and then loaded as "each one" are one load
         over all of them (a map, which what follows reads whole or per file), not a load per
         file of which the report read the last."""
-        bare = [a for a in actions if a.entry == "load_data" and a.trig_end - a.lo == 1 and t.tokens[a.lo].kind == "path"
+        # (named bare, or the first after the words that say where they are: "... are logged in a.csv, b.csv and c.csv")
+        bare = [a for a in actions if a.entry == "load_data" and t.tokens[a.trig_end - 1].kind == "path"
+                and sum(x.kind == "path" for x in t.tokens[a.lo:a.trig_end]) == 1
                 and list(a.found.params) == ["path"] and a.found.map is None]
-        if len(bare) < 2 or len({a.sentence for a in bare}) > 1 or not all(
+        if len(bare) < 2 or len({a.sentence for a in bare}) > 1 or any(
+                b.sentence == bare[0].sentence and b not in bare for b in actions) or not all(
                 all(x.text in (",", "and", "&") or x.low == "and" for x in t.tokens[a.trig_end:b.lo])
                 for a, b in zip(bare, bare[1:])):
             return actions
