@@ -329,3 +329,12 @@ def test_files_said_where_the_data_is_then_loaded_each_of_the_three():
               "three, compute the stats and write a report.")
     assert sorted(s.params["path"] for s in of_kind(p, "load_data")) == ["kiln_mon.csv", "kiln_tue.csv", "kiln_wed.csv"]
     assert kinds(p) == ["load_data", "stats", "save_report"]
+
+
+def test_a_sentence_saying_which_files_hold_the_data_is_context():
+    """"Beehive weight logs are in a.csv and b.csv." was refused: a context sentence had to open
+    with "The", "Our", "We" or a file."""
+    p = _plan("Lighthouse lamp readings are in lamp_north.csv and lamp_south.csv. Load each and plot it.")
+    assert sorted(s.params["path"] for s in of_kind(p, "load_data")) == ["lamp_north.csv", "lamp_south.csv"]
+    with pytest.raises(PlanRefused):      # a request, not where the data is
+        _plan("Frobnicate rows are in lamp_north.csv and need cleaning. Load it and plot it.")

@@ -237,6 +237,19 @@ def introductions(t: Text) -> None:
         t.mark(words, "context")
 
 
+LOCATING_VERBS = {"are", "is", "live", "lives", "sit", "sits"}
+
+
+def _data_is_in(t: Text, lo: int, hi: int) -> bool:
+    """"Beehive weight logs are in a.csv, ...": a sentence that opens with a noun phrase (a few
+    descriptive words) saying which files hold the data."""
+    for k in range(lo + 1, min(hi - 2, lo + 6)):
+        verb, prep, path = t.tokens[k], t.tokens[k + 1], t.tokens[k + 2]
+        if verb.low in LOCATING_VERBS and prep.low == "in" and path.kind == "path":
+            return all(x.kind == "word" and is_free(x) and x.low not in L.FILLERS for x in t.tokens[lo:k])
+    return False
+
+
 def context_sentences(t: Text) -> None:
     """A sentence that asks for nothing: it names no step (a file in it is the data's load), says
     who the user is or where the data comes from, opens with its subject ("We ...", "Our
@@ -252,7 +265,7 @@ def context_sentences(t: Text) -> None:
         if any(x.kind not in ("word", "path") or _asks_or_names_a_model(x) or x.low.startswith(L.UNSUPPORTED_PREFIXES)
                for x in toks):
             continue
-        if toks[0].low not in CONTEXT_SUBJECTS | CONTEXT_LEADS and toks[0].kind != "path":
+        if toks[0].low not in CONTEXT_SUBJECTS | CONTEXT_LEADS and toks[0].kind != "path" and not _data_is_in(t, lo, hi):
             continue
         free = [x for x in toks if not x.used]
         if free and len(free) <= MAX_CONTEXT:
