@@ -338,3 +338,31 @@ def test_a_sentence_saying_which_files_hold_the_data_is_context():
     assert sorted(s.params["path"] for s in of_kind(p, "load_data")) == ["lamp_north.csv", "lamp_south.csv"]
     with pytest.raises(PlanRefused):      # a request, not where the data is
         _plan("Frobnicate rows are in lamp_north.csv and need cleaning. Load it and plot it.")
+
+
+# -- a stack's or a join's sides named again after loading them together ---------------------------------
+def _side(p, step, param):
+    return p.ir.by_id()[step.params[param].step].params["path"]
+
+
+def test_sides_named_again_are_the_tables_loaded_together():
+    """"Load a.csv and b.csv, then append b.csv to a.csv" loaded both files again and stacked four
+    tables (silently wrong); "join a.csv with b.csv" after loading them was refused."""
+    p = _plan("Load jan.csv and feb.csv, then append feb.csv to jan.csv.")
+    assert sorted(s.params["path"] for s in of_kind(p, "load_data")) == ["feb.csv", "jan.csv"]
+    (stack,) = of_kind(p, "concat")
+    assert (_side(p, stack, "first"), _side(p, stack, "second")) == ("jan.csv", "feb.csv")
+    p = _plan("Load a.csv and b.csv, then join a.csv with b.csv on id.")
+    (join,) = of_kind(p, "join")
+    assert (_side(p, join, "left"), _side(p, join, "right")) == ("a.csv", "b.csv")
+
+
+def test_a_left_join_to_another_table_keeps_the_first():
+    """"left join orders to customers" took customers as the left table (as "append feb to jan"
+    does for a stack), so the join kept every customer, not every order; a join's "to" names its
+    right side, "onto" / "into" its base."""
+    p = _plan("Load orders.csv and customers.csv, then left join orders to customers on id.")
+    (join,) = of_kind(p, "join")
+    assert (_side(p, join, "left"), join.params["how"]) == ("orders.csv", "left outer")
+    p = _plan("Load orders.csv and customers.csv, then left join orders onto customers on id.")
+    assert _side(p, of_kind(p, "join")[0], "left") == "customers.csv"

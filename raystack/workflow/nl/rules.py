@@ -598,7 +598,13 @@ class RulePlanner:
                 # would train on the raw file, the dedup of it unread
                 raise PlanRefused([f"{path} is loaded together with other files and named again by a later step, which "
                                    "would read the raw file, not what was done to it; load it in its own clause"])
-            if isinstance(path, str) and path in seen and a.prepositional and a.trig_end - a.lo <= 2:
+            k = actions.index(a)
+            owner = next((b for b in reversed(actions[:k]) if b.entry != "load_data"), None)
+            side = owner is not None and owner.entry in L.TWO_TABLE_STEPS and owner.sentence == a.sentence
+            if isinstance(path, str) and (path in seen or (path in in_map and not transformed and side)) and a.prepositional \
+                    and a.trig_end - a.lo <= 2:
+                # ("load a.csv and b.csv, then append b.csv to a.csv": a side of the stack is a table loaded
+                # together before, not a load more and a stack of four)
                 actions.remove(a)
             elif isinstance(path, str):
                 seen.add(path)

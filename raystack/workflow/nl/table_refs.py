@@ -82,6 +82,9 @@ def check_named_tables(steps: list[DraftStep]) -> None:
 # "join customers onto orders", "merge the returns into sales", "append feb.csv to jan.csv": the
 # table named second is the base
 INTO_BASE = re.compile(r"\b(?:onto|into|to)\b", re.I)
+# a join's "to" names the right side, as in SQL ("left join orders to customers" keeps every
+# order); "onto" / "into" name the base, as "append feb.csv to jan.csv" does for a stack
+JOIN_INTO_BASE = re.compile(r"\b(?:onto|into)\b", re.I)
 
 
 def order_table_sides(steps: list[DraftStep]) -> None:
@@ -119,7 +122,7 @@ def order_table_sides(steps: list[DraftStep]) -> None:
             if _stack_in_order(s, steps, named, by_label):
                 continue
             raise PlanRefused([f"{s.span!r} names {len(named)} tables; a {s.entry} reads two"])
-        if INTO_BASE.search(s.span[pos_a:pos_b]):
+        if (JOIN_INTO_BASE if s.entry == "join" else INTO_BASE).search(s.span[pos_a:pos_b]):
             first, second = second, first
         if sources == (second, first):
             s.inputs[first_side], s.inputs[second_side] = right, left
