@@ -366,3 +366,13 @@ def test_a_left_join_to_another_table_keeps_the_first():
     assert (_side(p, join, "left"), join.params["how"]) == ("orders.csv", "left outer")
     p = _plan("Load orders.csv and customers.csv, then left join orders onto customers on id.")
     assert _side(p, of_kind(p, "join")[0], "left") == "customers.csv"
+
+
+def test_data_split_across_files_is_where_it_lives_not_a_split():
+    """"Our sales are split across jan.csv and feb.csv." made a split step of "split" (and the
+    request was refused for the words around it)."""
+    p = _plan("Our sales are split across jan.csv and feb.csv. Stack them and plot it.")
+    assert kinds(p) == ["load_data", "load_data", "concat", "plot"]
+    assert of_kind(p, "split_data") == []
+    p = _plan("Split a.csv 80/20 and train a knn, target y.")
+    assert of_kind(p, "split_data")[0].params["test_fraction"] == 0.2

@@ -80,6 +80,15 @@ def names_existing_split(t: Text, tok: Token) -> bool:
     return False
 
 
+def split_across_files(t: Text, tok: Token) -> bool:
+    """"our counts are split across a.csv and b.csv": where the data lives, not a split to make."""
+    prev = t.tokens[tok.i - 1] if tok.i else None
+    nxt = t.tokens[tok.i + 1] if tok.i + 1 < len(t.tokens) else None
+    return tok.low == "split" and prev is not None and prev.low in ("is", "are", "was", "were", "'re", "'s") \
+        and nxt is not None and nxt.low in ("across", "between", "over", "among", "into", "in") \
+        and any(x.kind == "path" for x in t.tokens[tok.i + 2:tok.i + 6])
+
+
 def is_figure(tok: Token) -> bool:
     """Whether an evaluation's trigger starts with the figure it names ("the accuracy on the
     test set", "its test f1"), not with a verb."""

@@ -27,7 +27,8 @@ from raystack.workflow.nl.destinations import destinations, json_tables
 from raystack.workflow.nl.extract import EXTRACTORS, TABLE_EXT, Found, metric_of, resource_bound
 from raystack.workflow.nl.extract_groups import AGG_WORDS, AGGREGATES_SAID
 from raystack.workflow.nl.names import adapter_names
-from raystack.workflow.nl.phrases import coordinated, is_eval_verb, is_figure, names_existing_split, part_data, second_side, table_result
+from raystack.workflow.nl.phrases import (coordinated, is_eval_verb, is_figure, names_existing_split, part_data, second_side,
+                                         split_across_files, table_result)
 from raystack.workflow.nl.plan import Draft, DraftStep, Plan, PlanRefused
 from raystack.workflow.nl.questions import criteria, defer_candidates, fill_from_question, questions
 from raystack.workflow.nl.step_references import (TRANSFORMED, model_references, models_named_first, table_participle,
@@ -179,7 +180,7 @@ class RulePlanner:
                 if entry == "evaluate_model" and is_figure(toks[0]) and any(b.entry == "evaluate_model" and b.lo < toks[0].i
                                                                             for b in found):
                     continue   # "evaluate it, and report the accuracy on the test set": that evaluation's figure
-                if entry == "split_data" and names_existing_split(t, toks[0]):
+                if entry == "split_data" and (names_existing_split(t, toks[0]) or split_across_files(t, toks[0])):
                     continue
                 # ("...; → out/x.csv; ...": an arrow after a semicolon points from the step before it)
                 if entry == "load_data" and len(toks) == 1 and toks[0].i and t.tokens[toks[0].i - 1].text in ARROWS \
