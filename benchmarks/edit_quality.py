@@ -304,10 +304,13 @@ def plot(model: str, runs: dict[str, list[dict]], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, (ax_val, ax_train) = plt.subplots(1, 2, figsize=(13, 5))
+    import numpy as np
     for arm, lst in runs.items():
-        pts = min(len(r["curve"]) for r in lst)
-        xs = [lst[0]["curve"][i][0] for i in range(pts)]
-        ys = [[r["curve"][i][1] for r in lst] for i in range(pts)]
+        # the seeds' curves on one token grid, the sparsest seed's (A-EDiT's time-based syncs put its
+        # points at other tokens per seed; its i-th points were averaged, early with late)
+        grid = min((r["curve"] for r in lst), key=len)
+        xs = [x for x, _ in grid]
+        ys = [[float(np.interp(x, [p[0] for p in r["curve"]], [p[1] for p in r["curve"]])) for r in lst] for x in xs]
         line, = ax_val.plot(xs, [statistics.mean(y) for y in ys], marker="o", ms=3, label=arm)
         if len(lst) > 1:
             ax_val.fill_between(xs, [min(y) for y in ys], [max(y) for y in ys], alpha=0.15, color=line.get_color())
@@ -403,7 +406,8 @@ def main() -> None:
                        syncs=lst[0]["syncs"], outliers=[r["outliers"] for r in lst],
                        outer_bytes_per_rank=lst[0]["outer_bytes_per_rank"], extra_state_bytes=lst[0]["extra_state_bytes"],
                        steps_per_replica=lst[0]["steps_per_replica"],
-                       curve_seed0=[[t, round(v, 4)] for t, v in lst[0]["curve"]])
+                       curve_seed0=[[t, round(v, 4)] for t, v in lst[0]["curve"]],
+                       curves=[[[t, round(v, 4)] for t, v in r["curve"]] for r in lst])   # per seed, to redraw
         png = out_dir / f"edit_quality_{model}.png"
         plot(model, runs, png)
         report.note(f"{model}: loss-vs-tokens curves in {png.name}")
