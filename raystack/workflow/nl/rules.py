@@ -135,25 +135,7 @@ class RulePlanner:
                     ex(t, a.zlo, self._shared_object_end(t, actions, k), a.found)
                 if a.found.bound is None and not CATALOG[a.entry].side_effect:
                     resource_bound(t, a.zlo, a.hi, a.found)
-        for si, (lo, hi) in enumerate(spans):   # "...DLRM job, epoch by epoch; max 6 workers.": a bound
-            if any(a.sentence == si for a in actions):   # in a clause of its own is the last step's
-                continue
-            prev = [a for a in actions if a.sentence < si and not a.prepositional]
-            if prev and prev[-1].found.bound is None and not CATALOG[prev[-1].entry].side_effect:
-                last = prev[-1]
-                with t.claiming(last.entry):
-                    resource_bound(t, lo, hi, last.found)
-                    only_bound = not any(x.used != "resource bound" and x.kind != "punct" and x.low not in L.FILLERS
-                                         for x in t.tokens[lo:hi])     # ("At most 6 workers and 3 epochs." stays refused)
-                    if last.found.bound is not None and last.entry in PARTS and last.entry in EXTRACTORS and only_bound:
-                        # a part sizes itself from the bound ("... for 2 epochs. At most 6 workers.": elastic
-                        # DLRM's max workers, EDiT's ranks); its own reader turns the bound into its
-                        # resources (the bound was kept on the plan and the job ran at its default size)
-                        last.found.bound = None
-                        t.relabel(t.tokens[lo:hi], "resource bound")
-                        EXTRACTORS[last.entry](t, lo, hi, last.found)
-                        if last.found.bound is None:
-                            resource_bound(t, lo, hi, last.found)
+        self._bound_sentences(t, spans, actions)
         actions = self._each_named_file(t, actions)
         self._bounds_to_compute(actions)
         actions = model_references(t, models_named_first(t, actions))
@@ -251,14 +233,7 @@ class RulePlanner:
                     and t.tokens[toks[0].i - 1].low in ("the", "this", "that", "our", "my")))
                 found.append(act)
         found.sort(key=lambda a: a.lo)
-        for k in range(len(found) - 1, 0, -1):   # "join a.csv to b.csv on id (a left join)": the kind of
-            a = found[k]                          # the join before it, no second join
-            close = next((x.i for x in t.tokens[a.lo:] if x.text == ")"), len(t.tokens))
-            if a.entry == "join" and in_parentheses(t, t.tokens[a.lo]) \
-                    and not any(x.kind == "path" for x in t.tokens[a.lo:close]) \
-                    and any(b.entry == "join" and b.sentence == a.sentence for b in found[:k]):
-                t.relabel(t.tokens[a.lo:a.trig_end], "join")
-                del found[k]
+        self._join_kind_notes(t, found)
         for k in range(len(found) - 1, 0, -1):  # "train a DLRM on the data in data/criteo/"
             a = found[k]
             # past the base checkpoint named in the part's phrase ("fine-tune adapters on the
@@ -545,6 +520,44 @@ class RulePlanner:
         t.mark(toks, a.entry)
         return DraftStep(f"{a.step.label}b", "select_best", {"metric": metric, "mode": mode}, {"metric": metric},
                          span=t.span_text(toks))
+
+    @staticmethod
+    def _bound_sentences(t: Text, spans: list[tuple[int, int]], actions: list[Action]) -> None:
+        """"...DLRM job, epoch by epoch; max 6 workers.": a bound in a clause of its own is the last
+        step's. A part sizes itself from it ("... for 2 epochs. At most 6 workers.": elastic DLRM's
+        max workers, EDiT's ranks), so the part's own reader turns a clause that holds only the
+        bound into its resources (the bound was kept on the plan and the job ran at its default
+        size); "At most 6 workers and 3 epochs." stays refused."""
+        for si, (lo, hi) in enumerate(spans):
+            if any(a.sentence == si for a in actions):
+                continue
+            prev = [a for a in actions if a.sentence < si and not a.prepositional]
+            if not prev or prev[-1].found.bound is not None or CATALOG[prev[-1].entry].side_effect:
+                continue
+            last = prev[-1]
+            with t.claiming(last.entry):
+                resource_bound(t, lo, hi, last.found)
+                only_bound = not any(x.used != "resource bound" and x.kind != "punct" and x.low not in L.FILLERS
+                                     for x in t.tokens[lo:hi])
+                if last.found.bound is not None and last.entry in PARTS and last.entry in EXTRACTORS and only_bound:
+                    last.found.bound = None
+                    t.relabel(t.tokens[lo:hi], "resource bound")
+                    EXTRACTORS[last.entry](t, lo, hi, last.found)
+                    if last.found.bound is None:
+                        resource_bound(t, lo, hi, last.found)
+
+    @staticmethod
+    def _join_kind_notes(t: Text, found: list[Action]) -> None:
+        """"join a.csv to b.csv on id (a left join)": a join said again in a note, with no file of
+        its own, gives the kind of the join before it; it is no second join of that one's result."""
+        for k in range(len(found) - 1, 0, -1):
+            a = found[k]
+            close = next((x.i for x in t.tokens[a.lo:] if x.text == ")"), len(t.tokens))
+            if a.entry == "join" and in_parentheses(t, t.tokens[a.lo]) \
+                    and not any(x.kind == "path" for x in t.tokens[a.lo:close]) \
+                    and any(b.entry == "join" and b.sentence == a.sentence for b in found[:k]):
+                t.relabel(t.tokens[a.lo:a.trig_end], "join")
+                del found[k]
 
     @staticmethod
     def _each_named_file(t: Text, actions: list[Action]) -> list[Action]:
