@@ -305,13 +305,14 @@ def plot(model: str, runs: dict[str, list[dict]], path: Path) -> None:
     import matplotlib.pyplot as plt
     fig, (ax_val, ax_train) = plt.subplots(1, 2, figsize=(13, 5))
     import numpy as np
-    for arm, lst in runs.items():
+    colors = plt.get_cmap("tab20").colors     # 11 arms: the default cycle's 10 colours gave two arms one
+    for k, (arm, lst) in enumerate(runs.items()):
         # the seeds' curves on one token grid, the sparsest seed's (A-EDiT's time-based syncs put its
         # points at other tokens per seed; its i-th points were averaged, early with late)
         grid = min((r["curve"] for r in lst), key=len)
         xs = [x for x, _ in grid]
         ys = [[float(np.interp(x, [p[0] for p in r["curve"]], [p[1] for p in r["curve"]])) for r in lst] for x in xs]
-        line, = ax_val.plot(xs, [statistics.mean(y) for y in ys], marker="o", ms=3, label=arm)
+        line, = ax_val.plot(xs, [statistics.mean(y) for y in ys], marker="o", ms=3, label=arm, color=colors[k % len(colors)])
         if len(lst) > 1:
             ax_val.fill_between(xs, [min(y) for y in ys], [max(y) for y in ys], alpha=0.15, color=line.get_color())
         tr = lst[0]["train"]
