@@ -183,7 +183,7 @@ def _apply_cues(t: Text, actions: list[Action], cues: list[Cue]) -> None:
             if last_when is None:
                 raise PlanRefused(["'otherwise' with no condition before it"])
             said, cond = c.data.get("direction"), last_when.when
-            if said is not None and any(x.low == "worse" for x in t.tokens[c.lo:c.hi]):
+            if said == "worse":
                 said = "up" if cond.metric in L.LOWER_IS_BETTER else "down"
             if said is not None and (said == "up") != (cond.op in ("<", "<=")):
                 # "deploy if the RMSE is <= 1.5; if it's lower, ..." names no other side

@@ -20,7 +20,6 @@ NOT_REASONS = L.RESTRICTING | {"please", "should", "must", "need", "want", "want
 MAX_REASON = 16              # words of a reason that opens a sentence before ", so"
 DOUBT = r"(?:not\s+sure|unsure|no\s+idea|can't\s+tell)\s+(?:whether|which|if)\b"
 DOUBTED = ("model", "compared by a step", "edit_pretrain", "train_model")   # the words of what is compared
-STATEMENT_OPENERS = {"the", "our", "their", "this", "my"}   # "The share is flaky, so ..."
 MAX_NOTE = 4                 # words of a note in parentheses ("(trampoline parks)")
 REPEATS = {"once", "twice", "thrice", "again", "each", "every", "all", "both", "more", "less", "fewer"}
 NOTE_SUBJECTS = {"we", "i", "our", "my", "we're", "i'm"}   # "(we make shop signs)", "(our studio)"
@@ -153,10 +152,8 @@ def leading_reasons(t: Text) -> None:
         run = t.tokens[lo:so.i - 1]
         # a statement: it opens with its subject ("We're ...") or says what something is ("logs are huge");
         # "Keep only the 2023 rows, so ..." asks for something no step does
-        # or its subject is a noun phrase a determiner opens ("The lens order export sits on a share that
-        # times out a lot, so ..."; the export is the data, no step)
-        states = run and (run[0].low in REASON_SUBJECTS or run[0].low in STATEMENT_OPENERS
-                          or any(x.low in COPULAS for x in run[1:]))
+        # ("The lens order export sits on a share that times out a lot, so ...": the export is the data)
+        states = run and (run[0].low in REASON_SUBJECTS or any(x.low in COPULAS for x in run[1:]))
         if states and 2 <= len(run) <= MAX_REASON and all(x.kind == "word" and is_free(x) for x in run) \
                 and asks_nothing([x for x in run if not names_data(t, x)]) \
                 and not any(x.low in L.CLAUSE_WORDS or x.low in NOT_REASONS for x in run):
@@ -209,7 +206,7 @@ def predict_purposes(t: Text, ends: list[tuple[str, int]]) -> None:
 
 # a question that opens the request says what the model is for; one about the table itself
 # ("which columns are numeric?") asks for an answer no training gives
-QUESTION_OPENERS = {"which", "what", "who", "whether", "will", "does", "do", "is", "are"}
+PURPOSE_QUESTION_WORDS = {"which", "what", "who", "whether", "will", "does", "do", "is", "are"}
 TABLE_QUESTION_WORDS = {"column", "columns", "row", "rows", "value", "values", "missing", "mean", "average", "many",
                         "much", "numeric", "type", "types", "file", "files", "table", "tables", "count", "total", "sum"}
 
@@ -228,7 +225,7 @@ def question_purposes(t: Text, ends: list[tuple[str, int]]) -> None:
     lead = next((x for x in t.tokens[lo:hi] if x.kind == "punct"), None)
     if lead is not None and lead.text in (":", "—", "–") and lead.i - lo <= MAX_LEAD_IN:
         lo = lead.i + 1        # after a title ("Roofing quotes: which ...?")
-    if hi - lo < 3 or t.tokens[hi - 1].text != "?" or t.tokens[lo].low not in QUESTION_OPENERS:
+    if hi - lo < 3 or t.tokens[hi - 1].text != "?" or t.tokens[lo].low not in PURPOSE_QUESTION_WORDS:
         return
     words = t.tokens[lo:hi - 1]
     if len(words) <= MAX_PREDICTED and all(x.kind == "word" and is_free(x) for x in words) and asks_nothing(words) \

@@ -131,6 +131,8 @@ def _loop_conditions(t: Text, lo: int, hi: int):
 
 def _loops(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
     out = []
+    # ("1 epoch each round; stop at AUC >= 0.8 or after 5 rounds": the sentence before says the round too)
+    before = max((a for a, b in sentences(t) if b <= lo), default=lo)
     for m, toks, negate in _loop_conditions(t, lo, hi):
         cmp = comparison(t, toks[-1].i + 1, hi)
         if cmp is None:
@@ -152,8 +154,6 @@ def _loops(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
         t.mark(btoks, "loop bound")
         n = next(g for g in (bm.group(f"n{k}") for k in ("", 2, 3, 4, 5, 6, 7)) if g)
         per_round: dict = {}
-        # ("1 epoch each round; stop at AUC >= 0.8 or after 5 rounds": the sentence before says it too)
-        before = max((a for a, b in sentences(t) if b <= lo), default=lo)
         for pat, params in L.PER_ROUND.items():
             for m2, toks2 in t.finditer(pat, before, hi, free_only=True):
                 if any(float(t.literal(v).value()) != 1 for v in re.findall(r"NUM\d+", m2.group(0))):
@@ -246,7 +246,7 @@ def _conditions(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
                          number(float(t.literal(m.group("v")).value()))))
     for m, toks in t.finditer(rf"\b{L.ELSE_DIRECTION}", lo, hi, free_only=True):
         t.mark(toks, "otherwise")
-        out.append(Cue("else", toks[0].i, toks[-1].i + 1, si, {"direction": "up" if m.group("up") else "down"}))
+        out.append(Cue("else", toks[0].i, toks[-1].i + 1, si, {"direction": next(d for d in ("up", "down", "worse") if m.group(d))}))
     for _, toks in t.finditer(rf"\b{L.ELSE_CUE}\b", lo, hi, free_only=True):
         t.mark(toks, "otherwise")
         out.append(Cue("else", toks[0].i, toks[-1].i + 1, si))

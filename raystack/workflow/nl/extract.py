@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from raystack.workflow.nl.lexicon import FILLERS, METRIC_RX, METRICS, NUMLIST, SERVE_AS_PLACE, metrics_rx
+from raystack.workflow.nl.lexicon import METRIC_RX, METRICS, NUMLIST, SERVE_AS_PLACE, metrics_rx
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.text import Text, Token, number
 
@@ -99,9 +99,16 @@ def consume(text: Text, lo: int, hi: int, pattern: str, why: str) -> None:
         text.mark(toks, text.claim or why)
 
 
+def _metric_key(word: str) -> str:
+    """A metric's name with each run of spaces or hyphens as one space, as METRIC_RX matches it."""
+    return re.sub(r"[\s-]+", " ", word.strip().lower())
+
+
+_METRIC_BY_KEY = {_metric_key(k): v for k, v in METRICS.items()}
+
+
 def metric_of(word: str) -> str:
-    key = re.sub(r"\s+", " ", word.strip().lower())
-    return METRICS[key] if key in METRICS else METRICS[key.replace("-", " ")]   # "val-loss"
+    return _METRIC_BY_KEY[_metric_key(word)]     # "val loss", "val-loss", "held-out loss"
 
 
 def _path_param(text: Text, lo: int, hi: int, f: Found, param: str, exts: tuple[str, ...] | None,
@@ -164,80 +171,6 @@ def _seed(text: Text, lo: int, hi: int, f: Found) -> None:
     m = _search(text, lo, hi, r"\b(?:(?:with|using)\s+)?(?:a\s+|the\s+)?(?:random\s+)?seed\s*(?:=|of|:)?\s*(?P<n>NUM\d+)", "seed")
     if m:
         f.set("seed", int(_num(text, m.group("n"))))
-
-
-# what a normalize is said to scale that is no column name: the table, or every feature
-SCALED_NOUNS = {"it", "them", "this", "that", "everything", "all", "data", "dataset", "table", "tables", "features",
-                "feature", "columns", "column", "values", "inputs", "input", "variables", "numbers", "numeric",
-                "numerical", "both", "each", "result", "rows", "readings", "measurements", "normalization",
-                "normalisation", "scaling", "standardization", "standardisation", "rescaling"}
-
-
-def _unit_scale(text: Text, lo: int, hi: int) -> bool:
-    """"to zero mean and unit variance", "to have 0 mean and std 1"-like wording of a z-score:
-    the words marked when the figures are 0 and 1."""
-    for m, toks in text.finditer(r"\b(?:to\s+(?:have\s+)?)?(?P<z>NUM\d+)\s+mean\s+(?:and|&|,)\s+(?:unit|(?P<u>NUM\d+))\s+"
-                                 r"(?:variance|std|standard\s+deviation)\b", lo, hi):
-        if _num(text, m.group("z")) == 0 and (m.group("u") is None or _num(text, m.group("u")) == 1):
-            text.mark(toks, "method")
-            return True
-    return False
-
-
-def _unit_range(text: Text, lo: int, hi: int) -> bool:
-    """"to 0..1", "onto the [0, 1] range", "between 0 and 1", "to 0-1": the unit interval a
-    min-max scaling maps onto (another range is no step's)."""
-    for m, toks in text.finditer(r"\b(?:to|into|onto|in|within|between)\s+(?:the\s+|a\s+)?(?:range\s+)?\[?\s*(?P<a>NUM\d+)\s*"
-                                 r"(?:\.\.|–|—|,|to|and)?\s*(?P<b>NUM\d+)\s*\]?(?:\s+(?:range|interval|scale))?", lo, hi):
-        a, b = _num(text, m.group("a")), _num(text, m.group("b"))
-        if a == 0 and b in (1, -1) and (b == 1 or text.literal(m.group("b")).text.startswith("-")):
-            text.mark(toks, "method")
-            return True
-        raise PlanRefused([f"{text.span_text(toks)!r}: the normalize step scales to zero mean and unit variance "
-                           "or, min-max, onto [0, 1]"])
-    return False
-
-
-def normalize(text: Text, lo: int, hi: int, f: Found) -> None:
-    """"normalize the price column", "scale price and area": only those columns (the step scaled
-    every numeric column); "normalize the features / it / the data" stays every column."""
-    # "min-max scaling", "min-max normalise": onto [0, 1] (it z-scored whatever was said)
-    if _search(text, lo, hi, r"\bmin\s*-?\s*max\b", "method", free=False):
-        f.set("method", "minmax")
-    elif _unit_range(text, lo, hi):     # "rescale to 0..1", "into [0, 1]", "between 0 and 1": min-max
-        f.set("method", "minmax")
-    else:   # "to zero mean and unit variance": what the default z-score does (no method set, as for "z-score")
-        _unit_scale(text, lo, hi)
-    # "every column except price": the step scales the columns named, never all but some
-    but = next(text.finditer(r"\b(?:except|excluding|besides|other\s+than|but\s+not)\b(?:\s+(?:for\s+)?(?:the\s+)?[a-z_]\w*)?", lo, hi), None)
-    if but is not None:
-        raise PlanRefused([f"{text.span_text(but[1])!r}: normalize scales the columns it is given; name the ones to scale"])
-    names_rx = r"(?P<l>(?!(?:FILE|NUM|PCT|QUOTE)\d)[a-z_]\w*(?:\s*,\s*[a-z_]\w*)*(?:\s*,?\s*(?:and|&)\s+[a-z_]\w*)?)"
-    found = next(text.finditer(r"\b(?:normali[sz]\w*|standardi[sz]\w*|re-?scal\w*|scale|scales|z-?scor\w*)\s+(?:the\s+|its\s+)?(?P<just>(?:just|only)\s+)?"
-                               r"(?:the\s+)?" + names_rx +   # "normalize only the a and b columns"
-                               r"(?:\s+columns?)?(?P<only>\s+only)?\b(?=\s*(?:[.,;:!?)]|$|->|=>)|\s+(?:and|then|before|after|so|to|in|from|on|with|using|of)\b)",
-                               lo, hi), None) or next(text.finditer(   # "the price and area columns are normalised"
-        r"\b(?:the\s+)?" + names_rx + r"\s+columns\s+(?:are|get|should\s+be|will\s+be|must\s+be)\s+(?:normali[sz]ed|standardi[sz]ed|scaled|rescaled|z-scored)\b",
-        lo, hi), None)   # a bare name, not "the expression values", "the drone flight logs"
-    if found is None:
-        return
-    m, toks = found
-    for group in ("only", "just"):   # "normalize income and debt only", "scale just price": those, as any list names
-        if m.groupdict().get(group):
-            text.mark(text.covered(*m.span(group)), "normalize")
-    names: list[Token] = []
-    for x in text.covered(*m.span("l")):
-        if x.kind != "word" or x.low in ("and", "&"):
-            continue
-        if x.used and x.used != text.claim:
-            break       # "normalize price and dedup": the next step's verb ends the list
-        names.append(x)
-    if not names or any(x.low in SCALED_NOUNS or x.low in FILLERS for x in names):
-        return
-    glue = [x for x in text.covered(*m.span("l")) if x.i < names[-1].i and x.low in ("and", "&", ",")]
-    after = [x for x in toks if x.i > names[-1].i and x.low in ("column", "columns")]
-    text.mark(names + glue + after, "columns")
-    f.set("columns", [x.low for x in names])
 
 
 ROWS_UNIT = r"(?:rows?|records?|examples|entries)"
@@ -432,11 +365,11 @@ def train_model(text: Text, lo: int, hi: int, f: Found) -> None:
         f.set("k", int(_num(text, m.groupdict().get("n") or m.group("m"))))
     lr = r"(?:learning[\s-]+rates?|lrs?|step\s+sizes?)"
     # ("at three learning rates (0.01, 0.03, 0.1)", "... rates — 0.001, 0.01 and 0.1 —": the list set off)
-    m = _search(text, lo, hi, rf"{lr}\s*(?:\(\s*(?P<p>{NUMLIST})\s*\)|(?:—|–)\s*(?P<d>{NUMLIST})(?:\s*—|\s*–)?"
-                              rf"|(?:=|:|of|at|in|∈|over|set\s+to)?\s*(?P<l>{NUMLIST}))", "learning rate") or \
+    m = _search(text, lo, hi, rf"{lr}\s*(?:\(|—|–|=|:|of|at|in|∈|over|set\s+to)?\s*(?P<l>{NUMLIST})(?:\s*[)—–])?",
+                "learning rate") or \
         _search(text, lo, hi, rf"(?:for\s+)?each\s+{lr}\s+(?:in|of|from)\s+(?P<l>{NUMLIST})", "learning rate")
     if m:
-        _set_map(f, "lr", _list(text, next(g for g in (m.groupdict().get(k) for k in "lpd") if g)))
+        _set_map(f, "lr", _list(text, m.group("l")))
         claim_count(text, lo, hi, len(f.map[1]))     # "at three learning rates (0.01, 0.03, 0.1)"
     else:
         m = _search(text, lo, hi, rf"{lr}\s*(?:=|:|of|at)?\s*(?P<n>NUM\d+)", "learning rate")
@@ -601,7 +534,7 @@ from raystack.workflow.nl import extract_parts as P  # noqa: E402
 
 EXTRACTORS: dict[str, Callable[[Text, int, int, Found], None]] = {
     "make_dataset": make_dataset, "load_data": load_data, "load_checkpoint": load_checkpoint, "load_adapters": load_checkpoint,
-    "impute": K.impute, "dedup": K.dedup, "clean_data": K.clean_data, "normalize": normalize, "sample": sample, "split_data": split_data, "join": join, "concat": concat,
+    "impute": K.impute, "dedup": K.dedup, "clean_data": K.clean_data, "normalize": K.normalize, "sample": sample, "split_data": split_data, "join": join, "concat": concat,
     "aggregate": G.aggregate, "plot": C.plot, "save_report": report,
     "write_table": write_table, "export_model": file_out("path"),
     "train_model": train_model, "evaluate_model": E.evaluate_model, "evaluate_dlrm": E.evaluate_dlrm,

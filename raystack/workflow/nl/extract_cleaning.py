@@ -1,5 +1,6 @@
 """Parameters of the cleaning steps read from their words: which column's gaps impute fills
-and with what, which duplicate dedup keeps, which rows clean_data drops. A fill, a kept copy
+and with what, which duplicate dedup keeps, which rows clean_data drops, which columns normalize
+scales and how. A fill, a kept copy
 or a column the step cannot honour is a refusal that quotes the words, never a silent default."""
 
 from __future__ import annotations
@@ -7,8 +8,9 @@ from __future__ import annotations
 import re
 
 from raystack.workflow.nl.extract import Found, _num, _search, consume
+from raystack.workflow.nl.lexicon import FILLERS
 from raystack.workflow.nl.plan import PlanRefused
-from raystack.workflow.nl.text import Text
+from raystack.workflow.nl.text import Text, Token
 
 
 # ways to fill a gap the impute step does not have (it fills with a column's mean, median or 0)
@@ -86,3 +88,77 @@ def clean_data(text: Text, lo: int, hi: int, f: Found) -> None:
     consume(text, lo, hi, r"\b(?:missing|null|nan|empty|incomplete|blank)\s+[a-z_]\w*", "clean")
     # "drop patients with missing age": the rows, by what they record
     consume(text, lo, hi, r"\b(?!(?:the|a|an|any|all|and|or)\b)[a-z]+(?=\s+(?:with|that\s+have|having)\s+(?:a\s+|an\s+|any\s+|no\s+)?(?:missing|null|nan|empty|blank)\b)", "clean")
+
+
+# what a normalize is said to scale that is no column name: the table, or every feature
+SCALED_NOUNS = {"it", "them", "this", "that", "everything", "all", "data", "dataset", "table", "tables", "features",
+                "feature", "columns", "column", "values", "inputs", "input", "variables", "numbers", "numeric",
+                "numerical", "both", "each", "result", "rows", "readings", "measurements", "normalization",
+                "normalisation", "scaling", "standardization", "standardisation", "rescaling"}
+
+
+def _unit_scale(text: Text, lo: int, hi: int) -> bool:
+    """"to zero mean and unit variance", "to have 0 mean and std 1"-like wording of a z-score:
+    the words marked when the figures are 0 and 1."""
+    for m, toks in text.finditer(r"\b(?:to\s+(?:have\s+)?)?(?P<z>NUM\d+)\s+mean\s+(?:and|&|,)\s+(?:unit|(?P<u>NUM\d+))\s+"
+                                 r"(?:variance|std|standard\s+deviation)\b", lo, hi):
+        if _num(text, m.group("z")) == 0 and (m.group("u") is None or _num(text, m.group("u")) == 1):
+            text.mark(toks, "method")
+            return True
+    return False
+
+
+def _unit_range(text: Text, lo: int, hi: int) -> bool:
+    """"to 0..1", "onto the [0, 1] range", "between 0 and 1", "to 0-1": the unit interval a
+    min-max scaling maps onto (another range is no step's)."""
+    for m, toks in text.finditer(r"\b(?:to|into|onto|in|within|between)\s+(?:the\s+|a\s+)?(?:range\s+)?\[?\s*(?P<a>NUM\d+)\s*"
+                                 r"(?:\.\.|–|—|,|to|and)?\s*(?P<b>NUM\d+)\s*\]?(?:\s+(?:range|interval|scale))?", lo, hi):
+        a, b = _num(text, m.group("a")), _num(text, m.group("b"))
+        if a == 0 and b in (1, -1) and (b == 1 or text.literal(m.group("b")).text.startswith("-")):
+            text.mark(toks, "method")
+            return True
+        raise PlanRefused([f"{text.span_text(toks)!r}: the normalize step scales to zero mean and unit variance "
+                           "or, min-max, onto [0, 1]"])
+    return False
+
+
+def normalize(text: Text, lo: int, hi: int, f: Found) -> None:
+    """"normalize the price column", "scale price and area": only those columns (the step scaled
+    every numeric column); "normalize the features / it / the data" stays every column."""
+    # "min-max scaling", "min-max normalise": onto [0, 1] (it z-scored whatever was said)
+    if _search(text, lo, hi, r"\bmin\s*-?\s*max\b", "method", free=False):
+        f.set("method", "minmax")
+    elif _unit_range(text, lo, hi):     # "rescale to 0..1", "into [0, 1]", "between 0 and 1": min-max
+        f.set("method", "minmax")
+    else:   # "to zero mean and unit variance": what the default z-score does (no method set, as for "z-score")
+        _unit_scale(text, lo, hi)
+    # "every column except price": the step scales the columns named, never all but some
+    but = next(text.finditer(r"\b(?:except|excluding|besides|other\s+than|but\s+not)\b(?:\s+(?:for\s+)?(?:the\s+)?[a-z_]\w*)?", lo, hi), None)
+    if but is not None:
+        raise PlanRefused([f"{text.span_text(but[1])!r}: normalize scales the columns it is given; name the ones to scale"])
+    names_rx = r"(?P<l>(?!(?:FILE|NUM|PCT|QUOTE)\d)[a-z_]\w*(?:\s*,\s*[a-z_]\w*)*(?:\s*,?\s*(?:and|&)\s+[a-z_]\w*)?)"
+    found = next(text.finditer(r"\b(?:normali[sz]\w*|standardi[sz]\w*|re-?scal\w*|scale|scales|z-?scor\w*)\s+(?:the\s+|its\s+)?(?P<just>(?:just|only)\s+)?"
+                               r"(?:the\s+)?" + names_rx +   # "normalize only the a and b columns"
+                               r"(?:\s+columns?)?(?P<only>\s+only)?\b(?=\s*(?:[.,;:!?)]|$|->|=>)|\s+(?:and|then|before|after|so|to|in|from|on|with|using|of)\b)",
+                               lo, hi), None) or next(text.finditer(   # "the price and area columns are normalised"
+        r"\b(?:the\s+)?" + names_rx + r"\s+columns\s+(?:are|get|should\s+be|will\s+be|must\s+be)\s+(?:normali[sz]ed|standardi[sz]ed|scaled|rescaled|z-scored)\b",
+        lo, hi), None)   # a bare name, not "the expression values", "the drone flight logs"
+    if found is None:
+        return
+    m, toks = found
+    for group in ("only", "just"):   # "normalize income and debt only", "scale just price": those, as any list names
+        if m.groupdict().get(group):
+            text.mark(text.covered(*m.span(group)), "normalize")
+    names: list[Token] = []
+    for x in text.covered(*m.span("l")):
+        if x.kind != "word" or x.low in ("and", "&"):
+            continue
+        if x.used and x.used != text.claim:
+            break       # "normalize price and dedup": the next step's verb ends the list
+        names.append(x)
+    if not names or any(x.low in SCALED_NOUNS or x.low in FILLERS for x in names):
+        return
+    glue = [x for x in text.covered(*m.span("l")) if x.i < names[-1].i and x.low in ("and", "&", ",")]
+    after = [x for x in toks if x.i > names[-1].i and x.low in ("column", "columns")]
+    text.mark(names + glue + after, "columns")
+    f.set("columns", [x.low for x in names])

@@ -85,9 +85,10 @@ ELSE_CUE = (r"(?:otherwise|else|if\s+not|failing\s+that|if\s+(?:it|they|that|the
             r"|anything\s+(?:less|lower|under|below|worse|else)(?:\s+than\s+that)?(?=\s*(?:->|=>|→|,|:|;))"
             r"|anything\s+else\s+(?:just\s+|only\s+)?(?:gets|get|goes\s+to|means))")   # "... anything else just gets a report"
 # "If it's higher, I'd rather just get a report": the other side of the condition before it, said
-# by its direction (checked against that condition's comparison); ``d`` up or down
+# by its direction (checked against that condition's comparison): ``up``, ``down``, or ``worse``
+# (up or down by the metric)
 ELSE_DIRECTION = (r"(?:if|when|should)\s+(?:it|that|they|the\s+\w+|it\s*'s|that\s*'s)\s+(?:'s\s+|is\s+|are\s+|comes?\s+in\s+|turns?\s+out\s+|be\s+)?"
-                  r"(?:(?P<up>higher|above|over|greater|bigger|larger|more|worse)|(?P<down>lower|below|under|less|smaller|fewer))"
+                  r"(?:(?P<up>higher|above|over|greater|bigger|larger|more)|(?P<down>lower|below|under|less|smaller|fewer)|(?P<worse>worse))"
                   r"(?:\s+than\s+(?:that|this|it))?(?=\s*[,;:]|\s*->|\s*→)"
                   r"(?:\s*,\s*(?:i|we)\s*'d\s+rather(?:\s+just)?(?:\s+(?:get|have|see|receive))?)?")
 UNTIL_CUE = (r"(?:(?:continu(?:e|ing)\s+|keep\s+going\s+)?until|till|stopping\s+(?:once|when|as\s+soon\s+as)|stop\s+(?:once|when|as\s+soon\s+as)"

@@ -36,10 +36,10 @@ from raystack.workflow.nl.step_references import (TRANSFORMED, model_references,
 from raystack.workflow.nl.reread import (CLEANINGS, evaluation_held_out_for, grouped_first, pick_first, reread, retrained_parts,
                                          retraining)
 from raystack.workflow.nl.safety import screen
+from raystack.workflow.nl.said_again import each_named_file, join_kind_notes, one_load_per_file
 from raystack.workflow.nl.search import SPACE_PARAM_RX, read_tune
 from raystack.workflow.nl.text import ARROWS, Text, sentences
 from raystack.workflow.nl.triggers import COMPILED, MODEL_KIND, PREPOSITIONS
-from raystack.workflow.nl.words import in_parentheses
 
 PARTS = L.PART_STEPS
 # a reminder that the file named is loaded first, said beside the step that reads it
@@ -75,9 +75,6 @@ class Action:
     said_at: tuple[int, int] | None = None   # (sentence, token) where a question's candidates are asked to run ("fit all three")
 
 
-# a load of the files named before it: "load each one", "read every one of them"
-EACH_ONE = (r"(?:load|loads|read|reads|open|import|pull\s+in)\s+(?:each\s+one|each\s+of\s+them|every\s+one(?:\s+of\s+them)?|all\s+of\s+them"
-            r"|them\s+all|each\s+of\s+the\s+(?:two|three|four|five|\d+)(?:\s+files)?|each)\b")
 FIT_VERBS = {"fit", "fits", "fitted", "fitting", "refit", "refits"}   # "fit a logistic model to x.csv"
 WRITE_VERBS = {"save", "write", "store", "export", "dump", "persist", "output"}
 
@@ -136,7 +133,7 @@ class RulePlanner:
                 if a.found.bound is None and not CATALOG[a.entry].side_effect:
                     resource_bound(t, a.zlo, a.hi, a.found)
         self._bound_sentences(t, spans, actions)
-        actions = self._each_named_file(t, actions)
+        actions = each_named_file(t, actions)
         self._bounds_to_compute(actions)
         actions = model_references(t, models_named_first(t, actions))
         if any(a.entry == "load_data" for a in actions):   # "(after loading it, obviously)": that load
@@ -146,7 +143,7 @@ class RulePlanner:
             for key, value in run.found.params.items():
                 a.found.params.setdefault(key, value)
         fill_from_question(t, actions, asked, EXTRACTORS)
-        self._one_load_per_file(actions)
+        one_load_per_file(actions)
         steps = self._steps(t, actions, cues)
         account(t, [(a.entry, a.trig_end) for a in actions], picked=any(
             a.entry == "select_best" or a.step.tune is not None for a in actions))
@@ -233,7 +230,7 @@ class RulePlanner:
                     and t.tokens[toks[0].i - 1].low in ("the", "this", "that", "our", "my")))
                 found.append(act)
         found.sort(key=lambda a: a.lo)
-        self._join_kind_notes(t, found)
+        join_kind_notes(t, found)
         for k in range(len(found) - 1, 0, -1):  # "train a DLRM on the data in data/criteo/"
             a = found[k]
             # past the base checkpoint named in the part's phrase ("fine-tune adapters on the
@@ -547,43 +544,6 @@ class RulePlanner:
                         resource_bound(t, lo, hi, last.found)
 
     @staticmethod
-    def _join_kind_notes(t: Text, found: list[Action]) -> None:
-        """"join a.csv to b.csv on id (a left join)": a join said again in a note, with no file of
-        its own, gives the kind of the join before it; it is no second join of that one's result."""
-        for k in range(len(found) - 1, 0, -1):
-            a = found[k]
-            close = next((x.i for x in t.tokens[a.lo:] if x.text == ")"), len(t.tokens))
-            if a.entry == "join" and in_parentheses(t, t.tokens[a.lo]) \
-                    and not any(x.kind == "path" for x in t.tokens[a.lo:close]) \
-                    and any(b.entry == "join" and b.sentence == a.sentence for b in found[:k]):
-                t.relabel(t.tokens[a.lo:a.trig_end], "join")
-                del found[k]
-
-    @staticmethod
-    def _each_named_file(t: Text, actions: list[Action]) -> list[Action]:
-        """"We keep one file per site: a.csv, b.csv and c.csv. Load each one, then put all three
-        into a single report": files listed bare and then loaded as "each one" are one load
-        over all of them (a map, which what follows reads whole or per file), not a load per
-        file of which the report read the last."""
-        # (named bare, or the first after the words that say where they are: "... are logged in a.csv, b.csv and c.csv")
-        bare = [a for a in actions if a.entry == "load_data" and t.tokens[a.trig_end - 1].kind == "path"
-                and sum(x.kind == "path" for x in t.tokens[a.lo:a.trig_end]) == 1
-                and list(a.found.params) == ["path"] and a.found.map is None]
-        if len(bare) < 2 or len({a.sentence for a in bare}) > 1 or any(
-                b.sentence == bare[0].sentence and b not in bare for b in actions) or not all(
-                all(x.text in (",", "and", "&") or x.low == "and" for x in t.tokens[a.trig_end:b.lo])
-                for a, b in zip(bare, bare[1:])):
-            return actions
-        later = " ".join(x.low for x in t.tokens[bare[-1].trig_end:])
-        if not re.search(r"\b" + EACH_ONE, later):
-            return actions
-        paths = [a.found.params["path"] for a in bare]
-        bare[0].found.params.pop("path")
-        bare[0].found.stated.pop("path", None)
-        bare[0].found.map = ("path", paths)
-        return [a for a in actions if a not in bare[1:]]
-
-    @staticmethod
     def _bounds_to_compute(actions: list[Action]) -> None:
         """"kNN on a 5% sample (hold out 20%; cap memory at 8GB)": a resource bound read inside a
         data step's words belongs to the sentence's model step (the one before it, else after)."""
@@ -594,34 +554,6 @@ class RulePlanner:
             target = next((b for b in reversed(same) if actions.index(b) < k), None) or next(iter(same), None)
             if target is not None:
                 target.found.bound, a.found.bound = a.found.bound, None
-
-    @staticmethod
-    def _one_load_per_file(actions: list[Action]) -> None:
-        """"(a) aggregate staff.csv ... (b) stats of staff.csv": a file named again inside a later
-        phrase is the load already made."""
-        seen: set[str] = set()
-        in_map: set[str] = set()
-        transformed = False     # a one-table step after the loads, run on each of their files
-        for a in list(actions):
-            if a.entry == "load_data" and a.found.map is not None and a.found.map[0] == "path":
-                in_map.update(str(p) for p in a.found.map[1])
-            transformed = transformed or bool(in_map and a.entry in L.TABLE_TRANSFORMS)
-            path = a.found.params.get("path") if a.entry == "load_data" and a.found.map is None else None
-            if isinstance(path, str) and path in in_map and a.prepositional and transformed:
-                # "load x.csv and y.csv, dedup them, and train a knn on x.csv": a new load of x.csv
-                # would train on the raw file, the dedup of it unread
-                raise PlanRefused([f"{path} is loaded together with other files and named again by a later step, which "
-                                   "would read the raw file, not what was done to it; load it in its own clause"])
-            k = actions.index(a)
-            owner = next((b for b in reversed(actions[:k]) if b.entry != "load_data"), None)
-            side = owner is not None and owner.entry in L.TWO_TABLE_STEPS and owner.sentence == a.sentence
-            if isinstance(path, str) and (path in seen or (path in in_map and not transformed and side)) and a.prepositional \
-                    and a.trig_end - a.lo <= 2:
-                # ("load a.csv and b.csv, then append b.csv to a.csv": a side of the stack is a table loaded
-                # together before, not a load more and a stack of four)
-                actions.remove(a)
-            elif isinstance(path, str):
-                seen.add(path)
 
     @staticmethod
     def _retrain_same_model(t: Text, actions: list[Action]) -> None:

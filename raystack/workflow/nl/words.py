@@ -56,7 +56,7 @@ def method_near(t: Text, x: Token) -> bool:
 
 
 DATA_NOUN_VERBS = ("export", "exports", "dump", "dumps")   # "the CRM export", "last night's dump"
-DETERMINERS = ("the", "our", "their", "this", "that", "your", "my", "its", "'s", "a", "an")
+NOUN_PHRASE_OPENERS = ("the", "our", "their", "this", "that", "your", "my", "its", "'s", "a", "an")
 
 
 def names_data(t: Text, x: Token) -> bool:
@@ -70,7 +70,7 @@ def names_data(t: Text, x: Token) -> bool:
             and t.tokens[k].low not in L.UNMAPPED_VERBS:
         k -= 1
     nxt = t.tokens[x.i + 1] if x.i + 1 < len(t.tokens) else None
-    return k < x.i - 1 and k >= 0 and t.tokens[k].low in DETERMINERS and not (
+    return k < x.i - 1 and k >= 0 and t.tokens[k].low in NOUN_PHRASE_OPENERS and not (
         nxt is not None and (nxt.kind == "path" or nxt.low in ("to", "into", "it", "them", "the", "as", "under")))
 
 

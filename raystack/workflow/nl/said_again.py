@@ -1,0 +1,87 @@
+"""Words that name again what a request said before: a file named inside a later phrase is the
+load already made, files listed and then loaded "each one" are one load over all of them, a
+join said again in a note gives the kind of the join before it. Each pass rewrites the list of
+actions the rule planner read, before their steps are built."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from raystack.workflow.nl import lexicon as L
+from raystack.workflow.nl.plan import PlanRefused
+from raystack.workflow.nl.text import Text
+from raystack.workflow.nl.words import in_parentheses
+
+if TYPE_CHECKING:
+    from raystack.workflow.nl.rules import Action
+
+# a load of the files named before it: "load each one", "read every one of them"
+EACH_ONE = (r"(?:load|loads|read|reads|open|import|pull\s+in)\s+(?:each\s+one|each\s+of\s+them|every\s+one(?:\s+of\s+them)?|all\s+of\s+them"
+            r"|them\s+all|each\s+of\s+the\s+(?:two|three|four|five|\d+)(?:\s+files)?|each)\b")
+
+
+def join_kind_notes(t: Text, found: list[Action]) -> None:
+    """"join a.csv to b.csv on id (a left join)": a join said again in a note, with no file of
+    its own, gives the kind of the join before it; it is no second join of that one's result."""
+    for k in range(len(found) - 1, 0, -1):
+        a = found[k]
+        close = next((x.i for x in t.tokens[a.lo:] if x.text == ")"), len(t.tokens))
+        if a.entry == "join" and in_parentheses(t, t.tokens[a.lo]) \
+                and not any(x.kind == "path" for x in t.tokens[a.lo:close]) \
+                and any(b.entry == "join" and b.sentence == a.sentence for b in found[:k]):
+            t.relabel(t.tokens[a.lo:a.trig_end], "join")
+            del found[k]
+
+
+def each_named_file(t: Text, actions: list[Action]) -> list[Action]:
+    """"We keep one file per site: a.csv, b.csv and c.csv. Load each one, then put all three
+    into a single report": files listed bare and then loaded as "each one" are one load
+    over all of them (a map, which what follows reads whole or per file), not a load per
+    file of which the report read the last."""
+    # (named bare, or the first after the words that say where they are: "... are logged in a.csv, b.csv and c.csv")
+    bare = [a for a in actions if a.entry == "load_data" and t.tokens[a.trig_end - 1].kind == "path"
+            and sum(x.kind == "path" for x in t.tokens[a.lo:a.trig_end]) == 1
+            and list(a.found.params) == ["path"] and a.found.map is None]
+    if len(bare) < 2 or len({a.sentence for a in bare}) > 1 or any(
+            b.sentence == bare[0].sentence and b not in bare for b in actions) or not all(
+            all(x.text in (",", "and", "&") or x.low == "and" for x in t.tokens[a.trig_end:b.lo])
+            for a, b in zip(bare, bare[1:])):
+        return actions
+    later = " ".join(x.low for x in t.tokens[bare[-1].trig_end:])
+    if not re.search(r"\b" + EACH_ONE, later):
+        return actions
+    paths = [a.found.params["path"] for a in bare]
+    bare[0].found.params.pop("path")
+    bare[0].found.stated.pop("path", None)
+    bare[0].found.map = ("path", paths)
+    return [a for a in actions if a not in bare[1:]]
+
+
+def one_load_per_file(actions: list[Action]) -> None:
+    """"(a) aggregate staff.csv ... (b) stats of staff.csv": a file named again inside a later
+    phrase is the load already made."""
+    seen: set[str] = set()
+    in_map: set[str] = set()
+    transformed = False     # a one-table step after the loads, run on each of their files
+    owner = None            # the step whose phrase the load is said in: the last step before it that is no load
+    for a in list(actions):
+        if a.entry != "load_data":
+            owner = a
+        if a.entry == "load_data" and a.found.map is not None and a.found.map[0] == "path":
+            in_map.update(str(p) for p in a.found.map[1])
+        transformed = transformed or bool(in_map and a.entry in L.TABLE_TRANSFORMS)
+        path = a.found.params.get("path") if a.entry == "load_data" and a.found.map is None else None
+        if isinstance(path, str) and path in in_map and a.prepositional and transformed:
+            # "load x.csv and y.csv, dedup them, and train a knn on x.csv": a new load of x.csv
+            # would train on the raw file, the dedup of it unread
+            raise PlanRefused([f"{path} is loaded together with other files and named again by a later step, which "
+                               "would read the raw file, not what was done to it; load it in its own clause"])
+        side = owner is not None and owner.entry in L.TWO_TABLE_STEPS and owner.sentence == a.sentence
+        if isinstance(path, str) and (path in seen or (path in in_map and not transformed and side)) and a.prepositional \
+                and a.trig_end - a.lo <= 2:
+            # ("load a.csv and b.csv, then append b.csv to a.csv": a side of the stack is a table loaded
+            # together before, not a load more and a stack of four)
+            actions.remove(a)
+        elif isinstance(path, str):
+            seen.add(path)
