@@ -23,7 +23,7 @@ from typing import Iterable
 
 from raystack.workflow.catalog import CATALOG
 from raystack.workflow.nl import lexicon as L
-from raystack.workflow.nl.asides import (SOURCE_WORDS, asks_nothing, leading_reasons, notes, predict_purposes,
+from raystack.workflow.nl.asides import (SOURCE_WORDS, asks_nothing, leading_reasons, notes, predict_purposes, recommend_purposes,
                                          purposes, question_purposes, reasons)
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.text import ARROWS, Text, Token, sentences
@@ -48,7 +48,7 @@ QUESTION_OPENERS = {"so", "and", "also", "then", "now", "ok", "okay", "well", "p
 COMPARING_STEPS = {"select_best", "evaluate_model", "evaluate_adapters", "tune"}
 COMPARE_WORDS = {"compare", "compares", "comparing", "compared", "comparison", "bake-off", "bakeoff",
                  "shootout", "head-to-head", "against", "versus", "vs", "better", "which", "wins", "win",
-                 "works", "work", "performs", "perform", "fares", "worse"}
+                 "works", "work", "performs", "perform", "fares", "worse", "candidate", "candidates", "bases"}
 # steps that train or run a model: a task named as the request's subject is theirs to carry out
 MODEL_STEPS = {"train_model", "tune", "edit_pretrain", "mlora_finetune", "elastic_dlrm", "load_checkpoint", "load_adapters",
                "evaluate_adapters", "serve_adapters"}
@@ -300,6 +300,11 @@ def references(t: Text) -> None:
         elif tok.kind == "num" and tok.text.isalpha() and nxt is not None and nxt.low == "parallel" and tok.i + 2 < len(t.tokens) \
                 and t.tokens[tok.i + 2].low in COUNTED_STEPS and not t.tokens[tok.i + 2].used:
             t.mark([tok, t.tokens[tok.i + 2]], "count")
+    # "a single report covering all three wards": what the report reads, named by a count
+    for _, toks in t.finditer(r"(?<=report\s)(?:covering|spanning)\s+(?:all|both|each\s+of)\s+(?:the\s+)?(?:NUM\d+\s+)?[a-z][\w-]*",
+                              0, len(t.tokens)):
+        if all(not x.used or x.used == "reference" for x in toks):
+            t.mark([x for x in toks if not x.used], "reference")
     # "fine-tune ... on that base", "on top of the chosen base": the model an earlier step made
     for _, toks in t.finditer(r"\b(?:on|onto|over|from)\s+(?:top\s+of\s+)?(?:that|this|the\s+(?:chosen|selected|winning|best|better|resulting))"
                               r"\s+(?:base|bases|base\s+model|checkpoint)\b", 0, len(t.tokens), free_only=True):
@@ -518,6 +523,7 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
     _named_neighbours(t, ends)
     goal(t, ends)
     predict_purposes(t, ends)
+    recommend_purposes(t, ends)
     question_purposes(t, ends)
     tried_values(t)
     file_descriptions(t)

@@ -18,6 +18,7 @@ REASON_SUBJECTS = (L.SUBJECT_WORDS - {"each", "every"}) | {"we've", "i've", "it'
 COPULAS = {"is", "are", "was", "were", "'re", "'s", "gets", "get", "got", "has", "have", "had"}
 NOT_REASONS = L.RESTRICTING | {"please", "should", "must", "need", "want", "wants"}
 MAX_REASON = 16              # words of a reason that opens a sentence before ", so"
+REASON_GLUE = {"and", "but"}  # "We're a cattery and the booking export isn't ready, so ...": two statements
 DOUBT = r"(?:not\s+sure|unsure|no\s+idea|can't\s+tell)\s+(?:whether|which|if)\b"
 DOUBTED = ("model", "compared by a step", "edit_pretrain", "train_model")   # the words of what is compared
 MAX_NOTE = 4                 # words of a note in parentheses ("(trampoline parks)")
@@ -29,9 +30,20 @@ MAX_REMARK = 7
 ESTIMATE_WORDS = {"approx", "approximately", "about", "around", "roughly", "maybe", "probably", "est", "estimated"}
 
 
+# "that volume drops out sometimes": "drop out" with no object, a connection lost, no rows dropped
+DROPS_OUT = {"drop", "drops", "dropped", "dropping"}
+NO_OBJECT = {"sometimes", "often", "occasionally", "now", "intermittently", "randomly", "regularly", "constantly",
+             "a", "at", "every", "all", "from", "on", "mid-run", "overnight"}
+
+
+def _drops_out(words: list[Token], k: int) -> bool:
+    after = [x.low if x.kind != "punct" else "," for x in words[k + 1:k + 3]]
+    return words[k].low in DROPS_OUT and after[:1] == ["out"] and (len(after) == 1 or after[1] in NO_OBJECT or after[1] == ",")
+
+
 def asks_nothing(words: list[Token]) -> bool:
     """No method the catalog lacks and no operation it has no step for: words that can be context."""
-    return not any(is_method(x) or x.low in L.UNMAPPED_VERBS for x in words)
+    return not any(is_method(x) or (x.low in L.UNMAPPED_VERBS and not _drops_out(words, k)) for k, x in enumerate(words))
 
 
 def reasons(t: Text) -> None:
@@ -82,7 +94,9 @@ def purposes(t: Text) -> None:
     """"for keyword spotting", "for the recommender", "to test the pipeline", "so we can check
     the pipeline end to end": what the work is for."""
     for _, toks in t.finditer(rf"\b(?:to|so\s+(?:that\s+)?(?:we|i|you)\s+can)\s+(?:test|try|exercise|check|demo|validate|smoke-test)\s+"
-                              rf"(?:out\s+)?(?:the\s+|our\s+|my\s+|this\s+)?{SYSTEM_NOUNS}\b(?:\s+end[\s-]+to[\s-]+end)?",
+                              rf"(?:out\s+)?(?:the\s+|our\s+|my\s+|this\s+)?{SYSTEM_NOUNS}\b(?:\s+end[\s-]+to[\s-]+end)?"
+                              # "synthetic data to try things out"
+                              r"|\bto\s+(?:try|test)\s+(?:things|stuff|it|this|everything)\s+out\b",
                               0, len(t.tokens), free_only=True):
         t.mark(toks, "purpose")
     for tok in t.tokens:
@@ -128,17 +142,33 @@ def notes(t: Text) -> None:
         # glue words too in a note that ends the request and says who asks: "(we make shop signs)";
         # "(do it twice)" asks for something
         glue = _closes_request(t, tok) and tok.i + 1 < len(t.tokens) and t.tokens[tok.i + 1].low in NOTE_SUBJECTS
+        tag = _aside_tag(t, tok)
         for x in t.tokens[tok.i + 1:tok.i + 2 + MAX_NOTE]:
-            if x.text == ")" or not (is_unknown(x) or (glue and is_free(x) and x.kind == "word")) \
+            if x.text in POSSESSIVES and run and not x.used:     # "(chiropractor's front desk bot)"
+                run.append(x)
+                continue
+            if x in tag or x.text == ")" or not (is_unknown(x) or (glue and is_free(x) and x.kind == "word")) \
                     or x.low in L.CLAUSE_WORDS or x.low in L.UNMAPPED_VERBS \
                     or x.low in L.RESTRICTING or x.low.endswith("est") \
                     or (glue and (x.low in NOT_REASONS or x.low in REPEATS)):     # "(biggest stores)" picks
                 break
             run.append(x)
-        close = run[-1].i + 1 if run else None
-        if run and len(run) <= MAX_NOTE and close < len(t.tokens) and t.tokens[close].text == ")" and asks_nothing(run) \
+        close = run[-1].i + 1 + len(tag) if run else None
+        if run and len([x for x in run if x.text not in POSSESSIVES]) <= MAX_NOTE and close < len(t.tokens) and t.tokens[close].text == ")" and asks_nothing(run) \
                 and any(is_unknown(x) for x in run):
-            t.mark(run, "description")
+            t.mark(run + tag, "description")
+
+
+ASIDE_TAGS = {"btw", "fyi"}
+POSSESSIVES = ("'s", "’s")
+
+
+def _aside_tag(t: Text, opening: Token) -> list[Token]:
+    """", btw" closing the note opened at ``opening`` ("(we fit kitchens, btw)")."""
+    close = next((x for x in t.tokens[opening.i + 1:] if x.text == ")"), None)
+    if close is None or close.i < opening.i + 3 or t.tokens[close.i - 1].low not in ASIDE_TAGS:
+        return []
+    return t.tokens[close.i - 2:close.i] if t.tokens[close.i - 2].text == "," else t.tokens[close.i - 1:close.i]
 
 
 def leading_reasons(t: Text) -> None:
@@ -156,7 +186,7 @@ def leading_reasons(t: Text) -> None:
         states = run and (run[0].low in REASON_SUBJECTS or any(x.low in COPULAS for x in run[1:]))
         if states and 2 <= len(run) <= MAX_REASON and all(x.kind == "word" and is_free(x) for x in run) \
                 and asks_nothing([x for x in run if not names_data(t, x)]) \
-                and not any(x.low in L.CLAUSE_WORDS or x.low in NOT_REASONS for x in run):
+                and not any((x.low in L.CLAUSE_WORDS and x.low not in REASON_GLUE) or x.low in NOT_REASONS for x in run):
             t.mark([*run, so], "reason")
         # "Not sure whether tiny-1m or tiny-20m makes the better base, so pretrain both ...": a doubt
         # between the models a step then compares (its models read by that step)
@@ -174,7 +204,9 @@ SOURCE_WORDS = ("load_data", "path")   # "... from queues.csv:": the load's word
 # model is for, said to the end of its sentence
 PREDICT_PURPOSE = (r"(?:\b(?:(?:we|i)\s*(?:'re|'m|are|am|'d|would)?\s+)?(?:we'd\s+|i'd\s+)?(?:trying|try|want|wants|need|needs|"
                    r"like|hope|hoping|aim|aiming|looking|here)\s+to\s+|(?<=,\s)|(?<=:\s)|(?<=\.\s)|^)"
-                   r"(?:predict|predicting|forecast|forecasting)\b")
+                   r"(?:predict|predicting|forecast|forecasting|estimate|estimating"
+                   # "we want to know which quotes turn into jobs": a question the model answers
+                   r"|(?:know|find\s+out|figure\s+out|work\s+out|understand|learn|see)(?=\s+(?:which|what|whether|how|who|when|if)\b))\b")
 WH_OBJECTS = {"which", "what", "whether", "how", "who", "when", "if"}
 MAX_PREDICTED = 16   # words of what a model predicts
 
@@ -200,8 +232,32 @@ def predict_purposes(t: Text, ends: list[tuple[str, int]]) -> None:
                 continue
             # (one word, the column itself: "... and want to predict final_gravity", a context
             # sentence's goal, which context_sentences reads with the sentence)
-            if words[0].low in WH_OBJECTS or (len(words) > 1 and any(x.low in learned for x in words)):
+            # ("Haulage company, predicting diesel use per trip.": what a titled request is for, its
+            # training's target named in a step)
+            titled = lo == 0 and toks[0].i > 0 and t.tokens[toks[0].i - 1].text == "," and bool(learned)
+            if words[0].low in WH_OBJECTS or (len(words) > 1 and (titled or any(x.low in learned for x in words))):
                 t.mark(toks + [x for x in rest if is_free(x) or x.used == "sequence"], "purpose")
+
+
+# "we want add-on recommendations (child seats, sat-nav, extra insurance)": what a recommender is for
+RECOMMEND_PURPOSE = (r"\b(?:we|i)\s*(?:want|need|would\s+like|'d\s+like|are\s+after|'re\s+after)\s+(?:better\s+|some\s+)?"
+                     r"(?:[a-z][\w-]*\s+){0,3}?recommendations\b")
+MAX_RECOMMENDED = 8     # words of what is recommended, in parentheses after it
+
+
+def recommend_purposes(t: Text, ends: list[tuple[str, int]]) -> None:
+    """What an elastic DLRM job (a recommender) is for, said as what the user wants, to the
+    sentence's end: a few free words, in parentheses or not, none an operation."""
+    if not any(e == "elastic_dlrm" for e, _ in ends):
+        return
+    for lo, hi in sentences(t):
+        for _, toks in t.finditer(RECOMMEND_PURPOSE, lo, hi, free_only=True):
+            rest = [x for x in t.tokens[toks[-1].i + 1:hi] if not (x.kind == "punct" and x.text in ".!")]
+            words = [x for x in rest if x.kind == "word"]
+            if len(words) <= MAX_RECOMMENDED and all((is_free(x) and x.kind == "word") or (not x.used and x.text in "(),")
+                                                     for x in rest) \
+                    and asks_nothing(words) and not any(x.low in L.CLAUSE_WORDS - {"and", "or"} for x in words):
+                t.mark(toks + rest, "purpose")
 
 
 # a question that opens the request says what the model is for; one about the table itself

@@ -19,8 +19,8 @@ from raystack.workflow.nl.text import Text, Token, number
 
 TABLE_EXT = (".csv", ".tsv", ".parquet", ".pq", ".json", ".jsonl")
 IMAGE_EXT = (".png", ".jpg", ".jpeg", ".svg", ".pdf")
-MODEL_KINDS = [(r"logistic(?:\s+regressions?)?|logit", "logistic"),
-               (r"linear(?:\s+regressions?)?|least[\s-]+squares|ols", "linear"),
+MODEL_KINDS = [(r"logistic(?:\s+(?:regressions?|reg)\b)?|logit", "logistic"),    # "linear reg"
+               (r"linear(?:\s+(?:regressions?|reg)\b)?|least[\s-]+squares|ols", "linear"),
                (r"k-?nn|k-nearest(?:\s+neighbou?rs?)?|(?:k\s+)?nearest[\s-]+neighbou?rs?(?:\s+classifier)?"
                 r"|(?<=NUM\d )nn|(?<=NUM\d\d )nn", "knn"),     # "a 5-NN model" (a bare "NN" is a neural network)
                (r"(?:nearest\s+)?centroid", "centroid")]
@@ -412,7 +412,7 @@ TARGET_COLUMN = (r"\b(?:to\s+)?(?:predict|predicting|forecast|forecasting|estima
                  r"|\b(?:model|classifier|regression|regressor|predictor)\s+for\s+(?:the\s+)?(?P<b>[a-z_][a-z0-9_]*)\s+column\b"
                  r"|\b(?:with|using|taking)\s+(?:the\s+)?(?P<c>[a-z_][a-z0-9_]*)\s+(?:column\s+)?as\s+(?:the\s+|its\s+)?"
                  r"(?:target|label)(?:\s+column)?\b"
-                 r"|\b(?:the\s+)?(?:target|label)(?:\s+column\s*(?:=|:|is)?|\s*(?:=|:)|\s+column\s+named)\s*(?P<d>[a-z_][a-z0-9_]*)\b")
+                 r"|\b(?:whose\s+|the\s+)?(?:target|label)(?:\s+column\s*(?:=|:|is)?|\s*(?:=|:)|\s+column\s+named)\s*(?P<d>[a-z_][a-z0-9_]*)\b")
 # words after "predicting" / "target" that name no column: a pronoun, a time word (and a metric:
 # "target rmse")
 NOT_TARGETS = {"the", "a", "an", "it", "its", "them", "this", "that", "which", "what", "whether", "how", "who", "when",
@@ -445,10 +445,10 @@ BOUND_PATTERNS = [
     rf"\bcap(?:ping|s)?\s+(?:the\s+)?(?:(?P<w>workers?|gpus?)(?:\s+count)?|memory|ram)\s+(?:at|to)\s+(?P<n>NUM\d+)\s*(?:{_UNIT})?\b",
     # "GPU budget of 2", "a worker limit of 4"
     rf"(?:(?:with|and|under|within)\s+)?(?:a\s+|the\s+)?(?:(?P<w>workers?|gpus?)|memory|ram)\s+(?:budget|cap|limit|ceiling)\s+(?:of|at|:)?\s*(?P<n>NUM\d+)\s*(?:{_UNIT})?\b",
-    rf"(?:(?:on|with|using|across|over|in)\s+)?{CAP}\s*(?P<n>NUM\d+)\s*(?:{_UNIT})\b(?:\s+of\s+(?:memory|ram))?",
+    rf"(?:(?:on|with|using|across|over|in)\s+)?(?:(?:memory|ram)\s*)?{CAP}\s*(?P<n>NUM\d+)\s*(?:{_UNIT})\b(?:\s+of\s+(?:memory|ram))?",
     # "a 16GB memory cap", "an 8-worker limit", "4 GPUs max"
     rf"(?:(?:with|and|under|within)\s+)?(?:a\s+|an\s+)?(?P<n>NUM\d+)\s*-?\s*(?:{_UNIT})\s+(?:of\s+)?(?:memory\s+|ram\s+)?"
-    rf"(?:cap|limit|ceiling|budget|max(?:imum)?|at\s+most|tops)\b",
+    rf"(?:cap|limit|ceiling|budget|max(?:imum)?|at\s+(?:the\s+)?most|tops)\b",
     # "keep it to four workers or fewer", "on 4 GPUs or less"
     rf"(?:(?:keep|keeping)\s+(?:it|them|this|the\s+(?:job|run))\s+to\s+|(?:on|with|using)\s+)?(?P<n>NUM\d+)\s*(?:{_UNIT})\s+or\s+(?:fewer|less)\b",
 ]

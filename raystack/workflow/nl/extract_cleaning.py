@@ -22,7 +22,9 @@ def impute(text: Text, lo: int, hi: int, f: Found) -> None:
     # "fill the gaps in the price column", "impute missing values in the age column": that column
     # only (the step filled every column's gaps). A column named only by a noun ("missing vet
     # fees") is no column name the plan can trust: every column's gaps are filled, as before.
-    m = _search(text, lo, hi, r"\b(?:in|of|for|from)\s+(?:the\s+)?(?!(?:FILE|NUM)\d)(?P<c>[a-z_]\w*)\s+column\b", "impute")
+    # ("the average of each column" names no column)
+    m = _search(text, lo, hi, r"\b(?:in|of|for|from)\s+(?:the\s+)?(?!(?:FILE|NUM)\d)(?!(?:each|every|any|all|its|a|one)\b)"
+                              r"(?P<c>[a-z_]\w*)\s+column\b", "impute")
     if m:
         f.set("columns", [m.group("c")])
     consume(text, lo, hi, r"\b(?:missing|null|nan|empty|blank)\s+[a-z_]\w*", "impute")
@@ -31,8 +33,8 @@ def impute(text: Text, lo: int, hi: int, f: Found) -> None:
         raise PlanRefused([f"{text.span_text(other[1])!r}: impute fills a gap with its column's mean, median or zero"])
     m = _search(text, lo, hi, r"(?:with|using|by)\s+(?:the\s+)?(?:column\s+|feature\s+|per-column\s+)?"
                               r"(?P<s>means?|medians?|zeros?|averages?|NUM\d+)", "strategy")
-    if m is None:    # "impute gaps (median)", "median imputation", "median-fill", "zero-fill" (zero reads as a number)
-        m = _search(text, lo, hi, r"\b(?P<s>means?|medians?|zeros?|averages?)\b|(?P<z>NUM\d+)(?=\s*-?\s*fill)", "strategy")
+    if m is None:    # "impute gaps (median)", "median imputation", "median-fill", "zero-fill", "zero out" (zero reads as a number)
+        m = _search(text, lo, hi, r"\b(?P<s>means?|medians?|zeros?|averages?)\b|(?P<z>NUM\d+)(?=\s*-?\s*fill|\s+out\b)", "strategy")
     if m:
         s = m.group("s") or m.groupdict().get("z")
         if s.startswith("NUM"):
@@ -63,6 +65,7 @@ def dedup(text: Text, lo: int, hi: int, f: Found) -> None:
 
 # what rows are said to miss that is no column ("missing values", "null entries", "blank fields")
 MISSING_NOUNS = r"(?:values?|data|rows?|entries|entry|fields?|cells?|records?|ones|info|information|readings?|labels?)"
+SNAKE = r"[a-z][a-z0-9]*_[a-z0-9_]+"    # a column named as code names it ("lap_time")
 
 
 def clean_data(text: Text, lo: int, hi: int, f: Found) -> None:
@@ -73,8 +76,9 @@ def clean_data(text: Text, lo: int, hi: int, f: Found) -> None:
         _search(text, lo, hi, r"\b(?:missing|nulls?|nans?|empty|blank)\s+(?:values?\s+|entries\s+|cells\s+)?(?:in|of|for|from)\s+(?:the\s+)?"
                               r"(?P<c>[a-z_]\w*)(?:\s+column)?\b", "clean") or \
         _search(text, lo, hi, rf"\b(?:missing|null|nan|empty|blank)\s+(?!{MISSING_NOUNS}\b)(?!(?:a|an|any)\s)(?P<c>[a-z_]\w*)(?:\s+column)?\b", "clean") or \
-        _search(text, lo, hi, rf"\b(?:rows|records|entries)\s+(?:that\s+(?:are|is)\s+missing|missing|without|lacking|with\s+no)\s+(?:a\s+|an\s+|any\s+)"
-                              rf"(?!{MISSING_NOUNS}\b)(?P<c>[a-z_]\w*)(?:\s+column)?\b", "clean")  # "rows without a price"
+        _search(text, lo, hi, rf"\b(?:rows|records|entries)\s+(?:that\s+(?:are|is)\s+missing|missing|without|lacking|with\s+no)\s+"
+                              rf"(?:(?:a\s+|an\s+|any\s+)(?!{MISSING_NOUNS}\b)(?P<c>[a-z_]\w*)|(?P<s>{SNAKE}))(?:\s+column)?\b",
+                "clean")  # "rows without a price", "rows with no lap_time" (a column's own name)
     # "rows missing a value in court or start_hour", "rows where court or start_hour is empty": any of them
     cols = r"(?P<l>[a-z_]\w*(?:\s*,\s*[a-z_]\w*)*\s*,?\s+(?:or|and)\s+[a-z_]\w*)(?:\s+columns?)?"
     several = _search(text, lo, hi, rf"\b(?:missing|without|lacking)\s+(?:a\s+|any\s+)?(?:value|values|entry|entries)\s+(?:in|for)\s+"
@@ -83,8 +87,9 @@ def clean_data(text: Text, lo: int, hi: int, f: Found) -> None:
                               r"(?:missing|null|empty|blank|nan|na)\b", "clean")
     if several:
         f.set("columns", re.split(r"\s*,\s*|\s*,?\s+(?:or|and)\s+", several.group("l").strip()))
-    elif m and m.group("c") not in ("the", "a", "an", "any", "each", "every", "all", "anything", "something"):
-        f.set("columns", [m.group("c")])
+    elif m and (m.groupdict().get("c") or m.groupdict().get("s")) not in ("the", "a", "an", "any", "each", "every", "all",
+                                                                          "anything", "something"):
+        f.set("columns", [m.groupdict().get("c") or m.groupdict().get("s")])
     consume(text, lo, hi, r"\b(?:missing|null|nan|empty|incomplete|blank)\s+[a-z_]\w*", "clean")
     # "drop patients with missing age": the rows, by what they record
     consume(text, lo, hi, r"\b(?!(?:the|a|an|any|all|and|or)\b)[a-z]+(?=\s+(?:with|that\s+have|having)\s+(?:a\s+|an\s+|any\s+|no\s+)?(?:missing|null|nan|empty|blank)\b)", "clean")

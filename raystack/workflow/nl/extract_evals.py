@@ -17,19 +17,22 @@ def metric_param(param: str = "metric", with_mode: bool = False) -> Callable:
         m = _search(text, lo, hi, rf"\b(?P<how>by|using|on|with|in\s+terms\s+of|via|according\s+to|based\s+on|"
                                   rf"higher|highest|best|better|greater|top|lower|lowest|smaller|smallest)\s+"
                                   rf"(?:the\s+|its\s+|their\s+)?(?:highest\s+|best\s+|lowest\s+|test\s+)?"
-                                  rf"(?P<m>{METRIC_RX})\b", "metric")
+                                  rf"(?P<m>{METRIC_RX})\b"
+                                  # "the lowest-RMSE one"
+                                  rf"|\b(?P<how2>higher|highest|best|better|lower|lowest|smaller|smallest)-(?P<m2>{METRIC_RX})\s+(?:one|model|run)\b",
+                    "metric")
         if m is None:   # "compare their f1", "compare auc"
             m = _search(text, lo, hi, rf"(?:(?<=compare\s)|(?<=compares\s)|(?<=comparing\s))(?P<how>their\s+|the\s+|)(?P<m>{METRIC_RX})\b", "metric")
         if m is None and _search(text, lo, hi, r"\b(?:more|most)\s+accurate\b", "metric"):
             f.set(param, "accuracy")
             return
         if m:
-            name = metric_of(m.group("m"))
+            name = metric_of(m.group("m") or m.groupdict().get("m2"))
             if name == "score":
                 return
             f.set(param, name)
-            if with_mode and (name in ("loss", "error", "logloss")
-                              or m.group("how") in ("lower", "lowest", "smaller", "smallest")):
+            how = m.group("how") or m.groupdict().get("how2")
+            if with_mode and (name in ("loss", "error", "logloss") or how in ("lower", "lowest", "smaller", "smallest")):
                 f.params["mode"] = "min"
     return ex
 

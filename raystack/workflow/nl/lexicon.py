@@ -53,7 +53,7 @@ BEST_ONE = (rf"\b(?:the\s+)?(?:(?:run|one|model|job|candidate|version|variant|cl
 
 # comparison phrases (regex) -> operator; {v} is the number; CMP_LEAD the verb before it
 # ("is", "ends up", "comes in", "turns out to be")
-CMP_LEAD = (r"(?:(?:is|are|was|were|gets?|goes|go|rises?|climbs?|drops?|falls?|stays?|remains?|ends?\s+up|ended\s+up|"
+CMP_LEAD = (r"(?:(?:is|are|was|were|gets?|goes|go|rises?|climbs?|drops?|falls?|dips?|sinks?|stays?|remains?|ends?\s+up|ended\s+up|"
             r"comes?\s+(?:in|out)|came\s+(?:in|out)|turns?\s+out(?:\s+to\s+be)?|lands?|sits?|scores?|still|is\s+still|"
             r"does|do|can|will|should)\s+)*(?:(?:to|at|of)\s+(?=NUM|PCT))?")   # "exact match of 0.6 or better"
 COMPARISONS = [
@@ -83,6 +83,7 @@ ELSE_CUE = (r"(?:otherwise|else|if\s+not|failing\s+that|if\s+(?:it|they|that|the
             r"|if\s+(?:it|they)\s+(?:miss(?:es)?|fails?)\s+(?:the\s+)?(?:bar|threshold|cut)"
             r"|(?:below|under|short\s+of|anything\s+less\s+than)\s+(?:that|this|it)(?=\s*(?:->|=>|→|,|:|;))"
             r"|anything\s+(?:less|lower|under|below|worse|else)(?:\s+than\s+that)?(?=\s*(?:->|=>|→|,|:|;))"
+            r"|(?<![\w'])(?:no|nope)(?=\s*\?)"   # "F1 >= 0.75? export it. No? then notify ..."
             r"|anything\s+else\s+(?:just\s+|only\s+)?(?:gets|get|goes\s+to|means))")   # "... anything else just gets a report"
 # "If it's higher, I'd rather just get a report": the other side of the condition before it, said
 # by its direction (checked against that condition's comparison): ``up``, ``down``, or ``worse``
@@ -91,7 +92,7 @@ ELSE_DIRECTION = (r"(?:if|when|should)\s+(?:it|that|they|the\s+\w+|it\s*'s|that\
                   r"(?:(?P<up>higher|above|over|greater|bigger|larger|more)|(?P<down>lower|below|under|less|smaller|fewer)|(?P<worse>worse))"
                   r"(?:\s+than\s+(?:that|this|it))?(?=\s*[,;:]|\s*->|\s*→)"
                   r"(?:\s*,\s*(?:i|we)\s*'d\s+rather(?:\s+just)?(?:\s+(?:get|have|see|receive))?)?")
-UNTIL_CUE = (r"(?:(?:continu(?:e|ing)\s+|keep\s+going\s+)?until|till|stopping\s+(?:once|when|as\s+soon\s+as)|stop\s+(?:once|when|as\s+soon\s+as)"
+UNTIL_CUE = (r"(?:(?:continu(?:e|ing)\s+|keep\s+going\s+|repeated\s+|repeating\s+|repeat\s+)?until|till|stopping\s+(?:once|when|as\s+soon\s+as)|stop\s+(?:once|when|as\s+soon\s+as)"
              rf"|stop(?:ping)?\s+at(?=\s+(?:the\s+|an?\s+)?(?:val(?:idation)?\s+)?(?:{METRIC_RX})\b)"   # "stop at auc >= 0.75"
              r"|(?:and\s+)?stop\s+(?:training\s+)?(?:once|when))")
 # "repeat while the val loss > 3.2": a loop that stops on the opposite comparison
@@ -107,7 +108,7 @@ UNBOUNDED = (r"\b(?:forever|indefinitely|endlessly|without\s+(?:a\s+|any\s+)?(?:
              r"no\s+limit\s+on\s+(?:the\s+)?(?:attempts|retries|rounds|iterations))\b")
 BOUND = (r"(?:(?:but\s+|and\s+)?(?:for\s+)?(?:at\s+most|up\s+to|no\s+more\s+than|not\s+more\s+than|never\s+more\s+than|a\s+maximum\s+of|"
          r"maximum\s+of|max(?:imum)?|capped\s+at|cap\s*(?::|of|at)?|cap\s+(?:it|that|this|the\s+loop)\s+at|"
-         r"limit\s+(?:it|that|this|the\s+loop)\s+to|with\s+a\s+(?:maximum|limit|cap)\s+of|limited\s+to)\s+"
+         r"limit\s+(?:it|that|this|the\s+loop)\s+to|(?:with\s+)?a\s+(?:maximum|limit|cap|ceiling)\s+of|limited\s+to)\s+"
          r"(?P<n>NUM\d+)(?!\d)(?!\s*(?:workers?|gpus?|gb|gib|ranks?|nodes?|replicas?|machines|processes|cpus?)\b)"
          r"\s*(?:times|rounds?|iterations?|attempts?|tries|repetitions?|passes|runs|chunks|cycles|epochs?)?"
          r"|(?P<n2>NUM\d+)\s+(?:times|rounds|iterations|attempts|tries|passes|runs|chunks|cycles)\s+(?:at\s+(?:the\s+)?most|max(?:imum)?|tops)"
@@ -132,12 +133,12 @@ PER_ROUND = {r"\bepoch\s+(?:by|after)\s+epoch\b|\b(?:a\s+)?single\s+epoch\b(?:\s
              r"|\b(?:an|NUM\d+)\s+epoch\s+(?:per|each|a|every)\s+(?:iteration|round|pass|time)\b": {"epochs": 1}}
 RETRY_WORDS = {"once": 1, "twice": 2, "thrice": 3}
 # "if it fails", "if they crash", "on failure": a failure clause after a retry's count
-_IF_FAILS = (r"(?:\s+(?:(?:if|when|should)\s+(?:it|they|that|training|the\s+step|the\s+(?:load|loading|read|reading|training|fit|split|export|deployment|run|job))\s+(?:fails?|crash(?:es)?|breaks?|errors?\s+out)"
+_IF_FAILS = (r"(?:\s+(?:(?:if|when|should)\s+(?:it|they|that|training|the\s+step|the\s+(?:load|loading|read|reading|training|fit|split|export|deployment|run|job|write|save))\s+(?:fails?|crash(?:es)?|breaks?|errors?\s+out)"
              r"|on\s+failures?|upon\s+failures?|in\s+case\s+of\s+failures?))?")
 # the step a retry names ("retry the load 2 times", "retry the training up to 3 times") -> its kind
-RETRIED_KINDS = {"load": "load_data", "loading": "load_data", "reading": "load_data", "training": "train_model", "train": "train_model",
+RETRIED_KINDS = {"load": "load_data", "loading": "load_data", "reading": "load_data", "read": "load_data", "training": "train_model", "train": "train_model",
                  "fit": "train_model", "split": "split_data", "export": "export_model",
-                 "deployment": "deploy_model", "deploy": "deploy_model", "evaluation": "evaluate_model",
+                 "deployment": "deploy_model", "deploy": "deploy_model", "evaluation": "evaluate_model", "write": "write_table",
                  "pretraining": "edit_pretrain", "fine-tune": "mlora_finetune", "fine-tuning": "mlora_finetune"}
 # what a retry names before its count: "retry it", "retry the training", "retrying that step"
 _RETRY_OBJECT = (r"(?:it\s+|them\s+|each(?:\s+one)?\s+|that\s+|(?:the|that|this)\s+(?:"
@@ -149,6 +150,9 @@ RETRIES = [
     # to be read as an exit handler)
     r"(?:if|when|should)\s+(?:it|they|that|training|the\s+step|the\s+(?:training|load|loading|split|export|deployment))\s+fails?\s*,?\s*(?:then\s+)?retry\s+(?:it\s+|them\s+)?(?:up\s+to\s+|at\s+most\s+)?"
     r"(?:(?P<n>NUM\d+)\s+times?|(?P<w>once|twice|thrice))",
+    # "give the read two retries", "allow two retries on the write": the step named as the retries' holder
+    r"(?:allow|allowing|give|giving|permit|permitting)\s+(?:(?:it|them|(?:the|that|every|each)\s+(?:" + "|".join(RETRIED_KINDS) + r"))\s+)?"
+    r"(?:up\s+to\s+)?(?P<n>NUM\d+)\s+retr(?:y|ies)(?:\s+(?:on|for|to)\s+(?:the|that)\s+(?:" + "|".join(RETRIED_KINDS) + r"))?\b",
     r"(?:with\s+|and\s+)?(?:up\s+to\s+|at\s+most\s+|a\s+maximum\s+of\s+)?(?P<n>NUM\d+)\s+retr(?:y|ies)"
     r"(?:\s+(?:each|apiece|per\s+(?:step|model|run|value)))?" + _IF_FAILS,
     r"(?:(?:each|both|it|they|all)\s+)?(?:(?:is|are|gets?)\s+)?retried\s+(?:(?P<w>once|twice|thrice)|(?P<n>NUM\d+)\s+times?)"
@@ -166,13 +170,14 @@ RETRIES = [
 ]
 
 EXIT_CUES = [
-    (r"\b(?:on|upon)\s+(?:a\s+|any\s+)?failures?(?:\s+(?:anywhere|at\s+any\s+(?:point|step)|along\s+the\s+way))?\b|\bfailure\s+anywhere\b|\bany\s+failure\b|\b(?<!even\s)if\s+(?:it|something|anything|that|this)\s+(?:fails|breaks)\b(?:\s+(?:anywhere|somewhere|along\s+the\s+way))?|\bin\s+case\s+of\s+(?:a\s+|any\s+)?(?:failures?|errors?)\b|"
+    (r"\b(?<!even\s)(?:on|upon)\s+(?:a\s+|any\s+)?failures?(?:\s+(?:anywhere|at\s+any\s+(?:point|step)|along\s+the\s+way))?\b|\bfailure\s+anywhere\b|\bany\s+failure\b|\b(?<!even\s)if\s+(?:it|something|anything|that|this)\s+(?:fails|breaks|falls\s+apart|dies|blows\s+up)\b(?:\s+(?:anywhere|somewhere|along\s+the\s+way|at\s+any\s+(?:point|step|stage)))?|\bin\s+case\s+of\s+(?:a\s+|any\s+)?(?:failures?|errors?)\b|"
      r"\b(?<!even\s)(?:if|when|should)\s+(?:anything|something|(?:any|a|some|one)\s+(?:step|stage|part|task)|any\s+of\s+(?:this|these|them|it)|"
      r"the\s+(?:(?:whole|entire|full)\s+)?(?:run|workflow|pipeline|job|training|whole\s+thing|flow))"
      r"(?:\s+(?:in|of)\s+(?:the\s+)?(?:run|workflow|pipeline|job|it))?"       # "if something in the run breaks"
      r"\s+(?:fails?|failed|breaks?|go(?:es)?\s+wrong|"
-     r"errors?(?:\s+out)?|crash(?:es|ed)?|blows?\s+up|blew\s+up|dies|died|falls?\s+over|fell\s+over|goes\s+down|went\s+down)(?:\s+(?:anywhere|at\s+any\s+(?:point|step)|somewhere|along\s+the\s+way))?\b"
-     r"|\bif\s+there\s+is\s+(?:an\s+)?error\b|\b(?:on|upon)\s+(?:an\s+|any\s+)?errors?\b", "failure"),
+     r"errors?(?:\s+out)?|crash(?:es|ed)?|blows?\s+up|blew\s+up|dies|died|falls?\s+over|fell\s+over|falls?\s+apart|goes\s+down|went\s+down)"
+     r"(?:\s+(?:anywhere|at\s+any\s+(?:point|step|stage)|somewhere|along\s+the\s+way|during\s+the\s+(?:run|job|pipeline|workflow)))?\b"
+     r"|\bif\s+there\s+is\s+(?:an\s+)?error\b|\b(?:on|upon)\s+(?:an\s+|any\s+)?errors?\b(?:\s+anywhere\b)?", "failure"),
     (r"\bon\s+success\b|\bupon\s+success\b|\b(?:if|when|once)\s+(?:everything|it\s+all|all\s+steps|"
      r"the\s+(?:(?:whole|entire|full)\s+)?(?:run|workflow|pipeline|job|whole\s+thing))\s+(?:succeeds|succeeded|is\s+successful|"
      r"completes\s+successfully|finishes\s+successfully|goes\s+well|goes\s+fine|works(?:\s+out)?|(?:finishes|completes|runs|goes\s+through|ends)\s+without\s+"
@@ -181,9 +186,12 @@ EXIT_CUES = [
     (r"\b(?:always|no\s+matter\s+what(?:\s+happens)?|whatever\s+happens|"
      r"(?<!rounds\s)(?<!iterations\s)(?<!times\s)(?<!passes\s)(?<!attempts\s)(?<!tries\s)regardless(?:\s+of\s+(?:the\s+)?"
      r"(?:outcome|result|whether\s+it\s+succeeds(?:\s+or\s+(?:fails|not))?))?|in\s+any\s+case|in\s+all\s+cases|"
-     r"come\s+what\s+may|succeed\s+or\s+fail|win\s+or\s+lose|rain\s+or\s+shine|even\s+if\s+(?:it|something|anything)\s+fails|success\s+or\s+(?:not|failure)|"
+     r"come\s+what\s+may|succeed\s+or\s+fail|win\s+or\s+lose|rain\s+or\s+shine|even\s+if\s+(?:it|something|anything)\s+(?:fails|crashes)|success\s+or\s+(?:not|failure)|"
+     # "crashed or not", "crash or no crash", "even on failure", "whatever state the run ends in"
+     r"crash(?:ed|es)?\s+or\s+(?:not|no\s+crash)|even\s+on\s+(?:a\s+)?failure|"
+     r"whatever\s+state\s+(?:it|the\s+(?:run|job|pipeline|workflow))\s+(?:ends|finishes)\s+in|"
      r"pass\s+or\s+fail|whatever\s+the\s+(?:outcome|result)|either\s+way|in\s+every\s+case|"
-     r"whether\s+(?:it|the\s+run|everything)\s+(?:succeeds|succeeded|works|worked|passes|passed)\s+or\s+(?:not|fails|failed)|"
+     r"whether\s+(?:it|the\s+run|everything)\s+(?:succeeds|succeeded|works|worked|passes|passed)\s+or\s+(?:not|fails|failed|crashes|crashed)|"
      # (a clause of their own: "classify good or bad reviews" names classes)
      r"(?:(?<=[,;.:]\s)|(?<=^))(?:good\s+(?:result\s+|outcome\s+|news\s+)?or\s+bad|successful\s+or\s+not)(?=\s*,)|"
      r"whether\s+or\s+not\s+(?:it|the\s+(?:run|job|pipeline|workflow)|everything)\s+(?:succeeds|works|passes|fails)|"
@@ -207,13 +215,16 @@ RESTRICTING = NEGATIONS | {"only", "just", "not", "no", "but",
 # what opens a statement about the user or the data ("We run a chain of bakeries ...", "Our analysts ...")
 SUBJECT_WORDS = {"we", "our", "the", "this", "these", "my", "i", "i'm", "it", "they", "their", "we're", "each", "every"}
 # "when both are done": the join after a parallel group (the next step follows every member)
-JOIN_PHRASES = (r"\b(?:when|once|after)\s+(?:both|all(?:\s+of\s+them)?|they|these|the\s+(?:two|NUM\d+)|each|everything)\s+"
+JOIN_PHRASES = (r"\b(?:when|once|after|as\s+soon\s+as)\s+(?:both|all(?:\s+of\s+them)?|they|these|the\s+(?:two|NUM\d+)|each|everything)\s+"
                 r"(?:(?:are|is|have|has)\s+)?(?:both\s+|all\s+)?(?:been\s+)?(?:done|finished|finish|complete|completed|complete|through|over|ready|run|loaded|read|in|arrived|landed)\b")
 PARALLEL = (r"\b(?:as\s+(?:NUM\d+\s+)?(?:independent|parallel|concurrent|separate)\s+(?:branches|tasks|tracks)|"   # "as two independent branches"
             r"in\s+parallel|at\s+the\s+same\s+time|at\s+once|simultaneously|concurrently|side\s+by\s+side|"
             r"in\s+tandem|independently|independent(?:\s+of\s+each\s+other)?|parallel|concurrent|meanwhile|in\s+the\s+meantime|"
             r"neither\s+(?:one\s+)?(?:needs|depends\s+on|waits\s+(?:for|on)|should\s+wait\s+(?:for|on))\s+the\s+other|"
-            r"no\s+dependency\s+between\s+them)\b")
+            r"no\s+dependency\s+between\s+them|"
+            # "(since / as) they don't depend on each other"
+            r"(?:(?:since|as|because)\s+)?(?:they|the\s+two)\s+(?:don't|do\s+not)\s+(?:depend\s+on|need|wait\s+(?:for|on))\s+each\s+other|"
+            r"(?:start|run|kick\s+off|do)\s+(?:both|the\s+two)\s+(?:reads|loads)\s+together)\b")
 SEQUENCE = (r"\b(?:and\s+then|then|after\s+that|afterwards|afterward|next|finally|followed\s+by|"
             r"subsequently|lastly|(?<!NUM\d )(?<!NUM\d\d )(?<!-)(?:first|second|third|fourth|fifth)(?!\s+(?:NUM|PCT)\d+)(?!-)|firstly|secondly|thirdly|fourthly|once\s+that\s+is\s+done|when\s+that\s+is\s+done|"
             r"at\s+the\s+end|after\s+this|and\s+after\s+that|once\s+done)\b|->|=>|→|⇒|⟶")

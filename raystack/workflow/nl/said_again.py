@@ -49,13 +49,29 @@ def each_named_file(t: Text, actions: list[Action]) -> list[Action]:
             for a, b in zip(bare, bare[1:])):
         return actions
     later = " ".join(x.low for x in t.tokens[bare[-1].trig_end:])
-    if not re.search(r"\b" + EACH_ONE, later):
+    lead = _every_file_lead(t, bare[0].lo)
+    if not re.search(r"\b" + EACH_ONE, later) and not lead:
         return actions
+    t.mark(lead, "load_data")
     paths = [a.found.params["path"] for a in bare]
     bare[0].found.params.pop("path")
     bare[0].found.stated.pop("path", None)
     bare[0].found.map = ("path", paths)
     return [a for a in actions if a not in bare[1:]]
+
+
+# "read every ward file: a.csv, b.csv, c.csv": a load of each file the colon lists
+EVERY_FILE = (r"\b(?:load|read|open|import|pull\s+in)\s+(?:every|each|all(?:\s+of)?(?:\s+the)?)\s+(?:[a-z][\w-]*\s+){0,2}"
+              r"(?:file|files|log|logs|export|exports|table|tables)\s*:\s*$")
+
+
+def _every_file_lead(t: Text, first: int) -> list:
+    """The words of EVERY_FILE right before the first listed file (none: no such lead)."""
+    lo = max(0, first - 8)
+    for m, toks in t.finditer(EVERY_FILE, lo, first, free_only=True):
+        if toks and toks[-1].i == first - 1:
+            return toks
+    return []
 
 
 def one_load_per_file(actions: list[Action]) -> None:

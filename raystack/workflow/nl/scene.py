@@ -51,6 +51,17 @@ def _opens_line(t: Text, tok: Token) -> bool:
     return tok.i > 0 and "\n" in t.raw[t.tokens[tok.i - 1].end:tok.start]
 
 
+BULLETS = ("-", "*", "•")
+LOAD_WORDS = {"read", "load", "pull", "fetch", "ingest", "import", "open"}
+
+
+def _bulleted_load(t: Text, start: int, seg: list[Token]) -> bool:
+    """"- read every ward file: a.csv, b.csv": a list item that opens with a load's verb asks for
+    the load; it is no title."""
+    return bool(seg) and seg[0].i == start and start > 0 and t.tokens[start - 1].text in BULLETS \
+        and _opens_line(t, t.tokens[start - 1]) and seg[0].low in LOAD_WORDS
+
+
 def lead_ins(t: Text) -> None:
     """The few words before a colon or dash that opens a list or the request ("LLM run:
     ...", "weekly CTR refresh --", "Harvest timing (agriculture):"), back to the clause's start;
@@ -78,7 +89,7 @@ def lead_ins(t: Text) -> None:
             # the step's too); a title opens the request, a line or a sentence ("Cinema recommender: ...")
             inner = start > 0 and t.tokens[start - 1].text in (",", ";") and any(
                 x.used in CATALOG for x in t.tokens[start:tok.i])
-            if is_title(seg, t) and not inner:
+            if is_title(seg, t) and not inner and not _bulleted_load(t, start, seg):
                 t.mark(seg, "context")
                 t.mark([x for x in t.tokens[start:tok.i] if x.text in TITLE_JOINERS and not x.used], "context")
             start = tok.i + 1
@@ -250,6 +261,9 @@ def _data_is_in(t: Text, lo: int, hi: int) -> bool:
     return False
 
 
+ASIDES = ("purpose", "reason")
+
+
 def context_sentences(t: Text) -> None:
     """A sentence that asks for nothing: it names no step (a file in it is the data's load), says
     who the user is or where the data comes from, opens with its subject ("We ...", "Our
@@ -259,7 +273,9 @@ def context_sentences(t: Text) -> None:
     learned = {x.low for x in t.tokens if x.used == "target"}
     for lo, hi, asks in _asking_sentences(t, beside_loads=True):
         goal = _goals(t, lo, hi, learned)
-        toks = [x for x in t.tokens[lo:hi] if not (x.kind == "punct" and x.text in ".:,") and x.i not in goal]
+        # (words an aside already holds are accounted for: "... and want to estimate how long a call-out will take")
+        toks = [x for x in t.tokens[lo:hi] if not (x.kind == "punct" and x.text in ".:,") and x.i not in goal
+                and x.used not in ASIDES]
         if asks or not toks or t.tokens[hi - 1].text in ("?", "!"):
             continue
         if any(x.kind not in ("word", "path") or _asks_or_names_a_model(x) or x.low.startswith(L.UNSUPPORTED_PREFIXES)
@@ -282,12 +298,21 @@ COURTESY_WORDS = {
     "hand", "favor", "favour", "really", "just", "i", "have", "for", "ahead", "of", "time", "below", "this", "one"}
 
 
+# "A plot of the totals afterwards would be great.": the close of a sentence that asks for a step
+COURTESY_TAIL = (r"\b(?:would|will|'d)\s+be\s+(?:great|nice|lovely|ideal|perfect|helpful|good|appreciated|awesome|"
+                 r"brilliant|handy|useful)(?=\s*(?:[.!]|$))")
+
+
 def courtesies(t: Text) -> None:
-    """A sentence whose words only greet, thank or announce the steps, beside one that asks for them."""
+    """A sentence whose words only greet, thank or announce the steps, beside one that asks for them;
+    "... would be great" closing a sentence that asks for something."""
     for lo, hi, asks in _asking_sentences(t):
         words = [x for x in t.tokens[lo:hi] if x.kind != "punct"]
         if not asks and words and all(x.kind == "word" and x.low in COURTESY_WORDS for x in words):
             t.mark([x for x in words if not x.used], "context")
+        elif asks:
+            for _, toks in t.finditer(COURTESY_TAIL, lo, hi, free_only=True):
+                t.mark(toks, "context")
 
 
 # "Create a pipeline that loads x.csv ...", "Build a workflow to ...": the request names the

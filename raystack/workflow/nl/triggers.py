@@ -29,9 +29,9 @@ LOAD_VERBS = r"load|loads|loaded|loading|read|reads|reading|ingest\w*|import\w*"
 
 MODEL_NOUN = r"(?:models?|classifiers?|regressors?|regression|predictors?|estimators?|learners?|k-?nn|knn|centroid|logistic|linear)"
 # a model named by its method: "logistic regression", "k-nearest neighbours", "nearest centroid"
-MODEL_KIND = (r"(?<![\w-])(?:logistic(?:\s+regressions?)?|linear\s+regressions?|linear(?=\s+(?:models?|regressors?|fit)\b)|"
+MODEL_KIND = (r"(?<![\w-])(?:logistic(?:\s+(?:regressions?|reg(?![\w-])))?|linear\s+(?:regressions?|reg(?![\w-]))|linear(?=\s+(?:models?|regressors?|fit)\b)|"
               r"linear(?=\s+(?:&|and|or|\+|/)\s+(?:k-?nn|logistic|centroid|nearest)\b)|k-?nn|k-nearest(?:[\s-]+neighbou?rs?)?"
-              r"|(?<=\d\s)nearest[\s-]+neighbou?rs?|nearest[\s-]+centroid|centroid)(?![\w-])")   # "a 5-nearest-neighbour model"
+              r"|(?<=\d\s)nearest[\s-]+neighbou?rs?|(?<=NUM\d\s)nn|(?<=NUM\d\d\s)nn|nearest[\s-]+centroid|centroid)(?![\w-])")   # "a 5-nearest-neighbour model"
 ARROW = r"(?:->|=>|→|⇒|⟶)"
 # what a request exercises rather than a model to evaluate ("synthetic data to test the pipeline")
 SYSTEM_NOUNS = r"(?:pipeline|pipelines|setup|workflow|flow|code|system|tooling|infra|infrastructure|plumbing|wiring)"
@@ -158,6 +158,8 @@ TRIGGERS: list[tuple[str, str]] = [
     ("impute", r"\b(?:fill|fills|filling|plug|plugs|patch|patches)\s+(?:them|those|these|it|the\s+gaps|the\s+holes)\s+(?:in\s+)?"
                r"(?=(?:with|using)\s+(?:the\s+)?(?:column\s+)?(?:means?|medians?|averages?|zeros?|NUM\d+)\b)"),
     ("impute", passive(rf"(?:the\s+)?(?:{GAPS})", r"filled(?:\s+in)?|imputed|replaced|patched|plugged")),
+    # "zero out the blanks" (zero reads as a number)
+    ("impute", rf"\bNUM\d+\s+out\s+(?:the\s+|any\s+|all\s+)?(?:{GAPS})\b"),
     # "put zeros in the empty cells", "write the median into missing fields": the fill said first
     ("impute", rf"\b(?:put|puts|putting|insert|inserts|inserting|write|writing)\s+(?=(?:a\s+|the\s+)?(?:column\s+)?(?:zeros?|NUM\d+|means?|medians?|averages?)"
                rf"\s+(?:in|into)\s+(?:the\s+|any\s+|all\s+)?(?:{GAPS})\b)"),
@@ -166,10 +168,11 @@ TRIGGERS: list[tuple[str, str]] = [
     # "drop rows without a price", "remove records lacking an email": the rows missing that column
     ("clean_data", r"\b(?:drop|drops|dropping|remove|removes|removing|delete|discard|exclude|filter\s+out|get\s+rid\s+of|throw\s+away)\s+"
                    r"(?:the\s+|all\s+|any\s+)?(?:rows|records|entries)\s+(?:that\s+(?:are|is)\s+missing|missing|without|lacking|with\s+no)\s+"
-                   r"(?=(?:a|an|any)\s+(?!(?:values?|data|entries|fields?|cells?|info|information|readings?)\b)[a-z_])"),
+                   r"(?=(?:a|an|any)\s+(?!(?:values?|data|entries|fields?|cells?|info|information|readings?)\b)[a-z_]"
+                   r"|[a-z][a-z0-9]*_[a-z0-9_]+\b)"),     # "drop rows with no lap_time"
     ("clean_data", passive(rf"(?:the\s+)?(?:{BAD_ROWS}|nulls|nans)", REMOVED + r"|cleaned(?:\s+(?:up|out))?")),
     # ("bin any row where something's blank": bin as in the rubbish bin, its object the bad rows)
-    ("clean_data", rf"\b(?:drop|remove|discard|exclude|excluding|filter\s+out|throw\s+(?:away|out)|weed\s+out|get\s+rid\s+of|ditch|toss|bin|chuck(?:\s+out|\s+away)?|"
+    ("clean_data", rf"\b(?:drop|remove|discard|exclude|excluding|filter\s+out|throw\s+(?:away|out)|weed\s+out|get\s+rid\s+of|ditch|toss|bin|chuck(?:\s+out|\s+away)?|lose|"
                    rf"ignore|ignoring|omit|omitting|skip|skipping|leave\s+out|leaving\s+out)\s+{skip(2)}(?:{BAD_ROWS})"),
     ("clean_data", r"\b(?:tidy|scrub|sanitize|sanitise|cleanse)\w*\b(?!\s+up\s+(?:the\s+)?(?:tmp|temp|scratch))"),
     ("clean_data", r"\bdropna\b|\bclean(?:s|ed|ing)?\s+up\s+(?:the\s+)?(?:data|dataset|table|records|rows)\b|\bclean(?:s|ed|ing)?\s+up(?=\s+FILE\d+)|(?<!-)\bclean(?:s|ed|ing)?\b(?!\s*up)(?!-)"),
@@ -252,7 +255,9 @@ TRIGGERS: list[tuple[str, str]] = [
                r"on\s+top\s+of\s+(?:each\s+other|one\s+another))\b)"),
     ("join", r"(?<!the )(?<!a )\b(?:join|joins|joined|joining|merge|merges|merged|merging|combine|combines|combined|enrich|enriches|enriched|link|links|linked|"
              r"match\s+up)\b"
-             r"(?:\s+(?:them|the\s+(?:two|NUM\d+)(?:\s+tables)?|both(?:\s+tables)?|the\s+tables|these|those))?"),
+             r"(?:\s+(?:them|the\s+(?:two|NUM\d+)(?:\s+tables)?|both(?:\s+tables)?|the\s+tables|these|those))?"
+             # "match them up on office_id"
+             r"|\bmatch\s+(?:them|the\s+(?:two|NUM\d+)(?:\s+tables)?|both(?:\s+tables)?|the\s+tables)\s+up(?=\s+on\b)"),
     ("aggregate", r"\b(?:the\s+)?[a-z_]\w*\s+(?:are|is|get|gets|got)\s+(?:then\s+)?(?:rolled\s+up|aggregated|summed(?:\s+up)?|"
                   r"total(?:l)?ed(?:\s+up)?|grouped|tallied(?:\s+up)?)(?=\s+(?:by|per|for\s+each)\s)"),   # "sales are rolled up by site"
     ("aggregate", r"\b(?:hourly|daily|weekly|monthly|quarterly|yearly|annual)\s+(?:totals?|sums?|counts?|averages?|means?|aggregates?|roll-?ups?|rollups?)\b"
@@ -342,7 +347,8 @@ TRIGGERS: list[tuple[str, str]] = [
     ("save_report", passive(r"(?:the\s+)?(?:findings|results|numbers|outcomes?|scores|metrics)",
                             r"(?:written|summari[sz]ed|collected|gathered|put)(?:\s+up)?\s+(?:in|into)\s+(?:a|the)\s+"
                             r"(?:final\s+|short\s+|summary\s+|brief\s+)?report")),
-    ("save_report", r"\b(?:a|the|final|short|brief)\s+(?:final\s+|short\s+|summary\s+|brief\s+|saved\s+|written\s+)?report\b"),
+    ("save_report", r"\b(?:a|the|final|short|brief|one|NUM\d+)\s+(?:final\s+|short\s+|summary\s+|brief\s+|saved\s+|written\s+|single\s+|"
+                    r"combined\s+)?report\b"),    # "one report across the three"
     ("save_report", rf"(?:(?m:^)|(?<=[),;:>→.!?]\s)|(?<=\s-\s)|(?<=\bthen\s)|(?<=\band\s))(?:final\s+|summary\s+)?report\b"
                     rf"(?=\s*(?:(?m:$)|[.;,)]|\((?![^)]*FILE)|{ARROW}|(?:when|once|after)\s+(?:both|all|they|everything|it|the\s+(?:two|three|NUM\d+))\b))"),
     ("export_model", rf"(?<!per )(?<!by )(?<!each )(?<!every )\b(?:export|exports|save|saves|write|writes|store|dump|serialize|persist)\w*\s+(?:{BEST_ONE})\s+(?:to|as|into|in|at)\s+(?P<f>FILE\d+)"),
@@ -392,9 +398,13 @@ TRIGGERS: list[tuple[str, str]] = [
     ("select_best", rf"(?:{AFTER_ARROW}|(?<=[,;:]\s)|^)(?:the\s+)?best\s+(?:one\s+|model\s+)?(?:by|on)\s+(?=(?:{METRIC_RX})\b)"
                     rf"|{AFTER_ARROW}(?:the\s+)?(?:best|top|highest|lowest)\s+(?=(?:{METRIC_RX})\s*(?:{ARROW}|$|[,;.]))"),   # "-> best AUC ->"
     ("select_best", rf"\b(?:select|pick|choose|keep|take|retain|go\s+with)\s+(?:the\s+one\s+with\s+)?(?:the\s+)?(?:lower|lowest|higher|highest|smaller|smallest|larger|largest|better|best)\s+(?=(?:{METRIC_RX})\b)"),
+    # "keep the lowest-RMSE one", "hang on to the lower-val-loss one"
+    ("select_best", rf"\b(?:select|pick|choose|keep|take|retain|go\s+with|hang\s+on\s+to|hold\s+on\s+to|stick\s+with)\s+the\s+"
+                    rf"(?=(?:lower|lowest|higher|highest|smaller|smallest|larger|largest|better|best)-(?:{METRIC_RX})\s+(?:one|model|run)\b)"),
     ("select_best", r"\b(?:select|pick|choose|keep|take|use)\s+(?:whichever|the\s+(?:one|run|model|version|candidate))\s+(?:one\s+)?(?:has|scores|gets|is|with|ends)\s+"
                     r"(?:the\s+|with\s+the\s+)?(?:higher|highest|best|better|greater|top|lower|lowest)\b"),
-    ("select_best", r"\b(?:(?:keep|pick|choose|select|take|use|go\s+with|retain|promote)\s+)?(?:whichever|the\s+(?:more|most)\s+(?:accurate|precise)|"
+    ("select_best", r"\b(?:(?:keep|pick|choose|select|take|use|go\s+with|go\s+forward\s+with|carry\s+on\s+with|proceed\s+with|"
+                    r"retain|promote)\s+)?(?:whichever|the\s+(?:more|most)\s+(?:accurate|precise)|"
                     r"the\s+one\s+that\s+(?:does|scores|performs)\s+better)\b(?:\s+(?:one|model|is\s+more\s+accurate|is\s+better))?"
                     r"(?:\s+(?:has|gets|reaches|achieves|scores|shows|ends\s+(?:up\s+)?with|wins|does\s+better|performs\s+better|comes\s+out\s+with)\b)?"),
     ("select_best", rf"\b(?:the\s+)?(?:one|model|classifier|candidate|run)\s+(?:with|that\s+has|having)\s+(?:the\s+)?(?:best|top|highest|lowest|higher|lower|better)"
