@@ -191,7 +191,7 @@ def _conditions(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
                              number(float(t.literal(m.group("v")).value()))))
     # "if the accuracy is under 0.8"; "if it scores over 80%": the score of the step it names (an
     # evaluation's chosen metric)
-    for m, toks in t.finditer(rf"\b{L.IF_CUE}\s+(?:(?:the\s+|its\s+|their\s+|it's\s+|model's\s+|the\s+model's\s+)?"
+    for m, toks in t.finditer(rf"\b{L.IF_CUE}\s+(?:(?:the\s+|its\s+|their\s+|it's\s+|model's\s+|the\s+model's\s+|that\s+|this\s+)?"
                               rf"{L.METRIC_MOD}(?P<m>{L.METRIC_RX})\s+{L.METRIC_WHERE}"
                               r"|(?:it|they|the\s+(?:model|classifier|evaluation|knn|evaluated\s+model))\s+(?:scores?|scored)\b)",
                               lo, hi, free_only=True):

@@ -412,6 +412,8 @@ TARGET_COLUMN = (r"\b(?:to\s+)?(?:predict|predicting|forecast|forecasting|estima
                  r"|\b(?:model|classifier|regression|regressor|predictor)\s+for\s+(?:the\s+)?(?P<b>[a-z_][a-z0-9_]*)\s+column\b"
                  r"|\b(?:with|using|taking)\s+(?:the\s+)?(?P<c>[a-z_][a-z0-9_]*)\s+(?:column\s+)?as\s+(?:the\s+|its\s+)?"
                  r"(?:target|label)(?:\s+column)?\b"
+                 # "fit a linear regression, labour_hours being the target"
+                 r"|(?<=,\s)(?P<h>[a-z][a-z0-9]*_[a-z0-9_]+)\s+being\s+(?:the\s+|its\s+)?(?:target|label)(?:\s+column)?\b"
                  r"|\b(?:whose\s+|the\s+)?(?:target|label)(?:\s+column\s*(?:=|:|is)?|\s*(?:=|:)|\s+column\s+named)\s*(?P<d>[a-z_][a-z0-9_]*)\b")
 # words after "predicting" / "target" that name no column: a pronoun, a time word (and a metric:
 # "target rmse")
@@ -430,7 +432,7 @@ _PREDICTED = (rf"(?!(?:{'|'.join(sorted(NOT_TARGETS))}|{metrics_rx(k for k in ME
 # predicting minutes, ...", "linear regression, target heat_mwh", "a regression for minutes with
 # ..." ("predicting finish times", two words, stays the model's purpose)
 TARGET_WORD = (rf"\b(?:predicting|to\s+predict|that\s+predicts|which\s+predicts|forecasting|to\s+forecast)\s+(?P<e>{_PREDICTED})"
-               + _CLAUSE_END + rf"|(?:(?<=regression\s)|(?<=regressor\s)|(?<=model\s)|(?<=classifier\s))for\s+(?P<f>{_COLUMN})"
+               + _CLAUSE_END + rf"|(?:(?<=regression\s)|(?<=regressor\s)|(?<=model\s)|(?<=classifier\s)|(?<=knn\s))for\s+(?P<f>{_COLUMN})"
                + _CLAUSE_END + rf"|\btarget\s+(?P<g>{_COLUMN})" + _CLAUSE_END)
 
 

@@ -15,7 +15,7 @@ from raystack.workflow.nl.text import Text
 def metric_param(param: str = "metric", with_mode: bool = False) -> Callable:
     def ex(text: Text, lo: int, hi: int, f: Found) -> None:
         m = _search(text, lo, hi, rf"\b(?P<how>by|using|on|with|in\s+terms\s+of|via|according\s+to|based\s+on|"
-                                  rf"higher|highest|best|better|greater|top|lower|lowest|smaller|smallest)\s+"
+                                  rf"higher|highest|best|better|greater|top|lower|lowest|smaller|smallest|min|max)\s+"
                                   rf"(?:the\s+|its\s+|their\s+)?(?:highest\s+|best\s+|lowest\s+|test\s+)?"
                                   rf"(?P<m>{METRIC_RX})\b"
                                   # "the lowest-RMSE one"
@@ -32,7 +32,7 @@ def metric_param(param: str = "metric", with_mode: bool = False) -> Callable:
                 return
             f.set(param, name)
             how = m.group("how") or m.groupdict().get("how2")
-            if with_mode and (name in ("loss", "error", "logloss") or how in ("lower", "lowest", "smaller", "smallest")):
+            if with_mode and (name in ("loss", "error", "logloss") or how in ("lower", "lowest", "smaller", "smallest", "min")):
                 f.params["mode"] = "min"
     return ex
 

@@ -180,7 +180,7 @@ EXIT_CUES = [
      r"|\bif\s+there\s+is\s+(?:an\s+)?error\b|\b(?:on|upon)\s+(?:an\s+|any\s+)?errors?\b(?:\s+anywhere\b)?", "failure"),
     (r"\bon\s+success\b|\bupon\s+success\b|\b(?:if|when|once)\s+(?:everything|it\s+all|all\s+steps|"
      r"the\s+(?:(?:whole|entire|full)\s+)?(?:run|workflow|pipeline|job|whole\s+thing))\s+(?:succeeds|succeeded|is\s+successful|"
-     r"completes\s+successfully|finishes\s+successfully|goes\s+well|goes\s+fine|works(?:\s+out)?|(?:finishes|completes|runs|goes\s+through|ends)\s+without\s+"
+     r"completes\s+successfully|finishes\s+successfully|(?:has|have)\s+(?:completed|finished|run)\s+successfully|goes\s+well|goes\s+fine|works(?:\s+out)?|(?:finishes|completes|runs|goes\s+through|ends)\s+without\s+"
      r"(?:any\s+)?(?:errors?|failures?|problems|issues|a\s+hitch)|goes\s+through(?:\s+cleanly)?|go\s+through(?:\s+cleanly)?|"
      r"(?:runs|finishes|completes)\s+cleanly|passes|pass)\b", "success"),
     (r"\b(?:always|no\s+matter\s+what(?:\s+happens)?|whatever\s+happens|"

@@ -63,7 +63,7 @@ def table_result(t: Text, m: re.Match, toks: list[Token], hi: int) -> bool:
     nxt = next((x for x in t.tokens[toks[0].i:min(hi, toks[-1].i + 4)] if x.kind == "path"), None)
     if nxt is None:   # "write the scores to a table"
         return t.match_at(r"(?:to|as|into|in)\s+(?:a\s+|the\s+)?tables?\b", toks[-1].i + 1, hi) is not None
-    return nxt.low.endswith(TABLE_EXT[:4])
+    return nxt.low.endswith((*TABLE_EXT[:4], ".jsonl"))     # (JSON lines: a row per line; a .json is a report)
 
 
 def names_existing_split(t: Text, tok: Token) -> bool:

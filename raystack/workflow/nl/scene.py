@@ -171,7 +171,7 @@ def _asking_sentences(t: Text, beside_loads: bool = False) -> list[tuple[int, in
 
 
 # "... and want to predict final_gravity": the goal, when a training learns that column
-PREDICT_GOAL = (r"\b(?:and\s+)?(?:(?:we|i)\s+)?(?:want|wants|need|needs|would\s+like|'d\s+like|hope|aim)\s+to\s+"
+PREDICT_GOAL = (r"\b(?:and\s+)?(?:(?:we|i)\s+)?(?:want|wants|need|needs|would\s+like|'d\s+like|we'd\s+like|i'd\s+like|hope|aim)\s+to\s+"
                 r"(?:predict|forecast|estimate)\s+(?:the\s+|its\s+)?(?P<x>[a-z_][a-z0-9_]*)\b")
 
 
@@ -179,7 +179,9 @@ def _goals(t: Text, lo: int, hi: int, learned: set[str]) -> set[int]:
     """The tokens of a goal that names a column a training of the plan learns (``learned``)."""
     out: set[int] = set()
     for m, toks in t.finditer(PREDICT_GOAL, lo, hi, free_only=True):
-        if m.group("x") in learned:
+        # ("we'd like to estimate labour" beside a training whose target is labour_hours: the
+        # column's first word)
+        if m.group("x") in learned or any(c.startswith(m.group("x") + "_") for c in learned):
             out.update(x.i for x in toks)
     return out
 
@@ -261,7 +263,7 @@ def _data_is_in(t: Text, lo: int, hi: int) -> bool:
     return False
 
 
-ASIDES = ("purpose", "reason")
+ASIDES = ("purpose", "reason", "context")
 
 
 def context_sentences(t: Text) -> None:
@@ -276,6 +278,13 @@ def context_sentences(t: Text) -> None:
         # (words an aside already holds are accounted for: "... and want to estimate how long a call-out will take")
         toks = [x for x in t.tokens[lo:hi] if not (x.kind == "punct" and x.text in ".:,") and x.i not in goal
                 and x.used not in ASIDES]
+        # "Fencing installer: we'd like to estimate labour.": a title, a colon, the goal
+        title = [x for x in t.tokens[lo:min(goal)]] if goal else []
+        if not asks and title and title[-1].text == ":" and is_title([x for x in title[:-1] if is_free(x)], t) \
+                and all(is_free(x) and x.kind == "word" for x in title[:-1]) \
+                and all(x.i in goal or x.kind == "punct" for x in t.tokens[min(goal):hi]):
+            t.mark(title[:-1] + [t.tokens[i] for i in sorted(goal)], "context")
+            continue
         if asks or not toks or t.tokens[hi - 1].text in ("?", "!"):
             continue
         if any(x.kind not in ("word", "path") or _asks_or_names_a_model(x) or x.low.startswith(L.UNSUPPORTED_PREFIXES)

@@ -236,7 +236,7 @@ TRIGGERS: list[tuple[str, str]] = [
                r"|\b(?:take|draw|pick|select|keep|grab)\s+(?:only\s+|just\s+)?(?:NUM\d+\s+random\s+(?:rows|records)\b|(?:a\s+)?random\s+PCT\d+)"
                r"(?!\s+(?:of\s+\w+\s+)?(?:as|for|to)\b)"),
     ("sample", rf"(?:\b(?:take|draw|pick|grab|pull|make|get)\s+)?(?:{NUMLIST})\s*-?\s*(?:rows?|records?)\s+(?:random\s+)?(?:sub-?)?samples?\b"),
-    ("sample", r"(?:\bPCT\d+|\bNUM\d+\s*(?:-\s*)?(?:rows?|records?))\s+(?:random\s+)?(?:sub-?)?samples?\b"
+    ("sample", r"(?:\b(?:random\s+)?PCT\d+|\bNUM\d+\s*(?:-\s*)?(?:rows?|records?))\s+(?:random\s+)?(?:sub-?)?samples?\b"
                r"|\b(?:sub-?)?samples?\s+(?:of\s+)?(?=PCT)|\b(?:NUM\d+\s+)?samples\s*(?:—|–|:|-|\()\s*(?=PCT)"),
     # "left join them", "do an inner join on id": the kind stays unmarked for the join's extractor
     ("join", r"\b(?:(?:do|does|perform|performs|run|runs)\s+(?:a|an)\s+)?(?P<sk>(?:left|right|inner|full|outer)(?:[\s-]+outer)?[\s-]+)"
@@ -397,7 +397,7 @@ TRIGGERS: list[tuple[str, str]] = [
                     rf"|\bcompar(?:e|es|ing)(?=\s+(?:their\s+|the\s+)?(?:{METRIC_RX})\b)"),   # "compare their f1", "compare auc"
     ("select_best", rf"(?:{AFTER_ARROW}|(?<=[,;:]\s)|^)(?:the\s+)?best\s+(?:one\s+|model\s+)?(?:by|on)\s+(?=(?:{METRIC_RX})\b)"
                     rf"|{AFTER_ARROW}(?:the\s+)?(?:best|top|highest|lowest)\s+(?=(?:{METRIC_RX})\s*(?:{ARROW}|$|[,;.]))"),   # "-> best AUC ->"
-    ("select_best", rf"\b(?:select|pick|choose|keep|take|retain|go\s+with)\s+(?:the\s+one\s+with\s+)?(?:the\s+)?(?:lower|lowest|higher|highest|smaller|smallest|larger|largest|better|best)\s+(?=(?:{METRIC_RX})\b)"),
+    ("select_best", rf"\b(?:select|pick|choose|keep|take|retain|go\s+with)\s+(?:the\s+one\s+with\s+)?(?:the\s+)?(?:lower|lowest|higher|highest|smaller|smallest|larger|largest|better|best|min|max)\s+(?=(?:{METRIC_RX})\b)"),
     # "keep the lowest-RMSE one", "hang on to the lower-val-loss one"
     ("select_best", rf"\b(?:select|pick|choose|keep|take|retain|go\s+with|hang\s+on\s+to|hold\s+on\s+to|stick\s+with)\s+the\s+"
                     rf"(?=(?:lower|lowest|higher|highest|smaller|smallest|larger|largest|better|best)-(?:{METRIC_RX})\s+(?:one|model|run)\b)"),
@@ -405,7 +405,7 @@ TRIGGERS: list[tuple[str, str]] = [
                     r"(?:the\s+|with\s+the\s+)?(?:higher|highest|best|better|greater|top|lower|lowest)\b"),
     ("select_best", r"\b(?:(?:keep|pick|choose|select|take|use|go\s+with|go\s+forward\s+with|carry\s+on\s+with|proceed\s+with|"
                     r"retain|promote)\s+)?(?:whichever|the\s+(?:more|most)\s+(?:accurate|precise)|"
-                    r"the\s+one\s+that\s+(?:does|scores|performs)\s+better)\b(?:\s+(?:one|model|is\s+more\s+accurate|is\s+better))?"
+                    r"the\s+one\s+that\s+(?:does|scores|performs)\s+better)\b(?:\s+(?:one|model|run|is\s+more\s+accurate|is\s+better))?"
                     r"(?:\s+(?:has|gets|reaches|achieves|scores|shows|ends\s+(?:up\s+)?with|wins|does\s+better|performs\s+better|comes\s+out\s+with)\b)?"),
     ("select_best", rf"\b(?:the\s+)?(?:one|model|classifier|candidate|run)\s+(?:with|that\s+has|having)\s+(?:the\s+)?(?:best|top|highest|lowest|higher|lower|better)"
                     rf"(?P<sk>\s+(?:{METRIC_RX}))?{AUX}\s+(?:kept|selected|chosen|picked|retained)\b"),
@@ -465,7 +465,7 @@ TRIGGERS: list[tuple[str, str]] = [
                      # (its object said: "make live predictions" asks for inference, no deployment)
                      r"(?:put|push|take)\s+(?:it|them|that|the\s+(?:winner|model|best\s+one))\s+live|go\s+live)\b(?:\s+(?:to|into)\s+production)?"),
     ("notify", r"\b(?:raise|fire|trigger|issue|post)\s+(?:an?\s+|the\s+)?(?:alert|alarm|notification|warning)\b"),   # "raise an alert if ..."
-    ("notify", r"\bsend\s+(?:me\s+|us\s+)?(?:a\s+|an\s+|the\s+)?(?:notification|message|alert|note|email|e-mail|ping|update)\b|\blet\s+(?:me|us|the\s+team|everyone|someone|people|the\s+\w+\s+team|ops|oncall|on-call)\s+know\b"
+    ("notify", r"\bsend\s+(?:me\s+|us\s+)?(?:a\s+|an\s+|the\s+)?(?:notification|message|alert|note|email|e-mail|ping|update)\b|\blet\s+(?:me|us|everyone|someone|people|ops|oncall|on-call|(?:the|our)\s+(?:[a-z][\w-]*\s+)?[a-z][\w-]*)\s+know\b(?:\s+with(?=\s+QUOTE))?"
                r"|\b(?:give|send)\s+(?:me\s+|us\s+|the\s+team\s+)?a\s+heads-?up\b|\bdrop\s+(?:me|us)\s+a\s+(?:line|note|message)\b"
                r"|\bsend\s+(?:me\s+|us\s+)?(?=QUOTE)"
                # "post 'reorder model looks usable' to the team", "post 'done' in the channel"
