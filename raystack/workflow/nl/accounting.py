@@ -239,7 +239,8 @@ def targets(t: Text) -> None:
             t.mark([*lead, *what], "purpose")
 
 
-COUNTED_STEPS = {"loads", "reads", "branches", "subsamples", "lanes", "tracks"}   # "two loads": the steps named next
+OUTPUT_NOUNS = {"report", "plot", "chart", "graph", "histogram", "notification"}   # what a step makes, by name
+COUNTED_STEPS = {"loads", "reads", "branches", "subsamples", "lanes", "tracks", "jobs", "tasks"}   # "two loads": the steps named next
 
 
 def _noun_modifier(t: Text, x: Token) -> bool:
@@ -347,6 +348,8 @@ def describes(t: Text, run: list[Token]) -> bool:
         return False    # "for each region in x.csv, compute ...": a grouping no rule read
     if before is not None and before.text in ARROWS:
         return False    # "x.csv → unique rows only → ...": what follows an arrow is a step no rule read
+    if run[-1].low in OUTPUT_NOUNS and (not after or after[0].kind == "punct" or after[0].low in L.CLAUSE_WORDS):
+        return False    # "; report after (a) and (b) are both finished": a step's noun closing its clause asks for it
     if run[0].low in ASKING_VERBS and (before is None or before.kind == "punct"):
         return False    # "Check x.csv for missing values": a request no step makes, not a description
     if before is not None and before.low in ("with", "using", "via") and not before.used:

@@ -250,7 +250,7 @@ for by from as at my our your me us we i you please also then so just now next f
 which each every all both some any one ones either other another too well here there
 using use via step steps stage result results output outputs data dataset datasets model models
 set sets table tables file files new resulting fresh final current given whole entire
-can could would should will shall want need like lets let's let go ahead do run perform kick off
+can could would should will shall want need like lets let's let go ahead do run perform kick off apply applies applying
 start begin carry out make sure ok okay kindly be is are was were been being have has had
 what how do does did done finished finishes finish complete completed completes end ends
 up out over after before while once again each one

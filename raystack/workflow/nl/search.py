@@ -26,6 +26,7 @@ _RANGE = (r"between\s+(?P<a>NUM\d+)\s+and\s+(?P<b>NUM\d+)|from\s+(?P<c>NUM\d+)\s
 _MAX = rf"(?:higher|bigger|larger|more)\s+(?:(?:{L.METRIC_RX})\s+)?(?:is|=)\s+better|maximi[sz]\w*|maximum|max|highest|higher|best"
 _MIN = rf"(?:lower|smaller|less)\s+(?:(?:{L.METRIC_RX})\s+)?(?:is|=)\s+better|minimi[sz]\w*|minimum|min|lowest|lower|smallest"
 METRIC_PHRASES = [
+    rf"\bmode\s*(?:=|:)\s*(?P<v>min|max)\s+(?:on|for|of|by)\s+(?P<m>{L.METRIC_RX})\b",  # "mode=min on rmse", Tune's words
     rf"\b(?P<v>(?:higher|bigger|larger|lower|smaller)\s+(?P<m>{L.METRIC_RX})\s+(?:is|=)\s+better)\b",   # "higher accuracy is better"
     rf"\b(?:(?:picking|choosing|selecting|aiming|going|looking|searching)\s+for\s+(?:the\s+)?)?"   # "aiming for the highest accuracy"
     rf"(?P<v>{_MAX}|{_MIN}|optimi[sz]\w*(?:\s+for)?|objective|by|on|for)\s+(?:the\s+)?(?:validation\s+|test\s+)?"
