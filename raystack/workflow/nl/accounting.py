@@ -24,7 +24,7 @@ from typing import Iterable
 from raystack.workflow.catalog import CATALOG
 from raystack.workflow.nl import lexicon as L
 from raystack.workflow.nl.asides import (SOURCE_WORDS, asks_nothing, leading_reasons, notes, predict_purposes, recommend_purposes,
-                                         purposes, question_purposes, reasons)
+                                         purposes, question_purposes, reasons, same_layout_notes)
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.text import ARROWS, Text, Token, sentences
 from raystack.workflow.nl.scene import (FAULT_NOUNS, context_sentences, courtesies, file_descriptions, headings,
@@ -521,6 +521,7 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
         raise PlanRefused([f"no step keeps to {q!r}: the steps use every numeric column" for q in columns])
     targets(t)
     reasons(t)
+    same_layout_notes(t)
     notes(t)
     leading_reasons(t)
     _named_neighbours(t, ends)

@@ -284,9 +284,16 @@ def _mark_sides(text: Text, lo: int, hi: int) -> None:
     text.mark([x for x in text.tokens[lo:hi] if not x.used and x.kind == "word" and x.low in stems], "table side")
 
 
+# "glue the autumn file onto the end of the spring one": each table by a word of its file's name
+# (table_refs matches the words to the files)
+NAMED_SIDES = (r"\bthe\s+[a-z]+\s+(?:file|one|table|log|export|sheet)\s+(?:onto|on\s+to|to|after|under|below|beneath)\s+"
+               r"(?:the\s+(?:end|bottom)\s+of\s+)?the\s+[a-z]+\s+(?:file|one|table|log|export|sheet)\b")
+
+
 def concat(text: Text, lo: int, hi: int, f: Found) -> None:
     _mark_sides(text, lo, hi)
     consume(text, lo, hi, r"\b(?:row-?wise|by\s+rows|vertically|on\s+top\s+of\s+(?:each\s+other|one\s+another))\b", "concat")
+    consume(text, lo, hi, NAMED_SIDES, "table side")
 
 
 def report(text: Text, lo: int, hi: int, f: Found) -> None:

@@ -263,7 +263,7 @@ def _data_is_in(t: Text, lo: int, hi: int) -> bool:
     return False
 
 
-ASIDES = ("purpose", "reason", "context")
+ASIDES = ("purpose", "reason", "context", "description")
 
 
 def context_sentences(t: Text) -> None:
@@ -275,9 +275,11 @@ def context_sentences(t: Text) -> None:
     learned = {x.low for x in t.tokens if x.used == "target"}
     for lo, hi, asks in _asking_sentences(t, beside_loads=True):
         goal = _goals(t, lo, hi, learned)
-        # (words an aside already holds are accounted for: "... and want to estimate how long a call-out will take")
+        # (words an aside already holds are accounted for: "... and want to estimate how long a call-out will take";
+        # a parenthesis inside a sentence naming the data, "a.csv and b.csv (same columns)", as the words in it)
+        has_file = any(x.kind == "path" for x in t.tokens[lo:hi])
         toks = [x for x in t.tokens[lo:hi] if not (x.kind == "punct" and x.text in ".:,") and x.i not in goal
-                and x.used not in ASIDES]
+                and x.used not in ASIDES and not (x.text in ("(", ")") and x.i > lo and has_file)]
         # "Fencing installer: we'd like to estimate labour.": a title, a colon, the goal
         title = [x for x in t.tokens[lo:min(goal)]] if goal else []
         if not asks and title and title[-1].text == ":" and is_title([x for x in title[:-1] if is_free(x)], t) \

@@ -104,7 +104,7 @@ def order_table_sides(steps: list[DraftStep]) -> None:
         if not isinstance(left, str) or not isinstance(right, str):
             continue
         named = sorted((pos, lab) for lab, path in loads.items()
-                       if (pos := _named_at(s.span, path)) is not None)
+                       if (pos := _named_at(s.span, path, [p for p in loads.values() if p != path])) is not None)
         outer = s.params.get("how") in ("left outer", "right outer")
         sources = (_chain_source(by_label, left), _chain_source(by_label, right))
         it = re.search(r"\b(?:it|this|that)\b", s.span, re.I)
@@ -245,12 +245,20 @@ def ends_of_one_table(steps: list[DraftStep]) -> None:
 OF_THAT = re.compile(r"\b(?:of|from)\s+(?:it|them|those|these|that|this|the\s+(?:sample|subset|result|part))\b", re.I)
 
 
-def _named_at(span: str, path: str) -> int | None:
-    """Where the words first name the file, in full or by its stem; None when they do not."""
+# what a file is called by a word of its name: "the autumn file", "the spring one"
+FILE_NOUNS = r"(?:file|one|table|log|export|sheet)"
+
+
+def _named_at(span: str, path: str, others: list[str] = ()) -> int | None:
+    """Where the words first name the file, in full, by its stem, or as "the <word> file" by a
+    word of its name that no other file's name (``others``) holds; None when they do not."""
     name = os.path.basename(path).lower()
     stem = os.path.splitext(name)[0]
     by_stem = "" if stem in L.FILLERS else rf"|\b{re.escape(stem)}\b(?![.\w-])"    # "a.csv": "a" is no name
-    m = re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w-]){by_stem}", span.lower())
+    theirs = {w for o in others for w in re.split(r"[_\W]+", os.path.splitext(os.path.basename(o).lower())[0])}
+    parts = [w for w in re.split(r"[_\W]+", stem) if len(w) >= 3 and w.isalpha() and w not in theirs and w not in L.FILLERS]
+    by_part = "".join(rf"|\bthe\s+{re.escape(w)}\s+{FILE_NOUNS}\b" for w in parts) if others else ""
+    m = re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w-]){by_stem}{by_part}", span.lower())
     return m.start() if m else None
 
 

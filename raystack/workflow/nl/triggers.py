@@ -51,7 +51,7 @@ def passive(objects: str, participles: str) -> str:
     return rf"\b(?:{objects})(?P<sk>\s+(?:in|from|of|within)\s+FILE\d+)?{AUX}\s+(?:{participles})\b"
 
 
-DUPLICATES = r"duplicat\w*|dupes?|repeated\s+(?:rows|records|entries|lines|[a-z]+s\b)|double\s+entries"
+DUPLICATES = r"duplicat\w*(?:\s+(?:rows|records|entries|lines|[a-z]+s\b))?|dupes?|repeated\s+(?:rows|records|entries|lines|[a-z]+s\b)|double\s+entries"
 GAPS = (r"(?:missing|null|nan|empty|blank|na)\s*(?:values?|entries|cells|fields|data|readings|amounts)?"
         r"|gaps|blanks|holes|nulls|nans|missings")
 # words a removal of duplicates never passes over to reach them: "drop nulls and duplicates" is
@@ -202,7 +202,8 @@ TRIGGERS: list[tuple[str, str]] = [
     # "(k=5, test size 0.25)", "using a 0.3 test fraction", "test_size=0.2": the split's share, said as its parameter
     ("split_data", r"\btest[\s_-]+(?:size|fraction|share)\s*(?:of|=|:)?\s*(?:NUM|PCT)\d+"
                    r"|\b(?:a\s+)?(?:NUM|PCT)\d+\s+test[\s_-]+(?:size|fraction|share)\b"),
-    ("split_data", r"\b(?:split|splits|splitting|partition\w*|divide)\b(?:\s+off)?|\bhold(?:ing)?\s+out\b|\bholdout\b|\bhold-out\b|\bheld\s+out\b"
+    # ("the split times per crew": a split time is a measurement, no split of the data)
+    ("split_data", r"\b(?:split|splits|splitting|partition\w*|divide)\b(?!\s+(?:times?|pace|splits)\b)(?:\s+off)?|\bhold(?:ing)?\s+out\b|\bholdout\b|\bhold-out\b|\bheld\s+out\b"
                    r"|\b(?:carve|carving|set|setting|hold|holding|keep|keeping|put|putting|reserve|reserving|held|kept)\s+(?:out|aside|back|apart)\b"
                    r"|\breserve\s+(?=PCT|a\s+quarter|the\s+last)"
                    # "keep a fifth back for test", "carve off 30% as a test set": the share between
@@ -246,9 +247,12 @@ TRIGGERS: list[tuple[str, str]] = [
     # "stack them", "append feb.csv to jan.csv", "concatenate the two tables": rows of one table
     # after the other's (a join pairs rows on a key); only with its tables as the object
     ("concat", r"\b(?:concatenat(?:e|es|ed|ing)|concat|stack|stacks|stacked|stacking|union|unions|unioned|unioning|"
-               r"append|appends|appended|appending|stitch|stitches|stitched|stitching)\b"
+               r"append|appends|appended|appending|stitch|stitches|stitched|stitching|glue|glues|glued|gluing|tack|tacks|tacked|tacking)\b"
                r"(?:\s+(?:them|both(?:\s+tables|\s+files)?|the\s+(?:two|NUM\d+)(?:\s+(?:tables|files))?|the\s+(?:tables|files)|these|those)"
-               r"(?:\s+(?:together|vertically|row-?wise))?|(?=\s+FILE))"),
+               r"(?:\s+(?:together|vertically|row-?wise))?|(?=\s+FILE)"
+               r"|(?=\s+the\s+[a-z]+\s+(?:file|one|table|log|export|sheet)\s+(?:onto|on\s+to|to|after|under|below|beneath)\s))"),
+    # "→ one combined table (they share columns) →": tables of one layout, combined, are stacked
+    ("concat", r"\b(?:one|a|a\s+single)\s+(?:combined|merged|stacked)\s+table\b(?=\s*\(\s*(?:(?:they|both|all)\s+(?:share|have)|the\s+same|same|identical))"),
     # "combine q1.csv and q2.csv row-wise", "merge them vertically": the rows of one, then the other
     ("concat", r"\b(?:combine|combines|combined|combining|merge|merges|merged|merging|put|puts)\b"
                r"(?=(?:\s+(?:FILE\d+|them|both|the\s+(?:two|tables|files)|and|,))*\s+(?:row-?wise|by\s+rows|vertically|"
