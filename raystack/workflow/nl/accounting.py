@@ -24,7 +24,7 @@ from typing import Iterable
 from raystack.workflow.catalog import CATALOG
 from raystack.workflow.nl import lexicon as L
 from raystack.workflow.nl.asides import (SOURCE_WORDS, asks_nothing, leading_reasons, notes, predict_purposes, recommend_purposes,
-                                         purposes, question_purposes, reasons, same_layout_notes)
+                                         etceteras, purposes, question_purposes, reasons, same_layout_notes)
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.text import ARROWS, Text, Token, sentences
 from raystack.workflow.nl.scene import (FAULT_NOUNS, context_sentences, courtesies, file_descriptions, headings,
@@ -489,7 +489,8 @@ def _named_neighbours(t: Text, ends: list[tuple[str, int]]) -> None:
 def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = False) -> None:
     """Raise PlanRefused quoting every span no rule accounts for. ``picked``: a step of the plan
     keeps the best of several results (a selection or a search), which 'the best one' may name."""
-    ordinal = re.search(r"(?<!waits\s)(?<!wait\s)(?<!depends\s)(?<!depend\s)(?<!relies\s)\b(?:on|with|using|against|from|to|into)\s+the\s+(?:first|second|third|former|latter|"
+    # ("append one to the other": a stack of two tables, in the order named)
+    ordinal = re.search(r"(?<!waits\s)(?<!wait\s)(?<!depends\s)(?<!depend\s)(?<!relies\s)(?<!\bone\s)\b(?:on|with|using|against|from|to|into)\s+the\s+(?:first|second|third|former|latter|"
                         r"other)(?:\s+one)?\b(?!\s+(?:NUM|PCT)\d+)", t.masked)
     # "dedup the first one and normalize the second": a table named by its place, as a pronoun
     ordinal = ordinal or re.search(r"\bthe\s+(?:first|second|third|former|latter)(?:\s+(?:one|table|file|dataset))?"
@@ -522,6 +523,7 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
     targets(t)
     reasons(t)
     same_layout_notes(t)
+    etceteras(t)
     notes(t)
     leading_reasons(t)
     _named_neighbours(t, ends)

@@ -162,14 +162,24 @@ def notes(t: Text) -> None:
 # "(same columns)", "(they share columns)", "..., with identical columns": files said to hold one
 # layout, which is why they may be stacked; a note, never a step
 SAME_LAYOUT = (r"(?:same|identical|matching)\s+(?:columns|schema|layout|format|headers|fields)(?:\s+in\s+(?:both|each|all(?:\s+of\s+them)?))?")
-SAME_LAYOUT_NOTES = (rf"\(\s*(?:(?:they|both|all)\s+(?:share|have)\s+(?:the\s+)?(?:{SAME_LAYOUT}|columns|a\s+schema)|(?:the\s+)?{SAME_LAYOUT})\s*\)"
-                     rf"|(?<=FILE\d\s,\s)(?:with|having|sharing)\s+(?:the\s+)?{SAME_LAYOUT}\b"
-                     rf"|(?<=FILE\d\d\s,\s)(?:with|having|sharing)\s+(?:the\s+)?{SAME_LAYOUT}\b")
+SAME_LAYOUT_NOTES = (rf"\(\s*(?:(?:they|both|all)\s+(?:share|have)\s+(?:the\s+)?(?:{SAME_LAYOUT}|columns|a\s+schema)|(?:the\s+)?{SAME_LAYOUT})"
+                     r"(?:\s*,\s*one\s+[a-z]+\s+(?:each|apiece))?\s*\)"      # "(identical columns, one year each)"
+                     rf"|(?<=FILE\d\s,\s)(?:(?:with|having|sharing)\s+)?(?:the\s+)?{SAME_LAYOUT}\b"
+                     rf"|(?<=FILE\d\d\s,\s)(?:(?:with|having|sharing)\s+)?(?:the\s+)?{SAME_LAYOUT}\b")
 
 
 def same_layout_notes(t: Text) -> None:
     """Notes that the files a request names share their columns (marked, never a step)."""
     for _, toks in t.finditer(SAME_LAYOUT_NOTES, 0, len(t.tokens), free_only=True):
+        t.mark(toks, "description")
+
+
+# "(means, spreads, that sort of thing)": a list left open; what it lists is read as the rest
+ETCETERA = r"\b(?:that|this)\s+(?:sort|kind)\s+of\s+(?:thing|stuff)\b|\band\s+so\s+on\b|\betc\b\.?|\band\s+the\s+like\b"
+
+
+def etceteras(t: Text) -> None:
+    for _, toks in t.finditer(ETCETERA, 0, len(t.tokens), free_only=True):
         t.mark(toks, "description")
 
 

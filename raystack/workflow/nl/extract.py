@@ -294,6 +294,9 @@ def concat(text: Text, lo: int, hi: int, f: Found) -> None:
     _mark_sides(text, lo, hi)
     consume(text, lo, hi, r"\b(?:row-?wise|by\s+rows|vertically|on\s+top\s+of\s+(?:each\s+other|one\s+another))\b", "concat")
     consume(text, lo, hi, NAMED_SIDES, "table side")
+    consume(text, lo, hi, r"\binto\s+(?:one|a\s+single|a)\s+(?:combined\s+)?table\b", "concat")    # "stack the two into one table"
+    consume(text, lo, hi, r"\bby\s+(?:putting|placing|setting|stacking)\s+one\s+(?:under|below|beneath|after|on\s+top\s+of)\s+the\s+other\b",
+            "concat")
 
 
 def report(text: Text, lo: int, hi: int, f: Found) -> None:

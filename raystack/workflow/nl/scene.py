@@ -278,14 +278,13 @@ def context_sentences(t: Text) -> None:
         # (words an aside already holds are accounted for: "... and want to estimate how long a call-out will take";
         # a parenthesis inside a sentence naming the data, "a.csv and b.csv (same columns)", as the words in it)
         has_file = any(x.kind == "path" for x in t.tokens[lo:hi])
+        # "Fencing installer: we'd like to estimate labour.", "Oyster farm: our counts are ...": a
+        # title and its colon before the sentence's subject
+        lead = _title_lead(t, lo, hi)
         toks = [x for x in t.tokens[lo:hi] if not (x.kind == "punct" and x.text in ".:,") and x.i not in goal
-                and x.used not in ASIDES and not (x.text in ("(", ")") and x.i > lo and has_file)]
-        # "Fencing installer: we'd like to estimate labour.": a title, a colon, the goal
-        title = [x for x in t.tokens[lo:min(goal)]] if goal else []
-        if not asks and title and title[-1].text == ":" and is_title([x for x in title[:-1] if is_free(x)], t) \
-                and all(is_free(x) and x.kind == "word" for x in title[:-1]) \
-                and all(x.i in goal or x.kind == "punct" for x in t.tokens[min(goal):hi]):
-            t.mark(title[:-1] + [t.tokens[i] for i in sorted(goal)], "context")
+                and x.used not in ASIDES and not (x.text in ("(", ")") and x.i > lo and has_file) and x not in lead]
+        if not asks and lead and not toks and goal and t.tokens[hi - 1].text not in ("?", "!"):
+            t.mark(lead + [t.tokens[i] for i in sorted(goal)], "context")
             continue
         if asks or not toks or t.tokens[hi - 1].text in ("?", "!"):
             continue
@@ -296,7 +295,18 @@ def context_sentences(t: Text) -> None:
             continue
         free = [x for x in toks if not x.used]
         if free and len(free) <= MAX_CONTEXT:
-            t.mark(free + [t.tokens[i] for i in sorted(goal)], "context")
+            t.mark(lead + free + [t.tokens[i] for i in sorted(goal)], "context")
+
+
+def _title_lead(t: Text, lo: int, hi: int) -> list[Token]:
+    """The words of a title and its colon that open the sentence [lo, hi) (none: no such title)."""
+    colon = next((x for x in t.tokens[lo:min(hi, lo + MAX_LEAD_IN + 1)] if x.text == ":"), None)
+    if colon is None or colon.i == lo:
+        return []
+    words = t.tokens[lo:colon.i]
+    if all(is_free(x) and x.kind == "word" for x in words) and is_title(words, t):
+        return [*words, colon]
+    return []
 
 
 # the words of a sentence that only greets, thanks, or announces the steps ("Thanks in advance!",

@@ -250,7 +250,11 @@ TRIGGERS: list[tuple[str, str]] = [
                r"append|appends|appended|appending|stitch|stitches|stitched|stitching|glue|glues|glued|gluing|tack|tacks|tacked|tacking)\b"
                r"(?:\s+(?:them|both(?:\s+tables|\s+files)?|the\s+(?:two|NUM\d+)(?:\s+(?:tables|files))?|the\s+(?:tables|files)|these|those)"
                r"(?:\s+(?:together|vertically|row-?wise))?|(?=\s+FILE)"
+               r"|\s+one\s+(?:to|onto|under|below|beneath|after)\s+the\s+other\b"     # "append one to the other"
                r"|(?=\s+the\s+[a-z]+\s+(?:file|one|table|log|export|sheet)\s+(?:onto|on\s+to|to|after|under|below|beneath)\s))"),
+    # "combine a.csv with b.csv (...) by putting one under the other": the rows of one under the other's
+    ("concat", r"\b(?:combine|combines|combining|merge|merges|merging)\b(?=[^.;]*?\bby\s+(?:putting|placing|setting|stacking)\s+"
+               r"one\s+(?:under|below|beneath|after|on\s+top\s+of)\s+the\s+other\b)"),
     # "→ one combined table (they share columns) →": tables of one layout, combined, are stacked
     ("concat", r"\b(?:one|a|a\s+single)\s+(?:combined|merged|stacked)\s+table\b(?=\s*\(\s*(?:(?:they|both|all)\s+(?:share|have)|the\s+same|same|identical))"),
     # "combine q1.csv and q2.csv row-wise", "merge them vertically": the rows of one, then the other
