@@ -259,6 +259,10 @@ def predict_purposes(t: Text, ends: list[tuple[str, int]]) -> None:
             # ("Haulage company, predicting diesel use per trip.": what a titled request is for, its
             # training's target named in a step)
             titled = lo == 0 and toks[0].i > 0 and t.tokens[toks[0].i - 1].text == "," and bool(learned)
+            # ("we want to know which features matter most" asks what no step answers)
+            knows = not re.match(r"(?:predict|forecast|estimat)", toks[-1].low)
+            if knows and any(x.low in TABLE_QUESTION_WORDS or x.low in IMPORTANCE_WORDS for x in words):
+                continue
             if words[0].low in WH_OBJECTS or (len(words) > 1 and (titled or any(x.low in learned for x in words))):
                 t.mark(toks + [x for x in rest if is_free(x) or x.used == "sequence"], "purpose")
 
@@ -282,6 +286,10 @@ def recommend_purposes(t: Text, ends: list[tuple[str, int]]) -> None:
                                                      for x in rest) \
                     and asks_nothing(words) and not any(x.low in L.CLAUSE_WORDS - {"and", "or"} for x in words):
                 t.mark(toks + rest, "purpose")
+
+
+IMPORTANCE_WORDS = {"feature", "features", "matter", "matters", "important", "importance", "drives", "drive", "influence",
+                    "influences", "correlate", "correlates", "correlated", "predictive", "predictor", "predictors"}
 
 
 # a question that opens the request says what the model is for; one about the table itself

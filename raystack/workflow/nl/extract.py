@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from raystack.workflow.nl.lexicon import METRIC_RX, METRICS, NUMLIST, SERVE_AS_PLACE, metrics_rx
+from raystack.workflow.nl.lexicon import METRIC_RX, METRICS, NAMED_SIDES, NUMLIST, SERVE_AS_PLACE, metrics_rx
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.text import Text, Token, number
 
@@ -282,12 +282,6 @@ def _mark_sides(text: Text, lo: int, hi: int) -> None:
     stems = {os.path.splitext(os.path.basename(x.text.lower()))[0] for x in text.tokens
              if x.kind == "path" and x.low.endswith(TABLE_EXT)}
     text.mark([x for x in text.tokens[lo:hi] if not x.used and x.kind == "word" and x.low in stems], "table side")
-
-
-# "glue the autumn file onto the end of the spring one": each table by a word of its file's name
-# (table_refs matches the words to the files)
-NAMED_SIDES = (r"\bthe\s+[a-z]+\s+(?:file|one|table|log|export|sheet)\s+(?:onto|on\s+to|to|after|under|below|beneath)\s+"
-               r"(?:the\s+(?:end|bottom)\s+of\s+)?the\s+[a-z]+\s+(?:file|one|table|log|export|sheet)\b")
 
 
 def concat(text: Text, lo: int, hi: int, f: Found) -> None:

@@ -233,6 +233,10 @@ PURPOSE = (r"\bfor\s+(?:the\s+|a\s+|our\s+)?(?:[a-z][\w-]*\s+){1,3}?(?:detection
            r"project|use\s+case|task|team|experiment|study|demo|pipeline)\s*(?=,)")
 # the one-table steps that make a new version of their table
 TABLE_TRANSFORMS = ("clean_data", "dedup", "impute", "normalize", "sample")
+# "glue the autumn file onto the end of the spring one": each table of a stack by a word of its
+# file's name (table_refs matches the words to the files)
+NAMED_SIDES = (r"\bthe\s+[a-z]+\s+(?:file|one|table|log|export|sheet)\s+(?:onto|on\s+to|to|after|under|below|beneath)\s+"
+               r"(?:the\s+(?:end|bottom)\s+of\s+)?the\s+[a-z]+\s+(?:file|one|table|log|export|sheet)\b")
 # the steps that read two tables: a join pairs their rows on a key, a concat stacks them
 TWO_TABLE_SIDES = {"join": ("left", "right"), "concat": ("first", "second")}   # their inputs, first side first
 TWO_TABLE_STEPS = tuple(TWO_TABLE_SIDES)

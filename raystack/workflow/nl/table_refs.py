@@ -111,6 +111,10 @@ def order_table_sides(steps: list[DraftStep]) -> None:
         if len(named) == 1 and it is not None and named[0][1] in sources:
             # "left join it with fx.csv": 'it' is the other table, where the words say it
             named = sorted([*named, (it.start(), sources[1] if sources[0] == named[0][1] else sources[0])])
+        if len(named) < 2 and s.entry == "concat" and re.search(L.NAMED_SIDES, s.span, re.I):
+            # "glue the march file onto the end of the jan one": a side named by a word no file's
+            # name holds alone; stacking in another order would be a guess
+            raise PlanRefused([f"{s.span!r}: cannot tell which loaded files these words name; name the files"])
         if not named and _stack_loaded_together(s, steps, by_label):
             continue
         if len(named) < 2:
