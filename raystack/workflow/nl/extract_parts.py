@@ -373,10 +373,12 @@ def elastic_dlrm(text: Text, lo: int, hi: int, f: Found) -> None:
     if m:
         f.set("name", m.group("n") if m.groupdict().get("n") else text.literal(m.group("q")).value())
     m = _search(text, lo, hi, rf"(?:for\s+)?(?P<l>{NUMLIST})\s+(?:training\s+)?epochs\b", "epochs") or \
-        _search(text, lo, hi, r"\bepochs\s*(?:=|:)\s*(?P<l>NUM\d+(?:\s*/\s*NUM\d+)+)", "epochs")   # "epochs = 1 / 2 / 3"
+        _search(text, lo, hi, r"\bepochs\s*(?:=|:)\s*(?P<l>NUM\d+(?:\s*/\s*NUM\d+)+)", "epochs") or \
+        _search(text, lo, hi, r"\b(?:with\s+)?epochs\s*(?:=|:)?\s*(?P<l>NUM\d+(?:\s*,\s*NUM\d+)+)(?!\d)(?!\s*,?\s*(?:and|or)\b)(?!\s+(?:runs?|jobs?|models?|times?)\b)",
+                "epochs")   # "epochs = 1 / 2 / 3", "epochs 2, 4, 6"
     if m:      # "for 1, 2 and 3 epochs": one run per value
         # ("(one run each)": what the map does)
-        consume(text, lo, hi, r"\bNUM\d+\s+(?:run|job)\s+(?:each|apiece|per\s+value)\b", "map")
+        consume(text, lo, hi, r"\b(?:NUM\d+|a|a\s+separate|a\s+single)\s+(?:run|job)\s+(?:each|apiece|per\s+value|for\s+each)\b", "map")
         _set_map(f, "epochs", [int(v) for v in _list(text, m.group("l"))])
         claim_count(text, lo, hi, len(f.map[1]))
     m = m or _search(text, lo, hi, r"(?P<n>NUM\d+)\s*-?\s*(?:training\s+)?epochs?", "epochs")

@@ -18,6 +18,9 @@ def is_unknown(t: Token) -> bool:
     return is_free(t) and t.kind == "word" and t.low not in L.FILLERS
 
 
+CONDITION_OPENERS = {"when", "whenever", "if", "once", "unless", "until", "should"}
+
+
 def is_title(words: list[Token], t: Text | None = None) -> bool:
     """Words that can name a request's subject: no method the catalog lacks, and a word that is
     also an operation the catalog lacks ("crop", "filter") only inside a title whose head (its
@@ -26,6 +29,8 @@ def is_title(words: list[Token], t: Text | None = None) -> bool:
     if not words or len(words) > MAX_LEAD_IN or any(is_method(x) and not (t is not None and names_business(t, x))
                                                     for x in words):
         return False
+    if words[0].low in CONDITION_OPENERS:
+        return False    # "When the boss gets back: send 'done'": a condition, no subject
     verbs = [x for x in words if x.low in L.UNMAPPED_VERBS]
     if not verbs:
         return True
