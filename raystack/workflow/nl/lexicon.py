@@ -177,6 +177,7 @@ EXIT_CUES = [
      r"\s+(?:fails?|failed|breaks?|go(?:es)?\s+wrong|"
      r"errors?(?:\s+out)?|crash(?:es|ed)?|blows?\s+up|blew\s+up|dies|died|falls?\s+over|fell\s+over|falls?\s+apart|goes\s+down|went\s+down)"
      r"(?:\s+(?:anywhere|at\s+any\s+(?:point|step|stage)|somewhere|along\s+the\s+way|during\s+the\s+(?:run|job|pipeline|workflow)))?\b"
+     r"|\bshould\s+(?:it|anything|something|the\s+(?:run|job|pipeline|workflow))\s+(?:fail|crash|break)\b"   # "Should it fail: ..."
      r"|\bif\s+there\s+is\s+(?:an\s+)?error\b|\b(?:on|upon)\s+(?:an\s+|any\s+)?errors?\b(?:\s+anywhere\b)?", "failure"),
     (r"\bon\s+success\b|\bupon\s+success\b|\b(?:if|when|once)\s+(?:everything|it\s+all|all\s+of\s+it|all\s+steps|"
      r"the\s+(?:(?:whole|entire|full)\s+)?(?:run|workflow|pipeline|job|whole\s+thing))\s+(?:succeeds|succeeded|is\s+successful|"

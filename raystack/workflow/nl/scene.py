@@ -324,6 +324,11 @@ COURTESY_TAIL = (r"\b(?:would|will|'d)\s+be\s+(?:great|nice|lovely|ideal|perfect
                  r"brilliant|handy|useful)(?=\s*(?:[.!]|$))")
 
 
+# "If possible: load ...", "..., if you can": a courtesy, no condition
+COURTESY_IF = (r"\b(?:if\s+(?:possible|you\s+can|you\s+could|you\s+don't\s+mind|that's\s+ok(?:ay)?)"
+               r"|when(?:ever)?\s+(?:you\s+(?:can|get\s+a\s+(?:chance|moment))|convenient|possible))\b")
+
+
 def courtesies(t: Text) -> None:
     """A sentence whose words only greet, thank or announce the steps, beside one that asks for them;
     "... would be great" closing a sentence that asks for something."""
@@ -333,6 +338,8 @@ def courtesies(t: Text) -> None:
             t.mark([x for x in words if not x.used], "context")
         elif asks:
             for _, toks in t.finditer(COURTESY_TAIL, lo, hi, free_only=True):
+                t.mark(toks, "context")
+            for _, toks in t.finditer(COURTESY_IF, lo, hi, free_only=True):
                 t.mark(toks, "context")
 
 
