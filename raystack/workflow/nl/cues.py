@@ -27,13 +27,14 @@ _MISSING_CMP = "|".join(k.replace(" ", r"\s+") for k in sorted(MISSING_OPS, key=
 _OF_VALUES = r"(?:of\s+(?:the\s+|its\s+|their\s+)?(?:values?|rows?|cells?|entries|records?|data)\s+)?"
 # each with the comparison ``cmp`` and the share ``v``
 MISSING = [
-    rf"\b(?:if|when|only\s+if|provided)\s+(?P<cmp>{_MISSING_CMP})\s+(?P<v>PCT\d+)\s+{_OF_VALUES}(?:are|is)\s+missing\b",
+    # ("if those show more than 2% of the cells are empty": what the statistics found)
+    rf"\b(?:if|when|only\s+if|provided)\s+(?:(?:those|these|they|it|the\s+(?:stats|statistics|numbers))\s+(?:show|shows|say|says|find|finds|reveal|reveals)\s+(?:that\s+)?)?(?P<cmp>{_MISSING_CMP})\s+(?P<v>PCT\d+)\s+{_OF_VALUES}(?:are|is|turns?\s+out\s+to\s+be)\s+(?:missing|empty|blank)\b",
     # "should over 10% of values be missing"
-    rf"\bshould\s+(?P<cmp>{_MISSING_CMP})\s+(?P<v>PCT\d+)\s+{_OF_VALUES}(?:be|turn\s+out\s+to\s+be|come\s+back)\s+missing\b",
+    rf"\bshould\s+(?P<cmp>{_MISSING_CMP})\s+(?P<v>PCT\d+)\s+{_OF_VALUES}(?:be|turn\s+out\s+to\s+be|come\s+back)\s+(?:missing|empty|blank)\b",
     # "Is over 5% of the data missing?"
-    rf"\b(?:is|are)\s+(?P<cmp>{_MISSING_CMP})\s+(?P<v>PCT\d+)\s+{_OF_VALUES}missing(?=\s*\?)",
+    rf"\b(?:is|are)\s+(?P<cmp>{_MISSING_CMP})\s+(?P<v>PCT\d+)\s+{_OF_VALUES}(?:missing|empty|blank)(?=\s*\?)",
     # "Over 15% of the values missing? Send ..." (a question opening its clause)
-    rf"(?:(?m:^)|(?<=[;:.,)>→?-]\s))(?P<cmp>{_MISSING_CMP})\s+(?P<v>PCT\d+)\s+{_OF_VALUES}(?:(?:are|is)\s+)?missing(?=\s*[?:,→]|\s*->)",
+    rf"(?:(?m:^)|(?<=[;:.,)>→?-]\s))(?P<cmp>{_MISSING_CMP})\s+(?P<v>PCT\d+)\s+{_OF_VALUES}(?:(?:are|is)\s+)?(?:missing|empty|blank)(?=\s*[?:,→]|\s*->)",
 ]
 
 

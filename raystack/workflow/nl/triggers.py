@@ -155,14 +155,14 @@ TRIGGERS: list[tuple[str, str]] = [
     ("impute", rf"\b(?:{GAPS})\s*{ARROW}\s*(?:zeros?|0|(?:column\s+)?(?:means?|medians?|averages?))\b"),
     ("impute", rf"\b(?:fill|fills|filling|replace|replaces|patch|patches|substitute|plug|plugs|complete)\s+(?:in\s+)?{skip(2)}(?:{GAPS})\b"),
     # "x.csv has gaps; fill them with medians": the gaps said before, the fill said with its value
-    ("impute", r"\b(?:fill|fills|filling|plug|plugs|patch|patches)\s+(?:them|those|these|it|the\s+gaps|the\s+holes)\s+(?:in\s+)?"
+    ("impute", r"\b(?:fill|fills|filling|plug|plugs|patch|patches)\s+(?:(?:them|those|these|it|the\s+gaps|the\s+holes)\s+)?(?:in\s+)?"
                r"(?=(?:with|using)\s+(?:the\s+)?(?:column\s+)?(?:means?|medians?|averages?|zeros?|NUM\d+)\b)"),
     ("impute", passive(rf"(?:the\s+)?(?:{GAPS})", r"filled(?:\s+in)?|imputed|replaced|patched|plugged")),
     # "zero out the blanks" (zero reads as a number)
     ("impute", rf"\bNUM\d+\s+out\s+(?:the\s+|any\s+|all\s+)?(?:{GAPS})\b"),
     # "put zeros in the empty cells", "write the median into missing fields": the fill said first
     ("impute", rf"\b(?:put|puts|putting|insert|inserts|inserting|write|writing)\s+(?=(?:a\s+|the\s+)?(?:column\s+)?(?:zeros?|NUM\d+|means?|medians?|averages?)"
-               rf"\s+(?:in|into)\s+(?:the\s+|any\s+|all\s+)?(?:{GAPS})\b)"),
+               rf"\s+(?:in|into)\s+(?:(?:the\s+|any\s+|all\s+)?(?:{GAPS})|them|those)\b)"),
     ("clean_data", rf"\b(?:drop|drops|dropping|remove|removes|removing|deleting|discarding|eliminating|delete|discard|exclude|eliminate|filter\s+out|get\s+rid\s+of|throw\s+away|skip)\s+{skip(3)}"
                    r"(?:missing|null|nulls|nan|nans|empty|incomplete|blank|na|invalid)\b(?:\s+(?:values?|entries|cells|fields|rows|records|data))?"),
     # "drop rows without a price", "remove records lacking an email": the rows missing that column
