@@ -71,7 +71,10 @@ SNAKE = r"[a-z][a-z0-9]*_[a-z0-9_]+"    # a column named as code names it ("lap_
 def clean_data(text: Text, lo: int, hi: int, f: Found) -> None:
     # "rows with missing values in the amount column", "rows with a missing amount", "rows where
     # age is missing": only those rows go (the step dropped a row missing anything, silently)
-    m = _search(text, lo, hi, r"\b(?:where|whose|in\s+which)\s+(?:the\s+)?(?P<c>[a-z_]\w*)(?:\s+column)?\s+(?:is|are)\s+"
+    cols = r"(?P<l>[a-z_]\w*(?:\s*,\s*[a-z_]\w*)*\s*,?\s+(?:or|and)\s+[a-z_]\w*)(?:\s+columns?)?"
+    # "any row with a blank length_m or panels": any of them (read first: "blank length_m" alone names one)
+    listed = _search(text, lo, hi, rf"\b(?:with|having)\s+(?:a|an|any)\s+(?:missing|null|empty|blank)\s+{cols}\b", "clean")
+    m = None if listed else _search(text, lo, hi, r"\b(?:where|whose|in\s+which)\s+(?:the\s+)?(?P<c>[a-z_]\w*)(?:\s+column)?\s+(?:is|are)\s+"
                               r"(?:missing|null|empty|blank|nan|na)\b", "clean") or \
         _search(text, lo, hi, r"\b(?:missing|nulls?|nans?|empty|blank)\s+(?:values?\s+|entries\s+|cells\s+)?(?:in|of|for|from)\s+(?:the\s+)?"
                               r"(?P<c>[a-z_]\w*)(?:\s+column)?\b", "clean") or \
@@ -80,8 +83,7 @@ def clean_data(text: Text, lo: int, hi: int, f: Found) -> None:
                               rf"(?:(?:a\s+|an\s+|any\s+)(?!{MISSING_NOUNS}\b)(?P<c>[a-z_]\w*)|(?P<s>{SNAKE}))(?:\s+column)?\b",
                 "clean")  # "rows without a price", "rows with no lap_time" (a column's own name)
     # "rows missing a value in court or start_hour", "rows where court or start_hour is empty": any of them
-    cols = r"(?P<l>[a-z_]\w*(?:\s*,\s*[a-z_]\w*)*\s*,?\s+(?:or|and)\s+[a-z_]\w*)(?:\s+columns?)?"
-    several = _search(text, lo, hi, rf"\b(?:missing|without|lacking)\s+(?:a\s+|any\s+)?(?:value|values|entry|entries)\s+(?:in|for)\s+"
+    several = listed or _search(text, lo, hi, rf"\b(?:missing|without|lacking)\s+(?:a\s+|any\s+)?(?:value|values|entry|entries)\s+(?:in|for)\s+"
                                     rf"(?:the\s+|either\s+)?{cols}\b", "clean") or \
         _search(text, lo, hi, rf"\b(?:where|whose|in\s+which)\s+(?:the\s+|either\s+)?{cols}\s+(?:is|are)\s+"
                               r"(?:missing|null|empty|blank|nan|na)\b", "clean")

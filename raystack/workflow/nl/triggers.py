@@ -66,7 +66,10 @@ BAD_ROWS = (r"(?:rows|records|entries|lines|anything|everything|any\s+row|any\s+
             # "rows where age is missing", "records whose amount is null": that column's (the extractor's)
             r"|(?:rows|records|entries)\s+(?:where|whose|in\s+which)\s+(?:the\s+|either\s+)?[a-z_]\w*"
             r"(?:(?:\s*,\s*[a-z_]\w*)*\s*,?\s+(?:or|and)\s+[a-z_]\w*)?(?:\s+columns?)?\s+(?:is|are)\s+"   # "where a or b is empty"
-            r"(?:missing|null|empty|blank|nan|na)\b")
+            r"(?:missing|null|empty|blank|nan|na)\b"
+            # "any row with a blank length_m or panels": the row missing any of those columns
+            r"|(?:rows|records|any\s+row|any\s+record|every\s+row|each\s+row)\s+(?:with|having)\s+(?:a|an|any)\s+(?:missing|null|empty|blank)\s+"
+            r"[a-z_]\w*(?:\s*,\s*[a-z_]\w*)*\s*,?\s+or\s+[a-z_]\w*(?!\s+(?:values?|fields?|cells?|entries|data)\b)")
 REMOVED = (r"dropped|removed|deleted|discarded|eliminated|filtered(?:\s+out)?|excluded|thrown\s+(?:away|out)|"
            r"stripped|purged|taken\s+out|weeded\s+out|cut|pruned")
 # what the object of a cleanup never passes over: "clean up weather.csv and plot temp" plots the
@@ -372,7 +375,8 @@ TRIGGERS: list[tuple[str, str]] = [
     ("write_table", r"\b(?P<f>FILE\d+)\s+(?:gets|receives|holds|takes|stores)\s+(?:the\s+|that\s+)?(?:table|result|results|output|scores|rows|it)\b"
                     r"|\b(?:the\s+)?(?:(?:output|result|results|final|score|scores|summary)\s+)?(?:table|result|results|output|scores)\s+"
                     r"(?:goes|go|is\s+sent|gets\s+written|is\s+written|gets\s+saved|is\s+saved|lands)\s+(?:to|into|in|at)\s+(?P<g>FILE\d+)"),
-    ("save_report", r"\b(?:written|saved|stored|dumped|persisted)\s+(?:out\s+)?(?:to|into|as|at|in)\s+FILE\d+"),
+    ("save_report", r"\b(?:(?:the\s+)?(?:scores|results|metrics|totals|counts)\s+(?:are\s+|get\s+)?)?"    # "→ scores written to s.jsonl"
+                    r"(?:written|saved|stored|dumped|persisted)\s+(?:out\s+)?(?:to|into|as|at|in)\s+FILE\d+"),
     ("write_table", rf"\boutput\s+(?P<f>FILE\d+)|\b(?:\w+\s+)?(?:table|tables|results|scores)\s*{ARROW}\s*(?P<g>FILE\d+)"),
     # verbless, as an arrow step or a list item: "... → evaluate → scores to out/s.csv"
     ("write_table", rf"(?:{ITEM_OPEN})(?:the\s+)?(?:table|results?|scores|totals|counts|output)\s+"
