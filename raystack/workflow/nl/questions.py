@@ -32,8 +32,16 @@ def questions(t: Text, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     "Is nearest centroid or logistic regression more accurate on lots.csv?")."""
     return [(lo, hi) for lo, hi in spans
             if t.tokens[hi - 1].text == "?" and (any(x.low in QUESTION_WORDS for x in t.tokens[lo:hi])
-                                               or (t.tokens[lo].low in YES_NO_OPENERS
+                                               or ((t.tokens[lo].low in YES_NO_OPENERS or _titled(t, lo, hi))
                                                    and any(x.low == "or" for x in t.tokens[lo:hi])))]
+
+
+CANDIDATE_TITLES = {"base", "model", "classifier", "regressor", "method", "algorithm"}
+
+
+def _titled(t: Text, lo: int, hi: int) -> bool:
+    """"Base: tiny-1m or tiny-20m?": the candidates after the noun they are candidates for."""
+    return hi - lo > 2 and t.tokens[lo].low in CANDIDATE_TITLES and t.tokens[lo + 1].text == ":"
 
 
 # "which base gives the lower validation loss, ...?": what the question compares the candidates by
