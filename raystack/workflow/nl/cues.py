@@ -157,10 +157,12 @@ def _loops(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
         per_round: dict = {}
         for pat, params in L.PER_ROUND.items():
             for m2, toks2 in t.finditer(pat, before, hi, free_only=True):
-                if any(float(t.literal(v).value()) != 1 for v in re.findall(r"NUM\d+", m2.group(0))):
-                    continue      # "one epoch per round", never "2 epoch per round"
+                said = [float(t.literal(v).value()) for v in re.findall(r"NUM\d+", m2.group(0))]
+                if said and (said[0] != int(said[0]) or said[0] < 1):
+                    continue      # "0.5 epochs per round" is no count of epochs
                 t.mark(toks2, "loop")
-                per_round.update(params)
+                # ("two epochs per round", "2 epochs a round": that many a round)
+                per_round.update({**params, "epochs": int(said[0])} if said else params)
         out.append(Cue("loop", toks[0].i, end, si, {"metric": metric, "op": op,
                                                    "value": value, "per_round": per_round,
                                                    "max": int(float(t.literal(n).value()))}))

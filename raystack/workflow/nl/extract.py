@@ -418,13 +418,14 @@ TARGET_COLUMN = (r"\b(?:to\s+)?(?:predict|predicting|forecast|forecasting|estima
                  r"(?:target|label)(?:\s+column)?\b"
                  # "fit a linear regression, labour_hours being the target"
                  r"|(?<=,\s)(?P<h>[a-z][a-z0-9]*_[a-z0-9_]+)\s+being\s+(?:the\s+|its\s+)?(?:target|label)(?:\s+column)?\b"
-                 r"|\b(?:whose\s+|the\s+)?(?:target|label)(?:\s+column\s*(?:=|:|is)?|\s*(?:=|:)|\s+column\s+named)\s*(?P<d>[a-z_][a-z0-9_]*)\b")
+                 r"|\b(?:whose\s+|the\s+)?(?:target|label)(?:\s+column\s*(?:=|:|is)?|\s*(?:=|:)|\s+column\s+named|(?<=whose\slabel)\s+is"
+                 r"|(?<=whose\starget)\s+is)\s*(?P<d>[a-z_][a-z0-9_]*)\b")
 # words after "predicting" / "target" that name no column: a pronoun, a time word (and a metric:
 # "target rmse")
 NOT_TARGETS = {"the", "a", "an", "it", "its", "them", "this", "that", "which", "what", "whether", "how", "who", "when",
                "each", "every", "all", "future", "later", "now", "us", "me", "you", "of", "is", "value", "values"}
 # (an auxiliary ends it too: "a logistic model predicting won is trained ...")
-_CLAUSE_END = (r"(?=\s*(?:[,.;:!?()\]]|->|→|$)|\s+(?:from|on|with|using|and|then|in|at|over|under|no|not|capped|limited"
+_CLAUSE_END = (r"(?=\s*(?:[,.;:!?()\]]|->|→|—|–|$)|\s+(?:from|on|with|using|and|then|in|at|over|under|no|not|capped|limited"
                r"|is|are|was|were|gets|get|will|should|must)\b)")
 _COLUMN = rf"(?!(?:{'|'.join(sorted(NOT_TARGETS))}|{METRIC_RX})\b)[a-z_][a-z0-9_]*"
 # what is predicted may be named like a metric that is also a column's everyday name ("kNN ...,
@@ -437,7 +438,7 @@ _PREDICTED = (rf"(?!(?:{'|'.join(sorted(NOT_TARGETS))}|{metrics_rx(k for k in ME
 # ..." ("predicting finish times", two words, stays the model's purpose)
 TARGET_WORD = (rf"\b(?:predicting|to\s+predict|that\s+predicts|which\s+predicts|forecasting|to\s+forecast)\s+(?P<e>{_PREDICTED})"
                + _CLAUSE_END + rf"|(?:(?<=regression\s)|(?<=regressor\s)|(?<=model\s)|(?<=classifier\s)|(?<=knn\s))for\s+(?P<f>{_COLUMN})"
-               + _CLAUSE_END + rf"|\btarget\s+(?P<g>{_COLUMN})" + _CLAUSE_END)
+               + _CLAUSE_END + rf"|\b(?:target|label)\s+(?P<g>{_COLUMN})" + _CLAUSE_END)
 
 
 BOUND_UNITS = [(r"workers?|ranks?|replicas?|processes|nodes|machines", "workers"), (r"gpus?", "gpus"),

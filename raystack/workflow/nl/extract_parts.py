@@ -28,7 +28,7 @@ def _workers(text: Text, lo: int, hi: int) -> tuple[str, int | list, str] | None
     """('bound', n, unit) for "at most n workers" / "no more than 2 GPUs" (unit: the bound's
     parameter, workers or gpus), ('exact', n, "workers") for "n workers", ('list', [...], "workers")."""
     m = _search(text, lo, hi, rf"{CAP}\s*(?P<n>NUM\d+)\s+(?:\w+\s+)?{WORKERS}"
-                              rf"|(?:(?:with|on|using)\s+)?(?P<m>NUM\d+)\s+{WORKERS}\s+(?:max(?:imum)?|at\s+(?:the\s+)?most|tops)\b"
+                              rf"|(?:(?:with|on|using)\s+)?(?P<m>NUM\d+)\s+{WORKERS}\s+(?:max(?:imum)?|at\s+(?:the\s+)?most|tops|limit|cap|ceiling)\b"
                               # "keep it to four workers or fewer", "on 2 GPUs or less"
                               rf"|(?:(?:keep|keeping)\s+(?:it|them|this|the\s+(?:job|run))\s+to\s+)?(?P<o>NUM\d+)\s+{WORKERS}"
                               r"\s+or\s+(?:fewer|less)\b", "workers bound")

@@ -114,12 +114,12 @@ BOUND = (r"(?:(?:but\s+|and\s+)?(?:for\s+)?(?:at\s+most|up\s+to|no\s+more\s+than
          r"|(?P<n2>NUM\d+)\s+(?:times|rounds|iterations|attempts|tries|passes|runs|chunks|cycles)\s+(?:at\s+(?:the\s+)?most|max(?:imum)?|tops)"
          r"|(?:in|over)\s+(?:at\s+most\s+)?(?P<n3>NUM\d+)\s+(?:rounds|iterations|attempts|tries)"
          r"|(?:and\s+|but\s+)?(?:stop|stopping|give\s+up|giving\s+up|quit|quitting)\s+after\s+(?P<n4>NUM\d+)\s+(?:rounds|iterations|attempts|tries|times|runs|passes)(?:\s+(?:at\s+(?:the\s+)?most|max(?:imum)?|tops|regardless))?)"
-         r"|or\s+(?:stop\s+|quit\s+)?after\s+(?P<n5>NUM\d+)\s+(?:rounds|iterations|attempts|tries|times|runs|passes|epochs)"
+         r"|or\s+(?:stop\s+|quit\s+)?after\s+(?P<n5>NUM\d+)\s+(?:rounds|iterations|attempts|tries|times|runs|passes|epochs|chunks|cycles)"
          r"(?:\s*,?\s*whichever\s+(?:comes\s+|happens\s+|is\s+)?(?:first|sooner|earlier))?"
          r"|(?P<n6>NUM\d+)\s*-?\s*(?:rounds?|iterations?|passes|pass|tries|attempts?|runs?)\s+(?:cap|limit|max(?:imum)?|ceiling)"
          # "until accuracy exceeds 0.9 or 5 attempts have been made"
          r"|or\s+(?P<n7>NUM\d+)\s+(?:rounds|iterations|attempts|tries|times|runs|passes|epochs)"
-         r"(?:\s+(?:have|has)\s+(?:been\s+(?:made|run|done|tried)|passed|gone\s+by))?")
+         r"(?:\s+(?:have|has)\s+(?:been\s+(?:made|run|done|tried)|passed|gone\s+by|run|elapsed|finished))?")
 # "epoch by epoch", "round after round", "keep going until": how a loop is written, not a step;
 # PER_ROUND says what one round of the looped step runs ("epoch by epoch" = one epoch a round)
 # a bare "keep" only where it says to go on ("keep on until ...", "keep it up"): "keep 30% for
@@ -130,7 +130,7 @@ LOOP_WORDS = (r"\b(?:keep(?:s|ing)?\s+(?:on\s+)?(?:training|running|fitting|iter
 ROUND_WORDS = r"\b(?:per|each|a)\s+(?:round|pass|chunk|cycle|iteration)\b|\bin\s+chunks\s+of\b"
 PER_ROUND = {r"\bepoch\s+(?:by|after)\s+epoch\b|\b(?:a\s+)?single\s+epoch\b(?:\s+(?:at\s+a\s+time|(?:per|each|a)\s+(?:iteration|round|pass)))?"
              # "one epoch per round", "an epoch each iteration"
-             r"|\b(?:an|NUM\d+)\s+epoch\s+(?:per|each|a|every)\s+(?:iteration|round|pass|time)\b": {"epochs": 1}}
+             r"|\b(?:an|NUM\d+)\s+epochs?\s+(?:per|each|a|every)\s+(?:iteration|round|pass|time)\b": {"epochs": 1}}
 RETRY_WORDS = {"once": 1, "twice": 2, "thrice": 3}
 # "if it fails", "if they crash", "on failure": a failure clause after a retry's count
 _IF_FAILS = (r"(?:\s+(?:(?:if|when|should)\s+(?:it|they|that|training|the\s+step|the\s+(?:load|loading|read|reading|training|fit|split|export|deployment|run|job|write|save))\s+(?:fails?|crash(?:es)?|breaks?|errors?\s+out)"
@@ -170,13 +170,14 @@ RETRIES = [
 ]
 
 EXIT_CUES = [
-    (r"\b(?<!even\s)(?:on|upon)\s+(?:a\s+|any\s+)?failures?(?:\s+(?:anywhere|at\s+any\s+(?:point|step)|along\s+the\s+way))?\b|\bfailure\s+anywhere\b|\bany\s+failure\b|\b(?<!even\s)if\s+(?:it|something|anything|that|this)\s+(?:fails|breaks|falls\s+apart|dies|blows\s+up)\b(?:\s+(?:anywhere|somewhere|along\s+the\s+way|at\s+any\s+(?:point|step|stage)))?|\bin\s+case\s+of\s+(?:a\s+|any\s+)?(?:failures?|errors?)\b|"
+    (r"\b(?<!even\s)(?:on|upon)\s+(?:a\s+|any\s+)?failures?(?:\s+(?:anywhere|at\s+any\s+(?:point|step)|along\s+the\s+way))?\b|\bfailure\s+anywhere\b|\b(?:a\s+|any\s+)?crash(?:es)?\s+(?:at\s+any\s+(?:point|stage|step)|anywhere)\b|\bany\s+failure\b|\b(?<!even\s)if\s+(?:it|something|anything|that|this)\s+(?:fails|breaks|falls\s+apart|dies|blows\s+up|crashes(?=\s+(?:partway|midway|halfway)))\b(?:\s+(?:anywhere|somewhere|along\s+the\s+way|at\s+any\s+(?:point|step|stage)|partway(?:\s+through)?|midway(?:\s+through)?|halfway(?:\s+through)?))?|\bin\s+case\s+of\s+(?:a\s+|any\s+)?(?:failures?|errors?)\b|"
      r"\b(?<!even\s)(?:if|when|should)\s+(?:anything|something|(?:any|a|some|one)\s+(?:step|stage|part|task)|any\s+of\s+(?:this|these|them|it)|"
      r"the\s+(?:(?:whole|entire|full)\s+)?(?:run|workflow|pipeline|job|training|whole\s+thing|flow))"
      r"(?:\s+(?:in|of)\s+(?:the\s+)?(?:run|workflow|pipeline|job|it))?"       # "if something in the run breaks"
      r"\s+(?:fails?|failed|breaks?|go(?:es)?\s+wrong|"
      r"errors?(?:\s+out)?|crash(?:es|ed)?|blows?\s+up|blew\s+up|dies|died|falls?\s+over|fell\s+over|falls?\s+apart|goes\s+down|went\s+down)"
-     r"(?:\s+(?:anywhere|at\s+any\s+(?:point|step|stage)|somewhere|along\s+the\s+way|during\s+the\s+(?:run|job|pipeline|workflow)))?\b"
+     r"(?:\s+(?:anywhere|at\s+any\s+(?:point|step|stage)|somewhere|along\s+the\s+way|during\s+the\s+(?:run|job|pipeline|workflow)"
+     r"|partway(?:\s+through)?|midway(?:\s+through)?|halfway(?:\s+through)?))?\b"
      r"|\bshould\s+(?:it|anything|something|the\s+(?:run|job|pipeline|workflow))\s+(?:fail|crash|break)\b"   # "Should it fail: ..."
      r"|\bif\s+there\s+is\s+(?:an\s+)?error\b|\b(?:on|upon)\s+(?:an\s+|any\s+)?errors?\b(?:\s+anywhere\b)?", "failure"),
     (r"\bon\s+success\b|\bupon\s+success\b|\b(?:if|when|once)\s+(?:everything|it\s+all|all\s+of\s+it|all\s+steps|"

@@ -38,8 +38,9 @@ SYSTEM_NOUNS = r"(?:pipeline|pipelines|setup|workflow|flow|code|system|tooling|i
 AFTER_ARROW = r"(?:(?<=->\s)|(?<==>\s)|(?<=→\s)|(?<=⇒\s)|(?<=⟶\s))"   # right after an arrow and its space
 # a step said without a verb, as list items and arrow chains write one ("- 80/20", "→ dupes out →"):
 # where its item opens (with its bullet), and where it ends
-ITEM_OPEN = rf"{AFTER_ARROW}|(?m:^)(?:[-*•]\s)?"
-ITEM_END = rf"(?=\s*(?:$|[.;,)]|{ARROW}))"
+# (a spaced en or em dash separates items as an arrow does: "shouts.csv – 80/20 – logistic")
+ITEM_OPEN = rf"{AFTER_ARROW}|(?<=\s–\s)|(?<=\s—\s)|(?m:^)(?:[-*•]\s)?"
+ITEM_END = rf"(?=\s*(?:$|[.;,)]|{ARROW})|\s+[–—]\s)"
 # "the duplicates are dropped", "duplicates removed", "should be imputed": an object, an
 # optional auxiliary, then the step's verb as a participle
 AUX = (r"(?:\s+(?:is|are|get|gets|got|should|must|will|can|need|needs|has|have|had|to|then|also|first|all|"
@@ -155,7 +156,7 @@ TRIGGERS: list[tuple[str, str]] = [
                    rf"{ITEM_END}"),
     ("impute", r"\bimput\w*\b(?:\s+(?:the\s+|any\s+)?(?:missing|null|nan)\s*(?:values?|entries|cells|data)?)?"),
     # "gaps → zeros", "blanks -> median": what fills the gaps, as an arrow says it
-    ("impute", rf"\b(?:{GAPS})\s*{ARROW}\s*(?:zeros?|0|(?:column\s+)?(?:means?|medians?|averages?))\b"),
+    ("impute", rf"\b(?:{GAPS})\s*{ARROW}\s*(?:zeros?|NUM\d+|(?:column\s+)?(?:means?|medians?|averages?))\b"),
     ("impute", rf"\b(?:fill|fills|filling|replace|replaces|patch|patches|substitute|plug|plugs|complete)\s+(?:in\s+)?{skip(2)}(?:{GAPS})\b"),
     # "x.csv has gaps; fill them with medians": the gaps said before, the fill said with its value
     ("impute", r"\b(?:fill|fills|filling|plug|plugs|patch|patches)\s+(?:(?:them|those|these|it|the\s+gaps|the\s+holes)\s+)?(?:in\s+)?"
@@ -360,7 +361,7 @@ TRIGGERS: list[tuple[str, str]] = [
                             r"(?:final\s+|short\s+|summary\s+|brief\s+)?report")),
     ("save_report", r"\b(?:a|the|final|short|brief|one|NUM\d+)\s+(?:final\s+|short\s+|summary\s+|brief\s+|saved\s+|written\s+|single\s+|"
                     r"combined\s+)?report\b"),    # "one report across the three"
-    ("save_report", rf"(?:(?m:^)|(?<=[),;:>→.!?]\s)|(?<=\s-\s)|(?<=\bthen\s)|(?<=\band\s))(?:final\s+|summary\s+)?report\b"
+    ("save_report", rf"(?:(?m:^)|(?<=[),;:>→.!?]\s)|(?<=\s-\s)|(?<=\s–\s)|(?<=\s—\s)|(?<=\bthen\s)|(?<=\band\s))(?:final\s+|summary\s+)?report\b"
                     rf"(?=\s*(?:(?m:$)|[.;,)]|\((?![^)]*FILE)|{ARROW}|(?:when|once|after)\s+(?:both|all|they|everything|it|the\s+(?:two|three|NUM\d+))\b))"),
     ("export_model", rf"(?<!per )(?<!by )(?<!each )(?<!every )\b(?:export|exports|save|saves|write|writes|store|dump|serialize|persist)\w*\s+(?:{BEST_ONE})\s+(?:to|as|into|in|at)\s+(?P<f>FILE\d+)"),
     ("export_model", rf"(?:{BEST_ONE}){AUX}\s+(?:exported|saved|written|stored|dumped|serialized)\s+(?:to|as|into|in|at)\s+(?P<f>FILE\d+)"),

@@ -29,8 +29,8 @@ def is_title(words: list[Token], t: Text | None = None) -> bool:
     if not words or len(words) > MAX_LEAD_IN or any(is_method(x) and not (t is not None and names_business(t, x))
                                                     for x in words):
         return False
-    if words[0].low in CONDITION_OPENERS:
-        return False    # "When the boss gets back: send 'done'": a condition, no subject
+    if words[0].low in CONDITION_OPENERS or words[0].low in ("target", "label"):
+        return False    # "When the boss gets back: send 'done'": a condition, no subject; "target rush —" names a column
     verbs = [x for x in words if x.low in L.UNMAPPED_VERBS]
     if not verbs:
         return True
