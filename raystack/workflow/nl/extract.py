@@ -445,7 +445,11 @@ BOUND_UNITS = [(r"workers?|ranks?|replicas?|processes|nodes|machines", "workers"
                (r"gb|gib|gigabytes?", "memory_gb")]
 _UNIT = "|".join(rf"(?P<u{i}>{p})" for i, (p, _) in enumerate(BOUND_UNITS))
 # what caps a count: "at most 8 workers", "never on more than 6 nodes"
-CAP = r"(?:at\s+most|up\s+to|no\s+more\s+than|not\s+more\s+than|never\s+(?:on\s+|with\s+|using\s+|use\s+)?more\s+than|a\s+maximum\s+of|maximum\s+of|max(?:imum)?|capped\s+at|limited\s+to|<=|≤)"
+CAP = (r"(?:at\s+most|up\s+to|no\s+more\s+than|not\s+more\s+than|never\s+(?:on\s+|with\s+|using\s+|use\s+)?more\s+than|a\s+maximum\s+of|maximum\s+of|max(?:imum)?|capped\s+at|limited\s+to|<=|≤"
+       # "don't let it grow beyond 6 workers", "keeping it to 2 GPUs", "with a cap of 4 GPUs"
+       r"|(?:don't|do\s+not|never)\s+let\s+it\s+(?:grow|go|scale|expand|use)\s+(?:beyond|past|above|over|more\s+than)"
+       r"|keep(?:ing|s)?\s+(?:it|this|the\s+(?:job|run)|memory|ram|the\s+memory)\s+(?:to|under|within|at)(?!\s+NUM\d+\s*\S*\s+or\s+(?:fewer|less)\b)"
+       r"|(?:with\s+)?a\s+(?:cap|limit|ceiling)\s+of)")
 BOUND_PATTERNS = [
     rf"(?:(?:with|and)\s+)?(?:the\s+)?(?:(?P<w>workers?|gpus?)(?:\s+count)?|memory|ram)\s+(?:capped|limited)\s+(?:at|to)\s+(?P<n>NUM\d+)\s*(?:{_UNIT})?\b",
     # "cap memory at 8GB", "capping the workers at 4"
@@ -457,7 +461,7 @@ BOUND_PATTERNS = [
     rf"(?:(?:with|and|under|within)\s+)?(?:a\s+|an\s+)?(?P<n>NUM\d+)\s*-?\s*(?:{_UNIT})\s+(?:of\s+)?(?:memory\s+|ram\s+)?"
     rf"(?:cap|limit|ceiling|budget|max(?:imum)?|at\s+(?:the\s+)?most|tops)\b",
     # "keep it to four workers or fewer", "on 4 GPUs or less"
-    rf"(?:(?:keep|keeping)\s+(?:it|them|this|the\s+(?:job|run))\s+to\s+|(?:on|with|using)\s+)?(?P<n>NUM\d+)\s*(?:{_UNIT})\s+or\s+(?:fewer|less)\b",
+    rf"(?:(?:keep|keeping)\s+(?:it|them|this|the\s+(?:job|run)|memory|ram|the\s+memory)\s+to\s+|(?:on|with|using)\s+)?(?P<n>NUM\d+)\s*(?:{_UNIT})\s+or\s+(?:fewer|less)\b",
 ]
 
 

@@ -133,7 +133,7 @@ PER_ROUND = {r"\bepoch\s+(?:by|after)\s+epoch\b|\b(?:a\s+)?single\s+epoch\b(?:\s
              r"|\b(?:an|NUM\d+)\s+epochs?\s+(?:per|each|a|every)\s+(?:iteration|round|pass|time)\b": {"epochs": 1}}
 RETRY_WORDS = {"once": 1, "twice": 2, "thrice": 3}
 # "if it fails", "if they crash", "on failure": a failure clause after a retry's count
-_IF_FAILS = (r"(?:\s+(?:(?:if|when|should)\s+(?:it|they|that|training|the\s+step|the\s+(?:load|loading|read|reading|training|fit|split|export|deployment|run|job|write|save))\s+(?:fails?|crash(?:es)?|breaks?|errors?\s+out)"
+_IF_FAILS = (r"(?:\s+(?:(?:if|when|should)\s+(?:it|they|that|training|the\s+step|the\s+(?:load|loading|read|reading|training|fit|split|export|deployment|run|job|write|save))\s+(?:fails?|crash(?:es)?|breaks?|errors?\s+out|dies)"
              r"|on\s+failures?|upon\s+failures?|in\s+case\s+of\s+failures?))?")
 # the step a retry names ("retry the load 2 times", "retry the training up to 3 times") -> its kind
 RETRIED_KINDS = {"load": "load_data", "loading": "load_data", "reading": "load_data", "read": "load_data", "training": "train_model", "train": "train_model",
@@ -144,7 +144,7 @@ RETRIED_KINDS = {"load": "load_data", "loading": "load_data", "reading": "load_d
 _RETRY_OBJECT = (r"(?:it\s+|them\s+|each(?:\s+one)?\s+|that\s+|(?:the|that|this)\s+(?:"
                  + "|".join(re.escape(w) for w in ("step", "job", "run", *RETRIED_KINDS)) + r")\s+|"
                  r"training\s+|on\s+failure\s+|if\s+it\s+fails\s+|when\s+it\s+fails\s+|"
-                 r"(?:every|each|all(?:\s+the)?)\s+(?:steps?|stages?|tasks?)\s+)*")   # "retry every step twice"
+                 r"(?:every|each|all(?:\s+the)?)\s+(?:steps?|stages?|tasks?|read|load|run|job)\s+)*")   # "retry every step twice", "retrying each read"
 RETRIES = [
     # first: "if it fails, retry 3 times" is one retry ("retry 3 times" alone left "if it fails"
     # to be read as an exit handler)
@@ -179,8 +179,11 @@ EXIT_CUES = [
      r"(?:\s+(?:anywhere|at\s+any\s+(?:point|step|stage)|somewhere|along\s+the\s+way|during\s+the\s+(?:run|job|pipeline|workflow)"
      r"|partway(?:\s+through)?|midway(?:\s+through)?|halfway(?:\s+through)?))?\b"
      r"|\bshould\s+(?:it|anything|something|the\s+(?:run|job|pipeline|workflow))\s+(?:fail|crash|break)\b"   # "Should it fail: ..."
+     # "In case the run errors out, ...", "Failure → notify ..."
+     r"|\bin\s+case\s+(?:it|anything|something|the\s+(?:run|job|pipeline|workflow))\s+(?:errors?\s+out|fails|crashes|breaks)\b"
+     r"|(?:^|(?<=[.;]\s))(?:a\s+|any\s+)?failure(?=\s*(?:→|->|:))"
      r"|\bif\s+there\s+is\s+(?:an\s+)?error\b|\b(?:on|upon)\s+(?:an\s+|any\s+)?errors?\b(?:\s+anywhere\b)?", "failure"),
-    (r"\bon\s+success\b|\bupon\s+success\b|\b(?:if|when|once)\s+(?:everything|it\s+all|all\s+of\s+it|all\s+steps|"
+    (r"\bon\s+success\b|\bupon\s+success\b|\b(?:after|on)\s+a\s+(?:fully\s+|completely\s+|clean\s+)?successful\s+run\b|\b(?:if|when|once)\s+(?:everything|it\s+all|all\s+of\s+it|all\s+steps|"
      r"the\s+(?:(?:whole|entire|full)\s+)?(?:run|workflow|pipeline|job|whole\s+thing))\s+(?:succeeds|succeeded|is\s+successful|"
      r"completes\s+successfully|finishes\s+successfully|(?:has|have)\s+(?:completed|finished|run)\s+successfully|goes\s+well|goes\s+fine|works(?:\s+out)?|(?:finishes|completes|runs|goes\s+through|ends)\s+without\s+"
      r"(?:any\s+)?(?:errors?|failures?|problems|issues|a\s+hitch)|goes\s+through(?:\s+cleanly)?|go\s+through(?:\s+cleanly)?|"
@@ -190,7 +193,8 @@ EXIT_CUES = [
      r"(?:outcome|result|whether\s+it\s+succeeds(?:\s+or\s+(?:fails|not))?))?|in\s+any\s+case|in\s+all\s+cases|"
      r"come\s+what\s+may|succeed\s+or\s+fail|win\s+or\s+lose|rain\s+or\s+shine|even\s+if\s+(?:it|something|anything)\s+(?:fails|crashes)|success\s+or\s+(?:not|failure)|"
      # "crashed or not", "crash or no crash", "even on failure", "whatever state the run ends in"
-     r"crash(?:ed|es)?\s+or\s+(?:not|no\s+crash)|even\s+on\s+(?:a\s+)?failure|"
+     r"crash(?:ed|es)?\s+or\s+(?:not|no\s+crash)|even\s+on\s+(?:a\s+)?failure|(?:succeeded|succeeds)\s+or\s+(?:failed|fails)|"
+     r"(?:also|even)\s+when\s+(?:it|the\s+run)\s+fails|"
      r"whatever\s+state\s+(?:it|the\s+(?:run|job|pipeline|workflow))\s+(?:ends|finishes)\s+in|"
      r"pass\s+or\s+fail|whatever\s+the\s+(?:outcome|result)|either\s+way|in\s+every\s+case|"
      r"whether\s+(?:it|the\s+run|everything)\s+(?:succeeds|succeeded|works|worked|passes|passed)\s+or\s+(?:not|fails|failed|crashes|crashed)|"

@@ -186,6 +186,9 @@ class RulePlanner:
                 if entry == "train_model" and VERBLESS_MODEL.match(m.group(0)) and any(
                         b.entry in ("train_model", "tune") and b.lo <= toks[0].i < b.trig_end for b in found):
                     continue  # a model word inside another training phrase ("train a logistic model")
+                if entry == "load_data" and len(toks) == 1 and toks[0].i >= 2 and t.tokens[toks[0].i - 1].text == ":" \
+                        and any(x.low in WRITE_VERBS for x in t.tokens[max(0, toks[0].i - 4):toks[0].i - 1]):
+                    continue    # "write scores: out/s.csv": where the write goes, never a new input
                 if entry in ("load_data", "load_checkpoint", "load_adapters") and "FILE" in m.group(0) and any(
                         x.kind == "path" and x.used and x.used != entry for x in toks):
                     continue

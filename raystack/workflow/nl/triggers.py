@@ -84,7 +84,8 @@ TRIGGERS: list[tuple[str, str]] = [
     ("cleanup", passive(r"(?:the\s+|our\s+|its\s+)?(?:(?:run|job|pipeline|workflow)\s+'s\s+)?(?:tmp|temp|temporary|scratch|intermediate)\s+"
                         r"(?:files?|director(?:y|ies)|folders?|dirs?|data|outputs?)",
                         r"removed|deleted|cleaned(?:\s+up)?|wiped|purged|cleared(?:\s+(?:out|away))?|tidied(?:\s+(?:up|away))?|erased")),
-    ("cleanup", r"\b(?:clean\s*up|clean-up|cleanup|tidy\s+up)\b(?!\s+(?:the\s+|a\s+)?(?:data|dataset|table|records|rows|values|text|FILE\d+)\b)"),
+    ("cleanup", r"\b(?:(?:the\s+)?(?:tmp|temp|temporary|scratch)\s+(?:files?\s+|dir(?:ectory)?\s+|folder\s+)?)?"     # "scratch cleanup"
+                r"(?:clean\s*up|clean-up|cleanup|tidy\s+up)\b(?!\s+(?:the\s+|a\s+)?(?:data|dataset|table|records|rows|values|text|FILE\d+)\b)"),
     ("load_adapters", rf"\b(?:load|loads|loading|read|restore|open|take|use|using|reuse|start\s+from|starting\s+from|from|pick\s+up)\s+"
                       rf"{skip(3)}adapters?\s+(?:(?:saved|stored|kept|exported|written|that\s+(?:are|were)\s+saved)\s+)?(?:at|in|from|under|into)\s*FILE\d+"),
     ("load_adapters", passive(r"(?:the\s+)?(?:saved\s+|stored\s+|exported\s+)?adapters?\s+(?:saved\s+|stored\s+)?(?:at|in|from|under)\s+FILE\d+",
@@ -368,7 +369,7 @@ TRIGGERS: list[tuple[str, str]] = [
     ("deploy_model", rf"\b(?:deploy\w*|ship|release|promote|publish)\s+(?:{BEST_ONE})|(?:{BEST_ONE}){AUX}\s+(?:deployed|shipped|released|promoted|published)\b"),
     ("write_table", rf"(?<!per )(?<!by )(?<!each )(?<!every )\b(?:write|writes|save|saves|store|stores|export|dump|persist|output|put)\w*\s+{skip(4)}(?:to|as|into|in|at)\s+(?P<f>FILE\d+)"),
     ("write_table", r"(?<!per )(?<!by )(?<!each )(?<!every )\b(?:write|writes|save|saves|store|stores|dump|persist|output|export)\w*\s+(?:the\s+|a\s+)?"
-                    r"(?:tables?|results?|output|scores)\s+(?P<f>FILE\d+)"    # "write table out/dept.csv"
+                    r"(?:tables?|results?|output|scores)\s*:?\s+(?P<f>FILE\d+)"    # "write table out/dept.csv", "write scores: s.csv"
                     r"|\b(?:write|writes|save|saves|store|stores)\s+(?:out\s+)?(?P<g>FILE\d+)(?=\s*(?:[.,;!]|$))"),    # "... and write out/q1.parquet."
     ("write_table", r"\b(?:written|saved|stored|exported|dumped|persisted)\s+(?:out\s+)?(?:to|into|as|at|in)\s+(?P<f>FILE\d+)"),
     # "shipments.csv in, deduped, out/s.parquet out": the file said to come out is written
