@@ -18,8 +18,10 @@ def metric_param(param: str = "metric", with_mode: bool = False) -> Callable:
                                   rf"higher|highest|best|better|greater|top|lower|lowest|smaller|smallest|min|max)\s+"
                                   rf"(?:the\s+|its\s+|their\s+)?(?:highest\s+|best\s+|lowest\s+|test\s+)?"
                                   rf"(?P<m>{METRIC_RX})\b"
-                                  # "the lowest-RMSE one"
-                                  rf"|\b(?P<how2>higher|highest|best|better|lower|lowest|smaller|smallest)-(?P<m2>{METRIC_RX})\s+(?:one|model|run)\b",
+                                  # "the lowest-RMSE one", "whose validation loss is lower", "ends lower on val loss"
+                                  rf"|\b(?P<how2>higher|highest|best|better|lower|lowest|smaller|smallest)-(?P<m2>{METRIC_RX})\s+(?:one|model|run)\b"
+                                  rf"|\bwhose\s+(?P<m3>{METRIC_RX})\s+is\s+(?P<how3>lower|higher|smaller|larger|better)\b"
+                                  rf"|\b(?P<how4>lower|higher|better)\s+on\s+(?:the\s+)?(?P<m4>{METRIC_RX})\b",
                     "metric")
         if m is None:   # "compare their f1", "compare auc"
             m = _search(text, lo, hi, rf"(?:(?<=compare\s)|(?<=compares\s)|(?<=comparing\s))(?P<how>their\s+|the\s+|)(?P<m>{METRIC_RX})\b", "metric")
@@ -27,11 +29,12 @@ def metric_param(param: str = "metric", with_mode: bool = False) -> Callable:
             f.set(param, "accuracy")
             return
         if m:
-            name = metric_of(m.group("m") or m.groupdict().get("m2"))
+            g = m.groupdict()
+            name = metric_of(g.get("m") or g.get("m2") or g.get("m3") or g.get("m4"))
             if name == "score":
                 return
             f.set(param, name)
-            how = m.group("how") or m.groupdict().get("how2")
+            how = g.get("how") or g.get("how2") or g.get("how3") or g.get("how4")
             if with_mode and (name in ("loss", "error", "logloss") or how in ("lower", "lowest", "smaller", "smallest", "min")):
                 f.params["mode"] = "min"
     return ex

@@ -413,6 +413,11 @@ TRIGGERS: list[tuple[str, str]] = [
     ("select_best", rf"(?:{AFTER_ARROW}|(?<=[,;:]\s)|^)(?:the\s+)?best\s+(?:one\s+|model\s+)?(?:by|on)\s+(?=(?:{METRIC_RX})\b)"
                     rf"|{AFTER_ARROW}(?:the\s+)?(?:best|top|highest|lowest)\s+(?=(?:{METRIC_RX})\s*(?:{ARROW}|$|[,;.]))"),   # "-> best AUC ->"
     ("select_best", rf"\b(?:select|pick|choose|keep|take|retain|go\s+with)\s+(?:the\s+one\s+with\s+)?(?:the\s+)?(?:lower|lowest|higher|highest|smaller|smallest|larger|largest|better|best|min|max)\s+(?=(?:{METRIC_RX})\b)"),
+    # "carry on with the one whose validation loss is lower", "keep whichever base ends lower on val loss"
+    ("select_best", rf"\b(?:keep|pick|choose|select|take|use|go\s+with|carry\s+on\s+with|continue\s+with|go\s+forward\s+with|"
+                    rf"proceed\s+with|stick\s+with)\s+(?:the\s+one|whichever(?:\s+(?:one|base|model|run))?)\s+"
+                    rf"(?:whose\s+(?=(?:{METRIC_RX})\s+is\s+(?:lower|higher|smaller|larger|better)\b)"
+                    rf"|ends?\s+(?:up\s+)?(?=(?:lower|higher|better)\s+on\s+(?:the\s+)?(?:{METRIC_RX})\b))"),
     # "keep the lowest-RMSE one", "hang on to the lower-val-loss one"
     ("select_best", rf"\b(?:select|pick|choose|keep|take|retain|go\s+with|hang\s+on\s+to|hold\s+on\s+to|stick\s+with)\s+the\s+"
                     rf"(?=(?:lower|lowest|higher|highest|smaller|smallest|larger|largest|better|best)-(?:{METRIC_RX})\s+(?:one|model|run)\b)"),
