@@ -271,6 +271,9 @@ def predict_purposes(t: Text, ends: list[tuple[str, int]]) -> None:
 # "we want a small LM that has read our lift plans": what a pretraining is for
 LM_PURPOSE = (r"\b(?:(?:we|i)\s*|and\s+)(?:want|need|would\s+like|'d\s+like|are\s+after|'re\s+after)\s+(?:a|an)\s+"
               r"(?:small\s+|tiny\s+|little\s+|compact\s+)?(?:language\s+model|lm|(?:[a-z][\w-]*\s+){0,2}(?:bot|chatbot|assistant))\b")
+# "we want rough minutes-per-house estimates": what a training is for
+ESTIMATE_PURPOSE = (r"\b(?:we|i)\s*(?:want|need|would\s+like|'d\s+like|are\s+after|'re\s+after)\s+(?:rough\s+|better\s+|quick\s+|some\s+|good\s+)?"
+                    r"(?:[a-z][\w-]*\s+){0,2}?(?:estimates|forecasts|predictions)\b")
 RECOMMEND_PURPOSE = (r"\b(?:we|i)\s*(?:want|need|would\s+like|'d\s+like|are\s+after|'re\s+after)\s+(?:better\s+|some\s+)?"
                      r"(?:[a-z][\w-]*\s+|QUOTE\d+\s+){0,3}?(?:recommendations|suggestions|picks)\b")
 MAX_RECOMMENDED = 8     # words of what is recommended, in parentheses after it
@@ -280,7 +283,8 @@ def recommend_purposes(t: Text, ends: list[tuple[str, int]]) -> None:
     """What an elastic DLRM job (a recommender) or a pretraining (a language model) is for, said
     as what the user wants, to the sentence's end: a few free words, in parentheses or not, none
     an operation."""
-    wanted = [rx for rx, kinds in ((RECOMMEND_PURPOSE, ("elastic_dlrm",)), (LM_PURPOSE, ("edit_pretrain", "mlora_finetune")))
+    wanted = [rx for rx, kinds in ((RECOMMEND_PURPOSE, ("elastic_dlrm",)), (LM_PURPOSE, ("edit_pretrain", "mlora_finetune")),
+                                   (ESTIMATE_PURPOSE, ("train_model", "tune")))
               if any(e in kinds for e, _ in ends)]
     for lo, hi in sentences(t):
         for _, toks in (found for rx in wanted for found in t.finditer(rx, lo, hi, free_only=True)):

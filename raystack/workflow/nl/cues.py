@@ -38,6 +38,9 @@ MISSING = [
 ]
 
 
+RECENT_METRIC = 8    # tokens back to the metric an "if it's below 5" compares
+
+
 @dataclass
 class Cue:
     kind: str                    # one of CUE_KINDS
@@ -208,6 +211,19 @@ def _conditions(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
         if named is not None:
             metric, end = metric_of(named[0].group("m2")), named[1][-1].i + 1
         out.append(_cond(t, si, toks[0].i, end, metric, _reach(op, metric), value, m.group(0)))
+    # "Pick the lowest RMSE; if it's below 5, export it": "it" is the one metric the clause before named
+    # ("... keep the lowest RMSE. Under 5 → export ...": a bare comparison opening its sentence)
+    for m, toks in t.finditer(rf"\b{L.IF_CUE}\s+(?:it\s*'s|it\s+is|that\s*'s|that\s+is)(?=\s)"
+                              rf"|(?:(?<=[.;]\s)|^)(?=(?:under|below|over|above|at\s+least|at\s+most|<|>|≤|≥)\s+(?:NUM|PCT)\d+\s*(?:→|->|\?|:))",
+                              lo, hi, free_only=True):
+        start = toks[0].i if toks else t.token_at(m.start()).i
+        cmp = comparison(t, toks[-1].i + 1 if toks else start, hi)
+        named = {metric_of(x.low) for x in t.tokens[max(0, start - RECENT_METRIC):start] if re.fullmatch(L.METRIC_RX, x.low)}
+        if cmp is None or len(named) != 1:
+            continue
+        op, value, end = cmp
+        metric = named.pop()
+        out.append(_cond(t, si, start, end, metric, _reach(op, metric), value, m.group(0)))
     for m, toks in t.finditer(rf"\bunless\s+(?:the\s+|its\s+|their\s+|it's\s+|model's\s+)?{L.METRIC_MOD}"
                               rf"(?P<m>{L.METRIC_RX})\s+{L.METRIC_WHERE}", lo, hi, free_only=True):
         cmp = comparison(t, toks[-1].i + 1, hi)

@@ -379,14 +379,22 @@ def train_model(text: Text, lo: int, hi: int, f: Found) -> None:
         m = _search(text, lo, hi, rf"{lr}\s*(?:=|:|of|at)?\s*(?P<n>NUM\d+)", "learning rate")
         if m:
             f.set("lr", number(_num(text, m.group("n"))))
+    # "once for each batch size: 8, 32 and 128": one model per batch size
+    m = None if f.map is not None else _search(
+        text, lo, hi, rf"(?:(?:once\s+)?(?:for\s+)?(?:each|every)\s+)?batch[\s_-]*sizes?\s*(?:\(|—|–|=|:|of|at|in|∈|set\s+to)?\s*"
+                      rf"(?P<l>{NUMLIST})(?:\s*[)—–])?", "batch size")
+    if m:
+        _set_map(f, "batch_size", [int(v) for v in _list(text, m.group("l"))])
+        claim_count(text, lo, hi, len(f.map[1]))
     # "with batch size 16", "a batch size of 32", "in mini-batches of 64 rows", "64-row batches"
-    m = _search(text, lo, hi, r"(?:a\s+|the\s+)?batch[\s_-]*size\s*(?:=|:|of)?\s*(?P<n>NUM\d+)"
+    m = None if m else _search(text, lo, hi, r"(?:a\s+|the\s+)?batch[\s_-]*size\s*(?:=|:|of)?\s*(?P<n>NUM\d+)"
                               r"|(?:in\s+)?(?:mini-?)?batch(?:es)?\s+of\s+(?P<m>NUM\d+)(?:\s+(?:rows|examples|samples|records))?"
                               r"|(?P<r>NUM\d+)\s*-?\s*(?:rows?|examples?|samples?)\s+(?:mini-?)?batch(?:es)?", "batch size")
     if m:
         f.set("batch_size", int(_num(text, m.group("n") or m.group("m") or m.group("r"))))
     if f.map is not None:   # "with k set to 3, 6 and 9 in turn", "(one model per rate)": the map's own words
-        consume(text, lo, hi, r"\b(?:each\s+)?in\s+turn\b|\b(?:per|for\s+each)\s+(?:rate|value|setting|k|lr|learning\s+rate|choice)\b", "map")
+        consume(text, lo, hi, r"\b(?:each\s+)?in\s+turn\b|\b(?:(?:a|one)\s+(?:model|run)\s+)?(?:per|for\s+each)\s+"
+                              r"(?:rate|value|setting|k|lr|learning\s+rate|choice|size|batch\s+size)\b", "map")
     m = _search(text, lo, hi, TARGET_COLUMN, "target") or _search(text, lo, hi, TARGET_WORD, "target")
     column = next((v for v in m.groupdict().values() if v), None) if m else None
     if column is not None and column not in NOT_TARGETS:
@@ -416,7 +424,8 @@ TARGET_COLUMN = (r"\b(?:to\s+)?(?:predict|predicting|forecast|forecasting|estima
                  r"|\b(?:model|classifier|regression|regressor|predictor)\s+for\s+(?:the\s+)?(?P<b>[a-z_][a-z0-9_]*)\s+column\b"
                  r"|\b(?:with|using|taking)\s+(?:the\s+)?(?P<c>[a-z_][a-z0-9_]*)\s+(?:column\s+)?as\s+(?:the\s+|its\s+)?"
                  r"(?:target|label)(?:\s+column)?\b"
-                 # "fit a linear regression, labour_hours being the target"
+                 # "fit a linear regression, labour_hours being the target", "(minutes is the target)"
+                 r"|(?<=\(\s)(?P<h2>[a-z_][a-z0-9_]*)\s+is\s+(?:the\s+)?(?:target|label)(?=\s*\))"
                  r"|(?<=,\s)(?P<h>[a-z][a-z0-9]*_[a-z0-9_]+)\s+being\s+(?:the\s+|its\s+)?(?:target|label)(?:\s+column)?\b"
                  r"|\b(?:whose\s+|the\s+)?(?:target|label)(?:\s+column\s*(?:=|:|is)?|\s*(?:=|:)|\s+column\s+named|(?<=whose\slabel)\s+is"
                  r"|(?<=whose\starget)\s+is)\s*(?P<d>[a-z_][a-z0-9_]*)\b")

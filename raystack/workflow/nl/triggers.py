@@ -68,6 +68,7 @@ BAD_ROWS = (r"(?:rows|records|entries|lines|anything|everything|any\s+row|any\s+
             r"|(?:rows|records|entries)\s+(?:where|whose|in\s+which)\s+(?:the\s+|either\s+)?[a-z_]\w*"
             r"(?:(?:\s*,\s*[a-z_]\w*)*\s*,?\s+(?:or|and)\s+[a-z_]\w*)?(?:\s+columns?)?\s+(?:is|are)\s+"   # "where a or b is empty"
             r"(?:missing|null|empty|blank|nan|na)\b"
+            r"|(?:rows|records|entries)\s+that\s+(?:aren't|are\s+not|isn't|is\s+not)\s+(?:complete|filled\s+in)"   # "rows that aren't complete"
             # "any row with a blank length_m or panels": the row missing any of those columns
             r"|(?:rows|records|any\s+row|any\s+record|every\s+row|each\s+row)\s+(?:with|having)\s+(?:a|an|any)\s+(?:missing|null|empty|blank)\s+"
             r"[a-z_]\w*(?:\s*,\s*[a-z_]\w*)*\s*,?\s+or\s+[a-z_]\w*(?!\s+(?:values?|fields?|cells?|entries|data)\b)")
@@ -180,7 +181,9 @@ TRIGGERS: list[tuple[str, str]] = [
     ("clean_data", rf"\b(?:drop|remove|discard|exclude|excluding|filter\s+out|throw\s+(?:away|out)|weed\s+out|get\s+rid\s+of|ditch|toss|bin|chuck(?:\s+out|\s+away)?|lose|"
                    rf"ignore|ignoring|omit|omitting|skip|skipping|leave\s+out|leaving\s+out)\s+{skip(2)}(?:{BAD_ROWS})"),
     ("clean_data", r"\b(?:tidy|scrub|sanitize|sanitise|cleanse)\w*\b(?!\s+up\s+(?:the\s+)?(?:tmp|temp|scratch))"),
-    ("clean_data", r"\bdropna\b|\bclean(?:s|ed|ing)?\s+up\s+(?:the\s+)?(?:data|dataset|table|records|rows)\b|\bclean(?:s|ed|ing)?\s+up(?=\s+FILE\d+)|(?<!-)\bclean(?:s|ed|ing)?\b(?!\s*up)(?!-)"),
+    ("clean_data", r"\bdropna\b|\bclean(?:s|ed|ing)?\s+up\s+(?:the\s+)?(?:data|dataset|table|records|rows)\b|\bclean(?:s|ed|ing)?\s+up(?=\s+FILE\d+)|(?<!-)\bclean(?:s|ed|ing)?\b(?!\s*up)(?!-)"
+                   # ("Gutter cleaning business", "window cleaning rounds": a trade, no cleaning of the data)
+                   r"(?!\s+(?:business|businesses|company|firm|service|services|crew|crews|contractor|team|rounds?|agency|van))"),
     # "on a log scale", "a linear scale": the noun, a chart's axis, is no scaling of the data
     ("normalize", r"\b(?:normali[sz]\w*|standardi[sz]\w*|re-?scal\w*|(?<!log )(?<!logarithmic )(?<!linear )(?<!a )scale|scales|scaled|scaling|z-?scor\w*|min-?max)\b"
                   r"(?:\s+(?:the\s+|all\s+)?(?:numeric\s+|numerical\s+|feature\s+|input\s+)?(?:features|columns|values|inputs|variables))?"),
@@ -195,7 +198,8 @@ TRIGGERS: list[tuple[str, str]] = [
     # "evaluate it on a held-out 20%", "on a 20% held-out set": a share held out is the split
     # "hold 20% out", "set a quarter aside": the share between the verb and its particle
     ("split_data", r"\b(?:hold|holds|holding|keep|keeps|keeping|set|sets|setting|put|putting|carve|carving|leave|leaving|lay|laying)\s+"
-                   r"PCT\d+(?:\s+of\s+(?:it|them|the\s+(?:data|rows|table)))?\s+(?:out|aside|back|apart|off)\b"),
+                   r"PCT\d+(?:\s+of\s+(?:it|them|the\s+[a-z]+))?\s+(?:out|aside|back|apart|off|unseen|to\s+(?:one|the)\s+side)\b"
+                   r"|\btest\s+(?:it\s+)?on\s+(?:a|the)\s+PCT\d+\s+(?:slice|share|portion|part|chunk|subset)\b"),   # "test on a 20% slice"
     ("split_data", r"\bheld[\s-]out\s+PCT\d+\b|\bPCT\d+\s+held[\s-]out\b(?:\s+(?:set|split|portion|part|sample|subset))?"),
     # "churn.csv -> logistic -> 30% test", "x.csv, 30% test, knn": a share named as an item is the split's
     ("split_data", rf"(?:{AFTER_ARROW}|(?<=[,:;]\s)|^)PCT\d+\s+(?:test|testing|validation|holdout|hold-out|held-out)\b"
@@ -503,7 +507,7 @@ TRIGGERS: list[tuple[str, str]] = [
     ("make_dataset", rf"\b(?:generate|generates|generating|create|creates|creating|make|makes|making|synthesi[sz]e|simulate|produce|build|fabricate|construct|"
                      rf"(?:fake|mock|whip|cook|dummy|spin)\s+up)\s+(?!sure\b|certain\b){skip(4)}"
                      r"(?:dataset|data\s+set|data|table|rows|samples|examples|records|points|observations|instances)\b"),
-    ("make_dataset", r"\b(?:synthetic|toy|random|fake|dummy|artificial|simulated|generated)\s+(?:[\w-]+\s+)?(?:data|dataset|rows|samples|examples|table|records)\b"),
+    ("make_dataset", r"\b(?:synthetic|toy|random|fake|dummy|artificial|simulated|generated|made-up|made\s+up|invented|mock)\s+(?:[\w-]+\s+)?(?:data|dataset|rows|samples|examples|table|records)\b"),
     ("load_data", r"\b(?:(?:load|read|ingest|import|open)\s+)?(?:for\s+)?(?:each|every|all)\s+(?:of\s+)?(?:the\s+)?(?:files?|tables?|inputs?)?\s*(?:in|of|among|from)?\s*"
                   r"FILE\d+(?:\s*,\s*FILE\d+)*(?:\s*,?\s*(?:and|or|&|\+|plus)\s+FILE\d+)?"),    # "for every file in a.csv, b.csv"
     ("load_data", rf"\b(?:{LOAD_VERBS}|open|take|use|using|fetch|pull|start\s+with|"
