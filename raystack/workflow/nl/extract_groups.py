@@ -39,6 +39,13 @@ def aggregate(text: Text, lo: int, hi: int, f: Found) -> None:
     # a key is no verb of the next step ("total the amounts per country, and get a bar chart")
     key = r"(?!NUM)(?!(?:the|a|an|it|them|then|and|get|make|draw|give|show|plot|save|write|send|create|produce|also|" \
           r"compute|train|fit|export|deploy|email|notify|tell)\b)[a-z_][a-z0-9_]*"
+    # "how many bookings each castle got": the rows counted per castle
+    m = _search(text, lo, hi, r"\beach\s+(?P<c>(?!NUM)[a-z_][a-z0-9_]*)\s+(?:got|had|has|gets|received|made|took|saw|logged|sold|booked)\b",
+                "group key")
+    if m:
+        f.set("by", m.group("c"))
+        f.set("agg", "count")
+        return
     # "by store and month", "per region, channel and week": every column named is a key
     m = _search(text, lo, hi, rf"\b(?:by|per|grouped\s+by)\s+(?P<c>{key})(?P<more>(?:\s*,\s*{key})*\s*,?\s*(?:and|&)\s+{key})"
                               r"(?=\s*(?:[.;:)]|,\s*(?:and|then)\b|$)|\s+(?:from|in|of)\s+FILE\d+)", "group keys")

@@ -221,7 +221,8 @@ RESTRICTING = NEGATIONS | {"only", "just", "not", "no", "but",
 # what opens a statement about the user or the data ("We run a chain of bakeries ...", "Our analysts ...")
 SUBJECT_WORDS = {"we", "our", "the", "this", "these", "my", "i", "i'm", "it", "they", "their", "we're", "each", "every"}
 # "when both are done": the join after a parallel group (the next step follows every member)
-JOIN_PHRASES = (r"\b(?:when|once|after|as\s+soon\s+as)\s+(?:both|all(?:\s+of\s+them)?|they|these|the\s+(?:two|NUM\d+)|each|everything)\s+"
+JOIN_PHRASES = (r"\b(?:when|once|after|as\s+soon\s+as)\s+(?:both|all(?:\s+of\s+them)?|they|these|the\s+(?:two|NUM\d+)|each|everything"
+                r"|the\s+[a-z]+\s+and\s+the\s+[a-z]+)\s+"   # "when the file and the chart are both done"
                 r"(?:(?:are|is|have|has)\s+)?(?:both\s+|all\s+)?(?:been\s+)?(?:done|finished|finish|complete|completed|complete|through|over|ready|run|loaded|read|in|arrived|landed)\b")
 PARALLEL = (r"\b(?:as\s+(?:NUM\d+\s+)?(?:independent|parallel|concurrent|separate)\s+(?:branches|tasks|tracks)|"   # "as two independent branches"
             r"in\s+parallel|at\s+the\s+same\s+time|at\s+once|simultaneously|concurrently|side\s+by\s+side|"
@@ -321,7 +322,7 @@ telemetry metrics scores results report reports run job jobs runs
 UNSUPPORTED = set("""
 forest forests random-forest gradient boosted boosting xgboost lightgbm catboost svm svms svc
 neural mlp cnn rnn lstm gru bert gpt transformer transformers tree-based nn
-decision naive bayes bayesian kmeans k-means cluster clusters clustering dbscan pca tsne t-sne
+naive bayes bayesian kmeans k-means cluster clusters clustering dbscan pca tsne t-sne
 umap arima prophet ridge lasso elasticnet elastic-net perceptron
 deep ensemble stacking bagging adaboost autoencoder gan diffusion vae reinforcement
 one-hot onehot encode encoding tokenize tokenizer translate translation
@@ -339,7 +340,9 @@ medication dose dosage symptoms poem essay letter email-campaign
 METHOD_IF_NEAR = {"tree": frozenset("decision boosted gradient random regression model models classifier classifiers "
                                     "regressor ensemble train fit build learn trained fitted".split()),
                   "trees": frozenset("decision boosted gradient random regression model models classifier ensemble "
-                                     "extra".split())}
+                                     "extra".split()),
+                  # "count the rows per decision": a column; "a decision tree" names the method
+                  "decision": frozenset("tree trees stump stumps forest forests list lists rule rules boundary".split())}
 # tasks and domains named as nouns ("sentiment", "captioning", "load forecasting"): the subject of
 # a request, accepted as its context where it is one (a lead-in or title, a description before a
 # head noun, a purpose), and refused like a method anywhere else ("run sentiment analysis")
@@ -370,7 +373,7 @@ removed deleted dropped discarded excluded filtered eliminated purged stripped c
 removal filtering deletion extraction conversion transformation redaction anonymization anonymisation
 """.split())
 # word beginnings that name a method or task the catalog lacks ("transcribing", "clustered")
-UNSUPPORTED_PREFIXES = ("transcri", "translat", "cluster", "scrap", "crawl",
+UNSUPPORTED_PREFIXES = ("transcri", "translat", "cluster", "scrape", "scrapi", "crawl",   # ("scrap the repeats" discards them)
                         "diagnos", "prescri")
 
 # "train it again", "fit the model again": a retraining of the model trained before (a trigger,

@@ -52,7 +52,8 @@ def passive(objects: str, participles: str) -> str:
     return rf"\b(?:{objects})(?P<sk>\s+(?:in|from|of|within)\s+FILE\d+)?{AUX}\s+(?:{participles})\b"
 
 
-DUPLICATES = r"duplicat\w*(?:\s+(?:rows|records|entries|lines|[a-z]+s\b))?|dupes?|repeated\s+(?:rows|records|entries|lines|[a-z]+s\b)|double\s+entries"
+DUPLICATES = (r"duplicat\w*(?:\s+(?:rows|records|entries|lines|[a-z]+s\b))?|dupes?|repeat(?:ed)?\s+(?:rows|records|entries|lines|[a-z]+s\b)"
+              r"|double\s+entries|(?<=the\s)repeats")
 GAPS = (r"(?:missing|null|nan|empty|blank|na)\s*(?:values?|entries|cells|fields|data|readings|amounts)?"
         r"|gaps|blanks|holes|nulls|nans|missings")
 # words a removal of duplicates never passes over to reach them: "drop nulls and duplicates" is
@@ -119,7 +120,7 @@ TRIGGERS: list[tuple[str, str]] = [
     ("elastic_dlrm", r"\belastic(?:ally)?\b(?:\s+(?:training|dlrm))?|\bdlrm\b(?:\s+(?:models?|training))?"),
     ("dedup", r"\bde-?dup\w*\b|\bdeduplicat\w*\b|\b(?:duplicate|dupe)s?\s+removal\b|\bremoval\s+of\s+(?:the\s+)?(?:duplicates|dupes)\b"),
     ("clean_data", r"\b(?:missing[\s-]+values?|nulls?|nans?|na|incomplete[\s-]+rows?|bad[\s-]+rows?)\s+removal\b"),
-    ("dedup", rf"\b(?:drop|drops|dropping|remove|removes|removing|deleting|discarding|eliminating|delete|discard|eliminate|filter\s+out|get\s+rid\s+of|strip|kill|ditch|zap)\s+{skip(2, GAP_WORDS)}(?:[a-z]+-)?duplicat\w*"
+    ("dedup", rf"\b(?:drop|drops|dropping|remove|removes|removing|deleting|discarding|eliminating|delete|discard|eliminate|filter\s+out|get\s+rid\s+of|strip|kill|ditch|zap|scrap)\s+{skip(2, GAP_WORDS)}(?:(?:[a-z]+-)?duplicat\w*|(?<=the\s)repeats\b)"
               r"(?:\s+(?:rows|records|entries|lines|transactions|events|clicks?))?"),
     # a second object of the removal: "remove duplicates and rows with missing values", "drop
     # incomplete rows and duplicates" (the second was taken for the first step's object)
@@ -275,6 +276,9 @@ TRIGGERS: list[tuple[str, str]] = [
              r"(?:\s+(?:them|the\s+(?:two|NUM\d+)(?:\s+tables)?|both(?:\s+tables)?|the\s+tables|these|those))?"
              # "match them up on office_id"
              r"|\bmatch\s+(?:them|the\s+(?:two|NUM\d+)(?:\s+tables)?|both(?:\s+tables)?|the\s+tables)\s+up(?=\s+on\b)"),
+    # "count how many bookings each castle got", "3) how many bookings each castle had": a count per key
+    ("aggregate", r"\b(?:(?:count|tally|work\s+out|find(?:\s+out)?)\s+)?how\s+many\s+[a-z_]+\s+(?=each\s+[a-z_]+\s+"
+                  r"(?:got|had|has|gets|received|made|took|saw|logged|sold|booked)\b)"),
     ("aggregate", r"\b(?:the\s+)?[a-z_]\w*\s+(?:are|is|get|gets|got)\s+(?:then\s+)?(?:rolled\s+up|aggregated|summed(?:\s+up)?|"
                   r"total(?:l)?ed(?:\s+up)?|grouped|tallied(?:\s+up)?)(?=\s+(?:by|per|for\s+each)\s)"),   # "sales are rolled up by site"
     ("aggregate", r"\b(?:hourly|daily|weekly|monthly|quarterly|yearly|annual)\s+(?:totals?|sums?|counts?|averages?|means?|aggregates?|roll-?ups?|rollups?)\b"
@@ -499,7 +503,8 @@ TRIGGERS: list[tuple[str, str]] = [
     # "visits per page", "one row for each message": a grouping key, not a notification
     # "tell me the average amount per region": a figure asked for, not a notification
     ("notify", r"(?<!per )(?<!each )(?<!every )\b(?:notify|notifies|notified|notifying|notification|notifications|alert|ping|message|"
-               r"tell(?!\s+(?:me|us)\s+(?:the|what|which|how|its|their)\b)|inform|(?<!by )email|(?<!by )e-mail|page|slack)\b"
+               r"tell(?!\s+(?:me|us)\s+(?:the|what|which|how|its|their)\b)|inform|(?<!by )email|(?<!by )e-mail|page|slack"
+               r"|text(?=\s+(?:me|us|the\s+team)\b))\b"
                # "the email column", "message ids": a column's name, not a message sent
                r"(?!\s+(?:columns?|fields?|address(?:es)?|ids?|text|body|domains?|counts?|lengths?)\b)"
                # "tell the front desk 'ready'": who is told, a group of people
