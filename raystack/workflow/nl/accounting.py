@@ -24,7 +24,8 @@ from typing import Iterable
 from raystack.workflow.catalog import CATALOG
 from raystack.workflow.nl import lexicon as L
 from raystack.workflow.nl.asides import (SOURCE_WORDS, asks_nothing, leading_reasons, notes, predict_purposes, recommend_purposes,
-                                         etceteras, purposes, question_purposes, reasons, same_layout_notes)
+                                         etceteras, join_reasons, purposes, question_purposes, reasons,
+                                         same_layout_notes)
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.text import ARROWS, Text, Token, sentences
 from raystack.workflow.nl.scene import (FAULT_NOUNS, context_sentences, courtesies, file_descriptions, headings,
@@ -530,6 +531,7 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
     goal(t, ends)
     predict_purposes(t, ends)
     recommend_purposes(t, ends)
+    join_reasons(t, ends)
     question_purposes(t, ends)
     tried_values(t)
     file_descriptions(t)

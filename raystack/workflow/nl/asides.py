@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from raystack.workflow.nl import lexicon as L
+from raystack.workflow.nl.names import is_step_word
 from raystack.workflow.nl.text import Text, Token, sentences
 from raystack.workflow.nl.triggers import SYSTEM_NOUNS
 from raystack.workflow.nl.words import MAX_LEAD_IN, in_parentheses, is_free, is_method, is_unknown, names_data
@@ -181,6 +182,28 @@ ETCETERA = r"\b(?:that|this)\s+(?:sort|kind)\s+of\s+(?:thing|stuff)\b|\band\s+so
 def etceteras(t: Text) -> None:
     for _, toks in t.finditer(ETCETERA, 0, len(t.tokens), free_only=True):
         t.mark(toks, "description")
+
+
+# what an outer join is for: "..., so nothing from either file is lost", "so every costume shows up
+# even if nobody ever hired it", "(keep all stock, hired or not)", "(keeping both sides)"
+JOIN_REASONS = (r"(?:,\s*)?\bso\s+(?:that\s+)?(?:nothing|every|all|each|no)\b[^.;,]*"
+                r"|\(\s*(?:keep|keeping|keeps)\s+(?:all|every|both|each)\b[^)]*\)")
+MAX_JOIN_REASON = 14
+
+
+def join_reasons(t: Text, ends: list[tuple[str, int]]) -> None:
+    """Why an outer join keeps the rows it keeps, said after it: free words that ask for nothing."""
+    if not any(e == "join" for e, _ in ends):
+        return
+    for lo, hi in sentences(t):
+        if not any(x.used in ("join", "join kind") for x in t.tokens[lo:hi]):
+            continue
+        for _, toks in t.finditer(JOIN_REASONS, lo, hi, free_only=True):
+            words = [x for x in toks if x.kind == "word"]
+            # (never a step's own word: "so all the rows get deduplicated" asks for a dedup)
+            if len(words) <= MAX_JOIN_REASON and asks_nothing(words) and all(x.kind in ("word", "punct") for x in toks) \
+                    and not any(is_step_word(x.low) for x in words):
+                t.mark(toks, "reason")
 
 
 ASIDE_TAGS = {"btw", "fyi"}

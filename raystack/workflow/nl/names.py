@@ -29,7 +29,8 @@ AFTER_NAMES = {"via", "with", "using", "on", "over", "through", "from"}
 NAMED_BY = "name:adapter"
 
 
-def _is_step_word(word: str) -> bool:
+def is_step_word(word: str) -> bool:
+    """Whether the word alone is a phrase some catalog step's trigger reads."""
     return any(rx.fullmatch(word) for _, rx in COMPILED)
 
 
@@ -42,7 +43,7 @@ def adapter_names(t: Text) -> list[Token]:
             words = [x for x in span if x.kind == "word" and x.low not in ("and",)]
             end = span[-1].i + 1 if span else len(t.tokens)
             closed = end >= len(t.tokens) or t.tokens[end].low in AFTER_NAMES
-            if check_verbs and any(_is_step_word(x.low) for x in words) and not closed:
+            if check_verbs and any(is_step_word(x.low) for x in words) and not closed:
                 continue  # "adapters, evaluate and serve them": steps, not names
             if any(x.kind != "word" and x.text not in (",", "&", "+") for x in span):
                 continue
