@@ -249,8 +249,9 @@ SOURCE_WORDS = ("load_data", "path")   # "... from queues.csv:": the load's word
 # "Tailoring shop, trying to predict which alteration jobs come back.", "Paintball arena, predicting
 # what a group spends on extra paint.", "we'd like to predict kg donated per drop-off.": what the
 # model is for, said to the end of its sentence
-PREDICT_PURPOSE = (r"(?:\b(?:(?:we|i)\s*(?:'re|'m|are|am|'d|would)?\s+)?(?:we'd\s+|i'd\s+)?(?:trying|try|want|wants|need|needs|"
-                   r"like|hope|hoping|aim|aiming|looking|here)\s+to\s+|(?<=,\s)|(?<=:\s)|(?<=\.\s)|^)"
+PREDICT_PURPOSE = (r"(?:\b(?:(?:we|i)\s*(?:'re|'m|are|am|'d|would)?\s+)?(?:we'd\s+|i'd\s+)?(?:would\s+|'d\s+)?"
+                   r"(?:eventually\s+|ultimately\s+|also\s+|really\s+)?(?:trying|try|want|wants|need|needs|"
+                   r"like|hope|hoping|aim|aiming|looking|here)\s+to\s+|\bcan\s+(?:we|i|you)\s+|(?<=,\s)|(?<=:\s)|(?<=\.\s)|^)"
                    r"(?:predict|predicting|forecast|forecasting|estimate|estimating"
                    # "we want to know which quotes turn into jobs": a question the model answers
                    r"|(?:know|find\s+out|figure\s+out|work\s+out|understand|learn|see)(?=\s+(?:which|what|whether|how|who|when|if)\b))\b")
@@ -269,8 +270,12 @@ def predict_purposes(t: Text, ends: list[tuple[str, int]]) -> None:
     for lo, hi in sentences(t):
         for _, toks in t.finditer(PREDICT_PURPOSE, lo, hi, free_only=True):
             # (a file in parentheses is the load's: "predicting which flavours sell out (flavours.csv).")
-            rest = [x for x in t.tokens[toks[-1].i + 1:hi] if not (x.kind == "punct" and x.text in ".!") and not (
-                x.text in "()" and any(y.kind == "path" for y in t.tokens[max(0, x.i - 1):x.i + 2]))]
+            # ("can we predict which players pick up an injury?": a question asks it)
+            asked = toks[0].low == "can"
+            rest = [x for x in t.tokens[toks[-1].i + 1:hi] if not (x.kind == "punct" and x.text in (".!?" if asked else ".!"))
+                    and not (x.text in "()" and any(y.kind == "path" for y in t.tokens[max(0, x.i - 1):x.i + 2]))]
+            if asked and t.tokens[hi - 1].text != "?":
+                continue
             words = [x for x in rest if x.kind == "word"]
             if not words or len(words) > MAX_PREDICTED or any(
                     not (is_free(x) or x.used in SOURCE_WORDS or x.used == "sequence") or x.low in L.RESTRICTING or x.kind == "num" or

@@ -434,6 +434,7 @@ TRIGGERS: list[tuple[str, str]] = [
     ("select_best", r"\b(?:(?:keep|pick|choose|select|take|use|go\s+with|go\s+forward\s+with|carry\s+on\s+with|proceed\s+with|"
                     r"retain|promote)\s+)?(?:whichever|the\s+(?:more|most)\s+(?:accurate|precise)|"
                     r"the\s+one\s+that\s+(?:does|scores|performs)\s+better)\b(?:\s+(?:one|model|run|is\s+more\s+accurate|is\s+better))?"
+                    r"(?:\s+of\s+(?:the\s+)?(?:NUM\d+|them|these|those))?"      # "whichever of the two scores ..."
                     r"(?:\s+(?:has|gets|reaches|achieves|scores|shows|ends\s+(?:up\s+)?with|wins|does\s+better|performs\s+better|comes\s+out\s+with)\b)?"),
     ("select_best", rf"\b(?:the\s+)?(?:one|model|classifier|candidate|run)\s+(?:with|that\s+has|having)\s+(?:the\s+)?(?:best|top|highest|lowest|higher|lower|better)"
                     rf"(?P<sk>\s+(?:{METRIC_RX}))?{AUX}\s+(?:kept|selected|chosen|picked|retained)\b"),
@@ -448,6 +449,9 @@ TRIGGERS: list[tuple[str, str]] = [
                     rf"(?P<sk>{METRIC_RX})\s+(?:is\s+the\s+(?:keeper|winner)|(?:is|gets)\s+(?:kept|chosen|picked|selected))\b"),
     ("select_best", rf"{AFTER_ARROW}(?:the\s+)?(?:best|top|highest|lowest|higher|lower|smallest|smaller|largest|larger)\s+"
                     rf"(?P<sk>{METRIC_RX})\s+wins\b"),
+    # "; higher F1 gets deployed under ruck-risk": the selection, then what is done with the winner
+    ("select_best", rf"(?:{AFTER_ARROW}|(?<=[,;:.]\s)|^)(?:the\s+)?(?:best|top|highest|lowest|higher|lower|smallest|smaller|largest|larger)\s+"
+                    rf"(?P<sk>{METRIC_RX})\s+(?=(?:gets|is)\s+(?:deployed|exported|served|pushed|put\s+live|saved)\b)"),
     ("select_best", rf"\b(?:the\s+)?(?:best|top|winner|winning|strongest|better)(?:\s+(?:one|model|classifier|result|of\s+them))?"
                     rf"(?P<sk>\s+(?:by|on|in\s+terms\s+of)\s+[\w-]+(?:\s+[\w-]+)?)?{AUX}\s+(?:kept|selected|chosen|picked|retained)\b"),
     ("tune", r"\b(?:hunt|hunting|look|looking|search|searching|scan|scanning)\s+for\s+(?:the\s+)?(?:best|optimal|right|ideal)\s+"
