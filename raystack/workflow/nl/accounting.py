@@ -303,7 +303,7 @@ def references(t: Text) -> None:
                 and t.tokens[tok.i + 2].low in COUNTED_STEPS and not t.tokens[tok.i + 2].used:
             t.mark([tok, t.tokens[tok.i + 2]], "count")
     # "a single report covering all three wards": what the report reads, named by a count
-    for _, toks in t.finditer(r"(?<=report\s)(?:covering|spanning)\s+(?:all|both|each\s+of)\s+(?:the\s+)?(?:NUM\d+\s+)?[a-z][\w-]*",
+    for _, toks in t.finditer(r"(?<=report\s)(?:covering|spanning|on|across)\s+(?:(?:all|both|each\s+of)\s+(?:the\s+)?(?:NUM\d+\s+)?|the\s+NUM\d+\s+)[a-z][\w-]*",
                               0, len(t.tokens)):
         if all(not x.used or x.used == "reference" for x in toks):
             t.mark([x for x in toks if not x.used], "reference")

@@ -332,7 +332,7 @@ def _retried_kind(t: Text, c: Cue) -> str | None:
     gerund right after "retry")."""
     toks = t.tokens[c.lo:c.hi]
     for x, y in zip(toks, toks[1:]):
-        if (x.low in ("the", "that", "this") or x.low in ("retry", "retrying")) and y.low in L.RETRIED_KINDS:
+        if (x.low in ("the", "that", "this", "each", "every") or x.low in ("retry", "retrying")) and y.low in L.RETRIED_KINDS:
             return L.RETRIED_KINDS[y.low]
     return None
 

@@ -78,17 +78,24 @@ def reasons(t: Text) -> None:
     for tok in t.tokens:
         opens_estimate = tok.text == "(" and 0 < tok.i < len(t.tokens) - 1 and t.tokens[tok.i - 1].used \
             and t.tokens[tok.i + 1].low in ESTIMATE_WORDS
-        if not opens_estimate and (tok.text not in (",", ";") or not in_parentheses(t, tok) or not t.tokens[tok.i - 1].used):
+        # "retrying each read up to 3 times (the club laptop's Wi-Fi is patchy)": a remark right after what a rule read
+        opens_remark = tok.text == "(" and 0 < tok.i < len(t.tokens) - 1 and t.tokens[tok.i - 1].used \
+            and t.tokens[tok.i - 1].kind != "path" and t.tokens[tok.i + 1].low in ("the", "our", "my", "their", "it", "it's")
+        if not opens_estimate and not opens_remark and (tok.text not in (",", ";") or not in_parentheses(t, tok)
+                                                        or not t.tokens[tok.i - 1].used):
             continue
         run = []
         for x in t.tokens[tok.i + 1:]:
             abbreviated = x.text == "." and run and run[-1].low in ESTIMATE_WORDS     # "approx. an hour"
-            if x.text == ")" or x.used or (x.kind not in ("word", "num") and not abbreviated) or len(run) > MAX_REMARK:
+            if x.text == ")" or x.used or (x.kind not in ("word", "num") and not abbreviated and x.text not in POSSESSIVES) \
+                    or len(run) > MAX_REMARK + 2:
                 break
             run.append(x)
         closes = run and run[-1].i + 1 < len(t.tokens) and t.tokens[run[-1].i + 1].text == ")"
-        if closes and (any(x.low in REMARK_VERBS for x in run) or run[0].low in ESTIMATE_WORDS) and asks_nothing(run):
-            t.mark(run, "reason")
+        if closes and (len(run) <= MAX_REMARK or opens_remark) \
+                and (any(x.low in REMARK_VERBS for x in run) or run[0].low in ESTIMATE_WORDS) and asks_nothing(run) \
+                and not any(is_step_word(x.low) for x in run if x.kind == "word"):
+            t.mark(run + ([tok, t.tokens[run[-1].i + 1]] if opens_remark else []), "reason")
 
 
 def purposes(t: Text) -> None:

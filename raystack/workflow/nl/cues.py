@@ -266,10 +266,17 @@ def _conditions(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
     for m, toks in t.finditer(rf"\b{L.ELSE_DIRECTION}", lo, hi, free_only=True):
         t.mark(toks, "otherwise")
         out.append(Cue("else", toks[0].i, toks[-1].i + 1, si, {"direction": next(d for d in ("up", "down", "worse") if m.group(d))}))
+    # "...; if not, leave the table alone": no else branch (nothing is run when the condition fails)
+    for _, toks in t.finditer(rf"\b{L.ELSE_CUE}\s*,?\s*{NOTHING_ELSE}", lo, hi, free_only=True):
+        t.mark(toks, "otherwise: nothing")
     for _, toks in t.finditer(rf"\b{L.ELSE_CUE}\b", lo, hi, free_only=True):
         t.mark(toks, "otherwise")
         out.append(Cue("else", toks[0].i, toks[-1].i + 1, si))
     return out
+
+
+NOTHING_ELSE = (r"(?:just\s+)?(?:leave\s+(?:it|them|the\s+(?:table|data|rows|file))\s+(?:alone|as\s+(?:it\s+is|they\s+are|is))"
+                r"|do\s+nothing|skip\s+(?:it|that|this)|carry\s+on|move\s+on|don't\s+bother)\b")
 
 
 def read_cues(t: Text, lo: int, hi: int, si: int) -> list[Cue]:

@@ -27,10 +27,15 @@ def join_kind_notes(t: Text, found: list[Action]) -> None:
     for k in range(len(found) - 1, 0, -1):
         a = found[k]
         close = next((x.i for x in t.tokens[a.lo:] if x.text == ")"), len(t.tokens))
-        if a.entry == "join" and in_parentheses(t, t.tokens[a.lo]) \
+        # ("join a.csv to b.csv on id as an inner join": the same, said with "as")
+        said_as = a.lo >= 2 and t.tokens[a.lo - 1].low in ("a", "an") and t.tokens[a.lo - 2].low == "as"
+        if a.entry == "join" and (in_parentheses(t, t.tokens[a.lo]) or said_as) \
                 and not any(x.kind == "path" for x in t.tokens[a.lo:close]) \
                 and any(b.entry == "join" and b.sentence == a.sentence for b in found[:k]):
-            t.relabel(t.tokens[a.lo:a.trig_end], "join")
+            # (its words given back, for the join before to read the kind; "as an ... join" stays said)
+            t.relabel([x for x in t.tokens[a.lo:a.trig_end] if not (said_as and x.low in ("join", "merge"))], "join")
+            if said_as:
+                t.mark(t.tokens[a.lo - 2:a.lo], "join")
             del found[k]
 
 

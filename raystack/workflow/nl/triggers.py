@@ -296,6 +296,9 @@ TRIGGERS: list[tuple[str, str]] = [
     ("aggregate", r"\b(?:aggregat\w*|(?:group|bucket|bin)(?:s|ed|ing)?\s+(?:it\s+|them\s+|the\s+(?:rows|data|records)\s+)?by|groupby|group-by|(?:group|bucket|bin)(?:s|ed|ing)?(?=\s+FILE\d+\s+by\b)|(?<!the )(?<!a )(?<!that )(?<!this )roll(?:s|ed|ing)?\s*(?:it\s+|them\s+)?up(?=\s+(?:[\w-]+\s+){0,6}?(?:by|per|to)\b)|"
                   r"summari[sz]e\w*\s+(?=\w+\s+(?:per|by)\b))\b|\bbreak\w*\s+(?:[\w-]+\s+){0,3}?down\s+(?=by|per)|\bbreakdowns?\s+(?=by|per)"
                   r"|\b(?:totals?|sums?|counts?|averages?|means?|medians?)\s+(?=per\s+|by\s+)|\b(?:(?:compute|calculate|get|find|work\s+out|figure\s+out|find\s+out|report|show|produce)\s+(?:the\s+)?)?per-[a-z_]\w*\s+(?:[a-z_]+\s+)?(?:totals?|sums?|counts?|averages?|means?|aggregates?|rollups?|roll-ups?)\b"),
+    # "put together one report covering ...", "add a short report"
+    ("save_report", r"\b(?:put|puts|putting|pull|pulls)\s+together\s+(?:a|one|the)\s+(?:single\s+|short\s+|final\s+|combined\s+)?report\b"
+                    r"|\badd\s+(?=(?:a|an)\s+(?:short\s+|brief\s+|final\s+|quick\s+)?report\b)"),
     ("save_report", rf"\bsummari[sz]e\w*\s+{skip(2)}(?:in|into|as|with)\s+(?:a\s+|the\s+)?report\b"),
     # "report" a verb, not the noun of "save a report with its statistics"
     ("stats", rf"\b(?:compute|calculate|get|produce|(?<!\ba )(?<!\bthe )report|show|print|collect|gather|derive|generate|run)\s+{skip(2)}"
@@ -333,6 +336,8 @@ TRIGGERS: list[tuple[str, str]] = [
               r"(?:summary\s+|basic\s+|descriptive\s+)?(?:stats|statistics)\b"),
     # "... and save the chart as out/p.png": where the chart drawn before goes (rules.RulePlanner
     # joins it to that plot)
+    # "show that on a line chart"
+    ("plot", r"\bshow\s+(?:it|that|them|this|those|these)\s+(?:on|in|as)\s+(?:a|an)\s+(?:line\s+|bar\s+)?(?:chart|plot|graph)\b"),
     ("plot", r"\b(?:save|saves|store|stores|write|writes|export|exports|keep|keeps)\s+(?:the\s+|that\s+|this\s+)?"
              r"(?:chart|plot|histogram|figure|graph|image|picture)\b(?=\s+(?:to|as|in|into|at)\s+FILE)"),
     ("plot", r"\b(?:(?:draw|make|create|produce|render|build|plot|give\s+me|show(?:\s+me)?|display)\s+(?:a\s+|an\s+|the\s+)?)?"
