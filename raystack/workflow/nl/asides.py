@@ -103,8 +103,10 @@ def purposes(t: Text) -> None:
     the pipeline end to end": what the work is for."""
     for _, toks in t.finditer(rf"\b(?:to|so\s+(?:that\s+)?(?:we|i|you)\s+can)\s+(?:test|try|exercise|check|demo|validate|smoke-test)\s+"
                               rf"(?:out\s+)?(?:the\s+|our\s+|my\s+|this\s+)?{SYSTEM_NOUNS}\b(?:\s+end[\s-]+to[\s-]+end)?"
-                              # "synthetic data to try things out"
-                              r"|\bto\s+(?:try|test)\s+(?:things|stuff|it|this|everything)\s+out\b",
+                              # "synthetic data to try things out", "so we can look at it later", "for later review"
+                              r"|\bto\s+(?:try|test)\s+(?:things|stuff|it|this|everything)\s+out\b"
+                              r"|\bso\s+(?:that\s+)?(?:we|i)\s+can\s+(?:look\s+at|review|inspect|check)\s+(?:it|them)\s+later\b"
+                              r"|\bfor\s+later\s+(?:review|use|inspection|reference)\b",
                               0, len(t.tokens), free_only=True):
         t.mark(toks, "purpose")
     for tok in t.tokens:
@@ -261,7 +263,7 @@ PREDICT_PURPOSE = (r"(?:\b(?:(?:we|i)\s*(?:'re|'m|are|am|'d|would)?\s+)?(?:we'd\
                    r"like|hope|hoping|aim|aiming|looking|here)\s+to\s+|\bcan\s+(?:we|i|you)\s+|(?<=,\s)|(?<=:\s)|(?<=\.\s)|^)"
                    r"(?:predict|predicting|forecast|forecasting|estimate|estimating"
                    # "we want to know which quotes turn into jobs": a question the model answers
-                   r"|(?:know|find\s+out|figure\s+out|work\s+out|understand|learn|see)(?=\s+(?:which|what|whether|how|who|when|if)\b))\b")
+                   r"|(?:know|find\s+out|figure\s+out|work\s+out|understand|learn|see|spot|identify|flag|tell)(?=\s+(?:which|what|whether|how|who|when|if)\b))\b")
 WH_OBJECTS = {"which", "what", "whether", "how", "who", "when", "if"}
 MAX_PREDICTED = 16   # words of what a model predicts
 

@@ -211,6 +211,11 @@ def _conditions(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
         if named is not None:
             metric, end = metric_of(named[0].group("m2")), named[1][-1].i + 1
         out.append(_cond(t, si, toks[0].i, end, metric, _reach(op, metric), value, m.group(0)))
+    # "If it's at least 80% accurate, put it into production": the accuracy, said by its adjective
+    for m, toks in t.finditer(rf"\b{L.IF_CUE}\s+(?:it\s*'s|it\s+is|they\s*'re|they\s+are|the\s+model\s+is)\s+"
+                              rf"(?P<cmp>{_MISSING_CMP})?\s*(?P<v>PCT\d+|NUM\d+)\s+accurate\b", lo, hi, free_only=True):
+        op = MISSING_OPS[" ".join(m.group("cmp").split())] if m.group("cmp") else ">="
+        out.append(_cond(t, si, toks[0].i, toks[-1].i + 1, "accuracy", op, number(float(t.literal(m.group("v")).value()))))
     # "Pick the lowest RMSE; if it's below 5, export it": "it" is the one metric the clause before named
     # ("... keep the lowest RMSE. Under 5 → export ...": a bare comparison opening its sentence)
     for m, toks in t.finditer(rf"\b{L.IF_CUE}\s+(?:it\s*'s|it\s+is|that\s*'s|that\s+is)(?=\s)"

@@ -78,7 +78,8 @@ METRIC_WHERE = (r"(?:(?:on|of|for|over|in|from)\s+(?:the\s+)?(?:test|validation|
                 r"|(?:of|for|from)\s+(?:the\s+|its\s+|our\s+)?(?:[\w-]+\s+){0,3}?(?:model|classifier|regressor|predictor)\s+)?")
 ELSE_CUE = (r"(?:otherwise|else|if\s+not|failing\s+that|if\s+(?:it|they|that|the\s+\w+)\s+(?:falls?|fall)\s+short"
             r"|(?:(?:it|they)\s+)?(?:falls?|fell)\s+short(?=\s*\?)|(?:and\s+)?if\s+(?:it\s+)?(?:doesn't|does\s+not)\s*\?"
-            r"|(?:if|when)\s+(?:it|they)\s+(?:doesn't|don't|does\s+not|do\s+not)(?:\s+(?:make\s+it|pass|qualify))?"
+            r"|(?:if|when)\s+(?:it|they)\s+(?:doesn't|don't|does\s+not|do\s+not)(?:\s+(?:make\s+it|pass|qualify|get\s+there))?"
+            r"|if\s+(?:it|they)\s*(?:'s|is|are|'re)\s+(?:less|not\s+as)\s+accurate(?:\s+than\s+that)?"   # "if it's less accurate than that"
             r"|if\s+(?:it|they|that)\s+(?:isn't|is\s+not|aren't|are\s+not)(?=\s*[,;:])"   # "...; if it isn't, send 'x'"
             r"|if\s+(?:it|they)\s+(?:miss(?:es)?|fails?)\s+(?:the\s+)?(?:bar|threshold|cut)"
             r"|(?:below|under|short\s+of|anything\s+less\s+than)\s+(?:that|this|it)(?=\s*(?:->|=>|→|,|:|;))"

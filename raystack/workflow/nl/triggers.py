@@ -200,6 +200,7 @@ TRIGGERS: list[tuple[str, str]] = [
     # "hold 20% out", "set a quarter aside": the share between the verb and its particle
     ("split_data", r"\b(?:hold|holds|holding|keep|keeps|keeping|set|sets|setting|put|putting|carve|carving|leave|leaving|lay|laying)\s+"
                    r"PCT\d+(?:\s+of\s+(?:it|them|the\s+[a-z]+))?\s+(?:out|aside|back|apart|off|unseen|to\s+(?:one|the)\s+side)\b"
+                   r"(?:\s+to\s+test\s+(?:on|with)\b)?"     # "hold out 25% to test with"
                    r"|\btest\s+(?:it\s+)?on\s+(?:a|the)\s+PCT\d+\s+(?:slice|share|portion|part|chunk|subset)\b"),   # "test on a 20% slice"
     ("split_data", r"\bheld[\s-]out\s+PCT\d+\b|\bPCT\d+\s+held[\s-]out\b(?:\s+(?:set|split|portion|part|sample|subset))?"),
     # "churn.csv -> logistic -> 30% test", "x.csv, 30% test, knn": a share named as an item is the split's
