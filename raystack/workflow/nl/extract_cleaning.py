@@ -23,7 +23,7 @@ def impute(text: Text, lo: int, hi: int, f: Found) -> None:
     # only (the step filled every column's gaps). A column named only by a noun ("missing vet
     # fees") is no column name the plan can trust: every column's gaps are filled, as before.
     # ("the average of each column" names no column)
-    m = _search(text, lo, hi, r"\b(?:in|of|for|from)\s+(?:the\s+)?(?!(?:FILE|NUM)\d)(?!(?:each|every|any|all|its|a|one)\b)"
+    m = _search(text, lo, hi, r"\b(?:in|of|for|from)\s+(?:the\s+)?(?!(?:FILE|NUM)\d)(?!(?:each|every|any|all|its|a|an|the|one|that|this)\b)"
                               r"(?P<c>[a-z_]\w*)\s+column\b", "impute")
     if m:
         f.set("columns", [m.group("c")])
@@ -146,7 +146,7 @@ def normalize(text: Text, lo: int, hi: int, f: Found) -> None:
     names_rx = r"(?P<l>(?!(?:FILE|NUM|PCT|QUOTE)\d)[a-z_]\w*(?:\s*,\s*[a-z_]\w*)*(?:\s*,?\s*(?:and|&)\s+[a-z_]\w*)?)"
     found = next(text.finditer(r"\b(?:normali[sz]\w*|standardi[sz]\w*|re-?scal\w*|scale|scales|z-?scor\w*)\s+(?:the\s+|its\s+)?(?P<just>(?:just|only)\s+)?"
                                r"(?:the\s+)?" + names_rx +   # "normalize only the a and b columns"
-                               r"(?:\s+columns?)?(?P<only>\s+only)?\b(?=\s*(?:[.,;:!?)]|$|->|=>)|\s+(?:and|then|before|after|so|to|in|from|on|with|using|of)\b)",
+                               r"(?:\s+columns?)?(?P<only>\s+only)?\b(?=\s*(?:[.,;:!?()]|$|->|=>|→)|\s+(?:and|then|before|after|so|to|in|from|on|with|using|of)\b)",
                                lo, hi), None) or next(text.finditer(   # "the price and area columns are normalised"
         r"\b(?:the\s+)?" + names_rx + r"\s+columns\s+(?:are|get|should\s+be|will\s+be|must\s+be)\s+(?:normali[sz]ed|standardi[sz]ed|scaled|rescaled|z-scored)\b",
         lo, hi), None)   # a bare name, not "the expression values", "the drone flight logs"

@@ -160,7 +160,9 @@ TRIGGERS: list[tuple[str, str]] = [
     ("impute", r"\bimput\w*\b(?:\s+(?:the\s+|any\s+)?(?:missing|null|nan)\s*(?:values?|entries|cells|data)?)?"),
     # "gaps → zeros", "blanks -> median": what fills the gaps, as an arrow says it
     ("impute", rf"\b(?:{GAPS})\s*{ARROW}\s*(?:zeros?|NUM\d+|(?:column\s+)?(?:means?|medians?|averages?))\b"),
-    ("impute", rf"\b(?:fill|fills|filling|replace|replaces|patch|patches|substitute|plug|plugs|complete)\s+(?:in\s+)?{skip(2)}(?:{GAPS})\b"),
+    ("impute", rf"\b(?:fill|fills|filling|replace|replaces|patch|patches|substitute|plug|plugs|complete)\s+(?:in\s+)?{skip(2)}(?:{GAPS})\b"
+               # "swap any blanks for the column mean"
+               rf"|\b(?:swap|swaps|switch|switches)\s+(?:any\s+|all\s+|the\s+)?(?:{GAPS})\s+(?=(?:for|with)\s+(?:the\s+)?(?:column\s+)?(?:means?|medians?|averages?|zeros?|NUM\d+)\b)"),
     # "x.csv has gaps; fill them with medians": the gaps said before, the fill said with its value
     ("impute", r"\b(?:fill|fills|filling|plug|plugs|patch|patches)\s+(?:(?:them|those|these|it|the\s+gaps|the\s+holes)\s+)?(?:in\s+)?"
                r"(?=(?:with|using)\s+(?:the\s+)?(?:column\s+)?(?:means?|medians?|averages?|zeros?|NUM\d+)\b)"),
