@@ -350,7 +350,7 @@ def train_model(text: Text, lo: int, hi: int, f: Found) -> None:
             _search(text, lo, hi, rf"(?<![=:]\s)(?<![=:])(?P<n>NUM\d+)\s*-?\s*{ep}", "epochs") or \
             _search(text, lo, hi, rf"{ep}\s*(?:of)?\s*(?P<n>NUM\d+)", "epochs")
         if m:
-            f.set("epochs", int(_num(text, m.group("n"))))
+            f.set("epochs", whole_epochs(_num(text, m.group("n"))))
     m = _search(text, lo, hi, rf"\b(?:(?:for\s+)?(?:each|every)\s+)?k\s*(?:=|:|∈|in|of|from|set\s+to)?\s*(?P<l>{NUMLIST})"
                               # "with k=3 and k=5": the name said with each value
                               r"|\bk\s*=\s*(?P<r>NUM\d+(?:\s*,\s*k\s*=\s*NUM\d+)*\s*,?\s*(?:and|or|&)\s+k\s*=\s*NUM\d+)"
@@ -402,6 +402,13 @@ def train_model(text: Text, lo: int, hi: int, f: Found) -> None:
         f.set("target", column)
     elif column is None:
         _target_said_predicted(text, lo, hi, f)
+
+
+def whole_epochs(value: float) -> int:
+    """An epoch count as said: a whole number of at least one ("0.5 epochs" ran 0, silently)."""
+    if value != int(value) or value < 1:
+        raise PlanRefused([f"{number(value)} epochs: a training runs a whole number of epochs, at least one"])
+    return int(value)
 
 
 def _target_said_predicted(text: Text, lo: int, hi: int, f: Found) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 from raystack.data.suffixes import DATA_SUFFIXES, RECORD_SUFFIXES
 from raystack.workflow.nl.extract import (BASE_MODEL, CAP, EDIT_MODES, MAX_ADAPTERS, SYNTH_TASKS,
                                           TABLE_EXT, WORKERS, Found, _list, _num, _search,
-                                          _set_map, claim_count, consume, files)
+                                          _set_map, claim_count, consume, files, whole_epochs)
 from raystack.workflow.nl.lexicon import NUMLIST, SERVE_AS_PLACE
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.text import Text, number
@@ -383,7 +383,7 @@ def elastic_dlrm(text: Text, lo: int, hi: int, f: Found) -> None:
         claim_count(text, lo, hi, len(f.map[1]))
     m = m or _search(text, lo, hi, r"(?P<n>NUM\d+)\s*-?\s*(?:training\s+)?epochs?", "epochs")
     if m and f.map is None:
-        f.set("epochs", int(_num(text, m.group("n"))))
+        f.set("epochs", whole_epochs(_num(text, m.group("n"))))
     res: dict[str, Any] = {}
     w = _workers(text, lo, hi)
     if w is not None:
