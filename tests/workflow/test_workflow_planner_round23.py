@@ -179,6 +179,11 @@ def test_reasons_and_purposes():
     assert kinds(p)[-1] == "export_model"
 
 
+def test_a_target_said_in_parentheses_is_the_target():
+    p = _plan("Load a.csv, split it 80/20 and train a knn (the target is y).")
+    assert of_kind(p, "train_model")[0].params["target"] == "y"
+
+
 def test_a_reason_that_holds_a_step_word_keeps_the_step():
     p = _plan("Load a.csv and b.csv and left join them on id, so all the rows get deduplicated.")
     assert "dedup" in kinds(p)
@@ -186,6 +191,9 @@ def test_a_reason_that_holds_a_step_word_keeps_the_step():
 
 @pytest.mark.parametrize("text", [
     "Load a.csv and sum it by store. We want to spot which columns matter most.",
+    # a remark in parentheses never sets or restricts: probes of the remark rule found both dropped
+    "Load a.csv, split it 80/20 and train a knn with target y (the data is only from 2024).",
+    "Load a.csv, split it 80/20 and fit a decision model with target y.",
     "Load a.csv and train a knn with target y, 0.5 epochs per round, until accuracy is over 0.9, at most 3 rounds.",
 ])
 def test_what_stays_refused(text):

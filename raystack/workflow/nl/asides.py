@@ -28,6 +28,10 @@ NOTE_SUBJECTS = {"we", "i", "our", "my", "we're", "i'm"}   # "(we make shop sign
 REASON_WORDS = {"because", "b/c", "bc", "since", "cause", "'cause"}
 REMARK_VERBS = {"is", "are", "was", "were", "keeps", "tends", "gets", "can", "often", "sometimes"}
 MAX_REMARK = 7
+# what a remark in parentheses never says: a setting ("(the target is y)") or a restriction
+# ("(the data is only from 2024)"), which a step would have to read
+REMARK_NEVER = L.RESTRICTING | {"target", "label", "labels", "column", "columns", "key", "keys", "metric", "rows", "row",
+                                "from", "since", "before", "after", "between", "per", "by"}
 ESTIMATE_WORDS = {"approx", "approximately", "about", "around", "roughly", "maybe", "probably", "est", "estimated"}
 
 
@@ -94,7 +98,8 @@ def reasons(t: Text) -> None:
         closes = run and run[-1].i + 1 < len(t.tokens) and t.tokens[run[-1].i + 1].text == ")"
         if closes and (len(run) <= MAX_REMARK or opens_remark) \
                 and (any(x.low in REMARK_VERBS for x in run) or run[0].low in ESTIMATE_WORDS) and asks_nothing(run) \
-                and not any(is_step_word(x.low) for x in run if x.kind == "word"):
+                and not any(is_step_word(x.low) for x in run if x.kind == "word") \
+                and not (opens_remark and any(x.low in REMARK_NEVER or x.kind == "num" for x in run)):
             t.mark(run + ([tok, t.tokens[run[-1].i + 1]] if opens_remark else []), "reason")
 
 

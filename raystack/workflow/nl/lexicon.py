@@ -343,7 +343,8 @@ METHOD_IF_NEAR = {"tree": frozenset("decision boosted gradient random regression
                   "trees": frozenset("decision boosted gradient random regression model models classifier ensemble "
                                      "extra".split()),
                   # "count the rows per decision": a column; "a decision tree" names the method
-                  "decision": frozenset("tree trees stump stumps forest forests list lists rule rules boundary".split())}
+                  "decision": frozenset("tree trees stump stumps forest forests list lists rule rules boundary model models "
+                                        "classifier classifiers regressor learner".split())}
 # tasks and domains named as nouns ("sentiment", "captioning", "load forecasting"): the subject of
 # a request, accepted as its context where it is one (a lead-in or title, a description before a
 # head noun, a purpose), and refused like a method anywhere else ("run sentiment analysis")
