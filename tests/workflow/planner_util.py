@@ -18,6 +18,11 @@ def kinds(p) -> list[str]:
     return [d.entry for d in p.draft.steps if not d.implicit]
 
 
+def drafts(p, kind: str) -> list:
+    """The plan's draft steps of ``kind`` the request named (a map counted once), in draft order."""
+    return [d for d in p.draft.steps if d.entry == kind and not d.implicit]
+
+
 def of_kind(p, kind: str) -> list:
     """The plan's IR steps that run catalog step ``kind`` (a map's items each), in IR order."""
     return [s for s in p.ir.steps if s.fn.endswith(":" + kind)]

@@ -3,14 +3,10 @@ varied here, not its prompts), and what probing the new rules found. Each case f
 before its change; the guards say what must stay refused."""
 import pytest
 
+from planner_util import drafts as _draft
 from planner_util import kinds, of_kind
 from planner_util import plan as _plan
 from raystack.workflow.nl.plan import PlanRefused
-
-
-def _draft(p, kind: str) -> list:
-    """The plan's draft steps of ``kind`` (one per step the request named, a map counted once)."""
-    return [d for d in p.draft.steps if d.entry == kind and not d.implicit]
 
 
 # -- silently wrong before ----------------------------------------------------------------------
