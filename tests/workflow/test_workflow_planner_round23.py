@@ -175,6 +175,22 @@ def test_reasons_and_purposes():
     assert kinds(p)[-1] == "export_model"
 
 
+def test_late_additions():
+    """A year the data goes back to in a context sentence, a remark after a file, a selection said
+    without a verb as an item (it had been read as a description and dropped), "retried up to twice"."""
+    p = _plan("Every launch since 2015 is logged in shouts.csv. Drop rows with missing fields and plot it.")
+    assert kinds(p) == ["load_data", "clean_data", "plot"]
+    p = _plan("Random 20% sample of jobs.csv (the full file's too big) → stats → report")
+    assert kinds(p) == ["load_data", "sample", "stats", "save_report"]
+    p = _plan("Train the elastic DLRM class-picks at 3, 6 and 9 epochs; highest-AUC run → export to ./m.")
+    assert of_kind(p, "select_best")[0].params["metric"] == "auc"
+    p = _plan("Load a.csv, split it 80/20 and train knn models with k = 3, 5 and 7 predicting y, each retried up to "
+              "twice.")
+    assert _draft(p, "train_model")[0].retries == 2
+    with pytest.raises(PlanRefused):     # a year read as a count of tables had let "only the 2024 rows" pass
+        _plan("Load a.csv (it's only the 2024 rows) and plot it.")
+
+
 def test_a_target_said_in_parentheses_is_the_target():
     p = _plan("Load a.csv, split it 80/20 and train a knn (the target is y).")
     assert of_kind(p, "train_model")[0].params["target"] == "y"

@@ -291,8 +291,10 @@ def references(t: Text) -> None:
         prev = t.tokens[tok.i - 1] if tok.i else None
         nxt = t.tokens[tok.i + 1] if tok.i + 1 < len(t.tokens) else None
         # "the two tables", "each of the 3 ticket logs": a count of what is named next
+        # ("only the 2024 rows" restricts to a year: never a count of tables)
         if tok.kind == "num" and prev is not None and prev.low in ("the", "these", "those", "all", "both", "of") and (
-                tok.text.isalpha() or (tok.text.isdigit() and prev.low == "the" and _counted_noun(t, tok.i + 1))):
+                tok.text.isalpha() or (tok.text.isdigit() and prev.low == "the" and _counted_noun(t, tok.i + 1)
+                                       and re.fullmatch(r"(?:19|20)\d\d", tok.text) is None)):
             t.mark([tok], "reference")
         elif prev is not None and prev.text == "(" and nxt is not None and nxt.text == ")" \
                 and ENUMERATOR.match(tok.low):

@@ -83,8 +83,9 @@ def reasons(t: Text) -> None:
         opens_estimate = tok.text == "(" and 0 < tok.i < len(t.tokens) - 1 and t.tokens[tok.i - 1].used \
             and t.tokens[tok.i + 1].low in ESTIMATE_WORDS
         # "retrying each read up to 3 times (the club laptop's Wi-Fi is patchy)": a remark right after what a rule read
+        # ("Random 20% sample of jobs.csv (the full file's too big)": after a file too)
         opens_remark = tok.text == "(" and 0 < tok.i < len(t.tokens) - 1 and t.tokens[tok.i - 1].used \
-            and t.tokens[tok.i - 1].kind != "path" and t.tokens[tok.i + 1].low in ("the", "our", "my", "their", "it", "it's")
+            and t.tokens[tok.i + 1].low in ("the", "our", "my", "their", "it", "it's")
         if not opens_estimate and not opens_remark and (tok.text not in (",", ";") or not in_parentheses(t, tok)
                                                         or not t.tokens[tok.i - 1].used):
             continue
@@ -97,7 +98,8 @@ def reasons(t: Text) -> None:
             run.append(x)
         closes = run and run[-1].i + 1 < len(t.tokens) and t.tokens[run[-1].i + 1].text == ")"
         if closes and (len(run) <= MAX_REMARK or opens_remark) \
-                and (any(x.low in REMARK_VERBS for x in run) or run[0].low in ESTIMATE_WORDS) and asks_nothing(run) \
+                and (any(x.low in REMARK_VERBS or (opens_remark and x.text in POSSESSIVES) for x in run)
+                     or run[0].low in ESTIMATE_WORDS) and asks_nothing(run) \
                 and not any(is_step_word(x.low) for x in run if x.kind == "word") \
                 and not (opens_remark and any(x.low in REMARK_NEVER or x.kind == "num" for x in run)):
             t.mark(run + ([tok, t.tokens[run[-1].i + 1]] if opens_remark else []), "reason")

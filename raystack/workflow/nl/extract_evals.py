@@ -23,6 +23,9 @@ def metric_param(param: str = "metric", with_mode: bool = False) -> Callable:
                                   rf"|\bwhose\s+(?P<m3>{METRIC_RX})\s+is\s+(?P<how3>lower|higher|smaller|larger|better)\b"
                                   rf"|\b(?P<how4>lower|higher|better)\s+on\s+(?:the\s+)?(?P<m4>{METRIC_RX})\b",
                     "metric")
+        if m is None:   # "; highest-AUC run → ...": the selection's own words name the metric
+            m = _search(text, lo, hi, rf"\b(?P<how2>higher|highest|best|better|lower|lowest|smaller|smallest)-(?P<m2>{METRIC_RX})"
+                                      r"\s+(?:one|model|run)\b", "metric", free=False)
         if m is None:   # "compare their f1", "compare auc"
             m = _search(text, lo, hi, rf"(?:(?<=compare\s)|(?<=compares\s)|(?<=comparing\s))(?P<how>their\s+|the\s+|)(?P<m>{METRIC_RX})\b", "metric")
         if m is None and _search(text, lo, hi, r"\b(?:more|most)\s+accurate\b", "metric"):

@@ -288,14 +288,20 @@ def context_sentences(t: Text) -> None:
             continue
         if asks or not toks or t.tokens[hi - 1].text in ("?", "!"):
             continue
-        if any(x.kind not in ("word", "path") or _asks_or_names_a_model(x) or x.low.startswith(L.UNSUPPORTED_PREFIXES)
-               for x in toks):
+        if any((x.kind not in ("word", "path") and not _a_year(t, x)) or _asks_or_names_a_model(x)
+               or x.low.startswith(L.UNSUPPORTED_PREFIXES) for x in toks):
             continue
         if toks[0].low not in CONTEXT_SUBJECTS | CONTEXT_LEADS and toks[0].kind != "path" and not _data_is_in(t, lo, hi):
             continue
         free = [x for x in toks if not x.used]
         if free and len(free) <= MAX_CONTEXT:
             t.mark(lead + free + [t.tokens[i] for i in sorted(goal)], "context")
+
+
+def _a_year(t: Text, x: Token) -> bool:
+    """"Every launch since 2015 is logged in shouts.csv": a year the data goes back to, no setting."""
+    return x.kind == "num" and re.fullmatch(r"(?:19|20)\d\d", x.text) is not None and x.i > 0 \
+        and t.tokens[x.i - 1].low in ("since", "from", "in", "until", "till", "back")
 
 
 def _title_lead(t: Text, lo: int, hi: int) -> list[Token]:

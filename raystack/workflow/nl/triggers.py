@@ -434,6 +434,9 @@ TRIGGERS: list[tuple[str, str]] = [
                     rf"proceed\s+with|stick\s+with)\s+(?:the\s+one|whichever(?:\s+(?:one|base|model|run))?)\s+"
                     rf"(?:whose\s+(?=(?:{METRIC_RX})\s+is\s+(?:lower|higher|smaller|larger|better)\b)"
                     rf"|ends?\s+(?:up\s+)?(?=(?:lower|higher|better)\s+on\s+(?:the\s+)?(?:{METRIC_RX})\b))"),
+    # "; highest-AUC run → export ...": the selection said without a verb, as an item
+    ("select_best", rf"(?:{ITEM_OPEN}|(?<=[,;:]\s))(?:the\s+)?(?:lower|lowest|higher|highest|smaller|smallest|larger|largest|better|best)-"
+                    rf"(?:{METRIC_RX})\s+(?:one|model|run)\b"),
     # "keep the lowest-RMSE one", "hang on to the lower-val-loss one"
     ("select_best", rf"\b(?:select|pick|choose|keep|take|retain|go\s+with|hang\s+on\s+to|hold\s+on\s+to|stick\s+with)\s+the\s+"
                     rf"(?=(?:lower|lowest|higher|highest|smaller|smallest|larger|largest|better|best)-(?:{METRIC_RX})\s+(?:one|model|run)\b)"),
