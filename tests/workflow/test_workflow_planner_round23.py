@@ -78,6 +78,8 @@ def test_loops_with_epochs_per_round_and_their_bounds():
               "goes below 0.25 or 12 rounds have run.")
     (train,) = _draft(p, "train_model")
     assert train.params["epochs"] == 2 and train.loop.max_iterations == 12
+    p = _plan("Train the elastic DLRM on data/criteo; repeat until AUC is above 0.75, at most 3 rounds, 2 epochs per round.")
+    assert of_kind(p, "elastic_dlrm")[0].params["epochs"] == 2    # (round 17 refused any count but one)
     p = _plan("Pretrain tiny-20m with EDiT in 300-step chunks, stopping when the validation loss gets below 2.7 or after "
               "6 chunks.")
     assert _draft(p, "edit_pretrain")[0].loop.max_iterations == 6

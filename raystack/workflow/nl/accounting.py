@@ -23,15 +23,15 @@ from typing import Iterable
 
 from raystack.workflow.catalog import CATALOG
 from raystack.workflow.nl import lexicon as L
-from raystack.workflow.nl.asides import (SOURCE_WORDS, asks_nothing, leading_reasons, notes, predict_purposes, recommend_purposes,
-                                         etceteras, join_reasons, purposes, question_purposes, reasons,
-                                         same_layout_notes)
+from raystack.workflow.nl.asides import (SOURCE_WORDS, asks_nothing, join_reasons, leading_reasons, notes,
+                                         plain_notes, predict_purposes, purposes, question_purposes, reasons,
+                                         wanted_purposes)
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.text import ARROWS, Text, Token, sentences
 from raystack.workflow.nl.scene import (FAULT_NOUNS, context_sentences, courtesies, file_descriptions, headings,
                                         introductions, lead_ins, origins, preamble, title_clauses)
-from raystack.workflow.nl.words import (MAX_LEAD_IN, is_free, is_method, is_unknown, method_near, names_business,
-                                        names_data)
+from raystack.workflow.nl.words import (MAX_LEAD_IN, is_free, is_method, is_unknown, is_year, method_near,
+                                        names_business, names_data)
 
 MAX_DESCRIPTION = 4          # words before a head noun read as its description
 MAX_OBJECT = 3               # words after an action's phrase read as its object
@@ -294,7 +294,7 @@ def references(t: Text) -> None:
         # ("only the 2024 rows" restricts to a year: never a count of tables)
         if tok.kind == "num" and prev is not None and prev.low in ("the", "these", "those", "all", "both", "of") and (
                 tok.text.isalpha() or (tok.text.isdigit() and prev.low == "the" and _counted_noun(t, tok.i + 1)
-                                       and re.fullmatch(r"(?:19|20)\d\d", tok.text) is None)):
+                                       and not is_year(tok))):
             t.mark([tok], "reference")
         elif prev is not None and prev.text == "(" and nxt is not None and nxt.text == ")" \
                 and ENUMERATOR.match(tok.low):
@@ -525,14 +525,13 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
         raise PlanRefused([f"no step keeps to {q!r}: the steps use every numeric column" for q in columns])
     targets(t)
     reasons(t)
-    same_layout_notes(t)
-    etceteras(t)
+    plain_notes(t)
     notes(t)
     leading_reasons(t)
     _named_neighbours(t, ends)
     goal(t, ends)
     predict_purposes(t, ends)
-    recommend_purposes(t, ends)
+    wanted_purposes(t, ends)
     join_reasons(t, ends)
     question_purposes(t, ends)
     tried_values(t)

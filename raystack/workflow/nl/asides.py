@@ -171,8 +171,8 @@ def notes(t: Text) -> None:
                 break
             run.append(x)
         close = run[-1].i + 1 + len(tag) if run else None
-        if run and len([x for x in run if x.text not in POSSESSIVES]) <= MAX_NOTE and close < len(t.tokens) and t.tokens[close].text == ")" and asks_nothing(run) \
-                and any(is_unknown(x) for x in run):
+        if run and sum(x.text not in POSSESSIVES for x in run) <= MAX_NOTE and close < len(t.tokens) \
+                and t.tokens[close].text == ")" and asks_nothing(run) and any(is_unknown(x) for x in run):
             t.mark(run + tag, "description")
 
 
@@ -185,18 +185,14 @@ SAME_LAYOUT_NOTES = (rf"\(\s*(?:(?:they|both|all)\s+(?:share|have)\s+(?:the\s+)?
                      rf"|(?<=FILE\d\d\s,\s)(?:(?:with|having|sharing)\s+)?(?:the\s+)?{SAME_LAYOUT}\b")
 
 
-def same_layout_notes(t: Text) -> None:
-    """Notes that the files a request names share their columns (marked, never a step)."""
-    for _, toks in t.finditer(SAME_LAYOUT_NOTES, 0, len(t.tokens), free_only=True):
-        t.mark(toks, "description")
-
-
 # "(means, spreads, that sort of thing)": a list left open; what it lists is read as the rest
 ETCETERA = r"\b(?:that|this)\s+(?:sort|kind)\s+of\s+(?:thing|stuff)\b|\band\s+so\s+on\b|\betc\b\.?|\band\s+the\s+like\b"
 
 
-def etceteras(t: Text) -> None:
-    for _, toks in t.finditer(ETCETERA, 0, len(t.tokens), free_only=True):
+def plain_notes(t: Text) -> None:
+    """Words that only describe, wherever they stand: that the files share their columns, and a
+    list left open (marked, never a step)."""
+    for _, toks in t.finditer(f"{SAME_LAYOUT_NOTES}|{ETCETERA}", 0, len(t.tokens), free_only=True):
         t.mark(toks, "description")
 
 
@@ -311,19 +307,19 @@ def predict_purposes(t: Text, ends: list[tuple[str, int]]) -> None:
                 t.mark(toks + [x for x in rest if is_free(x) or x.used == "sequence"], "purpose")
 
 
-# "we want add-on recommendations (child seats, sat-nav, extra insurance)": what a recommender is for
 # "we want a small LM that has read our lift plans": what a pretraining is for
 LM_PURPOSE = (r"\b(?:(?:we|i)\s*|and\s+)(?:want|need|would\s+like|'d\s+like|are\s+after|'re\s+after)\s+(?:a|an)\s+"
               r"(?:small\s+|tiny\s+|little\s+|compact\s+)?(?:language\s+model|lm|(?:[a-z][\w-]*\s+){0,2}(?:bot|chatbot|assistant))\b")
 # "we want rough minutes-per-house estimates": what a training is for
 ESTIMATE_PURPOSE = (r"\b(?:we|i)\s*(?:want|need|would\s+like|'d\s+like|are\s+after|'re\s+after)\s+(?:rough\s+|better\s+|quick\s+|some\s+|good\s+)?"
                     r"(?:[a-z][\w-]*\s+){0,2}?(?:estimates|forecasts|predictions)\b")
+# "we want add-on recommendations (child seats, sat-nav, extra insurance)": what a recommender is for
 RECOMMEND_PURPOSE = (r"\b(?:we|i)\s*(?:want|need|would\s+like|'d\s+like|are\s+after|'re\s+after)\s+(?:better\s+|some\s+)?"
                      r"(?:[a-z][\w-]*\s+|QUOTE\d+\s+){0,3}?(?:recommendations|suggestions|picks)\b")
 MAX_RECOMMENDED = 8     # words of what is recommended, in parentheses after it
 
 
-def recommend_purposes(t: Text, ends: list[tuple[str, int]]) -> None:
+def wanted_purposes(t: Text, ends: list[tuple[str, int]]) -> None:
     """What an elastic DLRM job (a recommender) or a pretraining (a language model) is for, said
     as what the user wants, to the sentence's end: a few free words, in parentheses or not, none
     an operation."""

@@ -135,9 +135,10 @@ def _loop_conditions(t: Text, lo: int, hi: int):
 
 def _loops(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
     out = []
+    found = _loop_conditions(t, lo, hi)
     # ("1 epoch each round; stop at AUC >= 0.8 or after 5 rounds": the sentence before says the round too)
-    before = max((a for a, b in sentences(t) if b <= lo), default=lo)
-    for m, toks, negate in _loop_conditions(t, lo, hi):
+    before = max((a for a, b in sentences(t) if b <= lo), default=lo) if found else lo
+    for m, toks, negate in found:
         cmp = comparison(t, toks[-1].i + 1, hi)
         if cmp is None:
             raise PlanRefused([f"the loop condition {t.span_text(toks)!r}... is not a comparison "

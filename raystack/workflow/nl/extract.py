@@ -435,8 +435,8 @@ TARGET_COLUMN = (r"\b(?:to\s+)?(?:predict|predicting|forecast|forecasting|estima
                  # "fit a linear regression, labour_hours being the target", "(minutes is the target)"
                  r"|(?<=\(\s)(?P<h2>[a-z_][a-z0-9_]*)\s+is\s+(?:the\s+)?(?:target|label)(?=\s*\))"
                  r"|(?<=,\s)(?P<h>[a-z][a-z0-9]*_[a-z0-9_]+)\s+being\s+(?:the\s+|its\s+)?(?:target|label)(?:\s+column)?\b"
-                 r"|\b(?:whose\s+|the\s+)?(?:target|label)(?:\s+column\s*(?:=|:|is)?|\s*(?:=|:)|\s+column\s+named|(?<=whose\slabel)\s+is"
-                 r"|(?<=whose\starget)\s+is|(?<=the\starget)\s+is|(?<=the\slabel)\s+is)\s*(?P<d>[a-z_][a-z0-9_]*)\b")
+                 r"|\b(?:whose\s+|the\s+)?(?:target|label)(?:\s+column\s*(?:=|:|is)?|\s*(?:=|:)|\s+column\s+named)\s*(?P<d>[a-z_][a-z0-9_]*)\b"
+                 r"|\b(?:whose|the)\s+(?:target|label)\s+is\s+(?P<d2>[a-z_][a-z0-9_]*)\b")    # "whose label is y", "the target is y"
 # words after "predicting" / "target" that name no column: a pronoun, a time word (and a metric:
 # "target rmse")
 NOT_TARGETS = {"the", "a", "an", "it", "its", "them", "this", "that", "which", "what", "whether", "how", "who", "when",

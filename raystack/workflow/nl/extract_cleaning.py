@@ -89,9 +89,9 @@ def clean_data(text: Text, lo: int, hi: int, f: Found) -> None:
                               r"(?:missing|null|empty|blank|nan|na)\b", "clean")
     if several:
         f.set("columns", re.split(r"\s*,\s*|\s*,?\s+(?:or|and)\s+", several.group("l").strip()))
-    elif m and (m.groupdict().get("c") or m.groupdict().get("s")) not in ("the", "a", "an", "any", "each", "every", "all",
-                                                                          "anything", "something"):
-        f.set("columns", [m.groupdict().get("c") or m.groupdict().get("s")])
+    elif m and (named := m.groupdict().get("c") or m.groupdict().get("s")) not in (
+            "the", "a", "an", "any", "each", "every", "all", "anything", "something"):
+        f.set("columns", [named])
     consume(text, lo, hi, r"\b(?:missing|null|nan|empty|incomplete|blank)\s+[a-z_]\w*", "clean")
     # "drop patients with missing age": the rows, by what they record
     consume(text, lo, hi, r"\b(?!(?:the|a|an|any|all|and|or)\b)[a-z]+(?=\s+(?:with|that\s+have|having)\s+(?:a\s+|an\s+|any\s+|no\s+)?(?:missing|null|nan|empty|blank)\b)", "clean")

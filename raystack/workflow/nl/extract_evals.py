@@ -12,6 +12,10 @@ from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.text import Text
 
 
+# "the lowest-RMSE one", "highest-AUC run": the comparison and the metric as one word
+HYPHENED_BEST = rf"\b(?P<how2>higher|highest|best|better|lower|lowest|smaller|smallest)-(?P<m2>{METRIC_RX})\s+(?:one|model|run)\b"
+
+
 def metric_param(param: str = "metric", with_mode: bool = False) -> Callable:
     def ex(text: Text, lo: int, hi: int, f: Found) -> None:
         m = _search(text, lo, hi, rf"\b(?P<how>by|using|on|with|in\s+terms\s+of|via|according\s+to|based\s+on|"
@@ -19,13 +23,12 @@ def metric_param(param: str = "metric", with_mode: bool = False) -> Callable:
                                   rf"(?:the\s+|its\s+|their\s+)?(?:highest\s+|best\s+|lowest\s+|test\s+)?"
                                   rf"(?P<m>{METRIC_RX})\b"
                                   # "the lowest-RMSE one", "whose validation loss is lower", "ends lower on val loss"
-                                  rf"|\b(?P<how2>higher|highest|best|better|lower|lowest|smaller|smallest)-(?P<m2>{METRIC_RX})\s+(?:one|model|run)\b"
+                                  rf"|{HYPHENED_BEST}"
                                   rf"|\bwhose\s+(?P<m3>{METRIC_RX})\s+is\s+(?P<how3>lower|higher|smaller|larger|better)\b"
                                   rf"|\b(?P<how4>lower|higher|better)\s+on\s+(?:the\s+)?(?P<m4>{METRIC_RX})\b",
                     "metric")
         if m is None:   # "; highest-AUC run → ...": the selection's own words name the metric
-            m = _search(text, lo, hi, rf"\b(?P<how2>higher|highest|best|better|lower|lowest|smaller|smallest)-(?P<m2>{METRIC_RX})"
-                                      r"\s+(?:one|model|run)\b", "metric", free=False)
+            m = _search(text, lo, hi, HYPHENED_BEST, "metric", free=False)
         if m is None:   # "compare their f1", "compare auc"
             m = _search(text, lo, hi, rf"(?:(?<=compare\s)|(?<=compares\s)|(?<=comparing\s))(?P<how>their\s+|the\s+|)(?P<m>{METRIC_RX})\b", "metric")
         if m is None and _search(text, lo, hi, r"\b(?:more|most)\s+accurate\b", "metric"):

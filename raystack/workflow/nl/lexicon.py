@@ -146,14 +146,15 @@ _RETRY_OBJECT = (r"(?:it\s+|them\s+|each(?:\s+one)?\s+|that\s+|(?:the|that|this)
                  + "|".join(re.escape(w) for w in ("step", "job", "run", *RETRIED_KINDS)) + r")\s+|"
                  r"training\s+|on\s+failure\s+|if\s+it\s+fails\s+|when\s+it\s+fails\s+|"
                  r"(?:every|each|all(?:\s+the)?)\s+(?:steps?|stages?|tasks?|read|load|run|job)\s+)*")   # "retry every step twice", "retrying each read"
+_RETRIED = "|".join(RETRIED_KINDS)
 RETRIES = [
     # first: "if it fails, retry 3 times" is one retry ("retry 3 times" alone left "if it fails"
     # to be read as an exit handler)
     r"(?:if|when|should)\s+(?:it|they|that|training|the\s+step|the\s+(?:training|load|loading|split|export|deployment))\s+fails?\s*,?\s*(?:then\s+)?retry\s+(?:it\s+|them\s+)?(?:up\s+to\s+|at\s+most\s+)?"
     r"(?:(?P<n>NUM\d+)\s+times?|(?P<w>once|twice|thrice))",
     # "give the read two retries", "allow two retries on the write": the step named as the retries' holder
-    r"(?:allow|allowing|give|giving|permit|permitting)\s+(?:(?:it|them|(?:the|that|every|each)\s+(?:" + "|".join(RETRIED_KINDS) + r"))\s+)?"
-    r"(?:up\s+to\s+)?(?P<n>NUM\d+)\s+retr(?:y|ies)(?:\s+(?:on|for|to)\s+(?:the|that)\s+(?:" + "|".join(RETRIED_KINDS) + r"))?\b",
+    r"(?:allow|allowing|give|giving|permit|permitting)\s+(?:(?:it|them|(?:the|that|every|each)\s+(?:" + _RETRIED + r"))\s+)?"
+    r"(?:up\s+to\s+)?(?P<n>NUM\d+)\s+retr(?:y|ies)(?:\s+(?:on|for|to)\s+(?:the|that)\s+(?:" + _RETRIED + r"))?\b",
     r"(?:with\s+|and\s+)?(?:up\s+to\s+|at\s+most\s+|a\s+maximum\s+of\s+)?(?P<n>NUM\d+)\s+retr(?:y|ies)"
     r"(?:\s+(?:each|apiece|per\s+(?:step|model|run|value)))?" + _IF_FAILS,
     r"(?:(?:each|both|it|they|all)\s+)?(?:(?:is|are|gets?)\s+)?retried\s+(?:up\s+to\s+|at\s+most\s+)?(?:(?P<w>once|twice|thrice)|(?P<n>NUM\d+)\s+times?)"

@@ -11,7 +11,7 @@ import re
 from raystack.workflow.catalog import CATALOG
 from raystack.workflow.nl import lexicon as L
 from raystack.workflow.nl.text import ARROWS, Text, Token, sentences
-from raystack.workflow.nl.words import MAX_LEAD_IN, in_parentheses, is_free, is_method, is_title, is_unknown
+from raystack.workflow.nl.words import MAX_LEAD_IN, in_parentheses, is_free, is_method, is_title, is_unknown, is_year
 
 LEAD_IN_ENDS = (":", "—", "–", "-")
 TITLE_JOINERS = ("(", ")", "/", "&")   # inside a title's words: "Room inspection pass/fail (hotels):"
@@ -300,8 +300,7 @@ def context_sentences(t: Text) -> None:
 
 def _a_year(t: Text, x: Token) -> bool:
     """"Every launch since 2015 is logged in shouts.csv": a year the data goes back to, no setting."""
-    return x.kind == "num" and re.fullmatch(r"(?:19|20)\d\d", x.text) is not None and x.i > 0 \
-        and t.tokens[x.i - 1].low in ("since", "from", "in", "until", "till", "back")
+    return is_year(x) and x.i > 0 and t.tokens[x.i - 1].low in ("since", "from", "in", "until", "till", "back")
 
 
 def _title_lead(t: Text, lo: int, hi: int) -> list[Token]:
@@ -343,9 +342,7 @@ def courtesies(t: Text) -> None:
         if not asks and words and all(x.kind == "word" and x.low in COURTESY_WORDS for x in words):
             t.mark([x for x in words if not x.used], "context")
         elif asks:
-            for _, toks in t.finditer(COURTESY_TAIL, lo, hi, free_only=True):
-                t.mark(toks, "context")
-            for _, toks in t.finditer(COURTESY_IF, lo, hi, free_only=True):
+            for _, toks in t.finditer(f"{COURTESY_TAIL}|{COURTESY_IF}", lo, hi, free_only=True):
                 t.mark(toks, "context")
 
 

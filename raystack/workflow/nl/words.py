@@ -4,6 +4,8 @@ accounting of leftover words and the readers of what sets the scene."""
 
 from __future__ import annotations
 
+import re
+
 from raystack.workflow.nl import lexicon as L
 from raystack.workflow.nl.text import Text, Token
 
@@ -83,6 +85,11 @@ def names_data(t: Text, x: Token) -> bool:
 # service" name the user's trade, never the method
 BUSINESS_NOUNS = {"agency", "agencies", "company", "firm", "shop", "studio", "business", "bureau", "office", "service",
                   "services", "team", "desk", "store", "startup", "consultancy", "practice"}
+
+
+def is_year(x: Token) -> bool:
+    """A number written as a year ("2015", "1998"): a date the data holds, never a count or a setting."""
+    return x.kind == "num" and re.fullmatch(r"(?:19|20)\d\d", x.text) is not None
 
 
 def names_business(t: Text, x: Token) -> bool:
