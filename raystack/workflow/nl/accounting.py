@@ -23,14 +23,14 @@ from typing import Iterable
 
 from raystack.workflow.catalog import CATALOG
 from raystack.workflow.nl import lexicon as L
-from raystack.workflow.nl.asides import (SOURCE_WORDS, asks_nothing, join_reasons, leading_reasons, notes,
+from raystack.workflow.nl.asides import (SOURCE_WORDS, asks_nothing, join_reasons, leading_reasons, notes, reason_clauses,
                                          plain_notes, predict_purposes, purposes, question_purposes, reasons,
                                          wanted_purposes)
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.text import ARROWS, Text, Token, sentences
-from raystack.workflow.nl.scene import (FAULT_NOUNS, context_sentences, courtesies, file_descriptions, headings,
+from raystack.workflow.nl.scene import (FAULT_NOUNS, context_sentences, courtesies, file_descriptions, headings, row_notes,
                                         introductions, lead_ins, origins, preamble, title_clauses)
-from raystack.workflow.nl.words import (MAX_LEAD_IN, is_free, is_method, is_unknown, is_year, method_near,
+from raystack.workflow.nl.words import (BUSINESS_NOUNS, MAX_LEAD_IN, is_free, is_method, is_unknown, is_year, method_near,
                                         names_business, names_data)
 
 MAX_DESCRIPTION = 4          # words before a head noun read as its description
@@ -373,6 +373,8 @@ def describes(t: Text, run: list[Token]) -> bool:
         return False    # "Deseasonalize x.csv and ...": a word that opens a clause and acts on a file, no description
     if nxt is not None and (nxt.low.rstrip("s") in heads or nxt.kind == "path"):
         return True
+    if nxt is not None and nxt.i == run[-1].i + 1 and run[-1].low in BUSINESS_NOUNS and nxt.used in CATALOG:
+        return True     # "Toy shop recommender → ...": whose the step's thing is
     if nxt is not None and nxt.low in ("in", "from", "at", "on") and j + 1 < len(t.tokens) and \
             t.tokens[j + 1].kind == "path":
         return True
@@ -525,6 +527,7 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
         raise PlanRefused([f"no step keeps to {q!r}: the steps use every numeric column" for q in columns])
     targets(t)
     reasons(t)
+    reason_clauses(t)
     plain_notes(t)
     notes(t)
     leading_reasons(t)
@@ -536,6 +539,7 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
     question_purposes(t, ends)
     tried_values(t)
     file_descriptions(t)
+    row_notes(t)
     context_sentences(t)
     introductions(t)
     courtesies(t)

@@ -15,6 +15,8 @@ from raystack.workflow.nl.triggers import SYSTEM_NOUNS
 from raystack.workflow.nl.words import MAX_LEAD_IN, in_parentheses, is_free, is_method, is_unknown, names_data
 
 MAX_PURPOSE = 4              # words of a "for ..." purpose
+NOT_MODIFIERS = L.CLAUSE_WORDS | {"each", "every", "all", "any", "some", "it", "them", "this", "that", "these", "those", "me", "us",
+                                  "you", "i", "we", "both", "one", "of", "the", "a", "an"}
 REASON_SUBJECTS = (L.SUBJECT_WORDS - {"each", "every"}) | {"we've", "i've", "it's", "they're", "those"}
 COPULAS = {"is", "are", "was", "were", "'re", "'s", "gets", "get", "got", "has", "have", "had"}
 NOT_REASONS = L.RESTRICTING | {"please", "should", "must", "need", "want", "wants"}
@@ -49,6 +51,29 @@ def _drops_out(words: list[Token], k: int) -> bool:
 def asks_nothing(words: list[Token]) -> bool:
     """No method the catalog lacks and no operation it has no step for: words that can be context."""
     return not any(is_method(x) or (x.low in L.UNMAPPED_VERBS and not _drops_out(words, k)) for k, x in enumerate(words))
+
+
+CLAUSE_REASON_WORDS = {"because", "b/c", "bc", "'cause", "cause"}   # never "since" or "as" ("since 2015")
+MAX_CLAUSE_REASON = 12
+
+
+def reason_clauses(t: Text) -> None:
+    """"..., with up to 2 retries per run because the spot instances get reclaimed.": why, said after
+    what a rule read, to its clause's end; free words that ask for nothing and name no step."""
+    for tok in t.tokens[1:]:
+        if tok.low not in CLAUSE_REASON_WORDS or tok.used or in_parentheses(t, tok) \
+                or not (t.tokens[tok.i - 1].used or t.tokens[tok.i - 1].text == ","):
+            continue
+        run = []
+        for x in t.tokens[tok.i + 1:]:
+            if x.kind == "punct" and x.text in ".;!?,":
+                break
+            run.append(x)
+        end = run[-1].i + 1 if run else tok.i + 1
+        if run and len(run) <= MAX_CLAUSE_REASON and end <= len(t.tokens) \
+                and all(x.kind == "word" and is_free(x) for x in run) and asks_nothing(run) \
+                and not any(is_step_word(x.low) or x.low in NOT_REASONS or x.low in L.CLAUSE_WORDS for x in run):
+            t.mark([tok, *run], "reason")
 
 
 def reasons(t: Text) -> None:
@@ -122,8 +147,12 @@ def purposes(t: Text) -> None:
         run, j = [], tok.i + 1
         while j < len(t.tokens) and t.tokens[j].low in ("the", "a", "an", "our", "my", "this"):
             j += 1
+        # ("for the toy shop's website": a possessive inside it, a filler word before a noun)
         while j < len(t.tokens) and len(run) <= MAX_PURPOSE and (
-                is_unknown(t.tokens[j]) or (run and t.tokens[j].low in ("of", "the", "a", "an") and not t.tokens[j].used)):
+                is_unknown(t.tokens[j]) or (run and t.tokens[j].low in ("of", "the", "a", "an") and not t.tokens[j].used)
+                or (run and t.tokens[j].text in POSSESSIVES and not t.tokens[j].used)
+                or (is_free(t.tokens[j]) and t.tokens[j].kind == "word" and t.tokens[j].low not in NOT_MODIFIERS
+                    and j + 1 < len(t.tokens) and is_unknown(t.tokens[j + 1]))):
             run.append(t.tokens[j])
             j += 1
         while run and run[-1].low in ("of", "the", "a", "an"):
@@ -131,7 +160,7 @@ def purposes(t: Text) -> None:
             j -= 1
         nxt = t.tokens[j] if j < len(t.tokens) else None
         # the purpose ends where the next clause's glue starts ("For our bike-sharing project I'd like to ...")
-        if run and len(run) <= MAX_PURPOSE and (nxt is None or nxt.kind == "punct" or nxt.used or nxt.low in L.FILLERS) \
+        if run and sum(x.text not in POSSESSIVES for x in run) <= MAX_PURPOSE and (nxt is None or nxt.kind == "punct" or nxt.used or nxt.low in L.FILLERS) \
                 and not any(x.low in L.UNSUPPORTED or x.low in L.CLAUSE_WORDS or x.low in L.UNMAPPED_VERBS
                             for x in run):
             t.mark([tok, *run], "purpose")
@@ -316,6 +345,10 @@ ESTIMATE_PURPOSE = (r"\b(?:we|i)\s*(?:want|need|would\s+like|'d\s+like|are\s+aft
 # "we want add-on recommendations (child seats, sat-nav, extra insurance)": what a recommender is for
 RECOMMEND_PURPOSE = (r"\b(?:we|i)\s*(?:want|need|would\s+like|'d\s+like|are\s+after|'re\s+after)\s+(?:better\s+|some\s+)?"
                      r"(?:[a-z][\w-]*\s+|QUOTE\d+\s+){0,3}?(?:recommendations|suggestions|picks)\b")
+# "I want a model that tells our tilers how long a bathroom job will take": what a training is for
+MODEL_PURPOSE = (r"\b(?:we|i)\s*(?:want|need|would\s+like|'d\s+like|are\s+after|'re\s+after)\s+(?:a|an|some)\s+"
+                 r"(?:simple\s+|quick\s+|small\s+|rough\s+)?(?:model|classifier|predictor|regressor)\s+(?:that|which)\s+"
+                 r"(?:can\s+|will\s+|could\s+)?(?:tells?|predicts?|says?|estimates?|flags?|guesses?|works?\s+out|spots?|warns?)\b")
 MAX_RECOMMENDED = 8     # words of what is recommended, in parentheses after it
 
 
@@ -323,15 +356,17 @@ def wanted_purposes(t: Text, ends: list[tuple[str, int]]) -> None:
     """What an elastic DLRM job (a recommender) or a pretraining (a language model) is for, said
     as what the user wants, to the sentence's end: a few free words, in parentheses or not, none
     an operation."""
-    wanted = [rx for rx, kinds in ((RECOMMEND_PURPOSE, ("elastic_dlrm",)), (LM_PURPOSE, ("edit_pretrain", "mlora_finetune")),
-                                   (ESTIMATE_PURPOSE, ("train_model", "tune")))
+    wanted = [(rx, most) for rx, kinds, most in ((RECOMMEND_PURPOSE, ("elastic_dlrm",), MAX_RECOMMENDED),
+                                                 (LM_PURPOSE, ("edit_pretrain", "mlora_finetune"), MAX_RECOMMENDED),
+                                                 (ESTIMATE_PURPOSE, ("train_model", "tune"), MAX_RECOMMENDED),
+                                                 (MODEL_PURPOSE, ("train_model", "tune"), MAX_PREDICTED))
               if any(e in kinds for e, _ in ends)]
     for lo, hi in sentences(t):
-        for _, toks in (found for rx in wanted for found in t.finditer(rx, lo, hi, free_only=True)):
+        for most, (_, toks) in ((most, found) for rx, most in wanted for found in t.finditer(rx, lo, hi, free_only=True)):
             rest = [x for x in t.tokens[toks[-1].i + 1:hi] if not (x.kind == "punct" and x.text in ".!")]
             words = [x for x in rest if x.kind == "word"]
-            if len(words) <= MAX_RECOMMENDED and all((is_free(x) and x.kind == "word") or (not x.used and x.text in "(),")
-                                                     for x in rest) \
+            if len(words) <= most and all(((is_free(x) or x.used == "description") and x.kind == "word")
+                                          or (not x.used and x.text in "(),") for x in rest) \
                     and asks_nothing(words) and not any(x.low in L.CLAUSE_WORDS - {"and", "or"} for x in words):
                 t.mark(toks + rest, "purpose")
 

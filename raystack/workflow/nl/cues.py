@@ -190,7 +190,12 @@ def _cond(t: Text, si: int, start: int, end: int, metric: str, op: str, value: A
     return Cue("cond", start, end, si, {"metric": metric, "op": op, "value": value, "held_out": _held_out(said)})
 
 
-def _conditions(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
+def _other_side(cond: Cue, op: str, value: Any) -> bool:
+    """Whether ``op value`` holds exactly where condition ``cond`` fails."""
+    return L.NEGATED_OPS.get(cond.data["op"]) == op and float(value) == float(cond.data["value"])
+
+
+def _conditions(t: Text, lo: int, hi: int, si: int, earlier: list[Cue]) -> list[Cue]:
     out = []
     for pat in MISSING:
         for m, toks in t.finditer(pat, lo, hi, free_only=True):
@@ -225,6 +230,14 @@ def _conditions(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
         start = toks[0].i if toks else t.token_at(m.start()).i
         cmp = comparison(t, toks[-1].i + 1 if toks else start, hi)
         named = {metric_of(x.low) for x in t.tokens[max(0, start - RECENT_METRIC):start] if re.fullmatch(L.METRIC_RX, x.low)}
+        last = next((c for c in reversed(earlier + out) if c.kind == "cond"), None)
+        if toks and cmp is not None and last is not None and _other_side(last, *cmp[:2]) \
+                and named <= {last.data["metric"]}:
+            # "If the RMSE is under 2, deploy it; if it's 2 or more, send 'x'": the other side of
+            # the condition just said, an else
+            t.mark(t.tokens[start:cmp[2]], "otherwise")
+            out.append(Cue("else", start, cmp[2], si))
+            continue
         if cmp is None or len(named) != 1:
             continue
         op, value, end = cmp
@@ -285,8 +298,9 @@ NOTHING_ELSE = (r"(?:just\s+)?(?:leave\s+(?:it|them|the\s+(?:table|data|rows|fil
                 r"|do\s+nothing|skip\s+(?:it|that|this)|carry\s+on|move\s+on|don't\s+bother)\b")
 
 
-def read_cues(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
-    """The construct cues of sentence ``si`` (tokens [lo, hi)), in text order."""
+def read_cues(t: Text, lo: int, hi: int, si: int, earlier: list[Cue]) -> list[Cue]:
+    """The construct cues of sentence ``si`` (tokens [lo, hi)), in text order; ``earlier``: the
+    sentences' before it."""
     cues = _retries(t, lo, hi, si)
     for pat, kind in L.EXIT_CUES:
         for _, toks in t.finditer(pat, lo, hi, free_only=True):
@@ -298,7 +312,7 @@ def read_cues(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
     for _, toks in t.finditer(L.END_PHRASES, lo, hi, free_only=True):
         t.mark(toks, "end")
     cues += _loops(t, lo, hi, si)
-    cues += _conditions(t, lo, hi, si)
+    cues += _conditions(t, lo, hi, si, earlier)
     for _, toks in t.finditer(L.PARALLEL, lo, hi, free_only=True):
         t.mark(toks, "parallel")
         cues.append(Cue("parallel", toks[0].i, toks[-1].i + 1, si))

@@ -246,6 +246,9 @@ def split_data(text: Text, lo: int, hi: int, f: Found) -> None:
 
 
 JOIN_KINDS = {"left": "left outer", "right": "right outer", "inner": "inner", "outer": "full outer", "full": "full outer"}
+# "keeping every row from both sides": what a full outer join does
+KEEP_BOTH_SIDES = (r"\b(?:keeping|keep|keeps|to\s+keep|retaining|retain)\s+(?:every|each|all(?:\s+the)?|the)\s+(?:rows?|records?|entries|entry)\s+"
+                   r"(?:from|of|on|in)\s+both\s+(?:sides|files|tables|inputs)\b")
 
 
 def join(text: Text, lo: int, hi: int, f: Found) -> None:
@@ -262,11 +265,23 @@ def join(text: Text, lo: int, hi: int, f: Found) -> None:
         f.set("on", m.group("c"))
         consume(text, lo, hi, r"\bas\s+(?:the\s+)?(?:join\s+|merge\s+)?(?:key|column)\b", "join key")
     # ("... on id (a left join)": the join's own word in the note says its kind)
-    m = _search(text, lo, hi, r"\b(?P<h>left|right|inner|outer|full)(?:[\s-]+outer)?(?:[\s-]+(?:join|merge)(?=\s*\))|(?=[\s-]+(?:join|merge)))",
+    m = _search(text, lo, hi, r"\b(?P<h>left|right|inner|outer|full)(?:[\s-]+outer)?(?:[\s-]+(?:join|merge)(?=\s*\))|(?=[\s-]+(?:join|merge)))"
+                              r"|(?<=\(\s)(?P<h2>left|right|inner|outer|full)(?:[\s-]+outer)?(?=\s*\))",    # "(full outer)"
                 "join kind")
-    if m:
-        f.set("how", JOIN_KINDS[m.group("h")])
-        if m.group("h") in ("left", "right"):   # "so that no booking is dropped", "keeping every booking": why
+    both = _search(text, lo, hi, KEEP_BOTH_SIDES, "join kind")
+    if m and m.group("h2"):
+        text.mark([x for x in text.tokens[lo:hi] if x.text in "()" and not x.used
+                   and any(y.used == "join kind" for y in text.tokens[max(0, x.i - 1):x.i + 2])], "join kind")
+    said = (m.group("h") or m.group("h2")) if m else None
+    if both and said is not None and JOIN_KINDS[said] != "full outer":
+        # "a left join keeping every row from both sides" says two kinds
+        raise PlanRefused([f"{text.span_text(text.tokens[lo:hi])!r}: keeping every row of both sides is a full outer "
+                           "join, not the kind named"])
+    if both:
+        f.set("how", "full outer")
+    if said:
+        f.set("how", JOIN_KINDS[said])
+        if said in ("left", "right"):   # "so that no booking is dropped", "keeping every booking": why
             consume(text, lo, hi, r"\b(?:so\s+(?:that\s+)?no\s+[a-z_]\w*\s+(?:is|gets|are|get)\s+(?:dropped|lost)"
                                   r"|(?:keeping|keeps|to\s+keep)\s+(?:every|each|all(?:\s+the)?)\s+[a-z_]\w*"
                                   # "... even when there's no matching customer", "... even without a match"

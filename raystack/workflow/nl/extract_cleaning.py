@@ -18,6 +18,15 @@ OTHER_FILLS = (r"\b(?:(?:the\s+)?(?:previous|last|next|prior|preceding|following
                r"|forward[\s-]?fill\w*|ffill|back(?:ward)?[\s-]?fill\w*|bfill|interpolat\w*|(?:the\s+)?mode|most\s+frequent\s+\w+)\b")
 
 
+GAP_NOUNS = {"gaps", "gap", "blanks", "nulls", "nans", "holes"}
+SKIPPED = 3          # words a fill's own phrase passes over ("fill the X gaps")
+
+
+def _identifier(x: Token) -> bool:
+    """A word written as a column name is (snake_case: "inscription_letters")."""
+    return x.kind == "word" and "_" in x.text.strip("_") and re.fullmatch(r"[A-Za-z_]\w*", x.text) is not None
+
+
 def impute(text: Text, lo: int, hi: int, f: Found) -> None:
     # "fill the gaps in the price column", "impute missing values in the age column": that column
     # only (the step filled every column's gaps). A column named only by a noun ("missing vet
@@ -28,6 +37,20 @@ def impute(text: Text, lo: int, hi: int, f: Found) -> None:
     if m:
         f.set("columns", [m.group("c")])
     consume(text, lo, hi, r"\b(?:missing|null|nan|empty|blank)\s+[a-z_]\w*", "impute")
+    if not m:
+        # "fill the missing inscription_letters values", "fill inscription_letters gaps": a column
+        # named as one (snake_case) beside the gaps is that column, read here or inside the step's
+        # own words, which end just before ``lo`` ("fill X gaps")
+        start = max(0, lo - SKIPPED)
+        named = [x for k, x in enumerate(text.tokens[start:hi], start) if _identifier(x) and x.used in ("", None, "impute", text.claim)
+                 and ((k > start and text.tokens[k - 1].used == "impute")      # ("median-impute q30_percent only")
+                      or (k + 1 < hi and text.tokens[k + 1].low in GAP_NOUNS and text.tokens[k + 1].used == "impute"))]
+        if len(named) == 1:
+            text.mark(named, "impute")
+            f.set("columns", [named[0].text])
+            nxt = text.tokens[named[0].i + 1] if named[0].i + 1 < len(text.tokens) else None
+            if nxt is not None and nxt.low in ("only", "alone") and not nxt.used:
+                text.mark([nxt], "impute")
     other = next(text.finditer(OTHER_FILLS, lo, hi), None)
     if other is not None:   # "fill missing prices with the previous value" filled them with the mean
         raise PlanRefused([f"{text.span_text(other[1])!r}: impute fills a gap with its column's mean, median or zero"])

@@ -15,7 +15,9 @@ AGG_WORDS = {"sum": "sum", "sums": "sum", "total": "sum", "totals": "sum", "coun
              "counts": "count", "number": "count", "mean": "mean", "means": "mean", "average": "mean",
              "averages": "mean", "avg": "mean", "median": "median", "medians": "median", "min": "min",
              "minimum": "min", "lowest": "min", "smallest": "min", "max": "max", "maximum": "max", "highest": "max",
-             "largest": "max"}
+             "largest": "max",
+             # "tally by decision": the rows of each group counted (the step's default would sum them)
+             "tally": "count", "tallies": "count", "tallied": "count", "tallying": "count"}
 
 
 def singular(word: str) -> str:

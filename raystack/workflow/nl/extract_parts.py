@@ -361,15 +361,19 @@ def _record_files(text: Text, lo: int, hi: int) -> list[str]:
 
 
 JOB_NAME = r"[a-z][a-z0-9]*(?:[-_][a-z0-9]+)+|[a-z]+\d+[a-z0-9]*"
+APPOSITION = 5      # tokens before an elastic DLRM's words that may name the job ("Train toy-picks, an")
 
 
 def elastic_dlrm(text: Text, lo: int, hi: int, f: Found) -> None:
     consume(text, lo, hi, r"\belastic(?:ally)?\b|\b(?:dlrm|recommend\w*|recsys|click-?through(?:-rate)?|ctr|criteo|"
-                          r"ad\s+click|training|run|job)\b", "elastic")
-    m = _search(text, lo, hi, r"(?:(?:job\s+)?name[sd]?|called|as|(?:name|call)\s+it)\s*(?::|=)?\s*(?P<n>" + JOB_NAME + r")\b", "job name") or \
-        _search(text, lo, hi, r"\b(?:job|dlrm)\s+(?P<n>" + JOB_NAME + r")\b", "job name") or \
-        _search(text, lo, hi, r"(?:(?:job\s+)?name[sd]?|called|as)\s*(?::|=)?\s*(?P<q>QUOTE\d+)", "job name") or \
-        _search(text, lo, hi, r"\b(?P<n>" + JOB_NAME + r")\s+(?:\(\s*)?elastic\b", "job name")  # "snack-recs elastic DLRM"
+                          r"ad\s+click|training|run|job|launch|launches|launching)\b", "elastic")
+    # (a word of its own: "class-picks" holds "as" and was named "s-picks")
+    m = _search(text, lo, hi, r"\b(?:(?:job\s+)?name[sd]?|called|as|(?:name|call)\s+it)\s*(?::|=)?\s*(?P<n>" + JOB_NAME + r")\b", "job name") or \
+        _search(text, lo, hi, r"\b(?:job|dlrm|(?:runs?|jobs?)\s+of)\s+(?P<n>" + JOB_NAME + r")\b", "job name") or \
+        _search(text, lo, hi, r"\b(?:(?:job\s+)?name[sd]?|called|as)\s*(?::|=)?\s*(?P<q>QUOTE\d+)", "job name") or \
+        _search(text, lo, hi, r"\b(?P<n>" + JOB_NAME + r")\s+(?:\(\s*)?elastic\b", "job name") or \
+        _search(text, max(0, lo - APPOSITION), hi,     # "Train toy-picks, an elastic DLRM, ...": the job, then what it is
+                r"\b(?:train|run|launch|fit|start|kick\s+off)\s+(?P<n>" + JOB_NAME + r")\s*,\s*(?:an?|the|our)\s+(?=elastic\b)", "job name")
     if m:
         f.set("name", m.group("n") if m.groupdict().get("n") else text.literal(m.group("q")).value())
     m = _search(text, lo, hi, rf"(?:for\s+)?(?P<l>{NUMLIST})\s+(?:training\s+)?epochs\b", "epochs") or \
@@ -378,7 +382,7 @@ def elastic_dlrm(text: Text, lo: int, hi: int, f: Found) -> None:
                 "epochs")   # "epochs = 1 / 2 / 3", "epochs 2, 4, 6"
     if m:      # "for 1, 2 and 3 epochs": one run per value
         # ("(one run each)": what the map does)
-        consume(text, lo, hi, r"\b(?:NUM\d+|a|a\s+separate|a\s+single)\s+(?:run|job)\s+(?:each|apiece|per\s+value|for\s+each)\b", "map")
+        consume(text, lo, hi, r"\b(?:NUM\d+|a|a\s+separate|a\s+single)\s+(?:run|job)\s+(?:each|apiece|per\s+(?:value|setting|option|choice)|for\s+each(?:\s+(?:value|setting|one))?)\b", "map")
         _set_map(f, "epochs", [int(v) for v in _list(text, m.group("l"))])
         claim_count(text, lo, hi, len(f.map[1]))
     m = m or _search(text, lo, hi, r"(?P<n>NUM\d+)\s*-?\s*(?:training\s+)?epochs?", "epochs")

@@ -112,14 +112,14 @@ BOUND = (r"(?:(?:but\s+|and\s+)?(?:for\s+)?(?:at\s+most|up\s+to|no\s+more\s+than
          r"limit\s+(?:it|that|this|the\s+loop)\s+to|(?:with\s+)?a\s+(?:maximum|limit|cap|ceiling)\s+of|limited\s+to)\s+"
          r"(?P<n>NUM\d+)(?!\d)(?!\s*(?:workers?|gpus?|gb|gib|ranks?|nodes?|replicas?|machines|processes|cpus?)\b)"
          r"\s*(?:times|rounds?|iterations?|attempts?|tries|repetitions?|passes|runs|chunks|cycles|epochs?)?"
-         r"|(?P<n2>NUM\d+)\s+(?:times|rounds|iterations|attempts|tries|passes|runs|chunks|cycles)\s+(?:at\s+(?:the\s+)?most|max(?:imum)?|tops)"
+         r"|(?:\bfor\s+)?(?P<n2>NUM\d+)\s+(?:times|rounds|iterations|attempts|tries|passes|runs|chunks|cycles)\s+(?:at\s+(?:the\s+)?most|max(?:imum)?|tops)"
          r"|(?:in|over)\s+(?:at\s+most\s+)?(?P<n3>NUM\d+)\s+(?:rounds|iterations|attempts|tries)"
          r"|(?:and\s+|but\s+)?(?:stop|stopping|give\s+up|giving\s+up|quit|quitting)\s+after\s+(?P<n4>NUM\d+)\s+(?:rounds|iterations|attempts|tries|times|runs|passes)(?:\s+(?:at\s+(?:the\s+)?most|max(?:imum)?|tops|regardless))?)"
-         r"|or\s+(?:stop\s+|quit\s+)?after\s+(?P<n5>NUM\d+)\s+(?:rounds|iterations|attempts|tries|times|runs|passes|epochs|chunks|cycles)"
+         r"|\bor\s+(?:stop\s+|quit\s+)?after\s+(?P<n5>NUM\d+)\s+(?:rounds|iterations|attempts|tries|times|runs|passes|epochs|chunks|cycles)"
          r"(?:\s*,?\s*whichever\s+(?:comes\s+|happens\s+|is\s+)?(?:first|sooner|earlier))?"
          r"|(?P<n6>NUM\d+)\s*-?\s*(?:rounds?|iterations?|passes|pass|tries|attempts?|runs?)\s+(?:cap|limit|max(?:imum)?|ceiling)"
          # "until accuracy exceeds 0.9 or 5 attempts have been made"
-         r"|or\s+(?P<n7>NUM\d+)\s+(?:rounds|iterations|attempts|tries|times|runs|passes|epochs)"
+         r"|\bor\s+(?P<n7>NUM\d+)\s+(?:rounds|iterations|attempts|tries|times|runs|passes|epochs)"
          r"(?:\s+(?:have|has)\s+(?:been\s+(?:made|run|done|tried)|passed|gone\s+by|run|elapsed|finished))?")
 # "epoch by epoch", "round after round", "keep going until": how a loop is written, not a step;
 # PER_ROUND says what one round of the looped step runs ("epoch by epoch" = one epoch a round)
@@ -204,7 +204,10 @@ EXIT_CUES = [
      r"(?:(?<=[,;.:]\s)|(?<=^))(?:good\s+(?:result\s+|outcome\s+|news\s+)?or\s+bad|successful\s+or\s+not)(?=\s*,)|"
      r"whether\s+or\s+not\s+(?:it|the\s+(?:run|job|pipeline|workflow)|everything)\s+(?:succeeds|works|passes|fails)|"
      r"(?:regardless\s+of|no\s+matter)\s+how\s+(?:it|the\s+(?:run|job|pipeline|workflow)|things)\s+(?:ends|goes|turns\s+out)|"
-     r"however\s+(?:it|the\s+(?:run|job|pipeline|workflow)|things)\s+(?:ends|goes|turns\s+out|finishes|ended|went))\b", "always"),
+     r"however\s+(?:it|the\s+(?:run|job|pipeline|workflow)|things)\s+(?:ends|goes|turns\s+out|finishes|ended|went)|"
+     # "When it stops for any reason, clear away the scratch files"
+     r"(?:when(?:ever)?|once|if|after)\s+(?:it|the\s+(?:run|job|pipeline|workflow)|everything)\s+(?:stops|ends|finishes|is\s+over)"
+     r"\s+for\s+(?:any|whatever)\s+reason(?:\s+at\s+all)?)\b", "always"),
 ]
 END_PHRASES = (r"\b(?:(?:when|once)\s+(?:it\s+is\s+|it\s*'s\s+|everything\s+is\s+)?(?:finished|complete|completed|done)|at\s+the\s+(?:very\s+)?end|when\s+(?:it|everything|the\s+(?:run|workflow|pipeline|job))\s+"
                r"(?:finishes|is\s+(?:done|finished|over)|completes|ends|has\s+finished)|when\s+done|"

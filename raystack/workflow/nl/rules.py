@@ -85,6 +85,20 @@ def _keyed(t: Text, a: Action) -> bool:
     return any(w in ("per", "by") and k + 1 < len(words) for k, w in enumerate(words))
 
 
+def _search_end(t: Text, spans: list[tuple[int, int]], actions: list[Action], a: Action) -> int:
+    """Where the words of a tune or a part's job end: its own clause, and the clauses after it,
+    split off by semicolons, that name no step ("lr in {0.01, 0.1}; six trials; fifo; minimize
+    rmse", "elastic DLRM x; epochs 3 / 6 / 9")."""
+    end = a.hi
+    for si in range(a.sentence + 1, len(spans)):
+        lo, hi = spans[si]
+        if lo != end or t.tokens[lo - 1].text != ";" or any(b.sentence == si for b in actions) \
+                or "\n" in t.raw[t.tokens[lo - 1].end:t.tokens[lo].start]:
+            break
+        end = hi
+    return end
+
+
 class RulePlanner:
     """The default offline planner (no model, no network)."""
 
@@ -103,7 +117,7 @@ class RulePlanner:
         cues: list[Cue] = []
         spans = sentences(t)
         for si, (lo, hi) in enumerate(spans):
-            s_cues = read_cues(t, lo, hi, si)
+            s_cues = read_cues(t, lo, hi, si, cues)
             s_actions = self._actions(t, lo, hi, si, s_cues)
             cues += s_cues
             actions += s_actions
@@ -126,10 +140,13 @@ class RulePlanner:
         for k, a in enumerate(actions):
             with t.claiming(a.entry):
                 if a.found.params.pop("_tune", False):
-                    a.found.params["_tune"] = read_tune(t, a.zlo, a.hi)
+                    a.found.params["_tune"] = read_tune(t, a.zlo, _search_end(t, spans, actions, a))
                 ex = EXTRACTORS.get(a.entry)
                 if ex is not None:
-                    ex(t, a.zlo, self._shared_object_end(t, actions, k), a.found)
+                    end = self._shared_object_end(t, actions, k)
+                    if a.entry in PARTS and end == a.hi:    # "elastic DLRM x; epochs 3 / 6 / 9; ...": its settings
+                        end = _search_end(t, spans, actions, a)
+                    ex(t, a.zlo, end, a.found)
                 if a.found.bound is None and not CATALOG[a.entry].side_effect:
                     resource_bound(t, a.zlo, a.hi, a.found)
         self._bound_sentences(t, spans, actions)

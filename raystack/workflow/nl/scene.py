@@ -226,6 +226,21 @@ def file_descriptions(t: Text) -> None:
             k += 2
 
 
+# "memorial_orders.csv (one row per headstone we've carved)": what a row of the file is, in
+# parentheses right after it
+ROW_NOTE = (r"\(\s*(?:one|a|an|NUM\d+)\s+(?:row|line|record|entry)\s+(?:per|for\s+each|for\s+every|a)\s+[^()]*\)")
+
+
+def row_notes(t: Text) -> None:
+    for _, toks in t.finditer(ROW_NOTE, 0, len(t.tokens), free_only=True):
+        k = next(k for k, x in enumerate(toks) if k >= 3 and x.low in ("per", "each", "every", "a"))
+        what = toks[k + 1:-1]
+        before = t.tokens[toks[0].i - 1] if toks[0].i else None
+        if before is not None and before.kind == "path" and 0 < len(what) <= MAX_CONTEXT \
+                and all(_describes_data(x) or x.text in ("'s", "'ve", "'re") for x in what):
+            t.mark(toks, "context")
+
+
 def _asks_or_names_a_model(x: Token) -> bool:
     """A word no scene-setting words hold: one that asks for something, or names a model, a
     method the catalog lacks, a task or a metric."""
@@ -334,9 +349,33 @@ COURTESY_IF = (r"\b(?:if\s+(?:possible|you\s+can|you\s+could|you\s+don't\s+mind|
                r"|when(?:ever)?\s+(?:you\s+(?:can|get\s+a\s+(?:chance|moment))|convenient|possible))\b")
 
 
+# "Thanks, Maggie (stonemason's yard)", "Cheers, Tom", "Kind regards, Ana Ruiz": a sign-off closing
+# the request, the name after it (one or two capitalised words, then at most a note in parentheses)
+SIGN_OFF = r"\b(?:thanks|thank\s+you|many\s+thanks|cheers|regards|kind\s+regards|best\s+regards|best|ta)\s*[,!]?\s*$"
+
+
+def _sign_off(t: Text) -> None:
+    toks = t.tokens
+    end = len(toks)
+    while end and toks[end - 1].kind == "punct" and toks[end - 1].text in ".!":
+        end -= 1
+    if end and toks[end - 1].text == ")":          # the note after the name ("(stonemason's yard)")
+        opening = next((x.i for x in reversed(toks[:end - 1]) if x.text == "("), None)
+        if opening is None or not all(x.used or x.kind == "punct" for x in toks[opening + 1:end - 1]):
+            return
+        end = opening
+    for size in (2, 1):
+        name = toks[end - size:end] if end >= size + 1 else []
+        if name and all(x.kind == "word" and not x.used and x.text[:1].isupper() and x.text[1:].islower() for x in name) \
+                and re.search(SIGN_OFF, " ".join(x.low for x in toks[max(0, end - size - 4):end - size])):
+            t.mark(name, "context")
+            return
+
+
 def courtesies(t: Text) -> None:
     """A sentence whose words only greet, thank or announce the steps, beside one that asks for them;
-    "... would be great" closing a sentence that asks for something."""
+    "... would be great" closing a sentence that asks for something; a sign-off's name."""
+    _sign_off(t)
     for lo, hi, asks in _asking_sentences(t):
         words = [x for x in t.tokens[lo:hi] if x.kind != "punct"]
         if not asks and words and all(x.kind == "word" and x.low in COURTESY_WORDS for x in words):

@@ -257,6 +257,8 @@ class Text:
 
     @classmethod
     def parse(cls, raw: str) -> "Text":
+        # "min–max", "re‑run": a dash typed between two letters joins a word, as a hyphen does
+        raw = re.sub(r"(?<=[A-Za-z])[–‐‑](?=[A-Za-z])", "-", raw)
         t = cls(raw)
         for m in _TOKEN.finditer(raw):
             kind = m.lastgroup or "word"

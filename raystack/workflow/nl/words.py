@@ -84,7 +84,9 @@ def names_data(t: Text, x: Token) -> bool:
 # what a business is called after what it does: "Translation agency assistant", "a transcription
 # service" name the user's trade, never the method
 BUSINESS_NOUNS = {"agency", "agencies", "company", "firm", "shop", "studio", "business", "bureau", "office", "service",
-                  "services", "team", "desk", "store", "startup", "consultancy", "practice"}
+                  "services", "team", "desk", "store", "startup", "consultancy", "practice", "centre", "center", "clinic",
+                  "club", "school", "charity", "council", "department", "lab", "salon", "garage", "cafe", "hotel", "library",
+                  "museum", "yard", "hall"}
 
 
 def is_year(x: Token) -> bool:
