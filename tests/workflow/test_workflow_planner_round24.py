@@ -124,3 +124,62 @@ def test_join_kinds_said_as_a_note_or_by_what_they_keep():
     assert of_kind(p, "join")[0].params["how"] == "full outer"
     with pytest.raises(PlanRefused):       # two kinds said
         _plan("Load a.csv and b.csv and left join them on id, keeping every row from both sides, then plot it.")
+
+
+# -- practitioners' shorthand (development set 13) ------------------------------------------------
+def test_names_in_backticks_are_names_and_commands_in_them_stay_refused():
+    """Markdown's inline code around a column or a file was refused as a shell command."""
+    p = _plan("Load `a.csv`, drop rows missing `unit_price`, sum it by `depot` and write it to `out/t.csv`.")
+    assert of_kind(p, "clean_data")[0].params["columns"] == ["unit_price"]
+    assert of_kind(p, "write_table")[0].params["path"] == "out/t.csv"
+    for said in ("Load a.csv, then run `rm -rf /tmp/x`.", "Load a.csv and run `reboot` afterwards.",
+                 "Load a.csv, then `ls` the folder."):
+        with pytest.raises(PlanRefused) as e:
+            _plan(said)
+        assert e.value.kind == "destructive", said
+
+
+def test_a_selection_said_top_metric_reads_the_metric():
+    """"Take the top-F1 model" selected by the step's default metric."""
+    p = _plan("Load a.csv, split it 80/20, fit one kNN classifier per k in 3, 5 and 9 with y as the target. "
+              "Take the top-F1 model and deploy it as m.")
+    assert of_kind(p, "select_best")[0].params["metric"] == "f1"
+
+
+def test_who_asks_then_the_subject_as_a_title():
+    p = _plan("Payments startup, weekly rollup. Load a.csv, sum the amount per merchant and plot it.")
+    assert kinds(p) == ["load_data", "aggregate", "plot"]
+
+
+@pytest.mark.parametrize("said, share", [("30% goes to test", 0.3), ("a quarter of the rows as test", 0.25)])
+def test_a_test_share_said_as_an_item(said, share):
+    p = _plan(f"Load a.csv, {said}, then train a knn with target y.")
+    assert of_kind(p, "split_data")[0].params["test_fraction"] == share
+
+
+def test_hpo_with_its_settings_in_any_order():
+    p = _plan("a.csv → 80/20 → HPO: kNN, target y, k ∈ {3, 5}, 6 trials, scheduler asha, maximize f1")
+    t = _draft(p, "train_model")[0].tune
+    assert (t.trials, t.scheduler, t.metric) == (6, "asha", "f1")
+    p = _plan("a.csv → 80/20 → hyperparameter search: kNN, target y, k ∈ {3, 5}, 4 trials, scheduler=fifo, max accuracy")
+    assert _draft(p, "train_model")[0].tune.scheduler == "fifo"
+
+
+def test_tail_and_head_rows():
+    p = _plan("events.jsonl: tail 100k rows → dedup → plot")
+    assert (of_kind(p, "sample")[0].params["rows"], of_kind(p, "sample")[0].params["which"]) == (100000, "last")
+    p = _plan("events.jsonl → head 500 rows → plot")
+    assert of_kind(p, "sample")[0].params["which"] == "first"
+
+
+def test_config_style_settings_of_a_job():
+    p = _plan("shoe-recs: elastic DLRM shoe-recs, epochs ∈ {1, 2, 4} (retries=1 each) → best by AUC → export ./models/s → "
+              "notify 'done'")
+    (job,) = _draft(p, "elastic_dlrm")
+    assert job.map == ("epochs", [1, 2, 4]) and job.retries == 1
+    assert of_kind(p, "export_model")[0].params["path"] == "./models/s"
+
+
+def test_concat_as_an_item():
+    p = _plan("a.csv + b.csv → concat, a first → dedupe → out/ab.parquet")
+    assert kinds(p)[:4] == ["load_data", "load_data", "concat", "dedup"]

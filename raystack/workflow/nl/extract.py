@@ -179,9 +179,9 @@ ROWS_UNIT_OR_LINES = r"(?:rows?|records?|examples|entries|lines?)"
 
 def sample(text: Text, lo: int, hi: int, f: Found) -> None:
     _seed(text, lo, hi, f)
-    m = _search(text, lo, hi, rf"\b(?:the\s+|its\s+|their\s+)?(?P<w>first|last)(?=\s+NUM\d+\s+(?:{ROWS_UNIT_OR_LINES}|[a-z]+s)\b|\s+PCT\d+\s+of\b)", "which rows")
-    if m:      # "keep the first 100 rows": in file order, not drawn
-        f.set("which", m.group("w"))
+    m = _search(text, lo, hi, rf"\b(?:the\s+|its\s+|their\s+)?(?P<w>first|last|head|tail)(?=\s+NUM\d+\s+(?:{ROWS_UNIT_OR_LINES}|[a-z]+s)\b|\s+PCT\d+\s+of\b)", "which rows")
+    if m:      # "keep the first 100 rows": in file order, not drawn ("tail 100k rows": the last, as the shell says it)
+        f.set("which", {"head": "first", "tail": "last"}.get(m.group("w"), m.group("w")))
     else:      # "sample 2,000 rows at random": how a sample is drawn anyway
         consume(text, lo, hi, r"\b(?:(?:drawn|chosen|picked|selected)\s+)?at\s+random\b|\brandomly(?:\s+(?:drawn|chosen|picked|selected))?\b",
                 "random draw")
@@ -237,7 +237,8 @@ def split_data(text: Text, lo: int, hi: int, f: Found) -> None:
         f.set("test_fraction", 0.5)     # "split it in half"
         return
     m = _search(text, lo, hi, r"(?P<p>PCT\d+)(?:\s+(?:of\s+(?:the\s+)?(?:data|rows|it|them)\s+)?(?:(?:out|aside|back|apart|off)\s+)?"
-                              r"(?:(?:as|for)\s+(?:a\s+|the\s+)?)?(?:test(?:ing)?|hold-?out|validation|eval(?:uation)?)"
+                              r"(?:(?:as|for)\s+(?:a\s+|the\s+)?|(?:goes|go|is|are)\s+(?:to|into|for)\s+(?:the\s+)?)?"   # "30% goes to test"
+                              r"(?:test(?:ing)?|hold-?out|validation|eval(?:uation)?)"
                               r"(?:\s+(?:set|split|data|fraction))?)?", "test fraction") or \
         _search(text, lo, hi, r"test[\s_-]+(?:fraction|size|share)\s*(?:of|=|:)?\s*(?P<p>NUM\d+|PCT\d+)", "test fraction") or \
         _search(text, lo, hi, r"(?P<p>NUM\d+)\s+test[\s_-]+(?:fraction|size|share)\b", "test fraction")

@@ -13,7 +13,7 @@ from raystack.workflow.nl.text import Text
 
 
 # "the lowest-RMSE one", "highest-AUC run": the comparison and the metric as one word
-HYPHENED_BEST = rf"\b(?P<how2>higher|highest|best|better|lower|lowest|smaller|smallest)-(?P<m2>{METRIC_RX})\s+(?:one|model|run)\b"
+HYPHENED_BEST = rf"\b(?P<how2>higher|highest|best|better|top|lower|lowest|smaller|smallest)-(?P<m2>{METRIC_RX})\s+(?:one|model|run|classifier|candidate)\b"
 
 
 def metric_param(param: str = "metric", with_mode: bool = False) -> Callable:

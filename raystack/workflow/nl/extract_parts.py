@@ -378,6 +378,7 @@ def elastic_dlrm(text: Text, lo: int, hi: int, f: Found) -> None:
         f.set("name", m.group("n") if m.groupdict().get("n") else text.literal(m.group("q")).value())
     m = _search(text, lo, hi, rf"(?:for\s+)?(?P<l>{NUMLIST})\s+(?:training\s+)?epochs\b", "epochs") or \
         _search(text, lo, hi, r"\bepochs\s*(?:=|:)?\s*(?P<l>NUM\d+(?:\s*/\s*NUM\d+)+)(?!\d)", "epochs") or \
+        _search(text, lo, hi, r"\bepochs\s*(?:=|:|∈|in)\s*(?P<l>[\[{(]\s*NUM\d+(?:\s*,\s*NUM\d+)+\s*[\]})])", "epochs") or \
         _search(text, lo, hi, r"\b(?:with\s+)?epochs\s*(?:=|:)?\s*(?P<l>NUM\d+(?:\s*,\s*NUM\d+)+)(?!\d)(?!\s*,?\s*(?:and|or)\b)(?!\s+(?:runs?|jobs?|models?|times?)\b)",
                 "epochs")   # "epochs = 1 / 2 / 3", "epochs 2, 4, 6"
     if m:      # "for 1, 2 and 3 epochs": one run per value

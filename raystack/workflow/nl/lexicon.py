@@ -169,6 +169,8 @@ RETRIES = [
     r"(?:(?:if|when|should)\s+(?:it|that|this|training|the\s+step)\s+fails?\s*,?\s*)?(?:try|run|attempt|do|start)\s+(?:it\s+|that\s+)?"
     r"(?:again|over)\s+(?:up\s+to\s+|at\s+most\s+|a\s+maximum\s+of\s+)?(?P<n>NUM\d+)\s+(?:more\s+|additional\s+|extra\s+)?times?",
     r"(?:with\s+|allowing\s+|and\s+)?(?:up\s+to\s+|at\s+most\s+)?(?P<n>NUM\d+)\s+(?:more|additional|extra|further)\s+(?:attempts|tries|goes)",
+    # "retries=1 each", "max_retries: 3": a setting, as a config or a command line writes it
+    r"(?:max_)?retr(?:y|ies)\s*(?:=|:)\s*(?P<n>NUM\d+)(?:\s+(?:each|apiece|per\s+(?:step|model|run|value)))?",
 ]
 
 EXIT_CUES = [

@@ -32,6 +32,7 @@ PATTERNS: list[tuple[str, str]] = [
      "asks the planner to take another role"),
     (r"\brm\s+-\w+|\bsudo\b|\bmkfs\b|\bchmod\b|\bchown\b|\bdd\s+if=|\bcurl\b|\bwget\b|\|\s*(?:sh|bash)\b|"
      # "-> eval (auc) ->" is the evaluation step of an arrow chain, not Python's eval
+     # (a name in backticks, "`charger_id`", "`out/p95.parquet`", is markdown's inline code, unquoted first)
      r"\bos\.system\b|\bsubprocess\b|\beval\s*\((?!\s*(?:auc|rmse|f1|accuracy|precision|recall|loss|error|r2)\s*\))|\bexec\s*\(|`[^`]+`|\$\(",
      "contains a shell command"),
     (r"\b(?:run|execute|launch|invoke|start)\s+(?:a\s+|the\s+|this\s+|my\s+|some\s+|an?\s+arbitrary\s+)?"
@@ -60,11 +61,25 @@ PATTERNS: list[tuple[str, str]] = [
      r"(?:\w+\s+)?(?:data|dataset|table|files?|records|rows|model|weights|checkpoint|customers?|users?|transactions)\b",
      "asks to send data outside the run"),
 ]
+# markdown's inline code around one name: a column ("`charger_id`", "`pop`"), a file
+# ("`out/p95.parquet`", "`./models/x`") or a setting ("`lr=0.01`"); never a command's name
+# ("`reboot`", "`ls`"), which stays code and is refused
+NAME_IN_CODE = r"(?:\./)?[A-Za-z0-9_][\w\-]*(?:[./=][\w\-]+)*"
+SHELL_WORDS = {"rm", "rmdir", "del", "shred", "truncate", "dd", "mkfs", "sudo", "su", "reboot", "shutdown", "halt", "poweroff",
+               "kill", "killall", "pkill", "chmod", "chown", "curl", "wget", "bash", "sh", "zsh", "exec", "eval", "mv", "ls",
+               "cd", "systemctl", "crontab", "nc", "netcat", "ssh", "scp", "rsync", "ray"}
+_CODE_NAME = re.compile(rf"`({NAME_IN_CODE})`")
 _COMPILED = [(re.compile(p, re.I), why) for p, why in PATTERNS]
+
+
+def unquote_code(text: str) -> str:
+    """The request with the backticks around names dropped (they only mark the name as code)."""
+    return _CODE_NAME.sub(lambda m: m.group(0) if m.group(1).lower() in SHELL_WORDS else m.group(1), text)
 
 
 def screen(text: str) -> None:
     """Raise PlanRefused (destructive) when the request asks for something no plan may do."""
+    text = unquote_code(text)
     for rx, why in _COMPILED:
         m = rx.search(text)
         if m:

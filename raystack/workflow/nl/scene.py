@@ -11,7 +11,7 @@ import re
 from raystack.workflow.catalog import CATALOG
 from raystack.workflow.nl import lexicon as L
 from raystack.workflow.nl.text import ARROWS, Text, Token, sentences
-from raystack.workflow.nl.words import MAX_LEAD_IN, in_parentheses, is_free, is_method, is_title, is_unknown, is_year
+from raystack.workflow.nl.words import BUSINESS_NOUNS, MAX_LEAD_IN, in_parentheses, is_free, is_method, is_title, is_unknown, is_year
 
 LEAD_IN_ENDS = (":", "—", "–", "-")
 TITLE_JOINERS = ("(", ")", "/", "&")   # inside a title's words: "Room inspection pass/fail (hotels):"
@@ -113,7 +113,9 @@ def title_clauses(t: Text) -> None:
         # "Pest control callouts, second-visit classifier. Load ...": a title in two noun phrases
         if close.text == "." and rest and close is not t.tokens[-1] and all(
                 x.kind == "word" and is_free(x) and x.low not in L.FILLERS and x.low not in L.RESTRICTING for x in rest) \
-                and ends[0].i + len(rest) <= MAX_TITLE + 2 and rest[-1].low in L.TOPIC_HEADS:
+                and ends[0].i + len(rest) <= MAX_TITLE + 2 and (rest[-1].low in L.TOPIC_HEADS
+                                                                 or t.tokens[ends[0].i - 1].low in BUSINESS_NOUNS):
+            # ("Crypto exchange, withdrawals risk.": who asks, then the subject)
             extra = rest
         elif not (close.text in LEAD_IN_ENDS[:3] or (close.text == "." and all(
                 x.used or x.kind != "word" or x.low in L.FILLERS for x in rest))):

@@ -35,8 +35,8 @@ METRIC_PHRASES = [
     rf"\b(?:the\s+)?(?P<v>{_MAX}|{_MIN})\s+(?P<m>{L.METRIC_RX})\s+wins\b",
     rf"\b(?P<v>metric|objective|score)\s*(?:=|:|is)?\s*(?P<m>{L.METRIC_RX})\b",   # "metric accuracy": its usual direction
 ]
-SCHEDULER = (r"\b(?:under|with|using|via)?\s*(?:the\s+|plain\s+|an?\s+)?(?P<s>asha|hyperband|successive\s+halving|"
-             r"early\s+stopping|fifo)\b(?:\s+(?:scheduler|scheduling|schedule))?")
+SCHEDULER = (r"\b(?:under|with|using|via)?\s*(?:the\s+|plain\s+|an?\s+)?(?:scheduler\s*[:=]?\s*)?(?P<s>asha|hyperband|successive\s+halving|"
+             r"early\s+stopping|fifo)\b(?:\s+(?:scheduler|scheduling|schedule))?")    # ("scheduler fifo", "scheduler=asha")
 
 
 def _values(t: Text, s: str) -> list:

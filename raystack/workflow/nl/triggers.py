@@ -206,6 +206,9 @@ TRIGGERS: list[tuple[str, str]] = [
                    r"|\btest\s+(?:it\s+)?on\s+(?:a|the)\s+PCT\d+\s+(?:slice|share|portion|part|chunk|subset)\b"),   # "test on a 20% slice"
     ("split_data", r"\bheld[\s-]out\s+PCT\d+\b|\bPCT\d+\s+held[\s-]out\b(?:\s+(?:set|split|portion|part|sample|subset))?"),
     # "churn.csv -> logistic -> 30% test", "x.csv, 30% test, knn": a share named as an item is the split's
+    # "30% goes to test", "a quarter of the rows as test": the test share, said as an item
+    ("split_data", r"(?:(?<=[,:;]\s)|^)(?:a\s+|the\s+)?PCT\d+(?:\s+of\s+(?:it|them|the\s+(?:data|rows|records)))?\s+"
+                   r"(?:(?:goes|go|is|are)\s+(?:to|into|for)|as)\s+(?:the\s+)?(?:test|testing|validation|holdout|hold-out)(?:\s+(?:set|split))?\b"),
     ("split_data", rf"(?:{AFTER_ARROW}|(?<=[,:;]\s)|^)PCT\d+\s+(?:test|testing|validation|holdout|hold-out|held-out)\b"
                    rf"(?=\s*(?:{ARROW}|$|[,.;]))"),
     # "evaluate it on a 30% test set": the held-out share the evaluation reads is the split's
@@ -233,6 +236,8 @@ TRIGGERS: list[tuple[str, str]] = [
     # "x.csv, first 5,000 rows only; 70/30 split": a subset in file order said as an item of a list
     ("sample", rf"(?:{AFTER_ARROW}|(?<=[,;:]\s)|^)(?P<sk>(?:the\s+)?(?:first|last)\s+NUM\d+\s+(?:rows?|records?|lines?|entries))\s+only"
                rf"{ITEM_END}"),
+    # "stockouts.jsonl: tail 100k rows → ...": the last rows, as the shell's tail (head) says it
+    ("sample", rf"(?:{AFTER_ARROW}|(?<=[,;:]\s)|^)(?:tail|head)(?=\s+NUM\d+\s+(?:rows?|records?|lines?|entries)(?:\s+only)?{ITEM_END})"),
     # "load the first 500 rows of x.csv": a load of part of a file is the load, then that subset
     ("sample", rf"\b(?:{LOAD_VERBS}|open|opens|opened)\s+(?:only\s+|just\s+)?(?P<sk>(?:the\s+)?(?:first|last)\s+NUM\d+\s+)"
                r"(?:rows?|records?|lines?|entries)\b(?=\s+(?:of|from|in)\s+FILE)"),
@@ -264,6 +269,7 @@ TRIGGERS: list[tuple[str, str]] = [
                r"(?:\s+(?:them|both(?:\s+tables|\s+files)?|the\s+(?:two|NUM\d+)(?:\s+(?:tables|files))?|the\s+(?:tables|files)|these|those)"
                r"(?:\s+(?:together|vertically|row-?wise))?|(?=\s+FILE)"
                r"|\s+one\s+(?:to|onto|under|below|beneath|after)\s+the\s+other\b"     # "append one to the other"
+               rf"|(?<=concat)(?=\s*(?:[,;]|$|{ARROW}))"    # "→ concat, EU first →": an item of its own
                r"|(?=\s+the\s+[a-z]+\s+(?:file|one|table|log|export|sheet)\s+(?:onto|on\s+to|to|after|under|below|beneath)\s))"),
     # "combine a.csv with b.csv (...) by putting one under the other": the rows of one under the other's
     ("concat", r"\b(?:combine|combines|combining|merge|merges|merging)\b(?=[^.;]*?\bby\s+(?:putting|placing|setting|stacking)\s+"
@@ -405,7 +411,7 @@ TRIGGERS: list[tuple[str, str]] = [
                     r"|\b(?:a\s+|the\s+)?(?:score|scores|results?|summary|output)?\s*tables?\s+(?:of\s+(?:the\s+)?(?:scores|results|predictions)\s*)?"
                     r"(?:at|to|in|into|under)\s+(?P<g>FILE\d+)|\b(?:a\s+|the\s+)?tables?\s+of\s+(?:the\s+)?(?:scores|results|predictions)\b"),
     ("export_model", rf"(?<!per )(?<!by )(?<!each )(?<!every )\b(?:export|exports|save|saves|write|writes|store|dump|serialize|persist)\w*\s+{skip(4)}(?:to|as|into|in|at|{ARROW})\s+(?P<f>FILE\d+)"
-                     r"|\bexport\s+(?P<g>FILE\d+)(?=\s*(?:[.,;!]|$))"),    # "... -> export models/m.json"
+                     rf"|\bexport\s+(?P<g>FILE\d+)(?=\s*(?:[.,;!:]|$|{ARROW}))"),    # "... -> export models/m.json"
     ("export_model", r"\b(?:export|exports|save|saves|serialize|persist)\s+(?:it|them|the\s+(?:model|winner|result|run|checkpoint))"
                      r"(?=\s+(?:afterwards|afterward|later|then|next|finally)\s+(?:to|into|as|at)\s+FILE\d+)"),   # "export it afterwards to ./m"
     # "... and export it if recall is at least 0.75": no file named, the step's default one (in its
@@ -435,11 +441,11 @@ TRIGGERS: list[tuple[str, str]] = [
                     rf"(?:whose\s+(?=(?:{METRIC_RX})\s+is\s+(?:lower|higher|smaller|larger|better)\b)"
                     rf"|ends?\s+(?:up\s+)?(?=(?:lower|higher|better)\s+on\s+(?:the\s+)?(?:{METRIC_RX})\b))"),
     # "; highest-AUC run → export ...": the selection said without a verb, as an item
-    ("select_best", rf"(?:{ITEM_OPEN}|(?<=[,;:]\s))(?:the\s+)?(?:lower|lowest|higher|highest|smaller|smallest|larger|largest|better|best)-"
-                    rf"(?:{METRIC_RX})\s+(?:one|model|run)\b"),
+    ("select_best", rf"(?:{ITEM_OPEN}|(?<=[,;:]\s))(?:the\s+)?(?:lower|lowest|higher|highest|smaller|smallest|larger|largest|better|best|top)-"
+                    rf"(?:{METRIC_RX})\s+(?:one|model|run|classifier|candidate)\b"),
     # "keep the lowest-RMSE one", "hang on to the lower-val-loss one"
     ("select_best", rf"\b(?:select|pick|choose|keep|take|retain|go\s+with|hang\s+on\s+to|hold\s+on\s+to|stick\s+with)\s+the\s+"
-                    rf"(?=(?:lower|lowest|higher|highest|smaller|smallest|larger|largest|better|best)-(?:{METRIC_RX})\s+(?:one|model|run)\b)"),
+                    rf"(?=(?:lower|lowest|higher|highest|smaller|smallest|larger|largest|better|best|top)-(?:{METRIC_RX})\s+(?:one|model|run|classifier|candidate)\b)"),
     ("select_best", r"\b(?:select|pick|choose|keep|take|use)\s+(?:whichever|the\s+(?:one|run|model|version|candidate))\s+(?:one\s+)?(?:has|scores|gets|is|with|ends)\s+"
                     r"(?:the\s+|with\s+the\s+)?(?:higher|highest|best|better|greater|top|lower|lowest)\b"),
     ("select_best", r"\b(?:(?:keep|pick|choose|select|take|use|go\s+with|go\s+forward\s+with|carry\s+on\s+with|proceed\s+with|"
@@ -465,6 +471,7 @@ TRIGGERS: list[tuple[str, str]] = [
                     rf"(?P<sk>{METRIC_RX})\s+(?=(?:gets|is)\s+(?:deployed|exported|served|pushed|put\s+live|saved)\b)"),
     ("select_best", rf"\b(?:the\s+)?(?:best|top|winner|winning|strongest|better)(?:\s+(?:one|model|classifier|result|of\s+them))?"
                     rf"(?P<sk>\s+(?:by|on|in\s+terms\s+of)\s+[\w-]+(?:\s+[\w-]+)?)?{AUX}\s+(?:kept|selected|chosen|picked|retained)\b"),
+    ("tune", r"(?<![\w-])hpo(?![\w-])(?:\s+(?:sweep|search|run|job))?"),    # hyperparameter optimisation, as practitioners write it
     ("tune", r"\b(?:hunt|hunting|look|looking|search|searching|scan|scanning)\s+for\s+(?:the\s+)?(?:best|optimal|right|ideal)\s+"
              r"(?=k\b|lr\b|learning\s+rate|epochs?\b|batch\s+size|neighbou?rs\b|number\s+of\s+neighbou?rs)"),   # "hunt for the best k"
     ("tune", r"(?<!the )(?<!a )(?<!this )(?<!that )(?<!best )(?<!-)\btuned\b(?!\s+(?:model|one|classifier|version))|(?<!-)\b(?:tune|tunes|tuning|hyper-?param(?:eter)?\s+(?:search|tuning|optimi[sz]ation|sweep)|grid\s+search|random\s+search|"

@@ -86,7 +86,8 @@ def names_data(t: Text, x: Token) -> bool:
 BUSINESS_NOUNS = {"agency", "agencies", "company", "firm", "shop", "studio", "business", "bureau", "office", "service",
                   "services", "team", "desk", "store", "startup", "consultancy", "practice", "centre", "center", "clinic",
                   "club", "school", "charity", "council", "department", "lab", "salon", "garage", "cafe", "hotel", "library",
-                  "museum", "yard", "hall"}
+                  "museum", "yard", "hall", "exchange", "platform", "app", "api", "lender", "provider",
+                  "marketplace", "operator", "retailer", "bank", "insurer"}
 
 
 def is_year(x: Token) -> bool:
