@@ -183,3 +183,48 @@ def test_config_style_settings_of_a_job():
 def test_concat_as_an_item():
     p = _plan("a.csv + b.csv → concat, a first → dedupe → out/ab.parquet")
     assert kinds(p)[:4] == ["load_data", "load_data", "concat", "dedup"]
+
+
+# -- memos and tickets (development set 12) -------------------------------------------------------
+def test_files_listed_bare_with_slashes_are_all_loaded():
+    """"a.csv / b.csv / c.csv → ..." loaded only the first file (a verb before them mapped them)."""
+    p = _plan("forest.csv / heath.csv / dunes.csv → plot")
+    assert _draft(p, "load_data")[0].map == ("path", ["forest.csv", "heath.csv", "dunes.csv"])
+    p = _plan("forest.csv / heath.csv / dunes.csv — load each (3 retries apiece, patchy Wi-Fi) → report on all three "
+              "events.")
+    (load,) = _draft(p, "load_data")
+    assert load.map[1] == ["forest.csv", "heath.csv", "dunes.csv"] and load.retries == 3
+    assert kinds(p) == ["load_data", "save_report"]
+
+
+@pytest.mark.parametrize("said, metric, op, value", [
+    ("If it gets 0.95 accuracy or better, export it to ./m", "accuracy", ">=", 0.95),
+    ("Then, provided it scores an AUC of at least 0.75, export it to ./m", "auc", ">=", 0.75),
+    ("If the winning F1 reaches 0.7, export it to ./m", "f1", ">=", 0.7),
+    ("AUC 0.75+ → export ./m", "auc", ">=", 0.75),
+])
+def test_conditions_said_with_the_metric_after_its_verb_or_a_plus(said, metric, op, value):
+    p = _plan(f"{TRAINED} {said}; otherwise notify 'low'.")
+    when = _draft(p, "export_model")[0].when
+    assert (when.metric, when.op, when.value) == (metric, op, value)
+    assert _draft(p, "notify")[0].otherwise
+
+
+def test_a_job_named_between_commas_and_why_it_is_retried():
+    p = _plan("Start an elastic DLRM, role-match, for three epochs (our nodes are preemptible, so allow it three retries), "
+              "then evaluate it.")
+    (job,) = _draft(p, "elastic_dlrm")
+    assert (job.params["name"], job.retries) == ("role-match", 3)
+    p = _plan("elastic DLRM role-match, 3 epochs, 3 retries (preemptible nodes), then evaluate it")
+    assert _draft(p, "elastic_dlrm")[0].retries == 3
+
+
+def test_to_suggest_is_what_a_recommender_is_for():
+    p = _plan("Volunteering centre: we want to suggest roles that suit each new volunteer. Run the elastic DLRM job "
+              "role-match for 2 epochs, then evaluate it.")
+    assert kinds(p) == ["elastic_dlrm", "evaluate_dlrm"]
+
+
+def test_a_remark_on_the_rows_just_read():
+    p = _plan("Grab the first 500 rows of pairs.csv (those are the hand-checked ones), dedupe them and plot it.")
+    assert kinds(p) == ["load_data", "sample", "dedup", "plot"]

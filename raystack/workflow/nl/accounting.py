@@ -24,6 +24,7 @@ from typing import Iterable
 from raystack.workflow.catalog import CATALOG
 from raystack.workflow.nl import lexicon as L
 from raystack.workflow.nl.asides import (SOURCE_WORDS, asks_nothing, join_reasons, leading_reasons, notes, reason_clauses,
+                                         retry_notes,
                                          plain_notes, predict_purposes, purposes, question_purposes, reasons,
                                          wanted_purposes)
 from raystack.workflow.nl.plan import PlanRefused
@@ -528,6 +529,7 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
     targets(t)
     reasons(t)
     reason_clauses(t)
+    retry_notes(t)
     plain_notes(t)
     notes(t)
     leading_reasons(t)

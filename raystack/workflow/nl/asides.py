@@ -76,6 +76,28 @@ def reason_clauses(t: Text) -> None:
             t.mark([tok, *run], "reason")
 
 
+MAX_RETRY_NOTE = 3    # words of why a step is retried, in parentheses after its retries ("(preemptible nodes)")
+
+
+def retry_notes(t: Text) -> None:
+    """"3 retries (preemptible nodes)", "(3 retries apiece, patchy Wi-Fi)": a few words in
+    parentheses, or after a comma inside them, right after the retries say why they are asked for."""
+    for tok in t.tokens[1:]:
+        if tok.text not in ("(", ",") or t.tokens[tok.i - 1].used != "retries" \
+                or (tok.text == "," and not in_parentheses(t, tok)):
+            continue
+        run = []
+        for x in t.tokens[tok.i + 1:]:
+            if x.text == ")" or len(run) > MAX_RETRY_NOTE:
+                break
+            run.append(x)
+        close = run[-1].i + 1 if run else tok.i + 1
+        if run and len(run) <= MAX_RETRY_NOTE and close < len(t.tokens) and t.tokens[close].text == ")" \
+                and all(x.kind == "word" and is_free(x) for x in run) and asks_nothing(run) \
+                and not any(is_step_word(x.low) or x.low in L.RESTRICTING or x.low in L.CLAUSE_WORDS for x in run):
+            t.mark(run + ([tok, t.tokens[close]] if tok.text == "(" else [tok]), "reason")
+
+
 def reasons(t: Text) -> None:
     """"(retry up to 3 times b/c the share is flaky)": why the user asks, inside parentheses,
     to their close; it changes nothing in the plan. Words a rule used end it."""
@@ -110,7 +132,7 @@ def reasons(t: Text) -> None:
         # "retrying each read up to 3 times (the club laptop's Wi-Fi is patchy)": a remark right after what a rule read
         # ("Random 20% sample of jobs.csv (the full file's too big)": after a file too)
         opens_remark = tok.text == "(" and 0 < tok.i < len(t.tokens) - 1 and t.tokens[tok.i - 1].used \
-            and t.tokens[tok.i + 1].low in ("the", "our", "my", "their", "it", "it's")
+            and t.tokens[tok.i + 1].low in ("the", "our", "my", "their", "it", "it's", "those", "these", "they", "this", "that's")
         if not opens_estimate and not opens_remark and (tok.text not in (",", ";") or not in_parentheses(t, tok)
                                                         or not t.tokens[tok.i - 1].used):
             continue
@@ -344,7 +366,9 @@ ESTIMATE_PURPOSE = (r"\b(?:we|i)\s*(?:want|need|would\s+like|'d\s+like|are\s+aft
                     r"(?:[a-z][\w-]*\s+){0,2}?(?:estimates|forecasts|predictions)\b")
 # "we want add-on recommendations (child seats, sat-nav, extra insurance)": what a recommender is for
 RECOMMEND_PURPOSE = (r"\b(?:we|i)\s*(?:want|need|would\s+like|'d\s+like|are\s+after|'re\s+after)\s+(?:better\s+|some\s+)?"
-                     r"(?:[a-z][\w-]*\s+|QUOTE\d+\s+){0,3}?(?:recommendations|suggestions|picks)\b")
+                     r"(?:(?:[a-z][\w-]*\s+|QUOTE\d+\s+){0,3}?(?:recommendations|suggestions|picks)\b"
+                     # "we want to suggest roles that suit each new volunteer"
+                     r"|to\s+(?:suggest|recommend)\b)")
 # "I want a model that tells our tilers how long a bathroom job will take": what a training is for
 MODEL_PURPOSE = (r"\b(?:we|i)\s*(?:want|need|would\s+like|'d\s+like|are\s+after|'re\s+after)\s+(?:a|an|some)\s+"
                  r"(?:simple\s+|quick\s+|small\s+|rough\s+)?(?:model|classifier|predictor|regressor)\s+(?:that|which)\s+"

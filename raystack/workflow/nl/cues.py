@@ -217,6 +217,23 @@ def _conditions(t: Text, lo: int, hi: int, si: int, earlier: list[Cue]) -> list[
         if named is not None:
             metric, end = metric_of(named[0].group("m2")), named[1][-1].i + 1
         out.append(_cond(t, si, toks[0].i, end, metric, _reach(op, metric), value, m.group(0)))
+    # "provided it scores an AUC of at least 0.75", "if it gets 0.95 accuracy or better": the metric
+    # named after the verb, before or after its threshold
+    for m, toks in t.finditer(rf"\b{L.IF_CUE}\s+(?:it|they|the\s+(?:model|classifier|job|run))\s+(?:scores?|gets?|achieves?|reaches|hits|has|lands)\s+"
+                              rf"(?:(?:an?\s+)?(?P<m>{L.METRIC_RX})\s+(?:of\s+)?(?=(?:at|no|not|above|over|below|under|more|less|NUM|PCT|[<>≤≥]))"
+                              rf"|(?P<v>NUM\d+|PCT\d+)\s+(?P<m2>{L.METRIC_RX})\s+or\s+(?P<d>better|more|higher|above|worse|less|lower|below)\b)",
+                              lo, hi, free_only=True):
+        if m.group("m2"):
+            metric = metric_of(m.group("m2"))
+            up = m.group("d") in ("more", "higher", "above") or (m.group("d") == "better") != (metric in L.LOWER_IS_BETTER)
+            out.append(_cond(t, si, toks[0].i, toks[-1].i + 1, metric, ">=" if up else "<=",
+                             number(float(t.literal(m.group("v")).value())), m.group(0)))
+            continue
+        cmp = comparison(t, toks[-1].i + 1, hi)
+        if cmp is not None:
+            op, value, end = cmp
+            metric = metric_of(m.group("m"))
+            out.append(_cond(t, si, toks[0].i, end, metric, _reach(op, metric), value, m.group(0)))
     # "If it's at least 80% accurate, put it into production": the accuracy, said by its adjective
     for m, toks in t.finditer(rf"\b{L.IF_CUE}\s+(?:it\s*'s|it\s+is|they\s*'re|they\s+are|the\s+model\s+is)\s+"
                               rf"(?P<cmp>{_MISSING_CMP})?\s*(?P<v>PCT\d+|NUM\d+)\s+accurate\b", lo, hi, free_only=True):

@@ -372,6 +372,7 @@ def elastic_dlrm(text: Text, lo: int, hi: int, f: Found) -> None:
         _search(text, lo, hi, r"\b(?:job|dlrm|(?:runs?|jobs?)\s+of)\s+(?P<n>" + JOB_NAME + r")\b", "job name") or \
         _search(text, lo, hi, r"\b(?:(?:job\s+)?name[sd]?|called|as)\s*(?::|=)?\s*(?P<q>QUOTE\d+)", "job name") or \
         _search(text, lo, hi, r"\b(?P<n>" + JOB_NAME + r")\s+(?:\(\s*)?elastic\b", "job name") or \
+        _search(text, lo, hi, r"(?<=dlrm\s,\s)(?P<n>" + JOB_NAME + r")(?=\s*,)", "job name") or \
         _search(text, max(0, lo - APPOSITION), hi,     # "Train toy-picks, an elastic DLRM, ...": the job, then what it is
                 r"\b(?:train|run|launch|fit|start|kick\s+off)\s+(?P<n>" + JOB_NAME + r")\s*,\s*(?:an?|the|our)\s+(?=elastic\b)", "job name")
     if m:

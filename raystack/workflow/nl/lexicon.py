@@ -60,6 +60,7 @@ COMPARISONS = [
     (rf"{CMP_LEAD}(?:at\s+least|no\s+less\s+than|not\s+below|not\s+less\s+than|at\s+or\s+(?:above|over)|>=|≥)\s+(?P<v>{NUMV})", ">="),
     (rf"{CMP_LEAD}(?:at\s+most|no\s+more\s+than|not\s+above|not\s+more\s+than|at\s+or\s+(?:below|under)|<=|≤)\s+(?P<v>{NUMV})", "<="),
     (rf"{CMP_LEAD}(?P<v>{NUMV})\s+or\s+(?:higher|more|above|better|greater|over)", ">="),
+    (rf"{CMP_LEAD}(?P<v>{NUMV})\s*\+(?!\s*(?:NUM|PCT|FILE))", ">="),     # "AUC 0.75+ → export"
     (rf"{CMP_LEAD}(?P<v>{NUMV})\s+or\s+(?:lower|less|below|under|worse)", "<="),
     (rf"{CMP_LEAD}(?:above|over|greater\s+than|more\s+than|higher\s+than|better\s+than|in\s+excess\s+of|>)\s+(?P<v>{NUMV})", ">"),
     (rf"{CMP_LEAD}(?:exceeds?|exceeding|exceeded|beats?|beating|tops|surpass(?:es|ed)?|clears?|outperforms?)\s+(?P<v>{NUMV})", ">"),
@@ -72,7 +73,9 @@ COMPARISONS = [
 NEGATED_OPS = {">": "<=", ">=": "<", "<": ">=", "<=": ">", "==": "!="}
 IF_CUE = (r"(?:(?:but\s+)?only\s+(?:if|when|once)|if|when|whenever|provided(?:\s+that)?|as\s+long\s+as|in\s+case|"
           r"assuming|once|should(?=\s+(?:the\s+|its\s+|their\s+)?(?:[\w-]+\s+){0,2}(?:come|be|fall|drop|go|end|stay|reach|exceed|get)))")
-METRIC_MOD = r"(?:(?:best|top|final|overall|mean|average|model's|test|resulting|measured|tuned|held-out)\s+)?"
+METRIC_MOD = (r"(?:(?:best|top|final|overall|mean|average|model's|test|resulting|measured|tuned|held-out|winning|chosen|selected"
+              # "the winning trial's accuracy", "the best run's AUC"
+              r"|(?:winning|best|top|chosen|selected)\s+(?:trial|run|model|candidate)\s*'s)\s+)?")
 # "accuracy on the test set is under 0.6": where the metric was measured, between it and its comparison
 METRIC_WHERE = (r"(?:(?:on|of|for|over|in|from)\s+(?:the\s+)?(?:test|validation|val|held-out|holdout|eval|evaluation)\s*(?:set|split|data|rows)?\s+"
                 r"|(?:of|for|from)\s+(?:the\s+|its\s+|our\s+)?(?:[\w-]+\s+){0,3}?(?:model|classifier|regressor|predictor)\s+)?")

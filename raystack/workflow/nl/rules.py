@@ -73,6 +73,7 @@ class Action:
     verbless: bool = False       # named by a noun phrase only ("logistic regression", "kNN")
     beside: Action | None = None  # "...; in parallel, split and train": the clause's first step runs beside this one
     said_at: tuple[int, int] | None = None   # (sentence, token) where a question's candidates are asked to run ("fit all three")
+    files_end: int = -1          # a load's files listed "a.csv / b.csv / c.csv": one past the last
 
 
 FIT_VERBS = {"fit", "fits", "fitted", "fitting", "refit", "refits"}   # "fit a logistic model to x.csv"
@@ -146,6 +147,7 @@ class RulePlanner:
                     end = self._shared_object_end(t, actions, k)
                     if a.entry in PARTS and end == a.hi:    # "elastic DLRM x; epochs 3 / 6 / 9; ...": its settings
                         end = _search_end(t, spans, actions, a)
+                    end = max(end, a.files_end)     # ("a.csv / b.csv / c.csv → ...": every file, named bare)
                     ex(t, a.zlo, end, a.found)
                 if a.found.bound is None and not CATALOG[a.entry].side_effect:
                     resource_bound(t, a.zlo, a.hi, a.found)
@@ -280,7 +282,7 @@ class RulePlanner:
                 continue  # "fine-tune two adapters on the checkpoint in ./ckpt with mLoRA": one step
             if merged and a.entry == merged[-1].entry == "load_data" and a.has_file and merged[-1].has_file \
                     and [x.text for x in t.tokens[slash_end.get(id(merged[-1]), merged[-1].trig_end):a.lo]] == ["/"]:
-                slash_end[id(merged[-1])] = a.trig_end
+                slash_end[id(merged[-1])] = merged[-1].files_end = a.trig_end
                 continue  # "read a.csv / b.csv / c.csv": one load over the files (a map)
             # "fine-tune adapters on tiny-1m, then fine-tune more on tiny-20m": the verb said again
             # after a "then" is a second run, not more words of the first

@@ -50,7 +50,7 @@ def each_named_file(t: Text, actions: list[Action]) -> list[Action]:
             and list(a.found.params) == ["path"] and a.found.map is None]
     if len(bare) < 2 or len({a.sentence for a in bare}) > 1 or any(
             b.sentence == bare[0].sentence and b not in bare for b in actions) or not all(
-            all(x.text in (",", "and", "&") or x.low == "and" for x in t.tokens[a.trig_end:b.lo])
+            all(x.text in (",", "and", "&", "/") or x.low == "and" for x in t.tokens[a.trig_end:b.lo])
             for a, b in zip(bare, bare[1:])):
         return actions
     later = " ".join(x.low for x in t.tokens[bare[-1].trig_end:])

@@ -371,7 +371,8 @@ TRIGGERS: list[tuple[str, str]] = [
                     r"|\b(?:pull|put)\s+(?:a|the)\s+(?:final\s+|short\s+)?report\s+together\b"),
     ("save_report", rf"(?:^|(?<=[),;:.!?>→*-]\s)|(?<=\bthen\s)|(?<=\band\s)|(?<=\bwe\s))report\s+(?:the\s+|its\s+|their\s+)?(?:final\s+|last\s+|best\s+)?(?=(?:{HELD_OUT_WORDS}\s+)?(?:{METRIC_RX})\b)"),
     # "... and tell me the accuracy", "show us its AUC": the metrics reported back
-    ("save_report", r"(?:(?<=\band\s)|(?<=\bthen\s)|(?<=[,;:]\s))report\s+(?:on\s+)?(?:it|them|both|all\s+of\s+them|the\s+results?)\b"),   # "and report them"
+    ("save_report", r"(?:(?<=\band\s)|(?<=\bthen\s)|(?<=[,;:]\s)|(?<=→\s)|(?<=->\s))report\s+(?:on\s+)?(?:it|them|both|all\s+of\s+them|the\s+results?"
+                    r"|all\s+(?:the\s+)?(?:NUM\d+\s+)?[a-z]+s)\b"),   # "and report them", "→ report on all three events"
     ("save_report", rf"\b(?:tell|show|give)\s+(?:me|us)\s+(?:the\s+|its\s+|their\s+|what\s+the\s+)?(?=(?:{HELD_OUT_WORDS}\s+)?(?:{METRIC_RX})\b)"),
     # "fit a knn and print its accuracy", "..., then show the f1", "..., reporting f1"
     ("save_report", rf"(?:(?<=\band\s)|(?<=\bthen\s)|(?<=[,;:]\s))(?:print|show|display|output|reporting|printing|showing)\s+(?:out\s+)?(?:the\s+|its\s+|their\s+)?"
