@@ -17,12 +17,14 @@ TRAINED = "Load a.csv, split it 80/20, train a linear regression with target y a
     ("fill the missing unit_price values with the median", "unit_price"),
     ("fill unit_price gaps with zeros", "unit_price"),
     ("median-impute unit_price only", "unit_price"),
+    ("fill the missing unit_price and qty_sold values with the median", "unit_price,qty_sold"),
+    ("median-impute unit_price, qty_sold and tax_rate only", "unit_price,qty_sold,tax_rate"),
 ])
 def test_a_fill_keeps_the_column_named_beside_its_gaps(said, column):
     """"fill the missing inscription_letters values with that column's median" filled every
     column's gaps (the name was read as a word of the step)."""
     p = _plan(f"Load a.csv, {said}, then plot it.")
-    assert of_kind(p, "impute")[0].params["columns"] == [column]
+    assert of_kind(p, "impute")[0].params["columns"] == column.split(",")
 
 
 def test_a_job_name_holding_as_is_kept_whole():
@@ -228,3 +230,26 @@ def test_to_suggest_is_what_a_recommender_is_for():
 def test_a_remark_on_the_rows_just_read():
     p = _plan("Grab the first 500 rows of pairs.csv (those are the hand-checked ones), dedupe them and plot it.")
     assert kinds(p) == ["load_data", "sample", "dedup", "plot"]
+
+
+def test_models_listed_with_slashes_are_one_comparison():
+    """"one model each: logistic / kNN / nearest centroid" chained three trainings one after another."""
+    p = _plan("a.csv → 70/30 split → one model each: logistic / kNN / nearest centroid, target y\n• best recall → export to ./m")
+    assert _draft(p, "train_model")[0].map == ("model", ["logistic", "knn", "centroid"])
+    assert of_kind(p, "select_best")[0].params["metric"] == "recall"
+
+
+def test_ticket_shorthand_for_names_retries_fills_and_exits():
+    p = _plan("hey, q: a.csv → 75/25 split → logistic regression (target = y) → evaluate. if F1 ≥ 0.7, deploy it "
+              "(name: enrol-forecast). ta!")
+    assert of_kind(p, "deploy_model")[0].params["name"] == "enrol-forecast"
+    p = _plan("Steps: 1) load beds.csv 2) overflow_beds gaps = 0 3) sum nights by shelter 4) write /mnt/r/b.csv, retrying "
+              "the write twice if needed (unreliable mount) 5) if every step succeeds: notify 'saved'")
+    imp = of_kind(p, "impute")[0].params
+    assert (imp["columns"], imp["strategy"]) == (["overflow_beds"], "zero")
+    assert _draft(p, "write_table")[0].retries == 2 and _draft(p, "notify")[0].exit == "success"
+    p = _plan("a.csv; min-max price_usd & qty_sold only; 80/20; kNN (label y), retries 2")
+    assert of_kind(p, "normalize")[0].params["columns"] == ["price_usd", "qty_sold"]
+    assert _draft(p, "train_model")[0].retries == 2
+    p = _plan("a.csv → min-max normalise → 80/20 → kNN, target y")      # the verb after min-max is no column
+    assert "columns" not in of_kind(p, "normalize")[0].params

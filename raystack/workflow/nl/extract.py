@@ -539,7 +539,8 @@ def deploy_model(text: Text, lo: int, hi: int, f: Found) -> None:
                               r"(?P<n>[a-z_][a-z0-9_\-]*)", "name") or \
         _search(text, lo, hi, r"\bunder\s+(?P<n>[a-z][a-z0-9]*(?:[-_][a-z0-9]+)+)\b", "name") or \
         _search(text, lo, hi, r"(?<=deploy\s)(?P<n>[a-z][a-z0-9]*(?:-[a-z0-9]+)+)\b", "name") or \
-        _search(text, lo, hi, r"\b(?:under\s+the\s+name|named|called|as)\s+(?P<q>QUOTE\d+)", "name")
+        _search(text, lo, hi, r"\b(?:under\s+the\s+name|named|called|as)\s+(?P<q>QUOTE\d+)", "name") or \
+        _search(text, lo, hi, r"\(\s*name\s*[:=]\s*(?P<n>[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*)\s*\)", "name")   # "(name: enrol-forecast)"
     if m:
         f.set("name", m.group("n") if m.groupdict().get("n") else text.literal(m.group("q")).value())
     m = _search(text, lo, hi, r"(?:to|into|in)\s+(?P<d>FILE\d+)", "directory")

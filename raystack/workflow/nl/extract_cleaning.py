@@ -46,15 +46,21 @@ def impute(text: Text, lo: int, hi: int, f: Found) -> None:
                  and ((k > start and text.tokens[k - 1].used == "impute")      # ("median-impute q30_percent only")
                       or (k + 1 < hi and text.tokens[k + 1].low in GAP_NOUNS and text.tokens[k + 1].used == "impute"))]
         if len(named) == 1:
+            # ("fill the missing price_usd and qty_sold values", "median-impute a_b, c_d"): the columns listed
+            k = named[0].i + 1
+            while k + 1 < len(text.tokens) and text.tokens[k].low in (",", "and", "&") and _identifier(text.tokens[k + 1]) \
+                    and not text.tokens[k + 1].used:
+                named += [text.tokens[k], text.tokens[k + 1]]
+                k += 2
             text.mark(named, "impute")
-            f.set("columns", [named[0].text])
-            nxt = text.tokens[named[0].i + 1] if named[0].i + 1 < len(text.tokens) else None
+            f.set("columns", [x.text for x in named if _identifier(x)])
+            nxt = text.tokens[named[-1].i + 1] if named[-1].i + 1 < len(text.tokens) else None
             if nxt is not None and nxt.low in ("only", "alone") and not nxt.used:
                 text.mark([nxt], "impute")
     other = next(text.finditer(OTHER_FILLS, lo, hi), None)
     if other is not None:   # "fill missing prices with the previous value" filled them with the mean
         raise PlanRefused([f"{text.span_text(other[1])!r}: impute fills a gap with its column's mean, median or zero"])
-    m = _search(text, lo, hi, r"(?:(?:with|using|by)\s+|(?:→|->|=>)\s*)(?:the\s+)?(?:column\s+|feature\s+|per-column\s+)?"
+    m = _search(text, lo, hi, r"(?:(?:with|using|by)\s+|(?:→|->|=>|=)\s*)(?:the\s+)?(?:column\s+|feature\s+|per-column\s+)?"
                               r"(?P<s>means?|medians?|zeros?|averages?|NUM\d+)", "strategy")
     if m is None:    # "impute gaps (median)", "median imputation", "median-fill", "zero-fill", "zero out" (zero reads as a number)
         m = _search(text, lo, hi, r"\b(?P<s>means?|medians?|zeros?|averages?)\b|(?P<z>NUM\d+)(?=\s*-?\s*fill|\s+out\b)", "strategy")
@@ -167,7 +173,7 @@ def normalize(text: Text, lo: int, hi: int, f: Found) -> None:
     if but is not None:
         raise PlanRefused([f"{text.span_text(but[1])!r}: normalize scales the columns it is given; name the ones to scale"])
     names_rx = r"(?P<l>(?!(?:FILE|NUM|PCT|QUOTE)\d)[a-z_]\w*(?:\s*,\s*[a-z_]\w*)*(?:\s*,?\s*(?:and|&)\s+[a-z_]\w*)?)"
-    found = next(text.finditer(r"\b(?:normali[sz]\w*|standardi[sz]\w*|re-?scal\w*|scale|scales|z-?scor\w*)\s+(?:the\s+|its\s+)?(?P<just>(?:just|only)\s+)?"
+    found = next(text.finditer(r"\b(?:normali[sz]\w*|standardi[sz]\w*|re-?scal\w*|scale|scales|z-?scor\w*|min-?max(?!\s+(?:normali|standardi|scal|re-?scal)))\s+(?:the\s+|its\s+)?(?P<just>(?:just|only)\s+)?"
                                r"(?:the\s+)?" + names_rx +   # "normalize only the a and b columns"
                                r"(?:\s+columns?)?(?P<only>\s+only)?\b(?=\s*(?:[.,;:!?()]|$|->|=>|→)|\s+(?:and|then|before|after|so|to|in|from|on|with|using|of)\b)",
                                lo, hi), None) or next(text.finditer(   # "the price and area columns are normalised"

@@ -138,7 +138,7 @@ PER_ROUND = {r"\bepoch\s+(?:by|after)\s+epoch\b|\b(?:a\s+)?single\s+epoch\b(?:\s
 RETRY_WORDS = {"once": 1, "twice": 2, "thrice": 3}
 # "if it fails", "if they crash", "on failure": a failure clause after a retry's count
 _IF_FAILS = (r"(?:\s+(?:(?:if|when|should)\s+(?:it|they|that|training|the\s+step|the\s+(?:load|loading|read|reading|training|fit|split|export|deployment|run|job|write|save))\s+(?:fails?|crash(?:es)?|breaks?|errors?\s+out|dies)"
-             r"|on\s+failures?|upon\s+failures?|in\s+case\s+of\s+failures?))?")
+             r"|on\s+failures?|upon\s+failures?|in\s+case\s+of\s+failures?|if\s+(?:need\s+be|needed|necessary|required)))?")
 # the step a retry names ("retry the load 2 times", "retry the training up to 3 times") -> its kind
 RETRIED_KINDS = {"load": "load_data", "loading": "load_data", "reading": "load_data", "read": "load_data", "training": "train_model", "train": "train_model",
                  "fit": "train_model", "split": "split_data", "export": "export_model",
@@ -172,8 +172,8 @@ RETRIES = [
     r"(?:(?:if|when|should)\s+(?:it|that|this|training|the\s+step)\s+fails?\s*,?\s*)?(?:try|run|attempt|do|start)\s+(?:it\s+|that\s+)?"
     r"(?:again|over)\s+(?:up\s+to\s+|at\s+most\s+|a\s+maximum\s+of\s+)?(?P<n>NUM\d+)\s+(?:more\s+|additional\s+|extra\s+)?times?",
     r"(?:with\s+|allowing\s+|and\s+)?(?:up\s+to\s+|at\s+most\s+)?(?P<n>NUM\d+)\s+(?:more|additional|extra|further)\s+(?:attempts|tries|goes)",
-    # "retries=1 each", "max_retries: 3": a setting, as a config or a command line writes it
-    r"(?:max_)?retr(?:y|ies)\s*(?:=|:)\s*(?P<n>NUM\d+)(?:\s+(?:each|apiece|per\s+(?:step|model|run|value)))?",
+    # "retries=1 each", "max_retries: 3", "retries 2": a setting, as a config or a list writes it
+    r"(?:max_)?retr(?:y|ies)\s*(?:=|:)?\s*(?P<n>NUM\d+)(?!\s*(?:times|rounds|epochs|trials|workers|gpus))(?:\s+(?:each|apiece|per\s+(?:step|model|run|value)))?",
 ]
 
 EXIT_CUES = [
@@ -194,7 +194,8 @@ EXIT_CUES = [
      r"the\s+(?:(?:whole|entire|full)\s+)?(?:run|workflow|pipeline|job|whole\s+thing))\s+(?:succeeds|succeeded|is\s+successful|"
      r"completes\s+successfully|finishes\s+successfully|(?:has|have)\s+(?:completed|finished|run)\s+successfully|goes\s+well|goes\s+fine|works(?:\s+out)?|(?:finishes|completes|runs|goes\s+through|ends)\s+without\s+"
      r"(?:any\s+)?(?:errors?|failures?|problems|issues|a\s+hitch)|goes\s+through(?:\s+cleanly)?|go\s+through(?:\s+cleanly)?|"
-     r"(?:runs|finishes|completes)\s+cleanly|passes|pass)\b", "success"),
+     r"(?:runs|finishes|completes)\s+cleanly|passes|pass)\b"
+     r"|\b(?:if|when|once)\s+(?:every|each)\s+step\s+(?:succeeds|passes|works)\b|\b(?:if|when|once)\s+all\s+(?:the\s+)?steps\s+(?:succeed|pass|work)\b", "success"),
     (r"\b(?:always|no\s+matter\s+what(?:\s+happens)?|whatever\s+happens|"
      r"(?<!rounds\s)(?<!iterations\s)(?<!times\s)(?<!passes\s)(?<!attempts\s)(?<!tries\s)regardless(?:\s+of\s+(?:the\s+)?"
      r"(?:outcome|result|whether\s+it\s+succeeds(?:\s+or\s+(?:fails|not))?))?|in\s+any\s+case|in\s+all\s+cases|"

@@ -48,7 +48,7 @@ def part_data(t: Text, part: Action, a: Action) -> bool:
 
 def coordinated(t: Text, first: Action, second: Action) -> bool:
     """Only list glue between two phrases: "fit a logistic regression and a kNN classifier"."""
-    glue = {",", ":", "—", "–", "-", "and", "or", "+", "&", "vs", "versus", "a", "an", "the", "both", "plus", "(", ")",
+    glue = {",", ":", "—", "–", "-", "and", "or", "+", "&", "/", "|", "vs", "versus", "a", "an", "the", "both", "plus", "(", ")",
             "either", "then", "regression", "model", "models", "classifier", "classifiers", "regressor"}
     between = t.tokens[first.trig_end:second.lo]
     # "train three models side by side: knn, ...": the parallel cue inside the list is the list's

@@ -133,7 +133,8 @@ def headings(t: Text) -> None:
     """A request's first line, when it is a short title above the lines that ask for steps
     ("Solubility screen" over a bulleted list)."""
     first = [x for x in t.tokens if "\n" not in t.raw[t.tokens[0].start:x.start]]
-    if not first or len(first) == len(t.tokens) or any(x.used and x.used != "punctuation" for x in first):
+    # ("Sleep lab: apnea screening": its lead-in already read as a title)
+    if not first or len(first) == len(t.tokens) or any(x.used and x.used not in ("punctuation", "context") for x in first):
         return
     words = [x for x in first if is_free(x)]
     if is_title(words, t):
@@ -338,7 +339,7 @@ COURTESY_WORDS = {
     "that", "is", "it", "all", "nothing", "fancy", "else", "please", "can", "could", "would", "help", "me", "us",
     "with", "something", "out", "do", "the", "following", "steps", "here", "are", "as", "follows", "hi", "hello",
     "hey", "dear", "team", "regards", "best", "kind", "great", "awesome", "ok", "okay", "go", "quick", "question",
-    "hand", "favor", "favour", "really", "just", "i", "have", "for", "ahead", "of", "time", "below", "this", "one"}
+    "hand", "favor", "favour", "really", "just", "i", "have", "for", "ahead", "of", "time", "below", "this", "one", "ta"}
 
 
 # "A plot of the totals afterwards would be great.": the close of a sentence that asks for a step

@@ -159,7 +159,7 @@ TRIGGERS: list[tuple[str, str]] = [
                    rf"{ITEM_END}"),
     ("impute", r"\bimput\w*\b(?:\s+(?:the\s+|any\s+)?(?:missing|null|nan)\s*(?:values?|entries|cells|data)?)?"),
     # "gaps → zeros", "blanks -> median": what fills the gaps, as an arrow says it
-    ("impute", rf"\b(?:{GAPS})\s*{ARROW}\s*(?:zeros?|NUM\d+|(?:column\s+)?(?:means?|medians?|averages?))\b"),
+    ("impute", rf"\b(?:{GAPS})\s*(?:{ARROW}|=)\s*(?:zeros?|NUM\d+|(?:column\s+)?(?:means?|medians?|averages?))\b"),   # "gaps = 0"
     ("impute", rf"\b(?:fill|fills|filling|replace|replaces|patch|patches|substitute|plug|plugs|complete)\s+(?:in\s+)?{skip(2)}(?:{GAPS})\b"
                # "swap any blanks for the column mean"
                rf"|\b(?:swap|swaps|switch|switches)\s+(?:any\s+|all\s+|the\s+)?(?:{GAPS})\s+(?=(?:for|with)\s+(?:the\s+)?(?:column\s+)?(?:means?|medians?|averages?|zeros?|NUM\d+)\b)"),
@@ -434,7 +434,7 @@ TRIGGERS: list[tuple[str, str]] = [
                     rf"|\bcompar(?:e|es|ing)(?=\s+(?:their\s+|the\s+)?(?:{METRIC_RX})\b)"),   # "compare their f1", "compare auc"
     ("select_best", rf"\b(?:select|pick|choose)\s+by\s+(?=(?:{METRIC_RX})\b)"),    # "select by AUC"
     ("select_best", rf"(?:{AFTER_ARROW}|(?<=[,;:]\s)|^)(?:the\s+)?best\s+(?:one\s+|model\s+)?(?:by|on)\s+(?=(?:{METRIC_RX})\b)"
-                    rf"|{AFTER_ARROW}(?:the\s+)?(?:best|top|highest|lowest)\s+(?=(?:{METRIC_RX})\s*(?:{ARROW}|$|[,;.]))"),   # "-> best AUC ->"
+                    rf"|(?:{AFTER_ARROW}|{ITEM_OPEN})(?:the\s+)?(?:best|top|highest|lowest)\s+(?=(?:{METRIC_RX})\s*(?:{ARROW}|$|[,;.]))"),   # "-> best AUC ->"
     ("select_best", rf"\b(?:select|pick|choose|keep|take|retain|go\s+with)\s+(?:the\s+one\s+with\s+)?(?:the\s+)?(?:lower|lowest|higher|highest|smaller|smallest|larger|largest|better|best|min|max)\s+(?=(?:{METRIC_RX})\b)"),
     # "carry on with the one whose validation loss is lower", "keep whichever base ends lower on val loss"
     ("select_best", rf"\b(?:keep|pick|choose|select|take|use|go\s+with|carry\s+on\s+with|continue\s+with|go\s+forward\s+with|"
