@@ -253,3 +253,25 @@ def test_ticket_shorthand_for_names_retries_fills_and_exits():
     assert _draft(p, "train_model")[0].retries == 2
     p = _plan("a.csv → min-max normalise → 80/20 → kNN, target y")      # the verb after min-max is no column
     assert "columns" not in of_kind(p, "normalize")[0].params
+
+
+def test_practitioner_settings_bounds_and_shorthand():
+    p = _plan("1. a.csv → dedupe\n2. 75/25 split\n3. logistic, target=y → eval\n4. recall ≥ 0.7 → promote to prod as m")
+    assert kinds(p) == ["load_data", "dedup", "split_data", "train_model", "evaluate_model", "deploy_model"]
+    p = _plan("- EDiT pretrain, base tiny-1m, steps=500 per round\n- loop until val_loss ≤ 2.9, max_rounds=8\n- workers ≤ 6\n"
+              "- export ckpt → ./ckpt/lm")
+    (pre,) = _draft(p, "edit_pretrain")
+    assert pre.loop.max_iterations == 8 and (pre.loop.op, pre.loop.value) == ("<=", 2.9)
+    assert pre.bound == {"param": "workers", "op": "<=", "value": 6}
+    p = _plan("EDiT-pretrain tiny-1m in 500-step rounds until the val loss reaches 2.9 or less, with a hard stop at 8 rounds.")
+    loop = _draft(p, "edit_pretrain")[0].loop
+    assert (loop.op, loop.value, loop.max_iterations) == ("<=", 2.9, 8)
+    p = _plan("a.csv → 70/30 → centroid, target=y, mem ≤ 32GB → eval")
+    assert _draft(p, "train_model")[0].bound == {"param": "memory_gb", "op": "<=", "value": 32}
+
+
+def test_a_scores_item_in_a_parallel_list_is_written():
+    """"simultaneously: scores into out/s.csv and a chart of F1" dropped the write (its file read as the chart's)."""
+    p = _plan(f"{TRAINED} Then simultaneously: scores into out/s.csv and a chart of F1.")
+    assert of_kind(p, "write_table")[0].params["path"] == "out/s.csv"
+    assert kinds(p)[-2:] == ["write_table", "plot"]

@@ -489,7 +489,9 @@ BOUND_PATTERNS = [
     rf"\bcap(?:ping|s)?\s+(?:the\s+)?(?:(?P<w>workers?|gpus?)(?:\s+count)?|memory|ram)\s+(?:at|to)\s+(?P<n>NUM\d+)\s*(?:{_UNIT})?\b",
     # "GPU budget of 2", "a worker limit of 4"
     rf"(?:(?:with|and|under|within)\s+)?(?:a\s+|the\s+)?(?:(?P<w>workers?|gpus?)|memory|ram)\s+(?:budget|cap|limit|ceiling)\s+(?:of|at|:)?\s*(?P<n>NUM\d+)\s*(?:{_UNIT})?\b",
-    rf"(?:(?:on|with|using|across|over|in)\s+)?(?:(?:memory|ram)\s*)?{CAP}\s*(?P<n>NUM\d+)\s*(?:{_UNIT})\b(?:\s+of\s+(?:memory|ram))?",
+    rf"(?:(?:on|with|using|across|over|in)\s+)?(?:(?:memory|ram|mem)\s*)?{CAP}\s*(?P<n>NUM\d+)\s*(?:{_UNIT})\b(?:\s+of\s+(?:memory|ram))?",
+    # "workers ≤ 6", "gpus <= 2", "max_workers=6": a setting, as a list or a config writes it
+    r"\b(?:max_)?(?P<w>workers?|gpus?)\s*(?:<=|≤|=|:)\s*(?P<n>NUM\d+)\b",
     # "a 16GB memory cap", "an 8-worker limit", "4 GPUs max"
     rf"(?:(?:with|and|under|within)\s+)?(?:a\s+|an\s+)?(?P<n>NUM\d+)\s*-?\s*(?:{_UNIT})\s+(?:of\s+)?(?:memory\s+|ram\s+)?"
     rf"(?:cap|limit|ceiling|budget|max(?:imum)?|at\s+(?:the\s+)?most|tops)\b",
@@ -505,7 +507,7 @@ def resource_bound(text: Text, lo: int, hi: int, f: Found) -> None:
         m = _search(text, lo, hi, pat, "resource bound")
         if m is None:
             continue
-        unit = next((name for i, (_, name) in enumerate(BOUND_UNITS) if m.group(f"u{i}")), None)
+        unit = next((name for i, (_, name) in enumerate(BOUND_UNITS) if m.groupdict().get(f"u{i}")), None)
         if unit is None:
             w = (m.groupdict().get("w") or "").lower()
             unit = "gpus" if w.startswith("gpu") else "workers" if w else "memory_gb"
@@ -535,6 +537,7 @@ def _set_map(f: Found, param: str, values: list) -> None:
 
 def deploy_model(text: Text, lo: int, hi: int, f: Found) -> None:
     consume(text, lo, hi, SERVE_AS_PLACE, "serve")    # "deploy it behind Ray Serve"
+    consume(text, lo, hi, r"\b(?:to|into|in)\s+(?:prod|production|live)\b", "deploy")    # "promote to prod as x"
     m = _search(text, lo, hi, r"\b(?:under\s+the\s+name|named|called|with\s+the\s+name|as)\s+(?!a\b|an\b|the\b|it\b|well\b|soon\b|QUOTE)"
                               r"(?P<n>[a-z_][a-z0-9_\-]*)", "name") or \
         _search(text, lo, hi, r"\bunder\s+(?P<n>[a-z][a-z0-9]*(?:[-_][a-z0-9]+)+)\b", "name") or \

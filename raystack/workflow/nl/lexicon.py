@@ -55,7 +55,8 @@ BEST_ONE = (rf"\b(?:the\s+)?(?:(?:run|one|model|job|candidate|version|variant|cl
 # ("is", "ends up", "comes in", "turns out to be")
 CMP_LEAD = (r"(?:(?:is|are|was|were|gets?|goes|go|rises?|climbs?|drops?|falls?|dips?|sinks?|stays?|remains?|ends?\s+up|ended\s+up|"
             r"comes?\s+(?:in|out)|came\s+(?:in|out)|turns?\s+out(?:\s+to\s+be)?|lands?|sits?|scores?|still|is\s+still|"
-            r"does|do|can|will|should)\s+)*(?:(?:to|at|of)\s+(?=NUM|PCT))?")   # "exact match of 0.6 or better"
+            r"does|do|can|will|should|reach(?:es|ed)?(?=\s+(?:NUM|PCT)\d+\s+or\s)|hits?(?=\s+(?:NUM|PCT)\d+\s+or\s))\s+)*"
+            r"(?:(?:to|at|of)\s+(?=NUM|PCT))?")   # "exact match of 0.6 or better", "reaches 2.9 or less"
 COMPARISONS = [
     (rf"{CMP_LEAD}(?:at\s+least|no\s+less\s+than|not\s+below|not\s+less\s+than|at\s+or\s+(?:above|over)|>=|≥)\s+(?P<v>{NUMV})", ">="),
     (rf"{CMP_LEAD}(?:at\s+most|no\s+more\s+than|not\s+above|not\s+more\s+than|at\s+or\s+(?:below|under)|<=|≤)\s+(?P<v>{NUMV})", "<="),
@@ -121,6 +122,9 @@ BOUND = (r"(?:(?:but\s+|and\s+)?(?:for\s+)?(?:at\s+most|up\s+to|no\s+more\s+than
          r"|\bor\s+(?:stop\s+|quit\s+)?after\s+(?P<n5>NUM\d+)\s+(?:rounds|iterations|attempts|tries|times|runs|passes|epochs|chunks|cycles)"
          r"(?:\s*,?\s*whichever\s+(?:comes\s+|happens\s+|is\s+)?(?:first|sooner|earlier))?"
          r"|(?P<n6>NUM\d+)\s*-?\s*(?:rounds?|iterations?|passes|pass|tries|attempts?|runs?)\s+(?:cap|limit|max(?:imum)?|ceiling)"
+         # "with a hard stop at 8 rounds", "max_rounds=8"
+         r"|(?:with\s+)?(?:a\s+)?hard\s+(?:stop|cap|limit)\s+(?:at|of|after)\s+(?P<n8>NUM\d+)\s+(?:rounds|iterations|passes|runs|chunks|cycles)"
+         r"|\bmax_(?:rounds|iterations|iters)\s*[=:]\s*(?P<n9>NUM\d+)"
          # "until accuracy exceeds 0.9 or 5 attempts have been made"
          r"|\bor\s+(?P<n7>NUM\d+)\s+(?:rounds|iterations|attempts|tries|times|runs|passes|epochs)"
          r"(?:\s+(?:have|has)\s+(?:been\s+(?:made|run|done|tried)|passed|gone\s+by|run|elapsed|finished))?")
@@ -234,7 +238,7 @@ SUBJECT_WORDS = {"we", "our", "the", "this", "these", "my", "i", "i'm", "it", "t
 # "when both are done": the join after a parallel group (the next step follows every member)
 JOIN_PHRASES = (r"\b(?:when|once|after|as\s+soon\s+as)\s+(?:both|all(?:\s+of\s+them)?|they|these|the\s+(?:two|NUM\d+)|each|everything"
                 r"|the\s+[a-z]+\s+and\s+the\s+[a-z]+)\s+"   # "when the file and the chart are both done"
-                r"(?:(?:are|is|have|has)\s+)?(?:both\s+|all\s+)?(?:been\s+)?(?:done|finished|finish|complete|completed|complete|through|over|ready|run|loaded|read|in|arrived|landed)\b")
+                r"(?:(?:are|is|have|has)\s+)?(?:both\s+|all\s+)?(?:been\s+)?(?:done|finished|finish|complete|completed|complete|through|over|ready|run|loaded|read|in|arrived|landed|land)\b")
 PARALLEL = (r"\b(?:as\s+(?:NUM\d+\s+)?(?:independent|parallel|concurrent|separate)\s+(?:branches|tasks|tracks)|"   # "as two independent branches"
             r"in\s+parallel|at\s+the\s+same\s+time|at\s+once|simultaneously|concurrently|side\s+by\s+side|"
             r"in\s+tandem|independently|independent(?:\s+of\s+each\s+other)?|parallel|concurrent|meanwhile|in\s+the\s+meantime|"

@@ -99,6 +99,8 @@ def is_eval_verb(t: Text, tok: Token) -> bool:
     """"test" and "score" are verbs only at the start of a clause or before their object."""
     prev = t.tokens[tok.i - 1] if tok.i else None
     nxt = t.tokens[tok.i + 1] if tok.i + 1 < len(t.tokens) else None
+    if nxt is not None and "\n" in t.raw[tok.end:nxt.start]:
+        nxt = None      # ("→ eval" ending a line of a numbered list: the next line's marker is no object)
     if tok.low in ("they", "it", "the", "how"):
         return True     # the passive trigger: "they get scored"; a question: "how accurate is ...?"
     if prev is not None and prev.low == "next" and tok.low.startswith(("test", "score")):

@@ -28,7 +28,8 @@ ARROWS = ("->", "=>", "→", "⇒", "⟶")
 _PUNCT = r"->|=>|>=|<=|==|!=|\.\.(?=\s*\d)|[.,;:!?()\[\]{}&|<>=*+≥≤→⇒⟶—–∈/]|(?<=\s)-(?=\s)"
 # shorthand read as the word it stands for ("w/ 3 retries")
 ABBREVIATIONS = {"w/": "with", "w/o": "without", "b/c": "because", "thru": "through", "ppl": "people",
-                 "e.g.": "e.g", "i.e.": "i.e", "etc.": "etc", "e.g": "e.g", "i.e": "i.e"}
+                 "e.g.": "e.g", "i.e.": "i.e", "etc.": "etc", "e.g": "e.g", "i.e": "i.e",
+                 "ckpt": "checkpoint", "ckpts": "checkpoints"}   # (practitioners shorten the checkpoint)
 _ABBR = r"\b(?:w/o|w/|b/c)(?![\w/])|\b(?:e\.g|i\.e)\.?(?!\w)|\betc\.(?=\s*[,;)a-z])"
 _TOKEN = re.compile(f"(?P<quote>{_QUOTE})|(?P<addr>{_ADDR})|(?P<abbr>{_ABBR})|(?P<ratio>{_RATIO})|(?P<path>{_PATH})"
                     f"|(?P<num>{_NUM})|(?P<word>{_WORD})|(?P<punct>{_PUNCT})", re.I)

@@ -406,6 +406,9 @@ TRIGGERS: list[tuple[str, str]] = [
     # verbless, as an arrow step or a list item: "... → evaluate → scores to out/s.csv"
     ("write_table", rf"(?:{ITEM_OPEN})(?:the\s+)?(?:table|results?|scores|totals|counts|output)\s+"
                     rf"(?:to|into|as|in)\s+(?P<f>FILE\d+){ITEM_END}"),
+    # "simultaneously: scores into out/s.csv and a chart of F1": an item of a list after a colon
+    ("write_table", r"(?<=[:;]\s)(?:the\s+)?(?:table|results?|scores|totals|counts|output|predictions)\s+"
+                    r"(?:to|into|as|in)\s+(?P<f>FILE\d+)(?=\s*(?:$|[.;,)])|\s+(?:and|&)\s)"),
     ("write_table", rf"(?<!per )(?<!by )(?<!each )(?<!every )\b(?:write|writes|written|save|saves|store|stores|dump|persist|output|put|export)\w*\s+{skip(3)}(?:to|as|into|in)\s+"
                     r"(?:a\s+|the\s+|one\s+)?(?:table|parquet(?:\s+file)?|csv(?:\s+file)?)\b(?:\s+(?:at|in|to|under)\s+(?P<f>FILE\d+))?"
                     r"|\b(?:write|save|output|produce|make)\s+(?:a\s+|the\s+)?(?:score\s+|scores\s+|results\s+|output\s+)?table\b(?!\s+(?:to|as|into|in|at)\s+FILE)"
@@ -510,6 +513,8 @@ TRIGGERS: list[tuple[str, str]] = [
     # evaluation's (the training's own figures are of the rows it was fitted on); after the
     # evaluation verbs, so an evaluation said already keeps it (rules.RulePlanner._actions)
     ("evaluate_model", HELD_OUT_FIGURE),
+    # "→ eval", "- eval": the evaluation as practitioners shorten it, an item of its own
+    ("evaluate_model", rf"(?:{ITEM_OPEN}|(?<=[,;:]\s))eval(?=[ \t]*(?:$|\n|[.;,)]|{ARROW})|\s+[–—]\s)"),
     ("deploy_model", r"\b(?:deploy\w*|publish(?:es|ed|ing)?\b(?!\s+(?:house|company|firm))|ship|ships|release|promote|(?<!ray )(?<!behind )(?<!with )(?<!via )(?<!through )(?<!using )serve|push\w*\s+(?:it\s+|them\s+)?to\s+production|"
                      r"roll\s+(?:it\s+|them\s+|that\s+|this\s+|the\s+(?:winner|model|best\s+one)\s+)?out|put\s+(?:it\s+)?(?:in|into)\s+production|"
                      # "put it live under the name X", "push it live as X", "take the winner live"
