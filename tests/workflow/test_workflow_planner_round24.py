@@ -275,3 +275,21 @@ def test_a_scores_item_in_a_parallel_list_is_written():
     p = _plan(f"{TRAINED} Then simultaneously: scores into out/s.csv and a chart of F1.")
     assert of_kind(p, "write_table")[0].params["path"] == "out/s.csv"
     assert kinds(p)[-2:] == ["write_table", "plot"]
+
+
+def test_notes_exits_bounds_and_copies_said_in_a_memo():
+    p = _plan("trays.csv → keep the last 10k rows (new scanners) → median minutes by week → line plot")
+    assert of_kind(p, "sample")[0].params == {"data": of_kind(p, "sample")[0].params["data"], "rows": 10000, "which": "last"}
+    p = _plan("survey.parquet → dedup → random sample of five thousand rows → stats (county council, roads team)")
+    assert of_kind(p, "sample")[0].params["rows"] == 5000
+    for said in ("Crash → notify 'x'.", "On a crash → notify 'x'."):
+        p = _plan(f"Load a.csv, sum it by store. {said}")
+        assert _draft(p, "notify")[0].exit == "failure", said
+    p = _plan("Train the elastic DLRM job course-recs, 2 epochs a round, until AUC hits 0.8, with four rounds as the ceiling.")
+    assert _draft(p, "elastic_dlrm")[0].loop.max_iterations == 4
+    p = _plan("Load a.csv and b.csv, join them on id, then in parallel: summary stats, and a copy written to out/t.parquet.")
+    assert of_kind(p, "write_table")[0].params["path"] == "out/t.parquet"
+    with pytest.raises(PlanRefused):     # a note that restricts is asked for
+        _plan("Load a.csv → keep the last 10k rows (all stores) → plot")
+    with pytest.raises(PlanRefused):     # "(twice)" asks for a repeat, never a note (it was dropped, silently)
+        _plan("Load a.csv and plot it (twice)")

@@ -25,6 +25,7 @@ REASON_GLUE = {"and", "but"}  # "We're a cattery and the booking export isn't re
 DOUBT = r"(?:not\s+sure|unsure|no\s+idea|can't\s+tell)\s+(?:whether|which|if)\b"
 DOUBTED = ("model", "compared by a step", "edit_pretrain", "train_model")   # the words of what is compared
 MAX_NOTE = 4                 # words of a note in parentheses ("(trampoline parks)")
+MAX_STEP_NOTE = 3            # ... after a word a step read ("the last 10k rows (new scanners)")
 REPEATS = {"once", "twice", "thrice", "again", "each", "every", "all", "both", "more", "less", "fewer"}
 NOTE_SUBJECTS = {"we", "i", "our", "my", "we're", "i'm"}   # "(we make shop signs)", "(our studio)"
 REASON_WORDS = {"because", "b/c", "bc", "since", "cause", "'cause"}
@@ -203,7 +204,9 @@ def notes(t: Text) -> None:
     (after a step's words they may name its method: "survival analysis (Cox PH)")."""
     for tok in t.tokens:
         prev = t.tokens[tok.i - 1] if tok.i else None
-        if tok.text != "(" or tok.used or prev is None or not (prev.kind == "path" or prev.used == "model"
+        # ("keep the last 10k rows (new scanners)": after a word a step read, a shorter note)
+        after_step = prev is not None and prev.kind in ("word", "num") and prev.used not in ("", "punctuation", "context")
+        if tok.text != "(" or tok.used or prev is None or not (prev.kind == "path" or prev.used == "model" or after_step
                                                                or prev.text in (".", "!") or _closes_request(t, tok)):
             continue
         run = []
@@ -211,18 +214,28 @@ def notes(t: Text) -> None:
         # "(do it twice)" asks for something
         glue = _closes_request(t, tok) and tok.i + 1 < len(t.tokens) and t.tokens[tok.i + 1].low in NOTE_SUBJECTS
         tag = _aside_tag(t, tok)
+        closing = _closes_request(t, tok)
         for x in t.tokens[tok.i + 1:tok.i + 2 + MAX_NOTE]:
             if x.text in POSSESSIVES and run and not x.used:     # "(chiropractor's front desk bot)"
                 run.append(x)
                 continue
-            if x in tag or x.text == ")" or not (is_unknown(x) or (glue and is_free(x) and x.kind == "word")) \
+            if x.text == "," and closing and run and not x.used and x not in tag:   # "(statistics office, annual survey QA)"
+                run.append(x)
+                continue
+            # ("(new scanners)": a filler word before a noun modifies it)
+            # (in a note closing the request, any such word: "(county council, roads team)")
+            modifier = is_free(x) and x.kind == "word" and x.low not in NOT_MODIFIERS and x.low not in REPEATS \
+                and x.i + 1 < len(t.tokens) and (is_unknown(t.tokens[x.i + 1]) or (closing and run))
+            if x in tag or x.text == ")" or not (is_unknown(x) or modifier or (glue and is_free(x) and x.kind == "word")) \
                     or x.low in L.CLAUSE_WORDS or x.low in L.UNMAPPED_VERBS \
-                    or x.low in L.RESTRICTING or x.low.endswith("est") \
-                    or (glue and (x.low in NOT_REASONS or x.low in REPEATS)):     # "(biggest stores)" picks
+                    or x.low in L.RESTRICTING or x.low.endswith("est") or x.low in REPEATS \
+                    or (glue and x.low in NOT_REASONS):     # "(biggest stores)" picks; "(twice)" repeats
                 break
             run.append(x)
         close = run[-1].i + 1 + len(tag) if run else None
-        if run and sum(x.text not in POSSESSIVES for x in run) <= MAX_NOTE and close < len(t.tokens) \
+        words = [x for x in run if x.text not in POSSESSIVES and x.text != ","]
+        if run and len(words) <= (MAX_STEP_NOTE if after_step and not closing and prev.kind != "path" else MAX_NOTE) \
+                and close < len(t.tokens) and run[-1].text != "," \
                 and t.tokens[close].text == ")" and asks_nothing(run) and any(is_unknown(x) for x in run):
             t.mark(run + tag, "description")
 

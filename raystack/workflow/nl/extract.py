@@ -320,6 +320,9 @@ def report(text: Text, lo: int, hi: int, f: Found) -> None:
 def write_table(text: Text, lo: int, hi: int, f: Found) -> None:
     """The table's file; "save it as csv" with no file named: the step's default name, in CSV."""
     _table_file(text, lo, hi, f)
+    # "a copy written to out/t.parquet": the table written is a copy of it
+    consume(text, max(0, lo - 3), hi, r"\b(?:a\s+|one\s+)?copy(?=\s+(?:(?:saved|written|stored)\s+)?(?:to|as|in|into)\s+FILE\d+)"
+                                      r"|\b(?:a\s+|one\s+)?copy(?=\s+(?:written|saved|stored)\b)", "write_table")
     if "path" not in f.params and _search(text, lo, hi, r"\bcsv\b", "output file", free=False):
         f.set("path", "table.csv")
     # "write the rollup to x.parquet": the table an earlier step made, by what it holds

@@ -125,6 +125,8 @@ BOUND = (r"(?:(?:but\s+|and\s+)?(?:for\s+)?(?:at\s+most|up\s+to|no\s+more\s+than
          # "with a hard stop at 8 rounds", "max_rounds=8"
          r"|(?:with\s+)?(?:a\s+)?hard\s+(?:stop|cap|limit)\s+(?:at|of|after)\s+(?P<n8>NUM\d+)\s+(?:rounds|iterations|passes|runs|chunks|cycles)"
          r"|\bmax_(?:rounds|iterations|iters)\s*[=:]\s*(?P<n9>NUM\d+)"
+         # "with four rounds as the ceiling"
+         r"|(?:with\s+)?(?P<n10>NUM\d+)\s+(?:rounds|iterations|passes|runs|chunks|cycles)\s+as\s+the\s+(?:ceiling|cap|limit|maximum|max)"
          # "until accuracy exceeds 0.9 or 5 attempts have been made"
          r"|\bor\s+(?P<n7>NUM\d+)\s+(?:rounds|iterations|attempts|tries|times|runs|passes|epochs)"
          r"(?:\s+(?:have|has)\s+(?:been\s+(?:made|run|done|tried)|passed|gone\s+by|run|elapsed|finished))?")
@@ -193,7 +195,9 @@ EXIT_CUES = [
      # "In case the run errors out, ...", "Failure → notify ..."
      r"|\bin\s+case\s+(?:it|anything|something|the\s+(?:run|job|pipeline|workflow))\s+(?:errors?\s+out|fails|crashes|breaks)\b"
      r"|(?:^|(?<=[.;]\s))(?:a\s+|any\s+)?failure(?=\s*(?:→|->|:))"
-     r"|\bif\s+there\s+is\s+(?:an\s+)?error\b|\b(?:on|upon)\s+(?:an\s+|any\s+)?errors?\b(?:\s+anywhere\b)?", "failure"),
+     r"|\bif\s+there\s+is\s+(?:an\s+)?error\b|\b(?:on|upon)\s+(?:an\s+|any\s+)?errors?\b(?:\s+anywhere\b)?"
+     # "On a crash → empty the scratch area", "Crash → notify 'x'"
+     r"|\b(?:on|upon|after|in\s+case\s+of)\s+(?:a\s+|any\s+)?crash\b|(?:(?m:^)|(?<=[.;]\s))crash(?:es)?(?=\s*(?:→|->|:))", "failure"),
     (r"\bon\s+success\b|\bupon\s+success\b|\b(?:after|on)\s+a\s+(?:fully\s+|completely\s+|clean\s+)?successful\s+run\b|\b(?:if|when|once)\s+(?:everything|it\s+all|all\s+of\s+it|all\s+steps|"
      r"the\s+(?:(?:whole|entire|full)\s+)?(?:run|workflow|pipeline|job|whole\s+thing))\s+(?:succeeds|succeeded|is\s+successful|"
      r"completes\s+successfully|finishes\s+successfully|(?:has|have)\s+(?:completed|finished|run)\s+successfully|goes\s+well|goes\s+fine|works(?:\s+out)?|(?:finishes|completes|runs|goes\s+through|ends)\s+without\s+"
