@@ -293,3 +293,21 @@ def test_notes_exits_bounds_and_copies_said_in_a_memo():
         _plan("Load a.csv → keep the last 10k rows (all stores) → plot")
     with pytest.raises(PlanRefused):     # "(twice)" asks for a repeat, never a note (it was dropped, silently)
         _plan("Load a.csv and plot it (twice)")
+
+
+@pytest.mark.parametrize("said", [
+    "Load a.csv, hold out 20% for testing (stratified), then train a knn with target y.",
+    "Load a.csv, split it 80/20, then train a knn (distance weighted) with target y.",
+    "Load a.csv, sample 500 rows (stratified by region), then plot it.",
+    "Load a.csv, split 80/20, train a logistic regression with target y, 3 retries (class weights).",
+    "Load a.csv, sum it by store and plot it (log scale).",
+    "We need a model that predicts y from the recent rows only. Load a.csv, split it 80/20 and train a knn with target y.",
+    "I want a model that tells us which stores sell out, ignoring the old stores. Load a.csv, split it 80/20 and train a "
+    "knn with target y.",
+    "Load a.csv with up to 3 retries because the data is sorted by date, then plot it.",
+])
+def test_how_a_step_should_run_is_never_a_note_or_a_purpose(said):
+    """Probing this round's notes, reasons and purposes: a word that says how a step should run, or a
+    restriction, in the words they read is refused, never dropped."""
+    with pytest.raises(PlanRefused):
+        _plan(said)

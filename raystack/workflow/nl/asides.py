@@ -25,7 +25,14 @@ REASON_GLUE = {"and", "but"}  # "We're a cattery and the booking export isn't re
 DOUBT = r"(?:not\s+sure|unsure|no\s+idea|can't\s+tell)\s+(?:whether|which|if)\b"
 DOUBTED = ("model", "compared by a step", "edit_pretrain", "train_model")   # the words of what is compared
 MAX_NOTE = 4                 # words of a note in parentheses ("(trampoline parks)")
-MAX_STEP_NOTE = 3            # ... after a word a step read ("the last 10k rows (new scanners)")
+MAX_STEP_NOTE = 3            # ... after the rows a step keeps ("the last 10k rows (new scanners)")
+ROW_NOUNS = {"rows", "records", "entries", "lines"}
+# how a step should run, never a note on the data: "(stratified)", "(distance weighted)", "(bar chart)",
+# "(log scale)", "(balanced classes)"
+HOW_WORDS = {"stratified", "stratify", "stratifying", "weighted", "weights", "weighting", "balanced", "balance", "balancing",
+             "log", "logarithmic", "scale", "bar", "bars", "line", "pie", "histogram", "scatter", "chart", "plot", "shuffled",
+             "shuffle", "unshuffled", "sorted", "ordered", "chronological", "chronologically", "grouped", "by", "per",
+             "case-insensitive", "case-sensitive", "normalized", "normalised", "scaled", "standardized", "standardised"}
 REPEATS = {"once", "twice", "thrice", "again", "each", "every", "all", "both", "more", "less", "fewer"}
 NOTE_SUBJECTS = {"we", "i", "our", "my", "we're", "i'm"}   # "(we make shop signs)", "(our studio)"
 REASON_WORDS = {"because", "b/c", "bc", "since", "cause", "'cause"}
@@ -73,7 +80,8 @@ def reason_clauses(t: Text) -> None:
         end = run[-1].i + 1 if run else tok.i + 1
         if run and len(run) <= MAX_CLAUSE_REASON and end <= len(t.tokens) \
                 and all(x.kind == "word" and is_free(x) for x in run) and asks_nothing(run) \
-                and not any(is_step_word(x.low) or x.low in NOT_REASONS or x.low in L.CLAUSE_WORDS for x in run):
+                and not any(is_step_word(x.low) or x.low in NOT_REASONS or x.low in L.CLAUSE_WORDS or x.low in HOW_WORDS
+                            for x in run):
             t.mark([tok, *run], "reason")
 
 
@@ -95,7 +103,8 @@ def retry_notes(t: Text) -> None:
         close = run[-1].i + 1 if run else tok.i + 1
         if run and len(run) <= MAX_RETRY_NOTE and close < len(t.tokens) and t.tokens[close].text == ")" \
                 and all(x.kind == "word" and is_free(x) for x in run) and asks_nothing(run) \
-                and not any(is_step_word(x.low) or x.low in L.RESTRICTING or x.low in L.CLAUSE_WORDS for x in run):
+                and not any(is_step_word(x.low) or x.low in L.RESTRICTING or x.low in L.CLAUSE_WORDS or x.low in HOW_WORDS
+                            for x in run):
             t.mark(run + ([tok, t.tokens[close]] if tok.text == "(" else [tok]), "reason")
 
 
@@ -205,7 +214,7 @@ def notes(t: Text) -> None:
     for tok in t.tokens:
         prev = t.tokens[tok.i - 1] if tok.i else None
         # ("keep the last 10k rows (new scanners)": after a word a step read, a shorter note)
-        after_step = prev is not None and prev.kind in ("word", "num") and prev.used not in ("", "punctuation", "context")
+        after_step = prev is not None and prev.low in ROW_NOUNS and prev.used not in ("", "punctuation", "context")
         if tok.text != "(" or tok.used or prev is None or not (prev.kind == "path" or prev.used == "model" or after_step
                                                                or prev.text in (".", "!") or _closes_request(t, tok)):
             continue
@@ -228,7 +237,7 @@ def notes(t: Text) -> None:
                 and x.i + 1 < len(t.tokens) and (is_unknown(t.tokens[x.i + 1]) or (closing and run))
             if x in tag or x.text == ")" or not (is_unknown(x) or modifier or (glue and is_free(x) and x.kind == "word")) \
                     or x.low in L.CLAUSE_WORDS or x.low in L.UNMAPPED_VERBS \
-                    or x.low in L.RESTRICTING or x.low.endswith("est") or x.low in REPEATS \
+                    or x.low in L.RESTRICTING or x.low.endswith("est") or x.low in REPEATS or x.low in HOW_WORDS \
                     or (glue and x.low in NOT_REASONS):     # "(biggest stores)" picks; "(twice)" repeats
                 break
             run.append(x)
@@ -404,7 +413,8 @@ def wanted_purposes(t: Text, ends: list[tuple[str, int]]) -> None:
             words = [x for x in rest if x.kind == "word"]
             if len(words) <= most and all(((is_free(x) or x.used == "description") and x.kind == "word")
                                           or (not x.used and x.text in "(),") for x in rest) \
-                    and asks_nothing(words) and not any(x.low in L.CLAUSE_WORDS - {"and", "or"} for x in words):
+                    and asks_nothing(words) and not any(x.low in L.CLAUSE_WORDS - {"and", "or"} or x.low in L.RESTRICTING
+                                                        or x.low in HOW_WORDS for x in words):
                 t.mark(toks + rest, "purpose")
 
 
