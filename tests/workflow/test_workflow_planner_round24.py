@@ -311,3 +311,27 @@ def test_how_a_step_should_run_is_never_a_note_or_a_purpose(said):
     restriction, in the words they read is refused, never dropped."""
     with pytest.raises(PlanRefused):
         _plan(said)
+
+
+def test_conditional_expressions_and_shares_written_as_comparisons():
+    """"→ stats → missing > 1%? then ..." guarded the statistics (the step before the question);
+    "AUC > 0.72 ? export ./m : notify 'low'" notified unconditionally (its else read as a step)."""
+    p = _plan("a.csv → stats → missing > 1%? then cost_usd nulls := 0 → sum by service → out/s.csv")
+    (imp,) = _draft(p, "impute")
+    assert imp.when is not None and (imp.when.metric, imp.when.op, imp.when.value) == ("missing_fraction", ">", 0.01)
+    assert _draft(p, "stats")[0].when is None and imp.params["columns"] == ["cost_usd"]
+    p = _plan("gig-recs — elastic DLRM, epochs ∈ {1, 2} → best by AUC → AUC > 0.72 ? export ./models/g : notify 'low'")
+    assert of_kind(p, "elastic_dlrm")[0].params["name"] == "gig-recs"
+    assert _draft(p, "notify")[0].otherwise and _draft(p, "export_model")[0].when is not None
+    p = _plan(f"{TRAINED} Recall below 0.6? Notify me: 'recall low'.")    # the message's colon is no else
+    assert not _draft(p, "notify")[0].otherwise
+
+
+def test_list_items_practitioners_write():
+    p = _plan("- chargers.csv\n- kwh nulls → 0\n- sum kwh per site\n- write out/kwh.csv (2 retries)\n- plot")
+    assert of_kind(p, "impute")[0].params["columns"] == ["kwh"]
+    assert _draft(p, "write_table")[0].retries == 2 and of_kind(p, "write_table")[0].params["path"] == "out/kwh.csv"
+    p = _plan("• otp.csv → sample 5% (random)\n• stats")
+    assert of_kind(p, "sample")[0].params["fraction"] == 0.05
+    p = _plan("Synthesize 5,000 rows, z-score them, 10% for test, fit logistic regression with target y and evaluate.")
+    assert of_kind(p, "split_data")[0].params["test_fraction"] == 0.1

@@ -19,7 +19,7 @@ from raystack.workflow.catalog import ADAPTERS, CATALOG, CHECKPOINT, DLRM, MODEL
 from raystack.workflow.nl import lexicon as L
 from raystack.workflow.nl.cues import Cue
 from raystack.workflow.nl.plan import Cond, DraftStep, LoopSpec, PlanRefused
-from raystack.workflow.nl.text import Text
+from raystack.workflow.nl.text import ARROWS, Text
 
 if TYPE_CHECKING:
     from raystack.workflow.nl.rules import Action
@@ -165,8 +165,11 @@ def _apply_cues(t: Text, actions: list[Action], cues: list[Cue]) -> None:
             targets = fwd if fwd and (not before or c.lo >= before[-1].hi) else before[-1:]
             if before and else_at is None and _postposed(t, c):
                 targets = before[-1:]   # "retrain it with lr 0.01 if accuracy is under 0.8, and deploy ..."
-            if not targets and c.hi < len(t.tokens) and t.tokens[c.hi].text == "?":
-                # "AUC >= 0.75? -> export it": a question guards the next sentence's first step
+            asked = c.hi < len(t.tokens) and t.tokens[c.hi].text == "?"
+            opens = c.lo == 0 or t.tokens[c.lo - 1].text in (*ARROWS, ";", ":", "-", "•", "*", ".")   # its own item
+            if asked and not fwd and (opens or not before) and [a for a in actions if a.sentence == c.sentence + 1]:
+                # "AUC >= 0.75? -> export it", "→ stats → missing > 1%? then ...": a question guards the next
+                # sentence's first step, not the step before it
                 targets = [a for a in actions if a.sentence == c.sentence + 1][:1]
             if not targets:
                 raise PlanRefused(["a condition with no step to guard"])

@@ -22,8 +22,9 @@ CUE_KINDS = ("retry", "exit", "loop", "cond", "else", "parallel", "join", "seq",
 # "over", "at least", "under" ...): "if over 30% of the values are missing"
 MISSING_OPS = {"more than": ">", "over": ">", "above": ">", "in excess of": ">", "fewer than": "<",
                "less than": "<", "under": "<", "below": "<", "at least": ">=", "no less than": ">=",
-               "at most": "<=", "no more than": "<=", "up to": "<="}
-_MISSING_CMP = "|".join(k.replace(" ", r"\s+") for k in sorted(MISSING_OPS, key=len, reverse=True))
+               "at most": "<=", "no more than": "<=", "up to": "<=", ">": ">", "<": "<", ">=": ">=", "<=": "<=",
+               "≥": ">=", "≤": "<="}
+_MISSING_CMP = "|".join(re.escape(k).replace(r"\ ", r"\s+") for k in sorted(MISSING_OPS, key=len, reverse=True))
 _OF_VALUES = r"(?:of\s+(?:the\s+|its\s+|their\s+)?(?:values?|rows?|cells?|entries|records?|data)\s+)?"
 # each with the comparison ``cmp`` and the share ``v``
 MISSING = [
@@ -35,6 +36,8 @@ MISSING = [
     rf"\b(?:is|are)\s+(?P<cmp>{_MISSING_CMP})\s+(?P<v>PCT\d+)\s+{_OF_VALUES}(?:missing|empty|blank)(?=\s*\?)",
     # "Over 15% of the values missing? Send ..." (a question opening its clause)
     rf"(?:(?m:^)|(?<=[;:.,)>→?-]\s))(?P<cmp>{_MISSING_CMP})\s+(?P<v>PCT\d+)\s+{_OF_VALUES}(?:(?:are|is)\s+)?(?:missing|empty|blank)(?=\s*[?:,→]|\s*->)",
+    # "→ missing > 1%? then ...": the share written as a comparison
+    r"(?:(?m:^)|(?<=[;:.,)>→?-]\s))(?:missing|empty|blank|nulls?)(?:\s+(?:share|rate|fraction|ratio))?\s*(?P<cmp>>=|<=|>|<|≥|≤)\s*(?P<v>PCT\d+)(?=\s*[?:,→]|\s*->)",
 ]
 
 
@@ -315,6 +318,22 @@ NOTHING_ELSE = (r"(?:just\s+)?(?:leave\s+(?:it|them|the\s+(?:table|data|rows|fil
                 r"|do\s+nothing|skip\s+(?:it|that|this)|carry\s+on|move\s+on|don't\s+bother)\b")
 
 
+def _ternary_else(t: Text, lo: int, hi: int, si: int, cues: list[Cue]) -> list[Cue]:
+    """"AUC > 0.72 ? export ./m : notify 'low'": the colon after a condition asked with "?" opens
+    its else, as a programmer's conditional expression writes it."""
+    out = []
+    for c in cues:     # (the "?" ends a sentence: the condition may close the one before)
+        if c.kind != "cond" or c.hi >= hi or t.tokens[c.hi].text != "?" or c.hi + 1 < lo:
+            continue
+        colon = next((x for x in t.tokens[max(lo, c.hi + 1):hi] if x.text == ":" and not x.used), None)
+        # (the else is a step: "... : notify 'x'"; "Notify me: 'x'" is the message's colon)
+        if colon is not None and any(not x.used and x.kind == "word" for x in t.tokens[c.hi + 1:colon.i]) \
+                and colon.i + 1 < hi and t.tokens[colon.i + 1].kind == "word":
+            t.mark([colon], "otherwise")
+            out.append(Cue("else", colon.i, colon.i + 1, si))
+    return out
+
+
 def read_cues(t: Text, lo: int, hi: int, si: int, earlier: list[Cue]) -> list[Cue]:
     """The construct cues of sentence ``si`` (tokens [lo, hi)), in text order; ``earlier``: the
     sentences' before it."""
@@ -330,6 +349,7 @@ def read_cues(t: Text, lo: int, hi: int, si: int, earlier: list[Cue]) -> list[Cu
         t.mark(toks, "end")
     cues += _loops(t, lo, hi, si)
     cues += _conditions(t, lo, hi, si, earlier)
+    cues += _ternary_else(t, lo, hi, si, earlier[-3:] + cues)
     for _, toks in t.finditer(L.PARALLEL, lo, hi, free_only=True):
         t.mark(toks, "parallel")
         cues.append(Cue("parallel", toks[0].i, toks[-1].i + 1, si))

@@ -182,9 +182,9 @@ def sample(text: Text, lo: int, hi: int, f: Found) -> None:
     m = _search(text, lo, hi, rf"\b(?:the\s+|its\s+|their\s+)?(?P<w>first|last|head|tail)(?=\s+NUM\d+\s+(?:{ROWS_UNIT_OR_LINES}|[a-z]+s)\b|\s+PCT\d+\s+of\b)", "which rows")
     if m:      # "keep the first 100 rows": in file order, not drawn ("tail 100k rows": the last, as the shell says it)
         f.set("which", {"head": "first", "tail": "last"}.get(m.group("w"), m.group("w")))
-    else:      # "sample 2,000 rows at random": how a sample is drawn anyway
-        consume(text, lo, hi, r"\b(?:(?:drawn|chosen|picked|selected)\s+)?at\s+random\b|\brandomly(?:\s+(?:drawn|chosen|picked|selected))?\b",
-                "random draw")
+    else:      # "sample 2,000 rows at random", "sample 5% (random)": how a sample is drawn anyway
+        consume(text, lo, hi, r"\b(?:(?:drawn|chosen|picked|selected)\s+)?at\s+random\b|\brandomly(?:\s+(?:drawn|chosen|picked|selected))?\b"
+                              r"|\(\s*(?:random|randomly|at\s+random)\s*\)", "random draw")
     rows = _search(text, lo, hi, rf"(?P<l>{NUMLIST})\s*-?\s*(?:random\s+)?{ROWS_UNIT}\b", "row counts") or \
         _search(text, lo, hi, rf"(?P<l>NUM\d+\s+{ROWS_UNIT}(?:\s*,\s*NUM\d+\s+{ROWS_UNIT})*"      # "2,000 rows, 8,000 rows"
                               rf"(?:\s*,?\s*(?:(?:and|or|&)\s+)?NUM\d+\s+{ROWS_UNIT}))\b", "row counts")

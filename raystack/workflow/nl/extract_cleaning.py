@@ -42,7 +42,11 @@ def impute(text: Text, lo: int, hi: int, f: Found) -> None:
         # named as one (snake_case) beside the gaps is that column, read here or inside the step's
         # own words, which end just before ``lo`` ("fill X gaps")
         start = max(0, lo - SKIPPED)
-        named = [x for k, x in enumerate(text.tokens[start:hi], start) if _identifier(x) and x.used in ("", None, "impute", text.claim)
+        # (a plain word too where it opens the item: "- kwh nulls → 0")
+        named = [x for k, x in enumerate(text.tokens[start:hi], start) if x.used in ("", None, "impute", text.claim)
+                 and (_identifier(x) or (x.kind == "word" and x.low not in FILLERS and k > 0 and text.tokens[k - 1].kind == "punct"
+                                         and text.tokens[k - 1].text in ("-", "•", "*", "→", "->", ";", ":")
+                                         and k + 1 < hi and text.tokens[k + 1].low in GAP_NOUNS))
                  and ((k > start and text.tokens[k - 1].used == "impute")      # ("median-impute q30_percent only")
                       or (k + 1 < hi and text.tokens[k + 1].low in GAP_NOUNS and text.tokens[k + 1].used == "impute"))]
         if len(named) == 1:
@@ -53,14 +57,14 @@ def impute(text: Text, lo: int, hi: int, f: Found) -> None:
                 named += [text.tokens[k], text.tokens[k + 1]]
                 k += 2
             text.mark(named, "impute")
-            f.set("columns", [x.text for x in named if _identifier(x)])
+            f.set("columns", [x.text for x in named if x.low not in (",", "and", "&")])
             nxt = text.tokens[named[-1].i + 1] if named[-1].i + 1 < len(text.tokens) else None
             if nxt is not None and nxt.low in ("only", "alone") and not nxt.used:
                 text.mark([nxt], "impute")
     other = next(text.finditer(OTHER_FILLS, lo, hi), None)
     if other is not None:   # "fill missing prices with the previous value" filled them with the mean
         raise PlanRefused([f"{text.span_text(other[1])!r}: impute fills a gap with its column's mean, median or zero"])
-    m = _search(text, lo, hi, r"(?:(?:with|using|by)\s+|(?:→|->|=>|=)\s*)(?:the\s+)?(?:column\s+|feature\s+|per-column\s+)?"
+    m = _search(text, lo, hi, r"(?:(?:with|using|by)\s+|(?:→|->|=>|:?\s*=)\s*)(?:the\s+)?(?:column\s+|feature\s+|per-column\s+)?"
                               r"(?P<s>means?|medians?|zeros?|averages?|NUM\d+)", "strategy")
     if m is None:    # "impute gaps (median)", "median imputation", "median-fill", "zero-fill", "zero out" (zero reads as a number)
         m = _search(text, lo, hi, r"\b(?P<s>means?|medians?|zeros?|averages?)\b|(?P<z>NUM\d+)(?=\s*-?\s*fill|\s+out\b)", "strategy")

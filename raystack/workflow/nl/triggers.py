@@ -159,7 +159,7 @@ TRIGGERS: list[tuple[str, str]] = [
                    rf"{ITEM_END}"),
     ("impute", r"\bimput\w*\b(?:\s+(?:the\s+|any\s+)?(?:missing|null|nan)\s*(?:values?|entries|cells|data)?)?"),
     # "gaps → zeros", "blanks -> median": what fills the gaps, as an arrow says it
-    ("impute", rf"\b(?:{GAPS})\s*(?:{ARROW}|=)\s*(?:zeros?|NUM\d+|(?:column\s+)?(?:means?|medians?|averages?))\b"),   # "gaps = 0"
+    ("impute", rf"\b(?:{GAPS})\s*(?:{ARROW}|:?\s*=)\s*(?:zeros?|NUM\d+|(?:column\s+)?(?:means?|medians?|averages?))\b"),   # "gaps = 0", "nulls := 0"
     ("impute", rf"\b(?:fill|fills|filling|replace|replaces|patch|patches|substitute|plug|plugs|complete)\s+(?:in\s+)?{skip(2)}(?:{GAPS})\b"
                # "swap any blanks for the column mean"
                rf"|\b(?:swap|swaps|switch|switches)\s+(?:any\s+|all\s+|the\s+)?(?:{GAPS})\s+(?=(?:for|with)\s+(?:the\s+)?(?:column\s+)?(?:means?|medians?|averages?|zeros?|NUM\d+)\b)"),
@@ -208,7 +208,7 @@ TRIGGERS: list[tuple[str, str]] = [
     # "churn.csv -> logistic -> 30% test", "x.csv, 30% test, knn": a share named as an item is the split's
     # "30% goes to test", "a quarter of the rows as test": the test share, said as an item
     ("split_data", r"(?:(?<=[,:;]\s)|^)(?:a\s+|the\s+)?PCT\d+(?:\s+of\s+(?:it|them|the\s+(?:data|rows|records)))?\s+"
-                   r"(?:(?:goes|go|is|are)\s+(?:to|into|for)|as)\s+(?:the\s+)?(?:test|testing|validation|holdout|hold-out)(?:\s+(?:set|split))?\b"),
+                   r"(?:(?:goes|go|is|are)\s+(?:to|into|for)|as|for)\s+(?:the\s+)?(?:test|testing|validation|holdout|hold-out)(?:\s+(?:set|split))?\b"),
     ("split_data", rf"(?:{AFTER_ARROW}|(?<=[,:;]\s)|^)PCT\d+\s+(?:test|testing|validation|holdout|hold-out|held-out)\b"
                    rf"(?=\s*(?:{ARROW}|$|[,.;]))"),
     # "evaluate it on a 30% test set": the held-out share the evaluation reads is the split's
@@ -409,6 +409,8 @@ TRIGGERS: list[tuple[str, str]] = [
     ("write_table", rf"(?:{ITEM_OPEN})(?:the\s+)?(?:table|results?|scores|totals|counts|output)\s+"
                     rf"(?:to|into|as|in)\s+(?P<f>FILE\d+){ITEM_END}"),
     # "simultaneously: scores into out/s.csv and a chart of F1": an item of a list after a colon
+    # "- write out/kwh.csv (2 retries)": the verb and the file, as a list item says it
+    ("write_table", rf"(?:{ITEM_OPEN}|(?<=[,;:]\s))(?:write|save)\s+(?P<f>FILE\d+)(?=[ \t]*(?:$|\n|[.,;:(]|{ARROW}))"),
     ("write_table", r"(?<=[:;]\s)(?:the\s+)?(?:table|results?|scores|totals|counts|output|predictions)\s+"
                     r"(?:to|into|as|in)\s+(?P<f>FILE\d+)(?=\s*(?:$|[.;,)])|\s+(?:and|&)\s)"),
     ("write_table", rf"(?<!per )(?<!by )(?<!each )(?<!every )\b(?:write|writes|written|save|saves|store|stores|dump|persist|output|put|export)\w*\s+{skip(3)}(?:to|as|into|in)\s+"
