@@ -335,3 +335,21 @@ def test_list_items_practitioners_write():
     assert of_kind(p, "sample")[0].params["fraction"] == 0.05
     p = _plan("Synthesize 5,000 rows, z-score them, 10% for test, fit logistic regression with target y and evaluate.")
     assert of_kind(p, "split_data")[0].params["test_fraction"] == 0.1
+
+
+@pytest.mark.parametrize("said", [
+    "Load a.csv, sum the amount by region and plot it (cumulative).",
+    "Load a.csv, sum the amount by region and plot it (descending).",
+    "Load a.csv, dedupe it on email, then plot it.",
+    "Load a.csv, dedup by customer_id, then plot it.",
+    "Load a.csv, write it to out/a.parquet (snappy compression).",
+    "Load a.csv, write it to out/a.csv (tab separated).",
+    "Load a.csv, notify 'done' (urgent).",
+    "Load a.csv, sample 100 rows (with replacement), then plot it.",
+])
+def test_qualifiers_no_step_takes_are_refused(said):
+    """Probing after this round's notes: each of these planned before, its qualifier read as a note
+    on the data ("(cumulative)", "(snappy compression)") or, for "dedupe it on email", as a
+    notification; the step cannot honour them, so they are refused."""
+    with pytest.raises(PlanRefused):
+        _plan(said)

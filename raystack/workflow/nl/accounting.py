@@ -23,7 +23,7 @@ from typing import Iterable
 
 from raystack.workflow.catalog import CATALOG
 from raystack.workflow.nl import lexicon as L
-from raystack.workflow.nl.asides import (SOURCE_WORDS, asks_nothing, join_reasons, leading_reasons, notes, reason_clauses,
+from raystack.workflow.nl.asides import (HOW_WORDS, SOURCE_WORDS, asks_nothing, join_reasons, leading_reasons, notes, reason_clauses,
                                          retry_notes,
                                          plain_notes, predict_purposes, purposes, question_purposes, reasons,
                                          wanted_purposes)
@@ -339,6 +339,8 @@ def describes(t: Text, run: list[Token]) -> bool:
         return False    # "keep rows with missing values out": a verb no rule took never describes
     if any(x.low in L.COLUMN_STATS for x in run):
         return False    # "I need the max price from x.csv": a statistic asked for, never a description
+    if any(x.low in HOW_WORDS for x in run):
+        return False    # "plot it (cumulative)": how a step should run, never a description
     if len(run) == 1 and run[0].low in FAULT_NOUNS:
         return False    # "we have duplicates in x.csv": a fault of the data, which may ask for a cleaning
     if run[-1].low in ("column", "columns") and run[0].i and t.tokens[run[0].i - 1].low in ("on", "by", "the") \

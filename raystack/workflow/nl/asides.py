@@ -32,7 +32,12 @@ ROW_NOUNS = {"rows", "records", "entries", "lines"}
 HOW_WORDS = {"stratified", "stratify", "stratifying", "weighted", "weights", "weighting", "balanced", "balance", "balancing",
              "log", "logarithmic", "scale", "bar", "bars", "line", "pie", "histogram", "scatter", "chart", "plot", "shuffled",
              "shuffle", "unshuffled", "sorted", "ordered", "chronological", "chronologically", "grouped", "by", "per",
-             "case-insensitive", "case-sensitive", "normalized", "normalised", "scaled", "standardized", "standardised"}
+             "case-insensitive", "case-sensitive", "normalized", "normalised", "scaled", "standardized", "standardised",
+             "cumulative", "cumulatively", "running", "rolling", "moving", "smoothed", "descending", "ascending", "reversed",
+             "stacked", "percent", "percentage", "percentages", "relative", "replacement", "compression", "compressed",
+             "snappy", "gzip", "gzipped", "zstd", "separated", "delimited", "delimiter", "separator", "tab", "tabs", "encoding",
+             "utf-8", "header", "headers", "headerless", "urgent", "priority", "append", "appended", "overwrite",
+             "overwritten", "partitioned", "indexed", "transposed", "pivoted", "dpi", "resolution"}
 REPEATS = {"once", "twice", "thrice", "again", "each", "every", "all", "both", "more", "less", "fewer"}
 NOTE_SUBJECTS = {"we", "i", "our", "my", "we're", "i'm"}   # "(we make shop signs)", "(our studio)"
 REASON_WORDS = {"because", "b/c", "bc", "since", "cause", "'cause"}

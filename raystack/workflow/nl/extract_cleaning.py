@@ -83,6 +83,11 @@ def dedup(text: Text, lo: int, hi: int, f: Found) -> None:
     """What kind of duplicates ("exact duplicate readings"): the step's own words; which of the
     copies stays: the first ("keeping the first occurrence"), the only one the step keeps."""
     consume(text, lo, hi, r"\b(?:exact|identical|full|complete|redundant|repeated|duplicated?)\b", "dedup")
+    # "dedupe it on email", "dedup on customer_id": a key the step does not take (it compares whole rows)
+    keyed = next(text.finditer(r"\b(?:de-?dup\w*|(?:drop|remove)\s+(?:the\s+)?duplicates)(?:\s+(?:it|them|the\s+(?:rows|table|data)))?\s+"
+                               r"(?:on|by|using|per)\s+(?:the\s+)?(?!FILE|NUM|PCT|then\b|and\b)[a-z_][\w-]*", lo, min(len(text.tokens), lo + 6)), None)
+    if keyed is not None:
+        raise PlanRefused([f"{text.span_text(keyed[1])!r}: dedup drops rows duplicated in every column; it takes no key"])
     # "find the duplicates in x.csv and drop them": the removal of what was found
     consume(text, lo, hi, r"\b(?:rows|records|entries)?\s*(?:and\s+)?(?:then\s+)?(?:get\s+rid\s+of|remove|drop|delete|discard|strip|toss)\s+"
                           r"(?:them|those|these|any|all\s+of\s+them)\b", "dedup")
