@@ -86,7 +86,7 @@ def _keyed(t: Text, a: Action) -> bool:
     return any(w in ("per", "by") and k + 1 < len(words) for k, w in enumerate(words))
 
 
-def _search_end(t: Text, spans: list[tuple[int, int]], actions: list[Action], a: Action) -> int:
+def _settings_end(t: Text, spans: list[tuple[int, int]], actions: list[Action], a: Action) -> int:
     """Where the words of a tune or a part's job end: its own clause, and the clauses after it,
     split off by semicolons, that name no step ("lr in {0.01, 0.1}; six trials; fifo; minimize
     rmse", "elastic DLRM x; epochs 3 / 6 / 9")."""
@@ -141,12 +141,12 @@ class RulePlanner:
         for k, a in enumerate(actions):
             with t.claiming(a.entry):
                 if a.found.params.pop("_tune", False):
-                    a.found.params["_tune"] = read_tune(t, a.zlo, _search_end(t, spans, actions, a))
+                    a.found.params["_tune"] = read_tune(t, a.zlo, _settings_end(t, spans, actions, a))
                 ex = EXTRACTORS.get(a.entry)
                 if ex is not None:
                     end = self._shared_object_end(t, actions, k)
                     if a.entry in PARTS and end == a.hi:    # "elastic DLRM x; epochs 3 / 6 / 9; ...": its settings
-                        end = _search_end(t, spans, actions, a)
+                        end = _settings_end(t, spans, actions, a)
                     end = max(end, a.files_end)     # ("a.csv / b.csv / c.csv → ...": every file, named bare)
                     ex(t, a.zlo, end, a.found)
                 if a.found.bound is None and not CATALOG[a.entry].side_effect:
@@ -274,15 +274,14 @@ class RulePlanner:
                     t.relabel(t.tokens[a.lo:a.trig_end], a.entry)
         self._aggregate_function(t, found)
         merged: list[Action] = []
-        slash_end: dict[int, int] = {}   # a load's files so far, "a.csv / b.csv": where the last ends
         for a in found:  # several phrases of one step ("use EDiT local SGD to pre-train an LLM")
             if a.entry in PARTS and len(merged) > 1 and merged[-2].entry == a.entry and merged[-1].prepositional \
                     and merged[-1].entry in SOURCES and merged[-2].sentence == a.sentence \
                     and not any(x.kind == "punct" and x.text not in ("(", ")") for x in t.tokens[merged[-2].lo:a.lo]):
                 continue  # "fine-tune two adapters on the checkpoint in ./ckpt with mLoRA": one step
             if merged and a.entry == merged[-1].entry == "load_data" and a.has_file and merged[-1].has_file \
-                    and [x.text for x in t.tokens[slash_end.get(id(merged[-1]), merged[-1].trig_end):a.lo]] == ["/"]:
-                slash_end[id(merged[-1])] = merged[-1].files_end = a.trig_end
+                    and [x.text for x in t.tokens[max(merged[-1].files_end, merged[-1].trig_end):a.lo]] == ["/"]:
+                merged[-1].files_end = a.trig_end
                 continue  # "read a.csv / b.csv / c.csv": one load over the files (a map)
             # "fine-tune adapters on tiny-1m, then fine-tune more on tiny-20m": the verb said again
             # after a "then" is a second run, not more words of the first
