@@ -353,3 +353,22 @@ def test_qualifiers_no_step_takes_are_refused(said):
     notification; the step cannot honour them, so they are refused."""
     with pytest.raises(PlanRefused):
         _plan(said)
+
+
+@pytest.mark.parametrize("said", [
+    "Load a.csv, split 80/20, train a knn with target y and evaluate it. If the accuracy is above 0.9 on the weekend "
+    "rows, deploy it as m.",
+    "Load a.csv, sum the amount by region for the big regions, then plot it.",
+    "Load a.csv, compute stats for the premium customers, then plot it.",
+])
+def test_some_of_the_rows_named_after_a_step_are_refused(said):
+    """A third probe pass: "on the weekend rows" and "for the premium customers" were read as a
+    description and a purpose (each planned on every row, silently); no step picks rows by what they are."""
+    with pytest.raises(PlanRefused):
+        _plan(said)
+
+
+def test_purposes_after_a_dataset_or_a_title_still_plan():
+    p = _plan("Make a synthetic dataset with 2,000 rows for the greenhouse sims; scale it; hold out a quarter; fit a "
+              "linear model with target y.")
+    assert kinds(p)[:2] == ["make_dataset", "normalize"]

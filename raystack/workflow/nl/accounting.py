@@ -23,7 +23,7 @@ from typing import Iterable
 
 from raystack.workflow.catalog import CATALOG
 from raystack.workflow.nl import lexicon as L
-from raystack.workflow.nl.asides import (HOW_WORDS, SOURCE_WORDS, asks_nothing, join_reasons, leading_reasons, notes, reason_clauses,
+from raystack.workflow.nl.asides import (HOW_WORDS, ROW_NOUNS, SOURCE_WORDS, asks_nothing, join_reasons, leading_reasons, notes, reason_clauses,
                                          retry_notes,
                                          plain_notes, predict_purposes, purposes, question_purposes, reasons,
                                          wanted_purposes)
@@ -374,6 +374,10 @@ def describes(t: Text, run: list[Token]) -> bool:
     if nxt is not None and nxt.kind == "path" and nxt.i == run[-1].i + 1 and run[0].low not in GENERIC_VERBS and (
             before is None or (before.kind == "punct" and before.text not in ("(", "'", '"')) or before.low in ("and", "then", "so", "also", "please")):
         return False    # "Deseasonalize x.csv and ...": a word that opens a clause and acts on a file, no description
+    rows = run[-1].low in ROW_NOUNS or (nxt is not None and nxt.low in ROW_NOUNS)
+    if rows and before is not None and before.low == "the" \
+            and before.i and t.tokens[before.i - 1].low in ("on", "for", "from", "in", "over", "across", "to", "with"):
+        return False    # "if the accuracy is above 0.9 on the weekend rows": some of the rows, which no step picks
     if nxt is not None and (nxt.low.rstrip("s") in heads or nxt.kind == "path"):
         return True
     if nxt is not None and nxt.i == run[-1].i + 1 and run[-1].low in BUSINESS_NOUNS and nxt.used in CATALOG:

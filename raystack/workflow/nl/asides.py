@@ -196,11 +196,25 @@ def purposes(t: Text) -> None:
             run.pop()
             j -= 1
         nxt = t.tokens[j] if j < len(t.tokens) else None
+        # ("for the premium customers", "for the big regions": some of the rows, which no step picks, never a purpose)
+        if run and _plural(run[-1]) and not any(x.text in POSSESSIVES for x in run) and tok.i \
+                and t.tokens[tok.i - 1].used in TABLE_STEP_WORDS \
+                and t.tokens[tok.i + 1].low in ("the", "these", "those", "all", "any", "only"):
+            continue
         # the purpose ends where the next clause's glue starts ("For our bike-sharing project I'd like to ...")
         if run and sum(x.text not in POSSESSIVES for x in run) <= MAX_PURPOSE and (nxt is None or nxt.kind == "punct" or nxt.used or nxt.low in L.FILLERS) \
                 and not any(x.low in L.UNSUPPORTED or x.low in L.CLAUSE_WORDS or x.low in L.UNMAPPED_VERBS
                             for x in run):
             t.mark([tok, *run], "purpose")
+
+
+# the words of a step on the table's rows, after which "for the premium customers" picks rows
+TABLE_STEP_WORDS = {"aggregate", "group key", "measure", "stats", "plot", "plot metric", "sample", "clean_data", "dedup",
+                    "impute", "normalize", "columns", "write_table"}
+
+
+def _plural(x: Token) -> bool:
+    return x.low.endswith("s") and not x.low.endswith(("ss", "us", "is")) and len(x.low) > 3
 
 
 def _closes_request(t: Text, opening: Token) -> bool:
