@@ -165,12 +165,10 @@ def _apply_cues(t: Text, actions: list[Action], cues: list[Cue]) -> None:
             targets = fwd if fwd and (not before or c.lo >= before[-1].hi) else before[-1:]
             if before and else_at is None and _postposed(t, c):
                 targets = before[-1:]   # "retrain it with lr 0.01 if accuracy is under 0.8, and deploy ..."
-            asked = c.hi < len(t.tokens) and t.tokens[c.hi].text == "?"
-            opens = c.lo == 0 or t.tokens[c.lo - 1].text in (*ARROWS, ";", ":", "-", "•", "*", ".")   # its own item
-            if asked and not fwd and (opens or not before) and [a for a in actions if a.sentence == c.sentence + 1]:
-                # "AUC >= 0.75? -> export it", "→ stats → missing > 1%? then ...": a question guards the next
-                # sentence's first step, not the step before it
-                targets = [a for a in actions if a.sentence == c.sentence + 1][:1]
+            nxt = [a for a in actions if a.sentence == c.sentence + 1][:1]   # "AUC >= 0.75? -> export it": a question
+            if nxt and not fwd and c.hi < len(t.tokens) and t.tokens[c.hi].text == "?" and (
+                    not before or c.lo == 0 or t.tokens[c.lo - 1].text in (*ARROWS, ";", ":", "-", "•", "*", ".")):
+                targets = nxt     # opening its item ("→ stats → missing > 1%? then ...") guards the step after it
             if not targets:
                 raise PlanRefused(["a condition with no step to guard"])
             cond = Cond("", c.data["metric"], c.data["op"], c.data["value"])

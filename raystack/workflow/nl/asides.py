@@ -66,6 +66,13 @@ def asks_nothing(words: list[Token]) -> bool:
     return not any(is_method(x) or (x.low in L.UNMAPPED_VERBS and not _drops_out(words, k)) for k, x in enumerate(words))
 
 
+def _idle(words: list[Token], never: set[str]) -> bool:
+    """Free words that ask for nothing: no operation, no step's word, no clause word, none saying how
+    a step should run, none of ``never``."""
+    return all(x.kind == "word" and is_free(x) for x in words) and asks_nothing(words) and not any(
+        is_step_word(x.low) or x.low in L.CLAUSE_WORDS or x.low in HOW_WORDS or x.low in never for x in words)
+
+
 CLAUSE_REASON_WORDS = {"because", "b/c", "bc", "'cause", "cause"}   # never "since" or "as" ("since 2015")
 MAX_CLAUSE_REASON = 12
 
@@ -82,11 +89,7 @@ def reason_clauses(t: Text) -> None:
             if x.kind == "punct" and x.text in ".;!?,":
                 break
             run.append(x)
-        end = run[-1].i + 1 if run else tok.i + 1
-        if run and len(run) <= MAX_CLAUSE_REASON and end <= len(t.tokens) \
-                and all(x.kind == "word" and is_free(x) for x in run) and asks_nothing(run) \
-                and not any(is_step_word(x.low) or x.low in NOT_REASONS or x.low in L.CLAUSE_WORDS or x.low in HOW_WORDS
-                            for x in run):
+        if run and len(run) <= MAX_CLAUSE_REASON and _idle(run, NOT_REASONS):
             t.mark([tok, *run], "reason")
 
 
@@ -107,9 +110,7 @@ def retry_notes(t: Text) -> None:
             run.append(x)
         close = run[-1].i + 1 if run else tok.i + 1
         if run and len(run) <= MAX_RETRY_NOTE and close < len(t.tokens) and t.tokens[close].text == ")" \
-                and all(x.kind == "word" and is_free(x) for x in run) and asks_nothing(run) \
-                and not any(is_step_word(x.low) or x.low in L.RESTRICTING or x.low in L.CLAUSE_WORDS or x.low in HOW_WORDS
-                            for x in run):
+                and _idle(run, L.RESTRICTING):
             t.mark(run + ([tok, t.tokens[close]] if tok.text == "(" else [tok]), "reason")
 
 
@@ -233,16 +234,17 @@ def notes(t: Text) -> None:
     for tok in t.tokens:
         prev = t.tokens[tok.i - 1] if tok.i else None
         # ("keep the last 10k rows (new scanners)": after a word a step read, a shorter note)
-        after_step = prev is not None and prev.low in ROW_NOUNS and prev.used not in ("", "punctuation", "context")
-        if tok.text != "(" or tok.used or prev is None or not (prev.kind == "path" or prev.used == "model" or after_step
-                                                               or prev.text in (".", "!") or _closes_request(t, tok)):
+        if tok.text != "(" or tok.used or prev is None:
+            continue
+        after_step = prev.low in ROW_NOUNS and prev.used not in ("", "punctuation", "context")
+        closing = _closes_request(t, tok)
+        if not (prev.kind == "path" or prev.used == "model" or after_step or prev.text in (".", "!") or closing):
             continue
         run = []
         # glue words too in a note that ends the request and says who asks: "(we make shop signs)";
         # "(do it twice)" asks for something
-        glue = _closes_request(t, tok) and tok.i + 1 < len(t.tokens) and t.tokens[tok.i + 1].low in NOTE_SUBJECTS
+        glue = closing and tok.i + 1 < len(t.tokens) and t.tokens[tok.i + 1].low in NOTE_SUBJECTS
         tag = _aside_tag(t, tok)
-        closing = _closes_request(t, tok)
         for x in t.tokens[tok.i + 1:tok.i + 2 + MAX_NOTE]:
             if x.text in POSSESSIVES and run and not x.used:     # "(chiropractor's front desk bot)"
                 run.append(x)
@@ -427,14 +429,15 @@ def wanted_purposes(t: Text, ends: list[tuple[str, int]]) -> None:
                                                  (MODEL_PURPOSE, ("train_model", "tune"), MAX_PREDICTED))
               if any(e in kinds for e, _ in ends)]
     for lo, hi in sentences(t):
-        for most, (_, toks) in ((most, found) for rx, most in wanted for found in t.finditer(rx, lo, hi, free_only=True)):
-            rest = [x for x in t.tokens[toks[-1].i + 1:hi] if not (x.kind == "punct" and x.text in ".!")]
-            words = [x for x in rest if x.kind == "word"]
-            if len(words) <= most and all(((is_free(x) or x.used == "description") and x.kind == "word")
-                                          or (not x.used and x.text in "(),") for x in rest) \
-                    and asks_nothing(words) and not any(x.low in L.CLAUSE_WORDS - {"and", "or"} or x.low in L.RESTRICTING
-                                                        or x.low in HOW_WORDS for x in words):
-                t.mark(toks + rest, "purpose")
+        for rx, most in wanted:
+            for _, toks in t.finditer(rx, lo, hi, free_only=True):
+                rest = [x for x in t.tokens[toks[-1].i + 1:hi] if not (x.kind == "punct" and x.text in ".!")]
+                words = [x for x in rest if x.kind == "word"]
+                if len(words) <= most and all(((is_free(x) or x.used == "description") and x.kind == "word")
+                                              or (not x.used and x.text in "(),") for x in rest) \
+                        and asks_nothing(words) and not any(x.low in L.CLAUSE_WORDS - {"and", "or"} or x.low in L.RESTRICTING
+                                                            or x.low in HOW_WORDS for x in words):
+                    t.mark(toks + rest, "purpose")
 
 
 IMPORTANCE_WORDS = {"feature", "features", "matter", "matters", "important", "importance", "drives", "drive", "influence",

@@ -27,6 +27,44 @@ def _identifier(x: Token) -> bool:
     return x.kind == "word" and "_" in x.text.strip("_") and re.fullmatch(r"[A-Za-z_]\w*", x.text) is not None
 
 
+LIST_GLUE = (",", "and", "&")
+ITEM_OPENERS = ("-", "•", "*", "→", "->", ";", ":")
+
+
+def _names_gap_column(text: Text, k: int, start: int, hi: int) -> bool:
+    """Token ``k`` names the column a fill's gaps are in: a word written as a column name (or a plain
+    word opening its item: "- kwh nulls → 0") right after the fill's own words ("median-impute
+    q30_percent") or right before its gaps ("fill inscription_letters gaps")."""
+    x = text.tokens[k]
+    before = text.tokens[k - 1] if k > 0 else None
+    after = text.tokens[k + 1] if k + 1 < hi else None
+    by_gaps = after is not None and after.low in GAP_NOUNS
+    opens_item = before is not None and before.kind == "punct" and before.text in ITEM_OPENERS
+    if x.used not in ("", "impute", text.claim) or not (
+            _identifier(x) or (x.kind == "word" and x.low not in FILLERS and opens_item and by_gaps)):
+        return False
+    return (k > start and before.used == "impute") or (by_gaps and after.used == "impute")
+
+
+def _gap_columns(text: Text, lo: int, hi: int) -> list[str]:
+    """"fill the missing inscription_letters values", "fill the missing a_b and c_d values": the
+    columns named beside the gaps, read here or inside the step's own words, which end just before
+    ``lo`` ("fill X gaps"); none when no one word names one."""
+    start = max(0, lo - SKIPPED)
+    named = [x for k, x in enumerate(text.tokens[start:hi], start) if _names_gap_column(text, k, start, hi)]
+    if len(named) != 1:
+        return []
+    k = named[0].i + 1
+    while k + 1 < len(text.tokens) and text.tokens[k].low in LIST_GLUE and _identifier(text.tokens[k + 1]) \
+            and not text.tokens[k + 1].used:
+        named += [text.tokens[k], text.tokens[k + 1]]
+        k += 2
+    text.mark(named, "impute")
+    if k < len(text.tokens) and text.tokens[k].low in ("only", "alone") and not text.tokens[k].used:
+        text.mark([text.tokens[k]], "impute")     # "median-impute q30_percent only"
+    return [x.text for x in named if x.low not in LIST_GLUE]
+
+
 def impute(text: Text, lo: int, hi: int, f: Found) -> None:
     # "fill the gaps in the price column", "impute missing values in the age column": that column
     # only (the step filled every column's gaps). A column named only by a noun ("missing vet
@@ -38,29 +76,9 @@ def impute(text: Text, lo: int, hi: int, f: Found) -> None:
         f.set("columns", [m.group("c")])
     consume(text, lo, hi, r"\b(?:missing|null|nan|empty|blank)\s+[a-z_]\w*", "impute")
     if not m:
-        # "fill the missing inscription_letters values", "fill inscription_letters gaps": a column
-        # named as one (snake_case) beside the gaps is that column, read here or inside the step's
-        # own words, which end just before ``lo`` ("fill X gaps")
-        start = max(0, lo - SKIPPED)
-        # (a plain word too where it opens the item: "- kwh nulls → 0")
-        named = [x for k, x in enumerate(text.tokens[start:hi], start) if x.used in ("", None, "impute", text.claim)
-                 and (_identifier(x) or (x.kind == "word" and x.low not in FILLERS and k > 0 and text.tokens[k - 1].kind == "punct"
-                                         and text.tokens[k - 1].text in ("-", "•", "*", "→", "->", ";", ":")
-                                         and k + 1 < hi and text.tokens[k + 1].low in GAP_NOUNS))
-                 and ((k > start and text.tokens[k - 1].used == "impute")      # ("median-impute q30_percent only")
-                      or (k + 1 < hi and text.tokens[k + 1].low in GAP_NOUNS and text.tokens[k + 1].used == "impute"))]
-        if len(named) == 1:
-            # ("fill the missing price_usd and qty_sold values", "median-impute a_b, c_d"): the columns listed
-            k = named[0].i + 1
-            while k + 1 < len(text.tokens) and text.tokens[k].low in (",", "and", "&") and _identifier(text.tokens[k + 1]) \
-                    and not text.tokens[k + 1].used:
-                named += [text.tokens[k], text.tokens[k + 1]]
-                k += 2
-            text.mark(named, "impute")
-            f.set("columns", [x.text for x in named if x.low not in (",", "and", "&")])
-            nxt = text.tokens[named[-1].i + 1] if named[-1].i + 1 < len(text.tokens) else None
-            if nxt is not None and nxt.low in ("only", "alone") and not nxt.used:
-                text.mark([nxt], "impute")
+        columns = _gap_columns(text, lo, hi)
+        if columns:
+            f.set("columns", columns)
     other = next(text.finditer(OTHER_FILLS, lo, hi), None)
     if other is not None:   # "fill missing prices with the previous value" filled them with the mean
         raise PlanRefused([f"{text.span_text(other[1])!r}: impute fills a gap with its column's mean, median or zero"])

@@ -374,12 +374,10 @@ def elastic_dlrm(text: Text, lo: int, hi: int, f: Found) -> None:
         _search(text, lo, hi, r"\b(?P<n>" + JOB_NAME + r")\s+(?:\(\s*)?elastic\b", "job name") or \
         _search(text, lo, hi, r"(?<=dlrm\s,\s)(?P<n>" + JOB_NAME + r")(?=\s*,)", "job name") or \
         _search(text, max(0, lo - APPOSITION), hi,     # "Train toy-picks, an elastic DLRM, ...": the job, then what it is
-                r"\b(?:train|run|launch|fit|start|kick\s+off)\s+(?P<n>" + JOB_NAME + r")\s*,\s*(?:an?|the|our)\s+(?=elastic\b)"
-                # "gig-recs — elastic DLRM, ...": the job's name as the request's title
-                r"|(?:^|(?<=\n))(?P<n2>" + JOB_NAME + r")\s*(?:—|–|:)\s*(?=(?:an?\s+)?elastic\b)", "job name")
-    if m and m.groupdict().get("n2"):
-        f.set("name", m.group("n2"))
-        m = None
+                r"\b(?:train|run|launch|fit|start|kick\s+off)\s+(?P<n>" + JOB_NAME + r")\s*,\s*(?:an?|the|our)\s+(?=elastic\b)",
+                "job name") or \
+        _search(text, max(0, lo - APPOSITION), hi,     # "gig-recs — elastic DLRM, ...": the job's name as the request's title
+                r"(?:^|(?<=\n))(?P<n>" + JOB_NAME + r")\s*(?:—|–|:)\s*(?=(?:an?\s+)?elastic\b)", "job name")
     if m:
         f.set("name", m.group("n") if m.groupdict().get("n") else text.literal(m.group("q")).value())
     m = _search(text, lo, hi, rf"(?:for\s+)?(?P<l>{NUMLIST})\s+(?:training\s+)?epochs\b", "epochs") or \

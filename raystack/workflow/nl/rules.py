@@ -35,7 +35,7 @@ from raystack.workflow.nl.step_references import (TRANSFORMED, model_references,
                                              transform_references)
 from raystack.workflow.nl.reread import (CLEANINGS, evaluation_held_out_for, grouped_first, pick_first, reread, retrained_parts,
                                          retraining)
-from raystack.workflow.nl.safety import screen, unquote_code
+from raystack.workflow.nl.safety import screen
 from raystack.workflow.nl.said_again import each_named_file, join_kind_notes, one_load_per_file
 from raystack.workflow.nl.search import SPACE_PARAM_RX, read_tune
 from raystack.workflow.nl.text import ARROWS, Text, sentences
@@ -110,8 +110,7 @@ class RulePlanner:
     def draft(self, text: str) -> Draft:
         if not text or not text.strip():
             raise PlanRefused(["the request is empty"], "out_of_scope")
-        screen(text)
-        t = Text.parse(unquote_code(text))
+        t = Text.parse(screen(text))
         unbounded(t)
         t.named["adapters"] = adapter_names(t)
         actions: list[Action] = []

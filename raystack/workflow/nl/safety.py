@@ -77,14 +77,16 @@ def unquote_code(text: str) -> str:
     return _CODE_NAME.sub(lambda m: m.group(0) if m.group(1).lower() in SHELL_WORDS else m.group(1), text)
 
 
-def screen(text: str) -> None:
-    """Raise PlanRefused (destructive) when the request asks for something no plan may do."""
+def screen(text: str) -> str:
+    """Raise PlanRefused (destructive) when the request asks for something no plan may do; else
+    return the request as screened, the names in inline code unquoted (``unquote_code``)."""
     text = unquote_code(text)
     for rx, why in _COMPILED:
         m = rx.search(text)
         if m:
             raise PlanRefused([f"the request {why}: {m.group(0).strip()!r}; refused, whatever "
                                "else it asks"], "destructive")
+    return text
 
 
 def outside_run(path: str) -> bool:
