@@ -30,7 +30,7 @@ from raystack.workflow.nl.asides import (HOW_WORDS, ROW_NOUNS, SOURCE_WORDS, ask
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.subsets import column_subset, unselected_subset
 from raystack.workflow.nl.text import ARROWS, Text, Token, sentences
-from raystack.workflow.nl.scene import (FAULT_NOUNS, context_sentences, courtesies, file_descriptions, headings, row_notes,
+from raystack.workflow.nl.scene import (FAULT_NOUNS, context_sentences, courtesies, data_clauses, file_descriptions, headings, row_notes,
                                         introductions, lead_ins, origins, preamble, title_clauses)
 from raystack.workflow.nl.words import (BUSINESS_NOUNS, MAX_LEAD_IN, is_free, is_method, is_unknown, is_year, method_near,
                                         names_business, names_data)
@@ -446,6 +446,22 @@ def _named_neighbours(t: Text, ends: list[tuple[str, int]]) -> None:
             t.mark(t.tokens[x.i:j + 1], "order")
 
 
+def channels(t: Text, ends: list[tuple[str, int]]) -> None:
+    """"ping #risk-ml with 'low'", "post 'done' to #ops": the chat channel a notification is
+    sent to, right after the notify's own words (the step logs its message; where the line is
+    read is the deployment's, as for "notify the team")."""
+    if not any(e == "notify" for e, _ in ends):
+        return
+    for x in t.unused():
+        prev = t.tokens[x.i - 1] if x.i else None
+        if x.kind != "word" or prev is None or t.raw[x.start - 1:x.start] != "#":
+            continue
+        if prev.used == "notify":
+            t.mark([x], "recipient")
+        elif prev.low in ("to", "in", "on", "into") and not prev.used and x.i >= 2 and t.tokens[x.i - 2].used in ("notify", "message"):
+            t.mark([prev, x], "recipient")
+
+
 def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = False) -> None:
     """Raise PlanRefused quoting every span no rule accounts for. ``picked``: a step of the plan
     keeps the best of several results (a selection or a search), which 'the best one' may name."""
@@ -484,6 +500,7 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
     reasons(t)
     reason_clauses(t)
     retry_notes(t)
+    channels(t, ends)
     plain_notes(t)
     notes(t)
     leading_reasons(t)
@@ -497,6 +514,7 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
     file_descriptions(t)
     row_notes(t)
     context_sentences(t)
+    data_clauses(t)
     introductions(t)
     courtesies(t)
     lead_ins(t)      # a title may hold a task noun or a word that is also a verb ("Crop yield regression:")

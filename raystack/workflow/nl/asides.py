@@ -414,8 +414,10 @@ RECOMMEND_PURPOSE = (r"\b(?:we|i)\s*(?:want|need|would\s+like|'d\s+like|are\s+af
                      r"|to\s+(?:suggest|recommend)\b)")
 # "I want a model that tells our tilers how long a bathroom job will take": what a training is for
 MODEL_PURPOSE = (r"\b(?:we|i)\s*(?:want|need|would\s+like|'d\s+like|are\s+after|'re\s+after)\s+(?:a|an|some)\s+"
-                 r"(?:simple\s+|quick\s+|small\s+|rough\s+)?(?:model|classifier|predictor|regressor)\s+(?:that|which)\s+"
-                 r"(?:can\s+|will\s+|could\s+)?(?:tells?|predicts?|says?|estimates?|flags?|guesses?|works?\s+out|spots?|warns?)\b")
+                 r"(?:simple\s+|quick\s+|small\s+|rough\s+|first\s+|baseline\s+|basic\s+|better\s+|new\s+)?(?:model|classifier|predictor|regressor)\s+"
+                 r"(?:(?:that|which)\s+(?:can\s+|will\s+|could\s+)?(?:tells?|predicts?|says?|estimates?|flags?|guesses?|works?\s+out|spots?|warns?)\b"
+                 # "we'd like a first model of which customers miss an instalment"
+                 r"|(?:of|for)\s+(?:which|whether|who)\b)")
 MAX_RECOMMENDED = 8     # words of what is recommended, in parentheses after it
 
 

@@ -240,10 +240,15 @@ def split_data(text: Text, lo: int, hi: int, f: Found) -> None:
                               r"(?:(?:as|for)\s+(?:a\s+|the\s+)?|(?:goes|go|is|are)\s+(?:to|into|for)\s+(?:the\s+)?)?"   # "30% goes to test"
                               r"(?:test(?:ing)?|hold-?out|validation|eval(?:uation)?)"
                               r"(?:\s+(?:set|split|data|fraction))?)?", "test fraction") or \
-        _search(text, lo, hi, r"test[\s_-]+(?:fraction|size|share)\s*(?:of|=|:)?\s*(?P<p>NUM\d+|PCT\d+)", "test fraction") or \
+        _search(text, lo, hi, r"test[\s_-]+(?:fraction|size|share|split|set|portion|part)\s*(?:(?:should|will|must)\s+be|is|of|=|:)?\s*"
+                              r"(?P<p>NUM\d+|PCT\d+)", "test fraction") or \
         _search(text, lo, hi, r"(?P<p>NUM\d+)\s+test[\s_-]+(?:fraction|size|share)\b", "test fraction")
     if m:
-        f.set("test_fraction", number(_num(text, m.group("p"))))
+        share = _num(text, m.group("p"))
+        if not 0 < share < 1:   # "test size of 2020" set a share the split rejects only when it runs
+            raise PlanRefused([f"a test share of {text.literal(m.group('p')).text}: say it as a percentage or a fraction "
+                               "between 0 and 1"])
+        f.set("test_fraction", number(share))
 
 
 JOIN_KINDS = {"left": "left outer", "right": "right outer", "inner": "inner", "outer": "full outer", "full": "full outer"}
@@ -308,6 +313,28 @@ def concat(text: Text, lo: int, hi: int, f: Found) -> None:
     consume(text, lo, hi, r"\binto\s+(?:one|a\s+single|a)\s+(?:combined\s+)?table\b", "concat")    # "stack the two into one table"
     consume(text, lo, hi, r"\bby\s+(?:putting|placing|setting|stacking)\s+one\s+(?:under|below|beneath|after|on\s+top\s+of)\s+the\s+other\b",
             "concat")
+    _stack_order(text, lo, hi)
+
+
+ROWS_OF = r"(?:(?:one|ones|rows|records|entries|file|table|data)\s+)?"
+
+
+def _stack_order(text: Text, lo: int, hi: int) -> None:
+    """"concat, EU first", "stack the EU rows on top of the US ones": the table stacked on top
+    (and the one under it), named by a word of its file's name; the stack follows the order the
+    files are named in, so the words must name them in that order."""
+    # ("first" is read as a sequence word before any step's words; "us" as a pronoun)
+    found = next(((m, toks) for m, toks in text.finditer(
+        rf"\b(?:the\s+)?(?P<w>[a-z][\w-]*)\s+{ROWS_OF}(?:first\b|(?:on\s+top\s+of|above|over|before|ahead\s+of)\s+"
+        r"(?:the\s+)?(?P<v>[a-z][\w-]*)\s+(?:one|ones|rows|records|entries|file|table|data)\b)", lo, hi) if all(not x.used or x.used == "sequence" for x in toks)), None)
+    if found is None:
+        return
+    m, toks = found
+    text.mark(toks, "order")
+    loads = [re.split(r"[\W_]+", x.low.rsplit(".", 1)[0]) for x in text.tokens[:lo] if x.kind == "path" and x.used == "path"]
+    named = [m.group("w")] + [m.group("v")] * bool(m.group("v"))
+    if [[k for k, parts in enumerate(loads) if w in parts] for w in named] != [[k] for k in range(len(named))]:
+        raise PlanRefused([f"{text.span_text(toks)!r}: name the tables in the order they are stacked in, the one on top first"])
 
 
 def report(text: Text, lo: int, hi: int, f: Found) -> None:

@@ -43,7 +43,14 @@ def _names_gap_column(text: Text, k: int, start: int, hi: int) -> bool:
     if x.used not in ("", "impute", text.claim) or not (
             _identifier(x) or (x.kind == "word" and x.low not in FILLERS and opens_item and by_gaps)):
         return False
-    return (k > start and before.used == "impute") or (by_gaps and after.used == "impute")
+    return (k > start and before.used == "impute") or (by_gaps and after.used == "impute") or _after_gaps(text, k)
+
+
+def _after_gaps(text: Text, k: int) -> bool:
+    """"the gaps in income_k", "missing values of q30_percent": a word written as a column name
+    after the gaps and "in" (or "of", "for")."""
+    return k >= 2 and _identifier(text.tokens[k]) and text.tokens[k - 1].low in ("in", "of", "for") \
+        and text.tokens[k - 2].low in GAP_NOUNS | {"values", "entries", "cells"} and text.tokens[k - 2].used == "impute"
 
 
 def _gap_columns(text: Text, lo: int, hi: int) -> list[str]:
@@ -59,7 +66,7 @@ def _gap_columns(text: Text, lo: int, hi: int) -> list[str]:
             and not text.tokens[k + 1].used:
         named += [text.tokens[k], text.tokens[k + 1]]
         k += 2
-    text.mark(named, "impute")
+    text.mark(named + [text.tokens[named[0].i - 1]] * _after_gaps(text, named[0].i), "impute")
     if k < len(text.tokens) and text.tokens[k].low in ("only", "alone") and not text.tokens[k].used:
         text.mark([text.tokens[k]], "impute")     # "median-impute q30_percent only"
     return [x.text for x in named if x.low not in LIST_GLUE]

@@ -251,8 +251,8 @@ PARALLEL = (r"\b(?:as\s+(?:NUM\d+\s+)?(?:independent|parallel|concurrent|separat
             # "(since / as) they don't depend on each other"
             r"(?:(?:since|as|because)\s+)?(?:they|the\s+two)\s+(?:don't|do\s+not)\s+(?:depend\s+on|need|wait\s+(?:for|on))\s+each\s+other|"
             r"(?:start|run|kick\s+off|do)\s+(?:both|the\s+two)\s+(?:reads|loads)\s+together)\b")
-SEQUENCE = (r"\b(?:and\s+then|then|after\s+that|afterwards|afterward|next|finally|followed\s+by|"
-            r"subsequently|lastly|(?<!NUM\d )(?<!NUM\d\d )(?<!-)(?:first|second|third|fourth|fifth)(?!\s+(?:NUM|PCT)\d+)(?!-)|firstly|secondly|thirdly|fourthly|once\s+that\s+is\s+done|when\s+that\s+is\s+done|"
+SEQUENCE = (r"\b(?:and\s+then|then|after\s+that|afterwards|afterward|next(?!-)|finally|followed\s+by|"
+            r"subsequently|lastly|(?<!NUM\d )(?<!NUM\d\d )(?<!-)(?<!\ba\s)(?<!\ban\s)(?<!\bour\s)(?:first|second|third|fourth|fifth)(?!\s+(?:NUM|PCT)\d+)(?!-)|firstly|secondly|thirdly|fourthly|once\s+that\s+is\s+done|when\s+that\s+is\s+done|"
             r"at\s+the\s+end|after\s+this|and\s+after\s+that|once\s+done)\b|->|=>|→|⇒|⟶")
 
 PURPOSE = (r"\bfor\s+(?:the\s+|a\s+|our\s+)?(?:[a-z][\w-]*\s+){1,3}?(?:detection|prediction|analysis|classification|"
@@ -275,7 +275,7 @@ DATA_VERB_STEPS = {"dedup", "impute", "clean_data", "normalize", "sample", "stat
                    "split_data"}
 # Words that need no step of their own: articles, pronouns, politeness, glue.
 FILLERS = set("""
-a an the it its it\s*'s them their they this that these those to of on in into onto with and or
+a an the it its it\s*'s them their they this that these those to of on in into onto with and or plus
 for by from as at my our your me us we i you please also then so just now next first finally
 which each every all both some any one ones either other another too well here there
 using use via step steps stage result results output outputs data dataset datasets model models

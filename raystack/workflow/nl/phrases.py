@@ -95,6 +95,9 @@ def is_figure(tok: Token) -> bool:
     return bool(re.fullmatch(rf"{L.METRIC_RX}|{L.HELD_OUT_WORDS}", tok.low))
 
 
+EVAL_RUN_VERBS = ("run", "runs", "running", "do", "does", "doing", "perform", "performs", "performing")
+
+
 def is_eval_verb(t: Text, tok: Token) -> bool:
     """"test" and "score" are verbs only at the start of a clause or before their object."""
     prev = t.tokens[tok.i - 1] if tok.i else None
@@ -112,6 +115,8 @@ def is_eval_verb(t: Text, tok: Token) -> bool:
         return tok.i >= 2 and t.tokens[tok.i - 2].used in ("model kind", "train_model")
     if tok.low.startswith((*EVAL_STEMS, "eval")) and (nxt is None or nxt.kind == "punct"):
         return True     # a noun ending its clause names the step: "an eval;", "adapter eval ->"
+    if tok.i >= 2 and prev.low in ("a", "an") and t.tokens[tok.i - 2].low in EVAL_RUN_VERBS:
+        return True     # "then run an eval on it", "do an evaluation": the step, named as a noun after its verb
     if tok.low.startswith(EVAL_STEMS):
         return not (prev is not None and prev.low in ("the", "an", "a", "for", "of"))
     starts = prev is None or prev.kind == "punct" or prev.low in ("and", "then", "also", "to", "next", "finally", "first")

@@ -11,7 +11,7 @@ import re
 from raystack.workflow.catalog import CATALOG
 from raystack.workflow.nl import lexicon as L
 from raystack.workflow.nl.text import ARROWS, Text, Token, sentences
-from raystack.workflow.nl.words import BUSINESS_NOUNS, MAX_LEAD_IN, in_parentheses, is_free, is_method, is_title, is_unknown, is_year
+from raystack.workflow.nl.words import BUSINESS_NOUNS, DESCRIBING_VERBS, MAX_LEAD_IN, in_parentheses, is_free, is_method, is_title, is_unknown, is_year
 
 LEAD_IN_ENDS = (":", "—", "–", "-")
 TITLE_JOINERS = ("(", ")", "/", "&")   # inside a title's words: "Room inspection pass/fail (hotels):"
@@ -189,12 +189,6 @@ def _goals(t: Text, lo: int, hi: int, learned: set[str]) -> set[int]:
     return out
 
 
-# what a named file holds, said of it: "plays.csv has one row per table session.", "bookings.csv
-# holds each desk booking and members.csv the member details"
-DESCRIBING_VERBS = {"has", "holds", "contains", "lists", "records", "keeps", "tracks", "stores", "logs", "covers",
-                    "carries"}
-
-
 def file_descriptions(t: Text) -> None:
     """The words after a named file and a verb of holding, to the end of the clause or its "and"
     (after "and", another named file's words may follow without the verb): none asks for
@@ -257,13 +251,14 @@ def _describes_data(x: Token) -> bool:
 
 
 def introductions(t: Text) -> None:
-    """"Brewery here.", "Data team here!": who writes, in a first sentence of its own."""
+    """"Brewery here.", "Data team here!", "Hey, credit-risk team at a BNPL lender here.": who
+    writes, in a first sentence of its own."""
     spans = sentences(t)
     if len(spans) < 2:
         return
     lo, hi = spans[0]
     words = [x for x in t.tokens[lo:hi] if x.kind != "punct"]
-    if 2 <= len(words) <= 4 and words[-1].low == "here" and all(is_free(x) and x.kind == "word" and x.low not in L.RESTRICTING
+    if 2 <= len(words) <= 9 and words[-1].low == "here" and all(is_free(x) and x.kind == "word" and x.low not in L.RESTRICTING
                                                                 for x in words):
         t.mark(words, "context")
 
@@ -272,12 +267,15 @@ LOCATING_VERBS = {"are", "is", "live", "lives", "sit", "sits"}
 
 
 def _data_is_in(t: Text, lo: int, hi: int) -> bool:
-    """"Beehive weight logs are in a.csv, ...": a sentence that opens with a noun phrase (a few
-    descriptive words) saying which files hold the data."""
-    for k in range(lo + 1, min(hi - 2, lo + 6)):
-        verb, prep, path = t.tokens[k], t.tokens[k + 1], t.tokens[k + 2]
-        if verb.low in LOCATING_VERBS and prep.low == "in" and path.kind == "path":
-            return all(x.kind == "word" and is_free(x) and x.low not in L.FILLERS for x in t.tokens[lo:k])
+    """"Beehive weight logs are in a.csv, ...", "The loan book is b.parquet; ...": a sentence
+    that opens with a noun phrase (a few descriptive words, a determiner first) saying which
+    files hold the data."""
+    start = lo + (t.tokens[lo].low in ("the", "our", "my", "their", "your"))
+    for k in range(start + 1, min(hi - 1, start + 6)):
+        verb, nxt = t.tokens[k], t.tokens[k + 1]
+        path = nxt if nxt.kind == "path" else t.tokens[k + 2] if nxt.low in ("in", "at") and k + 2 < hi else None
+        if verb.low in LOCATING_VERBS and path is not None and path.kind == "path":
+            return all(x.kind == "word" and is_free(x) and x.low not in L.FILLERS for x in t.tokens[start:k])
     return False
 
 
@@ -314,6 +312,16 @@ def context_sentences(t: Text) -> None:
         free = [x for x in toks if not x.used]
         if free and len(free) <= MAX_CONTEXT:
             t.mark(lead + free + [t.tokens[i] for i in sorted(goal)], "context")
+
+
+def data_clauses(t: Text) -> None:
+    """"The loan book is b.parquet; the export ... , so dedupe it": a clause before a semicolon
+    that opens its sentence and only says which file holds the data (the file is the load's)."""
+    for lo, hi in sentences(t):
+        semi = next((x.i for x in t.tokens[lo:hi] if x.text == ";"), None)
+        if semi is not None and _data_is_in(t, lo, semi) and all(x.kind == "path" or x.used == "load_data" or is_free(x)
+                                                                 for x in t.tokens[lo:semi]):
+            t.mark([x for x in t.tokens[lo:semi] if not x.used], "context")
 
 
 def _a_year(t: Text, x: Token) -> bool:

@@ -216,7 +216,8 @@ TRIGGERS: list[tuple[str, str]] = [
                    r"(?:set|split|portion|part|sample|subset)\b"),
     ("split_data", r"\btrain\s*/\s*(?:test|validation|val)\b(?:\s+split)?|\btrain-test\s+split\b|\btrain\s+test\s+split\b|\bRATIO\d+\s+split\b"),
     # "(k=5, test size 0.25)", "using a 0.3 test fraction", "test_size=0.2": the split's share, said as its parameter
-    ("split_data", r"\btest[\s_-]+(?:size|fraction|share)\s*(?:of|=|:)?\s*(?:NUM|PCT)\d+"
+    # ("the test split should be 25%", "test set is 20%": the share said of the split)
+    ("split_data", r"\btest[\s_-]+(?:size|fraction|share|split|set|portion|part)\s*(?:(?:should|will|must)\s+be|is|of|=|:)?\s*(?:NUM|PCT)\d+"
                    r"|\b(?:a\s+)?(?:NUM|PCT)\d+\s+test[\s_-]+(?:size|fraction|share)\b"),
     # ("the split times per crew": a split time is a measurement, no split of the data)
     ("split_data", r"\b(?:split|splits|splitting|partition\w*|divide)\b(?!\s+(?:times?|pace|splits)\b)(?:\s+off)?|\bhold(?:ing)?\s+out\b|\bholdout\b|\bhold-out\b|\bheld\s+out\b"
@@ -272,7 +273,8 @@ TRIGGERS: list[tuple[str, str]] = [
                r"(?:\s+(?:together|vertically|row-?wise))?|(?=\s+FILE)"
                r"|\s+one\s+(?:to|onto|under|below|beneath|after)\s+the\s+other\b"     # "append one to the other"
                rf"|(?<=concat)(?=\s*(?:[,;]|$|{ARROW}))"    # "→ concat, EU first →": an item of its own
-               r"|(?=\s+the\s+[a-z]+\s+(?:file|one|table|log|export|sheet)\s+(?:onto|on\s+to|to|after|under|below|beneath)\s))"),
+               r"|(?=\s+the\s+[a-z]+\s+(?:file|one|table|log|export|sheet)\s+(?:onto|on\s+to|to|after|under|below|beneath)\s)"
+               r"|(?=\s+the\s+[a-z][\w-]*\s+(?:rows|records|entries|ones)\s+(?:on\s+top\s+of|above|over|before|ahead\s+of)\s))"),   # "stack the EU rows on top of the US ones"
     # "combine a.csv with b.csv (...) by putting one under the other": the rows of one under the other's
     ("concat", r"\b(?:combine|combines|combining|merge|merges|merging)\b(?=[^.;]*?\bby\s+(?:putting|placing|setting|stacking)\s+"
                r"one\s+(?:under|below|beneath|after|on\s+top\s+of)\s+the\s+other\b)"),

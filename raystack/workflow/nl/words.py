@@ -63,22 +63,39 @@ def method_near(t: Text, x: Token) -> bool:
 
 
 DATA_NOUN_VERBS = ("export", "exports", "dump", "dumps")   # "the CRM export", "last night's dump"
-NOUN_PHRASE_OPENERS = ("the", "our", "their", "this", "that", "your", "my", "its", "'s", "a", "an")
+NOUN_PHRASE_OPENERS = ("the", "our", "their", "this", "that", "your", "my", "its", "'s", "a", "an", "two", "three", "several",
+                       "both", "these", "those")
+# what a named file holds, said of it: "plays.csv has one row per table session.", "bookings.csv
+# holds each desk booking and members.csv the member details"
+DESCRIBING_VERBS = {"has", "holds", "contains", "lists", "records", "keeps", "tracks", "stores", "logs", "covers",
+                    "carries"}
+# what a table named by a noun does, said of it: "the export double-writes some rows", "the
+# dump is three days old"
+DATA_SUBJECT_VERBS = DESCRIBING_VERBS | {"is", "was", "has", "had", "includes", "repeats", "writes", "double-writes",
+                                         "comes", "came", "arrives", "sits", "lives", "misses", "drops", "duplicates"}
 
 
 def names_data(t: Text, x: Token) -> bool:
     """"The lens order export sits on a share": a word that is also an operation, heading a
     noun phrase that a determiner opens (one to three descriptive words between), names the
-    data ("export the lens orders", "... orders export to out/o.csv" ask for one)."""
+    data ("export the lens orders", "... orders export to out/o.csv" ask for one). So does one
+    right after its determiner, or before the file it names, when a verb says what the table
+    does ("the export double-writes some rows", "the tray export t.csv holds years")."""
     if x.low not in DATA_NOUN_VERBS:
         return False
     k = x.i - 1
     while k >= 0 and x.i - k <= 3 and is_unknown(t.tokens[k]) and t.tokens[k].low not in L.CLAUSE_WORDS \
             and t.tokens[k].low not in L.UNMAPPED_VERBS:
         k -= 1
+    if k < 0 or t.tokens[k].low not in NOUN_PHRASE_OPENERS:
+        return False
+    after = t.tokens[x.i + 1:x.i + 3]
+    if after and after[0].kind == "path":
+        after = after[1:]
+    said = bool(after) and after[0].low in DATA_SUBJECT_VERBS
     nxt = t.tokens[x.i + 1] if x.i + 1 < len(t.tokens) else None
-    return k < x.i - 1 and k >= 0 and t.tokens[k].low in NOUN_PHRASE_OPENERS and not (
-        nxt is not None and (nxt.kind == "path" or nxt.low in ("to", "into", "it", "them", "the", "as", "under")))
+    return said or (k < x.i - 1 and not (
+        nxt is not None and (nxt.kind == "path" or nxt.low in ("to", "into", "it", "them", "the", "as", "under"))))
 
 
 # what a business is called after what it does: "Translation agency assistant", "a transcription
