@@ -26,6 +26,16 @@ def test_the_table_said_first_in_a_stack_must_be_the_first_named():
         assert loads[stack.params["first"].step] == "north_sales.csv", said
 
 
+@pytest.mark.parametrize("setting, key, value", [("for 3 epochs", "epochs", 3), ("for k = 5, 15 and 25", "target", "churn")])
+def test_a_target_before_for_and_a_setting_is_kept(setting, key, value):
+    """"a kNN predicting churn for 3 epochs" trained on the default target ("predicting churn for"
+    was read as what the model is for)."""
+    p = _plan(f"Load a.csv, train a kNN predicting churn {setting}.")
+    trains = of_kind(p, "train_model")
+    assert all(s.params["target"] == "churn" for s in trains)
+    assert trains[0].params[key] == value
+
+
 def test_a_test_share_outside_0_and_1_is_refused():
     """"test size of 2020" planned a split with test_fraction 2020 (it failed only when run)."""
     with pytest.raises(PlanRefused, match="test share of 2020"):
@@ -87,3 +97,33 @@ def test_plus_between_steps_and_a_hyphenated_next():
     assert kinds(p) == ["load_data", "dedup", "save_report"]
     p = _plan("TCK-9: next-word LM for the keyboard\n- EDiT pretrain, base tiny-1m, steps=200\n- report")
     assert kinds(p) == ["edit_pretrain", "save_report"]
+
+
+def test_the_left_table_said_beside_a_join():
+    for side, left in (("chargers", "chargers.csv"), ("sessions", "sessions.csv")):
+        p = _plan(f"Load chargers.csv and sessions.csv, left join on charger_id ({side} = left side), then sum kwh per site.")
+        loads = {s.id: s.params["path"] for s in of_kind(p, "load_data")}
+        assert loads[of_kind(p, "join")[0].params["left"].step] == left
+
+
+def test_files_loaded_concurrently_said_after_them():
+    p = _plan("a.csv + b.csv, loaded concurrently, then stack them.")
+    assert kinds(p) == ["load_data", "load_data", "concat"]
+    assert all(s.group and s.group.startswith("concurrent") for s in of_kind(p, "load_data"))
+
+
+def test_k_said_with_each_value_and_a_pipe_chain():
+    p = _plan("w.csv | zscore | 80/20 | kNN (target needs_review) for k=5, k=15, k=25 | pick best by F1 | F1 > 0.8 → deploy wd-review")
+    assert [s.params["k"] for s in of_kind(p, "train_model")] == [5, 15, 25]
+    assert of_kind(p, "split_data")[0].params["test_fraction"] == 0.2
+    assert of_kind(p, "deploy_model")[0].when is not None
+
+
+def test_an_elastic_job_named_by_a_plain_word_and_its_settings_in_bullets():
+    p = _plan("Run an elastic DLRM job named recs for 2 epochs, then evaluate it.")
+    assert of_kind(p, "elastic_dlrm")[0].params == {"name": "recs", "epochs": 2}
+    p = _plan("ad-recs (elastic DLRM):\n- epochs=1 per pass; stop when AUC ≥ 0.75 (max 10 passes)\n- max 12 workers\n"
+              "- eval → out/recs_eval.jsonl")
+    (job,) = of_kind(p, "elastic_dlrm")
+    assert job.params["epochs"] == 1 and job.params["name"] == "ad-recs"
+    assert kinds(p)[-1] == "write_table" and of_kind(p, "write_table")[0].params["path"] == "out/recs_eval.jsonl"

@@ -462,6 +462,20 @@ def channels(t: Text, ends: list[tuple[str, int]]) -> None:
             t.mark([prev, x], "recipient")
 
 
+LOAD_PARTICIPLES = {"loaded", "read", "fetched", "pulled", "ingested", "opened"}
+
+
+def load_participles(t: Text) -> None:
+    """"a.csv + b.csv, loaded concurrently": a load verb's participle right after the files it
+    loaded (a comma between), before how they are loaded, says the load again."""
+    for x in t.unused():
+        prev = t.tokens[x.i - 1] if x.i else None
+        prev = t.tokens[x.i - 2] if prev is not None and prev.text == "," and x.i >= 2 else prev
+        nxt = t.tokens[x.i + 1] if x.i + 1 < len(t.tokens) else None
+        if x.low in LOAD_PARTICIPLES and prev is not None and prev.used == "path" and nxt is not None and nxt.used == "parallel":
+            t.mark([x], "load_data")
+
+
 def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = False) -> None:
     """Raise PlanRefused quoting every span no rule accounts for. ``picked``: a step of the plan
     keeps the best of several results (a selection or a search), which 'the best one' may name."""
@@ -501,6 +515,7 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
     reason_clauses(t)
     retry_notes(t)
     channels(t, ends)
+    load_participles(t)
     plain_notes(t)
     notes(t)
     leading_reasons(t)

@@ -272,7 +272,7 @@ def _conditions(t: Text, lo: int, hi: int, si: int, earlier: list[Cue]) -> list[
         metric = metric_of(m.group("m"))
         out.append(_cond(t, si, toks[0].i, end, metric, L.NEGATED_OPS[_reach(op, metric)], value, m.group(0)))
     # ("Best accuracy over 85%? Export it", "The final RMSE at or below 1.5 -> deploy")
-    for m, toks in t.finditer(rf"(?:(?m:^)|(?<=[;:.,)>→-]\s))(?:the\s+|its\s+)?{L.METRIC_MOD}(?P<m>{L.METRIC_RX})\s+", lo, hi,
+    for m, toks in t.finditer(rf"(?:(?m:^)|(?<=[;:.,)>→|-]\s))(?:the\s+|its\s+)?{L.METRIC_MOD}(?P<m>{L.METRIC_RX})\s+", lo, hi,
                               free_only=True):
         cmp = comparison(t, toks[-1].i + 1, hi)
         if cmp is None:

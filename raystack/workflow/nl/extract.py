@@ -275,6 +275,8 @@ def join(text: Text, lo: int, hi: int, f: Found) -> None:
                               r"|(?<=\(\s)(?P<h2>left|right|inner|outer|full)(?:[\s-]+outer)?(?=\s*\))",    # "(full outer)"
                 "join kind")
     both = _search(text, lo, hi, KEEP_BOTH_SIDES, "join kind")
+    consume(text, lo, hi, r"(?<=\s)(?:=|is|as|on)\s+(?:the\s+)?(?:left|right)(?:[\s-]+(?:side|table|one|hand\s+side))?\b(?=\s*\))",
+            "table side")   # "(chargers = left side)": which table is which (table_refs)
     if m and m.group("h2"):
         text.mark([x for x in text.tokens[lo:hi] if x.text in "()" and not x.used
                    and any(y.used == "join kind" for y in text.tokens[max(0, x.i - 1):x.i + 2])], "join kind")
@@ -399,7 +401,7 @@ def train_model(text: Text, lo: int, hi: int, f: Found) -> None:
             f.set("epochs", whole_epochs(_num(text, m.group("n"))))
     m = _search(text, lo, hi, rf"\b(?:(?:for\s+)?(?:each|every)\s+)?k\s*(?:=|:|∈|in|of|from|set\s+to)?\s*(?P<l>{NUMLIST})"
                               # "with k=3 and k=5": the name said with each value
-                              r"|\bk\s*=\s*(?P<r>NUM\d+(?:\s*,\s*k\s*=\s*NUM\d+)*\s*,?\s*(?:and|or|&)\s+k\s*=\s*NUM\d+)"
+                              r"|\bk\s*=\s*(?P<r>NUM\d+(?:\s*(?:,|,?\s*(?:and|or|&))\s*k\s*=\s*NUM\d+)+)"     # (", k=15, k=25")
                               rf"|(?P<n>{NUMLIST})\s*(?:nearest[\s-]+)?neighbou?rs\b", "k values")
     if m:      # "three kNN classifiers with k = 3, 7 and 15", "one kNN for each k in 3, 7, 15",
         # "k set to 3, 5 and 9", "with 3, 5 and 7 neighbours"
@@ -489,7 +491,9 @@ NOT_TARGETS = {"the", "a", "an", "it", "its", "them", "this", "that", "which", "
                "each", "every", "all", "future", "later", "now", "us", "me", "you", "of", "is", "value", "values"}
 # (an auxiliary ends it too: "a logistic model predicting won is trained ...")
 _CLAUSE_END = (r"(?=\s*(?:[,.;:!?()\]]|->|→|—|–|$)|\s+(?:from|on|with|using|and|then|in|at|over|under|no|not|capped|limited"
-               r"|is|are|was|were|gets|get|will|should|must)\b)")
+               r"|is|are|was|were|gets|get|will|should|must)\b"
+               # "predicting churn for 3 epochs", "... for k = 5, 15 and 25": a setting of the training follows
+               r"|\s+for\s+(?:NUM\d+|k\s*=|(?:up\s+to|at\s+most|max(?:imum)?)\s+NUM\d+|(?:each|every)\s+(?:k|NUM\d+)\b))")
 _COLUMN = rf"(?!(?:{'|'.join(sorted(NOT_TARGETS))}|{METRIC_RX})\b)[a-z_][a-z0-9_]*"
 # what is predicted may be named like a metric that is also a column's everyday name ("kNN ...,
 # predicting score"); a model's own figures (rmse, accuracy, auc, ...) are never predicted

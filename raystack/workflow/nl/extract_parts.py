@@ -370,6 +370,8 @@ def elastic_dlrm(text: Text, lo: int, hi: int, f: Found) -> None:
     # (a word of its own: "class-picks" holds "as" and was named "s-picks")
     m = _search(text, lo, hi, r"\b(?:(?:job\s+)?name[sd]?|called|as|(?:name|call)\s+it)\s*(?::|=)?\s*(?P<n>" + JOB_NAME + r")\b", "job name") or \
         _search(text, lo, hi, r"\b(?:job|dlrm|(?:runs?|jobs?)\s+of)\s+(?P<n>" + JOB_NAME + r")\b", "job name") or \
+        _search(text, lo, hi, r"\b(?:named|called|name\s*[:=])\s*(?P<n>(?!(?:the|a|an|it|after|for|by|on|in|with)\b)[a-z][a-z0-9]*)\b",
+                "job name") or \
         _search(text, lo, hi, r"\b(?:(?:job\s+)?name[sd]?|called|as)\s*(?::|=)?\s*(?P<q>QUOTE\d+)", "job name") or \
         _search(text, lo, hi, r"\b(?P<n>" + JOB_NAME + r")\s+(?:\(\s*)?elastic\b", "job name") or \
         _search(text, lo, hi, r"(?<=dlrm\s,\s)(?P<n>" + JOB_NAME + r")(?=\s*,)", "job name") or \
@@ -390,8 +392,11 @@ def elastic_dlrm(text: Text, lo: int, hi: int, f: Found) -> None:
         consume(text, lo, hi, r"\b(?:NUM\d+|a|a\s+separate|a\s+single)\s+(?:run|job)\s+(?:each|apiece|per\s+(?:value|setting|option|choice)|for\s+each(?:\s+(?:value|setting|one))?)\b", "map")
         _set_map(f, "epochs", [int(v) for v in _list(text, m.group("l"))])
         claim_count(text, lo, hi, len(f.map[1]))
-    m = m or _search(text, lo, hi, r"(?P<n>NUM\d+)\s*-?\s*(?:training\s+)?epochs?", "epochs")
-    if m and f.map is None:
+    m = m or _search(text, lo, hi, r"(?P<n>NUM\d+)\s*-?\s*(?:training\s+)?epochs?|\bepochs?\s*(?:=|:)\s*(?P<n2>NUM\d+)(?!\s*[,/]\s*NUM)",
+                     "epochs")    # "epochs=1 per pass"
+    if m and f.map is None and m.group("n2"):
+        f.set("epochs", whole_epochs(_num(text, m.group("n2"))))
+    elif m and f.map is None:
         f.set("epochs", whole_epochs(_num(text, m.group("n"))))
     res: dict[str, Any] = {}
     w = _workers(text, lo, hi)

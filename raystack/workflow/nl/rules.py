@@ -89,12 +89,15 @@ def _keyed(t: Text, a: Action) -> bool:
 def _settings_end(t: Text, spans: list[tuple[int, int]], actions: list[Action], a: Action) -> int:
     """Where the words of a tune or a part's job end: its own clause, and the clauses after it,
     split off by semicolons, that name no step ("lr in {0.01, 0.1}; six trials; fifo; minimize
-    rmse", "elastic DLRM x; epochs 3 / 6 / 9")."""
+    rmse", "elastic DLRM x; epochs 3 / 6 / 9"), or, after its title's colon, the bullets under it
+    that name no step ("recs (elastic DLRM):\n- epochs=1\n- max 12 workers")."""
     end = a.hi
+    listed = end > 0 and t.tokens[end - 1].text == ":"
     for si in range(a.sentence + 1, len(spans)):
         lo, hi = spans[si]
-        if lo != end or t.tokens[lo - 1].text != ";" or any(b.sentence == si for b in actions) \
-                or "\n" in t.raw[t.tokens[lo - 1].end:t.tokens[lo].start]:
+        broken = "\n" in t.raw[t.tokens[lo - 1].end:t.tokens[lo].start]
+        bullet = listed and broken and t.tokens[lo].text in ("-", "*", "•")
+        if lo != end or any(b.sentence == si for b in actions) or not (bullet or (t.tokens[lo - 1].text == ";" and not broken)):
             break
         end = hi
     return end
@@ -185,7 +188,7 @@ class RulePlanner:
                             toks[0].i >= 2 and t.tokens[toks[0].i - 2].text == ";"
                             and any(x.used in CATALOG and x.used not in SOURCES for x in t.tokens[:toks[0].i]))):
                     # "... -> line chart -> out/x.parquet": where the chain ends is written, never a new input
-                    if not toks[0].low.endswith(TABLE_EXT[:4]):
+                    if not toks[0].low.endswith((*TABLE_EXT[:4], ".jsonl")):   # (JSON lines: a table, never a model)
                         continue
                     written_end = True
                 else:

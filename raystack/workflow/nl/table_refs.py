@@ -117,6 +117,11 @@ def order_table_sides(steps: list[DraftStep]) -> None:
             raise PlanRefused([f"{s.span!r}: cannot tell which loaded files these words name; name the files"])
         if not named and _stack_loaded_together(s, steps, by_label):
             continue
+        if len(named) == 1 and s.entry == "join" and named[0][1] in sources and _side_said(s, named[0][0]):
+            # "left join on charger_id (chargers = left side)": the one table named, and its side
+            if (_side_said(s, named[0][0]) == "left") != (sources[0] == named[0][1]):
+                s.inputs[first_side], s.inputs[second_side] = right, left
+            continue
         if len(named) < 2:
             if outer and named:
                 raise PlanRefused([f"{s.span!r} names only {loads[named[0][1]]}: say which table is the left one"])
@@ -134,6 +139,17 @@ def order_table_sides(steps: list[DraftStep]) -> None:
             raise PlanRefused([f"{s.span!r} names {loads[first]} and {loads[second]}, but it would {s.entry} "
                                f"{loads.get(sources[0] or '', by_label[left].span)!r} with "
                                f"{loads.get(sources[1] or '', by_label[right].span)!r}; say which tables it reads"])
+
+
+SIDE_SAID = re.compile(r"\s*(?:=|is|as|on)\s*(?:the\s+)?(?P<side>left|right)(?:[\s-]+(?:side|table|one|hand\s+side))?\b", re.I)
+
+
+def _side_said(s: DraftStep, pos: int) -> str | None:
+    """"chargers = left side", "chargers as the left table": the side said of the table named at
+    ``pos`` of the step's words (None: none said there)."""
+    word = re.match(r"[\w.-]+", s.span[pos:])
+    m = SIDE_SAID.match(s.span, pos + len(word.group(0))) if word else None
+    return m.group("side").lower() if m else None
 
 
 def _stack_loaded_together(s: DraftStep, steps: list[DraftStep], by_label: dict[str, DraftStep]) -> bool:

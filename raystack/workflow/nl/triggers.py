@@ -40,7 +40,7 @@ AFTER_ARROW = r"(?:(?<=->\s)|(?<==>\s)|(?<=→\s)|(?<=⇒\s)|(?<=⟶\s))"   # ri
 # where its item opens (with its bullet), and where it ends
 # (a spaced en or em dash separates items as an arrow does: "shouts.csv – 80/20 – logistic")
 ITEM_OPEN = rf"{AFTER_ARROW}|(?<=\s–\s)|(?<=\s—\s)|(?m:^)(?:[-*•]\s)?"
-ITEM_END = rf"(?=\s*(?:$|[.;,)]|{ARROW})|\s+[–—]\s)"
+ITEM_END = rf"(?=\s*(?:$|[.;,)|]|{ARROW})|\s+[–—]\s)"
 # "the duplicates are dropped", "duplicates removed", "should be imputed": an object, an
 # optional auxiliary, then the step's verb as a participle
 AUX = (r"(?:\s+(?:is|are|get|gets|got|should|must|will|can|need|needs|has|have|had|to|then|also|first|all|"
@@ -196,7 +196,7 @@ TRIGGERS: list[tuple[str, str]] = [
     ("normalize", passive(r"(?:the\s+)?(?:numeric\s+|numerical\s+|input\s+)?(?:features|columns|values|inputs|variables|data)",
                           r"normali[sz]ed|standardi[sz]ed|scaled|rescaled|z-scored")),
     # "... -> 75/25 -> ...", "- 80/20" or "2. 80/20" as a list's item
-    ("split_data", rf"(?:{ITEM_OPEN}|(?<=[,;:.)]\s))RATIO\d+{ITEM_END}"),
+    ("split_data", rf"(?:{ITEM_OPEN}|(?<=[,;:.)|]\s))RATIO\d+{ITEM_END}"),     # ("x.csv | zscore | 80/20 | kNN")
     ("split_data", rf"\b(?:a\s+|the\s+)?PCT\d+(?:\s+of\s+(?:it|the\s+data|the\s+rows))?{AUX}\s+(?:held\s+(?:out|back|aside)|set\s+(?:aside|apart)|kept\s+(?:back|aside|apart)|put\s+aside|reserved)\b"),   # "a quarter is held out"
     # "evaluate it on a held-out 20%", "on a 20% held-out set": a share held out is the split
     # "hold 20% out", "set a quarter aside": the share between the verb and its particle
