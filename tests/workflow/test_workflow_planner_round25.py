@@ -127,3 +127,61 @@ def test_an_elastic_job_named_by_a_plain_word_and_its_settings_in_bullets():
     (job,) = of_kind(p, "elastic_dlrm")
     assert job.params["epochs"] == 1 and job.params["name"] == "ad-recs"
     assert kinds(p)[-1] == "write_table" and of_kind(p, "write_table")[0].params["path"] == "out/recs_eval.jsonl"
+
+
+def test_an_elastic_job_trained_as_a_job_keeps_its_name_and_a_shared_cap():
+    """"Train dataset-recs as an elastic DLRM: ... (no more than 6 rounds or 8 workers)" dropped the
+    job's name (its words read as a title) and ran exactly 8 workers (the cap said once, for both)."""
+    p = _plan("Train shelf-recs as an elastic DLRM: 1 epoch a round, until AUC ≥ 0.78 (no more than 6 rounds or 8 workers). "
+              "Evaluate the model.")
+    (job,) = of_kind(p, "elastic_dlrm")
+    assert job.params["name"] == "shelf-recs"
+    assert job.params["resources"]["max_workers"] == 8 and job.params["resources"].get("autoscale", True)
+
+
+# -- said aloud (development set 14) ---------------------------------------------------------------
+def test_numbers_said_aloud():
+    p = _plan("Load a.csv, split it eighty twenty, train a logistic regression predicting y, evaluate it; "
+              "if accuracy is below point six, notify 'low'.")
+    assert of_kind(p, "split_data")[0].params["test_fraction"] == 0.2
+    assert _value(p, "notify") == 0.6
+    p = _plan("Load a.csv, split it seventy thirty, train a linear regression predicting y with learning rate point zero zero three.")
+    assert of_kind(p, "train_model")[0].params["lr"] == 0.003
+    p = _plan("Load a.csv, train a knn predicting y and evaluate it; if accuracy is under 2 point 5, notify 'odd'.")
+    assert _value(p, "notify") == 2.5
+
+
+def _value(p, kind):
+    (step,) = of_kind(p, kind)
+    return step.when[0].value
+
+
+def test_a_message_said_without_quotes():
+    p = _plan("Load a.csv, train a logistic regression predicting y and evaluate it. If the recall is below 0.7, send a "
+              "message saying tray model needs work, if that makes sense.")
+    assert of_kind(p, "notify")[0].params["message"] == "tray model needs work"
+    with pytest.raises(PlanRefused):      # where the message ends is a guess when a step follows
+        _plan("Load a.csv, train a logistic regression predicting y and evaluate it, then send a message saying done and "
+              "deploy it as m.")
+
+
+def test_a_checkpoint_said_to_be_saved_somewhere_is_loaded():
+    for said in ("We've got a base checkpoint saved at ./ckpt/b, and I want mLoRA adapters a1 and a2 trained on top of it.",
+                 "The base checkpoint is at ./ckpt/b. Fine-tune mLoRA adapters a1 and a2 on it."):
+        p = _plan(said)
+        assert kinds(p)[:2] == ["load_checkpoint", "mlora_finetune"], said
+        assert of_kind(p, "load_checkpoint")[0].params["path"] == "./ckpt/b"
+
+
+def test_spoken_fillers_and_a_retry_if_it_falls_over():
+    p = _plan("Load a.csv and dedupe it. Oh, and also plot the price.")
+    assert kinds(p) == ["load_data", "dedup", "plot"]
+    p = _plan("Load a.csv and dedupe it, and retry the load once if it falls over.")
+    assert of_kind(p, "load_data")[0].retries == 1
+
+
+def test_function_words_after_adapters_are_no_names():
+    """"check how the adapters do, and if ..." read "do" and "if" as adapter names."""
+    p = _plan("Fine-tune mLoRA adapters a1 and a2 on ./ckpt/b. After that check how the adapters do, and if the exact "
+              "match is 0.6 or higher, serve them.")
+    assert kinds(p)[-2:] == ["evaluate_adapters", "serve_adapters"]

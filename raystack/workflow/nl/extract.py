@@ -592,6 +592,34 @@ def notify(text: Text, lo: int, hi: int, f: Found) -> None:
                               r"containing|stating)\s+)?(?P<q>QUOTE\d+)", "message")
     if m:
         f.set("message", text.literal(m.group("q")).value())
+        return
+    said = _unquoted_message(text, lo, hi)
+    if said:
+        text.mark(said, "message")
+        f.set("message", " ".join(x.text for x in said[1:]))
+
+
+MESSAGE_OPENERS = ("saying", "says", "reading", "stating")
+
+
+def _unquoted_message(text: Text, lo: int, hi: int) -> list[Token]:
+    """"send a message saying tray model needs work, ...": the words a speaker says the message
+    says, unquoted, to the clause's end (a comma or a full stop); none when a step's or a
+    condition's word is among them. The opener first, then the words."""
+    opener = next((x for x in text.tokens[lo:hi] if x.low in MESSAGE_OPENERS and not x.used), None)
+    if opener is None:
+        return []
+    words = []
+    for x in text.tokens[opener.i + 1:]:
+        if x.kind == "punct" or x.used:
+            break
+        words.append(x)
+    if not words or (words and any(y.kind not in ("word", "num") for y in words)):
+        return []
+    end = opener.i + 1 + len(words)
+    if end < len(text.tokens) and text.tokens[end].used and text.tokens[end].kind != "punct":
+        return []       # (the words run into a step's or a condition's: where the message ends is a guess)
+    return [opener, *words]
 
 
 def cleanup(text: Text, lo: int, hi: int, f: Found) -> None:

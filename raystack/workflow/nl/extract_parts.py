@@ -42,6 +42,9 @@ def _workers(text: Text, lo: int, hi: int) -> tuple[str, int | list, str] | None
         if a > b:
             raise PlanRefused([f"between {a} and {b} workers: the first must not exceed the second"])
         return "range", [a, b], bound_unit(m.group(0))
+    shared = _shared_cap(text, lo, hi)
+    if shared is not None:
+        return shared
     m = _search(text, lo, hi, rf"(?:on|with|across|using)?\s*(?P<l>{NUMLIST})\s+{WORKERS}", "workers")
     if m:
         return "list", [int(v) for v in _list(text, m.group("l"))], "workers"
@@ -49,6 +52,21 @@ def _workers(text: Text, lo: int, hi: int) -> tuple[str, int | list, str] | None
         _search(text, lo, hi, rf"{WORKERS}\s*(?:=|:)\s*(?P<n>NUM\d+)", "workers")
     if m:
         return "exact", int(_num(text, m.group("n"))), "workers"
+    return None
+
+
+def _shared_cap(text: Text, lo: int, hi: int) -> tuple[str, int, str] | None:
+    """"no more than 6 rounds or 8 workers": a count of workers after "or" / "and" that shares
+    the cap said of the loop's rounds just before it is a bound too, never an exact count."""
+    for m, toks in text.finditer(rf"(?:\bor|\band|,)\s+(?P<n>NUM\d+)\s+{WORKERS}", lo, hi, free_only=True):
+        k = toks[0].i - 1
+        run = []
+        while k >= 0 and text.tokens[k].used == "loop bound":
+            run.insert(0, text.tokens[k])
+            k -= 1
+        if run and re.match(CAP, " ".join(x.low for x in run)):
+            text.mark(toks, "workers bound")
+            return "bound", int(_num(text, m.group("n"))), bound_unit(m.group(0))
     return None
 
 
@@ -373,7 +391,7 @@ def elastic_dlrm(text: Text, lo: int, hi: int, f: Found) -> None:
         _search(text, lo, hi, r"\b(?:named|called|name\s*[:=])\s*(?P<n>(?!(?:the|a|an|it|after|for|by|on|in|with)\b)[a-z][a-z0-9]*)\b",
                 "job name") or \
         _search(text, lo, hi, r"\b(?:(?:job\s+)?name[sd]?|called|as)\s*(?::|=)?\s*(?P<q>QUOTE\d+)", "job name") or \
-        _search(text, lo, hi, r"\b(?P<n>" + JOB_NAME + r")\s+(?:\(\s*)?elastic\b", "job name") or \
+        _search(text, lo, hi, r"\b(?P<n>" + JOB_NAME + r")\s+(?:\(\s*|as\s+(?:an?\s+|the\s+)?)?elastic\b", "job name") or \
         _search(text, lo, hi, r"(?<=dlrm\s,\s)(?P<n>" + JOB_NAME + r")(?=\s*,)", "job name") or \
         _search(text, max(0, lo - APPOSITION), hi,     # "Train toy-picks, an elastic DLRM, ...": the job, then what it is
                 r"\b(?:train|run|launch|fit|start|kick\s+off)\s+(?P<n>" + JOB_NAME + r")\s*,\s*(?:an?|the|our)\s+(?=elastic\b)",

@@ -143,7 +143,7 @@ PER_ROUND = {r"\bepoch\s+(?:by|after)\s+epoch\b|\b(?:a\s+)?single\s+epoch\b(?:\s
              r"|\b(?:an|NUM\d+)\s+epochs?\s+(?:per|each|a|every)\s+(?:iteration|round|pass|time)\b": {"epochs": 1}}
 RETRY_WORDS = {"once": 1, "twice": 2, "thrice": 3}
 # "if it fails", "if they crash", "on failure": a failure clause after a retry's count
-_IF_FAILS = (r"(?:\s+(?:(?:if|when|should)\s+(?:it|they|that|training|the\s+step|the\s+(?:load|loading|read|reading|training|fit|split|export|deployment|run|job|write|save))\s+(?:fails?|crash(?:es)?|breaks?|errors?\s+out|dies)"
+_IF_FAILS = (r"(?:\s+(?:(?:if|when|should)\s+(?:it|they|that|training|the\s+step|the\s+(?:load|loading|read|reading|training|fit|split|export|deployment|run|job|write|save))\s+(?:fails?|crash(?:es)?|breaks?|errors?\s+out|dies|falls\s+over|blows\s+up|goes\s+down)"
              r"|on\s+failures?|upon\s+failures?|in\s+case\s+of\s+failures?|if\s+(?:need\s+be|needed|necessary|required)))?")
 # the step a retry names ("retry the load 2 times", "retry the training up to 3 times") -> its kind
 RETRIED_KINDS = {"load": "load_data", "loading": "load_data", "reading": "load_data", "read": "load_data", "training": "train_model", "train": "train_model",
@@ -286,7 +286,7 @@ what how do does did done finished finishes finish complete completed completes 
 up out over after before while once again each one
 simple small basic quick quickly tiny short little simple standard default plain usual
 good nice proper properly carefully
-afterwards afterward later thereafter subsequently lastly
+afterwards afterward later thereafter subsequently lastly oh um uh alright basically
 the same everything thing things stuff
 pretrained trained fitted tuned cleaned processed prepared deduplicated normalized sampled
 winning chosen selected best 's counts totals sums averages statistics stats checkpoint

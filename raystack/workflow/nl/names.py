@@ -10,7 +10,10 @@ from __future__ import annotations
 from raystack.workflow.nl.text import Text, Token
 from raystack.workflow.nl.triggers import COMPILED
 
-NAME = r"(?!(?:the|a|an|and|or|lora|dora|new|our|my|their|its|them|it|these|those|both|all|each|rank|base)\b)[a-z][a-z0-9_]*(?:-[a-z0-9_]+)*"
+# (a clause's function words are never names: "check how the adapters do, and if ..." named "do" and "if")
+NAME = (r"(?!(?:the|a|an|and|or|lora|dora|new|our|my|their|its|them|it|these|those|both|all|each|rank|base"
+        r"|if|when|do|does|did|is|are|was|were|be|been|then|so|but|how|what|which|that|this|once|after|before|until"
+        r"|unless|whether|not|than|else|otherwise|also|just|please)\b)[a-z][a-z0-9_]*(?:-[a-z0-9_]+)*")
 LIST = rf"{NAME}(?:\s*,\s*{NAME})*\s*,?\s*(?:and|&|\+)\s+{NAME}|{NAME}(?:\s*,\s*{NAME})+"
 KINDS = r"(?:(?:lora|dora)\s+)?"
 PATTERNS = [

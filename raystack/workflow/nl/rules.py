@@ -103,6 +103,10 @@ def _settings_end(t: Text, spans: list[tuple[int, int]], actions: list[Action], 
     return end
 
 
+# what is said to be saved somewhere already ("a base checkpoint saved at ./ckpt/b")
+SAVED_THINGS = {"checkpoint", "checkpoints", "ckpt", "weights", "model", "adapters", "base"}
+
+
 class RulePlanner:
     """The default offline planner (no model, no network)."""
 
@@ -182,6 +186,10 @@ class RulePlanner:
                     continue   # "evaluate it, and report the accuracy on the test set": that evaluation's figure
                 if entry == "split_data" and (names_existing_split(t, toks[0]) or split_across_files(t, toks[0])):
                     continue
+                if entry == "save_report" and toks[0].low in ("saved", "stored", "kept") and toks[0].i >= 2 \
+                        and (t.tokens[toks[0].i - 1].low in SAVED_THINGS or t.tokens[toks[0].i - 1].low in ("is", "was")
+                             and t.tokens[toks[0].i - 2].low in SAVED_THINGS):
+                    continue    # "a base checkpoint saved at ./ckpt/b": where it is, no report
                 # ("...; → out/x.csv; ...": an arrow after a semicolon points from the step before it)
                 if entry == "load_data" and len(toks) == 1 and toks[0].i and t.tokens[toks[0].i - 1].text in ARROWS \
                         and (any(b.lo < toks[0].i and b.sentence == si and b.entry not in SOURCES for b in found) or (

@@ -62,6 +62,11 @@ def _bulleted_load(t: Text, start: int, seg: list[Token]) -> bool:
         and _opens_line(t, t.tokens[start - 1]) and seg[0].low in LOAD_WORDS
 
 
+# verbs that open a clause asking for their step, never a title
+STEP_VERBS = {"train", "run", "launch", "fit", "pretrain", "fine-tune", "finetune", "start", "load", "read", "evaluate",
+              "deploy", "export", "tune"}
+
+
 def lead_ins(t: Text) -> None:
     """The few words before a colon or dash that opens a list or the request ("LLM run:
     ...", "weekly CTR refresh --", "Harvest timing (agriculture):"), back to the clause's start;
@@ -89,6 +94,8 @@ def lead_ins(t: Text) -> None:
             # the step's too); a title opens the request, a line or a sentence ("Cinema recommender: ...")
             inner = start > 0 and t.tokens[start - 1].text in (",", ";") and any(
                 x.used in CATALOG for x in t.tokens[start:tok.i])
+            # ("Train dataset-recs as an elastic DLRM: ...": a clause that opens with its step's verb asks for it)
+            inner = inner or (t.tokens[start].used in CATALOG and t.tokens[start].low in STEP_VERBS)
             if is_title(seg, t) and not inner and not _bulleted_load(t, start, seg):
                 t.mark(seg, "context")
                 t.mark([x for x in t.tokens[start:tok.i] if x.text in TITLE_JOINERS and not x.used], "context")
@@ -356,7 +363,8 @@ COURTESY_TAIL = (r"\b(?:would|will|'d)\s+be\s+(?:great|nice|lovely|ideal|perfect
 
 
 # "If possible: load ...", "..., if you can": a courtesy, no condition
-COURTESY_IF = (r"\b(?:if\s+(?:possible|you\s+can|you\s+could|you\s+don't\s+mind|that's\s+ok(?:ay)?)"
+COURTESY_IF = (r"\b(?:if\s+(?:possible|you\s+can|you\s+could|you\s+would|you\s+don't\s+mind|that's\s+(?:ok(?:ay)?|alright|fine|doable)"
+               r"|that\s+(?:makes\s+sense|is\s+(?:ok(?:ay)?|alright|fine|doable)))"     # "..., if that makes sense"
                r"|when(?:ever)?\s+(?:you\s+(?:can|get\s+a\s+(?:chance|moment))|convenient|possible))\b")
 
 

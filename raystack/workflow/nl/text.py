@@ -129,6 +129,46 @@ def _word_number(words: list[str]) -> float | None:
     return total + current
 
 
+DIGITS = {w: v for w, v in UNIT_NUMBERS.items() if v < 10}
+
+
+def _digit(x: Token) -> str | None:
+    """One digit, said ("six") or written ("6")."""
+    return str(DIGITS[x.low]) if x.low in DIGITS else x.text if x.kind == "num" and re.fullmatch(r"\d+", x.text) else None
+
+
+def _spoken_decimal(tokens: list[Token], i: int, out: list[Token]) -> tuple[Token, int] | None:
+    """"point six five" (0.65), "two point nine", "3 point one" (the whole part already in
+    ``out``): a decimal said aloud, digit by digit after "point"; the token and the index after it."""
+    if tokens[i].low != "point" or i + 1 >= len(tokens) or _digit(tokens[i + 1]) is None:
+        return None
+    j = i + 1
+    while j < len(tokens) and tokens[j].low in DIGITS:
+        j += 1
+    j = max(j, i + 2)       # (a written number after "point" is the whole fraction: "point 25")
+    digits = "".join(_digit(x) for x in tokens[i + 1:j])
+    whole, said = "0", tokens[i:j]
+    prev = out[-1] if out else None
+    if prev is not None and prev.kind == "num" and prev.end + 1 >= tokens[i].start and (
+            prev.low in NUMBER_WORDS or prev.low.isdigit()):
+        out.pop()
+        whole, said = str(int(float(prev.val if prev.val is not None else prev.text))), [prev, *said]
+    text, start = " ".join(x.text for x in said), said[0].start
+    return Token(0, text, "num", start, tokens[j - 1].end, val=float(f"{whole}.{digits}")), j
+
+
+def _spoken_ratio(tokens: list[Token], i: int) -> tuple[Token, int] | None:
+    """"eighty twenty", "seventy thirty": two tens said one after the other that add up to a
+    hundred are a split's ratio (as 80/20); the token and the index after it."""
+    if i + 1 >= len(tokens) or tokens[i].low not in TENS_NUMBERS | {"ten": 10} or \
+            tokens[i + 1].low not in TENS_NUMBERS | {"ten": 10}:
+        return None
+    a, b = ({**TENS_NUMBERS, "ten": 10}[x.low] for x in tokens[i:i + 2])
+    if a + b != 100:
+        return None
+    return Token(0, f"{a}/{b}", "ratio", tokens[i].start, tokens[i + 1].end), i + 2
+
+
 def _merge_numbers(tokens: list[Token]) -> list[Token]:
     """Numbers as one token each: number words ("five thousand"), digits with a scale word
     ("1.2 million"), percentages in words ("ten percent", "1 percent") and fractions in words
@@ -157,6 +197,16 @@ def _merge_numbers(tokens: list[Token]) -> list[Token]:
         if tok.kind == "word" and low in ("a", "an") and i + 1 < len(tokens) and tokens[i + 1].low in ONE_UNITS:
             out.append(Token(0, tok.text, "num", tok.start, tok.end, val=1.0))   # "an epoch per round"
             i += 1
+            continue
+        spoken = _spoken_decimal(tokens, i, out)
+        if spoken is not None:      # "point six five", "two point nine": a decimal said aloud
+            tok, i = spoken
+            out.append(tok)
+            continue
+        split = _spoken_ratio(tokens, i)
+        if split is not None:       # "split it eighty twenty": a ratio said aloud
+            tok, i = split
+            out.append(tok)
             continue
         numeric = tok.kind == "num" and tok.val is None and not re.search(r"[%km]$", low)
         if (tok.kind == "word" and low in NUMBER_WORDS) or numeric:

@@ -95,6 +95,9 @@ TRIGGERS: list[tuple[str, str]] = [
     ("load_adapters", r"\b(?:saved\s+|stored\s+|exported\s+)?adapters?\s+(?:saved\s+|stored\s+)?(?:at|in|under)\s+FILE\d+"),
     ("load_checkpoint", rf"\b(?:load|read|restore|open|take|use|using|start\s+from|starting\s+from|from|resume\s+from|begin\s+(?:with|from)|on|off)\s+"
                         rf"{skip(3)}checkpoints?\s+(?:at|in|from|under|stored\s+(?:at|in))?\s*FILE\d+"),
+    # "we've got a base checkpoint saved at ./ckpt/b", "the base checkpoint is at ./ckpt/b": where it is
+    ("load_checkpoint", r"\b(?:the|our|a|my)\s+(?:base\s+)?(?:checkpoint|ckpt)\s+(?:(?:is|was)\s+)?(?:(?:saved|stored|sitting|kept)\s+)?"
+                        r"(?:at|in|under)\s+FILE\d+"),
     ("edit_pretrain", r"\b(?:train|run|use|using)\w*\s+" + skip(3) + r"(?:llm|language\s+models?)\b(?!\s+adapters)"),
     # "train a small transformer from scratch": a pretraining (a transformer as a classifier of a
     # table is a method the catalog lacks)
