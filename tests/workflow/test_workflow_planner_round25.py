@@ -185,3 +185,29 @@ def test_function_words_after_adapters_are_no_names():
     p = _plan("Fine-tune mLoRA adapters a1 and a2 on ./ckpt/b. After that check how the adapters do, and if the exact "
               "match is 0.6 or higher, serve them.")
     assert kinds(p)[-2:] == ["evaluate_adapters", "serve_adapters"]
+
+
+# -- formal prose (development set 15) -------------------------------------------------------------
+TRAINED_KNN = "Load a.csv, train a knn predicting y, evaluate it."
+
+
+@pytest.mark.parametrize("said, metric, op, value", [
+    ("If that run's AUC is 0.7 or more, deploy it as m", "auc", ">=", 0.7),
+    ("If the model has a recall no lower than 0.7, deploy it as m", "recall", ">=", 0.7),
+    ("If the better of the two has a recall no lower than 0.7, deploy it as m", "recall", ">=", 0.7),
+    ("The model is to be deployed as m solely on condition that its recall lies below 0.5", "recall", "<", 0.5),
+    ("In the event that the recall exceeds 0.5, deploy it as m", "recall", ">", 0.5),
+    ("If the precision comes to 0.8 or more, deploy it as m", "precision", ">=", 0.8),
+])
+def test_conditions_said_formally(said, metric, op, value):
+    p = _plan(f"{TRAINED_KNN} {said}.")
+    (cond,) = of_kind(p, "deploy_model")[0].when
+    assert (cond.ref.key, cond.op, cond.value) == (metric, op, value)
+
+
+def test_a_sequence_word_inside_a_passive_and_a_conversion_to_z_scores():
+    p = _plan("Load a.csv. The duplicated records are first to be removed, after which the features are to be standardised. "
+              "Plot the price.")
+    assert kinds(p) == ["load_data", "dedup", "normalize", "plot"]
+    p = _plan("Load a.csv, convert the features to z-scores and plot the price.")
+    assert kinds(p) == ["load_data", "normalize", "plot"]

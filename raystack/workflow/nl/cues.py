@@ -222,7 +222,8 @@ def _conditions(t: Text, lo: int, hi: int, si: int, earlier: list[Cue]) -> list[
         out.append(_cond(t, si, toks[0].i, end, metric, _reach(op, metric), value, m.group(0)))
     # "provided it scores an AUC of at least 0.75", "if it gets 0.95 accuracy or better": the metric
     # named after the verb, before or after its threshold
-    for m, toks in t.finditer(rf"\b{L.IF_CUE}\s+(?:it|they|the\s+(?:model|classifier|job|run))\s+(?:scores?|gets?|achieves?|reaches|hits|has|lands)\s+"
+    for m, toks in t.finditer(rf"\b{L.IF_CUE}\s+(?:it|they|the\s+(?:model|classifier|job|run|winner|better(?:\s+one|\s+of\s+the\s+(?:two|pair|NUM\d+))?"
+                              r"|best\s+one))\s+(?:scores?|gets?|achieves?|reaches|hits|has|lands)\s+"
                               rf"(?:(?:an?\s+)?(?P<m>{L.METRIC_RX})\s+(?:of\s+)?(?=(?:at|no|not|above|over|below|under|more|less|NUM|PCT|[<>≤≥]))"
                               rf"|(?P<v>NUM\d+|PCT\d+)\s+(?P<m2>{L.METRIC_RX})\s+or\s+(?P<d>better|more|higher|above|worse|less|lower|below)\b)",
                               lo, hi, free_only=True):

@@ -430,7 +430,9 @@ class Text:
                 return
             toks = self.covered(m.start(), m.end())
             inner = toks[1:-1]      # names may sit inside a phrase ("train the legal and medical adapters")
-            if free_only and any(t.used and t.used != self.claim and not (t in inner and t.used.startswith("name:"))
+            # ("the duplicated records are first to be removed": a sequence word inside a phrase)
+            if free_only and any(t.used and t.used != self.claim and not (t in inner and (t.used.startswith("name:")
+                                                                                          or t.used == "sequence"))
                                  for t in toks):
                 # try again from the next token: a shorter match may start later in this one
                 nxt = [s for s, _, _ in self._pos if s > m.start()]

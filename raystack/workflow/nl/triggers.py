@@ -190,6 +190,9 @@ TRIGGERS: list[tuple[str, str]] = [
     ("clean_data", r"\bdropna\b|\bclean(?:s|ed|ing)?\s+up\s+(?:the\s+)?(?:data|dataset|table|records|rows)\b|\bclean(?:s|ed|ing)?\s+up(?=\s+FILE\d+)|(?<!-)\bclean(?:s|ed|ing)?\b(?!\s*up)(?!-)"
                    # ("Gutter cleaning business", "window cleaning rounds": a trade, no cleaning of the data)
                    r"(?!\s+(?:business|businesses|company|firm|service|services|crew|crews|contractor|team|rounds?|agency|van))"),
+    # "convert the features to z-scores": what the values are turned into names the scaling
+    ("normalize", r"\b(?:convert|converts|converting|transform|transforms|transforming|turn|turns|turning)\s+(?:the\s+|all\s+|every\s+)?"
+                  r"(?:numeric\s+|numerical\s+|input\s+)?(?:features?|columns?|values|inputs|variables|data|readings)\s+(?:in)?to\s+z-?scores?\b"),
     # "on a log scale", "a linear scale": the noun, a chart's axis, is no scaling of the data
     ("normalize", r"\b(?:normali[sz]\w*|standardi[sz]\w*|re-?scal\w*|(?<!log )(?<!logarithmic )(?<!linear )(?<!a )scale|scales|scaled|scaling|z-?scor\w*|min-?max)\b"
                   r"(?:\s+(?:the\s+|all\s+)?(?:numeric\s+|numerical\s+|feature\s+|input\s+)?(?:features|columns|values|inputs|variables))?"),
