@@ -211,3 +211,17 @@ def test_a_sequence_word_inside_a_passive_and_a_conversion_to_z_scores():
     assert kinds(p) == ["load_data", "dedup", "normalize", "plot"]
     p = _plan("Load a.csv, convert the features to z-scores and plot the price.")
     assert kinds(p) == ["load_data", "normalize", "plot"]
+
+
+@pytest.mark.parametrize("said, column", [
+    ("Rows for which ring_width is not recorded are to be excluded", "ring_width"),
+    ("Readings lacking stage_m were discarded", "stage_m"),
+])
+def test_rows_without_a_column_removed_in_a_passive(said, column):
+    p = _plan(f"Load a.csv. {said}. Plot the price.")
+    assert of_kind(p, "clean_data")[0].params["columns"] == [column]
+
+
+def test_a_removal_of_duplicates_said_as_a_noun():
+    p = _plan("Load a.csv. Following removal of duplicate entries, plot the price.")
+    assert kinds(p) == ["load_data", "dedup", "plot"]

@@ -137,12 +137,12 @@ def clean_data(text: Text, lo: int, hi: int, f: Found) -> None:
     cols = r"(?P<l>[a-z_]\w*(?:\s*,\s*[a-z_]\w*)*\s*,?\s+(?:or|and)\s+[a-z_]\w*)(?:\s+columns?)?"
     # "any row with a blank length_m or panels": any of them (read first: "blank length_m" alone names one)
     listed = _search(text, lo, hi, rf"\b(?:with|having)\s+(?:a|an|any)\s+(?:missing|null|empty|blank)\s+{cols}\b", "clean")
-    m = None if listed else _search(text, lo, hi, r"\b(?:where|whose|in\s+which)\s+(?:the\s+)?(?P<c>[a-z_]\w*)(?:\s+column)?\s+(?:is|are)\s+"
-                              r"(?:missing|null|empty|blank|nan|na)\b", "clean") or \
+    m = None if listed else _search(text, lo, hi, r"\b(?:where|whose|in\s+which|for\s+which)\s+(?:the\s+)?(?P<c>[a-z_]\w*)(?:\s+column)?\s+"
+                              r"(?:is|are|was|were)\s+(?:missing|null|empty|blank|nan|na|not\s+recorded|absent|not\s+given)\b", "clean") or \
         _search(text, lo, hi, r"\b(?:missing|nulls?|nans?|empty|blank)\s+(?:values?\s+|entries\s+|cells\s+)?(?:in|of|for|from)\s+(?:the\s+)?"
                               r"(?P<c>[a-z_]\w*)(?:\s+column)?\b", "clean") or \
         _search(text, lo, hi, rf"\b(?:missing|null|nan|empty|blank)\s+(?!{MISSING_NOUNS}\b)(?!(?:a|an|any)\s)(?P<c>[a-z_]\w*)(?:\s+column)?\b", "clean") or \
-        _search(text, lo, hi, rf"\b(?:rows|records|entries)\s+(?:that\s+(?:are|is)\s+missing|missing|without|lacking|with\s+no)\s+"
+        _search(text, lo, hi, rf"\b(?:rows|records|entries|readings|samples|observations|measurements)\s+(?:that\s+(?:are|is)\s+missing|missing|without|lacking|with\s+no)\s+"
                               rf"(?:(?:a\s+|an\s+|any\s+)(?!{MISSING_NOUNS}\b)(?P<c>[a-z_]\w*)|(?P<s>{SNAKE}))(?:\s+column)?\b",
                 "clean")  # "rows without a price", "rows with no lap_time" (a column's own name)
     # "rows missing a value in court or start_hour", "rows where court or start_hour is empty": any of them

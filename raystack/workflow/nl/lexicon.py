@@ -289,7 +289,7 @@ what how do does did done finished finishes finish complete completed completes 
 up out over after before while once again each one
 simple small basic quick quickly tiny short little simple standard default plain usual
 good nice proper properly carefully
-afterwards afterward later thereafter subsequently lastly oh um uh alright basically
+afterwards afterward later thereafter subsequently lastly oh um uh alright basically following
 the same everything thing things stuff
 pretrained trained fitted tuned cleaned processed prepared deduplicated normalized sampled
 winning chosen selected best 's counts totals sums averages statistics stats checkpoint

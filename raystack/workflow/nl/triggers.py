@@ -43,7 +43,7 @@ ITEM_OPEN = rf"{AFTER_ARROW}|(?<=\s–\s)|(?<=\s—\s)|(?m:^)(?:[-*•]\s)?"
 ITEM_END = rf"(?=\s*(?:$|[.;,)|]|{ARROW})|\s+[–—]\s)"
 # "the duplicates are dropped", "duplicates removed", "should be imputed": an object, an
 # optional auxiliary, then the step's verb as a participle
-AUX = (r"(?:\s+(?:is|are|get|gets|got|should|must|will|can|need|needs|has|have|had|to|then|also|first|all|"
+AUX = (r"(?:\s+(?:is|are|was|were|get|gets|got|should|must|will|can|need|needs|has|have|had|to|then|also|first|all|"
        r"each|both|be|been|being))*")
 
 
@@ -72,7 +72,12 @@ BAD_ROWS = (r"(?:rows|records|entries|lines|anything|everything|any\s+row|any\s+
             r"|(?:rows|records|entries)\s+that\s+(?:aren't|are\s+not|isn't|is\s+not)\s+(?:complete|filled\s+in)"   # "rows that aren't complete"
             # "any row with a blank length_m or panels": the row missing any of those columns
             r"|(?:rows|records|any\s+row|any\s+record|every\s+row|each\s+row)\s+(?:with|having)\s+(?:a|an|any)\s+(?:missing|null|empty|blank)\s+"
-            r"[a-z_]\w*(?:\s*,\s*[a-z_]\w*)*\s*,?\s+or\s+[a-z_]\w*(?!\s+(?:values?|fields?|cells?|entries|data)\b)")
+            r"[a-z_]\w*(?:\s*,\s*[a-z_]\w*)*\s*,?\s+or\s+[a-z_]\w*(?!\s+(?:values?|fields?|cells?|entries|data)\b)"
+            # formal: "readings lacking stage_m", "rows for which ring_width_mm was not recorded" (a column's own name)
+            r"|(?:rows|records|entries|readings|samples|observations|measurements)\s+(?:lacking|without)\s+(?:a\s+|an\s+|any\s+)?"
+            r"(?:value\s+(?:for|in)\s+)?[a-z]\w*_\w+"
+            r"|(?:rows|records|entries|readings|samples|observations)\s+(?:for|in)\s+which\s+(?:the\s+)?[a-z]\w*_\w+\s+(?:was|were|is|are)\s+"
+            r"(?:not\s+recorded|missing|absent|empty|blank|not\s+given)\b")
 REMOVED = (r"dropped|removed|deleted|discarded|eliminated|filtered(?:\s+out)?|excluded|thrown\s+(?:away|out)|"
            r"stripped|purged|taken\s+out|weeded\s+out|cut|pruned")
 # what the object of a cleanup never passes over: "clean up weather.csv and plot temp" plots the
@@ -121,7 +126,9 @@ TRIGGERS: list[tuple[str, str]] = [
     ("elastic_dlrm", rf"\b(?:train|trains|training|re-?train|fit|fits|run|learn|build)\w*\s+{skip(5)}(?:dlrm|recommend\w*|recsys|"
                      r"click-?through(?:-rate)?|ctr|criteo|ad\s+click)\b(?:\s+(?:models?|training|prediction))?"),
     ("elastic_dlrm", r"\belastic(?:ally)?\b(?:\s+(?:training|dlrm))?|\bdlrm\b(?:\s+(?:models?|training))?"),
-    ("dedup", r"\bde-?dup\w*\b|\bdeduplicat\w*\b|\b(?:duplicate|dupe)s?\s+removal\b|\bremoval\s+of\s+(?:the\s+)?(?:duplicates|dupes)\b"),
+    ("dedup", r"\bde-?dup\w*\b|\bdeduplicat\w*\b|\b(?:duplicate|dupe)s?\s+removal\b|\bremoval\s+of\s+(?:the\s+)?(?:duplicates|dupes)\b"
+              # "following removal of duplicate entries", "the elimination of repeated records"
+              r"|\b(?:removal|elimination|exclusion|deletion)\s+of\s+(?:the\s+|any\s+|all\s+)?(?:duplicated?|repeated)\s+(?:rows|records|entries|events|lines)\b"),
     ("clean_data", r"\b(?:missing[\s-]+values?|nulls?|nans?|na|incomplete[\s-]+rows?|bad[\s-]+rows?)\s+removal\b"),
     ("dedup", rf"\b(?:drop|drops|dropping|remove|removes|removing|deleting|discarding|eliminating|delete|discard|eliminate|filter\s+out|get\s+rid\s+of|strip|kill|ditch|zap|scrap)\s+{skip(2, GAP_WORDS)}(?:(?:[a-z]+-)?duplicat\w*|(?<=the\s)repeats\b)"
               r"(?:\s+(?:rows|records|entries|lines|transactions|events|clicks?))?"),
