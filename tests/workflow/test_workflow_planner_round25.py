@@ -36,6 +36,21 @@ def test_a_target_before_for_and_a_setting_is_kept(setting, key, value):
     assert trains[0].params[key] == value
 
 
+@pytest.mark.parametrize("said", [
+    "Load a.csv and b.csv, join them on id, then in parallel: summary stats, and a copy written to out/t.parquet.",
+    "Inner-join a.csv with b.csv on id, and after that run two branches in parallel: summary stats of the result, and "
+    "a copy saved as out/t.parquet.",
+])
+def test_branches_listed_after_a_parallel_colon_read_the_step_before(said):
+    """The stats read one of the loads (or the join) and the copy was written from the stats, in
+    sequence: the members listed after "in parallel:" were chained, silently."""
+    p = _plan(said)
+    (join,) = of_kind(p, "join")
+    (stats,), (write,) = of_kind(p, "stats"), of_kind(p, "write_table")
+    assert stats.params["data"].step == join.id and write.params["data"].step == join.id
+    assert stats.group and stats.group == write.group
+
+
 def test_a_test_share_outside_0_and_1_is_refused():
     """"test size of 2020" planned a split with test_fraction 2020 (it failed only when run)."""
     with pytest.raises(PlanRefused, match="test share of 2020"):
@@ -225,3 +240,15 @@ def test_rows_without_a_column_removed_in_a_passive(said, column):
 def test_a_removal_of_duplicates_said_as_a_noun():
     p = _plan("Load a.csv. Following removal of duplicate entries, plot the price.")
     assert kinds(p) == ["load_data", "dedup", "plot"]
+
+
+def test_a_note_closing_the_request_that_says_who_asks():
+    for note in ("(statistics office, annual survey QA)", "(Electoral commission, post-election review.)"):
+        p = _plan(f"survey.parquet → dedup → notify 'ready'  {note}")
+        assert kinds(p) == ["load_data", "dedup", "notify"], note
+
+
+def test_adapter_names_after_the_method_in_parentheses():
+    """"Adapters (mLoRA): vat, payroll, self-assessment": the names (one read as an evaluation)."""
+    p = _plan("Base checkpoint — ./ckpt/tax\nAdapters (mLoRA): vat, payroll, self-assessment\nThen evaluate")
+    assert [a["name"] for a in of_kind(p, "mlora_finetune")[0].params["adapters"]] == ["vat", "payroll", "self_assessment"]

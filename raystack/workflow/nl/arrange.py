@@ -249,7 +249,10 @@ def _parallel(t: Text, c: Cue, cues: list[Cue], before: list[Action], after: lis
     # 80/20 split of songs.csv") is its input, made before the group, not a member
     group = [a for k, a in enumerate(group) if not (
         k and a.prepositional and a.entry in (*SOURCES, "split_data") and group[k - 1].entry not in SOURCES)]
-    if ahead and _feeds_itself(group):
+    # "run two branches in parallel: summary stats of the result, and a copy saved as x.parquet":
+    # the members listed after the cue's colon run side by side, whatever the chain read before
+    listed = bool(ahead) and c.hi < len(t.tokens) and t.tokens[c.hi].text == ":"
+    if ahead and _feeds_itself(group) and not listed:
         # "write the stats; in parallel, split it and train a model": the split feeds the
         # training, so the steps are not side by side with each other; the clause runs beside
         # the clause before it, its own steps in order ("A and, independently, B then C": the

@@ -26,6 +26,7 @@ DOUBT = r"(?:not\s+sure|unsure|no\s+idea|can't\s+tell)\s+(?:whether|which|if)\b"
 DOUBTED = ("model", "compared by a step", "edit_pretrain", "train_model")   # the words of what is compared
 MAX_NOTE = 4                 # words of a note in parentheses ("(trampoline parks)")
 MAX_STEP_NOTE = 3            # ... after the rows a step keeps ("the last 10k rows (new scanners)")
+MAX_CLOSING_NOTE = 7         # ... closing the request, who asks ("(statistics office, annual survey QA)")
 ROW_NOUNS = {"rows", "records", "entries", "lines"}
 # how a step should run, never a note on the data: "(stratified)", "(distance weighted)", "(bar chart)",
 # "(log scale)", "(balanced classes)"
@@ -245,12 +246,16 @@ def notes(t: Text) -> None:
         # "(do it twice)" asks for something
         glue = closing and tok.i + 1 < len(t.tokens) and t.tokens[tok.i + 1].low in NOTE_SUBJECTS
         tag = _aside_tag(t, tok)
-        for x in t.tokens[tok.i + 1:tok.i + 2 + MAX_NOTE]:
+        most = MAX_CLOSING_NOTE if closing else MAX_NOTE
+        for x in t.tokens[tok.i + 1:tok.i + 2 + most]:
             if x.text in POSSESSIVES and run and not x.used:     # "(chiropractor's front desk bot)"
                 run.append(x)
                 continue
             if x.text == "," and closing and run and not x.used and x not in tag:   # "(statistics office, annual survey QA)"
                 run.append(x)
+                continue
+            if x.text == "." and closing and run and x.i + 1 < len(t.tokens) and t.tokens[x.i + 1].text == ")":
+                run.append(x)       # "(Electoral commission, post-election review.)": its own full stop
                 continue
             # ("(new scanners)": a filler word before a noun modifies it)
             # (in a note closing the request, any such word: "(county council, roads team)")
@@ -263,8 +268,8 @@ def notes(t: Text) -> None:
                 break
             run.append(x)
         close = run[-1].i + 1 + len(tag) if run else None
-        words = [x for x in run if x.text not in POSSESSIVES and x.text != ","]
-        if run and len(words) <= (MAX_STEP_NOTE if after_step and not closing and prev.kind != "path" else MAX_NOTE) \
+        words = [x for x in run if x.text not in POSSESSIVES and x.text not in (",", ".")]
+        if run and len(words) <= (MAX_STEP_NOTE if after_step and not closing and prev.kind != "path" else most) \
                 and close < len(t.tokens) and run[-1].text != "," \
                 and t.tokens[close].text == ")" and asks_nothing(run) and any(is_unknown(x) for x in run):
             t.mark(run + tag, "description")

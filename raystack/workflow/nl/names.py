@@ -18,7 +18,8 @@ LIST = rf"{NAME}(?:\s*,\s*{NAME})*\s*,?\s*(?:and|&|\+)\s+{NAME}|{NAME}(?:\s*,\s*
 KINDS = r"(?:(?:lora|dora)\s+)?"
 PATTERNS = [
     (rf"\bthe\s+(?P<l>{LIST})\s+{KINDS}adapters\b", False),
-    (rf"\badapters\s*(?:\(|—|–|-|:|,|called|named|for)?\s*(?P<l>{LIST})\s*(?:\)|—|–)?", True),
+    # ("Adapters (mLoRA): vat, payroll, self-assessment": the method named in parentheses first)
+    (rf"\badapters\s*(?:\(\s*(?:mlora|lora|dora|peft)\s*\)\s*)?(?:\(|—|–|-|:|,|called|named|for)?\s*(?P<l>{LIST})\s*(?:\)|—|–)?", True),
     (rf"\bthe\s+(?P<l>{NAME})\s+{KINDS}adapter\b(?!s)", False),
     (rf"\b{KINDS}adapter\s+(?:called|named)\s+(?P<l>{NAME})\b", False),   # "an adapter named qa"
     (rf"\b(?:fine-?tune|finetune|train)\s+(?P<l>{LIST})\s+{KINDS}adapters\b", True),   # "fine-tune timetable and refunds adapters"

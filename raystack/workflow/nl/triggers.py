@@ -356,7 +356,9 @@ TRIGGERS: list[tuple[str, str]] = [
               rf"(?:(?:every|each)\s+(?:numeric\s+)?column|all\s+(?:the\s+)?(?:numeric\s+)?columns"   # "of every column"
               rf"|(?!(?:{METRIC_RX})\b|it\b|them\b|each\b|all\b|every\b)[a-z_][a-z0-9_]*\b(?:\s+column\b)?)"
               r"(?!\s+(?:per|by|for\s+each|across|over)\b)(?=\s*(?:[.,;:!?]|$|\s+(?:and|then|of|in|from)\b))"),
-    ("stats", r"(?<!those )(?<!these )(?<!the )(?<!of )\b(?:stats|statistics)\b(?:\s+(?:comparison|summary|overview))?"
+    # ("statistics office", "a stats team": a trade named by what it does, no statistics asked for)
+    ("stats", r"(?<!those )(?<!these )(?<!the )(?<!of )\b(?:stats|statistics)\b(?!\s+(?:office|offices|team|unit|department|bureau|agency|desk|group))"
+              r"(?:\s+(?:comparison|summary|overview))?"
               # "give me the stats": asked for, not the stats of an earlier step (the step was dropped)
               r"|\b(?:(?:give|show|send|get)\s+(?:me|us)|want|need|see|output|display|return|print(?:\s+out)?)\s+(?:the|its|their)\s+"
               r"(?:summary\s+|basic\s+|descriptive\s+)?(?:stats|statistics)\b"),
