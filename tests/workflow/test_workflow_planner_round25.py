@@ -51,6 +51,23 @@ def test_branches_listed_after_a_parallel_colon_read_the_step_before(said):
     assert stats.group and stats.group == write.group
 
 
+@pytest.mark.parametrize("said", ["sum amount per month for the north region only", "sum amount per month for the north region",
+                                  "compute the median price and the max price per region"])
+def test_a_part_of_the_rows_or_a_group_said_once_for_two_figures_is_refused(said):
+    """"... for the north region only" summed every region (read as what the work is for); "the
+    median price and the max price per region" gave the median of every row."""
+    with pytest.raises(PlanRefused):
+        _plan(f"Load orders.csv, {said}.")
+    p = _plan("Load orders.csv, sum amount per month for the finance team.")       # a purpose stays one
+    assert kinds(p) == ["load_data", "aggregate"]
+
+
+def test_a_retry_if_it_fails_said_after_a_step_retries_that_step():
+    """"train ...; if it fails, retry twice, and then deploy it" retried the deployment."""
+    p = _plan("Load a.csv, train a logistic regression predicting y; if it fails, retry twice, and then deploy it as m.")
+    assert of_kind(p, "train_model")[0].retries == 2 and of_kind(p, "deploy_model")[0].retries == 0
+
+
 def test_a_test_share_outside_0_and_1_is_refused():
     """"test size of 2020" planned a split with test_fraction 2020 (it failed only when run)."""
     with pytest.raises(PlanRefused, match="test share of 2020"):

@@ -13,6 +13,7 @@ The rule planner (:mod:`raystack.workflow.nl.rules`) reads each action's step fr
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from raystack.workflow.catalog import ADAPTERS, CATALOG, CHECKPOINT, DLRM, MODEL, SPLIT, TABLE
@@ -126,7 +127,9 @@ def _apply_cues(t: Text, actions: list[Action], cues: list[Cue]) -> None:
             # retry the training ...": the fit, not the load of f.csv)
             named = [a for a in before if not a.prepositional] or before
             last = max(named, key=lambda a: _said(a)[1]) if named else None
-            tgt = last or (after[0] if after else (earlier[-1] if earlier else None))
+            # "train ...; if it fails, retry twice, and then deploy": 'it' is the step said before, not the one after
+            back = re.match(r"(?:if|when|should)\s+(?:it|they|that)\b", t.span_text(t.tokens[c.lo:c.hi]).lower())
+            tgt = last or (earlier[-1] if back and earlier else after[0] if after else (earlier[-1] if earlier else None))
             kind = _retried_kind(t, c)      # "retry the load 2 times": the step it names
             if kind is not None:
                 # "retry the training": a model's, or a part's (a DLRM, a pretraining, a fine-tuning)

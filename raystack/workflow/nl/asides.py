@@ -203,6 +203,13 @@ def purposes(t: Text) -> None:
                 and t.tokens[tok.i - 1].used in TABLE_STEP_WORDS \
                 and t.tokens[tok.i + 1].low in ("the", "these", "those", "all", "any", "only"):
             continue
+        # ("sum amount per month for the north region only": some of the rows, never a purpose)
+        if run and nxt is not None and nxt.low in ("only", "alone") and not nxt.used:
+            continue
+        # ("... per month for the north region", "... for the premium segment": a part of the rows, named
+        # after a step on them by the kind of group it is)
+        if run and tok.i and t.tokens[tok.i - 1].used in TABLE_STEP_WORDS and run[-1].low in GROUP_KINDS:
+            continue
         # the purpose ends where the next clause's glue starts ("For our bike-sharing project I'd like to ...")
         if run and sum(x.text not in POSSESSIVES for x in run) <= MAX_PURPOSE and (nxt is None or nxt.kind == "punct" or nxt.used or nxt.low in L.FILLERS) \
                 and not any(x.low in L.UNSUPPORTED or x.low in L.CLAUSE_WORDS or x.low in L.UNMAPPED_VERBS
@@ -210,6 +217,9 @@ def purposes(t: Text) -> None:
             t.mark([tok, *run], "purpose")
 
 
+# kinds of group a part of the rows is named by ("the north region", "the premium segment")
+GROUP_KINDS = {"region", "store", "site", "branch", "country", "city", "segment", "category", "district", "zone", "state",
+               "department", "shop", "warehouse", "depot", "county", "channel", "tier", "cohort", "group"}
 # the words of a step on the table's rows, after which "for the premium customers" picks rows
 TABLE_STEP_WORDS = {"aggregate", "group key", "measure", "stats", "plot", "plot metric", "sample", "clean_data", "dedup",
                     "impute", "normalize", "columns", "write_table"}

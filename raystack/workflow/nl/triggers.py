@@ -355,7 +355,9 @@ TRIGGERS: list[tuple[str, str]] = [
               rf"(?:the\s+|its\s+)?{_STAT}(?:\s*(?:,|and|&|,\s*and)\s+(?:the\s+)?{_STAT})*\s+(?:of\s+(?:the\s+)?)?"
               rf"(?:(?:every|each)\s+(?:numeric\s+)?column|all\s+(?:the\s+)?(?:numeric\s+)?columns"   # "of every column"
               rf"|(?!(?:{METRIC_RX})\b|it\b|them\b|each\b|all\b|every\b)[a-z_][a-z0-9_]*\b(?:\s+column\b)?)"
-              r"(?!\s+(?:per|by|for\s+each|across|over)\b)(?=\s*(?:[.,;:!?]|$|\s+(?:and|then|of|in|from)\b))"),
+              r"(?!\s+(?:per|by|for\s+each|across|over)\b)(?=\s*(?:[.,;:!?]|$|\s+(?:and|then|of|in|from)\b))"
+              # ("the median price and the max price per region": the group said once, for both)
+              rf"(?!\s*,?\s+and\s+(?:the\s+)?{_STAT}\s+(?:of\s+)?[a-z_][a-z0-9_]*\s+(?:per|by|for\s+each)\b)"),
     # ("statistics office", "a stats team": a trade named by what it does, no statistics asked for)
     ("stats", r"(?<!those )(?<!these )(?<!the )(?<!of )\b(?:stats|statistics)\b(?!\s+(?:office|offices|team|unit|department|bureau|agency|desk|group))"
               r"(?:\s+(?:comparison|summary|overview))?"
