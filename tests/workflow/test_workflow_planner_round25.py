@@ -269,3 +269,11 @@ def test_adapter_names_after_the_method_in_parentheses():
     """"Adapters (mLoRA): vat, payroll, self-assessment": the names (one read as an evaluation)."""
     p = _plan("Base checkpoint — ./ckpt/tax\nAdapters (mLoRA): vat, payroll, self-assessment\nThen evaluate")
     assert [a["name"] for a in of_kind(p, "mlora_finetune")[0].params["adapters"]] == ["vat", "payroll", "self_assessment"]
+
+
+def test_storage_that_drops_out_is_why_a_read_is_retried():
+    p = _plan("At our sugarhouse the sap records live in sap.parquet on a share that drops out now and then, so give the read "
+              "two retries. Total the sap per grove.")
+    assert of_kind(p, "load_data")[0].retries == 2 and kinds(p) == ["load_data", "aggregate"]
+    with pytest.raises(PlanRefused):     # without a retry the words explain nothing the plan does
+        _plan("Load sap.parquet from a share that drops out now and then. Total the sap per grove.")

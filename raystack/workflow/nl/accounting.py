@@ -23,14 +23,14 @@ from typing import Iterable
 
 from raystack.workflow.catalog import CATALOG
 from raystack.workflow.nl import lexicon as L
-from raystack.workflow.nl.asides import (HOW_WORDS, ROW_NOUNS, SOURCE_WORDS, asks_nothing, join_reasons, leading_reasons, notes, reason_clauses,
+from raystack.workflow.nl.asides import (HOW_WORDS, ROW_NOUNS, SOURCE_WORDS, asks_nothing, flaky_storage, join_reasons, leading_reasons, notes, reason_clauses,
                                          retry_notes,
                                          plain_notes, predict_purposes, purposes, question_purposes, reasons,
                                          wanted_purposes)
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.subsets import column_subset, unselected_subset
 from raystack.workflow.nl.text import ARROWS, Text, Token, sentences
-from raystack.workflow.nl.scene import (FAULT_NOUNS, context_sentences, courtesies, data_clauses, file_descriptions, headings, row_notes,
+from raystack.workflow.nl.scene import (FAULT_NOUNS, context_sentences, courtesies, data_clauses, settings_opening, file_descriptions, headings, row_notes,
                                         introductions, lead_ins, origins, preamble, title_clauses)
 from raystack.workflow.nl.words import (BUSINESS_NOUNS, MAX_LEAD_IN, is_free, is_method, is_unknown, is_year, method_near,
                                         names_business, names_data)
@@ -487,6 +487,7 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
                                    r"(?=\s*(?:[,;.!?)]|$|\s+(?:and|then|but|before|after|with|by|on|using)\b))", t.masked)
     if ordinal:  # "train on the first and evaluate on the second": which is which is a guess
         raise PlanRefused([f"cannot tell which step {ordinal.group(0)!r} refers to"])
+    flaky_storage(t)      # ("a share that drops out now and then": no removal asked for)
     unsupported = [x for x in t.tokens if not x.used.startswith("name:") and x.used not in ("edit_pretrain", "model kind")   # "a GPT from scratch", "a 5-NN"
                    and (is_method(x) or method_near(t, x)) and not names_business(t, x)]
     if unsupported:
@@ -531,6 +532,7 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
     context_sentences(t)
     data_clauses(t)
     introductions(t)
+    settings_opening(t)
     courtesies(t)
     lead_ins(t)      # a title may hold a task noun or a word that is also a verb ("Crop yield regression:")
     headings(t)

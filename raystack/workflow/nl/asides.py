@@ -115,6 +115,24 @@ def retry_notes(t: Text) -> None:
             t.mark(run + ([tok, t.tokens[close]] if tok.text == "(" else [tok]), "reason")
 
 
+# where the data sits that may fail to answer ("on a share that drops out now and then")
+FLAKY_PLACES = r"(?:share|drive|connection|network|link|mount|server|disk|nas|vpn|wifi|bucket|store|feed|sftp|ftp|mirror)"
+FLAKY = (rf"\b(?:(?:on|from|in)\s+)?(?:a|an|the|our|that|this)\s+(?:[a-z-]+\s+)?{FLAKY_PLACES}\s*,?\s*(?:that|which|it)?\s*"
+         r"(?:drops|drop|cuts|flakes|conks)\s+out(?:\s+(?:now\s+and\s+then|sometimes|occasionally|from\s+time\s+to\s+time|"
+         r"a\s+lot|often|at\s+times|every\s+so\s+often))?\b")
+
+
+def flaky_storage(t: Text) -> None:
+    """"... on a share that drops out now and then, so give the read two retries", "(the drive
+    drops out, so the load gets retried 3 times)": why a step is retried, said of where the
+    data sits (a retry of the plan says it; the words alone drop nothing)."""
+    if not any(x.used == "retries" for x in t.tokens):
+        return
+    for _, toks in t.finditer(FLAKY, 0, len(t.tokens)):
+        if all(not x.used or x.used == "sequence" for x in toks):    # ("now and then": not a step's "then")
+            t.mark(toks, "reason")
+
+
 def reasons(t: Text) -> None:
     """"(retry up to 3 times b/c the share is flaky)": why the user asks, inside parentheses,
     to their close; it changes nothing in the plan. Words a rule used end it."""

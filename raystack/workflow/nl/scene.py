@@ -257,6 +257,17 @@ def _describes_data(x: Token) -> bool:
         and x.low not in L.RESTRICTING and x.low not in L.UNMAPPED_VERBS
 
 
+def settings_opening(t: Text) -> None:
+    """"At our sugarhouse the sap records live in ...": where the writer works, opening the
+    request (one or two free words after "at our" / "at the")."""
+    if len(t.tokens) < 4 or t.tokens[0].low != "at" or t.tokens[1].low not in ("our", "the"):
+        return
+    words = [x for x in t.tokens[2:4] if x.kind == "word" and is_free(x) and is_unknown(x)]
+    nxt = t.tokens[2 + len(words)] if 2 + len(words) < len(t.tokens) else None
+    if words and nxt is not None and (nxt.text == "," or nxt.low in ("the", "we", "our", "i")):
+        t.mark(t.tokens[:2] + words + ([nxt] if nxt.text == "," else []), "context")
+
+
 def introductions(t: Text) -> None:
     """"Brewery here.", "Data team here!", "Hey, credit-risk team at a BNPL lender here.": who
     writes, in a first sentence of its own."""
