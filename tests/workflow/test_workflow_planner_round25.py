@@ -277,3 +277,14 @@ def test_storage_that_drops_out_is_why_a_read_is_retried():
     assert of_kind(p, "load_data")[0].retries == 2 and kinds(p) == ["load_data", "aggregate"]
     with pytest.raises(PlanRefused):     # without a retry the words explain nothing the plan does
         _plan("Load sap.parquet from a share that drops out now and then. Total the sap per grove.")
+
+
+@pytest.mark.parametrize("said, rows, which", [
+    ("keep the newest 200,000 rows", 200000, "last"), ("keep the most recent 1000 rows", 1000, "last"),
+    ("keep the oldest 500 rows", 500, "first"), ("work only with the last 10,000 rows", 10000, "last"),
+])
+def test_rows_kept_by_their_age_or_worked_with(said, rows, which):
+    p = _plan(f"Load a.csv, {said}, then plot the price.")
+    assert {k: v for k, v in of_kind(p, "sample")[0].params.items() if k != "data"} == {"rows": rows, "which": which}
+    p = _plan("Load a.csv but only trust the last 5,000 rows; plot the price.")
+    assert of_kind(p, "sample")[0].params["rows"] == 5000

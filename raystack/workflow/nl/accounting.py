@@ -476,6 +476,15 @@ def load_participles(t: Text) -> None:
             t.mark([x], "load_data")
 
 
+def but_only(t: Text) -> None:
+    """"Load a.csv but only trust the last 5,000 rows": "but" before "only" and the step that
+    keeps those rows joins the steps, as "and" would."""
+    for x in t.unused():
+        if x.low == "but" and x.i + 2 < len(t.tokens) and t.tokens[x.i + 1].low in ("only", "just") \
+                and t.tokens[x.i + 2].used == "sample":
+            t.mark([x], "sequence")
+
+
 def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = False) -> None:
     """Raise PlanRefused quoting every span no rule accounts for. ``picked``: a step of the plan
     keeps the best of several results (a selection or a search), which 'the best one' may name."""
@@ -516,6 +525,7 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
     reason_clauses(t)
     retry_notes(t)
     channels(t, ends)
+    but_only(t)
     load_participles(t)
     plain_notes(t)
     notes(t)

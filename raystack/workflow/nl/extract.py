@@ -174,14 +174,19 @@ def _seed(text: Text, lo: int, hi: int, f: Found) -> None:
 
 
 ROWS_UNIT = r"(?:rows?|records?|examples|entries)"
+NEWEST = r"newest|latest|most\s+recent"      # the rows at a time-ordered file's end
+OLDEST = r"oldest|earliest"
 ROWS_UNIT_OR_LINES = r"(?:rows?|records?|examples|entries|lines?)"
 
 
 def sample(text: Text, lo: int, hi: int, f: Found) -> None:
     _seed(text, lo, hi, f)
-    m = _search(text, lo, hi, rf"\b(?:the\s+|its\s+|their\s+)?(?P<w>first|last|head|tail)(?=\s+NUM\d+\s+(?:{ROWS_UNIT_OR_LINES}|[a-z]+s)\b|\s+PCT\d+\s+of\b)", "which rows")
-    if m:      # "keep the first 100 rows": in file order, not drawn ("tail 100k rows": the last, as the shell says it)
-        f.set("which", {"head": "first", "tail": "last"}.get(m.group("w"), m.group("w")))
+    m = _search(text, lo, hi, rf"\b(?:the\s+|its\s+|their\s+)?(?P<w>first|last|head|tail|{NEWEST}|{OLDEST})(?=\s+NUM\d+\s+(?:{ROWS_UNIT_OR_LINES}|[a-z]+s)\b"
+                              r"|\s+PCT\d+\s+of\b)", "which rows")
+    if m:      # "keep the first 100 rows": in file order, not drawn ("tail 100k rows": the last, as the shell says it;
+        # "the newest 200,000 rows": the last, the rows appended in time order)
+        w = re.sub(r"\s+", " ", m.group("w"))
+        f.set("which", "first" if w in ("head", "oldest", "earliest") else "last" if w != "first" else "first")
     else:      # "sample 2,000 rows at random", "sample 5% (random)": how a sample is drawn anyway
         consume(text, lo, hi, r"\b(?:(?:drawn|chosen|picked|selected)\s+)?at\s+random\b|\brandomly(?:\s+(?:drawn|chosen|picked|selected))?\b"
                               r"|\(\s*(?:random|randomly|at\s+random)\s*\)", "random draw")

@@ -242,8 +242,11 @@ TRIGGERS: list[tuple[str, str]] = [
                    r"(?:test|testing|validation|hold-?out|eval))"),   # "use 15% of it as a test set"
     # "keep the first 100 rows", "take the last 5,000 records": a subset in file order (which end
     # and how many stay unmarked for the extractor); "keep only 30% of it": a random share
-    ("sample", r"\b(?:keep|keeps|keeping|take|takes|taking|use|uses|using|select|grab|retain|retains|retaining|get|pull|extract)"
-               r"\s+(?:it\s+|them\s+|the\s+(?:data|table|rows)\s+)?(?:only\s+|just\s+)?(?P<sk>(?:the\s+|its\s+|their\s+)?(?:first|last)\s+"
+    # ("work only with the last 10,000 rows", "trust only the newest 5,000 records")
+    ("sample", r"\b(?:keep|keeps|keeping|take|takes|taking|use|uses|using|select|grab|retain|retains|retaining|get|pull|extract"
+               r"|work\s+(?:only\s+|just\s+)?(?:with|on)|trust|stick\s+to|focus\s+on)"
+               r"\s+(?:it\s+|them\s+|the\s+(?:data|table|rows)\s+)?(?:only\s+|just\s+)?(?P<sk>(?:the\s+|its\s+|their\s+)?"
+               r"(?:first|last|newest|latest|most\s+recent|oldest|earliest)\s+"
                # "the first 500 customers": rows named by what each one is
                r"(?:NUM\d+\s+(?:rows?|records?|lines?|entries|(?!(?:models|adapters|runs|epochs|steps|trials|times|rounds|workers|features|columns)\b)[a-z]+s\b)"
                r"|PCT\d+\s+of\s+(?:it|them|the\s+(?:rows|data|records|table)))(?!\s+(?:as|for|to)\b))"),
