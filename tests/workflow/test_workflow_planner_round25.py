@@ -288,3 +288,21 @@ def test_rows_kept_by_their_age_or_worked_with(said, rows, which):
     assert {k: v for k, v in of_kind(p, "sample")[0].params.items() if k != "data"} == {"rows": rows, "which": which}
     p = _plan("Load a.csv but only trust the last 5,000 rows; plot the price.")
     assert of_kind(p, "sample")[0].params["rows"] == 5000
+
+
+@pytest.mark.parametrize("said", ["count the late deliveries per driver", "find the number of unique customers per region",
+                                  "count the cancelled orders per store", "normalize the sensor columns, then plot temp"])
+def test_counts_of_some_rows_and_a_kind_of_column_are_refused(said):
+    """Silently wrong before: the count counted every row (late or not, each customer as often as
+    it occurs); "the sensor columns" scaled a column named "sensor" (the run failed on it)."""
+    with pytest.raises(PlanRefused):
+        _plan(f"Load a.csv, {said}.")
+    for fine in ("count the deliveries per driver", "count the delivery records per driver",
+                 "normalize the price and qty columns, then plot temp"):
+        assert kinds(_plan(f"Load a.csv, {fine}."))[1] in ("aggregate", "normalize"), fine
+
+
+def test_group_by_a_key_and_count():
+    """"group by region and count" grouped by two keys, region and "count"."""
+    p = _plan("Load a.csv, group by region and count.")
+    assert {k: v for k, v in of_kind(p, "aggregate")[0].params.items() if k != "data"} == {"by": "region", "agg": "count"}

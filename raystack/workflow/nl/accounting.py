@@ -32,7 +32,7 @@ from raystack.workflow.nl.subsets import column_subset, unselected_subset
 from raystack.workflow.nl.text import ARROWS, Text, Token, sentences
 from raystack.workflow.nl.scene import (FAULT_NOUNS, context_sentences, courtesies, data_clauses, settings_opening, file_descriptions, headings, row_notes,
                                         introductions, lead_ins, origins, preamble, title_clauses)
-from raystack.workflow.nl.words import (BUSINESS_NOUNS, MAX_LEAD_IN, is_free, is_method, is_unknown, is_year, method_near,
+from raystack.workflow.nl.words import (BUSINESS_NOUNS, MAX_LEAD_IN, is_free, is_method, is_unknown, is_year, method_near, names_thing,
                                         names_business, names_data)
 
 MAX_DESCRIPTION = 4          # words before a head noun read as its description
@@ -547,7 +547,8 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
     lead_ins(t)      # a title may hold a task noun or a word that is also a verb ("Crop yield regression:")
     headings(t)
     title_clauses(t)
-    verbs = [x for x in t.unused() if x.low in L.UNMAPPED_VERBS and not _noun_modifier(t, x) and not names_data(t, x)]
+    verbs = [x for x in t.unused() if x.low in L.UNMAPPED_VERBS and not _noun_modifier(t, x) and not names_data(t, x)
+             and not names_thing(t, x)]
     if verbs:
         raise PlanRefused([f"no catalog step does {t.span_text(r)!r}" for r in t.runs(verbs)])
     # "report how many columns each has": a question no step answers, never glue or a description

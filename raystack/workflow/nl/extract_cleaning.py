@@ -230,5 +230,9 @@ def normalize(text: Text, lo: int, hi: int, f: Found) -> None:
         return
     glue = [x for x in text.covered(*m.span("l")) if x.i < names[-1].i and x.low in ("and", "&", ",")]
     after = [x for x in toks if x.i > names[-1].i and x.low in ("column", "columns")]
+    if len(names) == 1 and [x.low for x in after] == ["columns"] and not _identifier(names[0]):
+        # "normalize the sensor columns": a kind of column, not one named "sensor" (the run failed on it)
+        raise PlanRefused([f"{text.span_text(text.tokens[names[0].i:after[0].i + 1])!r}: say which columns these are, "
+                           "by name (\"normalize temp and humidity\")"])
     text.mark(names + glue + after, "columns")
     f.set("columns", [x.low for x in names])

@@ -36,11 +36,18 @@ PLURAL_KEY_MARK = r"(?:(?:for|in)\s+each\s+of\s+(?:the|its|their)|across(?:\s+(?
 
 
 def aggregate(text: Text, lo: int, hi: int, f: Found) -> None:
+    _aggregate(text, lo, hi, f)
+    if f.params.get("agg") == "count":
+        _counted_rows(text, lo, hi)
+
+
+def _aggregate(text: Text, lo: int, hi: int, f: Found) -> None:
     # what is aggregated, one word or a compound ("the delay minutes per line")
     consume(text, lo, hi, rf"\b(?:the\s+)?(?:[a-z_][a-z0-9_]*\s+){{1,2}}(?=(?:{GROUP_KEY_MARK}|{PLURAL_KEY_MARK})\b)", "measure")
     # a key is no verb of the next step ("total the amounts per country, and get a bar chart")
+    # (nor the function: "group by region and count" counts per region)
     key = r"(?!NUM)(?!(?:the|a|an|it|them|then|and|get|make|draw|give|show|plot|save|write|send|create|produce|also|" \
-          r"compute|train|fit|export|deploy|email|notify|tell)\b)[a-z_][a-z0-9_]*"
+          r"compute|train|fit|export|deploy|email|notify|tell|count|sum|total|average|mean|median|max|min)\b)[a-z_][a-z0-9_]*"
     # "how many bookings each castle got": the rows counted per castle
     m = _search(text, lo, hi, r"\beach\s+(?P<c>(?!NUM)[a-z_][a-z0-9_]*)\s+(?:got|had|has|gets|received|made|took|saw|logged|sold|booked)\b",
                 "group key")
@@ -70,6 +77,24 @@ def aggregate(text: Text, lo: int, hi: int, f: Found) -> None:
         consume(text, max(0, lo - 1), hi, rf"\b{re.escape(m.group('c'))}(?=\s+(?:totals?|sums?|averages?|means?|medians?|counts?)\b)",
                 "group key")
     _agg_word(text, lo, hi, f)
+
+
+# words that pick some of the rows a count counts ("the late deliveries", "failed orders")
+ROW_QUALIFIERS = {"late", "early", "open", "closed", "active", "inactive", "new", "old", "overdue", "unpaid", "paid",
+                  "missing", "invalid", "valid", "bad", "good", "big", "small", "large", "high", "low", "positive", "negative",
+                  "unique", "distinct", "different", "repeat", "returning", "successful", "pending", "fraudulent"}
+
+
+def _counted_rows(text: Text, lo: int, hi: int) -> None:
+    """"count the late deliveries per driver", "the number of unique customers per region": a
+    count of some of the rows, or of distinct values, which the count (every row of each group)
+    is not; refused, quoting the words."""
+    for x in text.tokens[lo:hi]:
+        if x.kind == "word" and (x.low in ROW_QUALIFIERS or (x.low.endswith("ed") and x.used in ("measure", "aggregate"))) \
+                and x.i + 1 < hi and text.tokens[x.i + 1].kind == "word" and text.tokens[x.i + 1].low.endswith("s") \
+                and x.used in ("", "measure", "aggregate"):
+            raise PlanRefused([f"{text.span_text(text.tokens[x.i:x.i + 2])!r}: the count counts every row of each group; "
+                               "no step picks some of them (or counts distinct values)"])
 
 
 # a period said as an adjective ("daily totals") and the key columns that hold it

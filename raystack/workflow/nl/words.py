@@ -98,6 +98,26 @@ def names_data(t: Text, x: Token) -> bool:
         nxt is not None and (nxt.kind == "path" or nxt.low in ("to", "into", "it", "them", "the", "as", "under"))))
 
 
+# nouns that are also verbs no step does ("every submitted label", "sorted by label date")
+NOUN_VERBS = {"label", "labels", "forecast", "weight", "mask", "masks", "rank", "sort", "copy", "copies", "extract",
+              "upload", "uploads", "download", "downloads", "fix", "fixes"}
+
+
+def names_thing(t: Text, x: Token) -> bool:
+    """"every submitted label", "sorted by label date": a word that is also an operation, after a
+    determiner (or "by") with at most two descriptive words between, and no object after it, is
+    a noun."""
+    if x.low not in NOUN_VERBS:
+        return False
+    k = x.i - 1
+    while k >= 0 and x.i - k <= 2 and is_unknown(t.tokens[k]) and t.tokens[k].low not in L.CLAUSE_WORDS \
+            and t.tokens[k].low not in L.UNMAPPED_VERBS:
+        k -= 1
+    nxt = t.tokens[x.i + 1] if x.i + 1 < len(t.tokens) else None
+    return k >= 0 and t.tokens[k].low in (*NOUN_PHRASE_OPENERS, "every", "each", "any", "by", "per") and not (
+        nxt is not None and (nxt.kind == "path" or nxt.low in ("the", "it", "them", "a", "an", "these", "those", "all", "to", "into")))
+
+
 # what a business is called after what it does: "Translation agency assistant", "a transcription
 # service" name the user's trade, never the method
 BUSINESS_NOUNS = {"agency", "agencies", "company", "firm", "shop", "studio", "business", "bureau", "office", "service",
