@@ -34,6 +34,8 @@ DEV10 = REPO / "benchmarks" / "data" / "nl_dev10.yaml"        # a development se
 DEV11 = REPO / "benchmarks" / "data" / "nl_dev11.yaml"        # a development set written before round 23
 DEV12 = REPO / "benchmarks" / "data" / "nl_dev12.yaml"        # development sets written before round 24
 DEV13 = REPO / "benchmarks" / "data" / "nl_dev13.yaml"
+DEV14 = REPO / "benchmarks" / "data" / "nl_dev14.yaml"        # development sets written before round 25
+DEV15 = REPO / "benchmarks" / "data" / "nl_dev15.yaml"
 DESTRUCTIVE = REPO / "tests" / "workflow" / "data" / "destructive_prompts.yaml"
 
 CANONICAL_KINDS = frozenset(
@@ -54,7 +56,7 @@ MIN_STEPS = 2
 MAX_STEPS = {HELDOUT.name: 7, HELDOUT4.name: 8, HELDOUT5.name: 8,   # what each set's author was asked for
              HELDOUT6.name: 8, DEV4.name: 8, DEV5.name: 8, DEV6.name: 8, DEV7.name: 8, HELDOUT7.name: 8,
              HELDOUT8.name: 8, DEV8.name: 8, HELDOUT9.name: 8, DEV9.name: 8, HELDOUT10.name: 8, DEV10.name: 8, DEV11.name: 8,
-             DEV12.name: 8, DEV13.name: 8}
+             DEV12.name: 8, DEV13.name: 8, DEV14.name: 8, DEV15.name: 8}
 
 
 def _load(path: Path) -> list[dict]:
@@ -156,14 +158,19 @@ def _stated_strings(step: dict) -> list[str]:
 def _spellings(value: str) -> set[str]:
     """How the text may state a value: as written, a metric's "val" as "validation", its words
     hyphenated ("the lower-val-loss one") or joined as a column name is ("min(runs, key=val_loss)"),
-    accuracy by its adjective ("the most accurate one")."""
+    accuracy by its adjective ("the most accurate one"), RMSE and MAE in words."""
     value = value.lower()
     return {value, re.sub(r"\bval\b", "validation", value), value.replace(" ", "-"), value.replace(" ", "_")} | (
-        {"accurate"} if value == "accuracy" else set())
+        {"accurate"} if value == "accuracy" else set()) | SPELLED_OUT.get(value, set())
+
+
+# a metric said in words ("the lowest root mean squared error")
+SPELLED_OUT = {"rmse": {"root mean squared error", "root mean square error", "root-mean-square error"},
+               "mae": {"mean absolute error"}}
 
 
 @pytest.mark.parametrize("path", [HELDOUT, HELDOUT4, HELDOUT5, HELDOUT6, DEV4, DEV5, DEV6, DEV7, HELDOUT7, HELDOUT8,
-                                  DEV8, HELDOUT9, DEV9, HELDOUT10, DEV10, DEV11, DEV12, DEV13],
+                                  DEV8, HELDOUT9, DEV9, HELDOUT10, DEV10, DEV11, DEV12, DEV13, DEV14, DEV15],
                          ids=lambda p: p.stem)
 def test_heldout_gold_is_well_formed_and_states_only_what_the_text_says(path):
     prompts = _load(path)
