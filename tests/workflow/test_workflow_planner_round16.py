@@ -219,8 +219,9 @@ def test_a_sentence_of_context_before_the_request_is_read_as_context(loans):
     for text, kinds in cases.items():
         assert _kinds(_plan(text)) == kinds, text
     # a sentence that asks for something, or says what is wrong with the data, is never context
+    # ("The target is debt." asks for the training's target: round 25 reads it as that, never as context)
+    assert of_kind(_plan("The target is debt. Train a knn on loans.csv."), "train_model")[0].params["target"] == "debt"
     for text in ("We only care about the rows from the north. Train a knn on loans.csv.",
-                 "The target is debt. Train a knn on loans.csv.",
                  "Our cluster has 4 GPUs. Train a knn on loans.csv.",
                  "We have duplicates in loans.csv. Train a knn on it.",
                  "Our data is noisy. Train a knn on loans.csv.",

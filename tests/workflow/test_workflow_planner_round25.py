@@ -306,3 +306,17 @@ def test_group_by_a_key_and_count():
     """"group by region and count" grouped by two keys, region and "count"."""
     p = _plan("Load a.csv, group by region and count.")
     assert {k: v for k, v in of_kind(p, "aggregate")[0].params.items() if k != "data"} == {"by": "region", "agg": "count"}
+
+
+@pytest.mark.parametrize("said", ["We want to predict alpha_acid. Load h.csv, fit a linear regression.",
+                                  "This is the hop farm, we want to predict alpha_acid. Load h.csv, fit a linear regression.",
+                                  "Our goal is to predict alpha_acid. Load h.csv and fit a linear regression.",
+                                  "Load h.csv and fit a linear regression; alpha_acid is what we're predicting."])
+def test_the_target_said_in_a_sentence_of_its_own(said):
+    p = _plan(said)
+    assert of_kind(p, "train_model")[0].params["target"] == "alpha_acid"
+
+
+def test_a_target_said_apart_leaves_a_training_that_names_its_own_alone():
+    with pytest.raises(PlanRefused):     # two targets: which one the words mean is a guess
+        _plan("We want to predict alpha_acid. Load h.csv and fit a linear regression predicting beta.")

@@ -38,6 +38,7 @@ from raystack.workflow.nl.reread import (CLEANINGS, evaluation_held_out_for, gro
 from raystack.workflow.nl.safety import screen
 from raystack.workflow.nl.said_again import each_named_file, join_kind_notes, one_load_per_file
 from raystack.workflow.nl.search import SPACE_PARAM_RX, read_tune
+from raystack.workflow.nl.stated_targets import stated_target
 from raystack.workflow.nl.text import ARROWS, Text, sentences
 from raystack.workflow.nl.triggers import COMPILED, MODEL_KIND, PREPOSITIONS
 
@@ -157,6 +158,7 @@ class RulePlanner:
                     ex(t, a.zlo, end, a.found)
                 if a.found.bound is None and not CATALOG[a.entry].side_effect:
                     resource_bound(t, a.zlo, a.hi, a.found)
+        stated_target(t, actions)      # "We want to predict alpha_acid. ... fit a linear regression."
         self._bound_sentences(t, spans, actions)
         actions = each_named_file(t, actions)
         self._bounds_to_compute(actions)

@@ -279,6 +279,12 @@ def introductions(t: Text) -> None:
     if 2 <= len(words) <= 9 and words[-1].low == "here" and all(is_free(x) and x.kind == "word" and x.low not in L.RESTRICTING
                                                                 for x in words):
         t.mark(words, "context")
+    # "(Okay so) this is the hop farm, we want to ...": who writes, in the first clause
+    opener = next((k for k in range(lo, min(hi, lo + 3)) if [x.low for x in t.tokens[k:k + 2]] == ["this", "is"]), None)
+    comma = next((x.i for x in t.tokens[lo:min(hi, lo + 10)] if x.text == ","), None)
+    if opener is not None and comma is not None and comma > opener + 2 and all(
+            is_free(x) and x.kind == "word" and x.low not in L.RESTRICTING for x in t.tokens[lo:comma]):
+        t.mark(t.tokens[lo:comma + 1], "context")
 
 
 LOCATING_VERBS = {"are", "is", "live", "lives", "sit", "sits"}

@@ -1,0 +1,53 @@
+"""The column a model predicts, said in a sentence of its own rather than in the training's
+phrase: "We want to predict alpha_acid. Load h.csv, fit a linear regression.", "The target is
+churned.", "alpha_acid is the thing we're predicting". The column goes to every training that
+names none; two different columns said so, or a training that names its own, leave it alone."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from raystack.workflow.nl.extract import NOT_TARGETS, PREDICTABLE_METRICS
+from raystack.workflow.nl.lexicon import METRIC_RX
+from raystack.workflow.nl.text import Text
+
+if TYPE_CHECKING:
+    from raystack.workflow.nl.rules import Action
+
+TRAININGS = ("train_model",)
+_COL = rf"(?!(?:{'|'.join(sorted(NOT_TARGETS))})\b)[a-z_][a-z0-9_]*"
+_END = r"(?=\s*(?:[.,;:!?)]|$)|\s+(?:from|using|with|in|and|so|but)\b)"
+STATED = [
+    # "we want to predict alpha_acid", "we're trying to forecast demand_units"
+    rf"\b(?:we|i)\s*(?:want|need|would\s+like|'d\s+like|are\s+trying|'re\s+trying|aim|hope|plan)\s+to\s+"
+    rf"(?:predict|forecast|estimate|classify)\s+(?:the\s+)?(?P<c>{_COL}){_END}",
+    # "our goal is to predict alpha_acid", "the aim is to forecast demand"
+    rf"\b(?:our|the)\s+(?:goal|aim|objective|task|idea)\s+is\s+to\s+(?:predict|forecast|estimate|classify)\s+(?:the\s+)?(?P<c>{_COL}){_END}",
+    # "the target is churned", "the label column is is_fraud"
+    rf"\bthe\s+(?:target|label)(?:\s+column)?\s+(?:is|will\s+be|should\s+be)\s+(?P<c>{_COL}){_END}",
+    # "alpha_acid is the target", "alpha_acid is the thing we're predicting", "... what we predict"
+    rf"(?:^|(?<=[.;:,]\s))(?P<c>{_COL})\s+is\s+(?:the\s+(?:target|label)(?:\s+column)?|(?:the\s+thing|what)\s+"
+    rf"(?:we(?:'re|\s+are)\s+(?:predicting|trying\s+to\s+predict|forecasting)|we\s+(?:predict|want\s+to\s+predict)))\b",
+]
+
+
+def stated_target(t: Text, actions: list[Action]) -> None:
+    """Set the column said apart as the target of every training that names none."""
+    open_ = [a for a in actions if a.entry in TRAININGS and "target" not in a.found.params
+             and not (a.found.map and a.found.map[0] == "target")]
+    if not open_:
+        return
+    said = []
+    for rx in STATED:
+        for m, toks in t.finditer(rx, 0, len(t.tokens), free_only=True):
+            col = m.group("c")
+            if re.fullmatch(METRIC_RX, col) and col not in PREDICTABLE_METRICS:
+                continue
+            said.append((col, toks))
+    if len({c for c, _ in said}) != 1:
+        return
+    for _, toks in said:
+        t.mark(toks, "target")
+    for a in open_:
+        a.found.set("target", said[0][0])
