@@ -320,3 +320,35 @@ def test_the_target_said_in_a_sentence_of_its_own(said):
 def test_a_target_said_apart_leaves_a_training_that_names_its_own_alone():
     with pytest.raises(PlanRefused):     # two targets: which one the words mean is a guess
         _plan("We want to predict alpha_acid. Load h.csv and fit a linear regression predicting beta.")
+
+
+def test_a_bare_comparison_item_after_an_arrow_is_a_condition_never_a_title():
+    """"→ ≥ 0.7: deploy m-1" deployed unconditionally (the comparison was read as a title before
+    its colon); with the metric named before it, it guards the step, and "below:" is its else."""
+    p = _plan("a.csv → 80/20 → logistic (target y) at epochs=5, 15, 30 → choose the highest precision → ≥ 0.7: deploy m-1; "
+              "below: a report instead")
+    (deploy,), (report,) = of_kind(p, "deploy_model"), of_kind(p, "save_report")
+    assert (deploy.when[0].ref.key, deploy.when[0].op, deploy.when[0].value) == ("precision", ">=", 0.7)
+    assert report.when[0].negate
+    with pytest.raises(PlanRefused):       # no metric named: which figure is compared is a guess
+        _plan("Load a.csv, train a knn predicting y, evaluate it → ≥ 0.7: deploy m-1")
+
+
+def test_value_lists_said_with_pipes_and_epochs_equal_to_a_list():
+    p = _plan("Load a.csv, train a linear regression predicting y, one per lr: 0.02 | 0.05 | 0.2, then keep the lowest rmse.")
+    assert [s.params["lr"] for s in of_kind(p, "train_model")] == [0.02, 0.05, 0.2]
+    p = _plan("Load a.csv, train a logistic regression predicting y at epochs=5, 15, 30, then pick the best by f1.")
+    assert [s.params["epochs"] for s in of_kind(p, "train_model")] == [5, 15, 30]
+
+
+def test_adapter_names_with_slashes_and_a_loop_until_a_loss_has_dropped():
+    p = _plan("Fine-tune mLoRA adapters benefits / housing / debt on ./ckpt/b, then evaluate them.")
+    assert [a["name"] for a in of_kind(p, "mlora_finetune")[0].params["adapters"]] == ["benefits", "housing", "debt"]
+    p = _plan("Pretrain tiny-1m with EDiT in rounds of 400 steps, repeating until validation loss has dropped under 2.8, "
+              "at most 10 rounds.")
+    assert _step(p, "edit_pretrain").loop.until_value == 2.8
+
+
+def _step(p, kind):
+    (s,) = of_kind(p, kind)
+    return s

@@ -116,9 +116,10 @@ def retry_notes(t: Text) -> None:
 
 
 # where the data sits that may fail to answer ("on a share that drops out now and then")
-FLAKY_PLACES = r"(?:share|drive|connection|network|link|mount|server|disk|nas|vpn|wifi|bucket|store|feed|sftp|ftp|mirror)"
+FLAKY_PLACES = r"(?:share|drive|connection|network|link|mount|server|disk|nas|vpn|wifi|bucket|store|feed|sftp|ftp|mirror|uplink)"
 FLAKY = (rf"\b(?:(?:on|from|in)\s+)?(?:a|an|the|our|that|this)\s+(?:[a-z-]+\s+)?{FLAKY_PLACES}\s*,?\s*(?:that|which|it)?\s*"
-         r"(?:drops|drop|cuts|flakes|conks)\s+out(?:\s+(?:now\s+and\s+then|sometimes|occasionally|from\s+time\s+to\s+time|"
+         r"(?:(?:drops|drop|cuts|flakes|conks)\s+out|(?:is|are|can\s+be|gets)\s+(?:a\s+bit\s+|quite\s+|very\s+)?"
+         r"(?:flaky|unreliable|patchy|spotty|unstable))(?:\s+(?:now\s+and\s+then|sometimes|occasionally|from\s+time\s+to\s+time|"
          r"a\s+lot|often|at\s+times|every\s+so\s+often))?\b")
 
 
@@ -129,7 +130,9 @@ def flaky_storage(t: Text) -> None:
     if not any(x.used == "retries" for x in t.tokens):
         return
     for _, toks in t.finditer(FLAKY, 0, len(t.tokens)):
-        if all(not x.used or x.used == "sequence" for x in toks):    # ("now and then": not a step's "then")
+        # ("now and then": not a step's "then"; "b/c the share is flaky": the reason's own words, read there)
+        after_because = toks[0].i > 0 and t.tokens[toks[0].i - 1].low in ("because", "b/c", "since", "as", "cos", "cause", "bc")
+        if all(not x.used or x.used == "sequence" for x in toks) and not after_because:
             t.mark(toks, "reason")
 
 

@@ -16,6 +16,7 @@ from raystack.workflow.nl import lexicon as L
 from raystack.workflow.nl.extract import metric_of
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.text import ARROWS, Text, number, sentences
+from raystack.workflow.nl.triggers import AFTER_ARROW
 
 CUE_KINDS = ("retry", "exit", "loop", "cond", "else", "parallel", "join", "seq", "comma")
 # the share of missing values compared in any of the comparison wordings ("more than",
@@ -246,7 +247,7 @@ def _conditions(t: Text, lo: int, hi: int, si: int, earlier: list[Cue]) -> list[
     # "Pick the lowest RMSE; if it's below 5, export it": "it" is the one metric the clause before named
     # ("... keep the lowest RMSE. Under 5 → export ...": a bare comparison opening its sentence)
     for m, toks in t.finditer(rf"\b{L.IF_CUE}\s+(?:it\s*'s|it\s+is|that\s*'s|that\s+is)(?=\s)"
-                              rf"|(?:(?<=[.;]\s)|^)(?=(?:under|below|over|above|at\s+least|at\s+most|<|>|≤|≥)\s+(?:NUM|PCT)\d+\s*(?:→|->|\?|:))",
+                              rf"|(?:(?<=[.;]\s)|^|{AFTER_ARROW})(?=(?:under|below|over|above|at\s+least|at\s+most|<|>|≤|≥|<=|>=)\s*(?:NUM|PCT)\d+\s*(?:→|->|\?|:))",
                               lo, hi, free_only=True):
         start = toks[0].i if toks else t.token_at(m.start()).i
         cmp = comparison(t, toks[-1].i + 1 if toks else start, hi)

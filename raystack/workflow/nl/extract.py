@@ -393,7 +393,8 @@ def train_model(text: Text, lo: int, hi: int, f: Found) -> None:
     if m:
         f.refs[{"learning rate": "lr", "batch size": "batch_size"}.get(re.sub(r"\s+", " ", m.group("p")), m.group("p"))] = "best"
     ep = r"(?:epochs?|passes|training\s+epochs)"
-    m = _search(text, lo, hi, rf"(?:for\s+)?(?P<l>{NUMLIST})\s+{ep}", "epochs")
+    m = _search(text, lo, hi, rf"(?:for\s+)?(?P<l>{NUMLIST})\s+{ep}", "epochs") or \
+        _search(text, lo, hi, rf"(?:(?:at|with)\s+)?{ep}\s*(?:=|:|∈|in)\s*(?P<l>{NUMLIST})", "epochs")   # "at epochs=5, 15, 30"
     if m:
         _set_map(f, "epochs", [int(v) for v in _list(text, m.group("l"))])
         claim_count(text, lo, hi, len(f.map[1]))     # "three logistic models for 10, 20 and 40 epochs"

@@ -10,7 +10,7 @@ import re
 NUMV = r"(?:NUM\d+|PCT\d+)"
 NUMLIST = (rf"{NUMV}(?:\s*,\s*{NUMV})*\s*,?\s*(?:and|or|&|\+)\s+{NUMV}"
            rf"|[\[{{(]\s*{NUMV}(?:\s*,\s*{NUMV})+\s*[\]}})]"
-           rf"|{NUMV}(?:\s*,\s*{NUMV}){{2,}}|{NUMV}(?:\s*/\s*{NUMV})+")
+           rf"|{NUMV}(?:\s*,\s*{NUMV}){{2,}}|{NUMV}(?:\s*/\s*{NUMV})+|{NUMV}(?:\s*\|\s*{NUMV})+")   # "0.02 | 0.05 | 0.2"
 FILEV = r"FILE\d+"
 # where a model or adapters are served, said after the verb: "behind Ray Serve", "with Serve"
 SERVE_AS_PLACE = r"\b(?:with|using|via|on|through|behind|in|over)\s+(?:ray\s+)?serve\b"
@@ -55,7 +55,8 @@ BEST_ONE = (rf"\b(?:the\s+)?(?:(?:run|one|model|job|candidate|version|variant|cl
 # ("is", "ends up", "comes in", "turns out to be")
 CMP_LEAD = (r"(?:(?:is|are|was|were|gets?|goes|go|rises?|climbs?|drops?|falls?|dips?|sinks?|stays?|remains?|ends?\s+up|ended\s+up|"
             r"comes?\s+(?:in|out)|came\s+(?:in|out)|(?:comes?|came|amounts?|works?\s+out)(?=\s+(?:to|at)\s+(?:NUM|PCT))|turns?\s+out(?:\s+to\s+be)?|lands?|sits?|lies|lie|scores?|still|is\s+still|"
-            r"does|do|can|will|should|reach(?:es|ed)?(?=\s+(?:NUM|PCT)\d+\s+or\s)|hits?(?=\s+(?:NUM|PCT)\d+\s+or\s))\s+)*"
+            r"does|do|can|will|should|reach(?:es|ed)?(?=\s+(?:NUM|PCT)\d+\s+or\s)|hits?(?=\s+(?:NUM|PCT)\d+\s+or\s)"
+            r"|(?:has|have)\s+(?:dropped|fallen|risen|gone|got|gotten|come|climbed|sunk)|dropped|fell|rose|climbed)\s+)*"
             r"(?:(?:to|at|of)\s+(?=NUM|PCT))?")   # "exact match of 0.6 or better", "reaches 2.9 or less"
 COMPARISONS = [
     (rf"{CMP_LEAD}(?:at\s+least|no\s+(?:less|lower|smaller)\s+than|not\s+below|not\s+(?:less|lower|smaller)\s+than|at\s+or\s+(?:above|over)|>=|≥)\s+(?P<v>{NUMV})", ">="),
@@ -83,7 +84,7 @@ METRIC_MOD = (r"(?:(?:best|top|final|overall|mean|average|model's|test|resulting
 # "accuracy on the test set is under 0.6": where the metric was measured, between it and its comparison
 METRIC_WHERE = (r"(?:(?:on|of|for|over|in|from)\s+(?:the\s+)?(?:test|validation|val|held-out|holdout|eval|evaluation)\s*(?:set|split|data|rows)?\s+"
                 r"|(?:of|for|from)\s+(?:the\s+|its\s+|our\s+)?(?:[\w-]+\s+){0,3}?(?:model|classifier|regressor|predictor)\s+)?")
-ELSE_CUE = (r"(?:otherwise|else|if\s+not|failing\s+that|if\s+(?:it|they|that|the\s+\w+)\s+(?:falls?|fall)\s+short"
+ELSE_CUE = (r"(?:otherwise|else|if\s+not|failing\s+that|(?:(?<=;\s)|(?<=\.\s))(?:below|under|lower|less)(?:\s+that)?(?=\s*:)|if\s+(?:it|they|that|the\s+\w+)\s+(?:falls?|fall)\s+short"
             r"|(?:(?:it|they)\s+)?(?:falls?|fell)\s+short(?=\s*\?)|(?:and\s+)?if\s+(?:it\s+)?(?:doesn't|does\s+not)\s*\?"
             r"|(?:if|when)\s+(?:it|they)\s+(?:doesn't|don't|does\s+not|do\s+not)(?:\s+(?:make\s+it|pass|qualify|get\s+there))?"
             r"|if\s+(?:it|they)\s*(?:'s|is|are|'re)\s+(?:less|not\s+as)\s+accurate(?:\s+than\s+that)?"   # "if it's less accurate than that"

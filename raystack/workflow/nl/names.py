@@ -14,7 +14,7 @@ from raystack.workflow.nl.triggers import COMPILED
 NAME = (r"(?!(?:the|a|an|and|or|lora|dora|new|our|my|their|its|them|it|these|those|both|all|each|rank|base"
         r"|if|when|do|does|did|is|are|was|were|be|been|then|so|but|how|what|which|that|this|once|after|before|until"
         r"|unless|whether|not|than|else|otherwise|also|just|please)\b)[a-z][a-z0-9_]*(?:-[a-z0-9_]+)*")
-LIST = rf"{NAME}(?:\s*,\s*{NAME})*\s*,?\s*(?:and|&|\+)\s+{NAME}|{NAME}(?:\s*,\s*{NAME})+"
+LIST = rf"{NAME}(?:\s*,\s*{NAME})*\s*,?\s*(?:and|&|\+)\s+{NAME}|{NAME}(?:\s*,\s*{NAME})+|{NAME}(?:\s*/\s*{NAME})+"   # "benefits / housing / debt"
 KINDS = r"(?:(?:lora|dora)\s+)?"
 PATTERNS = [
     (rf"\bthe\s+(?P<l>{LIST})\s+{KINDS}adapters\b", False),
@@ -49,7 +49,7 @@ def adapter_names(t: Text) -> list[Token]:
             closed = end >= len(t.tokens) or t.tokens[end].low in AFTER_NAMES
             if check_verbs and any(is_step_word(x.low) for x in words) and not closed:
                 continue  # "adapters, evaluate and serve them": steps, not names
-            if any(x.kind != "word" and x.text not in (",", "&", "+") for x in span):
+            if any(x.kind != "word" and x.text not in (",", "&", "+", "/") for x in span):
                 continue
             t.mark(span, NAMED_BY)
             t.mark([x for x in t.covered(*m.span()) if x.low in ("called", "named", "for") and not x.used], "names")

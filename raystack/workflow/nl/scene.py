@@ -96,7 +96,9 @@ def lead_ins(t: Text) -> None:
                 x.used in CATALOG for x in t.tokens[start:tok.i])
             # ("Train dataset-recs as an elastic DLRM: ...": a clause that opens with its step's verb asks for it)
             inner = inner or (t.tokens[start].used in CATALOG and t.tokens[start].low in STEP_VERBS)
-            if is_title(seg, t) and not inner and not _bulleted_load(t, start, seg):
+            # ("→ ≥ 0.7: deploy it": a comparison before its colon is a condition, never a title)
+            compared = any(x.text in ("<", ">", "≤", "≥", "<=", ">=") for x in t.tokens[max(0, start - 1):tok.i])
+            if is_title(seg, t) and not inner and not compared and not _bulleted_load(t, start, seg):
                 t.mark(seg, "context")
                 t.mark([x for x in t.tokens[start:tok.i] if x.text in TITLE_JOINERS and not x.used], "context")
             start = tok.i + 1

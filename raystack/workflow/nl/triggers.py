@@ -300,7 +300,8 @@ TRIGGERS: list[tuple[str, str]] = [
     ("concat", r"\b(?:combine|combines|combined|combining|merge|merges|merged|merging|put|puts)\b"
                r"(?=(?:\s+(?:FILE\d+|them|both|the\s+(?:two|tables|files)|and|,))*\s+(?:row-?wise|by\s+rows|vertically|"
                r"on\s+top\s+of\s+(?:each\s+other|one\s+another))\b)"),
-    ("join", r"(?<!the )(?<!a )\b(?:join|joins|joined|joining|merge|merges|merged|merging|combine|combines|combined|enrich|enriches|enriched|link|links|linked|"
+    # ("the radio link is flaky": a link as a noun after a describing word, no join)
+    ("join", r"(?<!the )(?<!a )\b(?:join|joins|joined|joining|merge|merges|merged|merging|combine|combines|combined|enrich|enriches|enriched|(?<!radio )(?<!network )(?<!data )(?<!internet )(?<!satellite )link|links|linked|"
              r"match\s+up)\b"
              r"(?:\s+(?:them|the\s+(?:two|NUM\d+)(?:\s+tables)?|both(?:\s+tables)?|the\s+tables|these|those))?"
              # "match them up on office_id"
