@@ -352,3 +352,14 @@ def test_adapter_names_with_slashes_and_a_loop_until_a_loss_has_dropped():
 def _step(p, kind):
     (s,) = of_kind(p, kind)
     return s
+
+
+@pytest.mark.parametrize("said, value", [
+    ("keep going until validation loss is down to 3.1 or lower, at most 6 rounds", 3.1),
+    ("until the validation loss has fallen to a value not exceeding 3.1, at most 6 rounds", 3.1),
+    ("till the validation loss gets down to 0.05 or below, ten rounds is the limit", 0.05),
+])
+def test_a_loop_until_a_loss_is_down_to_a_value(said, value):
+    p = _plan(f"Pretrain tiny-1m with EDiT in rounds of 400 steps, {said}.")
+    loop = _step(p, "edit_pretrain").loop
+    assert (loop.until_op, loop.until_value) == ("<=", value) and loop.max_iterations in (6, 10)

@@ -56,11 +56,13 @@ BEST_ONE = (rf"\b(?:the\s+)?(?:(?:run|one|model|job|candidate|version|variant|cl
 CMP_LEAD = (r"(?:(?:is|are|was|were|gets?|goes|go|rises?|climbs?|drops?|falls?|dips?|sinks?|stays?|remains?|ends?\s+up|ended\s+up|"
             r"comes?\s+(?:in|out)|came\s+(?:in|out)|(?:comes?|came|amounts?|works?\s+out)(?=\s+(?:to|at)\s+(?:NUM|PCT))|turns?\s+out(?:\s+to\s+be)?|lands?|sits?|lies|lie|scores?|still|is\s+still|"
             r"does|do|can|will|should|reach(?:es|ed)?(?=\s+(?:NUM|PCT)\d+\s+or\s)|hits?(?=\s+(?:NUM|PCT)\d+\s+or\s)"
-            r"|(?:has|have)\s+(?:dropped|fallen|risen|gone|got|gotten|come|climbed|sunk)|dropped|fell|rose|climbed)\s+)*"
+            r"|(?:has|have)\s+(?:dropped|fallen|risen|gone|got|gotten|come|climbed|sunk)|dropped|fell|rose|climbed"
+            # "is down to 3.1 or lower", "gets down to 0.05", "has fallen to a value not exceeding 3.1"
+            r"|(?:is|are|gets?|goes|go|comes?)\s+down|to\s+a\s+value(?:\s+of)?)\s+)*"
             r"(?:(?:to|at|of)\s+(?=NUM|PCT))?")   # "exact match of 0.6 or better", "reaches 2.9 or less"
 COMPARISONS = [
     (rf"{CMP_LEAD}(?:at\s+least|no\s+(?:less|lower|smaller)\s+than|not\s+below|not\s+(?:less|lower|smaller)\s+than|at\s+or\s+(?:above|over)|>=|≥)\s+(?P<v>{NUMV})", ">="),
-    (rf"{CMP_LEAD}(?:at\s+most|no\s+(?:more|higher|greater)\s+than|not\s+above|not\s+(?:more|higher|greater)\s+than|at\s+or\s+(?:below|under)|<=|≤)\s+(?P<v>{NUMV})", "<="),
+    (rf"{CMP_LEAD}(?:at\s+most|not\s+exceeding|no\s+(?:more|higher|greater)\s+than|not\s+above|not\s+(?:more|higher|greater)\s+than|at\s+or\s+(?:below|under)|<=|≤)\s+(?P<v>{NUMV})", "<="),
     (rf"{CMP_LEAD}(?P<v>{NUMV})\s+or\s+(?:higher|more|above|better|greater|over)", ">="),
     (rf"{CMP_LEAD}(?P<v>{NUMV})\s*\+(?!\s*(?:NUM|PCT|FILE))", ">="),     # "AUC 0.75+ → export"
     (rf"{CMP_LEAD}(?P<v>{NUMV})\s+or\s+(?:lower|less|below|under|worse)", "<="),
@@ -130,7 +132,7 @@ BOUND = (r"(?:(?:but\s+|and\s+)?(?:for\s+)?(?:at\s+most|up\s+to|no\s+more\s+than
          r"|(?:with\s+)?(?:a\s+)?hard\s+(?:stop|cap|limit)\s+(?:at|of|after)\s+(?P<n8>NUM\d+)\s+(?:rounds|iterations|passes|runs|chunks|cycles)"
          r"|\bmax_(?:rounds|iterations|iters)\s*[=:]\s*(?P<n9>NUM\d+)"
          # "with four rounds as the ceiling"
-         r"|(?:with\s+)?(?P<n10>NUM\d+)\s+(?:rounds|iterations|passes|runs|chunks|cycles)\s+as\s+the\s+(?:ceiling|cap|limit|maximum|max)"
+         r"|(?:with\s+)?(?P<n10>NUM\d+)\s+(?:rounds|iterations|passes|runs|chunks|cycles)\s+(?:as|is|being)\s+the\s+(?:ceiling|cap|limit|maximum|max)"   # "ten rounds is the limit"
          # "until accuracy exceeds 0.9 or 5 attempts have been made"
          r"|\bor\s+(?P<n7>NUM\d+)\s+(?:rounds|iterations|attempts|tries|times|runs|passes|epochs)"
          r"(?:\s+(?:have|has)\s+(?:been\s+(?:made|run|done|tried)|passed|gone\s+by|run|elapsed|finished))?")
