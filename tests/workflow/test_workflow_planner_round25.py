@@ -363,3 +363,14 @@ def test_a_loop_until_a_loss_is_down_to_a_value(said, value):
     p = _plan(f"Pretrain tiny-1m with EDiT in rounds of 400 steps, {said}.")
     loop = _step(p, "edit_pretrain").loop
     assert (loop.until_op, loop.until_value) == ("<=", value) and loop.max_iterations in (6, 10)
+
+
+@pytest.mark.parametrize("said, retries", [
+    ("write it to out/a.csv and let the save retry two times, then plot it", 2),
+    ("write it to out/a.csv (allow 3 retries for the save), and then plot it", 3),
+    ("write it to out/a.parquet with three retries on that save", 3),
+    ("write it to out/a.parquet, and if that save fails, try it twice more", 2),
+])
+def test_retries_of_the_save(said, retries):
+    p = _plan(f"Load a.csv, dedupe it, {said}.")
+    assert of_kind(p, "write_table")[0].retries == retries and of_kind(p, "dedup")[0].retries == 0

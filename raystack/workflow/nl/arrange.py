@@ -133,7 +133,7 @@ def _apply_cues(t: Text, actions: list[Action], cues: list[Cue]) -> None:
             kind = _retried_kind(t, c)      # "retry the load 2 times": the step it names
             if kind is not None:
                 # "retry the training": a model's, or a part's (a DLRM, a pretraining, a fine-tuning)
-                kinds = L.TRAINING_STEPS if kind == "train_model" else (kind,)
+                kinds = L.TRAINING_STEPS if kind == "train_model" else L.SAVING_STEPS if kind == "save" else (kind,)
                 same = [a for a in actions if a.entry in kinds and a.sentence <= c.sentence and a.lo < c.lo]
                 # "Retry the training up to 3 times if it fails: load x.csv, train a knn": said
                 # first, of the one step of that kind said after it
@@ -339,7 +339,8 @@ def _retried_kind(t: Text, c: Cue) -> str | None:
     gerund right after "retry")."""
     toks = t.tokens[c.lo:c.hi]
     for x, y in zip(toks, toks[1:]):
-        if (x.low in ("the", "that", "this", "each", "every") or x.low in ("retry", "retrying")) and y.low in L.RETRIED_KINDS:
+        if (x.low in ("the", "that", "this", "each", "every") or x.low in ("retry", "retrying")) and y.low in L.RETRIED_KINDS \
+                and not (y.low == "save" and x.low in ("retry", "retrying")):      # ("retry save ..." is no noun)
             return L.RETRIED_KINDS[y.low]
     return None
 
