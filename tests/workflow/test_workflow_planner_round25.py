@@ -17,6 +17,11 @@ def test_the_table_said_first_in_a_stack_must_be_the_first_named():
         _plan("north_sales.csv + south_sales.csv → concat, south first → dedupe")
     with pytest.raises(PlanRefused, match="order they are stacked"):
         _plan("Load north_sales.csv and south_sales.csv. Stack the south rows on top of the north ones, then dedupe.")
+    with pytest.raises(PlanRefused, match="order they are stacked"):
+        _plan("Load trials_2024.csv and trials_2025.csv, stack them (2025 first), then dedupe.")
+    p = _plan("Load trials_2024.csv and trials_2025.csv, stack them (2024 first), then dedupe.")
+    assert {s.id: s.params["path"] for s in of_kind(p, "load_data")}[of_kind(p, "concat")[0].params["first"].step] == \
+        "trials_2024.csv"
     for said in ("north_sales.csv + south_sales.csv → concat, north first → dedupe",
                  "Load north_sales.csv and south_sales.csv. Stack the north rows on top of the south ones, then dedupe.",
                  "Load north_sales.csv and south_sales.csv, stack them with the north rows first, then dedupe."):
