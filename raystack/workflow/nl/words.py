@@ -72,7 +72,10 @@ DESCRIBING_VERBS = {"has", "holds", "contains", "lists", "records", "keeps", "tr
 # what a table named by a noun does, said of it: "the export double-writes some rows", "the
 # dump is three days old"
 DATA_SUBJECT_VERBS = DESCRIBING_VERBS | {"is", "was", "has", "had", "includes", "repeats", "writes", "double-writes",
-                                         "comes", "came", "arrives", "sits", "lives", "misses", "drops", "duplicates"}
+                                         "comes", "came", "arrives", "sits", "lives", "misses", "drops", "duplicates",
+                                         # (plural subjects: "the till exports cover three match days")
+                                         "are", "were", "have", "hold", "contain", "cover", "include", "come", "sit", "live",
+                                         "list", "repeat", "miss"}
 
 
 def names_data(t: Text, x: Token) -> bool:
