@@ -379,3 +379,16 @@ def test_a_loop_until_a_loss_is_down_to_a_value(said, value):
 def test_retries_of_the_save(said, retries):
     p = _plan(f"Load a.csv, dedupe it, {said}.")
     assert of_kind(p, "write_table")[0].retries == retries and of_kind(p, "dedup")[0].retries == 0
+
+
+@pytest.mark.parametrize("heading", ["Mortgage analytics at a regional credit union.", "Home insurance, water-damage claims.",
+                                     "Energy team at a telecom tower operator.", "Used-car marketplace, pricing team."])
+def test_a_heading_sentence_of_noun_phrases_says_who_writes(heading):
+    assert kinds(_plan(f"{heading} Load a.csv and dedupe it.")) == ["load_data", "dedup"]
+
+
+@pytest.mark.parametrize("opening", ["Sales by region.", "Only the north region.", "Duplicates in orders.", "Weekly totals.",
+                                     "Frobnicate the widgets.", "Revenue forecasting, gradient-boosted trees."])
+def test_a_first_sentence_that_groups_restricts_names_a_fault_or_asks_is_no_heading(opening):
+    with pytest.raises(PlanRefused):
+        _plan(f"{opening} Load a.csv and plot the price.")

@@ -30,7 +30,7 @@ from raystack.workflow.nl.asides import (HOW_WORDS, ROW_NOUNS, SOURCE_WORDS, ask
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.subsets import column_subset, unselected_subset
 from raystack.workflow.nl.text import ARROWS, Text, Token, sentences
-from raystack.workflow.nl.scene import (FAULT_NOUNS, context_sentences, courtesies, data_clauses, settings_opening, file_descriptions, headings, row_notes,
+from raystack.workflow.nl.scene import (FAULT_NOUNS, context_sentences, courtesies, data_clauses, heading_sentence, settings_opening, file_descriptions, headings, row_notes,
                                         introductions, lead_ins, origins, preamble, title_clauses)
 from raystack.workflow.nl.words import (BUSINESS_NOUNS, MAX_LEAD_IN, is_free, is_method, is_unknown, is_year, method_near, names_thing,
                                         names_business, names_data)
@@ -543,6 +543,7 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
     data_clauses(t)
     introductions(t)
     settings_opening(t)
+    heading_sentence(t)
     courtesies(t)
     lead_ins(t)      # a title may hold a task noun or a word that is also a verb ("Crop yield regression:")
     headings(t)

@@ -11,7 +11,8 @@ import re
 from raystack.workflow.catalog import CATALOG
 from raystack.workflow.nl import lexicon as L
 from raystack.workflow.nl.text import ARROWS, Text, Token, sentences
-from raystack.workflow.nl.words import BUSINESS_NOUNS, DESCRIBING_VERBS, MAX_LEAD_IN, in_parentheses, is_free, is_method, is_title, is_unknown, is_year
+from raystack.workflow.nl.words import (BUSINESS_NOUNS, DESCRIBING_VERBS, MAX_LEAD_IN, in_parentheses, is_free, is_method, is_title,
+                                        is_unknown, is_year, method_near)
 
 LEAD_IN_ENDS = (":", "—", "–", "-")
 TITLE_JOINERS = ("(", ")", "/", "&")   # inside a title's words: "Room inspection pass/fail (hotels):"
@@ -257,6 +258,37 @@ def _asks_or_names_a_model(x: Token) -> bool:
 def _describes_data(x: Token) -> bool:
     return x.kind in ("word", "num") and is_free(x) and not _asks_or_names_a_model(x) \
         and x.low not in L.RESTRICTING and x.low not in L.UNMAPPED_VERBS
+
+
+# glue a heading's noun phrases may hold ("Mortgage analytics at a regional credit union.")
+HEADING_GLUE = {"at", "a", "an", "the", "of", "for", "in", "and", "&", "'s", "our", "my"}
+MAX_HEADING = 10             # words of a heading sentence opening the request
+PERIOD_WORDS = {"hourly", "daily", "weekly", "monthly", "quarterly", "yearly", "annual"}
+
+
+def heading_sentence(t: Text) -> None:
+    """"Mortgage analytics at a regional credit union.", "Home insurance, water-damage claims.",
+    "Used-car marketplace, pricing team.": a first sentence of noun phrases only (who writes, what
+    about), no verb, figure, grouping or restriction, before the sentences that ask."""
+    spans = sentences(t)
+    if len(spans) < 2:
+        return
+    lo, hi = spans[0]
+    if t.tokens[hi - 1].text != ".":
+        return
+    toks = t.tokens[lo:hi - 1]
+    words = [x for x in toks if x.text != ","]
+    if not words or len(words) > MAX_HEADING or any(x.kind == "punct" and x.text != "," for x in toks):
+        return
+    if len(words) > 1 and words[1].low in ("the", "a", "an", "our", "my", "their", "its", "this", "these"):
+        return      # ("Frobnicate the widgets.": a verb and its object, asked for)
+    if all(is_free(x) and x.kind == "word" and not is_method(x) and not method_near(t, x) and x.low not in L.RESTRICTING
+           and x.low not in L.UNMAPPED_VERBS
+           and x.low not in L.CLAUSE_WORDS and not re.fullmatch(L.METRIC_RX, x.low) and x.low not in ("by", "per", "each")
+           and x.low not in DATA_FAULTS and x.low not in PERIOD_WORDS
+           and (x.low not in L.FILLERS or x.low == "team" or (x.low in HEADING_GLUE and x is not words[0])) for x in words) \
+            and sum(x.low not in HEADING_GLUE for x in words) >= 2:
+        t.mark(t.tokens[lo:hi], "context")
 
 
 def settings_opening(t: Text) -> None:

@@ -59,7 +59,9 @@ def method_near(t: Text, x: Token) -> bool:
     """A domain word that names a method next to the word that makes it one ("decision tree",
     "train a tree", "tree model"; "Tree nursery" is a domain)."""
     near = L.METHOD_IF_NEAR.get(x.low, frozenset())
-    return any(y.low in near for y in t.tokens[max(0, x.i - 2):x.i + 2] if y is not x)
+    # (a hyphenated neighbour's parts too: "gradient-boosted trees")
+    return any(y.low in near or any(part in near for part in y.low.split("-")) for y in t.tokens[max(0, x.i - 2):x.i + 2]
+               if y is not x)
 
 
 DATA_NOUN_VERBS = ("export", "exports", "dump", "dumps")   # "the CRM export", "last night's dump"
