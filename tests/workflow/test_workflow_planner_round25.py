@@ -392,3 +392,11 @@ def test_a_heading_sentence_of_noun_phrases_says_who_writes(heading):
 def test_a_first_sentence_that_groups_restricts_names_a_fault_or_asks_is_no_heading(opening):
     with pytest.raises(PlanRefused):
         _plan(f"{opening} Load a.csv and plot the price.")
+
+
+def test_combining_results_into_a_report_is_the_report_never_a_join():
+    """"When both are finished, combine them into a report" planned a join of the sample and the
+    averages (silently), then a report on it."""
+    p = _plan("Load sales.csv and take 10% of it at random. On that, do two things at once: the average price for each "
+              "species, and a chart of the sampled rows. When both are finished, combine them into a report.")
+    assert kinds(p) == ["load_data", "sample", "aggregate", "plot", "save_report"]

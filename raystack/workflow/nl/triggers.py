@@ -301,7 +301,9 @@ TRIGGERS: list[tuple[str, str]] = [
                r"(?=(?:\s+(?:FILE\d+|them|both|the\s+(?:two|tables|files)|and|,))*\s+(?:row-?wise|by\s+rows|vertically|"
                r"on\s+top\s+of\s+(?:each\s+other|one\s+another))\b)"),
     # ("the radio link is flaky": a link as a noun after a describing word, no join)
-    ("join", r"(?<!the )(?<!a )\b(?:join|joins|joined|joining|merge|merges|merged|merging|combine|combines|combined|enrich|enriches|enriched|(?<!radio )(?<!network )(?<!data )(?<!internet )(?<!satellite )link|links|linked|"
+    ("join", r"(?<!the )(?<!a )\b(?:join|joins|joined|joining|merge|merges|merged|merging|"
+             r"(?:combine|combines|combined)(?!\s+(?:them|both|these|those|the\s+(?:two|results|outputs))\s+(?:into|in)\s+"
+             r"(?:a|one|the|a\s+single)\s+(?:short\s+|brief\s+|final\s+|single\s+)?(?:report|summary|write-?up))|enrich|enriches|enriched|(?<!radio )(?<!network )(?<!data )(?<!internet )(?<!satellite )link|links|linked|"
              r"match\s+up)\b"
              r"(?:\s+(?:them|the\s+(?:two|NUM\d+)(?:\s+tables)?|both(?:\s+tables)?|the\s+tables|these|those))?"
              # "match them up on office_id"
@@ -327,6 +329,9 @@ TRIGGERS: list[tuple[str, str]] = [
                   r"summari[sz]e\w*\s+(?=\w+\s+(?:per|by)\b))\b|\bbreak\w*\s+(?:[\w-]+\s+){0,3}?down\s+(?=by|per)|\bbreakdowns?\s+(?=by|per)"
                   r"|\b(?:totals?|sums?|counts?|averages?|means?|medians?)\s+(?=per\s+|by\s+)|\b(?:(?:compute|calculate|get|find|work\s+out|figure\s+out|find\s+out|report|show|produce)\s+(?:the\s+)?)?per-[a-z_]\w*\s+(?:[a-z_]+\s+)?(?:totals?|sums?|counts?|averages?|means?|aggregates?|rollups?|roll-ups?)\b"),
     # "put together one report covering ...", "add a short report"
+    # "combine them into a report": one report on the results before it, no join
+    ("save_report", r"\bcombin(?:e|es|ed|ing)\s+(?:them|both|these|those|the\s+(?:two|results|outputs))\s+(?:into|in)\s+"
+                    r"(?:a|one|the|a\s+single)\s+(?:short\s+|brief\s+|final\s+|single\s+)?(?:report|summary|write-?up)\b"),
     ("save_report", r"\b(?:put|puts|putting|pull|pulls)\s+together\s+(?:a|one|the)\s+(?:single\s+|short\s+|final\s+|combined\s+)?report\b"
                     r"|\badd\s+(?=(?:a|an)\s+(?:short\s+|brief\s+|final\s+|quick\s+)?report\b)"),
     ("save_report", rf"\bsummari[sz]e\w*\s+{skip(2)}(?:in|into|as|with)\s+(?:a\s+|the\s+)?report\b"),
