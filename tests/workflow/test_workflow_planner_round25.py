@@ -400,3 +400,13 @@ def test_combining_results_into_a_report_is_the_report_never_a_join():
     p = _plan("Load sales.csv and take 10% of it at random. On that, do two things at once: the average price for each "
               "species, and a chart of the sampled rows. When both are finished, combine them into a report.")
     assert kinds(p) == ["load_data", "sample", "aggregate", "plot", "save_report"]
+
+
+def test_everyday_words_for_evaluate_deploy_export_and_a_loop_bound():
+    p = _plan("Load a.csv, build a logistic regression predicting y and check how it does. If it gets an F1 of 0.7 or better, "
+              "switch it on as no-show-flag.")
+    assert kinds(p)[-2:] == ["evaluate_model", "deploy_model"] and of_kind(p, "deploy_model")[0].params["name"] == "no-show-flag"
+    p = _plan("Pretrain tiny-1m with EDiT in blocks of 400 steps until validation loss falls to 3.1 or lower, 6 rounds being "
+              "the most allowed. Copy the finished checkpoint to ./ckpt/lm.")
+    assert _step(p, "edit_pretrain").loop.max_iterations == 6
+    assert of_kind(p, "export_model")[0].params["path"] == "./ckpt/lm"

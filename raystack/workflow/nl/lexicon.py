@@ -132,7 +132,7 @@ BOUND = (r"(?:(?:but\s+|and\s+)?(?:for\s+)?(?:at\s+most|up\s+to|no\s+more\s+than
          r"|(?:with\s+)?(?:a\s+)?hard\s+(?:stop|cap|limit)\s+(?:at|of|after)\s+(?P<n8>NUM\d+)\s+(?:rounds|iterations|passes|runs|chunks|cycles)"
          r"|\bmax_(?:rounds|iterations|iters)\s*[=:]\s*(?P<n9>NUM\d+)"
          # "with four rounds as the ceiling"
-         r"|(?:with\s+)?(?P<n10>NUM\d+)\s+(?:rounds|iterations|passes|runs|chunks|cycles)\s+(?:as|is|being)\s+the\s+(?:ceiling|cap|limit|maximum|max)"   # "ten rounds is the limit"
+         r"|(?:with\s+)?(?P<n10>NUM\d+)\s+(?:rounds|iterations|passes|runs|chunks|cycles)\s+(?:as|is|being)\s+the\s+(?:ceiling|cap|limit|maximum|max|upper\s+limit|most(?:\s+allowed)?)"   # "ten rounds is the limit"
          # "until accuracy exceeds 0.9 or 5 attempts have been made"
          r"|\bor\s+(?P<n7>NUM\d+)\s+(?:rounds|iterations|attempts|tries|times|runs|passes|epochs)"
          r"(?:\s+(?:have|has)\s+(?:been\s+(?:made|run|done|tried)|passed|gone\s+by|run|elapsed|finished))?")
@@ -143,7 +143,7 @@ BOUND = (r"(?:(?:but\s+|and\s+)?(?:for\s+)?(?:at\s+most|up\s+to|no\s+more\s+than
 LOOP_WORDS = (r"\b(?:keep(?:s|ing)?\s+(?:on\s+)?(?:training|running|fitting|iterating|repeating|going)|repeat(?:ing|edly)?|"
               r"(?:keep|keeps|keeping)(?=\s+(?:on|it\s+up|at\s+it|until|till|while|up)\b|\s+[\w-]*ing\b|\s*[,.;:]|\s*$)|again|iterat\w*|loop|loops|looping|re-?run\w*|rounds?|runs|at\s+a\s+time|"
               r"each\s+round|per\s+round|going|at\s+it|(?:round|epoch|pass)\s+(?:by|after)\s+(?:round|epoch|pass)|passes|chunks|cycles)\b")
-ROUND_WORDS = r"\b(?:per|each|a)\s+(?:round|pass|chunk|cycle|iteration)\b|\bin\s+chunks\s+of\b"
+ROUND_WORDS = r"\b(?:per|each|a)\s+(?:round|pass|chunk|cycle|iteration|block)\b|\bin\s+(?:chunks|blocks|batches|stints)\s+of\b"   # ("in blocks of 400 steps")
 PER_ROUND = {r"\bepoch\s+(?:by|after)\s+epoch\b|\b(?:a\s+)?single\s+epoch\b(?:\s+(?:at\s+a\s+time|(?:per|each|a)\s+(?:iteration|round|pass)))?"
              # "one epoch per round", "an epoch each iteration"
              r"|\b(?:an|NUM\d+)\s+epochs?\s+(?:per|each|a|every)\s+(?:iteration|round|pass|time)\b": {"epochs": 1}}

@@ -419,6 +419,9 @@ TRIGGERS: list[tuple[str, str]] = [
                     rf"(?=\s*(?:(?m:$)|[.;,)]|\((?![^)]*FILE)|{ARROW}|(?:when|once|after)\s+(?:both|all|they|everything|it|the\s+(?:two|three|NUM\d+))\b))"),
     ("export_model", rf"(?<!per )(?<!by )(?<!each )(?<!every )\b(?:export|exports|save|saves|write|writes|store|dump|serialize|persist)\w*\s+(?:{BEST_ONE})\s+(?:to|as|into|in|at)\s+(?P<f>FILE\d+)"),
     ("export_model", rf"(?:{BEST_ONE}){AUX}\s+(?:exported|saved|written|stored|dumped|serialized)\s+(?:to|as|into|in|at)\s+(?P<f>FILE\d+)"),
+    # "copy the finished checkpoint to ./ckpt/x", "copy the model to ./m": a model or checkpoint, exported
+    ("export_model", r"\bcop(?:y|ies|ying)\s+(?:it|them|the\s+(?:finished\s+|final\s+|trained\s+|resulting\s+|best\s+)?"
+                     r"(?:model|checkpoint|ckpt|winner|adapters))\s+(?:to|into)\s+(?P<f>FILE\d+)"),
     ("deploy_model", rf"\b(?:deploy\w*|ship|release|promote|publish)\s+(?:{BEST_ONE})|(?:{BEST_ONE}){AUX}\s+(?:deployed|shipped|released|promoted|published)\b"),
     ("write_table", rf"(?<!per )(?<!by )(?<!each )(?<!every )\b(?:write|writes|save|saves|store|stores|export|dump|persist|output|put)\w*\s+{skip(4)}(?:to|as|into|in|at)\s+(?P<f>FILE\d+)"),
     ("write_table", r"(?<!per )(?<!by )(?<!each )(?<!every )\b(?:write|writes|save|saves|store|stores|dump|persist|output|export)\w*\s+(?:the\s+|a\s+)?"
@@ -529,6 +532,8 @@ TRIGGERS: list[tuple[str, str]] = [
                     r"candidates?|baselines?|fit|run))?"),
     # "How accurate is a knn on iris.csv?", "how well does it do?": a question its evaluation answers
     ("evaluate_model", r"^(?:so\s+|and\s+)?how\s+(?:accurate|well)\b"),
+    # "then build a logistic regression and check how it does": its evaluation
+    ("evaluate_model", r"\b(?:check|see|find\s+out|look\s+at)\s+how\s+(?:well\s+)?(?:it|they|the\s+model)\s+(?:does|do|did|performs?|performed|holds?\s+up|scores?)\b"),
     # "knn -> f1", "-> accuracy on a 25% holdout": a metric alone as an arrow's stage is its evaluation;
     # so is one ending a list right after the model ("churn.csv, logistic, recall.")
     ("evaluate_model", rf"{AFTER_ARROW}(?:{METRIC_RX})(?=\s*(?:{ARROW}|$|[,.;!])|\s+(?:on|against)\b)"
@@ -551,7 +556,9 @@ TRIGGERS: list[tuple[str, str]] = [
                      r"roll\s+(?:it\s+|them\s+|that\s+|this\s+|the\s+(?:winner|model|best\s+one)\s+)?out|put\s+(?:it\s+)?(?:in|into)\s+production|"
                      # "put it live under the name X", "push it live as X", "take the winner live"
                      # (its object said: "make live predictions" asks for inference, no deployment)
-                     r"(?:put|push|take)\s+(?:it|them|that|the\s+(?:winner|model|best\s+one))\s+live|go\s+live)\b(?:\s+(?:to|into)\s+production)?"),
+                     r"(?:put|push|take)\s+(?:it|them|that|the\s+(?:winner|model|best\s+one))\s+live|go\s+live"
+                     # "switch it on as no-show-flag", "turn it on as x": put into service under a name
+                     r"|(?:switch|turn)\s+(?:it|them|that|the\s+(?:winner|model|best\s+one))\s+on(?=\s+(?:as|under)\b))\b(?:\s+(?:to|into)\s+production)?"),
     ("notify", r"\b(?:raise|fire|trigger|issue|post)\s+(?:an?\s+|the\s+)?(?:alert|alarm|notification|warning)\b"),   # "raise an alert if ..."
     ("notify", r"\bsend\s+(?:me\s+|us\s+)?(?:a\s+|an\s+|the\s+)?(?:notification|message|alert|note|email|e-mail|ping|update)\b|\blet\s+(?:me|us|everyone|someone|people|ops|oncall|on-call|(?:the|our)\s+(?:[a-z][\w-]*\s+)?[a-z][\w-]*)\s+know\b(?:\s+with(?=\s+QUOTE))?"
                r"|\b(?:give|send)\s+(?:me\s+|us\s+|the\s+team\s+)?a\s+heads-?up\b|\bdrop\s+(?:me|us)\s+a\s+(?:line|note|message)\b"
