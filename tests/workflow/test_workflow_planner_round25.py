@@ -410,3 +410,13 @@ def test_everyday_words_for_evaluate_deploy_export_and_a_loop_bound():
               "the most allowed. Copy the finished checkpoint to ./ckpt/lm.")
     assert _step(p, "edit_pretrain").loop.max_iterations == 6
     assert of_kind(p, "export_model")[0].params["path"] == "./ckpt/lm"
+
+
+@pytest.mark.parametrize("said, metric, mode", [("retain the one whose recall is highest", "recall", None),
+                                                ("keep the one whose rmse is lowest", "rmse", "min")])
+def test_the_one_kept_said_by_its_metric_superlative(said, metric, mode):
+    p = _plan(f"Load a.csv, split it 80/20, fit kNN classifiers predicting y at k = 5, 9 and 13 and {said}.")
+    (best,) = of_kind(p, "select_best")
+    assert best.params["metric"] == metric and best.params.get("mode") == mode
+    p = _plan("Pretrain tiny-1m and tiny-20m with EDiT for 300 steps each and keep the base whose validation loss comes out smaller.")
+    assert of_kind(p, "select_best")[0].params["mode"] == "min"

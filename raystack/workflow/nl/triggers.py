@@ -476,8 +476,10 @@ TRIGGERS: list[tuple[str, str]] = [
     ("select_best", rf"\b(?:select|pick|choose|keep|take|retain|go\s+with)\s+(?:the\s+one\s+with\s+)?(?:the\s+)?(?:lower|lowest|higher|highest|smaller|smallest|larger|largest|better|best|min|max)\s+(?=(?:{METRIC_RX})\b)"),
     # "carry on with the one whose validation loss is lower", "keep whichever base ends lower on val loss"
     ("select_best", rf"\b(?:keep|pick|choose|select|take|use|go\s+with|carry\s+on\s+with|continue\s+with|go\s+forward\s+with|"
-                    rf"proceed\s+with|stick\s+with)\s+(?:the\s+one|whichever(?:\s+(?:one|base|model|run))?)\s+"
-                    rf"(?:whose\s+(?=(?:{METRIC_RX})\s+is\s+(?:lower|higher|smaller|larger|better)\b)"
+                    rf"proceed\s+with|stick\s+with|retain)\s+(?:the\s+(?:one|base|model|run|checkpoint|candidate|classifier)|whichever(?:\s+(?:one|base|model|run))?)\s+"
+                    # ("keep the base whose validation loss comes out smaller", "retain the one whose recall is highest")
+                    rf"(?:whose\s+(?=(?:{METRIC_RX})\s+(?:is|comes\s+out|ends\s+up|turns\s+out)\s+(?:the\s+)?"
+                    r"(?:lower|higher|smaller|larger|better|lowest|highest|smallest|largest|best)\b)"
                     rf"|ends?\s+(?:up\s+)?(?=(?:lower|higher|better)\s+on\s+(?:the\s+)?(?:{METRIC_RX})\b))"),
     # "; highest-AUC run → export ...": the selection said without a verb, as an item
     ("select_best", rf"(?:{ITEM_OPEN}|(?<=[,;:]\s))(?:the\s+)?(?:lower|lowest|higher|highest|smaller|smallest|larger|largest|better|best|top)-"
