@@ -420,3 +420,14 @@ def test_the_one_kept_said_by_its_metric_superlative(said, metric, mode):
     assert best.params["metric"] == metric and best.params.get("mode") == mode
     p = _plan("Pretrain tiny-1m and tiny-20m with EDiT for 300 steps each and keep the base whose validation loss comes out smaller.")
     assert of_kind(p, "select_best")[0].params["mode"] == "min"
+
+
+def test_rows_put_underneath_and_counts_of_what_was_done_per_key():
+    p = _plan("Load repairs_high_street.csv and repairs_market_hall.csv. Put the market hall rows underneath the high street "
+              "ones, then count how many repairs we did for each handset_model.")
+    loads = {s.id: s.params["path"] for s in of_kind(p, "load_data")}
+    assert loads[of_kind(p, "concat")[0].params["first"].step] == "repairs_high_street.csv"
+    assert {k: v for k, v in of_kind(p, "aggregate")[0].params.items() if k != "data"} == {"agg": "count", "by": "handset_model"}
+    with pytest.raises(PlanRefused, match="order they are stacked"):
+        _plan("Load repairs_high_street.csv and repairs_market_hall.csv. Put the high street rows underneath the market "
+              "hall ones, then dedupe.")

@@ -332,8 +332,9 @@ def _stack_order(text: Text, lo: int, hi: int) -> None:
     files are named in, so the words must name them in that order."""
     # ("first" is read as a sequence word before any step's words; "us" as a pronoun)
     found = next(((m, toks) for m, toks in text.finditer(
-        rf"\b(?:the\s+)?(?P<w>[a-z][\w-]*|NUM\d+)\s+{ROWS_OF}(?:first\b|(?:on\s+top\s+of|above|over|before|ahead\s+of)\s+"
-        r"(?:the\s+)?(?P<v>[a-z][\w-]*|NUM\d+)\s+(?:one|ones|rows|records|entries|file|table|data)\b)", lo, hi) if all(not x.used or x.used == "sequence" for x in toks)), None)
+        rf"\b(?:the\s+)?(?P<w>[a-z][\w-]*|NUM\d+)\s+{ROWS_OF}(?:first\b|(?:on\s+top\s+of|above|over|before|ahead\s+of"
+        r"|(?P<under>underneath|under|below|beneath|after))\s+"
+        r"(?:the\s+)?(?:[a-z][\w-]*\s+)?(?P<v>[a-z][\w-]*|NUM\d+)\s+(?:one|ones|rows|records|entries|file|table|data)\b)", lo, hi) if all(not x.used or x.used == "sequence" for x in toks)), None)
     if found is None:
         return
     m, toks = found
@@ -341,6 +342,8 @@ def _stack_order(text: Text, lo: int, hi: int) -> None:
     loads = [re.split(r"[\W_]+", x.low.rsplit(".", 1)[0]) for x in text.tokens[:lo] if x.kind == "path" and x.used == "path"]
     # ("(2024 first)": a year of the files' names)
     named = [text.literal(w).text if w.startswith("NUM") else w for w in [m.group("w")] + [m.group("v")] * bool(m.group("v"))]
+    if m.group("under"):    # "the market hall rows underneath the high street ones": the other one on top
+        named.reverse()
     if [[k for k, parts in enumerate(loads) if w in parts] for w in named] != [[k] for k in range(len(named))]:
         raise PlanRefused([f"{text.span_text(toks)!r}: name the tables in the order they are stacked in, the one on top first"])
 

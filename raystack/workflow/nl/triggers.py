@@ -291,6 +291,9 @@ TRIGGERS: list[tuple[str, str]] = [
                rf"|(?<=concat)(?=\s*(?:[,;]|$|{ARROW}))"    # "→ concat, EU first →": an item of its own
                r"|(?=\s+the\s+[a-z]+\s+(?:file|one|table|log|export|sheet)\s+(?:onto|on\s+to|to|after|under|below|beneath)\s)"
                r"|(?=\s+the\s+[a-z][\w-]*\s+(?:rows|records|entries|ones)\s+(?:on\s+top\s+of|above|over|before|ahead\s+of)\s))"),   # "stack the EU rows on top of the US ones"
+    # "put the market hall rows underneath the high street ones": one table's rows under the other's
+    ("concat", r"\b(?:put|puts|place|places|add|adds)\s+(?=the\s+(?:[a-z][\w-]*\s+){1,2}(?:rows|records|entries|data)\s+"
+               r"(?:underneath|under|below|beneath|on\s+top\s+of|above)\s+the\s+(?:[a-z][\w-]*\s+){1,2}(?:ones|rows|records|entries|data)\b)"),
     # "combine a.csv with b.csv (...) by putting one under the other": the rows of one under the other's
     ("concat", r"\b(?:combine|combines|combining|merge|merges|merging)\b(?=[^.;]*?\bby\s+(?:putting|placing|setting|stacking)\s+"
                r"one\s+(?:under|below|beneath|after|on\s+top\s+of)\s+the\s+other\b)"),
@@ -315,6 +318,10 @@ TRIGGERS: list[tuple[str, str]] = [
                   r"total(?:l)?ed(?:\s+up)?|grouped|tallied(?:\s+up)?)(?=\s+(?:by|per|for\s+each)\s)"),   # "sales are rolled up by site"
     ("aggregate", r"\b(?:hourly|daily|weekly|monthly|quarterly|yearly|annual)\s+(?:totals?|sums?|counts?|averages?|means?|aggregates?|roll-?ups?|rollups?)\b"
                   r"(?=\s*\(?\s*(?:per|by|for\s+each)\s+(?!NUM)\w+)"),   # "hourly totals (by hour)"
+    # "count how many repairs we did for each handset_model": the rows counted per key, said of what was done
+    ("aggregate", rf"\b(?:(?:count|tally|work\s+out|find(?:\s+out)?)\s+)?how\s+many\s+[a-z_]+\s+(?:we|they|you|i)\s+"
+                  rf"(?:did|made|sold|had|handled|got|logged|received|booked|took|fixed|repaired|ran|ran|served|delivered)\s+"
+                  rf"(?=(?:{GROUP_KEY_MARK})\s+(?!NUM)\w+)"),
     # "work out revenue totals per store": the measure named before the function's noun
     ("aggregate", r"\b(?:compute|calculate|get|find|work\s+out|figure\s+out|produce|report)\s+(?:the\s+)?(?P<sk>(?:[a-z_]+\s+){1,2}?)"
                   r"(?:totals?|sums?|counts?|averages?|means?|medians?)\s+(?=per\s|by\s|for\s+each\s)"),
