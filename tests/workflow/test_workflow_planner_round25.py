@@ -73,6 +73,13 @@ def test_a_retry_if_it_fails_said_after_a_step_retries_that_step():
     assert of_kind(p, "train_model")[0].retries == 2 and of_kind(p, "deploy_model")[0].retries == 0
 
 
+def test_the_target_of_plural_models_for_a_column():
+    """"fit kNN classifiers for water_claim at k = 5, 9 and 13" trained on the default target ("for
+    water_claim" read as what the work is for), silently."""
+    p = _plan("Load a.csv, split it, fit kNN classifiers for water_claim at k = 5, 9 and 13.")
+    assert [s.params["target"] for s in of_kind(p, "train_model")] == ["water_claim"] * 3
+
+
 def test_a_test_share_outside_0_and_1_is_refused():
     """"test size of 2020" planned a split with test_fraction 2020 (it failed only when run)."""
     with pytest.raises(PlanRefused, match="test share of 2020"):
@@ -431,3 +438,12 @@ def test_rows_put_underneath_and_counts_of_what_was_done_per_key():
     with pytest.raises(PlanRefused, match="order they are stacked"):
         _plan("Load repairs_high_street.csv and repairs_market_hall.csv. Put the high street rows underneath the market "
               "hall ones, then dedupe.")
+
+
+def test_a_share_held_back_to_test_on_a_row_where_a_column_is_blank_and_the_answer_column():
+    p = _plan("Load a.csv, hold back 20% to test on, train logistic regression predicting y and score it.")
+    assert kinds(p) == ["load_data", "split_data", "train_model", "evaluate_model"]
+    p = _plan("Load a.csv, get rid of any row where lead_days is blank, then plot the price.")
+    assert of_kind(p, "clean_data")[0].params["columns"] == ["lead_days"]
+    p = _plan("Load a.csv. The answer is in the no_show column. Train a logistic regression.")
+    assert of_kind(p, "train_model")[0].params["target"] == "no_show"

@@ -115,6 +115,8 @@ def is_eval_verb(t: Text, tok: Token) -> bool:
         return tok.i >= 2 and t.tokens[tok.i - 2].used in ("model kind", "train_model")
     if tok.low.startswith((*EVAL_STEMS, "eval")) and (nxt is None or nxt.kind == "punct"):
         return True     # a noun ending its clause names the step: "an eval;", "adapter eval ->"
+    if tok.low == "test" and prev is not None and prev.low == "to" and nxt is not None and nxt.low in ("on", "with"):
+        return False    # "hold back 20% to test on": what the split's share is for
     if tok.i >= 2 and prev.low in ("a", "an") and t.tokens[tok.i - 2].low in EVAL_RUN_VERBS:
         return True     # "then run an eval on it", "do an evaluation": the step, named as a noun after its verb
     if tok.low.startswith(EVAL_STEMS):

@@ -66,7 +66,7 @@ BAD_ROWS = (r"(?:rows|records|entries|lines|anything|everything|any\s+row|any\s+
             r"|(?:rows|records|entries|any\s+row|any\s+record|every\s+row|each\s+row)\s+(?:where|in\s+which)\s+"
             r"(?:anything|something|any\s+(?:value|field|column|cell)|a\s+value)\s+(?:is|are|'s)\s+(?:missing|null|empty|blank|nan)"
             # "rows where age is missing", "records whose amount is null": that column's (the extractor's)
-            r"|(?:rows|records|entries)\s+(?:where|whose|in\s+which)\s+(?:the\s+|either\s+)?[a-z_]\w*"
+            r"|(?:rows|records|entries|(?:any|every|each|a)\s+(?:row|record|entry))\s+(?:where|whose|in\s+which)\s+(?:the\s+|either\s+)?[a-z_]\w*"
             r"(?:(?:\s*,\s*[a-z_]\w*)*\s*,?\s+(?:or|and)\s+[a-z_]\w*)?(?:\s+columns?)?\s+(?:is|are)\s+"   # "where a or b is empty"
             r"(?:missing|null|empty|blank|nan|na)\b"
             r"|(?:rows|records|entries)\s+that\s+(?:aren't|are\s+not|isn't|is\s+not)\s+(?:complete|filled\s+in)"   # "rows that aren't complete"
