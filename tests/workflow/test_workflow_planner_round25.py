@@ -447,3 +447,17 @@ def test_a_share_held_back_to_test_on_a_row_where_a_column_is_blank_and_the_answ
     assert of_kind(p, "clean_data")[0].params["columns"] == ["lead_days"]
     p = _plan("Load a.csv. The answer is in the no_show column. Train a logistic regression.")
     assert of_kind(p, "train_model")[0].params["target"] == "no_show"
+
+
+def test_rows_containing_nulls_and_a_null_before_and_is_no_column():
+    """"drop rows with a null and plot the price" dropped rows missing a column named "and" (the run
+    failed on it)."""
+    for said in ("drop rows with a null and plot the price", "remove rows containing nulls, then plot the price",
+                 "discard rows containing any null and plot the price"):
+        p = _plan(f"Load a.csv, {said}.")
+        assert "columns" not in of_kind(p, "clean_data")[0].params, said
+
+
+def test_learning_rates_said_after_their_values():
+    p = _plan("Load a.csv, split it, try a linear model predicting y with 0.0005, 0.005 and 0.05 as learning rates.")
+    assert [s.params["lr"] for s in of_kind(p, "train_model")] == [0.0005, 0.005, 0.05]

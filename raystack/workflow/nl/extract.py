@@ -430,6 +430,7 @@ def train_model(text: Text, lo: int, hi: int, f: Found) -> None:
     # ("at three learning rates (0.01, 0.03, 0.1)", "... rates — 0.001, 0.01 and 0.1 —": the list set off)
     m = _search(text, lo, hi, rf"{lr}\s*(?:\(|—|–|=|:|of|at|in|∈|over|set\s+to)?\s*(?P<l>{NUMLIST})(?:\s*[)—–])?",
                 "learning rate") or \
+        _search(text, lo, hi, rf"(?:with\s+)?(?P<l>{NUMLIST})\s+as\s+(?:the\s+|its\s+)?{lr}", "learning rate") or \
         _search(text, lo, hi, rf"(?:for\s+)?each\s+{lr}\s+(?:in|of|from)\s+(?P<l>{NUMLIST})", "learning rate")
     if m:
         _set_map(f, "lr", _list(text, m.group("l")))

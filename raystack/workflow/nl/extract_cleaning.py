@@ -132,6 +132,9 @@ SNAKE = r"[a-z][a-z0-9]*_[a-z0-9_]+"    # a column named as code names it ("lap_
 
 
 def clean_data(text: Text, lo: int, hi: int, f: Found) -> None:
+    # "remove rows containing nulls": the rows, said before what they hold
+    consume(text, lo, hi, r"\b(?:rows|records|entries|lines)\s+(?:containing|holding|with|that\s+(?:have|contain))"
+                          r"(?=\s+(?:any\s+|a\s+)?(?:nulls?|nans?|blanks?|gaps|missing|empty)\b)", "clean")
     # "rows with missing values in the amount column", "rows with a missing amount", "rows where
     # age is missing": only those rows go (the step dropped a row missing anything, silently)
     cols = r"(?P<l>[a-z_]\w*(?:\s*,\s*[a-z_]\w*)*\s*,?\s+(?:or|and)\s+[a-z_]\w*)(?:\s+columns?)?"
@@ -141,7 +144,9 @@ def clean_data(text: Text, lo: int, hi: int, f: Found) -> None:
                               r"(?:is|are|was|were)\s+(?:missing|null|empty|blank|nan|na|not\s+recorded|absent|not\s+given)\b", "clean") or \
         _search(text, lo, hi, r"\b(?:missing|nulls?|nans?|empty|blank)\s+(?:values?\s+|entries\s+|cells\s+)?(?:in|of|for|from)\s+(?:the\s+)?"
                               r"(?P<c>[a-z_]\w*)(?:\s+column)?\b", "clean") or \
-        _search(text, lo, hi, rf"\b(?:missing|null|nan|empty|blank)\s+(?!{MISSING_NOUNS}\b)(?!(?:a|an|any)\s)(?P<c>[a-z_]\w*)(?:\s+column)?\b", "clean") or \
+        _search(text, lo, hi, rf"\b(?:missing|null|nan|empty|blank)\s+(?!{MISSING_NOUNS}\b)(?!(?:a|an|any)\s)"
+                              r"(?!(?:and|or|then|but|so|to|in|from|with|of|for|before|after|once|if|when)\b)(?P<c>[a-z_]\w*)(?:\s+column)?\b",
+                "clean") or \
         _search(text, lo, hi, rf"\b(?:rows|records|entries|readings|samples|observations|measurements)\s+(?:that\s+(?:are|is)\s+missing|missing|without|lacking|with\s+no)\s+"
                               rf"(?:(?:a\s+|an\s+|any\s+)(?!{MISSING_NOUNS}\b)(?P<c>[a-z_]\w*)|(?P<s>{SNAKE}))(?:\s+column)?\b",
                 "clean")  # "rows without a price", "rows with no lap_time" (a column's own name)
