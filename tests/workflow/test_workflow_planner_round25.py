@@ -461,3 +461,18 @@ def test_rows_containing_nulls_and_a_null_before_and_is_no_column():
 def test_learning_rates_said_after_their_values():
     p = _plan("Load a.csv, split it, try a linear model predicting y with 0.0005, 0.005 and 0.05 as learning rates.")
     assert [s.params["lr"] for s in of_kind(p, "train_model")] == [0.0005, 0.005, 0.05]
+
+
+@pytest.mark.parametrize("said, rounds, epochs", [
+    ("train logistic regression predicting y in two-epoch increments, repeating while validation loss is above 0.3, "
+     "with 10 rounds as the hard limit", 10, 2),
+])
+def test_a_loop_in_epoch_increments_with_its_hard_limit(said, rounds, epochs):
+    p = _plan(f"Load a.csv, split it, {said}.")
+    (train,) = of_kind(p, "train_model")
+    assert train.params["epochs"] == epochs and _step(p, "train_model").loop.max_iterations == rounds
+
+
+def test_a_loop_bounded_by_its_last_round():
+    p = _plan("Pretrain tiny-20m with EDiT, each round 250 steps; repeat until the val_loss is ≤ 3.4, with round 12 as the last.")
+    assert _step(p, "edit_pretrain").loop.max_iterations == 12

@@ -161,7 +161,7 @@ def _loops(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
                                "say 'at most N times'"], "unbounded")
         bm, btoks = bound
         t.mark(btoks, "loop bound")
-        n = next(g for g in (bm.group(f"n{k}") for k in ("", 2, 3, 4, 5, 6, 7, 8, 9, 10)) if g)
+        n = next(g for g in (bm.group(f"n{k}") for k in ("", 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)) if g)
         per_round: dict = {}
         for pat, params in L.PER_ROUND.items():
             for m2, toks2 in t.finditer(pat, before, hi, free_only=True):

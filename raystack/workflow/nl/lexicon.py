@@ -132,7 +132,9 @@ BOUND = (r"(?:(?:but\s+|and\s+)?(?:for\s+)?(?:at\s+most|up\s+to|no\s+more\s+than
          r"|(?:with\s+)?(?:a\s+)?hard\s+(?:stop|cap|limit)\s+(?:at|of|after)\s+(?P<n8>NUM\d+)\s+(?:rounds|iterations|passes|runs|chunks|cycles)"
          r"|\bmax_(?:rounds|iterations|iters)\s*[=:]\s*(?P<n9>NUM\d+)"
          # "with four rounds as the ceiling"
-         r"|(?:with\s+)?(?P<n10>NUM\d+)\s+(?:rounds|iterations|passes|runs|chunks|cycles)\s+(?:as|is|being)\s+the\s+(?:ceiling|cap|limit|maximum|max|upper\s+limit|most(?:\s+allowed)?)"   # "ten rounds is the limit"
+         r"|(?:with\s+)?(?P<n10>NUM\d+)\s+(?:rounds|iterations|passes|runs|chunks|cycles)\s+(?:as|is|being)\s+the\s+(?:hard\s+|upper\s+|absolute\s+)?(?:ceiling|cap|limit|maximum|max|most(?:\s+allowed)?)"   # "ten rounds is the limit"
+         # "with round 12 as the last"
+         r"|(?:with\s+)?(?:round|iteration|pass)\s+(?P<n11>NUM\d+)\s+(?:as|is|being)\s+the\s+(?:last|final)(?:\s+one)?"
          # "until accuracy exceeds 0.9 or 5 attempts have been made"
          r"|\bor\s+(?P<n7>NUM\d+)\s+(?:rounds|iterations|attempts|tries|times|runs|passes|epochs)"
          r"(?:\s+(?:have|has)\s+(?:been\s+(?:made|run|done|tried)|passed|gone\s+by|run|elapsed|finished))?")
@@ -146,7 +148,9 @@ LOOP_WORDS = (r"\b(?:keep(?:s|ing)?\s+(?:on\s+)?(?:training|running|fitting|iter
 ROUND_WORDS = r"\b(?:per|each|a)\s+(?:round|pass|chunk|cycle|iteration|block)\b|\bin\s+(?:chunks|blocks|batches|stints)\s+of\b"   # ("in blocks of 400 steps")
 PER_ROUND = {r"\bepoch\s+(?:by|after)\s+epoch\b|\b(?:a\s+)?single\s+epoch\b(?:\s+(?:at\s+a\s+time|(?:per|each|a)\s+(?:iteration|round|pass)))?"
              # "one epoch per round", "an epoch each iteration"
-             r"|\b(?:an|NUM\d+)\s+epochs?\s+(?:per|each|a|every)\s+(?:iteration|round|pass|time)\b": {"epochs": 1}}
+             r"|\b(?:an|NUM\d+)\s+epochs?\s+(?:per|each|a|every)\s+(?:iteration|round|pass|time)\b"
+             # "in two-epoch increments", "in 3-epoch steps"
+             r"|\bin\s+(?:NUM\d+)\s*-?\s*epoch\s+(?:increments|steps|chunks|blocks|rounds|stints)\b": {"epochs": 1}}
 RETRY_WORDS = {"once": 1, "twice": 2, "thrice": 3}
 # "if it fails", "if they crash", "on failure": a failure clause after a retry's count
 _IF_FAILS = (r"(?:\s+(?:(?:if|when|should)\s+(?:it|they|that|training|the\s+step|the\s+(?:load|loading|read|reading|training|fit|split|export|deployment|run|job|write|save))\s+(?:fails?|crash(?:es)?|breaks?|errors?\s+out|dies|falls\s+over|blows\s+up|goes\s+down)"
