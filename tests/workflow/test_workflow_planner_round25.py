@@ -4,6 +4,7 @@ wordings varied here, not their prompts. Each case failed on the tree before its
 guards say what must stay refused."""
 import pytest
 
+from planner_util import drafts as _draft
 from planner_util import kinds, of_kind
 from planner_util import plan as _plan
 from raystack.workflow.nl.plan import PlanRefused
@@ -476,3 +477,13 @@ def test_a_loop_in_epoch_increments_with_its_hard_limit(said, rounds, epochs):
 def test_a_loop_bounded_by_its_last_round():
     p = _plan("Pretrain tiny-20m with EDiT, each round 250 steps; repeat until the val_loss is ≤ 3.4, with round 12 as the last.")
     assert _step(p, "edit_pretrain").loop.max_iterations == 12
+
+
+def test_a_search_objective_and_a_model_of_a_column_name():
+    p = _plan("Load a.csv, split it 75/25, then hyperparameter search for a logistic model of prepaid_12m with "
+              "lr ∈ {0.003, 0.03, 0.3}, nine trials, asha, objective max AUC.")
+    (train,) = _draft(p, "train_model")
+    assert train.tune.metric == "auc" and train.tune.mode == "max"
+    assert of_kind(p, "train_model")[0].params["target"] == "prepaid_12m"
+    with pytest.raises(PlanRefused):       # "of price": a plain word is no column the plan can trust there
+        _plan("Load a.csv, split it, train a linear model of price and plot it.")
