@@ -487,3 +487,11 @@ def test_a_search_objective_and_a_model_of_a_column_name():
     assert of_kind(p, "train_model")[0].params["target"] == "prepaid_12m"
     with pytest.raises(PlanRefused):       # "of price": a plain word is no column the plan can trust there
         _plan("Load a.csv, split it, train a linear model of price and plot it.")
+
+
+def test_a_context_sentence_may_count_what_the_writer_has():
+    for said in ("I run two phone repair shops.", "We run 3 stores and 2 warehouses."):
+        assert kinds(_plan(f"{said} Load a.csv and dedupe it.")) == ["load_data", "dedup"], said
+    for said in ("We have 5000 rows in a.csv.", "We want 5 epochs."):     # a step's figures are never context
+        with pytest.raises(PlanRefused):
+            _plan(f"{said} Load a.csv and dedupe it.")

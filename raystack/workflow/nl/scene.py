@@ -10,7 +10,7 @@ import re
 
 from raystack.workflow.catalog import CATALOG
 from raystack.workflow.nl import lexicon as L
-from raystack.workflow.nl.text import ARROWS, Text, Token, sentences
+from raystack.workflow.nl.text import ARROWS, UNIT_WORDS, Text, Token, sentences
 from raystack.workflow.nl.words import (BUSINESS_NOUNS, DESCRIBING_VERBS, MAX_LEAD_IN, in_parentheses, is_free, is_method, is_title,
                                         is_unknown, is_year, method_near)
 
@@ -362,7 +362,7 @@ def context_sentences(t: Text) -> None:
             continue
         if asks or not toks or t.tokens[hi - 1].text in ("?", "!"):
             continue
-        if any((x.kind not in ("word", "path") and not _a_year(t, x)) or _asks_or_names_a_model(x)
+        if any((x.kind not in ("word", "path") and not _a_year(t, x) and not _a_count_of_things(t, x)) or _asks_or_names_a_model(x)
                or x.low.startswith(L.UNSUPPORTED_PREFIXES) for x in toks):
             continue
         if toks[0].low not in CONTEXT_SUBJECTS | CONTEXT_LEADS and toks[0].kind != "path" and not _data_is_in(t, lo, hi):
@@ -380,6 +380,18 @@ def data_clauses(t: Text) -> None:
         if semi is not None and _data_is_in(t, lo, semi) and all(x.kind == "path" or x.used == "load_data" or is_free(x)
                                                                  for x in t.tokens[lo:semi]):
             t.mark([x for x in t.tokens[lo:semi] if not x.used], "context")
+
+
+def _a_count_of_things(t: Text, x: Token) -> bool:
+    """"I run two phone repair shops": a small whole number of the things the writer has (a plural
+    noun within two words after it), never a step's setting (rows, epochs, workers ...)."""
+    if x.kind != "num" or x.val is None and not x.text.isdigit():
+        return False
+    value = float(x.val if x.val is not None else x.text)
+    after = [y for y in t.tokens[x.i + 1:x.i + 4] if y.kind == "word"]
+    plural = next((y for y in after if y.low.endswith("s") and len(y.low) > 3), None)
+    return value.is_integer() and 1 < value <= 100 and plural is not None and plural.low not in UNIT_WORDS \
+        and not any(y.low in UNIT_WORDS for y in after[:after.index(plural) + 1])
 
 
 def _a_year(t: Text, x: Token) -> bool:
