@@ -80,6 +80,16 @@ DATA_SUBJECT_VERBS = DESCRIBING_VERBS | {"is", "was", "has", "had", "includes", 
                                          "list", "repeat", "miss"}
 
 
+def _phrase_start(t: Text, x: Token, most: int) -> int:
+    """The index of the word before the (at most ``most``) descriptive words that precede ``x``
+    (-1 at the request's start): the determiner that may open x's noun phrase."""
+    k = x.i - 1
+    while k >= 0 and x.i - k <= most and is_unknown(t.tokens[k]) and t.tokens[k].low not in L.CLAUSE_WORDS \
+            and t.tokens[k].low not in L.UNMAPPED_VERBS:
+        k -= 1
+    return k
+
+
 def names_data(t: Text, x: Token) -> bool:
     """"The lens order export sits on a share": a word that is also an operation, heading a
     noun phrase that a determiner opens (one to three descriptive words between), names the
@@ -88,10 +98,7 @@ def names_data(t: Text, x: Token) -> bool:
     does ("the export double-writes some rows", "the tray export t.csv holds years")."""
     if x.low not in DATA_NOUN_VERBS:
         return False
-    k = x.i - 1
-    while k >= 0 and x.i - k <= 3 and is_unknown(t.tokens[k]) and t.tokens[k].low not in L.CLAUSE_WORDS \
-            and t.tokens[k].low not in L.UNMAPPED_VERBS:
-        k -= 1
+    k = _phrase_start(t, x, 3)
     if k < 0 or t.tokens[k].low not in NOUN_PHRASE_OPENERS:
         return False
     after = t.tokens[x.i + 1:x.i + 3]
@@ -114,10 +121,7 @@ def names_thing(t: Text, x: Token) -> bool:
     a noun."""
     if x.low not in NOUN_VERBS:
         return False
-    k = x.i - 1
-    while k >= 0 and x.i - k <= 2 and is_unknown(t.tokens[k]) and t.tokens[k].low not in L.CLAUSE_WORDS \
-            and t.tokens[k].low not in L.UNMAPPED_VERBS:
-        k -= 1
+    k = _phrase_start(t, x, 2)
     nxt = t.tokens[x.i + 1] if x.i + 1 < len(t.tokens) else None
     return k >= 0 and t.tokens[k].low in (*NOUN_PHRASE_OPENERS, "every", "each", "any", "by", "per") and not (
         nxt is not None and (nxt.kind == "path" or nxt.low in ("the", "it", "them", "a", "an", "these", "those", "all", "to", "into")))
