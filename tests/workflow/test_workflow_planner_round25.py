@@ -396,6 +396,7 @@ def test_a_heading_sentence_of_noun_phrases_says_who_writes(heading):
 
 
 @pytest.mark.parametrize("opening", ["Sales by region.", "Only the north region.", "Duplicates in orders.", "Weekly totals.",
+                                     "Revenue of the north stores.",
                                      "Frobnicate the widgets.", "Revenue forecasting, gradient-boosted trees."])
 def test_a_first_sentence_that_groups_restricts_names_a_fault_or_asks_is_no_heading(opening):
     with pytest.raises(PlanRefused):

@@ -261,7 +261,7 @@ def _describes_data(x: Token) -> bool:
 
 
 # glue a heading's noun phrases may hold ("Mortgage analytics at a regional credit union.")
-HEADING_GLUE = {"at", "a", "an", "the", "of", "for", "in", "and", "&", "'s", "our", "my"}
+HEADING_GLUE = {"at", "a", "an", "of", "for", "in", "and", "&", "'s", "our", "my"}   # (not "the": "... of the north stores" picks rows)
 MAX_HEADING = 10             # words of a heading sentence opening the request
 PERIOD_WORDS = {"hourly", "daily", "weekly", "monthly", "quarterly", "yearly", "annual"}
 
