@@ -23,17 +23,19 @@ from typing import Iterable
 
 from raystack.workflow.catalog import CATALOG
 from raystack.workflow.nl import lexicon as L
-from raystack.workflow.nl.asides import (HOW_WORDS, ROW_NOUNS, SOURCE_WORDS, asks_nothing, flaky_storage, join_reasons, leading_reasons, notes, reason_clauses,
+from raystack.workflow.nl.asides import (HOW_WORDS, ROW_NOUNS, SOURCE_WORDS, asks_nothing, channels, flaky_storage, join_reasons, leading_reasons, notes, reason_clauses,
                                          retry_notes,
                                          plain_notes, predict_purposes, purposes, question_purposes, reasons,
                                          wanted_purposes)
 from raystack.workflow.nl.plan import PlanRefused
+from raystack.workflow.nl.said_again import load_participles
+from raystack.workflow.nl.scene import (FAULT_NOUNS, context_sentences, courtesies, data_clauses, file_descriptions, heading_sentence,
+                                        headings, introductions, lead_ins, origins, preamble, row_notes, settings_opening,
+                                        title_clauses)
 from raystack.workflow.nl.subsets import column_subset, unselected_subset
 from raystack.workflow.nl.text import ARROWS, Text, Token, sentences
-from raystack.workflow.nl.scene import (FAULT_NOUNS, context_sentences, courtesies, data_clauses, heading_sentence, settings_opening, file_descriptions, headings, row_notes,
-                                        introductions, lead_ins, origins, preamble, title_clauses)
-from raystack.workflow.nl.words import (BUSINESS_NOUNS, MAX_LEAD_IN, is_free, is_method, is_unknown, is_year, method_near, names_thing,
-                                        names_business, names_data)
+from raystack.workflow.nl.words import (BUSINESS_NOUNS, MAX_LEAD_IN, is_free, is_method, is_unknown, is_year, method_near,
+                                        names_business, names_data, names_thing)
 
 MAX_DESCRIPTION = 4          # words before a head noun read as its description
 MAX_OBJECT = 3               # words after an action's phrase read as its object
@@ -446,36 +448,6 @@ def _named_neighbours(t: Text, ends: list[tuple[str, int]]) -> None:
             t.mark(t.tokens[x.i:j + 1], "order")
 
 
-def channels(t: Text, ends: list[tuple[str, int]]) -> None:
-    """"ping #risk-ml with 'low'", "post 'done' to #ops": the chat channel a notification is
-    sent to, right after the notify's own words (the step logs its message; where the line is
-    read is the deployment's, as for "notify the team")."""
-    if not any(e == "notify" for e, _ in ends):
-        return
-    for x in t.unused():
-        prev = t.tokens[x.i - 1] if x.i else None
-        if x.kind != "word" or prev is None or t.raw[x.start - 1:x.start] != "#":
-            continue
-        if prev.used == "notify":
-            t.mark([x], "recipient")
-        elif prev.low in ("to", "in", "on", "into") and not prev.used and x.i >= 2 and t.tokens[x.i - 2].used in ("notify", "message"):
-            t.mark([prev, x], "recipient")
-
-
-LOAD_PARTICIPLES = {"loaded", "read", "fetched", "pulled", "ingested", "opened"}
-
-
-def load_participles(t: Text) -> None:
-    """"a.csv + b.csv, loaded concurrently": a load verb's participle right after the files it
-    loaded (a comma between), before how they are loaded, says the load again."""
-    for x in t.unused():
-        prev = t.tokens[x.i - 1] if x.i else None
-        prev = t.tokens[x.i - 2] if prev is not None and prev.text == "," and x.i >= 2 else prev
-        nxt = t.tokens[x.i + 1] if x.i + 1 < len(t.tokens) else None
-        if x.low in LOAD_PARTICIPLES and prev is not None and prev.used == "path" and nxt is not None and nxt.used == "parallel":
-            t.mark([x], "load_data")
-
-
 def but_only(t: Text) -> None:
     """"Load a.csv but only trust the last 5,000 rows": "but" before "only" and the step that
     keeps those rows joins the steps, as "and" would."""
@@ -496,7 +468,6 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
                                    r"(?=\s*(?:[,;.!?)]|$|\s+(?:and|then|but|before|after|with|by|on|using)\b))", t.masked)
     if ordinal:  # "train on the first and evaluate on the second": which is which is a guess
         raise PlanRefused([f"cannot tell which step {ordinal.group(0)!r} refers to"])
-    flaky_storage(t)      # ("a share that drops out now and then": no removal asked for)
     unsupported = [x for x in t.tokens if not x.used.startswith("name:") and x.used not in ("edit_pretrain", "model kind")   # "a GPT from scratch", "a 5-NN"
                    and (is_method(x) or method_near(t, x)) and not names_business(t, x)]
     if unsupported:
@@ -523,6 +494,7 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
     targets(t)
     reasons(t)
     reason_clauses(t)
+    flaky_storage(t)      # ("a share that drops out now and then": no removal asked for; after the reasons, which own "b/c ...")
     retry_notes(t)
     channels(t, ends)
     but_only(t)

@@ -115,6 +115,22 @@ def retry_notes(t: Text) -> None:
             t.mark(run + ([tok, t.tokens[close]] if tok.text == "(" else [tok]), "reason")
 
 
+def channels(t: Text, ends: list[tuple[str, int]]) -> None:
+    """"ping #risk-ml with 'low'", "post 'done' to #ops": the chat channel a notification is
+    sent to, right after the notify's own words (the step logs its message; where the line is
+    read is the deployment's, as for "notify the team")."""
+    if not any(e == "notify" for e, _ in ends):
+        return
+    for x in t.unused():
+        prev = t.tokens[x.i - 1] if x.i else None
+        if x.kind != "word" or prev is None or t.raw[x.start - 1:x.start] != "#":
+            continue
+        if prev.used == "notify":
+            t.mark([x], "recipient")
+        elif prev.low in ("to", "in", "on", "into") and not prev.used and x.i >= 2 and t.tokens[x.i - 2].used in ("notify", "message"):
+            t.mark([prev, x], "recipient")
+
+
 # where the data sits that may fail to answer ("on a share that drops out now and then")
 FLAKY_PLACES = r"(?:share|drive|connection|network|link|mount|server|disk|nas|vpn|wifi|bucket|store|feed|sftp|ftp|mirror|uplink)"
 FLAKY = (rf"\b(?:(?:on|from|in)\s+)?(?:a|an|the|our|that|this)\s+(?:[a-z-]+\s+)?{FLAKY_PLACES}\s*,?\s*(?:that|which|it)?\s*"
@@ -130,9 +146,7 @@ def flaky_storage(t: Text) -> None:
     if not any(x.used == "retries" for x in t.tokens):
         return
     for _, toks in t.finditer(FLAKY, 0, len(t.tokens)):
-        # ("now and then": not a step's "then"; "b/c the share is flaky": the reason's own words, read there)
-        after_because = toks[0].i > 0 and t.tokens[toks[0].i - 1].low in ("because", "b/c", "since", "as", "cos", "cause", "bc")
-        if all(not x.used or x.used == "sequence" for x in toks) and not after_because:
+        if all(not x.used or x.used == "sequence" for x in toks):    # ("now and then": not a step's "then")
             t.mark(toks, "reason")
 
 

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from raystack.workflow.nl.lexicon import METRIC_RX, METRICS, NAMED_SIDES, NUMLIST, SERVE_AS_PLACE, metrics_rx
+from raystack.workflow.nl.lexicon import METRIC_RX, METRICS, NUMLIST, SERVE_AS_PLACE, metrics_rx
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.text import Text, Token, number
 
@@ -254,98 +254,6 @@ def split_data(text: Text, lo: int, hi: int, f: Found) -> None:
             raise PlanRefused([f"a test share of {text.literal(m.group('p')).text}: say it as a percentage or a fraction "
                                "between 0 and 1"])
         f.set("test_fraction", number(share))
-
-
-JOIN_KINDS = {"left": "left outer", "right": "right outer", "inner": "inner", "outer": "full outer", "full": "full outer"}
-# "keeping every row from both sides": what a full outer join does
-KEEP_BOTH_SIDES = (r"\b(?:keeping|keep|keeps|to\s+keep|retaining|retain)\s+(?:every|each|all(?:\s+the)?|the)\s+(?:rows?|records?|entries|entry)\s+"
-                   r"(?:from|of|on|in)\s+both\s+(?:sides|files|tables|inputs)\b")
-
-
-def join(text: Text, lo: int, hi: int, f: Found) -> None:
-    # "using cell_id": a column-like name (an underscore, or an id) after "using"/"via" is the key
-    m = _search(text, lo, hi, r"\b(?:on|keys?\s*[:=]?|using\s+(?:the\s+)?(?:key|column)|by\s+(?:the\s+)?(?:key|column)"
-                              r"|(?:using|via|by)(?=\s+(?:the\s+)?[a-z0-9]*(?:_[a-z0-9]+|id)\b)"
-                              # "join a.csv to b.csv using region, then ...": a bare name that ends the clause
-                              r"|(?:using|via)(?=\s+(?:the\s+)?(?!(?:pandas|polars|spark|pyspark|ray|sql|duckdb|dask|python)\b)[a-z][a-z0-9]*(?:\s+(?:column|key|field))?\s*(?:[.,;:]|$|\s+(?:and|then)\b)))\s+(?:the\s+)?(?:column\s+|key\s+|field\s+)?(?P<c>[a-z_][a-z0-9_]*)"
-                              r"(?:\s+(?:column|key|field))?", "join key")
-    if m is None:   # "using order_id as the key", "with region as the join column"
-        m = _search(text, lo, hi, r"\b(?:using|with|taking)\s+(?:the\s+)?(?P<c>[a-z_][a-z0-9_]*)\s+(?:column\s+)?as\s+(?:the\s+)?"
-                                  r"(?:join\s+|merge\s+)?(?:key|column)\b", "join key")
-    if m and m.group("c") not in ("the", "it", "them", "a"):
-        f.set("on", m.group("c"))
-        consume(text, lo, hi, r"\bas\s+(?:the\s+)?(?:join\s+|merge\s+)?(?:key|column)\b", "join key")
-    # ("... on id (a left join)": the join's own word in the note says its kind)
-    m = _search(text, lo, hi, r"\b(?P<h>left|right|inner|outer|full)(?:[\s-]+outer)?(?:[\s-]+(?:join|merge)(?=\s*\))|(?=[\s-]+(?:join|merge)))"
-                              r"|(?<=\(\s)(?P<h2>left|right|inner|outer|full)(?:[\s-]+outer)?(?=\s*\))",    # "(full outer)"
-                "join kind")
-    both = _search(text, lo, hi, KEEP_BOTH_SIDES, "join kind")
-    consume(text, lo, hi, r"(?<=\s)(?:=|is|as|on)\s+(?:the\s+)?(?:left|right)(?:[\s-]+(?:side|table|one|hand\s+side))?\b(?=\s*\))",
-            "table side")   # "(chargers = left side)": which table is which (table_refs)
-    if m and m.group("h2"):
-        text.mark([x for x in text.tokens[lo:hi] if x.text in "()" and not x.used
-                   and any(y.used == "join kind" for y in text.tokens[max(0, x.i - 1):x.i + 2])], "join kind")
-    said = (m.group("h") or m.group("h2")) if m else None
-    if both and said is not None and JOIN_KINDS[said] != "full outer":
-        # "a left join keeping every row from both sides" says two kinds
-        raise PlanRefused([f"{text.span_text(text.tokens[lo:hi])!r}: keeping every row of both sides is a full outer "
-                           "join, not the kind named"])
-    if both:
-        f.set("how", "full outer")
-    if said:
-        f.set("how", JOIN_KINDS[said])
-        if said in ("left", "right"):   # "so that no booking is dropped", "keeping every booking": why
-            consume(text, lo, hi, r"\b(?:so\s+(?:that\s+)?no\s+[a-z_]\w*\s+(?:is|gets|are|get)\s+(?:dropped|lost)"
-                                  r"|(?:keeping|keeps|to\s+keep)\s+(?:every|each|all(?:\s+the)?)\s+[a-z_]\w*"
-                                  # "... even when there's no matching customer", "... even without a match"
-                                  r"(?:\s+(?:even\s+)?(?:when|if|where)\s+there\s*(?:'s|is|are)\s+no\s+(?:matching\s+|corresponding\s+)?[a-z_]\w*"
-                                  r"|\s+(?:even\s+)?(?:without|with\s+no)\s+(?:a\s+)?(?:match(?:ing\s+[a-z_]\w*)?|corresponding\s+[a-z_]\w*))?)\b",
-                    "join kind")
-    _mark_sides(text, lo, hi)
-
-
-def _mark_sides(text: Text, lo: int, hi: int) -> None:
-    """"join orders with customers", "stack jan and feb": the loaded files named by their stems
-    are the step's two sides (which side is which is checked against the wiring,
-    table_refs.order_table_sides)."""
-    stems = {os.path.splitext(os.path.basename(x.text.lower()))[0] for x in text.tokens
-             if x.kind == "path" and x.low.endswith(TABLE_EXT)}
-    text.mark([x for x in text.tokens[lo:hi] if not x.used and x.kind == "word" and x.low in stems], "table side")
-
-
-def concat(text: Text, lo: int, hi: int, f: Found) -> None:
-    _mark_sides(text, lo, hi)
-    consume(text, lo, hi, r"\b(?:row-?wise|by\s+rows|vertically|on\s+top\s+of\s+(?:each\s+other|one\s+another))\b", "concat")
-    consume(text, lo, hi, NAMED_SIDES, "table side")
-    consume(text, lo, hi, r"\binto\s+(?:one|a\s+single|a)\s+(?:combined\s+)?table\b", "concat")    # "stack the two into one table"
-    consume(text, lo, hi, r"\bby\s+(?:putting|placing|setting|stacking)\s+one\s+(?:under|below|beneath|after|on\s+top\s+of)\s+the\s+other\b",
-            "concat")
-    _stack_order(text, lo, hi)
-
-
-ROWS_OF = r"(?:(?:one|ones|rows|records|entries|file|table|data)\s+)?"
-
-
-def _stack_order(text: Text, lo: int, hi: int) -> None:
-    """"concat, EU first", "stack the EU rows on top of the US ones": the table stacked on top
-    (and the one under it), named by a word of its file's name; the stack follows the order the
-    files are named in, so the words must name them in that order."""
-    # ("first" is read as a sequence word before any step's words; "us" as a pronoun)
-    found = next(((m, toks) for m, toks in text.finditer(
-        rf"\b(?:the\s+)?(?P<w>[a-z][\w-]*|NUM\d+)\s+{ROWS_OF}(?:first\b|(?:on\s+top\s+of|above|over|before|ahead\s+of"
-        r"|(?P<under>underneath|under|below|beneath|after))\s+"
-        r"(?:the\s+)?(?:[a-z][\w-]*\s+)?(?P<v>[a-z][\w-]*|NUM\d+)\s+(?:one|ones|rows|records|entries|file|table|data)\b)", lo, hi) if all(not x.used or x.used == "sequence" for x in toks)), None)
-    if found is None:
-        return
-    m, toks = found
-    text.mark(toks, "order")
-    loads = [re.split(r"[\W_]+", x.low.rsplit(".", 1)[0]) for x in text.tokens[:lo] if x.kind == "path" and x.used == "path"]
-    # ("(2024 first)": a year of the files' names)
-    named = [text.literal(w).text if w.startswith("NUM") else w for w in [m.group("w")] + [m.group("v")] * bool(m.group("v"))]
-    if m.group("under"):    # "the market hall rows underneath the high street ones": the other one on top
-        named.reverse()
-    if [[k for k, parts in enumerate(loads) if w in parts] for w in named] != [[k] for k in range(len(named))]:
-        raise PlanRefused([f"{text.span_text(toks)!r}: name the tables in the order they are stacked in, the one on top first"])
 
 
 def report(text: Text, lo: int, hi: int, f: Found) -> None:
@@ -628,7 +536,7 @@ def _unquoted_message(text: Text, lo: int, hi: int) -> list[Token]:
         if x.kind == "punct" or x.used:
             break
         words.append(x)
-    if not words or (words and any(y.kind not in ("word", "num") for y in words)):
+    if not words or any(y.kind not in ("word", "num") for y in words):
         return []
     end = opener.i + 1 + len(words)
     if end < len(text.tokens) and text.tokens[end].used and text.tokens[end].kind != "punct":
@@ -655,10 +563,11 @@ from raystack.workflow.nl import extract_cleaning as K  # noqa: E402
 from raystack.workflow.nl import extract_evals as E  # noqa: E402
 from raystack.workflow.nl import extract_groups as G  # noqa: E402
 from raystack.workflow.nl import extract_parts as P  # noqa: E402
+from raystack.workflow.nl import extract_tables as T  # noqa: E402
 
 EXTRACTORS: dict[str, Callable[[Text, int, int, Found], None]] = {
     "make_dataset": make_dataset, "load_data": load_data, "load_checkpoint": load_checkpoint, "load_adapters": load_checkpoint,
-    "impute": K.impute, "dedup": K.dedup, "clean_data": K.clean_data, "normalize": K.normalize, "sample": sample, "split_data": split_data, "join": join, "concat": concat,
+    "impute": K.impute, "dedup": K.dedup, "clean_data": K.clean_data, "normalize": K.normalize, "sample": sample, "split_data": split_data, "join": T.join, "concat": T.concat,
     "aggregate": G.aggregate, "plot": C.plot, "save_report": report,
     "write_table": write_table, "export_model": file_out("path"),
     "train_model": train_model, "evaluate_model": E.evaluate_model, "evaluate_dlrm": E.evaluate_dlrm,

@@ -106,3 +106,17 @@ def one_load_per_file(actions: list[Action]) -> None:
             actions.remove(a)
         elif isinstance(path, str):
             seen.add(path)
+
+
+LOAD_PARTICIPLES = {"loaded", "read", "fetched", "pulled", "ingested", "opened"}
+
+
+def load_participles(t: Text) -> None:
+    """"a.csv + b.csv, loaded concurrently": a load verb's participle right after the files it
+    loaded (a comma between), before how they are loaded, says the load again."""
+    for x in t.unused():
+        prev = t.tokens[x.i - 1] if x.i else None
+        prev = t.tokens[x.i - 2] if prev is not None and prev.text == "," and x.i >= 2 else prev
+        nxt = t.tokens[x.i + 1] if x.i + 1 < len(t.tokens) else None
+        if x.low in LOAD_PARTICIPLES and prev is not None and prev.used == "path" and nxt is not None and nxt.used == "parallel":
+            t.mark([x], "load_data")

@@ -264,6 +264,8 @@ def _describes_data(x: Token) -> bool:
 HEADING_GLUE = {"at", "a", "an", "of", "for", "in", "and", "&", "'s", "our", "my"}   # (not "the": "... of the north stores" picks rows)
 MAX_HEADING = 10             # words of a heading sentence opening the request
 PERIOD_WORDS = {"hourly", "daily", "weekly", "monthly", "quarterly", "yearly", "annual"}
+# words that ask, restrict, group or name a fault or a period: a sentence holding one is no heading
+NOT_IN_HEADINGS = L.RESTRICTING | L.UNMAPPED_VERBS | L.CLAUSE_WORDS | DATA_FAULTS | PERIOD_WORDS | {"by", "per", "each"}
 
 
 def heading_sentence(t: Text) -> None:
@@ -282,13 +284,18 @@ def heading_sentence(t: Text) -> None:
         return
     if len(words) > 1 and words[1].low in ("the", "a", "an", "our", "my", "their", "its", "this", "these"):
         return      # ("Frobnicate the widgets.": a verb and its object, asked for)
-    if all(is_free(x) and x.kind == "word" and not is_method(x) and not method_near(t, x) and x.low not in L.RESTRICTING
-           and x.low not in L.UNMAPPED_VERBS
-           and x.low not in L.CLAUSE_WORDS and not re.fullmatch(L.METRIC_RX, x.low) and x.low not in ("by", "per", "each")
-           and x.low not in DATA_FAULTS and x.low not in PERIOD_WORDS
-           and (x.low not in L.FILLERS or x.low == "team" or (x.low in HEADING_GLUE and x is not words[0])) for x in words) \
-            and sum(x.low not in HEADING_GLUE for x in words) >= 2:
+    if all(_heading_word(t, x, first=x is words[0]) for x in words) and sum(x.low not in HEADING_GLUE for x in words) >= 2:
         t.mark(t.tokens[lo:hi], "context")
+
+
+def _heading_word(t: Text, x: Token, first: bool) -> bool:
+    """A word a heading may hold: a free word naming no method, operation, metric, restriction,
+    grouping, fault or period; glue only after its first word."""
+    if not (is_free(x) and x.kind == "word") or is_method(x) or method_near(t, x) or re.fullmatch(L.METRIC_RX, x.low):
+        return False
+    if x.low in NOT_IN_HEADINGS:
+        return False
+    return x.low not in L.FILLERS or x.low == "team" or (x.low in HEADING_GLUE and not first)
 
 
 def settings_opening(t: Text) -> None:
@@ -385,7 +392,7 @@ def data_clauses(t: Text) -> None:
 def _a_count_of_things(t: Text, x: Token) -> bool:
     """"I run two phone repair shops": a small whole number of the things the writer has (a plural
     noun within two words after it), never a step's setting (rows, epochs, workers ...)."""
-    if x.kind != "num" or x.val is None and not x.text.isdigit():
+    if x.kind != "num" or (x.val is None and not x.text.isdigit()):
         return False
     value = float(x.val if x.val is not None else x.text)
     after = [y for y in t.tokens[x.i + 1:x.i + 4] if y.kind == "word"]

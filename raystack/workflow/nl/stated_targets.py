@@ -5,18 +5,16 @@ names none; two different columns said so, or a training that names its own, lea
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
-from raystack.workflow.nl.extract import NOT_TARGETS, PREDICTABLE_METRICS
-from raystack.workflow.nl.lexicon import METRIC_RX
+from raystack.workflow.nl.extract import _PREDICTED
 from raystack.workflow.nl.text import Text
 
 if TYPE_CHECKING:
     from raystack.workflow.nl.rules import Action
 
 TRAININGS = ("train_model",)
-_COL = rf"(?!(?:{'|'.join(sorted(NOT_TARGETS))})\b)[a-z_][a-z0-9_]*"
+_COL = _PREDICTED       # a column's name, never a pronoun or a model's own figure ("accuracy")
 _END = r"(?=\s*(?:[.,;:!?)]|$)|\s+(?:from|using|with|in|and|so|but)\b)"
 STATED = [
     # "we want to predict alpha_acid", "we're trying to forecast demand_units"
@@ -40,13 +38,7 @@ def stated_target(t: Text, actions: list[Action]) -> None:
              and not (a.found.map and a.found.map[0] == "target")]
     if not open_:
         return
-    said = []
-    for rx in STATED:
-        for m, toks in t.finditer(rx, 0, len(t.tokens), free_only=True):
-            col = m.group("c")
-            if re.fullmatch(METRIC_RX, col) and col not in PREDICTABLE_METRICS:
-                continue
-            said.append((col, toks))
+    said = [(m.group("c"), toks) for rx in STATED for m, toks in t.finditer(rx, 0, len(t.tokens), free_only=True)]
     if len({c for c, _ in said}) != 1:
         return
     for _, toks in said:

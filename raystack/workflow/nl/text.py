@@ -130,6 +130,7 @@ def _word_number(words: list[str]) -> float | None:
 
 
 DIGITS = {w: v for w, v in UNIT_NUMBERS.items() if v < 10}
+RATIO_TENS = {**TENS_NUMBERS, "ten": 10}      # the parts of a split said aloud ("ninety ten")
 
 
 def _digit(x: Token) -> str | None:
@@ -160,10 +161,9 @@ def _spoken_decimal(tokens: list[Token], i: int, out: list[Token]) -> tuple[Toke
 def _spoken_ratio(tokens: list[Token], i: int) -> tuple[Token, int] | None:
     """"eighty twenty", "seventy thirty": two tens said one after the other that add up to a
     hundred are a split's ratio (as 80/20); the token and the index after it."""
-    if i + 1 >= len(tokens) or tokens[i].low not in TENS_NUMBERS | {"ten": 10} or \
-            tokens[i + 1].low not in TENS_NUMBERS | {"ten": 10}:
+    if i + 1 >= len(tokens) or tokens[i].low not in RATIO_TENS or tokens[i + 1].low not in RATIO_TENS:
         return None
-    a, b = ({**TENS_NUMBERS, "ten": 10}[x.low] for x in tokens[i:i + 2])
+    a, b = (RATIO_TENS[x.low] for x in tokens[i:i + 2])
     if a + b != 100:
         return None
     return Token(0, f"{a}/{b}", "ratio", tokens[i].start, tokens[i + 1].end), i + 2
