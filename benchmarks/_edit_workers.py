@@ -17,6 +17,7 @@ from raystack.actors.edit import EDiTWorker
 from raystack.comm import NetworkModel, SimulatedLink, ring_bytes
 from raystack.config import load_config
 from raystack.edit.config import EDiTConfig
+from raystack.edit.inner import inner_optimizer
 
 
 def _comm_hook(comm, bucket):
@@ -80,7 +81,7 @@ class BenchWorker(EDiTWorker):
         """Median seconds of one inner step (forward, backward, AdamW) with no communication."""
         from raystack.models import build_model, lm_loss
         model = build_model(self.cfg.model, seed=self.cfg.run.seed)
-        opt = torch.optim.AdamW(model.parameters(), lr=self.cfg.inner.lr)
+        opt = inner_optimizer(self.cfg.inner, model.parameters())
         stream = self._stream()
         times = []
         for _ in range(steps):
@@ -103,7 +104,7 @@ class BenchWorker(EDiTWorker):
         model = build_model(cfg.model, seed=cfg.run.seed)
         ddp = DDP(model, bucket_cap_mb=bucket_mb)
         ddp.register_comm_hook(self.comm, _comm_hook)
-        opt = torch.optim.AdamW(model.parameters(), lr=c.lr, betas=(c.beta1, c.beta2), weight_decay=c.weight_decay)
+        opt = inner_optimizer(c, model.parameters())
         stream = self._stream()
         rng = random.Random(cfg.run.seed * 1000 + self.rank)
         sim = cfg.simulate

@@ -9,6 +9,8 @@ import time
 
 import torch
 
+from raystack.edit.inner import inner_optimizer
+
 
 def llama_fragments(model, count: int) -> list:
     """``count`` consecutive groups of a Llama's blocks (embeddings, layers, norm + head)."""
@@ -37,8 +39,7 @@ def torchft_manager(replica_id: str, lighthouse: str, model, min_replicas: int =
 
 def torchft_inner_optimizer(cfg, model) -> torch.optim.Optimizer:
     """The inner AdamW of every torchft arm (raystack's inner settings)."""
-    c = cfg.inner
-    return torch.optim.AdamW(model.parameters(), lr=c.lr, betas=(c.beta1, c.beta2), weight_decay=c.weight_decay)
+    return inner_optimizer(cfg.inner, model.parameters())
 
 
 def torchft_train(cfg, model, fragments: list, manager, stream, delay: int = 0, slow_s: float = 0.0,

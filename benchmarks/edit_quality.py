@@ -124,15 +124,15 @@ def _mean_loss(model, batches) -> float:
 
 def _step_seconds(cfg) -> float:
     """Median seconds of one inner step of this model and batch in this process (A-EDiT's T)."""
-    import torch
 
     from raystack.data import BatchStream
+    from raystack.edit.inner import inner_optimizer
     from raystack.models import build_model, lm_loss
     key = ("step_s", cfg.model, cfg.data.batch_size, cfg.data.seq_len)
     if key not in _CACHE:
         corpus = _data(cfg)[0]
         model = build_model(cfg.model, seed=0)
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        opt = inner_optimizer(cfg.inner, model.parameters())
         stream = BatchStream(corpus.train, cfg.data.batch_size, cfg.data.seq_len, seed=0)
         times = []
         for _ in range(6):

@@ -38,6 +38,8 @@ class InnerConfig(ConfigBase):
     lr_decay: Literal["none", "cosine"] = option("none", "after the ramp: none, or cosine decay to "
                                                  "lr_min_ratio x lr over the run's steps")
     lr_min_ratio: float = option(0.1, "cosine: the last step's lr over lr", ge=0, le=1)
+    fused: bool | None = option(None, "AdamW in torch's fused kernel (CPU, CUDA); null: wherever torch has it "
+                                "for the parameters (not with full_shard); false: torch's per-parameter loop")
 
     def lr_at(self, step: int, total_steps: int) -> float:
         """The inner learning rate of 0-based ``step`` in a run of ``total_steps``: a linear ramp
@@ -248,6 +250,9 @@ class EDiTConfig(ConfigBase):
             problems.collect(check_fragments_fit, self.model, self.sync.fragments)
         if self.full_shard and self.shards < 2:
             problems.add("full_shard", f"needs shards >= 2 (ranks per replica to shard over), got shards={self.shards}")
+        if self.full_shard and self.inner.fused:
+            problems.add("inner.fused", "must be null or false with full_shard (torch's fused AdamW does not run "
+                         "over FSDP's DTensor shards)")
         problems.raise_if_any()
 
     # -- what each mode means ------------------------------------------------------------------

@@ -20,6 +20,7 @@ from raystack.comm.network import NetworkModel
 from raystack.edit.config import EDiTConfig
 from raystack.edit.fragments import fragment_due, fragment_offsets, split_fragments
 from raystack.edit.fsdp import FsdpShards, full_tensor, local_tensor, shard_blocks
+from raystack.edit.inner import inner_optimizer
 from raystack.edit.layerwise import LayerwiseSync
 from raystack.edit.memory import model_state_bytes, peak_rss_bytes
 from raystack.edit.messages import SegmentReport
@@ -117,11 +118,7 @@ class EDiTRank:
         return mine
 
     def _make_optimizer(self) -> torch.optim.Optimizer:
-        c = self.cfg.inner
-        params = list(self.model.parameters())
-        if c.optimizer == "sgd":
-            return torch.optim.SGD(params, lr=c.lr, momentum=c.momentum, weight_decay=c.weight_decay)
-        return torch.optim.AdamW(params, lr=c.lr, betas=(c.beta1, c.beta2), weight_decay=c.weight_decay)
+        return inner_optimizer(self.cfg.inner, self.model.parameters())
 
     @property
     def sync_comm(self):

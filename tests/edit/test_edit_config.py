@@ -19,6 +19,8 @@ from raystack.config import ConfigError
     (["sync.compression=int4"], "sync.compression"),
     (["full_shard=true"], "full_shard"),                                # needs shards >= 2
     (["inner.lr_min_ratio=2"], "inner.lr_min_ratio"),
+    (["ranks=2", "shards=2", "full_shard=true", "inner.fused=true"], "inner.fused"),   # no fused kernel over DTensor
+    (["inner.fused=maybe"], "inner.fused"),
 ])
 def test_bad_config_names_the_field(overrides, field):
     with pytest.raises(ConfigError) as err:
