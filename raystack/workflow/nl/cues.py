@@ -24,7 +24,7 @@ CUE_KINDS = ("retry", "exit", "loop", "cond", "else", "parallel", "join", "seq",
 MISSING_OPS = {"more than": ">", "over": ">", "above": ">", "in excess of": ">", "fewer than": "<",
                "less than": "<", "under": "<", "below": "<", "at least": ">=", "no less than": ">=",
                "at most": "<=", "no more than": "<=", "up to": "<=", ">": ">", "<": "<", ">=": ">=", "<=": "<=",
-               "≥": ">=", "≤": "<="}
+               "≥": ">=", "≤": "<=", "exceed": ">", "exceeds": ">"}
 _MISSING_CMP = "|".join(re.escape(k).replace(r"\ ", r"\s+") for k in sorted(MISSING_OPS, key=len, reverse=True))
 _OF_VALUES = r"(?:of\s+(?:the\s+|its\s+|their\s+)?(?:values?|rows?|cells?|entries|records?|data)\s+)?"
 # each with the comparison ``cmp`` and the share ``v``
@@ -37,6 +37,12 @@ MISSING = [
     rf"\b(?:is|are)\s+(?P<cmp>{_MISSING_CMP})\s+(?P<v>PCT\d+)\s+{_OF_VALUES}(?:missing|empty|blank)(?=\s*\?)",
     # "Over 15% of the values missing? Send ..." (a question opening its clause)
     rf"(?:(?m:^)|(?<=[;:.,)>→?-]\s))(?P<cmp>{_MISSING_CMP})\s+(?P<v>PCT\d+)\s+{_OF_VALUES}(?:(?:are|is)\s+)?(?:missing|empty|blank)(?=\s*[?:,→]|\s*->)",
+    # "if the share of missing values is above 5%", "in the event that missing values prove to
+    # account for over 5% of all entries", "if missing entries exceed 10% of the data"
+    rf"\b{L.IF_CUE}\s+(?:the\s+)?(?:(?:share|proportion|fraction|percentage|rate)\s+of\s+)?(?:missing|empty|blank|null)\s+"
+    rf"(?:values|entries|cells|data)\s+(?:(?:proves?|turns?\s+out)\s+to\s+)?(?:(?:is|are|be|accounts?\s+for|account\s+for|"
+    rf"makes?\s+up|make\s+up|comes?\s+to)\s+)?(?P<cmp>{_MISSING_CMP})\s+(?P<v>PCT\d+)"
+    rf"(?:\s+of\s+(?:all\s+)?(?:the\s+)?(?:entries|values|rows|cells|data|records))?",
     # "→ missing > 1%? then ...": the share written as a comparison
     r"(?:(?m:^)|(?<=[;:.,)>→?-]\s))(?:missing|empty|blank|nulls?)(?:\s+(?:share|rate|fraction|ratio))?\s*(?P<cmp>>=|<=|>|<|≥|≤)\s*(?P<v>PCT\d+)(?=\s*[?:,→]|\s*->)",
 ]
@@ -224,7 +230,7 @@ def _conditions(t: Text, lo: int, hi: int, si: int, earlier: list[Cue]) -> list[
     # "provided it scores an AUC of at least 0.75", "if it gets 0.95 accuracy or better": the metric
     # named after the verb, before or after its threshold
     for m, toks in t.finditer(rf"\b{L.IF_CUE}\s+(?:it|they|the\s+(?:model|classifier|job|run|winner|better(?:\s+one|\s+of\s+the\s+(?:two|pair|NUM\d+))?"
-                              r"|best\s+one))\s+(?:scores?|gets?|achieves?|reaches|hits|has|lands)\s+"
+                              r"|(?:best|winning|top)\s+(?:one|configuration|config|trial|run|model|candidate)))\s+(?:scores?|gets?|achieves?|reaches|hits|has|lands)\s+"
                               rf"(?:(?:an?\s+)?(?P<m>{L.METRIC_RX})\s+(?:of\s+)?(?=(?:at|no|not|above|over|below|under|more|less|NUM|PCT|[<>≤≥]))"
                               rf"|(?P<v>NUM\d+|PCT\d+)\s+(?P<m2>{L.METRIC_RX})\s+or\s+(?P<d>better|more|higher|above|worse|less|lower|below)\b)",
                               lo, hi, free_only=True):
@@ -317,7 +323,10 @@ def _conditions(t: Text, lo: int, hi: int, si: int, earlier: list[Cue]) -> list[
 
 
 NOTHING_ELSE = (r"(?:just\s+)?(?:leave\s+(?:it|them|the\s+(?:table|data|rows|file))\s+(?:alone|as\s+(?:it\s+is|they\s+are|is))"
-                r"|do\s+nothing|skip\s+(?:it|that|this)|carry\s+on|move\s+on|don't\s+bother)\b")
+                r"|do\s+nothing|skip\s+(?:it|that|this)|carry\s+on|move\s+on|don't\s+bother"
+                # "otherwise nothing further is required", "otherwise the readings are to be left unaltered"
+                r"|nothing\s+(?:further|more|else)\s+(?:is\s+)?(?:required|needed|necessary|to\s+be\s+done)"
+                r"|(?:the\s+)?(?:table|data|rows|readings|records|values|file)\s+(?:is|are)\s+to\s+be\s+left\s+(?:unaltered|unchanged|as\s+(?:it\s+is|they\s+are)|alone))\b")
 
 
 def _ternary_else(t: Text, lo: int, hi: int, si: int, cues: list[Cue]) -> list[Cue]:

@@ -516,6 +516,10 @@ def notify(text: Text, lo: int, hi: int, f: Found) -> None:
         f.set("message", text.literal(m.group("q")).value())
         return
     said = _unquoted_message(text, lo, hi)
+    if not said:
+        said = _sent_as_message(text, lo, hi)
+        if said:                              # its "as" with "a message", the step's words
+            text.mark(text.tokens[said[-1].i + 1:said[-1].i + 2], "notify")
     if said:
         text.mark(said, "message")
         f.set("message", " ".join(x.text for x in said[1:]))
@@ -542,6 +546,38 @@ def _unquoted_message(text: Text, lo: int, hi: int) -> list[Token]:
     if end < len(text.tokens) and text.tokens[end].used and text.tokens[end].kind != "punct":
         return []       # (the words run into a step's or a condition's: where the message ends is a guess)
     return [opener, *words]
+
+
+SEND_VERBS = ("send", "post", "text")
+SENT_AS = ("message", "note", "notification", "alert", "text", "ping")
+# words that open an object, not the words of a message: "send the report as an email"
+OBJECT_OPENERS = ("the", "a", "an", "it", "them", "this", "that", "these", "those", "my", "our", "its", "their",
+                  "me", "us", "him", "her", "everyone", "someone", "results", "everything")
+
+
+def _sent_as_message(text: Text, lo: int, hi: int) -> list[Token]:
+    """"send no-show model under target as a message": the unquoted words between the verb and
+    "as a message" (a note, an alert), all of them free words; none when they open with an
+    object ("send the report as an email" sends a thing, not those words). The verb first, then
+    the words."""
+    toks = text.tokens
+    for x in toks[max(0, lo - 2):hi]:     # the step's word is "message", after its "as a"
+        if x.low != "as" or x.used:
+            continue
+        k = x.i + 1 + (x.i + 1 < len(toks) and toks[x.i + 1].low in ("a", "an"))
+        if k >= len(toks) or toks[k].low not in SENT_AS:
+            continue
+        words: list[Token] = []
+        for y in reversed(toks[:x.i]):      # back to the verb, before the step's span
+            if y.used or y.kind not in ("word", "num"):
+                return []
+            if y.low in SEND_VERBS:
+                if not words or words[0].low in OBJECT_OPENERS or len(words) > 10:
+                    return []
+                return [y, *words]
+            words.insert(0, y)
+        return []
+    return []
 
 
 def cleanup(text: Text, lo: int, hi: int, f: Found) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from raystack.workflow.nl.extract import Found, _num, _search, consume
-from raystack.workflow.nl.lexicon import FILLERS
+from raystack.workflow.nl.lexicon import FILLERS, LACKING, ROW_NOUN
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.text import Text, Token
 
@@ -144,12 +144,13 @@ def clean_data(text: Text, lo: int, hi: int, f: Found) -> None:
                               r"(?:is|are|was|were)\s+(?:missing|null|empty|blank|nan|na|not\s+recorded|absent|not\s+given)\b", "clean") or \
         _search(text, lo, hi, r"\b(?:missing|nulls?|nans?|empty|blank)\s+(?:values?\s+|entries\s+|cells\s+)?(?:in|of|for|from)\s+(?:the\s+)?"
                               r"(?P<c>[a-z_]\w*)(?:\s+column)?\b", "clean") or \
-        _search(text, lo, hi, rf"\b(?:missing|null|nan|empty|blank)\s+(?!{MISSING_NOUNS}\b)(?!(?:a|an|any)\s)"
+        _search(text, lo, hi, rf"\b(?:missing|null|nan|empty|blank)\s+(?!{MISSING_NOUNS}\b)(?!(?:a|an|any|the)\s)"
                               r"(?!(?:and|or|then|but|so|to|in|from|with|of|for|before|after|once|if|when)\b)(?P<c>[a-z_]\w*)(?:\s+column)?\b",
                 "clean") or \
-        _search(text, lo, hi, rf"\b(?:rows|records|entries|readings|samples|observations|measurements)\s+(?:that\s+(?:are|is)\s+missing|missing|without|lacking|with\s+no)\s+"
-                              rf"(?:(?:a\s+|an\s+|any\s+)(?!{MISSING_NOUNS}\b)(?P<c>[a-z_]\w*)|(?P<s>{SNAKE}))(?:\s+column)?\b",
-                "clean")  # "rows without a price", "rows with no lap_time" (a column's own name)
+        _search(text, lo, hi, rf"\b(?:readings|samples|observations|measurements|{ROW_NOUN})\s+{LACKING}\s+"
+                              rf"(?:(?:a\s+|an\s+|any\s+|the\s+)(?:recorded\s+|valid\s+)?(?!{MISSING_NOUNS}\b)(?P<c>[a-z_]\w*)"
+                              rf"|(?:recorded\s+|valid\s+)?(?P<s>{SNAKE}))(?:\s+(?:column|value|values|entry|field))?\b",
+                "clean")  # "rows without a price", "admissions with no discharge_ward value" (a column's own name)
     # "rows missing a value in court or start_hour", "rows where court or start_hour is empty": any of them
     several = listed or _search(text, lo, hi, rf"\b(?:missing|without|lacking)\s+(?:a\s+|any\s+)?(?:value|values|entry|entries)\s+(?:in|for)\s+"
                                     rf"(?:the\s+|either\s+)?{cols}\b", "clean") or \
@@ -190,7 +191,9 @@ def _unit_range(text: Text, lo: int, hi: int) -> bool:
                                  r"(?:\.\.|–|—|,|to|and)?\s*(?P<b>NUM\d+)\s*\]?(?:\s+(?:range|interval|scale))?", lo, hi):
         a, b = _num(text, m.group("a")), _num(text, m.group("b"))
         if a == 0 and b in (1, -1) and (b == 1 or text.literal(m.group("b")).text.startswith("-")):
-            text.mark(toks, "method")
+            # ("to the 0-1 range" where the step's words end at the numbers: its noun after them)
+            after = text.tokens[toks[-1].i + 1:toks[-1].i + 2]
+            text.mark(toks + [x for x in after if x.low in ("range", "interval", "scale") and not x.used], "method")
             return True
         raise PlanRefused([f"{text.span_text(toks)!r}: the normalize step scales to zero mean and unit variance "
                            "or, min-max, onto [0, 1]"])

@@ -55,7 +55,8 @@ BEST_ONE = (rf"\b(?:the\s+)?(?:(?:run|one|model|job|candidate|version|variant|cl
 # ("is", "ends up", "comes in", "turns out to be")
 CMP_LEAD = (r"(?:(?:is|are|was|were|gets?|goes|go|rises?|climbs?|drops?|falls?|dips?|sinks?|stays?|remains?|ends?\s+up|ended\s+up|"
             r"comes?\s+(?:in|out)|came\s+(?:in|out)|(?:comes?|came|amounts?|works?\s+out)(?=\s+(?:to|at)\s+(?:NUM|PCT))|turns?\s+out(?:\s+to\s+be)?|lands?|sits?|lies|lie|scores?|still|is\s+still|"
-            r"does|do|can|will|should|reach(?:es|ed)?(?=\s+(?:NUM|PCT)\d+\s+or\s)|hits?(?=\s+(?:NUM|PCT)\d+\s+or\s)"
+            # "should the F1 be lower than 0.5", "if it proves to be over 0.8"
+            r"does|do|can|will|should|be|prov(?:es?|ed)\s+to\s+be|reach(?:es|ed)?(?=\s+(?:NUM|PCT)\d+\s+or\s)|hits?(?=\s+(?:NUM|PCT)\d+\s+or\s)"
             r"|(?:has|have)\s+(?:dropped|fallen|risen|gone|got|gotten|come|climbed|sunk)|dropped|fell|rose|climbed"
             # "is down to 3.1 or lower", "gets down to 0.05", "has fallen to a value not exceeding 3.1"
             r"|(?:is|are|gets?|goes|go|comes?)\s+down|to\s+a\s+value(?:\s+of)?)\s+)*"
@@ -79,16 +80,18 @@ IF_CUE = (r"(?:(?:but\s+)?only\s+(?:if|when|once)|if|when|whenever|provided(?:\s
           # formal: "in the event that the recall exceeds 0.5", "(solely) on condition that ..."
           r"in\s+the\s+event\s+that|(?:(?:solely|only)\s+)?on\s+(?:the\s+)?condition\s+that|"
           r"assuming|once|should(?=\s+(?:the\s+|its\s+|their\s+)?(?:[\w-]+\s+){0,2}(?:come|be|fall|drop|go|end|stay|reach|exceed|get)))")
-METRIC_MOD = (r"(?:(?:best|top|final|overall|mean|average|model's|test|resulting|measured|tuned|held-out|winning|chosen|selected"
-              # "the winning trial's accuracy", "the best run's AUC"
-              r"|(?:winning|best|top|chosen|selected)\s+(?:trial|run|model|candidate)\s*'s"
-              r"|(?:trial|run|candidate)\s*'s)\s+)?")      # "if that run's AUC is 0.7 or more"
+METRIC_MOD = (r"(?:(?:best|top|final|overall|mean|average|test|resulting|measured|tuned|held-out|winning|chosen|selected"
+              # "the winning trial's accuracy", "the best run's AUC", "the tuned model's F1"
+              r"|(?:winning|best|top|chosen|selected|tuned|trained|final)\s+(?:trial|run|model|candidate)\s*'s"
+              # "if that run's AUC is 0.7 or more", "if the winner's AUC is over 0.8"
+              r"|(?:trial|run|candidate|model|winner)\s*'s)\s+)?")
 # "accuracy on the test set is under 0.6": where the metric was measured, between it and its comparison
 METRIC_WHERE = (r"(?:(?:on|of|for|over|in|from)\s+(?:the\s+)?(?:test|validation|val|held-out|holdout|eval|evaluation)\s*(?:set|split|data|rows)?\s+"
                 r"|(?:of|for|from)\s+(?:the\s+|its\s+|our\s+)?(?:[\w-]+\s+){0,3}?(?:model|classifier|regressor|predictor)\s+)?")
 ELSE_CUE = (r"(?:otherwise|else|if\s+not|failing\s+that|(?:(?<=;\s)|(?<=\.\s))(?:below|under|lower|less)(?:\s+that)?(?=\s*:)|if\s+(?:it|they|that|the\s+\w+)\s+(?:falls?|fall)\s+short"
             r"|(?:(?:it|they)\s+)?(?:falls?|fell)\s+short(?=\s*\?)|(?:and\s+)?if\s+(?:it\s+)?(?:doesn't|does\s+not)\s*\?"
-            r"|(?:if|when)\s+(?:it|they)\s+(?:doesn't|don't|does\s+not|do\s+not)(?:\s+(?:make\s+it|pass|qualify|get\s+there))?"
+            # (not "keep everything from both sides even if it doesn't match": a join's rows)
+            r"|(?<!even\s)(?:if|when)\s+(?:it|they)\s+(?:doesn't|don't|does\s+not|do\s+not)(?:\s+(?:make\s+it|pass|qualify|get\s+there))?"
             r"|if\s+(?:it|they)\s*(?:'s|is|are|'re)\s+(?:less|not\s+as)\s+accurate(?:\s+than\s+that)?"   # "if it's less accurate than that"
             r"|if\s+(?:it|they|that)\s+(?:isn't|is\s+not|aren't|are\s+not)(?=\s*[,;:])"   # "...; if it isn't, send 'x'"
             r"|if\s+(?:it|they)\s+(?:miss(?:es)?|fails?)\s+(?:the\s+)?(?:bar|threshold|cut)"
@@ -203,7 +206,8 @@ RETRIES = [
 EXIT_CUES = [
     (r"\b(?<!even\s)(?:on|upon)\s+(?:a\s+|any\s+)?failures?(?:\s+(?:anywhere|at\s+any\s+(?:point|step)|along\s+the\s+way))?\b|\bfailure\s+anywhere\b|\b(?:a\s+|any\s+)?crash(?:es)?\s+(?:at\s+any\s+(?:point|stage|step)|anywhere)\b|\bany\s+failure\b|\b(?<!even\s)if\s+(?:it|something|anything|that|this)\s+(?:fails|breaks|falls\s+apart|dies|blows\s+up|crashes(?=\s+(?:partway|midway|halfway)))\b(?:\s+(?:anywhere|somewhere|along\s+the\s+way|at\s+any\s+(?:point|step|stage)|partway(?:\s+through)?|midway(?:\s+through)?|halfway(?:\s+through)?))?|\bin\s+case\s+of\s+(?:a\s+|any\s+)?(?:failures?|errors?)\b|"
      r"\b(?<!even\s)(?:if|when|should)\s+(?:anything|something|(?:any|a|some|one)\s+(?:step|stage|part|task)|any\s+of\s+(?:this|these|them|it)|"
-     r"the\s+(?:(?:whole|entire|full)\s+)?(?:run|workflow|pipeline|job|training|whole\s+thing|flow))"
+     r"the\s+(?:(?:whole|entire|full)\s+)?(?:run|workflow|pipeline|job|training|whole\s+thing|flow|procedure|process|analysis)"
+     r"(?:\s+as\s+a\s+whole)?)"           # "if the procedure as a whole fails"
      r"(?:\s+(?:in|of)\s+(?:the\s+)?(?:run|workflow|pipeline|job|it))?"       # "if something in the run breaks"
      r"\s+(?:fails?|failed|breaks?|go(?:es)?\s+wrong|"
      r"errors?(?:\s+out)?|crash(?:es|ed)?|blows?\s+up|blew\s+up|dies|died|falls?\s+over|fell\s+over|falls?\s+apart|goes\s+down|went\s+down)"
@@ -217,7 +221,7 @@ EXIT_CUES = [
      # "On a crash → empty the scratch area", "Crash → notify 'x'"
      r"|\b(?:on|upon|after|in\s+case\s+of)\s+(?:a\s+|any\s+)?crash\b|(?:(?m:^)|(?<=[.;]\s))crash(?:es)?(?=\s*(?:→|->|:))", "failure"),
     (r"\bon\s+success\b|\bupon\s+success\b|\b(?:after|on)\s+a\s+(?:fully\s+|completely\s+|clean\s+)?successful\s+run\b|\b(?:if|when|once)\s+(?:everything|it\s+all|all\s+of\s+it|all\s+steps|"
-     r"the\s+(?:(?:whole|entire|full)\s+)?(?:run|workflow|pipeline|job|whole\s+thing))\s+(?:succeeds|succeeded|is\s+successful|"
+     r"the\s+(?:(?:whole|entire|full)\s+)?(?:run|workflow|pipeline|job|whole\s+thing|procedure|process|analysis)(?:\s+as\s+a\s+whole)?)\s+(?:succeeds|succeeded|is\s+successful|"
      r"completes\s+successfully|finishes\s+successfully|(?:has|have)\s+(?:completed|finished|run)\s+successfully|goes\s+well|goes\s+fine|works(?:\s+out)?|(?:finishes|completes|runs|goes\s+through|ends)\s+without\s+"
      r"(?:any\s+)?(?:errors?|failures?|problems|issues|a\s+hitch)|goes\s+through(?:\s+cleanly)?|go\s+through(?:\s+cleanly)?|"
      r"(?:runs|finishes|completes)\s+cleanly|passes|pass)\b"
@@ -417,3 +421,12 @@ UNSUPPORTED_PREFIXES = ("transcri", "translat", "cluster", "scrape", "scrapi", "
 # "train it again", "fit the model again": a retraining of the model trained before (a trigger,
 # and what makes the model's kind the earlier one's)
 TRAIN_AGAIN = r"\b(?:train|fit)\s+(?:it|them|the\s+model|that\s+model)?\s*again\b"
+
+# the rows of a removal, by what they record ("admissions", "trips"): a plural noun, not a
+# table's parts or a pronoun
+ROW_NOUN = (r"(?:rows|records|entries|(?!(?:values|columns|cells|fields|features|numbers|this|its|is|was|has|does|goes|us|as|"
+            r"less|unless|across|yes|models|files|tables|runs|results)\b)[a-z]{2,}s)")
+LACKING = r"(?:that\s+(?:are|is)\s+missing|missing|without|lacking|with\s+no)"
+# the column they lack, as a name: "a price", "the category", "a recorded snr_db", "lap_time"
+MISSING_COLUMN = (r"(?:a|an|any|the)\s+(?:recorded\s+|valid\s+)?(?!(?:values?|data|entries|fields?|cells?|info|information|readings?)\b)[a-z_]"
+                  r"|(?:recorded\s+|valid\s+)?[a-z][a-z0-9]*_[a-z0-9_]+\b")

@@ -105,17 +105,27 @@ def lead_ins(t: Text) -> None:
             start = tok.i + 1
 
 
+# what a speaker says before naming the subject: "okay,", "okay so this is the", "right, this is our"
+TITLE_OPENER = (r"(?:(?:okay|ok|right|alright|so|hi|hey|hello|um|uh)\s*,?\s+)+"
+                r"(?P<this>(?:so\s+)?this\s+is\s+(?:the|our)\s+)?|(?P<this2>this\s+is\s+(?:the|our)\s+)")
+
+
 def title_clauses(t: Text) -> None:
     """A title that opens the request and ends at a full stop ("Food delivery ETA. Load ...") or
     at a comma before the colon that opens the request ("Flight manual QA, tiny-1m vs tiny-20m:
     ..."): a short noun phrase (no filler, no verb the catalog lacks) of free words."""
-    ends = [x for x in t.tokens if x.kind == "punct" and x.text not in ("(", ")")]
+    # a spoken opening before it: "Okay, hostel no-shows.", "Okay so this is the bar group, we've got ..."
+    hit = t.match_at(TITLE_OPENER, 0)
+    opener = [x for x in hit[1] if not x.used] if hit and not any(x.used and x.used != "punctuation" for x in hit[1]) else []
+    named = hit is not None and bool(hit[0].group("this") or hit[0].group("this2")) and bool(opener)   # "this is the ...,": a title by its own words
+    skip = opener[-1].i + 1 if opener else 0
+    ends = [x for x in t.tokens[skip:] if x.kind == "punct" and x.text not in ("(", ")")]
     if not ends or ends[0].text not in (".", ",", "?") or ends[0] is t.tokens[-1]:
         return
-    if ends[0].text == "?" and any(x.low in TITLE_QUESTION_WORDS for x in t.tokens[:ends[0].i]):
+    if ends[0].text == "?" and any(x.low in TITLE_QUESTION_WORDS for x in t.tokens[skip:ends[0].i]):
         return      # "Which base is better, ...?" asks; "Desk usage by plan?" names the subject
     end, extra = ends[0].i, []
-    if ends[0].text == ",":      # "Video game churn, players.csv. Steps: ...": the rest of the clause is used
+    if ends[0].text == "," and not named:      # "Video game churn, players.csv. Steps: ...": the rest of the clause is used
         close = next((x for x in ends[1:] if x.text != ","), None)
         if close is None:
             return
@@ -130,13 +140,13 @@ def title_clauses(t: Text) -> None:
         elif not (close.text in LEAD_IN_ENDS[:3] or (close.text == "." and all(
                 x.used or x.kind != "word" or x.low in L.FILLERS for x in rest))):
             return
-    words = [x for x in t.tokens[:end] if x.text not in ("(", ")")]
+    words = [x for x in t.tokens[skip:end] if x.text not in ("(", ")")]
     # a noun that is also glue elsewhere may modify the head after the title's first word
     # ("Landscaping crew job times.", "Cobbler's shop."); "Job done." and "Run it." are no titles
     if words and len(words) <= MAX_TITLE and all(is_free(x) and x.kind == "word" and (
             x.low not in L.FILLERS or (x is not words[0] and x is not words[-1] and x.low in TITLE_GLUE))
             for x in words) and is_title(words + extra, t):
-        t.mark(words + extra, "context")
+        t.mark(opener + words + extra + (t.tokens[end:end + 1] if named else []), "context")
 
 
 def headings(t: Text) -> None:

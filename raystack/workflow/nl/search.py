@@ -32,7 +32,7 @@ METRIC_PHRASES = [
     rf"\bobjective\s*(?:=|:|is)?\s*(?P<v>{_MAX}|{_MIN})\s+(?:the\s+)?(?:validation\s+|test\s+)?(?P<m>{L.METRIC_RX})\b",
     rf"\b(?:(?:picking|choosing|selecting|aiming|aim|going|go|looking|searching)\s+for\s+(?:the\s+)?)?"   # "aiming for the highest accuracy"
     rf"(?P<v>{_MAX}|{_MIN}|optimi[sz]\w*(?:\s+for)?|objective|by|on|for)\s+(?:the\s+)?(?:validation\s+|test\s+)?"
-    rf"(?P<m>{L.METRIC_RX})\b(?:\s*\(\s*(?P<v2>{_MAX}|{_MIN})\s*\))?(?:\s+wins)?",
+    rf"(?P<m>{L.METRIC_RX})\b(?:\s*\(\s*(?P<v2>{_MAX}|{_MIN})\s*\))?(?:\s+wins|\s+as\s+(?:the|our|its)\s+(?:goal|objective|aim))?",  # "lowest RMSE as the goal"
     rf"\b(?P<m>{L.METRIC_RX})\s*(?:\(|,|-|—|:)?\s*(?P<v>{_MAX}|{_MIN})\b\s*\)?",
     rf"\b(?:the\s+)?(?P<v>{_MAX}|{_MIN})\s+(?P<m>{L.METRIC_RX})\s+wins\b",
     rf"\b(?P<v>metric|objective|score)\s*(?:=|:|is)?\s*(?P<m>{L.METRIC_RX})\b",   # "metric accuracy": its usual direction

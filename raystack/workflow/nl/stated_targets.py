@@ -13,9 +13,9 @@ from raystack.workflow.nl.text import Text
 if TYPE_CHECKING:
     from raystack.workflow.nl.rules import Action
 
-TRAININGS = ("train_model",)
+TRAININGS = ("train_model", "tune")
 _COL = _PREDICTED       # a column's name, never a pronoun or a model's own figure ("accuracy")
-_END = r"(?=\s*(?:[.,;:!?)]|$)|\s+(?:from|using|with|in|and|so|but)\b)"
+_END = r"(?=\s*(?:[.,;:!?)]|$)|\s+(?:from|using|with|in|and|so|but|for)\b)"   # "... order_value for our customers"
 STATED = [
     # "we want to predict alpha_acid", "we're trying to forecast demand_units"
     rf"\b(?:we|i)\s*(?:want|need|would\s+like|'d\s+like|are\s+trying|'re\s+trying|aim|hope|plan)\s+to\s+"

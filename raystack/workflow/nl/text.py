@@ -158,15 +158,26 @@ def _spoken_decimal(tokens: list[Token], i: int, out: list[Token]) -> tuple[Toke
     return Token(0, text, "num", start, tokens[j - 1].end, val=float(f"{whole}.{digits}")), j
 
 
+def _ratio_parts(tokens: list[Token], i: int) -> list[tuple[int, int]]:
+    """The ways a ratio's part may be said from token i: (value, index after), a ten alone
+    ("seventy") and a ten with its unit ("seventy-five", "seventy five"), the longer first."""
+    if i >= len(tokens) or tokens[i].low not in RATIO_TENS:
+        return []
+    ten = RATIO_TENS[tokens[i].low]
+    out = [(ten, i + 1)]
+    if ten >= 20 and i + 1 < len(tokens) and tokens[i + 1].low in DIGITS and DIGITS[tokens[i + 1].low] > 0:
+        out.insert(0, (ten + DIGITS[tokens[i + 1].low], i + 2))
+    return out
+
+
 def _spoken_ratio(tokens: list[Token], i: int) -> tuple[Token, int] | None:
-    """"eighty twenty", "seventy thirty": two tens said one after the other that add up to a
-    hundred are a split's ratio (as 80/20); the token and the index after it."""
-    if i + 1 >= len(tokens) or tokens[i].low not in RATIO_TENS or tokens[i + 1].low not in RATIO_TENS:
-        return None
-    a, b = (RATIO_TENS[x.low] for x in tokens[i:i + 2])
-    if a + b != 100:
-        return None
-    return Token(0, f"{a}/{b}", "ratio", tokens[i].start, tokens[i + 1].end), i + 2
+    """"eighty twenty", "seventy-five twenty-five": two numbers of tens said one after the other
+    that add up to a hundred are a split's ratio (as 80/20); the token and the index after it."""
+    for a, j in _ratio_parts(tokens, i):
+        for b, k in _ratio_parts(tokens, j):
+            if a + b == 100:
+                return Token(0, f"{a}/{b}", "ratio", tokens[i].start, tokens[k - 1].end), k
+    return None
 
 
 def _merge_numbers(tokens: list[Token]) -> list[Token]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from raystack.workflow.nl.lexicon import BEST_ONE as _BEST_NAMED
-from raystack.workflow.nl.lexicon import (COLUMN_STATS, GROUP_KEY_MARK, HELD_OUT_FIGURE, HELD_OUT_WORDS, METRIC_RX,
+from raystack.workflow.nl.lexicon import (COLUMN_STATS, GROUP_KEY_MARK, LACKING, MISSING_COLUMN, ROW_NOUN, HELD_OUT_FIGURE, HELD_OUT_WORDS, METRIC_RX,
                                           NOT_GROUPS, NUMLIST, TRAIN_AGAIN)
 
 _SK = r"(?:[^\s,.;:]+\s+)"
@@ -89,8 +89,9 @@ TRIGGERS: list[tuple[str, str]] = [
     ("cleanup", rf"\b(?:clean\s*up|clean-up|cleanup|remove|delete|erase|wipe|purge|clear(?:\s+out|\s+away)?|empty|tidy\s+(?:up|away)|get\s+rid\s+of)\s+{skip(3, CLEANUP_NEVER)}"
                 r"(?:tmp|temp|temporary|scratch|intermediate|staging)\b(?:\s+(?:files?|director(?:y|ies)|folders?|dirs?|data|outputs?|space|area))?"),
     ("cleanup", passive(r"(?:the\s+|our\s+|its\s+)?(?:(?:run|job|pipeline|workflow)\s+'s\s+)?(?:tmp|temp|temporary|scratch|intermediate)\s+"
-                        r"(?:files?|director(?:y|ies)|folders?|dirs?|data|outputs?)",
-                        r"removed|deleted|cleaned(?:\s+up)?|wiped|purged|cleared(?:\s+(?:out|away))?|tidied(?:\s+(?:up|away))?|erased")),
+                        r"(?:files?|director(?:y|ies)|folders?|dirs?|data|outputs?|space|area)",   # "scratch space must be cleared"
+                        r"removed|deleted|cleaned(?:\s+up)?|wiped|purged|cleared(?:\s+(?:out|away))?|tidied(?:\s+(?:up|away))?|erased"
+                        r"|disposed\s+of|emptied|discarded")),
     ("cleanup", r"\b(?:(?:the\s+)?(?:tmp|temp|temporary|scratch)\s+(?:files?\s+|dir(?:ectory)?\s+|folder\s+)?)?"     # "scratch cleanup"
                 r"(?:clean\s*up|clean-up|cleanup|tidy\s+up)\b(?!\s+(?:the\s+|a\s+)?(?:data|dataset|table|records|rows|values|text|FILE\d+)\b)"),
     ("load_adapters", rf"\b(?:load|loads|loading|read|restore|open|take|use|using|reuse|start\s+from|starting\s+from|from|pick\s+up)\s+"
@@ -184,11 +185,13 @@ TRIGGERS: list[tuple[str, str]] = [
                rf"\s+(?:in|into)\s+(?:(?:the\s+|any\s+|all\s+)?(?:{GAPS})|them|those)\b)"),
     ("clean_data", rf"\b(?:drop|drops|dropping|remove|removes|removing|deleting|discarding|eliminating|delete|discard|exclude|eliminate|filter\s+out|get\s+rid\s+of|throw\s+away|skip)\s+{skip(3)}"
                    r"(?:missing|null|nulls|nan|nans|empty|incomplete|blank|na|invalid)\b(?:\s+(?:values?|entries|cells|fields|rows|records|data))?"),
-    # "drop rows without a price", "remove records lacking an email": the rows missing that column
-    ("clean_data", r"\b(?:drop|drops|dropping|remove|removes|removing|delete|discard|exclude|filter\s+out|get\s+rid\s+of|throw\s+away)\s+"
-                   r"(?:the\s+|all\s+|any\s+)?(?:rows|records|entries)\s+(?:that\s+(?:are|is)\s+missing|missing|without|lacking|with\s+no)\s+"
-                   r"(?=(?:a|an|any)\s+(?!(?:values?|data|entries|fields?|cells?|info|information|readings?)\b)[a-z_]"
-                   r"|[a-z][a-z0-9]*_[a-z0-9_]+\b)"),     # "drop rows with no lap_time"
+    # "drop rows without a price", "remove records lacking an email", "drop admissions with no
+    # discharge_ward", "drop the rows that are missing the category": the rows missing that column
+    ("clean_data", r"\b(?:drop|drops|dropping|remove|removes|removing|delete|discard|exclude|filter\s+out|get\s+rid\s+of|throw\s+(?:away|out)|toss)\s+"
+                   rf"(?:the\s+|all\s+|any\s+)?{ROW_NOUN}\s+{LACKING}\s+(?={MISSING_COLUMN})"),
+    # "Admissions lacking a recorded discharge_ward are to be excluded": the same, object first
+    ("clean_data", passive(rf"(?:the\s+|all\s+|any\s+)?{ROW_NOUN}\s+{LACKING}\s+(?={MISSING_COLUMN})"
+                           r"(?:(?:a|an|any|the)\s+)?(?:recorded\s+|valid\s+)?[a-z_]\w*(?:\s+(?:values?|entry|entries|field))?", REMOVED)),
     ("clean_data", passive(rf"(?:the\s+)?(?:{BAD_ROWS}|nulls|nans)", REMOVED + r"|cleaned(?:\s+(?:up|out))?")),
     # ("bin any row where something's blank": bin as in the rubbish bin, its object the bad rows)
     ("clean_data", rf"\b(?:drop|remove|discard|exclude|excluding|filter\s+out|throw\s+(?:away|out)|weed\s+out|get\s+rid\s+of|ditch|toss|bin|chuck(?:\s+out|\s+away)?|lose|"
@@ -574,7 +577,7 @@ TRIGGERS: list[tuple[str, str]] = [
                r"|\bsend\s+(?:me\s+|us\s+)?(?=QUOTE)"
                # "post 'reorder model looks usable' to the team", "post 'done' in the channel"
                r"|\bpost\s+(?=QUOTE\d+)"),
-    ("notify", r"(?:(?:\b(?:a|an|the)\s+)?QUOTE\d+(?:\s+(?:notification|message|alert|note|e-?mail))?|\b(?:a|an|the)\s+(?:notification|message|alert|note|e-?mail))\s+(?:is|gets|will\s+be|should\s+be)\s+sent\b"
+    ("notify", r"(?:(?:\b(?:a|an|the)\s+)?QUOTE\d+(?:\s+(?:notification|message|alert|note|e-?mail))?|\b(?:a|an|the)\s+(?:notification|message|alert|note|e-?mail))\s+(?:is|gets|will\s+be|should\s+be|(?:is|are)\s+to\s+be|must\s+be)\s+sent\b(?:\s+instead\b)?"
                r"|QUOTE\d+\s+(?:goes|go|is\s+sent|gets\s+sent|should\s+go)\s+out(?:\s+as\s+(?:a\s+|an\s+)?(?:notification|message|alert|note|e-?mail))?"),
     # "visits per page", "one row for each message": a grouping key, not a notification
     # "tell me the average amount per region": a figure asked for, not a notification
