@@ -186,3 +186,69 @@ def test_a_spoken_opening_does_not_hide_a_request():
     """"Okay so" before a step is no title: the step still runs."""
     p = _plan("Okay so load a.csv, dedupe it, and write it to out/x.csv.")
     assert kinds(p) == ["load_data", "dedup", "write_table"]
+
+
+# -- second pass -----------------------------------------------------------------------------------
+def test_building_a_named_table_generates_no_data():
+    """Silently wrong before: "Could you build the claims-per-model table?" added a make_dataset
+    step (synthetic rows) ahead of the load the request named."""
+    said = ("Could you build the claims-per-model table? Load claims.csv and count the claims by unit_model, then write "
+            "it to out/x.csv.")
+    try:
+        p = _plan(said)
+    except PlanRefused:
+        p = None
+    assert p is None or not of_kind(p, "make_dataset")
+    assert kinds(_plan("Build a table of 500 synthetic rows and write it to out/x.csv."))[0] == "make_dataset"
+
+
+def test_the_table_should_land_in_a_file():
+    p = _plan("Load claims.csv and count the claims by unit_model. The table should land in out/claims_per_model.csv.")
+    assert of_kind(p, "write_table")[0].params["path"] == "out/claims_per_model.csv"
+
+
+@pytest.mark.parametrize("who", ["the committee", "the managers", "all the volunteers", "the club"])
+def test_a_message_sent_to_people(who):
+    p = _plan(f"Load a.csv and write it to out/x.csv, then send 'done' to {who}.")
+    assert of_kind(p, "notify")[0].params["message"] == "done"
+
+
+@pytest.mark.parametrize("said, target", [
+    ("train linear regression on eggs_sold three times: learning rates 0.005, 0.05 and 0.5", "eggs_sold"),
+    ("fit a logistic regression on structure_solved at lr = 0.003", "structure_solved"),
+])
+def test_a_target_named_after_on(said, target):
+    p = _plan(f"Load egg_sales.csv, split 20% off, then {said}, and export it to ./m.")
+    assert {s.params["target"] for s in of_kind(p, "train_model")} == {target}
+
+
+@pytest.mark.parametrize("data", ["train_rows", "sales_data", "test_set"])
+def test_data_named_after_on_is_no_target(data):
+    with pytest.raises(PlanRefused):
+        _plan(f"Load a.csv, split 20% off, then train a logistic regression on {data}, and export it to ./m.")
+
+
+@pytest.mark.parametrize("said, target", [
+    ("listings.parquet, target days_to_sale. Split 75/25 and run linear regression with lr = 0.005", "days_to_sale"),
+    ("I need a leak-risk classifier (label water_claim) from policy_features.csv. Dedupe, 25% test, then kNN with k=5",
+     "water_claim"),
+])
+def test_a_target_noted_apart(said, target):
+    p = _plan(f"{said}, and export it to ./m.")
+    assert of_kind(p, "train_model")[0].params["target"] == target
+
+
+def test_make_a_share_the_test_split():
+    p = _plan("Load subscriptions.csv, make 20% the test split, then train kNN for churn and export it to ./m.")
+    assert of_kind(p, "split_data")[0].params["test_fraction"] == 0.2
+
+
+def test_any_one_row_without_a_column():
+    p = _plan("Load a.csv, discard any claim w/o a unit_model and write it to out/x.csv.")
+    assert of_kind(p, "clean_data")[0].params["columns"] == ["unit_model"]
+
+
+def test_an_input_file_named_as_a_note():
+    p = _plan("Prepayment model, input loan_tape.parquet. Steps: remove duplicate loans, 75/25 split, train a logistic "
+              "model of prepaid_12m.")
+    assert of_kind(p, "load_data")[0].params["path"] == "loan_tape.parquet"

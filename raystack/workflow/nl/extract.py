@@ -427,7 +427,12 @@ TARGET_WORD = (rf"\b(?:predicting|to\s+predict|that\s+predicts|which\s+predicts|
                rf"|(?<=regressors\s)|(?<=models\s)|(?<=classifiers\s))for\s+(?P<f>{_COLUMN})"   # ("kNN classifiers for water_claim")
                + _CLAUSE_END + rf"|\b(?:target|label)\s+(?P<g>{_COLUMN})" + _CLAUSE_END
                # "a logistic model of prepaid_12m": a column written as a name after "model of"
-               + r"|(?:(?<=model\s)|(?<=regression\s)|(?<=classifier\s))of\s+(?P<o>[a-z][a-z0-9]*_[a-z0-9_]+)" + _CLAUSE_END)
+               + r"|(?:(?<=model\s)|(?<=regression\s)|(?<=classifier\s))of\s+(?P<o>[a-z][a-z0-9]*_[a-z0-9_]+)" + _CLAUSE_END
+               # "train linear regression on eggs_sold three times": a column written as a name after
+               # "on" (never a split's or a table's: "on train_rows", "on sales_data")
+               + r"|(?:(?<=model\s)|(?<=regression\s)|(?<=classifier\s)|(?<=regressor\s)|(?<=knn\s)|(?<=decoder\s))on\s+"
+               r"(?P<n>(?!(?:train|test|val|valid|validation|training|holdout|eval)_)(?![a-z0-9_]*_(?:set|split|data|rows|features|df|table)\b)"
+               r"[a-z][a-z0-9]*_[a-z0-9_]+)(?=\s+NUM\d+\s+times\b|" + _CLAUSE_END[3:])
 
 
 BOUND_UNITS = [(r"workers?|ranks?|replicas?|processes|nodes|machines", "workers"), (r"gpus?", "gpus"),
@@ -507,8 +512,14 @@ def deploy_model(text: Text, lo: int, hi: int, f: Found) -> None:
         f.set("directory", text.literal(m.group("d")).text)
 
 
+# who a message goes to ("send 'ready' to the committee"): the channel's business, no parameter
+RECIPIENTS = (r"\bto\s+(?:the\s+|our\s+|my\s+|all\s+(?:the\s+)?)?(?:[a-z-]+\s+)?(?:committee|board|managers?|staff|owners?|boss|"
+              r"channel|club|members|volunteers|parents|coaches|crew|office|desk|organi[sz]ers|trustees|partners|everyone|everybody)\b")
+
+
 def notify(text: Text, lo: int, hi: int, f: Found) -> None:
     consume(text, lo, hi, r"\b(?:(?:a|an|the)\s+)?(?:notification|message|alert|note|e-?mail|ping)\b|\b(?:by|via|over)\s+(?:e-?mail|slack)\b", "notify")
+    consume(text, lo, hi, RECIPIENTS, "recipient")
     # the words that introduce the quoted text ("an alert saying 'x'", "with the message 'x'")
     m = _search(text, lo, hi, r"(?:\b(?:saying|that\s+says|which\s+says|reading|with\s+(?:the\s+)?(?:text|message|words?)|"
                               r"containing|stating)\s+)?(?P<q>QUOTE\d+)", "message")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from raystack.workflow.nl.extract import Found, _num, _search, consume
-from raystack.workflow.nl.lexicon import FILLERS, LACKING, ROW_NOUN
+from raystack.workflow.nl.lexicon import ANY_ROW, FILLERS, LACKING, ROW_NOUN
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.text import Text, Token
 
@@ -147,7 +147,7 @@ def clean_data(text: Text, lo: int, hi: int, f: Found) -> None:
         _search(text, lo, hi, rf"\b(?:missing|null|nan|empty|blank)\s+(?!{MISSING_NOUNS}\b)(?!(?:a|an|any|the)\s)"
                               r"(?!(?:and|or|then|but|so|to|in|from|with|of|for|before|after|once|if|when)\b)(?P<c>[a-z_]\w*)(?:\s+column)?\b",
                 "clean") or \
-        _search(text, lo, hi, rf"\b(?:readings|samples|observations|measurements|{ROW_NOUN})\s+{LACKING}\s+"
+        _search(text, lo, hi, rf"\b(?:readings|samples|observations|measurements|{ROW_NOUN}|{ANY_ROW})\s+{LACKING}\s+"
                               rf"(?:(?:a\s+|an\s+|any\s+|the\s+)(?:recorded\s+|valid\s+)?(?!{MISSING_NOUNS}\b)(?P<c>[a-z_]\w*)"
                               rf"|(?:recorded\s+|valid\s+)?(?P<s>{SNAKE}))(?:\s+(?:column|value|values|entry|field))?\b",
                 "clean")  # "rows without a price", "admissions with no discharge_ward value" (a column's own name)

@@ -426,6 +426,8 @@ TRAIN_AGAIN = r"\b(?:train|fit)\s+(?:it|them|the\s+model|that\s+model)?\s*again\
 # table's parts or a pronoun
 ROW_NOUN = (r"(?:rows|records|entries|(?!(?:values|columns|cells|fields|features|numbers|this|its|is|was|has|does|goes|us|as|"
             r"less|unless|across|yes|models|files|tables|runs|results)\b)[a-z]{2,}s)")
+# or one of them, said with "any" ("discard any claim w/o a unit_model")
+ANY_ROW = r"(?:(?<=any\s)|(?<=every\s)|(?<=each\s))(?!(?:value|column|cell|field|feature|one|row|record|entry)\b)[a-z]{3,}"
 LACKING = r"(?:that\s+(?:are|is)\s+missing|missing|without|lacking|with\s+no)"
 # the column they lack, as a name: "a price", "the category", "a recorded snr_db", "lap_time"
 MISSING_COLUMN = (r"(?:a|an|any|the)\s+(?:recorded\s+|valid\s+)?(?!(?:values?|data|entries|fields?|cells?|info|information|readings?)\b)[a-z_]"

@@ -24,6 +24,9 @@ STATED = [
     rf"\b(?:our|the)\s+(?:goal|aim|objective|task|idea)\s+is\s+to\s+(?:predict|forecast|estimate|classify)\s+(?:the\s+)?(?P<c>{_COL}){_END}",
     # "the answer is in the no_show column", "the outcome is churned"
     rf"\bthe\s+(?:answer|outcome|thing\s+(?:to|we)\s+predict)\s+is\s+(?:in\s+)?(?:the\s+)?(?P<c>{_COL})(?:\s+column)?{_END}",
+    # "listings.parquet, target days_to_sale.", "a classifier (label water_claim)": the column named
+    # by its role, as a note of its own
+    rf"(?:(?<=[.;:,(]\s)|(?<=\()|^)(?:the\s+)?(?:target|label)(?:\s+column)?\s*(?:[:=]\s*|is\s+)?(?P<c>{_COL})(?=\s*[.;,)])",
     # "the target is churned", "the label column is is_fraud"
     rf"\bthe\s+(?:target|label)(?:\s+column)?\s+(?:is|will\s+be|should\s+be)\s+(?P<c>{_COL}){_END}",
     # "alpha_acid is the target", "alpha_acid is the thing we're predicting", "... what we predict"

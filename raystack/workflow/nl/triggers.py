@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from raystack.workflow.nl.lexicon import BEST_ONE as _BEST_NAMED
-from raystack.workflow.nl.lexicon import (COLUMN_STATS, GROUP_KEY_MARK, LACKING, MISSING_COLUMN, ROW_NOUN, HELD_OUT_FIGURE, HELD_OUT_WORDS, METRIC_RX,
+from raystack.workflow.nl.lexicon import (ANY_ROW, COLUMN_STATS, GROUP_KEY_MARK, LACKING, MISSING_COLUMN, ROW_NOUN, HELD_OUT_FIGURE, HELD_OUT_WORDS, METRIC_RX,
                                           NOT_GROUPS, NUMLIST, TRAIN_AGAIN)
 
 _SK = r"(?:[^\s,.;:]+\s+)"
@@ -188,7 +188,7 @@ TRIGGERS: list[tuple[str, str]] = [
     # "drop rows without a price", "remove records lacking an email", "drop admissions with no
     # discharge_ward", "drop the rows that are missing the category": the rows missing that column
     ("clean_data", r"\b(?:drop|drops|dropping|remove|removes|removing|delete|discard|exclude|filter\s+out|get\s+rid\s+of|throw\s+(?:away|out)|toss)\s+"
-                   rf"(?:the\s+|all\s+|any\s+)?{ROW_NOUN}\s+{LACKING}\s+(?={MISSING_COLUMN})"),
+                   rf"(?:the\s+|all\s+|any\s+|every\s+)?(?:{ROW_NOUN}|{ANY_ROW})\s+{LACKING}\s+(?={MISSING_COLUMN})"),
     # "Admissions lacking a recorded discharge_ward are to be excluded": the same, object first
     ("clean_data", passive(rf"(?:the\s+|all\s+|any\s+)?{ROW_NOUN}\s+{LACKING}\s+(?={MISSING_COLUMN})"
                            r"(?:(?:a|an|any|the)\s+)?(?:recorded\s+|valid\s+)?[a-z_]\w*(?:\s+(?:values?|entry|entries|field))?", REMOVED)),
@@ -227,6 +227,9 @@ TRIGGERS: list[tuple[str, str]] = [
                    r"(?:(?:goes|go|is|are)\s+(?:to|into|for)|as|for)\s+(?:the\s+)?(?:test|testing|validation|holdout|hold-out)(?:\s+(?:set|split))?\b"),
     ("split_data", rf"(?:{AFTER_ARROW}|(?<=[,:;]\s)|^)PCT\d+\s+(?:test|testing|validation|holdout|hold-out|held-out)\b"
                    rf"(?=\s*(?:{ARROW}|$|[,.;]))"),
+    # "make 20% the test split", "make a quarter of it the holdout": the share named the test set
+    ("split_data", r"\bmake\s+PCT\d+(?:\s+of\s+(?:it|them|the\s+(?:data|rows|records)))?\s+(?:the|a|our)\s+"
+                   r"(?:test|testing|validation|holdout|hold-out)(?:\s+(?:set|split|portion|part))?\b"),
     # "evaluate it on a 30% test set": the held-out share the evaluation reads is the split's
     ("split_data", r"(?:(?<=\bon\s)|(?<=\bagainst\s)|(?<=\busing\s))(?:a\s+|the\s+)?PCT\d+\s+(?:test|testing|validation|eval|evaluation)\s+"
                    r"(?:set|split|portion|part|sample|subset)\b"),
@@ -438,6 +441,8 @@ TRIGGERS: list[tuple[str, str]] = [
                     r"(?:tables?|results?|output|scores)\s*:?\s+(?P<f>FILE\d+)"    # "write table out/dept.csv", "write scores: s.csv"
                     r"|\b(?:write|writes|save|saves|store|stores)\s+(?:out\s+)?(?P<g>FILE\d+)(?=\s*(?:[.,;!]|$))"),    # "... and write out/q1.parquet."
     ("write_table", r"\b(?:written|saved|stored|exported|dumped|persisted)\s+(?:out\s+)?(?:to|into|as|at|in)\s+(?P<f>FILE\d+)"),
+    # "the table should land in out/x.csv": where the result ends up, written there
+    ("write_table", r"\b(?:lands?|landing|should\s+land|must\s+land|to\s+land|ends?\s+up)\s+(?:in|at|as)\s+(?P<f>FILE\d+)"),
     # "shipments.csv in, deduped, out/s.parquet out": the file said to come out is written
     ("write_table", r"(?<!\bFILE\d )(?P<f>FILE\d+)\s+out\b(?=\s*(?:[.,;!]|$))"),
     ("write_table", r"\b(?P<f>FILE\d+)\s+(?:gets|receives|holds|takes|stores)\s+(?:the\s+|that\s+)?(?:table|result|results|output|scores|rows|it)\b"
@@ -589,7 +594,8 @@ TRIGGERS: list[tuple[str, str]] = [
                # "tell the front desk 'ready'": who is told, a group of people
                r"(?:\s+(?:me|us|the\s+team|someone|everyone|the\s+(?:[a-z-]+\s+)?(?:team|desk|staff|crew|office|manager|managers|owner|owners|channel|group)))?"),
     ("make_dataset", rf"\b(?:generate|generates|generating|create|creates|creating|make|makes|making|synthesi[sz]e|simulate|produce|build|fabricate|construct|"
-                     rf"(?:fake|mock|whip|cook|dummy|spin)\s+up)\s+(?!sure\b|certain\b){skip(4)}"
+                     # ("build the claims-per-model table": a table the request derives, named by what it holds)
+                     rf"(?:fake|mock|whip|cook|dummy|spin)\s+up)\s+(?!sure\b|certain\b)(?!the\s+(?:[\w-]+\s+){{0,3}}table\b){skip(4)}"
                      r"(?:dataset|data\s+set|data|table|rows|samples|examples|records|points|observations|instances)\b"),
     ("make_dataset", r"\b(?:synthetic|toy|random|fake|dummy|artificial|simulated|generated|made-up|made\s+up|invented|mock)\s+(?:[\w-]+\s+)?(?:data|dataset|rows|samples|examples|table|records)\b"),
     ("load_data", r"\b(?:(?:load|read|ingest|import|open)\s+)?(?:for\s+)?(?:each|every|all)\s+(?:of\s+)?(?:the\s+)?(?:files?|tables?|inputs?)?\s*(?:in|of|among|from)?\s*"
@@ -599,6 +605,7 @@ TRIGGERS: list[tuple[str, str]] = [
     ("load_data", passive(r"FILE\d+(?:\s+(?:data|file|table|dataset))?",
                           r"loaded|read|ingested|imported|fetched|pulled(?:\s+in)?|in|available|ready")),
     ("load_data", r"\b(?:from|in|at|on|of|for)\s+FILE\d+"),     # "statistics for sensors.csv"
+    ("load_data", r"(?:(?<=[,;(]\s)|^)(?:the\s+)?(?:input|source)\s+FILE\d+"),   # "Prepayment model, input loan_tape.parquet."
     ("load_data", r"\b(?:load|read|ingest|open|import)\s+(?:it|them|each(?:\s+one)?|every\s+one|the\s+files?)\b"),
     ("load_data", r"(?:(?<=joined to )|(?<=linked to )|(?<=matched to )|(?<=merged to )|(?<!to ))(?<!into )(?<!onto )\bFILE\d+"),   # a data file named as the object of another step ("split iris.csv"), never a destination
     # "fit a logistic model to credit.csv": the data a model is fitted to (rules.RulePlanner keeps
