@@ -252,3 +252,22 @@ def test_an_input_file_named_as_a_note():
     p = _plan("Prepayment model, input loan_tape.parquet. Steps: remove duplicate loans, 75/25 split, train a logistic "
               "model of prepaid_12m.")
     assert of_kind(p, "load_data")[0].params["path"] == "loan_tape.parquet"
+
+
+@pytest.mark.parametrize("retries", ["with 2 retries each", "and each load should get 2 retries"])
+def test_one_report_of_several_tables_with_retries_stays_one(retries):
+    """Silently wrong before: "produce one report of them, with 2 retries each" wrote a report
+    per table (the retries' "each" read as the reports')."""
+    p = _plan(f"Read a.csv, b.csv and c.csv and produce one report of them, {retries}.")
+    (report,) = of_kind(p, "save_report")
+    assert len(report.params["result"]) == 3
+    if "load" in retries:
+        assert [s.retries for s in of_kind(p, "load_data")] == [2, 2, 2]
+    # a report for each stays one per table
+    assert len(of_kind(_plan("Read a.csv, b.csv and c.csv and write a report for each."), "save_report")) == 3
+
+
+@pytest.mark.parametrize("said", ["If nothing fails", "If nothing goes wrong", "If there are no errors"])
+def test_success_said_as_nothing_failing(said):
+    p = _plan(f"Read a.csv and write it to out/x.csv. {said}, post 'report done'.")
+    assert of_kind(p, "notify")[0].exit == "success"

@@ -180,6 +180,9 @@ RETRIES = [
     # "give the read two retries", "allow two retries on the write": the step named as the retries' holder
     r"(?:allow|allowing|give|giving|permit|permitting)\s+(?:(?:it|them|(?:the|that|every|each)\s+(?:" + _RETRIED + r"))\s+)?"
     r"(?:up\s+to\s+)?(?P<n>NUM\d+)\s+retr(?:y|ies)(?:\s+(?:on|for|to)\s+(?:the|that)\s+(?:" + _RETRIED + r"))?\b",
+    # "each load should get 2 retries", "the write has up to 3 retries": the step named as the retries' holder
+    r"(?:each|every|the|that)\s+(?:" + _RETRIED + r")\s+(?:should\s+|must\s+|will\s+|can\s+)?(?:get|gets|have|has)\s+"
+    r"(?:up\s+to\s+)?(?P<n>NUM\d+)\s+retr(?:y|ies)\b",
     r"(?:with\s+|and\s+)?(?:up\s+to\s+|at\s+most\s+|a\s+maximum\s+of\s+)?(?P<n>NUM\d+)\s+retr(?:y|ies)"
     r"(?:\s+(?:each|apiece|per\s+(?:step|model|run|value))|\s+(?:on|for)\s+(?:the|that)\s+(?:" + _RETRIED + r")\b)?" + _IF_FAILS,
     # "if that save fails, try it twice more"
@@ -225,7 +228,10 @@ EXIT_CUES = [
      r"completes\s+successfully|finishes\s+successfully|(?:has|have)\s+(?:completed|finished|run)\s+successfully|goes\s+well|goes\s+fine|works(?:\s+out)?|(?:finishes|completes|runs|goes\s+through|ends)\s+without\s+"
      r"(?:any\s+)?(?:errors?|failures?|problems|issues|a\s+hitch)|goes\s+through(?:\s+cleanly)?|go\s+through(?:\s+cleanly)?|"
      r"(?:runs|finishes|completes)\s+cleanly|passes|pass)\b"
-     r"|\b(?:if|when|once)\s+(?:every|each)\s+step\s+(?:succeeds|passes|works)\b|\b(?:if|when|once)\s+all\s+(?:the\s+)?steps\s+(?:succeed|pass|work)\b", "success"),
+     r"|\b(?:if|when|once)\s+(?:every|each)\s+step\s+(?:succeeds|passes|works)\b|\b(?:if|when|once)\s+all\s+(?:the\s+)?steps\s+(?:succeed|pass|work)\b"
+     # "if nothing fails", "if nothing goes wrong", "if there are no errors"
+     r"|\b(?:if|when|once|provided)\s+(?:nothing|no\s+step|none\s+of\s+(?:it|them|the\s+steps))\s+(?:fails|failed|goes\s+wrong|went\s+wrong|breaks|errors(?:\s+out)?|crashes)\b"
+     r"|\bif\s+there\s+(?:are|were)\s+no\s+(?:failures|errors|problems)\b", "success"),
     (r"\b(?:always|no\s+matter\s+what(?:\s+happens)?|whatever\s+happens|"
      r"(?<!rounds\s)(?<!iterations\s)(?<!times\s)(?<!passes\s)(?<!attempts\s)(?<!tries\s)regardless(?:\s+of\s+(?:the\s+)?"
      r"(?:outcome|result|whether\s+it\s+succeeds(?:\s+or\s+(?:fails|not))?))?|in\s+any\s+case|in\s+all\s+cases|"
