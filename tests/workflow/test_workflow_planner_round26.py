@@ -271,3 +271,42 @@ def test_one_report_of_several_tables_with_retries_stays_one(retries):
 def test_success_said_as_nothing_failing(said):
     p = _plan(f"Read a.csv and write it to out/x.csv. {said}, post 'report done'.")
     assert of_kind(p, "notify")[0].exit == "success"
+
+
+# -- steps referred to by their noun ---------------------------------------------------------------
+def test_after_the_plot_is_the_plot_already_planned():
+    """Silently wrong before: "after the plot, write the table" drew a second plot (of no
+    column) and wrote the table after it."""
+    p = _plan("Load a.csv, then in parallel compute stats and plot price; after the plot, write the table to out/x.csv.")
+    assert len(of_kind(p, "plot")) == 1
+    (plot,), (write,) = of_kind(p, "plot"), of_kind(p, "write_table")
+    assert plot.id in write.after
+    # "after the chart, plot quantity" is one more plot, said after the chart
+    p = _plan("Load a.csv and plot price. After the chart, plot quantity.")
+    assert [s.params["column"] for s in of_kind(p, "plot")] == ["price", "quantity"]
+
+
+@pytest.mark.parametrize("said", ["Once the export is done, notify me with 'ok'.", "After the export, notify me with 'ok'."])
+def test_once_the_export_is_done(said):
+    for first, kind in (("train a knn for y and export it to ./m", "export_model"), ("write it to out/x.csv", "write_table")):
+        p = _plan(f"Load a.csv, {first}. {said}")
+        (done,), (note,) = of_kind(p, kind), of_kind(p, "notify")
+        assert done.id in note.after and note.params["message"] == "ok"
+
+
+def test_a_step_noun_with_no_such_step_is_still_that_step():
+    with pytest.raises(PlanRefused, match="no earlier step makes one"):
+        _plan("Load a.csv, after the plot write it to out/x.csv.")
+
+
+@pytest.mark.parametrize("aside", ["(the club's Wi-Fi drops out)", "so nothing drops off either side",
+                                   "(the file share drops connections)"])
+def test_a_drop_that_happens_to_something_is_no_step(aside):
+    """A removal's verb said of a network or a join's rows: refused as "no catalog step does
+    'drops'" before; now only the words no step claims are named."""
+    try:
+        p = _plan(f"Load a.csv {aside} and write it to out/x.csv.")
+    except PlanRefused as err:
+        assert "no catalog step does 'drops'" not in str(err)
+    else:
+        assert kinds(p) == ["load_data", "write_table"]

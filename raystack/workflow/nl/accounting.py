@@ -248,6 +248,17 @@ OUTPUT_NOUNS = {"report", "plot", "chart", "graph", "histogram", "notification"}
 COUNTED_STEPS = {"loads", "reads", "branches", "subsamples", "lanes", "tracks", "jobs", "tasks"}   # "two loads": the steps named next
 
 
+# "the Wi-Fi drops out", "nothing drops off either side", "the share drops connections": a drop
+# that happens to something, no removal asked for
+DROPS = {"drops", "dropped", "dropping"}
+DROPPED_WHAT = {"out", "off", "connections", "connection", "packets", "sometimes", "often", "occasionally"}
+
+
+def _said_of_a_thing(t: Text, x: Token) -> bool:
+    nxt = t.tokens[x.i + 1] if x.i + 1 < len(t.tokens) else None
+    return x.low in DROPS and nxt is not None and nxt.low in DROPPED_WHAT
+
+
 def _noun_modifier(t: Text, x: Token) -> bool:
     """"Beehive weight logs": a word that is also an operation, between a free descriptive word
     and a head noun, describes the data ("then filter logs" asks for a filter)."""
@@ -521,7 +532,7 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
     headings(t)
     title_clauses(t)
     verbs = [x for x in t.unused() if x.low in L.UNMAPPED_VERBS and not _noun_modifier(t, x) and not names_data(t, x)
-             and not names_thing(t, x)]
+             and not names_thing(t, x) and not _said_of_a_thing(t, x)]
     if verbs:
         raise PlanRefused([f"no catalog step does {t.span_text(r)!r}" for r in t.runs(verbs)])
     # "report how many columns each has": a question no step answers, never glue or a description

@@ -31,8 +31,8 @@ from raystack.workflow.nl.phrases import (coordinated, is_eval_verb, is_figure, 
                                          split_across_files, table_result)
 from raystack.workflow.nl.plan import Draft, DraftStep, Plan, PlanRefused
 from raystack.workflow.nl.questions import criteria, defer_candidates, fill_from_question, questions
-from raystack.workflow.nl.step_references import (TRANSFORMED, model_references, models_named_first, table_participle,
-                                             transform_references)
+from raystack.workflow.nl.step_references import (TRANSFORMED, model_references, models_named_first, order_references,
+                                             table_participle, transform_references)
 from raystack.workflow.nl.reread import (CLEANINGS, evaluation_held_out_for, grouped_first, pick_first, reread, retrained_parts,
                                          retraining)
 from raystack.workflow.nl.safety import screen
@@ -129,7 +129,7 @@ class RulePlanner:
             s_actions = self._actions(t, lo, hi, si, s_cues)
             cues += s_cues
             actions += s_actions
-        actions = destinations(t, evaluation_held_out_for(t, transform_references(t, reread(t, actions))))
+        actions = destinations(t, evaluation_held_out_for(t, order_references(t, transform_references(t, reread(t, actions)))))
         if not actions:
             raise PlanRefused([f"no workflow step in {text.strip()[:80]!r}"], "out_of_scope")
         asked = questions(t, spans)
