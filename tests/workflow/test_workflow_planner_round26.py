@@ -310,3 +310,13 @@ def test_a_drop_that_happens_to_something_is_no_step(aside):
         assert "no catalog step does 'drops'" not in str(err)
     else:
         assert kinds(p) == ["load_data", "write_table"]
+
+
+@pytest.mark.parametrize("which", ["the first one", "the first model", "the original one"])
+def test_an_earlier_model_said_by_its_place_is_refused(which):
+    """Silently wrong before: "train ..., then train it again ..., and export the first one"
+    exported the second model ("first" and "one" were read as filler)."""
+    with pytest.raises(PlanRefused, match="last model trained"):
+        _plan(f"Load a.csv, train a knn for y for 5 epochs, then train it again for 10 epochs, and export {which} to ./m.")
+    p = _plan("Load a.csv, train a knn for y for 5 epochs, then train it again for 10 epochs, and export it to ./m.")
+    assert of_kind(p, "export_model")[0].params["model"].step == of_kind(p, "train_model")[-1].id

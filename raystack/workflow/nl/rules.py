@@ -31,8 +31,8 @@ from raystack.workflow.nl.phrases import (coordinated, is_eval_verb, is_figure, 
                                          split_across_files, table_result)
 from raystack.workflow.nl.plan import Draft, DraftStep, Plan, PlanRefused
 from raystack.workflow.nl.questions import criteria, defer_candidates, fill_from_question, questions
-from raystack.workflow.nl.step_references import (TRANSFORMED, model_references, models_named_first, order_references,
-                                             table_participle, transform_references)
+from raystack.workflow.nl.step_references import (TRANSFORMED, first_of_several, model_references, models_named_first,
+                                             order_references, table_participle, transform_references)
 from raystack.workflow.nl.reread import (CLEANINGS, evaluation_held_out_for, grouped_first, pick_first, reread, retrained_parts,
                                          retraining)
 from raystack.workflow.nl.safety import screen
@@ -163,6 +163,7 @@ class RulePlanner:
         actions = each_named_file(t, actions)
         self._bounds_to_compute(actions)
         actions = model_references(t, models_named_first(t, actions))
+        first_of_several(t, actions)      # "train ..., train it again ..., export the first one"
         if any(a.entry == "load_data" for a in actions):   # "(after loading it, obviously)": that load
             for _, toks in t.finditer(LOADED_FIRST, 0, len(t.tokens), free_only=True):
                 t.mark(toks, "load_data")

@@ -180,3 +180,23 @@ def free_order_references(t: Text, actions: list[Action]) -> None:
         if any(a.entry in kinds and a.trig_end <= k for a in actions):
             done = t.match_at(DONE, k + 1, min(len(t.tokens), k + 4))
             t.mark(t.tokens[k - 2:k + 1] + (done[1] if done else []), "reference")
+
+
+# an earlier one of several models, said by its place: "export the first one", "the first model"
+FIRST_ONE = re.compile(r"\b(?:the\s+)?(?:first|earlier|earliest|original|previous|older|initial)\s+"
+                       r"(?:one|model|run|training|version|fit)\b")
+
+
+def first_of_several(t: Text, actions: list[Action]) -> None:
+    """"train a knn ..., then train it again ..., and export the first one": the step that takes
+    a model reads the last one trained; an earlier one said by its place is a pick no step
+    makes (it exported the second model, silently). Refused."""
+    trained = 0
+    for a in actions:
+        if a.entry == "train_model":
+            trained += 1
+        elif a.entry in MODEL_TAKERS and trained >= 2:
+            m = FIRST_ONE.search(t.span_text(t.tokens[a.lo:a.hi]).lower())
+            if m:
+                raise PlanRefused([f"{m.group(0)!r}: a step takes the last model trained before it; name the one "
+                                   "to take right after its training, or pick one by a metric"])
