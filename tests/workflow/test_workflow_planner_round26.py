@@ -320,3 +320,16 @@ def test_an_earlier_model_said_by_its_place_is_refused(which):
         _plan(f"Load a.csv, train a knn for y for 5 epochs, then train it again for 10 epochs, and export {which} to ./m.")
     p = _plan("Load a.csv, train a knn for y for 5 epochs, then train it again for 10 epochs, and export it to ./m.")
     assert of_kind(p, "export_model")[0].params["model"].step == of_kind(p, "train_model")[-1].id
+
+
+def test_a_part_run_again_keeps_its_model_and_a_continuation_is_refused():
+    """Silently wrong before: "pretrain tiny-20m ...; if the loss is above 3.5, pretrain it for
+    another 1000 steps" pretrained the default model (tiny-1m) from scratch."""
+    head = "Pretrain tiny-20m with EDiT for 1000 steps; if the validation loss is above 3.5, "
+    with pytest.raises(PlanRefused, match="starts afresh"):
+        _plan(head + "pretrain it for another 1000 steps.")
+    p = _plan(head + "pretrain it again for 2000 steps.")
+    assert [(s.params["model"], s.params["steps"]) for s in of_kind(p, "edit_pretrain")] == [("tiny-20m", 1000),
+                                                                                            ("tiny-20m", 2000)]
+    p = _plan(head + "pretrain tiny-1m for 2000 steps.")      # another model named: that one
+    assert [s.params["model"] for s in of_kind(p, "edit_pretrain")] == ["tiny-20m", "tiny-1m"]

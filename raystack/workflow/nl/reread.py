@@ -282,12 +282,39 @@ def retraining(t: Text, a) -> bool:
     return bool(re.match(r"re-?(?:train|fit)", t.tokens[a.lo].low) or t.match_at(L.TRAIN_AGAIN, a.lo, a.trig_end))
 
 
+# a run that goes on from where another stopped: no catalog step does that (each run starts
+# from its model's first weights)
+CONTINUED = re.compile(r"\b(?:another|more|further|additional|extra)\s+(?:NUM\d+\s+)?(?:steps|epochs|rounds)\b"
+                       r"|\bcontinu\w*|\bresum\w*|\bkeep\s+(?:pre)?training\b|\bpick\s+up\s+where\b")
+
+
+def _part_again(t: Text, actions: list, k: int):
+    """"pretrain tiny-20m ...; if the loss is above 3.5, pretrain it for 1,000 steps": the run
+    named again by "it" is that run once more (its model kept; read apart, it pretrained the
+    default model); "for another 1,000 steps" would go on from its weights, which no step
+    does: refused. Returns the first run, or None."""
+    a = actions[k]
+    run = next((b for b in reversed(actions[:k]) if b.entry == a.entry), None)
+    said_it = t.match_at(r"(?:it|that|the\s+(?:same\s+)?model|that\s+model)\b", a.trig_end, min(len(t.tokens), a.trig_end + 3))
+    if run is None or said_it is None:
+        return None
+    if next(t.finditer(CONTINUED, a.lo, a.hi), None) is not None:
+        raise PlanRefused([f"{t.span_text(t.tokens[a.lo:a.hi])!r}: a run that goes on from another's weights is no "
+                           "step the catalog has (each run starts afresh); say the steps of one run in all"])
+    return run
+
+
 def retrained_parts(t: Text, actions: list) -> list[tuple]:
     """"train the DLRM on data/criteo; if AUC is under 0.7, retrain it with 6 workers": a
     retraining after a part's run is that part run again (read as a small classifier, it
     needed a split no step makes). Returns (retraining, first run) pairs."""
     out = []
     for k, a in enumerate(actions):
+        if a.entry in L.PART_STEPS and a.entry != "train_model":
+            again = _part_again(t, actions, k)
+            if again is not None:
+                out.append((a, again))
+            continue
         if a.entry != "train_model" or not retraining(t, a):
             continue
         run = next((b for b in reversed(actions[:k]) if b.entry in L.TRAINING_STEPS), None)
