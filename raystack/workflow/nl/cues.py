@@ -43,6 +43,9 @@ MISSING = [
     rf"(?:values|entries|cells|data)\s+(?:(?:proves?|turns?\s+out)\s+to\s+)?(?:(?:is|are|be|accounts?\s+for|account\s+for|"
     rf"makes?\s+up|make\s+up|comes?\s+to)\s+)?(?P<cmp>{_MISSING_CMP})\s+(?P<v>PCT\d+)"
     rf"(?:\s+of\s+(?:all\s+)?(?:the\s+)?(?:entries|values|rows|cells|data|records))?",
+    # "should the statistics report over 5% missing values": what the statistics found, said first
+    rf"\b{L.IF_CUE}\s+(?:the\s+)?(?:stats|statistics|numbers|summary)\s+(?:show|report|say|find|reveal)s?\s+"
+    rf"(?P<cmp>{_MISSING_CMP})\s+(?P<v>PCT\d+)\s+(?:of\s+)?(?:missing|empty|blank|null)\s+(?:values|entries|cells|data)\b",
     # "→ missing > 1%? then ...": the share written as a comparison
     r"(?:(?m:^)|(?<=[;:.,)>→?-]\s))(?:missing|empty|blank|nulls?)(?:\s+(?:share|rate|fraction|ratio))?\s*(?P<cmp>>=|<=|>|<|≥|≤)\s*(?P<v>PCT\d+)(?=\s*[?:,→]|\s*->)",
 ]

@@ -219,6 +219,8 @@ def sample(text: Text, lo: int, hi: int, f: Found) -> None:
 def split_data(text: Text, lo: int, hi: int, f: Found) -> None:
     _seed(text, lo, hi, f)
     consume(text, lo, hi, r"(?<=PCT\d\s)to\s+test\s+(?:on|with)\b|(?<=PCT\d\d\s)to\s+test\s+(?:on|with)\b", "split")   # "hold out 25% to test with"
+    # "keep 25% back as the test portion"
+    consume(text, lo, hi, r"\bas\s+(?:the\s+|a\s+|our\s+)?(?:test|testing|holdout|hold-out|validation)\s+(?:portion|part|set|split|share|slice)\b", "split")
     consume(text, lo, hi, r"\b(?:into\s+)?(?:(?:a|the)\s+)?(?:training|train)\s+(?:and|/)\s+(?:test(?:ing)?|validation|eval)"
                           r"(?:\s+(?:sets?|splits?|portions?|parts?|data))?|\b(?:ratio|proportion)\b", "split")
     m = _search(text, lo, hi, r"(?P<r>RATIO\d+)", "ratio")

@@ -79,7 +79,7 @@ NEGATED_OPS = {">": "<=", ">=": "<", "<": ">=", "<=": ">", "==": "!="}
 IF_CUE = (r"(?:(?:but\s+)?only\s+(?:if|when|once)|if|when|whenever|provided(?:\s+that)?|as\s+long\s+as|in\s+case|"
           # formal: "in the event that the recall exceeds 0.5", "(solely) on condition that ..."
           r"in\s+the\s+event\s+that|(?:(?:solely|only)\s+)?on\s+(?:the\s+)?condition\s+that|"
-          r"assuming|once|should(?=\s+(?:the\s+|its\s+|their\s+)?(?:[\w-]+\s+){0,2}(?:come|be|fall|drop|go|end|stay|reach|exceed|get)))")
+          r"assuming|once|should(?=\s+(?:the\s+|its\s+|their\s+)?(?:[\w-]+\s+){0,2}(?:come|be|fall|drop|go|end|stay|reach|exceed|get|report|show)))")
 METRIC_MOD = (r"(?:(?:best|top|final|overall|mean|average|test|resulting|measured|tuned|held-out|winning|chosen|selected"
               # "the winning trial's accuracy", "the best run's AUC", "the tuned model's F1"
               r"|(?:winning|best|top|chosen|selected|tuned|trained|final)\s+(?:trial|run|model|candidate)\s*'s"
@@ -253,6 +253,8 @@ EXIT_CUES = [
 ]
 END_PHRASES = (r"\b(?:(?:when|once)\s+(?:it\s+is\s+|it\s*'s\s+|everything\s+is\s+)?(?:finished|complete|completed|done)|at\s+the\s+(?:very\s+)?end|when\s+(?:it|everything|the\s+(?:run|workflow|pipeline|job))\s+"
                r"(?:finishes|is\s+(?:done|finished|over)|completes|ends|has\s+finished)|when\s+done|"
+               # "notify 'x' when that's done", "once that's saved, ..."
+               r"(?:when|once)\s+(?:that|this|it)\s*(?:'s|is|has)\s+(?:done|finished|been\s+done|saved|written|exported|been\s+saved)|"
                r"once\s+(?:it\s+is|it\s*'s|everything\s+is)\s+(?:done|finished)|when\s+the\s+run\s+ends|"
                r"after\s+(?:everything|all\s+steps|it\s+all)|at\s+the\s+close|(?:when|once)\s+it\s*'s\s+(?:all\s+)?over|"
                r"(?:when|once)\s+(?:it|everything)\s+is\s+(?:all\s+)?over|"

@@ -27,6 +27,8 @@ STATED = [
     # "listings.parquet, target days_to_sale.", "a classifier (label water_claim)": the column named
     # by its role, as a note of its own
     rf"(?:(?<=[.;:,(]\s)|(?<=\()|^)(?:the\s+)?(?:target|label)(?:\s+column)?\s*(?:[:=]\s*|is\s+)?(?P<c>{_COL})(?=\s*[.;,)])",
+    # "bill_delta_pct regression on meter_reads.parquet.": the column a title names the model of
+    r"(?:^|(?<=[.;:]\s))(?P<c>[a-z][a-z0-9]*_[a-z0-9_]+)\s+(?:regression|classification|classifier|prediction|forecast|model)\b",
     # "the target is churned", "the label column is is_fraud"
     rf"\bthe\s+(?:target|label)(?:\s+column)?\s+(?:is|will\s+be|should\s+be)\s+(?P<c>{_COL}){_END}",
     # "alpha_acid is the target", "alpha_acid is the thing we're predicting", "... what we predict"

@@ -87,7 +87,9 @@ _STAT = rf"(?:standard\s+deviation|{'|'.join(COLUMN_STATS[:-1])})"    # a statis
 # (catalog step, pattern) in priority order: an earlier, more specific phrase claims its words
 TRIGGERS: list[tuple[str, str]] = [
     ("cleanup", rf"\b(?:clean\s*up|clean-up|cleanup|remove|delete|erase|wipe|purge|clear(?:\s+out|\s+away)?|empty|tidy\s+(?:up|away)|get\s+rid\s+of)\s+{skip(3, CLEANUP_NEVER)}"
-                r"(?:tmp|temp|temporary|scratch|intermediate|staging)\b(?:\s+(?:files?|director(?:y|ies)|folders?|dirs?|data|outputs?|space|area))?"),
+                r"(?:tmp|temp|temporary|scratch|intermediate|staging)\b(?:\s+(?:files?|director(?:y|ies)|folders?|dirs?|data|outputs?|space|area))?"
+                # "clear the temp files out of scratch"
+                r"(?:\s+(?:out\s+)?(?:of|from|in)\s+(?:the\s+)?scratch(?:\s+(?:space|area|folder|dir(?:ectory)?))?\b)?"),
     ("cleanup", passive(r"(?:the\s+|our\s+|its\s+)?(?:(?:run|job|pipeline|workflow)\s+'s\s+)?(?:tmp|temp|temporary|scratch|intermediate)\s+"
                         r"(?:files?|director(?:y|ies)|folders?|dirs?|data|outputs?|space|area)",   # "scratch space must be cleared"
                         r"removed|deleted|cleaned(?:\s+up)?|wiped|purged|cleared(?:\s+(?:out|away))?|tidied(?:\s+(?:up|away))?|erased"
@@ -441,6 +443,8 @@ TRIGGERS: list[tuple[str, str]] = [
                     r"(?:tables?|results?|output|scores)\s*:?\s+(?P<f>FILE\d+)"    # "write table out/dept.csv", "write scores: s.csv"
                     r"|\b(?:write|writes|save|saves|store|stores)\s+(?:out\s+)?(?P<g>FILE\d+)(?=\s*(?:[.,;!]|$))"),    # "... and write out/q1.parquet."
     ("write_table", r"\b(?:written|saved|stored|exported|dumped|persisted)\s+(?:out\s+)?(?:to|into|as|at|in)\s+(?P<f>FILE\d+)"),
+    # "then evaluate, results into out/silo_eval.csv": what the step before made, written there
+    ("write_table", r"(?:(?<=[,;:]\s)|^)(?:the\s+|its\s+)?(?:results?|metrics|scores)\s+(?:go\s+|goes\s+)?(?:into|to|in)\s+(?P<f>FILE\d+)"),
     # "the table should land in out/x.csv": where the result ends up, written there
     ("write_table", r"\b(?:lands?|landing|should\s+land|must\s+land|to\s+land|ends?\s+up)\s+(?:in|at|as)\s+(?P<f>FILE\d+)"),
     # "shipments.csv in, deduped, out/s.parquet out": the file said to come out is written
@@ -574,6 +578,8 @@ TRIGGERS: list[tuple[str, str]] = [
                      # "put it live under the name X", "push it live as X", "take the winner live"
                      # (its object said: "make live predictions" asks for inference, no deployment)
                      r"(?:put|push|take)\s+(?:it|them|that|the\s+(?:winner|model|best\s+one))\s+live|go\s+live"
+                     # "the model goes live as tint-qc"
+                     r"|(?:(?:the\s+)?(?:model|classifier|winner|it|they)\s+)(?:goes|going|should\s+go|will\s+go|is\s+to\s+go)\s+live"
                      # "switch it on as no-show-flag", "turn it on as x": put into service under a name
                      r"|(?:switch|turn)\s+(?:it|them|that|the\s+(?:winner|model|best\s+one))\s+on(?=\s+(?:as|under)\b))\b(?:\s+(?:to|into)\s+production)?"),
     ("notify", r"\b(?:raise|fire|trigger|issue|post)\s+(?:an?\s+|the\s+)?(?:alert|alarm|notification|warning)\b"),   # "raise an alert if ..."
