@@ -385,3 +385,40 @@ def test_temp_files_cleared_out_of_scratch():
     p = _plan("Load a.csv and write it to out/x.csv. And once it's over, pass or fail, clear the temp files out of scratch.")
     assert of_kind(p, "cleanup")[0].exit == "always"
 
+
+
+# -- sixth pass ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("said", ["Then test the adapters, and they only get served if the exact match is above 0.5.",
+                                  "Then evaluate them; they should be deployed only if the exact match is above 0.5."])
+def test_adapters_served_said_object_first(said):
+    p = _plan(f"Fine-tune two mLoRA adapters a1 and a2 on tiny-1m. {said}")
+    assert _cond(of_kind(p, "serve_adapters")[0]) == ("exact_match", ">", 0.5, False)
+
+
+def test_a_model_to_be_deployed_said_object_first():
+    p = _plan("Load a.csv, train a knn for y and evaluate it; the model is to be deployed as knn-y if its accuracy is "
+              "above 0.8.")
+    (deploy,) = of_kind(p, "deploy_model")
+    assert deploy.params["name"] == "knn-y" and _cond(deploy) == ("accuracy", ">", 0.8, False)
+
+
+def test_the_pick_and_the_retries_said_formally():
+    p = _plan("The elastic DLRM model reviewer-match is to be trained in three separate runs of 2, 3 and 5 epochs, each "
+              "run being retried at most twice in case of failure. The highest-AUC run should be selected; should its "
+              "AUC be 0.7 or higher, it is to be exported to ./models/rm.")
+    assert kinds(p) == ["elastic_dlrm", "select_best", "export_model"]
+    assert {s.retries for s in of_kind(p, "elastic_dlrm")} == {2}
+    assert of_kind(p, "select_best")[0].params["metric"] == "auc"
+    assert not any(s.exit for s in p.ir.steps)        # "in case of failure" is the retries', no handler
+
+
+def test_a_removal_by_what_rows_record_before_the_generic_one():
+    """"drop detections missing snr_db": the generic "drop ... missing" claimed the verb and left
+    "detections" unclaimed."""
+    p = _plan("Load a.csv, drop detections missing snr_db, and write it to out/x.csv.")
+    assert of_kind(p, "clean_data")[0].params["columns"] == ["snr_db"]
+
+
+def test_a_target_after_on_for_several_classifiers():
+    p = _plan("Load a.csv, split 30% off, and fit logistic regression and nearest-centroid classifiers on bloom_next_week.")
+    assert {s.params["target"] for s in of_kind(p, "train_model")} == {"bloom_next_week"}

@@ -432,7 +432,8 @@ TARGET_WORD = (rf"\b(?:predicting|to\s+predict|that\s+predicts|which\s+predicts|
                + r"|(?:(?<=model\s)|(?<=regression\s)|(?<=classifier\s))of\s+(?P<o>[a-z][a-z0-9]*_[a-z0-9_]+)" + _CLAUSE_END
                # "train linear regression on eggs_sold three times": a column written as a name after
                # "on" (never a split's or a table's: "on train_rows", "on sales_data")
-               + r"|(?:(?<=model\s)|(?<=regression\s)|(?<=classifier\s)|(?<=regressor\s)|(?<=knn\s)|(?<=decoder\s))on\s+"
+               + r"|(?:(?<=model\s)|(?<=regression\s)|(?<=classifier\s)|(?<=regressor\s)|(?<=knn\s)|(?<=decoder\s)|(?<=models\s)"
+               r"|(?<=classifiers\s)|(?<=regressions\s))on\s+"
                r"(?P<n>(?!(?:train|test|val|valid|validation|training|holdout|eval)_)(?![a-z0-9_]*_(?:set|split|data|rows|features|df|table)\b)"
                r"[a-z][a-z0-9]*_[a-z0-9_]+)(?=\s+NUM\d+\s+times\b|" + _CLAUSE_END[3:])
 

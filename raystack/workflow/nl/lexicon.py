@@ -190,8 +190,9 @@ RETRIES = [
     r"(?:(?P<w>once|twice|thrice)\s+more|(?P<n>NUM\d+)\s+more\s+times?)\b",
     # "let the save retry two times"
     r"let\s+(?:the|that|this)\s+(?:" + _RETRIED + r")\s+retry\s+(?:up\s+to\s+|at\s+most\s+)?(?:(?P<n>NUM\d+)\s+times?|(?P<w>once|twice|thrice))",
-    r"(?:(?:each|both|it|they|all)\s+)?(?:(?:is|are|gets?)\s+)?retried\s+(?:up\s+to\s+|at\s+most\s+)?(?:(?P<w>once|twice|thrice)|(?P<n>NUM\d+)\s+times?)"
-    r"(?:\s+(?:each|apiece))?(?:\s+(?:on|upon|after)\s+(?:a\s+)?failures?|\s+if\s+(?:it|they)\s+fails?)?",
+    # ("each run being retried at most twice in case of failure")
+    r"(?:(?:each|both|it|they|all|(?:each|every)\s+(?:run|one|training|attempt|read|load))\s+)?(?:(?:is|are|gets?|being)\s+)?retried\s+(?:up\s+to\s+|at\s+most\s+)?(?:(?P<w>once|twice|thrice)|(?P<n>NUM\d+)\s+times?)"
+    r"(?:\s+(?:each|apiece))?(?:\s+(?:on|upon|after)\s+(?:a\s+)?failures?|\s+in\s+(?:the\s+)?case\s+of\s+(?:a\s+)?failures?|\s+if\s+(?:it|they)\s+fails?)?",
     r"(?:keep\s+)?retry(?:ing)?\s+" + _RETRY_OBJECT + r"(?:up\s+to\s+|at\s+most\s+)?(?P<w>once|twice|thrice)(?:\s+(?:each|apiece))?" + _IF_FAILS,
     r"(?:keep\s+)?retry(?:ing)?\s+" + _RETRY_OBJECT + r"(?:up\s+to\s+|at\s+most\s+)?(?P<n>NUM\d+)\s+times?(?:\s+(?:each|apiece))?" + _IF_FAILS,
     # "retry the load of events.csv up to 5 times", "retry loading events.csv 3 times": the file stays the load's

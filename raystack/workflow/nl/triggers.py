@@ -185,8 +185,6 @@ TRIGGERS: list[tuple[str, str]] = [
     # "put zeros in the empty cells", "write the median into missing fields": the fill said first
     ("impute", rf"\b(?:put|puts|putting|insert|inserts|inserting|write|writing)\s+(?=(?:a\s+|the\s+)?(?:column\s+)?(?:zeros?|NUM\d+|means?|medians?|averages?)"
                rf"\s+(?:in|into)\s+(?:(?:the\s+|any\s+|all\s+)?(?:{GAPS})|them|those)\b)"),
-    ("clean_data", rf"\b(?:drop|drops|dropping|remove|removes|removing|deleting|discarding|eliminating|delete|discard|exclude|eliminate|filter\s+out|get\s+rid\s+of|throw\s+away|skip)\s+{skip(3)}"
-                   r"(?:missing|null|nulls|nan|nans|empty|incomplete|blank|na|invalid)\b(?:\s+(?:values?|entries|cells|fields|rows|records|data))?"),
     # "drop rows without a price", "remove records lacking an email", "drop admissions with no
     # discharge_ward", "drop the rows that are missing the category": the rows missing that column
     ("clean_data", r"\b(?:drop|drops|dropping|remove|removes|removing|delete|discard|exclude|filter\s+out|get\s+rid\s+of|throw\s+(?:away|out)|toss)\s+"
@@ -194,6 +192,8 @@ TRIGGERS: list[tuple[str, str]] = [
     # "Admissions lacking a recorded discharge_ward are to be excluded": the same, object first
     ("clean_data", passive(rf"(?:the\s+|all\s+|any\s+)?{ROW_NOUN}\s+{LACKING}\s+(?={MISSING_COLUMN})"
                            r"(?:(?:a|an|any|the)\s+)?(?:recorded\s+|valid\s+)?[a-z_]\w*(?:\s+(?:values?|entry|entries|field))?", REMOVED)),
+    ("clean_data", rf"\b(?:drop|drops|dropping|remove|removes|removing|deleting|discarding|eliminating|delete|discard|exclude|eliminate|filter\s+out|get\s+rid\s+of|throw\s+away|skip)\s+{skip(3)}"
+                   r"(?:missing|null|nulls|nan|nans|empty|incomplete|blank|na|invalid)\b(?:\s+(?:values?|entries|cells|fields|rows|records|data))?"),
     ("clean_data", passive(rf"(?:the\s+)?(?:{BAD_ROWS}|nulls|nans)", REMOVED + r"|cleaned(?:\s+(?:up|out))?")),
     # ("bin any row where something's blank": bin as in the rubbish bin, its object the bad rows)
     ("clean_data", rf"\b(?:drop|remove|discard|exclude|excluding|filter\s+out|throw\s+(?:away|out)|weed\s+out|get\s+rid\s+of|ditch|toss|bin|chuck(?:\s+out|\s+away)?|lose|"
@@ -490,6 +490,9 @@ TRIGGERS: list[tuple[str, str]] = [
                     rf"(?:\s+(?:by|on|using|in\s+terms\s+of)\s+(?:their\s+|the\s+)?(?=(?:{METRIC_RX})\b))"
                     rf"|\bcompar(?:e|es|ing)(?=\s+(?:their\s+|the\s+)?(?:{METRIC_RX})\b)"),   # "compare their f1", "compare auc"
     ("select_best", rf"\b(?:select|pick|choose)\s+by\s+(?=(?:{METRIC_RX})\b)"),    # "select by AUC"
+    # "The highest-AUC run should be selected": the pick, object first
+    ("select_best", rf"\b(?:the\s+)?(?:highest|best|lowest|top|smallest|largest)[\s-](?:{METRIC_RX})\s+(?:run|model|one|candidate|configuration|version)"
+                    rf"\s+(?:should|is\s+to|will|must|is\s+then\s+to)\s+be\s+(?:selected|chosen|picked|kept|retained)\b"),
     ("select_best", rf"(?:{AFTER_ARROW}|(?<=[,;:]\s)|^)(?:the\s+)?best\s+(?:one\s+|model\s+)?(?:by|on)\s+(?=(?:{METRIC_RX})\b)"
                     rf"|(?:{AFTER_ARROW}|{ITEM_OPEN})(?:the\s+)?(?:best|top|highest|lowest)\s+(?=(?:{METRIC_RX})\s*(?:{ARROW}|$|[,;.]))"),   # "-> best AUC ->"
     ("select_best", rf"\b(?:select|pick|choose|keep|take|retain|go\s+with)\s+(?:the\s+one\s+with\s+)?(?:the\s+)?(?:lower|lowest|higher|highest|smaller|smallest|larger|largest|better|best|min|max)\s+(?=(?:{METRIC_RX})\b)"),
@@ -578,6 +581,8 @@ TRIGGERS: list[tuple[str, str]] = [
                      # "put it live under the name X", "push it live as X", "take the winner live"
                      # (its object said: "make live predictions" asks for inference, no deployment)
                      r"(?:put|push|take)\s+(?:it|them|that|the\s+(?:winner|model|best\s+one))\s+live|go\s+live"
+                     # "they only get served if ...", "the model is to be deployed as x": the object first
+                     r"|(?:(?:they|it|the\s+(?:model|adapters|classifier|winner))\s+(?:only\s+)?(?:get|gets|should\s+be|will\s+be|must\s+be|is\s+to\s+be|are\s+to\s+be)\s+(?:only\s+)?)(?:served|deployed)\b"
                      # "the model goes live as tint-qc"
                      r"|(?:(?:the\s+)?(?:model|classifier|winner|it|they)\s+)(?:goes|going|should\s+go|will\s+go|is\s+to\s+go)\s+live"
                      # "switch it on as no-show-flag", "turn it on as x": put into service under a name
