@@ -422,3 +422,14 @@ def test_a_removal_by_what_rows_record_before_the_generic_one():
 def test_a_target_after_on_for_several_classifiers():
     p = _plan("Load a.csv, split 30% off, and fit logistic regression and nearest-centroid classifiers on bloom_next_week.")
     assert {s.params["target"] for s in of_kind(p, "train_model")} == {"bloom_next_week"}
+
+
+def test_a_model_only_a_conditional_retraining_makes_is_not_exported_silently():
+    """Silently wrong before: "if the accuracy is below 0.7 retrain it with k=9; then export it"
+    exported the retrained model only, so a good first model was never exported (the export was
+    skipped with the retraining)."""
+    head = "Load a.csv, train a knn for y, evaluate it, and if the accuracy is below 0.7 retrain it with k=9"
+    with pytest.raises(PlanRefused, match="runs only when its condition holds"):
+        _plan(head + "; then export it to ./m.")
+    p = _plan(head + " and export that one to ./m.")          # the export in the same branch: fine
+    assert _cond(of_kind(p, "export_model")[0]) == ("accuracy", "<", 0.7, False)

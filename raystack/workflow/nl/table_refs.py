@@ -282,17 +282,23 @@ def _named_at(span: str, path: str, others: list[str] = ()) -> int | None:
     return m.start() if m else None
 
 
+CONDITIONAL_MAKERS = ("train_model", "edit_pretrain", "mlora_finetune", "elastic_dlrm")
+
+
 def check_final_results(steps: list[DraftStep], handing_on: dict[str, str]) -> None:
     """"retrain it if accuracy is under 0.8, and deploy the final model": the final model is the
     retrained one or, when the condition is false, the first; a step reading the conditional
     step's output would run only when it ran, so the plan is refused, saying so."""
     by_label = {s.label: s for s in steps}
     for s in steps:
-        if s.when is not None or s.exit is not None or not FINAL_RESULT.search(s.span):
+        if s.when is not None or s.exit is not None:
             continue
         for lab in s.input_labels():
             src = by_label.get(lab)
-            if src is not None and src.when is not None and lab not in handing_on:
+            # (a model a conditional training makes is the final one whether "final" is said or not:
+            # "if the accuracy is below 0.7 retrain it; then export it")
+            if src is not None and src.when is not None and lab not in handing_on \
+                    and (FINAL_RESULT.search(s.span) or src.entry in CONDITIONAL_MAKERS):
                 raise PlanRefused([f"{s.span!r} reads {src.span!r}, which runs only when its condition holds: "
                                    "say what it reads otherwise"])
 
