@@ -433,3 +433,13 @@ def test_a_model_only_a_conditional_retraining_makes_is_not_exported_silently():
         _plan(head + "; then export it to ./m.")
     p = _plan(head + " and export that one to ./m.")          # the export in the same branch: fine
     assert _cond(of_kind(p, "export_model")[0]) == ("accuracy", "<", 0.7, False)
+
+
+@pytest.mark.parametrize("said", ["then normalize the training part only", "then dedupe the test set"])
+def test_a_table_step_on_a_part_of_the_split_is_refused(said):
+    """Silently wrong before: "split it, then normalize the training part only" scaled the whole
+    table the split had read ("the training part" read as the object's words)."""
+    with pytest.raises(PlanRefused, match="not a part of the split"):
+        _plan(f"Load a.csv, normalize it, then split it, {said}.")
+    p = _plan("Load a.csv, split 80/20, and train a knn for y on the training part.")     # a training reads it
+    assert kinds(p) == ["load_data", "split_data", "train_model"]

@@ -124,7 +124,17 @@ def objects(t: Text, action_ends: Iterable[tuple[str, int]]) -> None:
         manner = [x for x in run if (x.low.endswith(("ing", "ed")) and x.low not in OBJECT_PARTICIPLES)
                   or x.low in ("forward", "forwards", "backward", "backwards", "fuzzy", "approximate", "exact")]
         if run and ends and not manner and not (len(run) == 1 and run[0].low.endswith("ly")):   # "dedup case-insensitively": a manner, no object
+            said = [x.low for x in t.tokens[run[0].i:j]]
+            if any(a in SPLIT_PART_WORDS and b in PART_NOUNS for a, b in zip(said, said[1:])):
+                # "then normalize the training part only": a table step reads a whole table (it
+                # scaled the table the split read, silently)
+                raise PlanRefused([f"{t.span_text(t.tokens[run[0].i:j])!r}: {entry} reads a whole table, not a part of the split; "
+                                   "say it before the split"])
             t.mark(run, f"object of {entry}")
+
+
+SPLIT_PART_WORDS = {"train", "training", "test", "testing", "held-out", "holdout", "validation"}
+PART_NOUNS = {"part", "portion", "partition", "half", "split", "set", "rows", "subset"}
 
 
 def _embedded_file(t: Text, end: int, starts: set[int]) -> bool:
