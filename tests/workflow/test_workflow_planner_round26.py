@@ -443,3 +443,13 @@ def test_a_table_step_on_a_part_of_the_split_is_refused(said):
         _plan(f"Load a.csv, normalize it, then split it, {said}.")
     p = _plan("Load a.csv, split 80/20, and train a knn for y on the training part.")     # a training reads it
     assert kinds(p) == ["load_data", "split_data", "train_model"]
+
+
+@pytest.mark.parametrize("figure", ["the confusion matrix", "the ROC curve", "the feature importances"])
+def test_a_figure_no_step_makes_is_refused(figure):
+    """Silently wrong before: "plot the confusion matrix" drew the evaluation's metrics, "plot the
+    ROC curve" a column named roc of the loaded table."""
+    with pytest.raises(PlanRefused, match="no catalog step makes"):
+        _plan(f"Load a.csv, train a knn for y, evaluate it, and plot {figure}.")
+    p = _plan("Load a.csv, train a knn for y, evaluate it, and plot the ROC AUC.")       # a metric: fine
+    assert kinds(p)[-1] == "plot"
