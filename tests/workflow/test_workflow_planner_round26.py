@@ -453,3 +453,10 @@ def test_a_figure_no_step_makes_is_refused(figure):
         _plan(f"Load a.csv, train a knn for y, evaluate it, and plot {figure}.")
     p = _plan("Load a.csv, train a knn for y, evaluate it, and plot the ROC AUC.")       # a metric: fine
     assert kinds(p)[-1] == "plot"
+
+
+def test_parallel_members_listed_across_semicolons_are_refused():
+    """Silently wrong before: "In parallel: dedupe it; normalize it." ran the normalization on the
+    deduplicated table, after it (the second member, past the ';', was chained)."""
+    with pytest.raises(PlanRefused, match="lists its steps across ';'"):
+        _plan("Load a.csv. In parallel: dedupe it; normalize it. Then join the two results on id.")

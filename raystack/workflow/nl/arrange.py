@@ -204,6 +204,12 @@ def _apply_cues(t: Text, actions: list[Action], cues: list[Cue]) -> None:
     _resolve_conditions(actions, held_out)
 
 
+def _ends_at_semicolon(t: Text, c: Cue, member: Action) -> bool:
+    """Whether the clause of a parallel cue's one member ends at a ';' (more members may follow)."""
+    end = next((x for x in t.tokens[member.lo:] if x.kind == "punct" and x.text in ".;!?"), None)
+    return end is not None and end.text == ";"
+
+
 def _parallel(t: Text, c: Cue, cues: list[Cue], before: list[Action], after: list[Action],
               actions: list[Action]) -> None:
     """The steps a parallel cue groups, within its clause (up to a "then", an arrow or the
@@ -255,6 +261,11 @@ def _parallel(t: Text, c: Cue, cues: list[Cue], before: list[Action], after: lis
     # "run two branches in parallel: summary stats of the result, and a copy saved as x.parquet":
     # the members listed after the cue's colon run side by side, whatever the chain read before
     listed = bool(ahead) and c.hi < len(t.tokens) and t.tokens[c.hi].text == ":"
+    if listed and len(ahead) == 1 and _ends_at_semicolon(t, c, ahead[0]):
+        # "In parallel: dedupe it; normalize it.": the members after the colon, one per clause; read
+        # apart, the second was chained after the first (silently)
+        raise PlanRefused([f"{t.span_text(t.tokens[c.lo:c.hi + 1])!r} lists its steps across ';': list the steps "
+                           "that run side by side in one clause ('in parallel: A, and B')"])
     if ahead and _feeds_itself(group) and not listed:
         # "write the stats; in parallel, split it and train a model": the split feeds the
         # training, so the steps are not side by side with each other; the clause runs beside
