@@ -171,8 +171,8 @@ STRESS5 = Path(__file__).parent / "data" / "nl_planner_stress5.yaml"
 
 @pytest.mark.parametrize("path,floor", [(DEV2, 0.9), (EXTRA, 0.9), (STRESS, 0.9), (DEV3, 0.9), (STRESS4, 0.9),
                                         (STRESS5, 0.9), (DEV4, 0.9), (DEV5, 0.9), (DEV6, 0.9), (DEV7, 0.85), (DEV9, 0.85),
-                                        (DEV10, 0.85), (DEV11, 0.8), (DEV12, 0.4), (DEV13, 0.45), (DEV14, 0.15),
-                                        (DEV15, 0.25), (DEV16, 0.15), (DEV17, 0.2)],
+                                        (DEV10, 0.85), (DEV11, 0.8), (DEV12, 0.4), (DEV13, 0.45), (DEV14, 0.25),
+                                        (DEV15, 0.4), (DEV16, 0.25), (DEV17, 0.25)],
                          ids=["nl_dev2", "extra", "stress", "nl_dev3", "stress4", "stress5", "nl_dev4", "nl_dev5",
                               "nl_dev6", "nl_dev7", "nl_dev9", "nl_dev10", "nl_dev11", "nl_dev12", "nl_dev13", "nl_dev14",
                               "nl_dev15", "nl_dev16", "nl_dev17"])
