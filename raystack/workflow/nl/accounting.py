@@ -478,11 +478,6 @@ def but_only(t: Text) -> None:
             t.mark([x], "sequence")
 
 
-# a model's figures no step computes
-FIGURES_NO_STEP_MAKES = (r"\bconfusion\s+matri(?:x|ces)\b|\broc\s+curves?\b|\bprecision[\s-]+recall\s+curves?\b|\bpr\s+curves?\b"
-                         r"|\bfeature\s+importances?\b|\bshap\s+values?\b|\bcalibration\s+(?:curves?|plots?)\b|\bresidual\s+plots?\b")
-
-
 def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = False) -> None:
     """Raise PlanRefused quoting every span no rule accounts for. ``picked``: a step of the plan
     keeps the best of several results (a selection or a search), which 'the best one' may name."""
@@ -494,10 +489,6 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
                                    r"(?=\s*(?:[,;.!?)]|$|\s+(?:and|then|but|before|after|with|by|on|using)\b))", t.masked)
     if ordinal:  # "train on the first and evaluate on the second": which is which is a guess
         raise PlanRefused([f"cannot tell which step {ordinal.group(0)!r} refers to"])
-    figure = re.search(FIGURES_NO_STEP_MAKES, t.masked)
-    if figure:   # "plot the confusion matrix" drew the metrics, "plot the ROC curve" a column named roc
-        raise PlanRefused([f"no catalog step makes {figure.group(0)!r}: an evaluation reports its metrics, and a plot "
-                           "draws a column or those metrics"])
     unsupported = [x for x in t.tokens if not x.used.startswith("name:") and x.used not in ("edit_pretrain", "model kind")   # "a GPT from scratch", "a 5-NN"
                    and (is_method(x) or method_near(t, x)) and not names_business(t, x)]
     if unsupported:

@@ -31,16 +31,17 @@ from raystack.workflow.nl.phrases import (coordinated, is_eval_verb, is_figure, 
                                          split_across_files, table_result)
 from raystack.workflow.nl.plan import Draft, DraftStep, Plan, PlanRefused
 from raystack.workflow.nl.questions import criteria, defer_candidates, fill_from_question, questions
-from raystack.workflow.nl.step_references import (TRANSFORMED, first_of_several, model_references, models_named_first,
-                                             order_references, table_participle, transform_references)
 from raystack.workflow.nl.reread import (CLEANINGS, evaluation_held_out_for, grouped_first, pick_first, reread, retrained_parts,
                                          retraining)
 from raystack.workflow.nl.safety import screen
 from raystack.workflow.nl.said_again import each_named_file, join_kind_notes, one_load_per_file
 from raystack.workflow.nl.search import SPACE_PARAM_RX, read_tune
 from raystack.workflow.nl.stated_targets import stated_target
+from raystack.workflow.nl.step_references import (TRANSFORMED, first_of_several, model_references, models_named_first,
+                                             order_references, table_participle, transform_references)
 from raystack.workflow.nl.text import ARROWS, Text, sentences
 from raystack.workflow.nl.triggers import COMPILED, MODEL_KIND, PREPOSITIONS
+from raystack.workflow.nl.unmade import figures_no_step_makes
 
 PARTS = L.PART_STEPS
 # a reminder that the file named is loaded first, said beside the step that reads it
@@ -120,6 +121,7 @@ class RulePlanner:
             raise PlanRefused(["the request is empty"], "out_of_scope")
         t = Text.parse(screen(text))
         unbounded(t)
+        figures_no_step_makes(t)
         t.named["adapters"] = adapter_names(t)
         actions: list[Action] = []
         cues: list[Cue] = []

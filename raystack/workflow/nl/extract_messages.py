@@ -1,0 +1,87 @@
+"""A notification's words: the message, quoted ("an alert saying 'x'", "with the message 'x'") or
+said unquoted after an opener ("send a message saying tray model needs work") or before "as a
+message" ("send no-show model under target as a message"), and who it goes to ("to the
+committee"), which is the channel's business and no parameter."""
+
+from __future__ import annotations
+
+from raystack.workflow.nl.extract import Found, _search, consume
+from raystack.workflow.nl.text import Text, Token
+
+# who a message goes to ("send 'ready' to the committee"): the channel's business, no parameter
+RECIPIENTS = (r"\bto\s+(?:the\s+|our\s+|my\s+|all\s+(?:the\s+)?)?(?:[a-z-]+\s+)?(?:committee|board|managers?|staff|owners?|boss|"
+              r"channel|club|members|volunteers|parents|coaches|crew|office|desk|organi[sz]ers|trustees|partners|everyone|everybody)\b")
+
+
+def notify(text: Text, lo: int, hi: int, f: Found) -> None:
+    consume(text, lo, hi, r"\b(?:(?:a|an|the)\s+)?(?:notification|message|alert|note|e-?mail|ping)\b|\b(?:by|via|over)\s+(?:e-?mail|slack)\b", "notify")
+    consume(text, lo, hi, RECIPIENTS, "recipient")
+    # the words that introduce the quoted text ("an alert saying 'x'", "with the message 'x'")
+    m = _search(text, lo, hi, r"(?:\b(?:saying|that\s+says|which\s+says|reading|with\s+(?:the\s+)?(?:text|message|words?)|"
+                              r"containing|stating)\s+)?(?P<q>QUOTE\d+)", "message")
+    if m:
+        f.set("message", text.literal(m.group("q")).value())
+        return
+    said = _unquoted_message(text, lo, hi)
+    if not said:
+        said = _sent_as_message(text, lo, hi)
+        if said:                              # its "as" with "a message", the step's words
+            text.mark(text.tokens[said[-1].i + 1:said[-1].i + 2], "notify")
+    if said:
+        text.mark(said, "message")
+        f.set("message", " ".join(x.text for x in said[1:]))
+
+
+MESSAGE_OPENERS = ("saying", "says", "reading", "stating")
+
+
+def _unquoted_message(text: Text, lo: int, hi: int) -> list[Token]:
+    """"send a message saying tray model needs work, ...": the words a speaker says the message
+    says, unquoted, to the clause's end (a comma or a full stop); none when a step's or a
+    condition's word is among them. The opener first, then the words."""
+    opener = next((x for x in text.tokens[lo:hi] if x.low in MESSAGE_OPENERS and not x.used), None)
+    if opener is None:
+        return []
+    words = []
+    for x in text.tokens[opener.i + 1:]:
+        if x.kind == "punct" or x.used:
+            break
+        words.append(x)
+    if not words or any(y.kind not in ("word", "num") for y in words):
+        return []
+    end = opener.i + 1 + len(words)
+    if end < len(text.tokens) and text.tokens[end].used and text.tokens[end].kind != "punct":
+        return []       # (the words run into a step's or a condition's: where the message ends is a guess)
+    return [opener, *words]
+
+
+SEND_VERBS = ("send", "post", "text")
+SENT_AS = ("message", "note", "notification", "alert", "text", "ping")
+# words that open an object, not the words of a message: "send the report as an email"
+OBJECT_OPENERS = ("the", "a", "an", "it", "them", "this", "that", "these", "those", "my", "our", "its", "their",
+                  "me", "us", "him", "her", "everyone", "someone", "results", "everything")
+
+
+def _sent_as_message(text: Text, lo: int, hi: int) -> list[Token]:
+    """"send no-show model under target as a message": the unquoted words between the verb and
+    "as a message" (a note, an alert), all of them free words; none when they open with an
+    object ("send the report as an email" sends a thing, not those words). The verb first, then
+    the words."""
+    toks = text.tokens
+    for x in toks[max(0, lo - 2):hi]:     # the step's word is "message", after its "as a"
+        if x.low != "as" or x.used:
+            continue
+        k = x.i + 1 + (x.i + 1 < len(toks) and toks[x.i + 1].low in ("a", "an"))
+        if k >= len(toks) or toks[k].low not in SENT_AS:
+            continue
+        words: list[Token] = []
+        for y in reversed(toks[:x.i]):      # back to the verb, before the step's span
+            if y.used or y.kind not in ("word", "num"):
+                return []
+            if y.low in SEND_VERBS:
+                if not words or words[0].low in OBJECT_OPENERS or len(words) > 10:
+                    return []
+                return [y, *words]
+            words.insert(0, y)
+        return []
+    return []
