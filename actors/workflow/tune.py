@@ -33,7 +33,7 @@ from raystack.actors.workflow.runner import _pickle_by_value_if_needed
 from raystack.workflow.api import Workflow
 from raystack.workflow.engine import run_local
 from raystack.workflow.ir import TuneSpec, WorkflowError, WorkflowIR
-from raystack.workflow.tuning import metric_of, trial_configs
+from raystack.workflow.tuning import integer_params, metric_of, trial_configs
 
 
 @dataclass
@@ -210,7 +210,7 @@ def search_step(fn: Callable, kwargs: dict[str, Any], spec: TuneSpec,
                 resources: dict[str, float] | None = None) -> tuple[Any, dict]:
     """A workflow step's ``tune`` construct on Ray Tune: every trial config of ``spec``, the
     step called with it; returns (the best trial's output, {"best_config", ...})."""
-    configs = trial_configs(spec)
+    configs = trial_configs(spec, integers=integer_params(fn))
     keys = sorted({k for c in configs for k in c})
     grid_space = {"trial": rtune.grid_search(list(range(len(configs))))}
 

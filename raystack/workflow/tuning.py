@@ -5,7 +5,9 @@ same configs to Ray Tune, see ``raystack.actors.workflow.tune``).
 
 from __future__ import annotations
 
+import inspect
 import itertools
+import math
 import random
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -31,9 +33,27 @@ def metric_of(output: Any, metric: str) -> float:
         raise WorkflowError("", f"tuned step's output has no metric {metric!r}") from e
 
 
-def trial_configs(spec: TuneSpec, seed: int = TUNE_SEED) -> list[dict[str, Any]]:
+def integer_params(fn: Callable | None) -> set[str]:
+    """The parameters of ``fn`` annotated as integers (``int``, ``Optional[int]``): a range over
+    one is sampled in whole numbers (a float k or epoch count fails in the step, or means nothing)."""
+    if fn is None:
+        return set()
+    out = set()
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):       # (a builtin, or a callable without a signature)
+        return out
+    for name, p in params.items():
+        ann = p.annotation if isinstance(p.annotation, str) else getattr(p.annotation, "__name__", str(p.annotation))
+        if ann in ("int", "Optional[int]", "int | None", "None | int"):
+            out.add(name)
+    return out
+
+
+def trial_configs(spec: TuneSpec, seed: int = TUNE_SEED, integers: set[str] = frozenset()) -> list[dict[str, Any]]:
     """Grid over list-valued parameters; ranges ({"min", "max"}, optionally "log": true) are
-    sampled. ``trials`` > 0 caps (or, with ranges, sets) the number of configs."""
+    sampled, in whole numbers for the parameters named in ``integers``. ``trials`` > 0 caps (or,
+    with ranges, sets) the number of configs."""
     rng = random.Random(seed)
     grid = {k: v for k, v in spec.space.items() if isinstance(v, list)}
     ranges = {k: v for k, v in spec.space.items() if isinstance(v, dict)}
@@ -50,10 +70,11 @@ def trial_configs(spec: TuneSpec, seed: int = TUNE_SEED) -> list[dict[str, Any]]
         for k, r in ranges.items():
             lo, hi = float(r["min"]), float(r["max"])
             if r.get("log"):
-                import math
                 c[k] = math.exp(rng.uniform(math.log(lo), math.log(hi)))
             else:
                 c[k] = rng.uniform(lo, hi)
+            if k in integers:
+                c[k] = min(max(int(round(c[k])), math.ceil(lo)), math.floor(hi))
         out.append(c)
     return out
 
@@ -64,7 +85,7 @@ def search_local(fn: Callable, kwargs: dict[str, Any], spec: TuneSpec,
     call = call or (lambda f, kw: f(**kw))
     best: tuple[float, Any, dict] | None = None
     trials = []
-    for cfg in trial_configs(spec):
+    for cfg in trial_configs(spec, integers=integer_params(fn)):
         out = call(fn, {**kwargs, **cfg})
         m = metric_of(out, spec.metric)
         trials.append(TrialOutcome(cfg, m))
