@@ -460,3 +460,23 @@ def test_parallel_members_listed_across_semicolons_are_refused():
     deduplicated table, after it (the second member, past the ';', was chained)."""
     with pytest.raises(PlanRefused, match="lists its steps across ';'"):
         _plan("Load a.csv. In parallel: dedupe it; normalize it. Then join the two results on id.")
+
+
+@pytest.mark.parametrize("file", ["out/model.csv", "out/model.parquet"])
+def test_a_model_written_to_a_table_file_is_refused(file):
+    """Silently wrong before: "write the model to out/model.csv" wrote the loaded table (or the
+    evaluation) there."""
+    with pytest.raises(PlanRefused, match="a table file holds no model"):
+        _plan(f"Load a.csv, train a knn for y, evaluate it, and write the model to {file}.")
+    p = _plan("Load a.csv, train a knn for y, and save the model to ./models/knn.")
+    assert of_kind(p, "export_model")[0].params["path"] == "./models/knn"
+
+
+def test_the_better_of_models_for_different_columns_is_refused():
+    """Silently wrong before: "a knn for y and a logistic regression for z, ... deploy the better
+    one" compared scores of two different tasks."""
+    for pick in ("deploy the better one", "evaluate both, and deploy the one with the higher accuracy"):
+        with pytest.raises(PlanRefused, match="predict different columns"):
+            _plan(f"Load a.csv, train a knn for y and a logistic regression for z, and {pick}.")
+    p = _plan("Load a.csv, train a knn for y and a logistic regression for y, and deploy the better one.")
+    assert kinds(p)[-2:] == ["select_best", "deploy_model"]

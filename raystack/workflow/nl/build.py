@@ -393,6 +393,19 @@ def _check_best_of_several(s: DraftStep, by_label: dict[str, DraftStep], outs: d
         one = by_label.get(labels[0])
         raise PlanRefused([f"{s.span.strip()!r} keeps the best of one result ({one.entry if one else labels[0]}): "
                            "select_best compares several evaluations, models, checkpoints or DLRM models"])
+    # "a knn for y and a logistic regression for z, deploy the better one": scores of two tasks
+    targets = {_trained(by_label, x).params.get("target") for x in labels if _trained(by_label, x) is not None}
+    if len(targets) > 1:
+        raise PlanRefused([f"{s.span.strip()!r} compares models that predict different columns ({', '.join(sorted(map(str, targets)))}): "
+                           "their scores are of different tasks"])
+
+
+def _trained(by_label: dict[str, DraftStep], label: str) -> DraftStep | None:
+    """The training a result comes from: the step itself, or the model an evaluation scored."""
+    s = by_label.get(label)
+    if s is not None and s.entry == "evaluate_model":
+        s = by_label.get(s.inputs.get("model")) if isinstance(s.inputs.get("model"), str) else None
+    return s if s is not None and s.entry == "train_model" else None
 
 
 def build(draft: Draft, name: str = "planned") -> Plan:

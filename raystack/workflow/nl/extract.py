@@ -267,6 +267,11 @@ def report(text: Text, lo: int, hi: int, f: Found) -> None:
 
 def write_table(text: Text, lo: int, hi: int, f: Found) -> None:
     """The table's file; "save it as csv" with no file named: the step's default name, in CSV."""
+    model = next(text.finditer(r"\b(?:the|that|this|its|our)\s+(?:trained\s+|fitted\s+|final\s+|best\s+)?"
+                               r"(?:model|classifier|regressor|checkpoint|adapters?)\b(?=\s+(?:to|as|into|in)\s+FILE\d+)", lo, hi), None)
+    if model is not None:    # "write the model to out/model.csv" wrote the loaded table there
+        raise PlanRefused([f"{text.span_text(model[1])!r}: a table file holds no model; export it to a directory "
+                           "('export the model to ./models/x')"])
     _table_file(text, lo, hi, f)
     # "a copy written to out/t.parquet": the table written is a copy of it
     consume(text, max(0, lo - 3), hi, r"\b(?:a\s+|one\s+)?copy(?=\s+(?:(?:saved|written|stored)\s+)?(?:to|as|in|into)\s+FILE\d+)"
