@@ -480,3 +480,12 @@ def test_the_better_of_models_for_different_columns_is_refused():
             _plan(f"Load a.csv, train a knn for y and a logistic regression for z, and {pick}.")
     p = _plan("Load a.csv, train a knn for y and a logistic regression for y, and deploy the better one.")
     assert kinds(p)[-2:] == ["select_best", "deploy_model"]
+
+
+@pytest.mark.parametrize("said, what", [("train a knn for y with k=0", "k = 0"),
+                                        ("train knn models for y with k 0, 3 and 5", "k = 0"),
+                                        ("sample 150% of it", "fraction = 1.5")])
+def test_a_value_the_step_refuses_is_refused_at_plan_time(said, what):
+    """"a knn with k=0" and "sample 150% of it" planned and failed only when run."""
+    with pytest.raises(PlanRefused, match=what):
+        _plan(f"Load a.csv, {said}.")

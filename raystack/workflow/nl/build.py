@@ -21,6 +21,7 @@ from raystack.workflow.ir import WorkflowError, WorkflowIR
 from raystack.workflow.nl.extract import TABLE_EXT
 from raystack.workflow.nl.plan import EXIT_KINDS, Draft, DraftStep, Plan, PlanRefused
 from raystack.workflow.nl.safety import outside_run, unsafe_destination
+from raystack.workflow.nl.step_values import check_values
 from raystack.workflow.nl.table_refs import (check_final_results, check_named_tables, check_no_write_over_input,
                                              check_sources_read, check_unread_transforms, check_written_results, ends_of_one_table,
                                              keep_targets, order_table_sides, upstream)
@@ -71,6 +72,7 @@ def check_step(s: DraftStep, known: dict[str, DraftStep]) -> CatalogEntry:
                                "config's delete_paths, never by a request)"], "destructive")
     if e.side_effect:
         _check_destination(s)
+    check_values(s)
     if s.map is not None:
         param, values = s.map
         if param not in params and param not in e.inputs:
