@@ -396,7 +396,7 @@ def _check_best_of_several(s: DraftStep, by_label: dict[str, DraftStep], outs: d
         raise PlanRefused([f"{s.span.strip()!r} keeps the best of one result ({one.entry if one else labels[0]}): "
                            "select_best compares several evaluations, models, checkpoints or DLRM models"])
     # "a knn for y and a logistic regression for z, deploy the better one": scores of two tasks
-    targets = {_trained(by_label, x).params.get("target") for x in labels if _trained(by_label, x) is not None}
+    targets = {m.params.get("target") for m in map(lambda x: _trained(by_label, x), labels) if m is not None}
     if len(targets) > 1:
         raise PlanRefused([f"{s.span.strip()!r} compares models that predict different columns ({', '.join(sorted(map(str, targets)))}): "
                            "their scores are of different tasks"])

@@ -148,22 +148,27 @@ ORDER_WORDS = {"after", "once", "when", "following"}
 DONE = re.compile(r"(?:is|has|'s)\s+(?:done|finished|complete|completed|written|saved|ready|over)|(?:finishes|completes|ends)")
 
 
+def _order_phrase(t: Text, k: int) -> list | None:
+    """The tokens of "after the <noun> (is done)" whose noun is token k, or None when the two
+    words before it are no word of time and determiner."""
+    if k < 2 or t.tokens[k - 1].low not in ("the", "that", "this") or t.tokens[k - 2].low not in ORDER_WORDS:
+        return None
+    done = t.match_at(DONE, k + 1, min(len(t.tokens), k + 4))
+    return t.tokens[k - 2:k + 1] + (done[1] if done else [])
+
+
 def order_references(t: Text, actions: list[Action]) -> list[Action]:
     """"then plot price; after the plot, write the table": "the plot" after a word of time is
     the plot already planned; read as a step it drew a second plot, which the write then
     followed (silently wrong)."""
     out: list[Action] = []
     for a in actions:
-        toks = t.tokens[a.lo:a.trig_end]
-        if (len(toks) == 1 and toks[0].low in STEP_NOUNS.get(a.entry, ()) and a.lo >= 2
-                and t.tokens[a.lo - 1].low in ("the", "that", "this") and t.tokens[a.lo - 2].low in ORDER_WORDS
-                and any(b.entry == a.entry for b in out)):
-            done = t.match_at(DONE, a.trig_end, min(len(t.tokens), a.trig_end + 3))
-            said = t.tokens[a.lo - 2:a.trig_end] + (done[1] if done else [])
-            # (only the reference: "after the chart, plot quantity" is one plot, said after a chart)
-            if all(x.kind == "punct" for x in t.tokens[said[-1].i + 1:a.hi]):
-                t.mark(said, "reference")
-                continue
+        said = (_order_phrase(t, a.lo) if a.trig_end == a.lo + 1 and t.tokens[a.lo].low in STEP_NOUNS.get(a.entry, ())
+                and any(b.entry == a.entry for b in out) else None)
+        # (only the reference: "after the chart, plot quantity" is one plot, said after a chart)
+        if said and all(x.kind == "punct" for x in t.tokens[said[-1].i + 1:a.hi]):
+            t.mark(said, "reference")
+            continue
         out.append(a)
     free_order_references(t, out)
     return out
@@ -172,14 +177,13 @@ def order_references(t: Text, actions: list[Action]) -> list[Action]:
 def free_order_references(t: Text, actions: list[Action]) -> None:
     """"Once the export is done, notify me": the same said where no step's words claimed the
     noun, of a step the plan has before it."""
-    for k, x in enumerate(t.tokens[2:], start=2):
+    for k, x in enumerate(t.tokens):
         kinds = {e for e, nouns in STEP_NOUNS.items() if x.low in nouns}
-        if not kinds or x.used or t.tokens[k - 1].low not in ("the", "that", "this") \
-                or t.tokens[k - 2].low not in ORDER_WORDS or t.tokens[k - 2].used or t.tokens[k - 1].used:
+        if not kinds or x.used or not any(a.entry in kinds and a.trig_end <= k for a in actions):
             continue
-        if any(a.entry in kinds and a.trig_end <= k for a in actions):
-            done = t.match_at(DONE, k + 1, min(len(t.tokens), k + 4))
-            t.mark(t.tokens[k - 2:k + 1] + (done[1] if done else []), "reference")
+        said = _order_phrase(t, k)
+        if said and not any(y.used for y in said[:2]):
+            t.mark(said, "reference")
 
 
 # an earlier one of several models, said by its place: "export the first one", "the first model"
