@@ -400,6 +400,18 @@ def leading_reasons(t: Text) -> None:
             t.mark([*free, so], "reason")
 
 
+# "race_splits.csv is massive so just take a sample", "the file's way too big, so ...": the data's
+# size, said right after the file as the reason for what follows ("so")
+TOO_BIG = (r"(?:(?<=FILE\d\s)|(?<=FILE\d\d\s))(?:is|are|'s)\s+(?:(?:way|much|far|really|just|pretty|kind\s+of|simply)\s+)?"
+           r"(?:too\s+)?(?:big|huge|massive|large|enormous|heavy|giant|gigantic)\b(?=\s*,?\s*so\b)\s*,?\s*so\b")
+
+
+def size_reasons(t: Text) -> None:
+    """The size of a file said as the reason for a step after "so" (the file is the load's)."""
+    for _, toks in t.finditer(TOO_BIG, 0, len(t.tokens), free_only=True):
+        t.mark(toks, "reason")
+
+
 SOURCE_WORDS = ("load_data", "path")   # "... from queues.csv:": the load's words inside a goal
 
 # "Tailoring shop, trying to predict which alteration jobs come back.", "Paintball arena, predicting

@@ -10,7 +10,7 @@ from raystack.workflow.nl.text import Text, Token
 
 # who a message goes to ("send 'ready' to the committee"): the channel's business, no parameter
 RECIPIENTS = (r"\bto\s+(?:the\s+|our\s+|my\s+|all\s+(?:the\s+)?)?(?:[a-z-]+\s+)?(?:committee|board|managers?|staff|owners?|boss|"
-              r"channel|club|members|volunteers|parents|coaches|crew|office|desk|organi[sz]ers|trustees|partners|everyone|everybody)\b")
+              r"channel|club|members|volunteers|parents|coaches|crew|office|desk|team|teams|organi[sz]ers|trustees|partners|everyone|everybody)\b")
 
 
 def notify(text: Text, lo: int, hi: int, f: Found) -> None:
@@ -27,6 +27,8 @@ def notify(text: Text, lo: int, hi: int, f: Found) -> None:
         said = _sent_as_message(text, lo, hi)
         if said:                              # its "as" with "a message", the step's words
             text.mark(text.tokens[said[-1].i + 1:said[-1].i + 2], "notify")
+    if not said:
+        said = _sent_status(text, lo, hi)
     if said:
         text.mark(said, "message")
         f.set("message", " ".join(x.text for x in said[1:]))
@@ -85,3 +87,35 @@ def _sent_as_message(text: Text, lo: int, hi: int) -> list[Token]:
             words.insert(0, y)
         return []
     return []
+
+
+# the words a status line holds: how a run went ("failed", "ready", "exported") or where a figure
+# stands ("below bar", "under target")
+STATUS_WORDS = {"ready", "done", "failed", "fail", "fails", "exported", "live", "finished", "complete", "completed",
+                "in", "below", "under", "above", "over", "good", "enough", "ok", "okay", "deployed", "served", "saved",
+                "written", "trained", "crashed", "succeeded", "passed", "missed", "broken", "broke", "errored",
+                "success", "successful", "up"}
+# words that say where or how a thing is sent: "send predictions to the warehouse" sends a thing
+NOT_IN_STATUS = {"to", "into", "onto", "via", "by", "from", "with", "through", "as", "and", "then", "if", "when", "once",
+                 "after", "before", "every", "each"}
+
+
+def _sent_status(text: Text, lo: int, hi: int) -> list[Token]:
+    """"send tow model run failed", "send duty free totals ready": a status line said right after
+    "send", unquoted, to the clause's end (a recipient consumed before it may close it), two to
+    eight free words, one of them saying how the run went or where a figure stands; none when
+    they name where or how a thing is sent ("send predictions to the warehouse"). The verb
+    first, then the words."""
+    verb = next((x for x in text.tokens[lo:hi] if x.low == "send" and x.used == "notify"), None)
+    if verb is None:
+        return []
+    words: list[Token] = []
+    for x in text.tokens[verb.i + 1:]:
+        if x.kind == "punct" or x.used in ("recipient", "notify"):     # (a recipient, the step's own words)
+            break
+        if x.used or x.kind not in ("word", "num") or x.low in NOT_IN_STATUS:
+            return []
+        words.append(x)
+    if not 2 <= len(words) <= 8 or not any(x.low in STATUS_WORDS for x in words):
+        return []
+    return [verb, *words]

@@ -104,7 +104,9 @@ ELSE_CUE = (r"(?:otherwise|else|if\s+not|failing\s+that|(?:(?<=;\s)|(?<=\.\s))(?
 # (up or down by the metric)
 ELSE_DIRECTION = (r"(?:if|when|should)\s+(?:it|that|they|the\s+\w+|it\s*'s|that\s*'s)\s+(?:'s\s+|is\s+|are\s+|comes?\s+in\s+|turns?\s+out\s+|be\s+)?"
                   r"(?:(?P<up>higher|above|over|greater|bigger|larger|more)|(?P<down>lower|below|under|less|smaller|fewer)|(?P<worse>worse))"
-                  r"(?:\s+than\s+(?:that|this|it))?(?=\s*[,;:]|\s*->|\s*→)"
+                  # ("if it's lower send dubbing adapters below bar": a run-on, its step's verb right after)
+                  r"(?:\s+than\s+(?:that|this|it))?(?=\s*[,;:]|\s*->|\s*→|\s+(?:then\s+|just\s+)?(?:send|notify|post|ping|alert|email|message|"
+                  r"write|save|export|deploy|serve|plot|retrain|report|produce|generate)\b)"
                   r"(?:\s*,\s*(?:i|we)\s*'d\s+rather(?:\s+just)?(?:\s+(?:get|have|see|receive))?)?")
 UNTIL_CUE = (r"(?:(?:continu(?:e|ing)\s+|keep\s+going\s+|repeated\s+|repeating\s+|repeat\s+)?until|till|stopping\s+(?:once|when|as\s+soon\s+as)|stop\s+(?:once|when|as\s+soon\s+as)"
              rf"|stop(?:ping)?\s+at(?=\s+(?:the\s+|an?\s+)?(?:val(?:idation)?\s+)?(?:{METRIC_RX})\b)"   # "stop at auc >= 0.75"
@@ -185,6 +187,9 @@ RETRIES = [
     r"(?:up\s+to\s+)?(?P<n>NUM\d+)\s+retr(?:y|ies)\b",
     r"(?:with\s+|and\s+)?(?:up\s+to\s+|at\s+most\s+|a\s+maximum\s+of\s+)?(?P<n>NUM\d+)\s+retr(?:y|ies)"
     r"(?:\s+(?:each|apiece|per\s+(?:step|model|run|value))|\s+(?:on|for)\s+(?:the|that)\s+(?:" + _RETRIED + r")\b)?" + _IF_FAILS,
+    # "if it crashes try once more": the object left out after a failure clause
+    r"(?:if|when|should)\s+(?:it|that|this|(?:the|that)\s+(?:" + _RETRIED + r"))\s+(?:fails?|crash(?:es)?|breaks?|dies|errors?\s+out)\s*,?\s*(?:then\s+)?"
+    r"(?:try|run|do)\s+(?:(?:it|that|them)\s+)?(?:(?P<w>once|twice|thrice)\s+more|(?P<n>NUM\d+)\s+more\s+times?)\b",
     # "if that save fails, try it twice more"
     r"(?:(?:if|when|should)\s+(?:it|that|this|(?:the|that)\s+(?:" + _RETRIED + r"))\s+fails?\s*,?\s*)?(?:try|run|do)\s+(?:it|that|them)\s+"
     r"(?:(?P<w>once|twice|thrice)\s+more|(?P<n>NUM\d+)\s+more\s+times?)\b",

@@ -183,7 +183,32 @@ def free_order_references(t: Text, actions: list[Action]) -> None:
             continue
         said = _order_phrase(t, k)
         if said and not any(y.used for y in said[:2]):
+            _refuse_reordering(t, actions, k, kinds, said)
             t.mark(said, "reference")
+
+
+# steps that change no table or model: said after "the <step>", where they run matters little
+PASS_THROUGH = {"write_table", "plot", "save_report", "notify", "export_model", "deploy_model", "serve_adapters",
+                "cleanup", "stats"}
+
+
+def _refuse_reordering(t: Text, actions: list[Action], k: int, kinds: set[str], said: list) -> None:
+    """"join them, count per region and write it; dedupe after the join": the step said after
+    "the join" runs where it is said, reading what the steps after the join made (the counts),
+    not right after the join (silently wrong); with a write between them, the file holds the
+    duplicates. Refused unless only a notification or a clean-up stands between them, or the
+    step changes no table or model."""
+    cur = next((a for a in actions if a.lo <= k < a.hi), None)
+    if cur is None or cur.entry in PASS_THROUGH:
+        return
+    at = actions.index(cur)
+    ref = next((j for j in range(at - 1, -1, -1) if actions[j].entry in kinds), None)
+    if ref is None:
+        return
+    between = [a for a in actions[ref + 1:at] if a.entry not in ("notify", "cleanup")]
+    if between:
+        raise PlanRefused([f"{t.span_text(said)!r}: the step would run after {between[-1].entry}, not right after "
+                           f"the {t.tokens[k].text}; say the steps in the order they run"])
 
 
 # an earlier one of several models, said by its place: "export the first one", "the first model"

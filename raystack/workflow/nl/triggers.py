@@ -104,7 +104,8 @@ TRIGGERS: list[tuple[str, str]] = [
     ("load_checkpoint", rf"\b(?:load|read|restore|open|take|use|using|start\s+from|starting\s+from|from|resume\s+from|begin\s+(?:with|from)|on|off)\s+"
                         rf"{skip(3)}checkpoints?\s+(?:at|in|from|under|stored\s+(?:at|in))?\s*FILE\d+"),
     # "we've got a base checkpoint saved at ./ckpt/b", "the base checkpoint is at ./ckpt/b": where it is
-    ("load_checkpoint", r"\b(?:the|our|a|my)\s+(?:base\s+)?(?:checkpoint|ckpt)\s+(?:(?:is|was)\s+)?(?:(?:saved|stored|sitting|kept)\s+)?"
+    # ("the base is the checkpoint sitting in ./ckpt/b": the base named first)
+    ("load_checkpoint", r"\b(?:(?:the|our|a|my)\s+base(?:\s+model)?\s+(?:is|will\s+be|should\s+be)\s+)?(?:the|our|a|my)\s+(?:base\s+)?(?:checkpoint|ckpt)\s+(?:(?:is|was)\s+)?(?:(?:saved|stored|sitting|kept)\s+)?"
                         r"(?:at|in|under)\s+FILE\d+"),
     ("edit_pretrain", r"\b(?:train|run|use|using)\w*\s+" + skip(3) + r"(?:llm|language\s+models?)\b(?!\s+adapters)"),
     # "train a small transformer from scratch": a pretraining (a transformer as a classifier of a
@@ -592,7 +593,13 @@ TRIGGERS: list[tuple[str, str]] = [
                r"|\b(?:give|send)\s+(?:me\s+|us\s+|the\s+team\s+)?a\s+heads-?up\b|\bdrop\s+(?:me|us)\s+a\s+(?:line|note|message)\b"
                r"|\bsend\s+(?:me\s+|us\s+)?(?=QUOTE)"
                # "post 'reorder model looks usable' to the team", "post 'done' in the channel"
-               r"|\bpost\s+(?=QUOTE\d+)"),
+               r"|\bpost\s+(?=QUOTE\d+)"
+               # "send tow model run failed", "send duty free totals ready": a status line sent as
+               # it is said, unquoted (extract_messages keeps it only when its words run to the
+               # clause's end and close on a status word)
+               r"|\bsend(?=\s+(?!(?:me|us|the|a|an|it|them|this|that|these|those|my|our|its|their|him|her|everyone|"
+               r"someone|everything|results|out|off|back|over|in|to|for|along|on)\b)[a-z][\w-]*\s+[a-z])"
+               r"(?![^.;,]*\bas\s+(?:a\s+|an\s+)?(?:message|note|notification|alert|text|ping)\b)"),   # (that is "sent as a message")
     ("notify", r"(?:(?:\b(?:a|an|the)\s+)?QUOTE\d+(?:\s+(?:notification|message|alert|note|e-?mail))?|\b(?:a|an|the)\s+(?:notification|message|alert|note|e-?mail))\s+(?:is|gets|will\s+be|should\s+be|(?:is|are)\s+to\s+be|must\s+be)\s+sent\b(?:\s+instead\b)?"
                r"|QUOTE\d+\s+(?:goes|go|is\s+sent|gets\s+sent|should\s+go)\s+out(?:\s+as\s+(?:a\s+|an\s+)?(?:notification|message|alert|note|e-?mail))?"),
     # "visits per page", "one row for each message": a grouping key, not a notification

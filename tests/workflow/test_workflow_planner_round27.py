@@ -1,0 +1,115 @@
+"""Round 27 of the rule planner: development sets 14-17's refusals, worked through by class
+(status lines sent as said, retries and else-branches in dictated run-ons, a file's size given
+as the reason for a sample, the base named before its checkpoint), with wordings varied here,
+not their prompts; and a step said "after the <step>" where steps stand between them, which ran
+in the wrong place. Each case failed on the tree before its change; the guards say what must
+stay refused or unchanged."""
+import pytest
+
+from planner_util import kinds, of_kind
+from planner_util import plan as _plan
+from raystack.workflow.nl.plan import PlanRefused
+
+TRAINED = "Generate 3,000 synthetic rows, split 20% off, train a logistic regression for 15 epochs and evaluate it."
+
+
+def _cond(step):
+    (c,) = step.when
+    return c.ref.key, c.op, c.value, c.negate
+
+
+# -- status lines sent as said ---------------------------------------------------------------------
+@pytest.mark.parametrize("said, message", [
+    ("send churn model exported", "churn model exported"),
+    ("send weekly totals ready", "weekly totals ready"),
+    ("send pilot run finished", "pilot run finished"),
+])
+def test_a_status_line_sent_unquoted(said, message):
+    p = _plan(f"{TRAINED} Export it to ./models/m and then {said}.")
+    (n,) = of_kind(p, "notify")
+    assert n.params["message"] == message
+    assert kinds(p)[-2:] == ["export_model", "notify"]
+
+
+def test_a_status_line_as_the_failure_handler():
+    p = _plan(f"{TRAINED} Export it to ./models/m, and if anything goes wrong along the way, send churn run failed.")
+    (n,) = of_kind(p, "notify")
+    assert (n.params["message"], n.exit) == ("churn run failed", "failure")
+
+
+def test_a_status_line_to_a_recipient():
+    p = _plan(f"{TRAINED} Write the scores to out/s.csv, and when it's written send scores ready to the team.")
+    assert of_kind(p, "notify")[0].params["message"] == "scores ready"
+
+
+@pytest.mark.parametrize("said", [
+    "send predictions to the warehouse",       # a thing sent somewhere: no catalog step
+    "send predictions daily",                   # no status said
+    "send the report over",                     # an object
+])
+def test_things_sent_are_no_status_line(said):
+    with pytest.raises(PlanRefused):
+        _plan(f"{TRAINED} Export it to ./models/m and then {said}.")
+
+
+def test_a_status_line_sent_as_a_message_keeps_its_words():
+    p = _plan(f"{TRAINED} Export it to ./models/m, then send churn model under target as a message.")
+    assert of_kind(p, "notify")[0].params["message"] == "churn model under target"
+
+
+# -- retries and else-branches in run-ons ----------------------------------------------------------
+@pytest.mark.parametrize("said, n", [("if it crashes try once more", 1), ("if it fails try twice more", 2),
+                                     ("if it breaks, try 3 more times", 3)])
+def test_a_retry_with_its_object_left_out(said, n):
+    p = _plan(f"Load a.csv, split 20% off and train a logistic regression for churn, and {said}. Evaluate it.")
+    assert of_kind(p, "train_model")[0].retries == n
+
+
+@pytest.mark.parametrize("verb, kind", [("send", "notify"), ("write", "write_table"), ("export", "export_model")])
+def test_an_else_said_by_direction_with_its_verb_right_after(verb, kind):
+    then = {"send": "send churn model below bar", "write": "write the scores to out/low.csv",
+            "export": "export it to ./models/low"}[verb]
+    p = _plan(f"{TRAINED} Deploy it as churn-m if the F1 comes to 0.65 or more, and if it's lower {then}.")
+    assert _cond(of_kind(p, "deploy_model")[0]) == ("f1", ">=", 0.65, False)
+    assert _cond(of_kind(p, kind)[0]) == ("f1", ">=", 0.65, True)
+
+
+# -- the data's size as the reason for a sample ----------------------------------------------------
+@pytest.mark.parametrize("size", ["is massive so", "is way too big, so", "is huge so", "are far too large, so"])
+def test_a_files_size_said_as_the_reason(size):
+    p = _plan(f"splits.csv {size} just take a random ten percent sample of it, then split 20% off and train a "
+              "logistic regression for podium.")
+    assert kinds(p)[:3] == ["load_data", "sample", "split_data"]
+    assert of_kind(p, "sample")[0].params["fraction"] == 0.1
+
+
+def test_a_files_size_is_no_reason_for_a_step_the_catalog_lacks():
+    with pytest.raises(PlanRefused, match="compress"):
+        _plan("splits.csv is massive so compress it, then split 20% off and train a logistic regression for podium.")
+
+
+# -- the base named before its checkpoint ----------------------------------------------------------
+@pytest.mark.parametrize("base", ["The base is the checkpoint sitting in", "Our base model will be the checkpoint at"])
+def test_the_base_named_before_its_checkpoint(base):
+    p = _plan(f"{base} ./ckpt/b, fine-tune legal and medical adapters with mLoRA on top of that.")
+    assert kinds(p) == ["load_checkpoint", "mlora_finetune"]
+    assert of_kind(p, "load_checkpoint")[0].params["path"] == "./ckpt/b"
+
+
+# -- a step said after an earlier step, with steps between them ------------------------------------
+@pytest.mark.parametrize("between", ["then count deliveries for each region", "and write it to out/j.csv",
+                                     "then drop rows with missing values"])
+def test_a_step_said_after_an_earlier_step_with_steps_between_is_refused(between):
+    """"join them, count per region; dedupe after the join": the dedup ran after the count,
+    on the counts (silently wrong)."""
+    with pytest.raises(PlanRefused, match="after the join"):
+        _plan(f"Load deliveries.csv and orders.csv, join them on order_id, {between}. Dedupe after the join.")
+
+
+@pytest.mark.parametrize("said", [
+    "Load d.csv and o.csv, join them on order_id and dedupe after the join.",
+    "Load d.csv and o.csv, join them on order_id, then plot amount; after the plot, write the table to out/t.csv.",
+    "Load d.csv and o.csv, join them on order_id and write it to out/t.csv; once the join is done, notify me.",
+])
+def test_a_step_said_right_after_the_step_it_names_is_planned(said):
+    _plan(said)
