@@ -113,3 +113,68 @@ def test_a_step_said_after_an_earlier_step_with_steps_between_is_refused(between
 ])
 def test_a_step_said_right_after_the_step_it_names_is_planned(said):
     _plan(said)
+
+
+# -- steps said in other words ---------------------------------------------------------------------
+@pytest.mark.parametrize("said", ["compile a report", "assemble the final report"])
+def test_a_report_compiled_or_assembled(said):
+    p = _plan(f"Load rings.csv, drop rows with missing values and plot the data. Then {said} and send 'ready'.")
+    assert kinds(p) == ["load_data", "clean_data", "plot", "save_report", "notify"]
+
+
+@pytest.mark.parametrize("per", ["per load", "each load"])
+def test_retries_per_load(per):
+    p = _plan(f"Load the files a.csv, b.csv and c.csv, allowing 3 retries {per}. Produce one report for the three files.")
+    assert [s.retries for s in of_kind(p, "load_data")] == [3, 3, 3]
+
+
+@pytest.mark.parametrize("said, strategy, columns", [("mean-fill no2_ppb", "mean", ["no2_ppb"]),
+                                                     ("median-fill the gaps", "median", None)])
+def test_a_fill_said_as_one_verb(said, strategy, columns):
+    p = _plan(f"Load ozone.csv, {said}, split 20% off and train a linear regression of ozone_ppb.")
+    (s,) = of_kind(p, "impute")
+    assert s.params["strategy"] == strategy and s.params.get("columns") == columns
+
+
+@pytest.mark.parametrize("said, metric, mode", [("optimize for max F1", "f1", "max"),
+                                                ("optimising for the lowest RMSE", "rmse", "min")])
+def test_a_search_optimised_for_a_direction_and_metric(said, metric, mode):
+    p = _plan(f"Load t.csv, split 20% off, tune a knn for churn over k in 5, 15 and 25 with 6 trials, {said}.")
+    (s,) = [x for x in p.ir.steps if x.tune]
+    assert (s.tune.metric, s.tune.mode) == (metric, mode)
+
+
+@pytest.mark.parametrize("what", ["what comes out", "whatever comes out of the training"])
+def test_export_what_comes_out(what):
+    p = _plan(f"{TRAINED} Export {what} to ./models/m, then notify me with 'exported'.")
+    assert kinds(p)[-2:] == ["export_model", "notify"]
+    assert of_kind(p, "export_model")[0].params["path"] == "./models/m"
+
+
+# -- who writes, after a greeting ------------------------------------------------------------------
+@pytest.mark.parametrize("intro", ["Hi, this is dispatch at the towing company.", "Hi, operations at the security company.",
+                                   "Hey, finance team from the north office.", "Hello, it's the night desk at the depot."])
+def test_a_greeting_and_who_writes(intro):
+    p = _plan(f"{intro} Load tow.csv, split 30% off and train a logistic regression for late.")
+    assert kinds(p) == ["load_data", "split_data", "train_model"]
+
+
+@pytest.mark.parametrize("intro", ["Hello, the big stores.", "Hi, only the north stores.", "Hi, drop the north stores."])
+def test_a_greeting_before_words_that_may_pick_rows_stays_refused(intro):
+    with pytest.raises(PlanRefused):
+        _plan(f"{intro} Load tow.csv, split 30% off and train a logistic regression for late.")
+
+
+# -- a list of models ------------------------------------------------------------------------------
+@pytest.mark.parametrize("retry", ["with one retry each", "and give each of those one retry"])
+def test_three_models_listed_with_k_nearest_neighbours_spelt_out_are_one_map(retry):
+    """"train a logistic regression, a k nearest neighbours model and a nearest centroid model":
+    the third trained apart, after the first two, and a retry "each" given to it alone (silently
+    wrong)."""
+    p = _plan("Load tow.csv, split 30% off, and then train a logistic regression, a k nearest neighbours model and a "
+              f"nearest centroid model, all three predicting long_wait, {retry}. Then take the most accurate of the "
+              "three and export it to ./models/tow-wait.")
+    trains = of_kind(p, "train_model")
+    assert [s.params["model"] for s in trains] == ["logistic", "knn", "centroid"]
+    assert [s.retries for s in trains] == [1, 1, 1]
+    assert len({s.group for s in trains}) == 1

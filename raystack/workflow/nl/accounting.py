@@ -30,7 +30,7 @@ from raystack.workflow.nl.asides import (HOW_WORDS, ROW_NOUNS, SOURCE_WORDS, ask
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.said_again import load_participles
 from raystack.workflow.nl.scene import (FAULT_NOUNS, context_sentences, courtesies, data_clauses, file_descriptions, heading_sentence,
-                                        headings, introductions, lead_ins, origins, preamble, row_notes, settings_opening,
+                                        greeted_introductions, headings, introductions, lead_ins, origins, preamble, row_notes, settings_opening,
                                         title_clauses)
 from raystack.workflow.nl.subsets import column_subset, unselected_subset
 from raystack.workflow.nl.text import ARROWS, Text, Token, sentences
@@ -536,6 +536,7 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
     context_sentences(t)
     data_clauses(t)
     introductions(t)
+    greeted_introductions(t)
     settings_opening(t)
     heading_sentence(t)
     courtesies(t)

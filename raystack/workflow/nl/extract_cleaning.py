@@ -79,6 +79,8 @@ def impute(text: Text, lo: int, hi: int, f: Found) -> None:
     # ("the average of each column" names no column)
     m = _search(text, lo, hi, r"\b(?:in|of|for|from)\s+(?:the\s+)?(?!(?:FILE|NUM)\d)(?!(?:each|every|any|all|its|a|an|the|one|that|this)\b)"
                               r"(?P<c>[a-z_]\w*)\s+column\b", "impute")
+    if m is None:    # "mean-fill no2_ppb": the column right after the verb, a name with an underscore
+        m = _search(text, lo, hi, r"(?<=-fill\s)(?:the\s+)?(?P<c>[a-z][a-z0-9]*_[a-z0-9_]*)\b(?:\s+column\b)?", "columns")
     if m:
         f.set("columns", [m.group("c")])
     consume(text, lo, hi, r"\b(?:missing|null|nan|empty|blank)\s+[a-z_]\w*", "impute")

@@ -181,12 +181,12 @@ RETRIES = [
     r"(?:(?P<n>NUM\d+)\s+times?|(?P<w>once|twice|thrice))",
     # "give the read two retries", "allow two retries on the write": the step named as the retries' holder
     r"(?:allow|allowing|give|giving|permit|permitting)\s+(?:(?:it|them|(?:the|that|every|each)\s+(?:" + _RETRIED + r"))\s+)?"
-    r"(?:up\s+to\s+)?(?P<n>NUM\d+)\s+retr(?:y|ies)(?:\s+(?:on|for|to)\s+(?:the|that)\s+(?:" + _RETRIED + r"))?\b",
+    r"(?:up\s+to\s+)?(?P<n>NUM\d+)\s+retr(?:y|ies)(?:\s+(?:on|for|to)\s+(?:the|that)\s+(?:" + _RETRIED + r")|\s+(?:per|each|a)\s+(?:load|read|file|write|step))?\b",
     # "each load should get 2 retries", "the write has up to 3 retries": the step named as the retries' holder
     r"(?:each|every|the|that)\s+(?:" + _RETRIED + r")\s+(?:should\s+|must\s+|will\s+|can\s+)?(?:get|gets|have|has)\s+"
     r"(?:up\s+to\s+)?(?P<n>NUM\d+)\s+retr(?:y|ies)\b",
     r"(?:with\s+|and\s+)?(?:up\s+to\s+|at\s+most\s+|a\s+maximum\s+of\s+)?(?P<n>NUM\d+)\s+retr(?:y|ies)"
-    r"(?:\s+(?:each|apiece|per\s+(?:step|model|run|value))|\s+(?:on|for)\s+(?:the|that)\s+(?:" + _RETRIED + r")\b)?" + _IF_FAILS,
+    r"(?:\s+(?:each|apiece|per\s+(?:step|model|run|value|load|read|file|write|training))|\s+(?:on|for)\s+(?:the|that)\s+(?:" + _RETRIED + r")\b)?" + _IF_FAILS,
     # "if it crashes try once more": the object left out after a failure clause
     r"(?:if|when|should)\s+(?:it|that|this|(?:the|that)\s+(?:" + _RETRIED + r"))\s+(?:fails?|crash(?:es)?|breaks?|dies|errors?\s+out)\s*,?\s*(?:then\s+)?"
     r"(?:try|run|do)\s+(?:(?:it|that|them)\s+)?(?:(?P<w>once|twice|thrice)\s+more|(?P<n>NUM\d+)\s+more\s+times?)\b",

@@ -52,7 +52,9 @@ def coordinated(t: Text, first: Action, second: Action) -> bool:
             "either", "then", "regression", "model", "models", "classifier", "classifiers", "regressor"}
     between = t.tokens[first.trig_end:second.lo]
     # "train three models side by side: knn, ...": the parallel cue inside the list is the list's
-    return all(x.low in glue or x.used in ("train_model", "parallel") or x.kind == "num" for x in between)
+    # ("a logistic regression, a k nearest neighbours model and a nearest centroid model": the
+    # models listed before it are the list's too)
+    return all(x.low in glue or x.used in ("train_model", "parallel", "model kind") or x.kind == "num" for x in between)
 
 
 def table_result(t: Text, m: re.Match, toks: list[Token], hi: int) -> bool:

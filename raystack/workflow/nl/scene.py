@@ -338,6 +338,38 @@ def introductions(t: Text) -> None:
         t.mark(t.tokens[lo:comma + 1], "context")
 
 
+GREETINGS = {"hi", "hello", "hey", "okay", "ok", "right", "morning", "afternoon", "evening", "hiya"}
+INTRO_GLUE = {"at", "the", "a", "an", "of", "for", "from", "in", "on", "our", "my", "'s", "and", "&"}
+MAX_INTRO = 8                # words of who writes after a greeting
+
+
+def greeted_introductions(t: Text) -> None:
+    """"Hi, this is dispatch at the towing company.", "Hi, operations at the security company.":
+    a greeting, then who writes (a few free words and their glue, no figure, file, operation or
+    restriction), in a first sentence of its own before the sentences that ask."""
+    spans = sentences(t)
+    if len(spans) < 2:
+        return
+    lo, hi = spans[0]
+    if t.tokens[hi - 1].text != "." or t.tokens[lo].low not in GREETINGS:
+        return
+    k = lo
+    while k < hi and (t.tokens[k].low in GREETINGS or t.tokens[k].text == ","):
+        k += 1
+    named = [x.low for x in t.tokens[k:k + 2]] in (["this", "is"], ["it", "'s"], ["we", "'re"])
+    k += 2 * named
+    words = t.tokens[k:hi - 1]
+    # who writes, said as such ("this is ...") or with where ("operations at the security company");
+    # "Hello, the big stores." may pick rows
+    if not 1 <= len(words) <= MAX_INTRO or sum(x.low not in INTRO_GLUE for x in words) < 1 \
+            or not (named or any(x.low in ("at", "from") for x in words)):
+        return
+    if all(x.kind == "word" and is_free(x) and not is_method(x) and x.low not in L.RESTRICTING
+           and x.low not in L.UNMAPPED_VERBS and x.low not in DATA_FAULTS for x in words) \
+            and words[0].low not in INTRO_GLUE - {"the", "our", "my", "a", "an"} and words[-1].low not in INTRO_GLUE:
+        t.mark([x for x in t.tokens[lo:hi] if not x.used], "context")
+
+
 LOCATING_VERBS = {"are", "is", "live", "lives", "sit", "sits"}
 
 

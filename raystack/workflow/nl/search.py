@@ -30,6 +30,8 @@ METRIC_PHRASES = [
     rf"\b(?P<v>(?:higher|bigger|larger|lower|smaller)\s+(?P<m>{L.METRIC_RX})\s+(?:is|=)\s+better)\b",   # "higher accuracy is better"
     # "objective max AUC", "objective: minimum RMSE"
     rf"\bobjective\s*(?:=|:|is)?\s*(?P<v>{_MAX}|{_MIN})\s+(?:the\s+)?(?:validation\s+|test\s+)?(?P<m>{L.METRIC_RX})\b",
+    # "optimize for max F1", "optimising for the lowest RMSE"
+    rf"\boptimi[sz]\w*\s+(?:for\s+)?(?:the\s+)?(?P<v>{_MAX}|{_MIN})\s+(?:validation\s+|test\s+)?(?P<m>{L.METRIC_RX})\b",
     rf"\b(?:(?:picking|choosing|selecting|aiming|aim|going|go|looking|searching)\s+for\s+(?:the\s+)?)?"   # "aiming for the highest accuracy"
     rf"(?P<v>{_MAX}|{_MIN}|optimi[sz]\w*(?:\s+for)?|objective|by|on|for)\s+(?:the\s+)?(?:validation\s+|test\s+)?"
     rf"(?P<m>{L.METRIC_RX})\b(?:\s*\(\s*(?P<v2>{_MAX}|{_MIN})\s*\))?(?:\s+wins|\s+as\s+(?:the|our|its)\s+(?:goal|objective|aim))?",  # "lowest RMSE as the goal"

@@ -30,7 +30,7 @@ LOAD_VERBS = r"load|loads|loaded|loading|read|reads|reading|ingest\w*|import\w*"
 MODEL_NOUN = r"(?:models?|classifiers?|regressors?|regression|predictors?|estimators?|learners?|k-?nn|knn|centroid|logistic|linear)"
 # a model named by its method: "logistic regression", "k-nearest neighbours", "nearest centroid"
 MODEL_KIND = (r"(?<![\w-])(?:logistic(?:\s+(?:regressions?|reg(?![\w-])))?|linear\s+(?:regressions?|reg(?![\w-]))|linear(?=\s+(?:models?|regressors?|fit)\b)|"
-              r"linear(?=\s+(?:&|and|or|\+|/)\s+(?:k-?nn|logistic|centroid|nearest)\b)|k-?nn|k-nearest(?:[\s-]+neighbou?rs?)?"
+              r"linear(?=\s+(?:&|and|or|\+|/)\s+(?:k-?nn|logistic|centroid|nearest)\b)|k-?nn|k-nearest(?:[\s-]+neighbou?rs?)?|k\s+nearest[\s-]+neighbou?rs?"
               r"|(?<=\d\s)nearest[\s-]+neighbou?rs?|(?<=NUM\d\s)nn|(?<=NUM\d\d\s)nn|nearest[\s-]+centroid|centroid)(?![\w-])")   # "a 5-nearest-neighbour model"
 ARROW = r"(?:->|=>|→|⇒|⟶)"
 # what a request exercises rather than a model to evaluate ("synthetic data to test the pipeline")
@@ -181,6 +181,8 @@ TRIGGERS: list[tuple[str, str]] = [
     ("impute", r"\b(?:fill|fills|filling|plug|plugs|patch|patches)\s+(?:(?:them|those|these|it|the\s+gaps|the\s+holes)\s+)?(?:in\s+)?"
                r"(?=(?:with|using)\s+(?:the\s+)?(?:column\s+)?(?:means?|medians?|averages?|zeros?|NUM\d+)\b)"),
     ("impute", passive(rf"(?:the\s+)?(?:{GAPS})", r"filled(?:\s+in)?|imputed|replaced|patched|plugged")),
+    # "mean-fill no2_ppb", "median-fill the gaps": the fill said as one verb
+    ("impute", r"\b(?:mean|median|average)-fill(?:s|ed|ing)?\b"),
     # "zero out the blanks" (zero reads as a number)
     ("impute", rf"\bNUM\d+\s+out\s+(?:the\s+|any\s+|all\s+)?(?:{GAPS})\b"),
     # "put zeros in the empty cells", "write the median into missing fields": the fill said first
@@ -410,7 +412,10 @@ TRIGGERS: list[tuple[str, str]] = [
              r"(?:\s+(?:a|an|the)?\s*(?:histogram|bar\s+chart|chart|graph|plot|line\s+chart|figure))?"),
     ("save_report", rf"(?<!per )(?<!by )(?<!each )(?<!every )\b(?:write|writes|save|saves|store|produce|create|generate|dump|output|log(?!istic)|record|put)\w*\s+{skip(3)}"
                     r"(?:report|results|result|metrics|scores|findings|evaluations?)\b(?:\s+(?:(?:to|in|into|as|at)\s+)?FILE\d+)?"
-                    r"|\breport\s+(?:to|in|into|as)\s+FILE\d+"),
+                    r"|\breport\s+(?:to|in|into|as)\s+FILE\d+"
+                    # "compile a report", "assemble the final report"
+                    r"|\b(?:compile|compiles|compiled|compiling|assemble|assembles|assembled|assembling)\s+(?:a|an|the|one)\s+"
+                    r"(?:(?:final|short|single|combined|summary|brief)\s+)?report\b"),
     # "put all three into a single report", "pull a report together"
     ("save_report", rf"\b(?:put|puts|pull|pulls|gather|gathers|combine|combines|collect|collects|bring|brings)\s+{skip(3)}"
                     r"(?:in|into|together\s+in(?:to)?)\s+(?:a|one|the)\s+(?:single\s+|final\s+|short\s+|combined\s+|summary\s+)?report\b"
@@ -434,6 +439,9 @@ TRIGGERS: list[tuple[str, str]] = [
     ("save_report", rf"(?:(?m:^)|(?<=[),;:>→.!?]\s)|(?<=\s-\s)|(?<=\s–\s)|(?<=\s—\s)|(?<=\bthen\s)|(?<=\band\s))(?:final\s+|summary\s+)?report\b"
                     rf"(?=\s*(?:(?m:$)|[.;,)]|\((?![^)]*FILE)|{ARROW}|(?:when|once|after)\s+(?:both|all|they|everything|it|the\s+(?:two|three|NUM\d+))\b))"),
     ("export_model", rf"(?<!per )(?<!by )(?<!each )(?<!every )\b(?:export|exports|save|saves|write|writes|store|dump|serialize|persist)\w*\s+(?:{BEST_ONE})\s+(?:to|as|into|in|at)\s+(?P<f>FILE\d+)"),
+    # "export what comes out to ./models/m": the model the step before made
+    ("export_model", r"\b(?:export|exports|save|saves|store|stores|copy|copies)\s+(?:what|whatever)\s+(?:comes|came)\s+out"
+                     r"(?:\s+of\s+(?:it|that|this|the\s+(?:training|tuning|search|run|pretraining|fine-tuning)))?\s+(?:to|as|into|in|at)\s+(?P<f>FILE\d+)"),
     ("export_model", rf"(?:{BEST_ONE}){AUX}\s+(?:exported|saved|written|stored|dumped|serialized)\s+(?:to|as|into|in|at)\s+(?P<f>FILE\d+)"),
     # "copy the finished checkpoint to ./ckpt/x", "copy the model to ./m": a model or checkpoint, exported
     ("export_model", r"\bcop(?:y|ies|ying)\s+(?:it|them|the\s+(?:finished\s+|final\s+|trained\s+|resulting\s+|best\s+)?"
