@@ -178,3 +178,46 @@ def test_three_models_listed_with_k_nearest_neighbours_spelt_out_are_one_map(ret
     assert [s.params["model"] for s in trains] == ["logistic", "knn", "centroid"]
     assert [s.retries for s in trains] == [1, 1, 1]
     assert len({s.group for s in trains}) == 1
+
+
+# -- how a search or a run ended -------------------------------------------------------------------
+SEARCHED = ("Load t.csv, split 30% off, tune a logistic regression for y over lr 0.01 or 0.1 with 6 trials "
+            "maximizing AUC.")
+
+
+@pytest.mark.parametrize("said, op", [("If the search ends above 0.8 AUC", ">"), ("If the AUC ends above 0.8", ">"),
+                                      ("If the search finds an AUC above 0.8", ">"),
+                                      ("If it finishes at least 0.8 AUC", ">=")])
+def test_a_condition_on_how_the_search_ended(said, op):
+    p = _plan(f"{SEARCHED} {said}, deploy it as r; if not, send 'low'.")
+    assert _cond(of_kind(p, "deploy_model")[0]) == ("auc", op, 0.8, False)
+    assert _cond(of_kind(p, "notify")[0]) == ("auc", op, 0.8, True)
+
+
+@pytest.mark.parametrize("said", ["Once the search is done", "After the search", "When the tuning has finished"])
+def test_the_search_named_after_a_word_of_time_is_the_one_planned(said):
+    p = _plan(f"{SEARCHED} {said}, export it to ./models/m.")
+    assert kinds(p) == ["load_data", "split_data", "train_model", "export_model"]
+
+
+@pytest.mark.parametrize("said", ["has come down to 3.1 or below", "has gone down to 3.1 or below"])
+def test_a_loop_until_the_loss_has_come_down(said):
+    p = _plan(f"Pretrain tiny-1m with EDiT, 400 steps each round, stopping when the val loss {said} or after 6 rounds.")
+    (s,) = of_kind(p, "edit_pretrain")
+    assert (s.loop.until_key, s.loop.until_op, s.loop.until_value, s.loop.max_iterations) == ("val_loss", "<=", 3.1, 6)
+
+
+@pytest.mark.parametrize("said", ["keep it on 4 workers or less", "keep the job under 4 workers or fewer"])
+def test_a_bound_on_workers_kept_on(said):
+    p = _plan(f"Pretrain tiny-1m with EDiT for 400 steps, and {said}. Then export it to ./ckpt/lm.")
+    (s,) = of_kind(p, "edit_pretrain")
+    assert s.params["ranks"] == 4
+
+
+@pytest.mark.parametrize("said", ["Clean the scratch files up afterwards in every case",
+                                  "Whatever happens, tidy the temp folder away at the end"])
+def test_a_cleanup_with_its_particle_after_the_object(said):
+    """"Clean the scratch files up": read as a cleaning of the data (clean_data) before."""
+    p = _plan(f"Pretrain tiny-1m with EDiT for 400 steps and export it to ./ckpt/lm. {said}.")
+    (s,) = of_kind(p, "cleanup")
+    assert s.exit == "always" and not of_kind(p, "clean_data")

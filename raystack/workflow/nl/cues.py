@@ -233,7 +233,9 @@ def _conditions(t: Text, lo: int, hi: int, si: int, earlier: list[Cue]) -> list[
     # "provided it scores an AUC of at least 0.75", "if it gets 0.95 accuracy or better": the metric
     # named after the verb, before or after its threshold
     for m, toks in t.finditer(rf"\b{L.IF_CUE}\s+(?:it|they|the\s+(?:model|classifier|job|run|winner|better(?:\s+one|\s+of\s+the\s+(?:two|pair|NUM\d+))?"
-                              r"|(?:best|winning|top)\s+(?:one|configuration|config|trial|run|model|candidate)))\s+(?:scores?|gets?|achieves?|reaches|hits|has|lands)\s+"
+                              # "if the search finds an AUC above 0.8"
+                              r"|search|tuning|sweep|(?:best|winning|top)\s+(?:one|configuration|config|trial|run|model|candidate)))\s+"
+                              r"(?:scores?|gets?|achieves?|reaches|hits|has|lands|finds|found|returns|turns\s+up)\s+"
                               rf"(?:(?:an?\s+)?(?P<m>{L.METRIC_RX})\s+(?:of\s+)?(?=(?:at|no|not|above|over|below|under|more|less|NUM|PCT|[<>≤≥]))"
                               rf"|(?P<v>NUM\d+|PCT\d+)\s+(?P<m2>{L.METRIC_RX})\s+or\s+(?P<d>better|more|higher|above|worse|less|lower|below)\b)",
                               lo, hi, free_only=True):
@@ -248,6 +250,15 @@ def _conditions(t: Text, lo: int, hi: int, si: int, earlier: list[Cue]) -> list[
             op, value, end = cmp
             metric = metric_of(m.group("m"))
             out.append(_cond(t, si, toks[0].i, end, metric, _reach(op, metric), value, m.group(0)))
+    # "If the search ends above 0.8 AUC", "if it finishes under 3.1 val loss": how a run ended, its
+    # threshold before the metric
+    for m, toks in t.finditer(rf"\b{L.IF_CUE}\s+(?:it|they|the\s+(?:model|search|tuning|sweep|run|job|winner|training|classifier))\s+"
+                              r"(?:ends?(?:\s+up)?|ended(?:\s+up)?|finish(?:es|ed)?|comes?\s+out|came\s+out|lands?)\s+"
+                              rf"(?P<c>above|over|below|under|at\s+least|at\s+most)\s+(?P<v>NUM\d+|PCT\d+)\s+(?:of\s+)?(?P<m>{L.METRIC_RX})\b",
+                              lo, hi, free_only=True):
+        op = {"above": ">", "over": ">", "below": "<", "under": "<"}.get(m.group("c"), ">=" if "least" in m.group("c") else "<=")
+        out.append(_cond(t, si, toks[0].i, toks[-1].i + 1, metric_of(m.group("m")), op,
+                         number(float(t.literal(m.group("v")).value())), m.group(0)))
     # "If it's at least 80% accurate, put it into production": the accuracy, said by its adjective
     for m, toks in t.finditer(rf"\b{L.IF_CUE}\s+(?:it\s*'s|it\s+is|they\s*'re|they\s+are|the\s+model\s+is)\s+"
                               rf"(?P<cmp>{_MISSING_CMP})?\s*(?P<v>PCT\d+|NUM\d+)\s+accurate\b", lo, hi, free_only=True):

@@ -30,7 +30,7 @@ def _workers(text: Text, lo: int, hi: int) -> tuple[str, int | list, str] | None
     m = _search(text, lo, hi, rf"{CAP}\s*(?P<n>NUM\d+)\s+(?:\w+\s+)?{WORKERS}"
                               rf"|(?:(?:with|on|using)\s+)?(?P<m>NUM\d+)\s+{WORKERS}\s+(?:max(?:imum)?|at\s+(?:the\s+)?most|tops|limit|cap|ceiling)\b"
                               # "keep it to four workers or fewer", "on 2 GPUs or less"
-                              rf"|(?:(?:keep|keeping)\s+(?:it|them|this|the\s+(?:job|run))\s+to\s+)?(?P<o>NUM\d+)\s+{WORKERS}"
+                              rf"|(?:(?:keep|keeping)\s+(?:it|them|this|the\s+(?:job|run))\s+(?:to|on|at|within|under)\s+)?(?P<o>NUM\d+)\s+{WORKERS}"
                               r"\s+or\s+(?:fewer|less)\b", "workers bound")
     if m:
         return "bound", int(_num(text, m.group("n") or m.group("m") or m.group("o"))), bound_unit(m.group(0))

@@ -54,10 +54,12 @@ BEST_ONE = (rf"\b(?:the\s+)?(?:(?:run|one|model|job|candidate|version|variant|cl
 # comparison phrases (regex) -> operator; {v} is the number; CMP_LEAD the verb before it
 # ("is", "ends up", "comes in", "turns out to be")
 CMP_LEAD = (r"(?:(?:is|are|was|were|gets?|goes|go|rises?|climbs?|drops?|falls?|dips?|sinks?|stays?|remains?|ends?\s+up|ended\s+up|"
+            # "if the AUC ends above 0.8", "finishes under 3.1"
+            r"(?:ends?|ended|finish(?:es|ed)?)(?=\s+(?:above|over|below|under|at\s+(?:least|most))\b)|"
             r"comes?\s+(?:in|out)|came\s+(?:in|out)|(?:comes?|came|amounts?|works?\s+out)(?=\s+(?:to|at)\s+(?:NUM|PCT))|turns?\s+out(?:\s+to\s+be)?|lands?|sits?|lies|lie|scores?|still|is\s+still|"
             # "should the F1 be lower than 0.5", "if it proves to be over 0.8"
             r"does|do|can|will|should|be|prov(?:es?|ed)\s+to\s+be|reach(?:es|ed)?(?=\s+(?:NUM|PCT)\d+\s+or\s)|hits?(?=\s+(?:NUM|PCT)\d+\s+or\s)"
-            r"|(?:has|have)\s+(?:dropped|fallen|risen|gone|got|gotten|come|climbed|sunk)|dropped|fell|rose|climbed"
+            r"|(?:has|have)\s+(?:dropped|fallen|risen|gone|got|gotten|come|climbed|sunk)(?:\s+(?:down|up))?|dropped|fell|rose|climbed"
             # "is down to 3.1 or lower", "gets down to 0.05", "has fallen to a value not exceeding 3.1"
             r"|(?:is|are|gets?|goes|go|comes?)\s+down|to\s+a\s+value(?:\s+of)?)\s+)*"
             r"(?:(?:to|at|of)\s+(?=NUM|PCT))?")   # "exact match of 0.6 or better", "reaches 2.9 or less"

@@ -143,7 +143,8 @@ def model_references(t: Text, actions: list[Action]) -> list[Action]:
 STEP_NOUNS = {"plot": {"plot", "chart", "graph", "figure"}, "export_model": {"export"},
               "write_table": {"write", "export"}, "train_model": {"training", "fit"},
               "evaluate_model": {"evaluation", "eval"}, "save_report": {"report"}, "join": {"join"},
-              "stats": {"stats", "statistics"}, "deploy_model": {"deployment", "deploy"}}
+              "stats": {"stats", "statistics"}, "deploy_model": {"deployment", "deploy"},
+              "tune": {"search", "tuning", "sweep"}}
 ORDER_WORDS = {"after", "once", "when", "following"}
 DONE = re.compile(r"(?:is|has|'s)\s+(?:done|finished|complete|completed|written|saved|ready|over)|(?:finishes|completes|ends)")
 

@@ -90,6 +90,9 @@ TRIGGERS: list[tuple[str, str]] = [
                 r"(?:tmp|temp|temporary|scratch|intermediate|staging)\b(?:\s+(?:files?|director(?:y|ies)|folders?|dirs?|data|outputs?|space|area))?"
                 # "clear the temp files out of scratch"
                 r"(?:\s+(?:out\s+)?(?:of|from|in)\s+(?:the\s+)?scratch(?:\s+(?:space|area|folder|dir(?:ectory)?))?\b)?"),
+    # "clean the scratch files up", "tidy the temp folder away": the particle after the object
+    ("cleanup", r"\b(?:clean|tidy|clear)\s+(?:the\s+|our\s+|its\s+|all\s+(?:the\s+)?)?(?:tmp|temp|temporary|scratch|intermediate|staging)\s+"
+                r"(?:files?|director(?:y|ies)|folders?|dirs?|data|outputs?|space|area)\s+(?:up|away|out)\b"),
     ("cleanup", passive(r"(?:the\s+|our\s+|its\s+)?(?:(?:run|job|pipeline|workflow)\s+'s\s+)?(?:tmp|temp|temporary|scratch|intermediate)\s+"
                         r"(?:files?|director(?:y|ies)|folders?|dirs?|data|outputs?|space|area)",   # "scratch space must be cleared"
                         r"removed|deleted|cleaned(?:\s+up)?|wiped|purged|cleared(?:\s+(?:out|away))?|tidied(?:\s+(?:up|away))?|erased"
