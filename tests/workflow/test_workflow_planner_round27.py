@@ -221,3 +221,124 @@ def test_a_cleanup_with_its_particle_after_the_object(said):
     p = _plan(f"Pretrain tiny-1m with EDiT for 400 steps and export it to ./ckpt/lm. {said}.")
     (s,) = of_kind(p, "cleanup")
     assert s.exit == "always" and not of_kind(p, "clean_data")
+
+
+# -- a model named before the training verb --------------------------------------------------------
+@pytest.mark.parametrize("then, epochs", [("and train it", None), ("and train 3 epochs a round until validation loss "
+                                                                   "sits at 0.35 or below, capped at 6 rounds", 3)])
+def test_a_model_announced_then_trained_where_its_verb_stands(then, epochs):
+    """"I want a logistic regression for sold: normalise, split, and train it": the verb's words
+    were left unread (refused), and the training stood before its data was prepared."""
+    p = _plan(f"Using listings.csv, I want a logistic regression for sold_in_week: normalise with min-max, do a 70/30 "
+              f"split, {then}. Then evaluate it.")
+    assert kinds(p) == ["load_data", "normalize", "split_data", "train_model", "evaluate_model"]
+    (s,) = of_kind(p, "train_model")
+    assert (s.params["model"], s.params["target"], s.params.get("epochs")) == ("logistic", "sold_in_week", epochs)
+
+
+def test_a_model_needed_then_tried_is_one_training():
+    """"We need a days_to_sale regression built from l.parquet: ..., and try a linear model": two
+    trainings, the first with no model or target, both picked from (silently wrong)."""
+    p = _plan("We need a days_to_sale regression built from l.parquet: split 25% off and train a linear model.")
+    assert kinds(p) == ["load_data", "split_data", "train_model"]
+    (s,) = of_kind(p, "train_model")
+    assert (s.params["model"], s.params["target"]) == ("linear", "days_to_sale")
+
+
+@pytest.mark.parametrize("said", ["Load l.csv, split it 70/30 and train it.",
+                                  "Load l.csv, split it 70/30, train a knn for y, evaluate it and then train it."])
+def test_train_it_with_no_model_before_or_after_it_was_used_is_refused(said):
+    with pytest.raises(PlanRefused, match="train it"):
+        _plan(said)
+
+
+@pytest.mark.parametrize("said", ["Load a.csv, train a knn for y for 5 epochs, then train it again for 10 epochs, and export it to ./m.",
+                                  "Train a knn on a.csv; if accuracy is below 0.8, train it again with k=9."])
+def test_train_it_again_stays_a_second_run(said):
+    assert len(of_kind(_plan(said), "train_model")) == 2
+
+
+def test_a_column_named_before_the_models_noun_is_its_target():
+    p = _plan("Load l.parquet, split 25% off and train a days_to_sale regression.")
+    assert of_kind(p, "train_model")[0].params["target"] == "days_to_sale"
+
+
+def test_a_target_after_the_models_k():
+    p = _plan("Load p.csv, drop incomplete rows, split 30% off, train a k nearest neighbours with k three on slow_stop "
+              "and evaluate it.")
+    s = of_kind(p, "train_model")[0]
+    assert (s.params["model"], s.params["k"], s.params["target"]) == ("knn", 3, "slow_stop")
+
+
+# -- a deployment's hyphenated name ----------------------------------------------------------------
+@pytest.mark.parametrize("name", ["pit-alert", "fraud-ping", "churn-message"])
+def test_a_hyphenated_name_holds_no_notification(name):
+    """"deploy it as pit-alert": the name was read as an alert (a notify step after the
+    deployment, which had no name: silently wrong)."""
+    p = _plan(f"Load a.csv, split 30% off, train a knn for y and deploy it as {name}.")
+    assert kinds(p) == ["load_data", "split_data", "train_model", "deploy_model"]
+    assert of_kind(p, "deploy_model")[0].params["name"] == name
+
+
+# -- else-branches and reports in other words ------------------------------------------------------
+@pytest.mark.parametrize("other", ["and if it's not, just do a report instead", "and when it isn't, send 'low'"])
+def test_an_else_said_as_its_not(other):
+    p = _plan(f"{TRAINED} If the F1 is 0.7 or more, deploy it as m, {other}.")
+    (d,) = of_kind(p, "deploy_model")
+    assert _cond(d) == ("f1", ">=", 0.7, False)
+    other_step = [s for s in p.ir.steps if s.when and s is not d][0]
+    assert _cond(other_step) == ("f1", ">=", 0.7, True)
+
+
+def test_a_report_after_a_plus():
+    p = _plan(f"{TRAINED} Evaluate + report afterwards.")
+    assert kinds(p)[-1] == "save_report"
+
+
+@pytest.mark.parametrize("said, rates", [("lr = 0.0005 vs 0.005 vs 0.05 (separate runs)", [0.0005, 0.005, 0.05]),
+                                         ("lr 0.01 versus 0.1", [0.01, 0.1])])
+def test_values_listed_with_vs_are_one_model_each(said, rates):
+    p = _plan(f"Load l.parquet, split 75/25 and run linear regression for days with {said}, then choose the lowest-RMSE run.")
+    assert [s.params["lr"] for s in of_kind(p, "train_model")] == rates
+
+
+def test_a_ratio_with_vs_is_no_list():
+    with pytest.raises(PlanRefused):
+        _plan("Load l.parquet, split 80 vs 20 and run linear regression for days.")
+
+
+@pytest.mark.parametrize("said", ["keep the checkpoint with min val_loss", "pick the run with the lowest val_loss"])
+def test_a_pick_said_of_the_checkpoint_with_min_metric(said):
+    p = _plan(f"Run EDiT on tiny-1m for 200, 400 and 800 steps, {said}, then fine-tune mLoRA adapters seal-failures + impeller-wear on that checkpoint.")
+    (s,) = of_kind(p, "select_best")
+    assert (s.params["metric"], s.params["mode"]) == ("val_loss", "min")
+
+
+@pytest.mark.parametrize("what", ["what the search finds", "whatever the tuning picked"])
+def test_export_what_the_search_found(what):
+    p = _plan(f"Load t.csv, split 20% off, tune a knn for churn over k in 5, 15 and 25 with 6 trials. Export {what} to ./models/m.")
+    assert kinds(p)[-1] == "export_model"
+
+
+def test_a_retry_said_as_try_again_twice_and_names_before_it():
+    p = _plan("There's a checkpoint already in ./ckpt/b. Fine-tune two mLoRA adapters from it, bookings and wheelchair-access "
+              "(if that fails, try again twice), then evaluate them.")
+    (s,) = of_kind(p, "mlora_finetune")
+    assert s.retries == 2 and [a["name"] for a in s.params["adapters"]] == ["bookings", "wheelchair_access"]
+
+
+def test_who_wants_the_assistant_said_as_a_noun():
+    p = _plan("We run a minibus service, and our phone volunteers want a helper for booking questions. There's a "
+              "checkpoint already in ./ckpt/b. Fine-tune two mLoRA adapters from it, bookings and access, then evaluate them.")
+    assert kinds(p) == ["load_checkpoint", "mlora_finetune", "evaluate_adapters"]
+
+
+@pytest.mark.parametrize("said, metric, mode", [("keep the one with the lowest accuracy", "accuracy", "min"),
+                                                ("keep the one with the highest rmse", "rmse", "max"),
+                                                ("pick the one with the highest recall", "recall", None)])
+def test_a_picks_direction_claimed_by_its_own_words_is_kept(said, metric, mode):
+    """"keep the one with the lowest accuracy": the direction was read by the pick's trigger, and
+    the step picked by the metric's usual direction (the highest accuracy: silently wrong)."""
+    p = _plan(f"Load a.csv, split 20% off, train a knn for y at k 1, 3 and 5, {said} and export it to ./m.")
+    (s,) = of_kind(p, "select_best")
+    assert (s.params["metric"], s.params.get("mode")) == (metric, mode)

@@ -464,8 +464,11 @@ def predict_purposes(t: Text, ends: list[tuple[str, int]]) -> None:
 
 
 # "we want a small LM that has read our lift plans": what a pretraining is for
-LM_PURPOSE = (r"\b(?:(?:we|i)\s*|and\s+)(?:want|need|would\s+like|'d\s+like|are\s+after|'re\s+after)\s+(?:a|an)\s+"
-              r"(?:small\s+|tiny\s+|little\s+|compact\s+)?(?:language\s+model|lm|(?:[a-z][\w-]*\s+){0,2}(?:bot|chatbot|assistant))\b")
+# ("our phone volunteers want a helper for booking questions": who wants it, said as a noun)
+LM_PURPOSE = (r"\b(?:(?:we|i)\s*|and\s+|(?:our|my)\s+(?:[a-z][\w-]*\s+){0,2}(?:staff|team|volunteers|users|customers|members|"
+              r"agents|colleagues|nurses|drivers|teachers|students|writers|editors)\s+)"
+              r"(?:want|wants|need|needs|would\s+like|'d\s+like|are\s+after|'re\s+after)\s+(?:a|an)\s+"
+              r"(?:small\s+|tiny\s+|little\s+|compact\s+)?(?:language\s+model|lm|(?:[a-z][\w-]*\s+){0,2}(?:bot|chatbot|assistant|helper))\b")
 # "we want rough minutes-per-house estimates": what a training is for
 ESTIMATE_PURPOSE = (r"\b(?:we|i)\s*(?:want|need|would\s+like|'d\s+like|are\s+after|'re\s+after)\s+(?:rough\s+|better\s+|quick\s+|some\s+|good\s+)?"
                     r"(?:[a-z][\w-]*\s+){0,2}?(?:estimates|forecasts|predictions)\b")

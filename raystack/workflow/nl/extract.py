@@ -433,12 +433,18 @@ TARGET_WORD = (rf"\b(?:predicting|to\s+predict|that\s+predicts|which\s+predicts|
                + _CLAUSE_END + rf"|(?:(?<=regression\s)|(?<=regressor\s)|(?<=model\s)|(?<=classifier\s)|(?<=knn\s)|(?<=regressions\s)"
                rf"|(?<=regressors\s)|(?<=models\s)|(?<=classifiers\s))for\s+(?P<f>{_COLUMN})"   # ("kNN classifiers for water_claim")
                + _CLAUSE_END + rf"|\b(?:target|label)\s+(?P<g>{_COLUMN})" + _CLAUSE_END
+               # "a days_to_sale regression": a column written as a name before the model's noun (never
+               # a table's or a version's name: "a sales_data model", "a churn_v2 model")
+               + r"|(?:(?<=\ba\s)|(?<=\ban\s))(?P<u>[a-z][a-z0-9]*_(?![a-z0-9_]*_(?:data|table|rows|set|model)\b)"
+                 r"(?!(?:data|table|rows|set|model|v\d+)\b)[a-z0-9_]+)(?=\s+(?:regression|regressor|classifier|predictor|model)\b)"
                # "a logistic model of prepaid_12m": a column written as a name after "model of"
                + r"|(?:(?<=model\s)|(?<=regression\s)|(?<=classifier\s))of\s+(?P<o>[a-z][a-z0-9]*_[a-z0-9_]+)" + _CLAUSE_END
                # "train linear regression on eggs_sold three times": a column written as a name after
                # "on" (never a split's or a table's: "on train_rows", "on sales_data")
                + r"|(?:(?<=model\s)|(?<=regression\s)|(?<=classifier\s)|(?<=regressor\s)|(?<=knn\s)|(?<=decoder\s)|(?<=models\s)"
-               r"|(?<=classifiers\s)|(?<=regressions\s))on\s+"
+               r"|(?<=classifiers\s)|(?<=regressions\s)|(?<=neighbours\s)|(?<=neighbors\s)"
+               # ("a k nearest neighbours with k three on slow_stop": after the model's k)
+               r"|(?<=\bk\sNUM\d\s)|(?<=\bk\sNUM\d\d\s)|(?<=\bk=NUM\d\s)|(?<=\bk\s=\sNUM\d\s))on\s+"
                r"(?P<n>(?!(?:train|test|val|valid|validation|training|holdout|eval)_)(?![a-z0-9_]*_(?:set|split|data|rows|features|df|table)\b)"
                r"[a-z][a-z0-9]*_[a-z0-9_]+)(?=\s+NUM\d+\s+times\b|" + _CLAUSE_END[3:])
 

@@ -7,13 +7,18 @@ from __future__ import annotations
 from typing import Callable
 
 from raystack.workflow.nl.extract import Found, _num, _search, consume, metric_of
-from raystack.workflow.nl.lexicon import HELD_OUT_FIGURE, METRIC_RX
+from raystack.workflow.nl.lexicon import HELD_OUT_FIGURE, LOWER_IS_BETTER, METRIC_RX
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.text import Text
 
 
 # "the lowest-RMSE one", "highest-AUC run": the comparison and the metric as one word
 HYPHENED_BEST = rf"\b(?P<how2>higher|highest|best|better|top|lower|lowest|smaller|smallest)-(?P<m2>{METRIC_RX})\s+(?:one|model|run|classifier|candidate)\b"
+
+
+# the words of a pick's direction
+LOWER_WORDS = ("lower", "lowest", "smaller", "smallest", "min", "minimum")
+HIGHER_WORDS = ("higher", "highest", "larger", "largest", "greater", "max", "maximum")
 
 
 def metric_param(param: str = "metric", with_mode: bool = False) -> Callable:
@@ -28,6 +33,8 @@ def metric_param(param: str = "metric", with_mode: bool = False) -> Callable:
                                   r"(?P<how3>lower|higher|smaller|larger|better|lowest|highest|smallest|largest|best)\b"
                                   rf"|\b(?P<how4>lower|higher|better)\s+on\s+(?:the\s+)?(?P<m4>{METRIC_RX})\b",
                     "metric")
+        if with_mode:   # "take the lowest-RMSE one forward": the pick carried on to what follows
+            consume(text, lo, hi, r"(?<=\bone\s)forward\b|(?<=\brun\s)forward\b|(?<=\bmodel\s)forward\b", "select_best")
         if m is None:   # "; highest-AUC run → ...": the selection's own words name the metric
             m = _search(text, lo, hi, HYPHENED_BEST, "metric", free=False)
         if m is None:   # "compare their f1", "compare auc"
@@ -42,8 +49,15 @@ def metric_param(param: str = "metric", with_mode: bool = False) -> Callable:
                 return
             f.set(param, name)
             how = g.get("how") or g.get("how2") or g.get("how3") or g.get("how4")
-            if with_mode and (name in ("loss", "error", "logloss") or how in ("lower", "lowest", "smaller", "smallest", "min")):
+            if with_mode and how not in LOWER_WORDS + HIGHER_WORDS:
+                # ("keep the one with the highest rmse": the direction claimed by the pick's own words)
+                said = next(text.finditer(rf"\b(?P<d>{'|'.join(LOWER_WORDS + HIGHER_WORDS)})\s+(?:the\s+)?(?:{METRIC_RX})\b",
+                                          lo, hi), None)
+                how = said[0].group("d") if said else how
+            if with_mode and (name in ("loss", "error", "logloss") or how in LOWER_WORDS):
                 f.params["mode"] = "min"
+            elif with_mode and how in HIGHER_WORDS and name in LOWER_IS_BETTER:   # ("the highest rmse": against its usual direction)
+                f.params["mode"] = "max"
     return ex
 
 

@@ -10,7 +10,8 @@ import re
 NUMV = r"(?:NUM\d+|PCT\d+)"
 NUMLIST = (rf"{NUMV}(?:\s*,\s*{NUMV})*\s*,?\s*(?:and|or|&|\+)\s+{NUMV}"
            rf"|[\[{{(]\s*{NUMV}(?:\s*,\s*{NUMV})+\s*[\]}})]"
-           rf"|{NUMV}(?:\s*,\s*{NUMV}){{2,}}|{NUMV}(?:\s*/\s*{NUMV})+|{NUMV}(?:\s*\|\s*{NUMV})+")   # "0.02 | 0.05 | 0.2"
+           rf"|{NUMV}(?:\s*,\s*{NUMV}){{2,}}|{NUMV}(?:\s*/\s*{NUMV})+|{NUMV}(?:\s*\|\s*{NUMV})+"   # "0.02 | 0.05 | 0.2"
+           rf"|{NUMV}(?:\s+(?:vs\.?|versus)\s+{NUMV})+")    # "lr = 0.0005 vs 0.005 vs 0.05"
 FILEV = r"FILE\d+"
 # where a model or adapters are served, said after the verb: "behind Ray Serve", "with Serve"
 SERVE_AS_PLACE = r"\b(?:with|using|via|on|through|behind|in|over)\s+(?:ray\s+)?serve\b"
@@ -95,7 +96,8 @@ ELSE_CUE = (r"(?:otherwise|else|if\s+not|failing\s+that|(?:(?<=;\s)|(?<=\.\s))(?
             # (not "keep everything from both sides even if it doesn't match": a join's rows)
             r"|(?<!even\s)(?:if|when)\s+(?:it|they)\s+(?:doesn't|don't|does\s+not|do\s+not)(?:\s+(?:make\s+it|pass|qualify|get\s+there))?"
             r"|if\s+(?:it|they)\s*(?:'s|is|are|'re)\s+(?:less|not\s+as)\s+accurate(?:\s+than\s+that)?"   # "if it's less accurate than that"
-            r"|if\s+(?:it|they|that)\s+(?:isn't|is\s+not|aren't|are\s+not)(?=\s*[,;:])"   # "...; if it isn't, send 'x'"
+            r"|(?:if|when)\s+(?:it|they|that)\s+(?:isn't|is\s+not|aren't|are\s+not)(?=\s*[,;:])"   # "...; if it isn't, send 'x'"
+            r"|(?:if|when)\s+(?:(?:it|that)\s*'s|they\s*'re)\s+not(?=\s*[,;:])"   # "..., and if it's not, just do a report"
             r"|if\s+(?:it|they)\s+(?:miss(?:es)?|fails?)\s+(?:the\s+)?(?:bar|threshold|cut)"
             r"|(?:below|under|short\s+of|anything\s+less\s+than)\s+(?:that|this|it)(?=\s*(?:->|=>|→|,|:|;))"
             r"|anything\s+(?:less|lower|under|below|worse|else)(?:\s+than\s+that)?(?=\s*(?:->|=>|→|,|:|;))"
@@ -189,6 +191,9 @@ RETRIES = [
     r"(?:up\s+to\s+)?(?P<n>NUM\d+)\s+retr(?:y|ies)\b",
     r"(?:with\s+|and\s+)?(?:up\s+to\s+|at\s+most\s+|a\s+maximum\s+of\s+)?(?P<n>NUM\d+)\s+retr(?:y|ies)"
     r"(?:\s+(?:each|apiece|per\s+(?:step|model|run|value|load|read|file|write|training))|\s+(?:on|for)\s+(?:the|that)\s+(?:" + _RETRIED + r")\b)?" + _IF_FAILS,
+    # "(if that fails, try again twice)": how many more attempts, said after "again"
+    r"(?:if|when|should)\s+(?:it|they|that|this|(?:the|that)\s+(?:" + _RETRIED + r"))\s+(?:fails?|crash(?:es)?|breaks?|dies|errors?\s+out)\s*,?\s*(?:then\s+)?"
+    r"(?:try|run|do)\s+(?:(?:it|that|them)\s+)?again\s+(?:up\s+to\s+|at\s+most\s+)?(?:(?P<w>once|twice|thrice)|(?P<n>NUM\d+)\s+(?:more\s+)?times?)\b",
     # "if it crashes try once more": the object left out after a failure clause
     r"(?:if|when|should)\s+(?:it|that|this|(?:the|that)\s+(?:" + _RETRIED + r"))\s+(?:fails?|crash(?:es)?|breaks?|dies|errors?\s+out)\s*,?\s*(?:then\s+)?"
     r"(?:try|run|do)\s+(?:(?:it|that|them)\s+)?(?:(?P<w>once|twice|thrice)\s+more|(?P<n>NUM\d+)\s+more\s+times?)\b",

@@ -24,7 +24,8 @@ PATTERNS = [
     (rf"\b{KINDS}adapter\s+(?:called|named)\s+(?P<l>{NAME})\b", False),   # "an adapter named qa"
     (rf"\b(?:fine-?tune|finetune|train)\s+(?P<l>{LIST})\s+{KINDS}adapters\b", True),   # "fine-tune timetable and refunds adapters"
     # "train two adapters on it, booking and exercises, using mLoRA": the names set off by commas
-    (rf"\badapters\s+(?:on|over|from)\s+(?:it|them|that|this|(?:the|that|this)\s+base)\s*(?:,|—|–)\s*(?P<l>{LIST})\s*(?=,|—|–)", True),
+    # (or a note in parentheses after them: "..., bookings and access (if that fails, try again twice)")
+    (rf"\badapters\s+(?:on|over|from)\s+(?:it|them|that|this|(?:the|that|this)\s+base)\s*(?:,|—|–)\s*(?P<l>{LIST})\s*(?=,|—|–|\()", True),
 ]
 # what may follow a list of names that holds a step's word ("adapters recap + search via mLoRA"):
 # a preposition, never the list's object ("adapters, evaluate and serve them") nor a clause break

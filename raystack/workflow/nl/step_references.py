@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from raystack.workflow.nl.extract import EXTRACTORS
 from raystack.workflow.nl.plan import PlanRefused
-from raystack.workflow.nl.reread import CLEANINGS, part_of_split, split_parts
+from raystack.workflow.nl.reread import CLEANINGS, part_of_split, retraining, split_parts
 from raystack.workflow.nl.text import Text
 
 if TYPE_CHECKING:
@@ -89,6 +89,60 @@ def models_named_first(t: Text, actions: list[Action]) -> list[Action]:
             a.lo, a.zlo = prev.lo, min(prev.zlo, a.zlo)
             out[-1] = a
             continue
+        out.append(a)
+    return out
+
+
+# what a writer says before the model they want: "I want a logistic regression for sold_in_week: ..."
+ANNOUNCING = {"want", "wants", "need", "needs", "like", "after"}
+# a training said by its verb and a pronoun, or its verb alone, the model named before it: "..., then
+# train it", "and train 3 epochs a round"
+PRONOUN_TRAINING = re.compile(r"(?:train|fit)(?:\s+(?:it|them))?$")
+
+
+def _announces(t: Text, a: Action) -> bool:
+    """A training named before it is asked for: without a verb ("So a k nearest neighbours
+    classifier, nine neighbours, for made_podium."), or as what the writer wants or needs."""
+    return a.entry == "train_model" and (a.verbless or any(x.low in ANNOUNCING for x in t.tokens[max(0, a.lo - 4):a.lo]))
+
+
+def announced_models(t: Text, actions: list[Action]) -> list[Action]:
+    """"I want a logistic regression for sold_in_week: normalise it, split 70/30, and train it",
+    "We need a days_to_sale regression built from l.parquet: ..., and try a linear model": the
+    model named first is the one the later training verb trains, where that verb stands (after
+    the steps that prepare its data). Read apart, they were two trainings, the first before its
+    data was prepared (silently wrong), or the verb's words were left unread. A training said
+    as "train it" with no model before it, or after that model was used, is refused."""
+    out: list[Action] = []
+    for a in actions:
+        if a.entry != "train_model" or a.verbless or retraining(t, a) \
+                or t.match_at(r"(?:again|once\s+more|a\s+second\s+time)\b", a.trig_end, min(len(t.tokens), a.trig_end + 3)):
+            out.append(a)       # ("train it again": a second run, reread.retrained_parts)
+            continue
+        pronoun = PRONOUN_TRAINING.match(t.span_text(t.tokens[a.lo:a.trig_end]).lower()) is not None
+        k = next((j for j in range(len(out) - 1, -1, -1) if out[j].entry in ("train_model", "tune")), None)
+        prev = out[k] if k is not None and out[k].entry == "train_model" else None
+        said = t.span_text(t.tokens[a.lo:a.trig_end])
+        if pronoun and prev is None:
+            raise PlanRefused([f"{said!r}: no model is named before it to train; name the model (\"train a logistic "
+                               "regression\")"])
+        if pronoun and any(b.entry in MODEL_TAKERS for b in out[k + 1:]):
+            raise PlanRefused([f"{said!r} after the model was used: say 'train it again' for a second run, or name "
+                               "the model"])
+        if prev is None or not (pronoun or _announces(t, prev)):
+            out.append(a)
+            continue
+        before, own = prev.found.params.get("model"), a.found.params.get("model")
+        if (before and own and before != own) or (prev.found.map is not None and a.found.map is not None):
+            out.append(a)        # two models named: two trainings
+            continue
+        for key, value in prev.found.params.items():
+            a.found.params.setdefault(key, value)
+        for key, value in prev.found.stated.items():
+            a.found.stated.setdefault(key, value)
+        if a.found.map is None:
+            a.found.map = prev.found.map
+        out.remove(prev)
         out.append(a)
     return out
 

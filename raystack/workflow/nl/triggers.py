@@ -27,7 +27,7 @@ def skip(n: int, never: str = "") -> str:
 LOAD_VERBS = r"load|loads|loaded|loading|read|reads|reading|ingest\w*|import\w*"
 
 
-MODEL_NOUN = r"(?:models?|classifiers?|regressors?|regression|predictors?|estimators?|learners?|k-?nn|knn|centroid|logistic|linear)"
+MODEL_NOUN = r"(?:models?|classifiers?|regressors?|regression|predictors?|estimators?|learners?|k-?nn|knn|centroid|logistic|linear|nearest[\s-]+neighbou?rs?)"
 # a model named by its method: "logistic regression", "k-nearest neighbours", "nearest centroid"
 MODEL_KIND = (r"(?<![\w-])(?:logistic(?:\s+(?:regressions?|reg(?![\w-])))?|linear\s+(?:regressions?|reg(?![\w-]))|linear(?=\s+(?:models?|regressors?|fit)\b)|"
               r"linear(?=\s+(?:&|and|or|\+|/)\s+(?:k-?nn|logistic|centroid|nearest)\b)|k-?nn|k-nearest(?:[\s-]+neighbou?rs?)?|k\s+nearest[\s-]+neighbou?rs?"
@@ -439,12 +439,17 @@ TRIGGERS: list[tuple[str, str]] = [
                             r"(?:final\s+|short\s+|summary\s+|brief\s+)?report")),
     ("save_report", r"\b(?:a|the|final|short|brief|one|NUM\d+)\s+(?:final\s+|short\s+|summary\s+|brief\s+|saved\s+|written\s+|single\s+|"
                     r"combined\s+)?report\b"),    # "one report across the three"
-    ("save_report", rf"(?:(?m:^)|(?<=[),;:>→.!?]\s)|(?<=\s-\s)|(?<=\s–\s)|(?<=\s—\s)|(?<=\bthen\s)|(?<=\band\s))(?:final\s+|summary\s+)?report\b"
-                    rf"(?=\s*(?:(?m:$)|[.;,)]|\((?![^)]*FILE)|{ARROW}|(?:when|once|after)\s+(?:both|all|they|everything|it|the\s+(?:two|three|NUM\d+))\b))"),
+    # ("Evaluate + report afterwards.": a report after the plus that joins it to the step before)
+    ("save_report", rf"(?:(?m:^)|(?<=[),;:>→.!?]\s)|(?<=\s-\s)|(?<=\s–\s)|(?<=\s—\s)|(?<=\bthen\s)|(?<=\band\s)|(?<=\s\+\s)|(?<=\s&\s))(?:final\s+|summary\s+)?report\b"
+                    rf"(?=\s*(?:(?m:$)|[.;,)]|\((?![^)]*FILE)|{ARROW}|(?:when|once|after)\s+(?:both|all|they|everything|it|the\s+(?:two|three|NUM\d+))\b"
+                    r"|(?:afterwards|after\s+that|at\s+the\s+end)\s*(?:$|[.;,])))"),
     ("export_model", rf"(?<!per )(?<!by )(?<!each )(?<!every )\b(?:export|exports|save|saves|write|writes|store|dump|serialize|persist)\w*\s+(?:{BEST_ONE})\s+(?:to|as|into|in|at)\s+(?P<f>FILE\d+)"),
     # "export what comes out to ./models/m": the model the step before made
-    ("export_model", r"\b(?:export|exports|save|saves|store|stores|copy|copies)\s+(?:what|whatever)\s+(?:comes|came)\s+out"
-                     r"(?:\s+of\s+(?:it|that|this|the\s+(?:training|tuning|search|run|pretraining|fine-tuning)))?\s+(?:to|as|into|in|at)\s+(?P<f>FILE\d+)"),
+    # (or what the step before found: "export what the search finds to ./models/b")
+    ("export_model", r"\b(?:export|exports|save|saves|store|stores|copy|copies)\s+(?:what|whatever)\s+(?:(?:comes|came)\s+out"
+                     r"(?:\s+of\s+(?:it|that|this|the\s+(?:training|tuning|search|run|pretraining|fine-tuning)))?"
+                     r"|the\s+(?:search|tuning|sweep|training|run|pretraining)\s+(?:finds|found|picks|picked|produces|produced|returns|returned|"
+                     r"comes\s+up\s+with|came\s+up\s+with))\s+(?:to|as|into|in|at)\s+(?P<f>FILE\d+)"),
     ("export_model", rf"(?:{BEST_ONE}){AUX}\s+(?:exported|saved|written|stored|dumped|serialized)\s+(?:to|as|into|in|at)\s+(?P<f>FILE\d+)"),
     # "copy the finished checkpoint to ./ckpt/x", "copy the model to ./m": a model or checkpoint, exported
     ("export_model", r"\bcop(?:y|ies|ying)\s+(?:it|them|the\s+(?:finished\s+|final\s+|trained\s+|resulting\s+|best\s+)?"
@@ -507,7 +512,7 @@ TRIGGERS: list[tuple[str, str]] = [
                     rf"\s+(?:should|is\s+to|will|must|is\s+then\s+to)\s+be\s+(?:selected|chosen|picked|kept|retained)\b"),
     ("select_best", rf"(?:{AFTER_ARROW}|(?<=[,;:]\s)|^)(?:the\s+)?best\s+(?:one\s+|model\s+)?(?:by|on)\s+(?=(?:{METRIC_RX})\b)"
                     rf"|(?:{AFTER_ARROW}|{ITEM_OPEN})(?:the\s+)?(?:best|top|highest|lowest)\s+(?=(?:{METRIC_RX})\s*(?:{ARROW}|$|[,;.]))"),   # "-> best AUC ->"
-    ("select_best", rf"\b(?:select|pick|choose|keep|take|retain|go\s+with)\s+(?:the\s+one\s+with\s+)?(?:the\s+)?(?:lower|lowest|higher|highest|smaller|smallest|larger|largest|better|best|min|max)\s+(?=(?:{METRIC_RX})\b)"),
+    ("select_best", rf"\b(?:select|pick|choose|keep|take|retain|go\s+with)\s+(?:the\s+(?:one|run|model|checkpoint|base|version|candidate|classifier)\s+with\s+)?(?:the\s+)?(?:lower|lowest|higher|highest|smaller|smallest|larger|largest|better|best|min|max)\s+(?=(?:{METRIC_RX})\b)"),
     # "carry on with the one whose validation loss is lower", "keep whichever base ends lower on val loss"
     ("select_best", rf"\b(?:keep|pick|choose|select|take|use|go\s+with|carry\s+on\s+with|continue\s+with|go\s+forward\s+with|"
                     rf"proceed\s+with|stick\s+with|retain)\s+(?:the\s+(?:one|base|model|run|checkpoint|candidate|classifier)|whichever(?:\s+(?:one|base|model|run))?)\s+"
@@ -557,6 +562,9 @@ TRIGGERS: list[tuple[str, str]] = [
                     rf"create|make|produce|retrain\w*|re-train\w*|refit\w*|re-fit\w*|try|tries|trying)\s+{skip(5)}{MODEL_NOUN}\b"
                     r"(?!\s+(?:datasets?|data|tables?|problems?|tasks?)\b)"),   # "make a synthetic regression dataset"
     ("train_model", r"\b(?:retrain|re-train|refit|re-fit)(?:s|ed|ing)?\b(?=\s+(?:it|them|with|on|using|the\s+model)\b)"),
+    # "..., then train it": the model named before (step_references.announced_models)
+    # ("and train 3 epochs a round until ...": the verb and the training's settings, its model named before)
+    ("train_model", r"\b(?:train|fit)\s+(?:(?:it|them)\b(?!\s+again\b)|(?=(?:for\s+)?NUM\d+\s+(?:epochs?|rounds?|passes)\b))"),
     # "train a knn with k = 3; then, if accuracy < 0.8, try k = 7": a training again, with that value
     ("train_model", r"(?<=[,;:]\s)(?:try|tries|trying)\s+(?:again\s+)?(?:with\s+)?(?=(?:k|lr|learning\s+rate|epochs)\s*(?:=|of\b|NUM))"),
     ("train_model", TRAIN_AGAIN),   # "train it again": a retraining
@@ -615,7 +623,8 @@ TRIGGERS: list[tuple[str, str]] = [
                r"|QUOTE\d+\s+(?:goes|go|is\s+sent|gets\s+sent|should\s+go)\s+out(?:\s+as\s+(?:a\s+|an\s+)?(?:notification|message|alert|note|e-?mail))?"),
     # "visits per page", "one row for each message": a grouping key, not a notification
     # "tell me the average amount per region": a figure asked for, not a notification
-    ("notify", r"(?<!per )(?<!each )(?<!every )\b(?:notify|notifies|notified|notifying|notification|notifications|alert|ping|message|"
+    # ("deploy it as pit-alert": a hyphenated name holds no notification)
+    ("notify", r"(?<!per )(?<!each )(?<!every )(?<![\w-])(?:notify|notifies|notified|notifying|notification|notifications|alert|ping|message|"
                r"tell(?!\s+(?:me|us)\s+(?:the|what|which|how|its|their)\b)|inform|(?<!by )email|(?<!by )e-mail|page|slack"
                r"|text(?=\s+(?:me|us|the\s+team)\b))\b"
                # "the email column", "message ids": a column's name, not a message sent
