@@ -342,3 +342,64 @@ def test_a_picks_direction_claimed_by_its_own_words_is_kept(said, metric, mode):
     p = _plan(f"Load a.csv, split 20% off, train a knn for y at k 1, 3 and 5, {said} and export it to ./m.")
     (s,) = of_kind(p, "select_best")
     assert (s.params["metric"], s.params.get("mode")) == (metric, mode)
+
+
+# -- parts named before their verb, picks carried forward ------------------------------------------
+@pytest.mark.parametrize("said", ["The elastic DLRM job-match should train 1 epoch each iteration",
+                                  "We've got job-match, it's an elastic DLRM model. Train it one epoch each iteration"])
+def test_a_part_named_before_its_training_verb(said):
+    p = _plan(f"{said}, repeating until AUC is at least 0.8, capped at 6 iterations and allowed as many as 8 workers. "
+              "Graph the AUC, then export to ./models/job-match.")
+    assert kinds(p) == ["elastic_dlrm", "plot", "export_model"]
+    (s,) = of_kind(p, "elastic_dlrm")
+    assert (s.params["name"], s.params["epochs"], s.loop.until_value, s.loop.max_iterations) == ("job-match", 1, 0.8, 6)
+
+
+@pytest.mark.parametrize("said", ["carry forward the min-val-loss run", "carry forward whichever finishes on the smallest validation loss",
+                                  "keep the min-val-loss run"])
+def test_a_run_carried_forward_by_its_metric(said):
+    """"keep the min-val-loss run": the pick had no metric (it picked by a score EDiT does not report)."""
+    p = _plan(f"Run EDiT on tiny-20m three times — 300, 600 and 900 steps — and {said}. Then fine-tune mLoRA adapters "
+              "review-comments and commit-msgs on that checkpoint.")
+    (s,) = of_kind(p, "select_best")
+    assert s.params["metric"] == "val_loss" and s.params.get("mode", "min") == "min"
+
+
+def test_a_doubt_about_how_long_to_train_before_several_lengths():
+    p = _plan("We're not sure how long to pretrain, so run EDiT on tiny-20m three times — 300, 600 and 900 steps — and keep "
+              "the min-val-loss run.")
+    assert [s.params["steps"] for s in of_kind(p, "edit_pretrain")] == [300, 600, 900]
+
+
+@pytest.mark.parametrize("said, metric, mode", [("export whichever has the highest recall to ./models/m", "recall", "max"),
+                                                ("Export whichever lr gives the smallest RMSE to ./models/m", "rmse", "min")])
+def test_export_whichever_has_the_best_metric(said, metric, mode):
+    p = _plan(f"Load c.csv, hold out 25%, and fit a linear regression on pledged_usd, one run per lr value (0.001 / 0.01 / 0.1). {said}.")
+    assert len(of_kind(p, "train_model")) == 3
+    (s,) = of_kind(p, "select_best")
+    assert (s.params["metric"], s.params.get("mode")) == (metric, mode)
+
+
+@pytest.mark.parametrize("said", ["epochs 5 | 10 | 20", "epochs of 5, 10 and 20"])
+def test_epochs_listed_after_the_word(said):
+    p = _plan(f"Load t.parquet, split 80/20, train a logistic regression for had_claim with {said}, pick the best accuracy.")
+    assert [s.params["epochs"] for s in of_kind(p, "train_model")] == [5, 10, 20]
+
+
+@pytest.mark.parametrize("said, exit", [("Always wipe the scratch dir at the end, failed run or not", "always"),
+                                        ("Post 'done' only when every step has succeeded", "success")])
+def test_exit_handlers_in_other_words(said, exit):
+    p = _plan(f"{TRAINED} {said}.")
+    assert [s.exit for s in p.ir.steps if s.exit] == [exit]
+
+
+@pytest.mark.parametrize("single", ["in single-epoch rounds", "in one-epoch rounds"])
+def test_single_epoch_rounds(single):
+    p = _plan(f"Load a.csv, split 20% off and train a logistic regression for y {single} until validation loss < 0.3, at most 5 rounds.")
+    (s,) = of_kind(p, "train_model")
+    assert s.params["epochs"] == 1 and s.loop.max_iterations == 5
+
+
+def test_a_title_of_two_noun_phrases_with_glue():
+    p = _plan("Recruitment platform, job recommendations. Train the elastic DLRM job-match for 2 epochs.")
+    assert kinds(p) == ["elastic_dlrm"]

@@ -23,6 +23,10 @@ NOT_REASONS = L.RESTRICTING | {"please", "should", "must", "need", "want", "want
 MAX_REASON = 16              # words of a reason that opens a sentence before ", so"
 REASON_GLUE = {"and", "but"}  # "We're a cattery and the booking export isn't ready, so ...": two statements
 DOUBT = r"(?:not\s+sure|unsure|no\s+idea|can't\s+tell)\s+(?:whether|which|if)\b"
+# "We're not sure how long to pretrain, so run EDiT ... three times — 300, 600 and 900 steps": a
+# doubt about a setting the step then tries several values of
+DOUBT_HOW = (r"(?:(?:we|i)\s*(?:'re|'m|are|am)\s+)?(?:not\s+sure|unsure|no\s+idea|can't\s+tell)\s+how\s+(?:long|many\s+(?:steps|epochs|rounds))"
+             r"\s+to\s+(?:pre-?train|train|run|fine-tune|go)(?:\s+(?:it|for))?$")
 DOUBTED = ("model", "compared by a step", "edit_pretrain", "train_model")   # the words of what is compared
 MAX_NOTE = 4                 # words of a note in parentheses ("(trampoline parks)")
 MAX_STEP_NOTE = 3            # ... after the rows a step keeps ("the last 10k rows (new scanners)")
@@ -391,9 +395,13 @@ def leading_reasons(t: Text) -> None:
                 and asks_nothing([x for x in run if not names_data(t, x)]) \
                 and not any((x.low in L.CLAUSE_WORDS and x.low not in REASON_GLUE) or x.low in NOT_REASONS for x in run):
             t.mark([*run, so], "reason")
+        free = [x for x in run if is_free(x)]
+        if len(run) <= MAX_REASON and re.search(DOUBT_HOW, " ".join(x.low for x in run)) \
+                and all(is_free(x) or x.used in DOUBTED for x in run) \
+                and any(x.used in ("steps", "epochs") for x in t.tokens[so.i:hi]):
+            t.mark([x for x in run if is_free(x) or x.used == "edit_pretrain"] + [so], "reason")
         # "Not sure whether tiny-1m or tiny-20m makes the better base, so pretrain both ...": a doubt
         # between the models a step then compares (its models read by that step)
-        free = [x for x in run if is_free(x)]
         if len(run) <= MAX_REASON and re.match(DOUBT, " ".join(x.low for x in run)) \
                 and sum(x.used == "model" for x in run) >= 2 and all(is_free(x) or x.used in DOUBTED for x in run) \
                 and asks_nothing(free) and not any(x.low in L.RESTRICTING for x in free[2:]):

@@ -313,7 +313,7 @@ def train_model(text: Text, lo: int, hi: int, f: Found) -> None:
         f.refs[{"learning rate": "lr", "batch size": "batch_size"}.get(re.sub(r"\s+", " ", m.group("p")), m.group("p"))] = "best"
     ep = r"(?:epochs?|passes|training\s+epochs)"
     m = _search(text, lo, hi, rf"(?:for\s+)?(?P<l>{NUMLIST})\s+{ep}", "epochs") or \
-        _search(text, lo, hi, rf"(?:(?:at|with)\s+)?{ep}\s*(?:=|:|∈|in)\s*(?P<l>{NUMLIST})", "epochs")   # "at epochs=5, 15, 30"
+        _search(text, lo, hi, rf"(?:(?:at|with)\s+)?{ep}\s*(?:=|:|∈|in|of)?\s*(?P<l>{NUMLIST})", "epochs")   # "at epochs=5, 15, 30", "epochs 5 | 10 | 20"
     if m:
         _set_map(f, "epochs", [int(v) for v in _list(text, m.group("l"))])
         claim_count(text, lo, hi, len(f.map[1]))     # "three logistic models for 10, 20 and 40 epochs"
@@ -341,7 +341,7 @@ def train_model(text: Text, lo: int, hi: int, f: Found) -> None:
         _search(text, lo, hi, r"(?P<m>NUM\d+)(?=\s*-?\s*(?:nearest[\s-]+neighbou?rs?|nn)\b)", "k")   # "a 5-nearest-neighbour model", "5-NN"
     if m:      # "kNN (k = 7)", "retrain with k = 3", "5 neighbours"
         f.set("k", int(_num(text, m.groupdict().get("n") or m.group("m"))))
-    lr = r"(?:learning[\s-]+rates?|lrs?|step\s+sizes?)"
+    lr = r"(?:learning[\s-]+rates?|lrs?|step\s+sizes?)(?:\s+values?)?"     # ("one run per lr value (0.001 / 0.01)")
     # ("at three learning rates (0.01, 0.03, 0.1)", "... rates — 0.001, 0.01 and 0.1 —": the list set off)
     m = _search(text, lo, hi, rf"{lr}\s*(?:\(|—|–|=|:|of|at|in|∈|over|set\s+to)?\s*(?P<l>{NUMLIST})(?:\s*[)—–])?",
                 "learning rate") or \
@@ -369,7 +369,7 @@ def train_model(text: Text, lo: int, hi: int, f: Found) -> None:
         f.set("batch_size", int(_num(text, m.group("n") or m.group("m") or m.group("r"))))
     if f.map is not None:   # "with k set to 3, 6 and 9 in turn", "(one model per rate)": the map's own words
         consume(text, lo, hi, r"\b(?:each\s+)?in\s+turn\b|\b(?:(?:a|one)\s+(?:model|run)\s+)?(?:per|for\s+each)\s+"
-                              r"(?:rate|value|setting|k|lr|learning\s+rate|choice|size|batch\s+size)\b", "map")
+                              r"(?:rate|value|setting|k|lr|learning\s+rate|choice|size|batch\s+size)(?:\s+values?)?\b", "map")
     m = _search(text, lo, hi, TARGET_COLUMN, "target") or _search(text, lo, hi, TARGET_WORD, "target")
     column = next((v for v in m.groupdict().values() if v), None) if m else None
     if column is not None and column not in NOT_TARGETS:
@@ -457,7 +457,10 @@ CAP = (r"(?:at\s+most|up\s+to|no\s+more\s+than|not\s+more\s+than|never\s+(?:on\s
        # "don't let it grow beyond 6 workers", "keeping it to 2 GPUs", "with a cap of 4 GPUs"
        r"|(?:don't|do\s+not|never)\s+let\s+it\s+(?:grow|go|scale|expand|use)\s+(?:beyond|past|above|over|more\s+than)"
        r"|keep(?:ing|s)?\s+(?:it|this|the\s+(?:job|run)|memory|ram|the\s+memory)\s+(?:to|under|within|at)(?!\s+NUM\d+\s*\S*\s+or\s+(?:fewer|less)\b)"
-       r"|(?:with\s+)?a\s+(?:cap|limit|ceiling)\s+of)")
+       r"|(?:with\s+)?a\s+(?:cap|limit|ceiling)\s+of"
+       # "allowed as many as 8 workers", "(and) don't use more than 16 workers"
+       r"|(?:allowed|allowing|given|giving\s+it|permitted)\s+(?:as\s+many\s+as|up\s+to|at\s+most)"
+       r"|(?:don't|do\s+not|never)\s+(?:use|give\s+it|run\s+(?:it\s+)?on)\s+more\s+than)")
 BOUND_PATTERNS = [
     rf"(?:(?:with|and)\s+)?(?:the\s+)?(?:(?P<w>workers?|gpus?)(?:\s+count)?|memory|ram)\s+(?:capped|limited)\s+(?:at|to)\s+(?P<n>NUM\d+)\s*(?:{_UNIT})?\b",
     # "cap memory at 8GB", "capping the workers at 4"

@@ -13,7 +13,7 @@ from raystack.workflow.nl.text import Text
 
 
 # "the lowest-RMSE one", "highest-AUC run": the comparison and the metric as one word
-HYPHENED_BEST = rf"\b(?P<how2>higher|highest|best|better|top|lower|lowest|smaller|smallest)-(?P<m2>{METRIC_RX})\s+(?:one|model|run|classifier|candidate)\b"
+HYPHENED_BEST = rf"\b(?P<how2>higher|highest|best|better|top|lower|lowest|smaller|smallest|min|max)-(?P<m2>{METRIC_RX})\s+(?:one|model|run|classifier|candidate)\b"
 
 
 # the words of a pick's direction

@@ -397,7 +397,10 @@ def elastic_dlrm(text: Text, lo: int, hi: int, f: Found) -> None:
                 r"\b(?:train|run|launch|fit|start|kick\s+off)\s+(?P<n>" + JOB_NAME + r")\s*,\s*(?:an?|the|our)\s+(?=elastic\b)",
                 "job name") or \
         _search(text, max(0, lo - APPOSITION), hi,     # "gig-recs — elastic DLRM, ...": the job's name as the request's title
-                r"(?:^|(?<=\n))(?P<n>" + JOB_NAME + r")\s*(?:—|–|:)\s*(?=(?:an?\s+)?elastic\b)", "job name")
+                r"(?:^|(?<=\n))(?P<n>" + JOB_NAME + r")\s*(?:—|–|:)\s*(?=(?:an?\s+)?elastic\b)", "job name") or \
+        _search(text, max(0, lo - APPOSITION), hi,     # "we've got job-match, it's an elastic DLRM model"
+                r"\b(?:got|have|run|own)\s+(?P<n>" + JOB_NAME + r")\s*,\s*(?:it\s*'s|it\s+is|which\s+is)\s+(?:an?\s+|our\s+)?(?=elastic\b)",
+                "job name")
     if m:
         f.set("name", m.group("n") if m.groupdict().get("n") else text.literal(m.group("q")).value())
     m = _search(text, lo, hi, rf"(?:for\s+)?(?P<l>{NUMLIST})\s+(?:training\s+)?epochs\b", "epochs") or \

@@ -50,7 +50,10 @@ METRIC_RX = metrics_rx(METRICS)
 # used ("export the run with the best AUC to ./m"); ``d``/``d2`` the direction, ``m``/``m2`` the metric
 BEST_ONE = (rf"\b(?:the\s+)?(?:(?:run|one|model|job|candidate|version|variant|classifier|regressor|checkpoint|base)\s+"
             rf"(?:with|that\s+has|having|that\s+scores?)\s+(?:the\s+)?(?P<d>best|highest|top|lowest|lower|higher|better)\s+"
-            rf"(?P<m>{METRIC_RX})|(?P<d2>best|highest|top|lowest)[\s-](?P<m2>{METRIC_RX})\s+(?:one|run|model|job|candidate|version))\b")
+            rf"(?P<m>{METRIC_RX})|(?P<d2>best|highest|top|lowest)[\s-](?P<m2>{METRIC_RX})\s+(?:one|run|model|job|candidate|version)"
+            # "export whichever has the highest recall", "whichever lr gives the smallest RMSE"
+            rf"|whichever(?:\s+(?:one|run|model|lr|k|value|setting|configuration|version))?\s+(?:has|gives|gets|scores|achieves|yields)\s+"
+            rf"(?:the\s+)?(?P<d3>best|highest|top|lowest|smallest|largest)\s+(?P<m3>{METRIC_RX}))\b")
 
 # comparison phrases (regex) -> operator; {v} is the number; CMP_LEAD the verb before it
 # ("is", "ends up", "comes in", "turns out to be")
@@ -159,7 +162,7 @@ PER_ROUND = {r"\bepoch\s+(?:by|after)\s+epoch\b|\b(?:a\s+)?single\s+epoch\b(?:\s
              # "one epoch per round", "an epoch each iteration"
              r"|\b(?:an|NUM\d+)\s+epochs?\s+(?:per|each|a|every)\s+(?:iteration|round|pass|time)\b"
              # "in two-epoch increments", "in 3-epoch steps"
-             r"|\bin\s+(?:NUM\d+)\s*-?\s*epoch\s+(?:increments|steps|chunks|blocks|rounds|stints)\b": {"epochs": 1}}
+             r"|\bin\s+(?:NUM\d+|single|one)\s*-?\s*epoch\s+(?:increments|steps|chunks|blocks|rounds|stints|passes|iterations)\b": {"epochs": 1}}
 RETRY_WORDS = {"once": 1, "twice": 2, "thrice": 3}
 # "if it fails", "if they crash", "on failure": a failure clause after a retry's count
 _IF_FAILS = (r"(?:\s+(?:(?:if|when|should)\s+(?:it|they|that|training|the\s+step|the\s+(?:load|loading|read|reading|training|fit|split|export|deployment|run|job|write|save))\s+(?:fails?|crash(?:es)?|breaks?|errors?\s+out|dies|falls\s+over|blows\s+up|goes\s+down)"
@@ -240,8 +243,11 @@ EXIT_CUES = [
      r"the\s+(?:(?:whole|entire|full)\s+)?(?:run|workflow|pipeline|job|whole\s+thing|procedure|process|analysis)(?:\s+as\s+a\s+whole)?)\s+(?:succeeds|succeeded|is\s+successful|"
      r"completes\s+successfully|finishes\s+successfully|(?:has|have)\s+(?:completed|finished|run)\s+successfully|goes\s+well|goes\s+fine|works(?:\s+out)?|(?:finishes|completes|runs|goes\s+through|ends)\s+without\s+"
      r"(?:any\s+)?(?:errors?|failures?|problems|issues|a\s+hitch)|goes\s+through(?:\s+cleanly)?|go\s+through(?:\s+cleanly)?|"
+     # "when the whole thing has gone through fine", "once it all has gone well"
+     r"(?:has|have)\s+(?:gone\s+through|gone\s+well|worked)(?:\s+(?:fine|ok|okay|cleanly|successfully|without\s+(?:a\s+hitch|problems|errors)))?|"
      r"(?:runs|finishes|completes)\s+cleanly|passes|pass)\b"
-     r"|\b(?:if|when|once)\s+(?:every|each)\s+step\s+(?:succeeds|passes|works)\b|\b(?:if|when|once)\s+all\s+(?:the\s+)?steps\s+(?:succeed|pass|work)\b"
+     r"|\b(?:if|when|once)\s+(?:every|each)\s+step\s+(?:succeeds|passes|works|has\s+(?:succeeded|passed|worked))\b"
+     r"|\b(?:if|when|once)\s+all\s+(?:the\s+)?steps\s+(?:succeed|pass|work|have\s+(?:succeeded|passed|worked))\b"
      # "if nothing fails", "if nothing goes wrong", "if there are no errors"
      r"|\b(?:if|when|once|provided)\s+(?:nothing|no\s+step|none\s+of\s+(?:it|them|the\s+steps))\s+(?:fails|failed|goes\s+wrong|went\s+wrong|breaks|errors(?:\s+out)?|crashes)\b"
      r"|\bif\s+there\s+(?:are|were)\s+no\s+(?:failures|errors|problems)\b", "success"),
@@ -251,6 +257,7 @@ EXIT_CUES = [
      r"come\s+what\s+may|succeed\s+or\s+fail|win\s+or\s+lose|rain\s+or\s+shine|even\s+if\s+(?:it|something|anything)\s+(?:fails|crashes)|success\s+or\s+(?:not|failure)|"
      # "crashed or not", "crash or no crash", "even on failure", "whatever state the run ends in"
      r"crash(?:ed|es)?\s+or\s+(?:not|no\s+crash)|even\s+on\s+(?:a\s+)?failure|(?:succeeded|succeeds)\s+or\s+(?:failed|fails)|"
+     r"(?:a\s+)?(?:failed|failing|successful|crashed)\s+(?:run|job)\s+or\s+not|"      # "..., failed run or not"
      r"(?:also|even)\s+when\s+(?:it|the\s+run)\s+fails|"
      r"whatever\s+state\s+(?:it|the\s+(?:run|job|pipeline|workflow))\s+(?:ends|finishes)\s+in|"
      r"pass\s+or\s+fail|whatever\s+the\s+(?:outcome|result)|either\s+way|in\s+every\s+case|"

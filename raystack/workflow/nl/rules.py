@@ -546,9 +546,9 @@ class RulePlanner:
             t.mark(plain[1], a.entry)
             return DraftStep(f"{a.step.label}b", "select_best", {}, {}, span=t.span_text(plain[1]))
         match, toks = m
-        metric = metric_of(match.group("m") or match.group("m2"))
-        direction = (match.group("d") or match.group("d2")).lower()
-        mode = "min" if direction in ("lowest", "lower") else "max" if direction in ("highest", "higher") else \
+        metric = metric_of(match.group("m") or match.group("m2") or match.group("m3"))
+        direction = (match.group("d") or match.group("d2") or match.group("d3")).lower()
+        mode = "min" if direction in ("lowest", "lower", "smallest") else "max" if direction in ("highest", "higher", "largest") else \
             "min" if metric in L.LOWER_IS_BETTER else "max"
         t.mark(toks, a.entry)
         return DraftStep(f"{a.step.label}b", "select_best", {"metric": metric, "mode": mode}, {"metric": metric},

@@ -132,7 +132,8 @@ def title_clauses(t: Text) -> None:
         rest = t.tokens[ends[0].i + 1:close.i]
         # "Pest control callouts, second-visit classifier. Load ...": a title in two noun phrases
         if close.text == "." and rest and close is not t.tokens[-1] and all(
-                x.kind == "word" and is_free(x) and x.low not in L.FILLERS and x.low not in L.RESTRICTING for x in rest) \
+                x.kind == "word" and is_free(x) and (x.low not in L.FILLERS or (x is not rest[-1] and x.low in TITLE_GLUE))
+                and x.low not in L.RESTRICTING for x in rest) \
                 and ends[0].i + len(rest) <= MAX_TITLE + 2 and (rest[-1].low in L.TOPIC_HEADS
                                                                  or t.tokens[ends[0].i - 1].low in BUSINESS_NOUNS):
             # ("Crypto exchange, withdrawals risk.": who asks, then the subject)

@@ -106,6 +106,26 @@ def _announces(t: Text, a: Action) -> bool:
     return a.entry == "train_model" and (a.verbless or any(x.low in ANNOUNCING for x in t.tokens[max(0, a.lo - 4):a.lo]))
 
 
+PART_RUNS = ("elastic_dlrm", "edit_pretrain", "mlora_finetune")
+# settings a training's words give that a part's run takes too
+SHARED_SETTINGS = ("epochs", "steps")
+
+
+def _fold_into_part(t: Text, a: Action, run: Action) -> None:
+    """"The elastic DLRM job-match should train 1 epoch each iteration": the training verb is
+    the part's run named before it; its settings and bound are that run's."""
+    t.relabel(t.tokens[a.lo:a.trig_end], "train_model", run.entry)
+    ex = EXTRACTORS.get(run.entry)
+    if ex is not None:
+        with t.claiming(run.entry):
+            ex(t, a.trig_end, a.hi, run.found)
+    for key in SHARED_SETTINGS:
+        if key in a.found.params:
+            run.found.params.setdefault(key, a.found.params[key])
+    if run.found.bound is None:
+        run.found.bound = a.found.bound
+
+
 def announced_models(t: Text, actions: list[Action]) -> list[Action]:
     """"I want a logistic regression for sold_in_week: normalise it, split 70/30, and train it",
     "We need a days_to_sale regression built from l.parquet: ..., and try a linear model": the
@@ -120,6 +140,10 @@ def announced_models(t: Text, actions: list[Action]) -> list[Action]:
             out.append(a)       # ("train it again": a second run, reread.retrained_parts)
             continue
         pronoun = PRONOUN_TRAINING.match(t.span_text(t.tokens[a.lo:a.trig_end]).lower()) is not None
+        j = next((j for j in range(len(out) - 1, -1, -1) if out[j].entry in PART_RUNS + ("train_model", "tune")), None)
+        if pronoun and j is not None and out[j].entry in PART_RUNS and not any(b.entry in MODEL_TAKERS for b in out[j + 1:]):
+            _fold_into_part(t, a, out[j])     # "billboard-ctr, it's an elastic DLRM model. Train it in rounds ..."
+            continue
         k = next((j for j in range(len(out) - 1, -1, -1) if out[j].entry in ("train_model", "tune")), None)
         prev = out[k] if k is not None and out[k].entry == "train_model" else None
         said = t.span_text(t.tokens[a.lo:a.trig_end])

@@ -524,10 +524,14 @@ TRIGGERS: list[tuple[str, str]] = [
     ("select_best", rf"(?:{ITEM_OPEN}|(?<=[,;:]\s))(?:the\s+)?(?:lower|lowest|higher|highest|smaller|smallest|larger|largest|better|best|top)-"
                     rf"(?:{METRIC_RX})\s+(?:one|model|run|classifier|candidate)\b"),
     # "keep the lowest-RMSE one", "hang on to the lower-val-loss one"
-    ("select_best", rf"\b(?:select|pick|choose|keep|take|retain|go\s+with|hang\s+on\s+to|hold\s+on\s+to|stick\s+with)\s+the\s+"
-                    rf"(?=(?:lower|lowest|higher|highest|smaller|smallest|larger|largest|better|best|top)-(?:{METRIC_RX})\s+(?:one|model|run|classifier|candidate)\b)"),
-    ("select_best", r"\b(?:select|pick|choose|keep|take|use)\s+(?:whichever|the\s+(?:one|run|model|version|candidate))\s+(?:one\s+)?(?:has|scores|gets|is|with|ends)\s+"
-                    r"(?:the\s+|with\s+the\s+)?(?:higher|highest|best|better|greater|top|lower|lowest)\b"),
+    # ("carry forward the min-val-loss run")
+    ("select_best", rf"\b(?:select|pick|choose|keep|take|retain|go\s+with|hang\s+on\s+to|hold\s+on\s+to|stick\s+with|carry\s+forward|take\s+forward|"
+                    rf"bring\s+forward)\s+the\s+"
+                    rf"(?=(?:lower|lowest|higher|highest|smaller|smallest|larger|largest|better|best|top|min|max)-(?:{METRIC_RX})\s+(?:one|model|run|classifier|candidate)\b)"),
+    # ("carry forward whichever finishes on the smallest validation loss")
+    ("select_best", r"\b(?:select|pick|choose|keep|take|use|carry\s+forward|take\s+forward|go\s+forward\s+with)\s+(?:whichever|the\s+(?:one|run|model|version|candidate))\s+"
+                    r"(?:one\s+)?(?:has|scores|gets|is|with|ends|finishes(?:\s+(?:on|with))?|ends\s+up\s+(?:on|with))\s+"
+                    r"(?:the\s+|with\s+the\s+)?(?:higher|highest|best|better|greater|top|lower|lowest|smaller|smallest)\b"),
     ("select_best", r"\b(?:(?:keep|pick|choose|select|take|use|go\s+with|go\s+forward\s+with|carry\s+on\s+with|proceed\s+with|"
                     r"retain|promote)\s+)?(?:whichever|the\s+(?:more|most)\s+(?:accurate|precise)|"
                     r"the\s+one\s+that\s+(?:does|scores|performs)\s+better)\b(?:\s+(?:one|model|run|is\s+more\s+accurate|is\s+better))?"
