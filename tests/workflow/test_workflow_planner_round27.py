@@ -403,3 +403,66 @@ def test_single_epoch_rounds(single):
 def test_a_title_of_two_noun_phrases_with_glue():
     p = _plan("Recruitment platform, job recommendations. Train the elastic DLRM job-match for 2 epochs.")
     assert kinds(p) == ["elastic_dlrm"]
+
+
+# -- list items and arrow chains -------------------------------------------------------------------
+def test_numbered_items_with_best_said_as_an_equation():
+    p = _plan("District HR handbook assistant:\n(1) EDiT on tiny-1m at 250 / 500 / 1000 steps, one run per length\n"
+              "(2) best = lowest val loss\n(3) mLoRA adapters leave-policy + safeguarding on it")
+    assert kinds(p) == ["edit_pretrain", "select_best", "mlora_finetune"] and len(of_kind(p, "edit_pretrain")) == 3
+    (s,) = of_kind(p, "select_best")
+    assert (s.params["metric"], s.params["mode"]) == ("val_loss", "min")
+
+
+def test_a_selection_on_a_metric_with_its_direction_in_parentheses():
+    p = _plan("Cover model\n1. c.csv\n2. drop rows with any missing field\n3. 80/20\n4. linear regression (target hours), "
+              "one per lr: 0.02 | 0.05 | 0.2\n5. select on accuracy (smallest)\n6. export to ./models/c")
+    (s,) = of_kind(p, "select_best")
+    assert (s.params["metric"], s.params["mode"]) == ("accuracy", "min")
+
+
+@pytest.mark.parametrize("chain, how, on", [
+    ("cliff surveys → a.csv + b.csv, full-outer on transect_id → max retreat_m for each frontage → out/m.csv", "full outer", "transect_id"),
+    ("a.csv ⋈ b.csv (inner, key item_id) → dedup → mean agree by annotator → out/m.csv", "inner", "item_id"),
+    ("a.csv ⋈ b.csv on item_id → dedup → out/m.csv", None, "item_id"),
+])
+def test_a_join_said_by_its_kind_or_symbol(chain, how, on):
+    p = _plan(chain)
+    (j,) = of_kind(p, "join")
+    assert (j.params.get("how"), j.params["on"]) == (how, on)
+
+
+def test_a_report_on_the_files_together():
+    p = _plan("Trail counters → n.csv / f.csv / r.csv, read each one (retry twice, the radio link is flaky) → a report on "
+              "the three trails together.")
+    assert kinds(p) == ["load_data", "save_report"]
+    assert [s.retries for s in of_kind(p, "load_data")] == [2, 2, 2]
+
+
+@pytest.mark.parametrize("said, n", [("the read may be retried 3 times", 3), ("the load can be retried twice", 2)])
+def test_a_retry_said_with_a_modal(said, n):
+    p = _plan(f"Read g.csv (the link is unreliable, so {said}), dedupe it, split 15% off and train a linear regression for y.")
+    assert of_kind(p, "load_data")[0].retries == n
+
+
+@pytest.mark.parametrize("note", ["(we're on preemptible nodes)", "(preemptible nodes)", "(it's on spot instances)"])
+def test_each_allowed_a_retry_and_why(note):
+    p = _plan(f"Train our elastic DLRM gig-recs three ways — 1, 2 and 4 epochs, each its own run, each allowed one retry {note}. "
+              "Keep the top-AUC run.")
+    assert [s.retries for s in of_kind(p, "elastic_dlrm")] == [1, 1, 1]
+
+
+def test_each_gets_a_retry_if_it_crashes():
+    p = _plan("Read l.csv, hold back 20% for testing, then train logistic regression, kNN and nearest centroid for y; each gets "
+              "one retry if it crashes. Keep whichever scores the best F1.")
+    assert [s.retries for s in of_kind(p, "train_model")] == [1, 1, 1]
+
+
+def test_the_same_k_said_twice():
+    p = _plan("Load a.csv, do an 80/20 split, then fit a 7-nearest-neighbour classifier (kNN, k=7, target is_match) and evaluate.")
+    assert of_kind(p, "train_model")[0].params["k"] == 7
+
+
+def test_two_different_ks_stay_refused():
+    with pytest.raises(PlanRefused):
+        _plan("Load a.csv, do an 80/20 split, then fit a 7-nearest-neighbour classifier (kNN, k=5, target is_match) and evaluate.")

@@ -99,6 +99,7 @@ def reason_clauses(t: Text) -> None:
 
 
 MAX_RETRY_NOTE = 3    # words of why a step is retried, in parentheses after its retries ("(preemptible nodes)")
+RETRY_NOTE_LEAD = r"(?:we\s*(?:'re|are)|it\s*(?:'s|is)|they\s*(?:'re|are)|we\s+run|running)\s+on\b"
 
 
 def retry_notes(t: Text) -> None:
@@ -109,12 +110,15 @@ def retry_notes(t: Text) -> None:
                 or (tok.text == "," and not in_parentheses(t, tok)):
             continue
         run = []
+        # ("(we're on preemptible nodes)": who is on them, not counted)
+        said = t.match_at(RETRY_NOTE_LEAD, tok.i + 1, min(len(t.tokens), tok.i + 5))
+        lead = len(said[1]) if said else 0
         for x in t.tokens[tok.i + 1:]:
-            if x.text == ")" or len(run) > MAX_RETRY_NOTE:
+            if x.text == ")" or len(run) > MAX_RETRY_NOTE + lead:
                 break
             run.append(x)
         close = run[-1].i + 1 if run else tok.i + 1
-        if run and len(run) <= MAX_RETRY_NOTE and close < len(t.tokens) and t.tokens[close].text == ")" \
+        if run and len(run) <= MAX_RETRY_NOTE + lead and close < len(t.tokens) and t.tokens[close].text == ")" \
                 and _idle(run, L.RESTRICTING):
             t.mark(run + ([tok, t.tokens[close]] if tok.text == "(" else [tok]), "reason")
 

@@ -263,6 +263,9 @@ def report(text: Text, lo: int, hi: int, f: Found) -> None:
     _path_param(text, lo, hi, f, "path", None, "output file")
     consume(text, lo, hi, rf"\b(?:(?:its|the|their)\s+)?(?:{METRIC_RX})\b", "report")
     consume(text, lo, hi, r"\b(?:summary|final|short|brief|full|detailed|json|markdown|html|text|written|saved|stored)\b", "report")
+    # "a report on the three trails together": one report over all of them
+    consume(text, lo, hi, r"(?<=\breport\s)(?:on|of|for|covering)\s+(?:the\s+|all\s+(?:the\s+)?)?(?:NUM\d+|both|all)\s+[a-z][\w-]*\s+together\b"
+                          r"|(?<=\breport\s)(?:on|of|for|covering)\s+(?:them|all\s+of\s+them|both(?:\s+of\s+them)?)\s+together\b", "report")
 
 
 def write_table(text: Text, lo: int, hi: int, f: Found) -> None:
@@ -341,6 +344,11 @@ def train_model(text: Text, lo: int, hi: int, f: Found) -> None:
         _search(text, lo, hi, r"(?P<m>NUM\d+)(?=\s*-?\s*(?:nearest[\s-]+neighbou?rs?|nn)\b)", "k")   # "a 5-nearest-neighbour model", "5-NN"
     if m:      # "kNN (k = 7)", "retrain with k = 3", "5 neighbours"
         f.set("k", int(_num(text, m.groupdict().get("n") or m.group("m"))))
+        # "a 7-nearest-neighbour classifier (kNN, k=7, ...)": the same k said twice
+        for m2, toks in text.finditer(r"\bk\s*(?:=|:)?\s*(?P<n>NUM\d+)|(?P<m>NUM\d+)(?=\s*-?\s*(?:nearest[\s-]+neighbou?rs?|nn)\b)",
+                                      lo, hi, free_only=True):
+            if int(_num(text, m2.group("n") or m2.group("m"))) == f.params["k"]:
+                text.mark(toks, "k")
     lr = r"(?:learning[\s-]+rates?|lrs?|step\s+sizes?)(?:\s+values?)?"     # ("one run per lr value (0.001 / 0.01)")
     # ("at three learning rates (0.01, 0.03, 0.1)", "... rates — 0.001, 0.01 and 0.1 —": the list set off)
     m = _search(text, lo, hi, rf"{lr}\s*(?:\(|—|–|=|:|of|at|in|∈|over|set\s+to)?\s*(?P<l>{NUMLIST})(?:\s*[)—–])?",

@@ -51,9 +51,11 @@ def metric_param(param: str = "metric", with_mode: bool = False) -> Callable:
             how = g.get("how") or g.get("how2") or g.get("how3") or g.get("how4")
             if with_mode and how not in LOWER_WORDS + HIGHER_WORDS:
                 # ("keep the one with the highest rmse": the direction claimed by the pick's own words)
-                said = next(text.finditer(rf"\b(?P<d>{'|'.join(LOWER_WORDS + HIGHER_WORDS)})\s+(?:the\s+)?(?:{METRIC_RX})\b",
-                                          lo, hi), None)
-                how = said[0].group("d") if said else how
+                said = next(text.finditer(rf"\b(?P<d>{'|'.join(LOWER_WORDS + HIGHER_WORDS)})\s+(?:the\s+)?(?:{METRIC_RX})\b"
+                                          rf"|\b(?:{METRIC_RX})\s*\(\s*(?P<d2>{'|'.join(LOWER_WORDS + HIGHER_WORDS)})\s*\)", lo, hi), None)
+                how = (said[0].group("d") or said[0].group("d2")) if said else how
+                if said and said[0].group("d2"):      # "select on RMSE (smallest)": the direction's words
+                    text.mark([x for x in said[1] if not x.used], "metric")
             if with_mode and (name in ("loss", "error", "logloss") or how in LOWER_WORDS):
                 f.params["mode"] = "min"
             elif with_mode and how in HIGHER_WORDS and name in LOWER_IS_BETTER:   # ("the highest rmse": against its usual direction)

@@ -74,6 +74,9 @@ def _steps(text: Text, lo: int, hi: int, f: Found, param: str = "steps") -> None
     m = _search(text, lo, hi, rf"(?P<l>{NUMLIST})\s+(?:training\s+)?steps", "steps")
     if m:
         _set_map(f, param, [int(v) for v in _list(text, m.group("l"))])
+        # "..., one run per length", "(one run per step budget)": the map's own words
+        consume(text, lo, hi, r"\b(?:(?:a|one)\s+(?:run|pretraining|model)\s+)?(?:per|for\s+each)\s+(?:length|budget|step\s+budget|step\s+count|"
+                              r"value|setting)\b", "map")
         return
     m = _search(text, lo, hi, r"(?P<n>NUM\d+)\s*-?\s*(?:training\s+|inner\s+)?steps?\b", "steps") or \
         _search(text, lo, hi, r"steps\s*(?:=|:|of)\s*(?P<n>NUM\d+)", "steps")

@@ -162,7 +162,7 @@ PER_ROUND = {r"\bepoch\s+(?:by|after)\s+epoch\b|\b(?:a\s+)?single\s+epoch\b(?:\s
              # "one epoch per round", "an epoch each iteration"
              r"|\b(?:an|NUM\d+)\s+epochs?\s+(?:per|each|a|every)\s+(?:iteration|round|pass|time)\b"
              # "in two-epoch increments", "in 3-epoch steps"
-             r"|\bin\s+(?:NUM\d+|single|one)\s*-?\s*epoch\s+(?:increments|steps|chunks|blocks|rounds|stints|passes|iterations)\b": {"epochs": 1}}
+             r"|\b(?:in\s+)?(?:NUM\d+|single|one)\s*-?\s*epoch\s+(?:increments|steps|chunks|blocks|rounds|stints|passes|iterations)\b": {"epochs": 1}}
 RETRY_WORDS = {"once": 1, "twice": 2, "thrice": 3}
 # "if it fails", "if they crash", "on failure": a failure clause after a retry's count
 _IF_FAILS = (r"(?:\s+(?:(?:if|when|should)\s+(?:it|they|that|training|the\s+step|the\s+(?:load|loading|read|reading|training|fit|split|export|deployment|run|job|write|save))\s+(?:fails?|crash(?:es)?|breaks?|errors?\s+out|dies|falls\s+over|blows\s+up|goes\s+down)"
@@ -187,8 +187,9 @@ RETRIES = [
     r"(?:if|when|should)\s+(?:it|they|that|training|the\s+step|the\s+(?:training|load|loading|split|export|deployment))\s+fails?\s*,?\s*(?:then\s+)?retry\s+(?:it\s+|them\s+)?(?:up\s+to\s+|at\s+most\s+)?"
     r"(?:(?P<n>NUM\d+)\s+times?|(?P<w>once|twice|thrice))",
     # "give the read two retries", "allow two retries on the write": the step named as the retries' holder
-    r"(?:allow|allowing|give|giving|permit|permitting)\s+(?:(?:it|them|(?:the|that|every|each)\s+(?:" + _RETRIED + r"))\s+)?"
-    r"(?:up\s+to\s+)?(?P<n>NUM\d+)\s+retr(?:y|ies)(?:\s+(?:on|for|to)\s+(?:the|that)\s+(?:" + _RETRIED + r")|\s+(?:per|each|a)\s+(?:load|read|file|write|step))?\b",
+    r"(?:(?:each|every\s+one|all|both)\s+(?:allowed|given|permitted|gets|get)\s+|(?:allow|allowing|give|giving|permit|permitting)\s+(?:(?:it|them|(?:the|that|every|each)\s+(?:" + _RETRIED + r"))\s+)?)"
+    r"(?:up\s+to\s+)?(?P<n>NUM\d+)\s+retr(?:y|ies)(?:\s+(?:on|for|to)\s+(?:the|that)\s+(?:" + _RETRIED + r")|\s+(?:per|each|a)\s+(?:load|read|file|write|step))?\b"
+    + _IF_FAILS,
     # "each load should get 2 retries", "the write has up to 3 retries": the step named as the retries' holder
     r"(?:each|every|the|that)\s+(?:" + _RETRIED + r")\s+(?:should\s+|must\s+|will\s+|can\s+)?(?:get|gets|have|has)\s+"
     r"(?:up\s+to\s+)?(?P<n>NUM\d+)\s+retr(?:y|ies)\b",
@@ -206,7 +207,8 @@ RETRIES = [
     # "let the save retry two times"
     r"let\s+(?:the|that|this)\s+(?:" + _RETRIED + r")\s+retry\s+(?:up\s+to\s+|at\s+most\s+)?(?:(?P<n>NUM\d+)\s+times?|(?P<w>once|twice|thrice))",
     # ("each run being retried at most twice in case of failure")
-    r"(?:(?:each|both|it|they|all|(?:each|every)\s+(?:run|one|training|attempt|read|load))\s+)?(?:(?:is|are|gets?|being)\s+)?retried\s+(?:up\s+to\s+|at\s+most\s+)?(?:(?P<w>once|twice|thrice)|(?P<n>NUM\d+)\s+times?)"
+    r"(?:(?:each|both|it|they|all|(?:each|every)\s+(?:run|one|training|attempt|read|load)|the\s+(?:read|load|write|save|training|export))\s+)?"
+    r"(?:(?:is|are|gets?|being|may\s+be|can\s+be|should\s+be|will\s+be|must\s+be)\s+)?retried\s+(?:up\s+to\s+|at\s+most\s+)?(?:(?P<w>once|twice|thrice)|(?P<n>NUM\d+)\s+times?)"
     r"(?:\s+(?:each|apiece))?(?:\s+(?:on|upon|after)\s+(?:a\s+)?failures?|\s+in\s+(?:the\s+)?case\s+of\s+(?:a\s+)?failures?|\s+if\s+(?:it|they)\s+fails?)?",
     r"(?:keep\s+)?retry(?:ing)?\s+" + _RETRY_OBJECT + r"(?:up\s+to\s+|at\s+most\s+)?(?P<w>once|twice|thrice)(?:\s+(?:each|apiece))?" + _IF_FAILS,
     r"(?:keep\s+)?retry(?:ing)?\s+" + _RETRY_OBJECT + r"(?:up\s+to\s+|at\s+most\s+)?(?P<n>NUM\d+)\s+times?(?:\s+(?:each|apiece))?" + _IF_FAILS,

@@ -295,6 +295,10 @@ TRIGGERS: list[tuple[str, str]] = [
              r"(?:join|joins|joined|joining|merge|merges|merged|merging)\b"
              r"(?:\s+(?:them|the\s+(?:two|NUM\d+)(?:\s+tables)?|both(?:\s+tables)?|the\s+tables|these|those))?"),
     ("join", r"\b(?:do|does|perform|performs|run|runs)\s+(?:a|an)\s+(?:join|merge)\b"),
+    # "a.csv + b.csv, full-outer on transect_id →", "a.csv ⋈ b.csv (inner, key item_id)": the kind alone
+    # before its key, and the join's symbol (the kind stays unmarked for the join's extractor)
+    ("join", rf"(?:{AFTER_ARROW}|(?<=[,;:]\s))(?P<sk>(?:full|left|right)[\s-]+outer|inner|outer)(?=\s+on\s+[a-z_][a-z0-9_]*\s*(?:{ARROW}|[,;.]|$))"
+             r"|(?<=FILE\d\s)⋈(?=\s+FILE)|(?<=FILE\d\d\s)⋈(?=\s+FILE)"),
     # "stack them", "append feb.csv to jan.csv", "concatenate the two tables": rows of one table
     # after the other's (a join pairs rows on a key); only with its tables as the object
     ("concat", r"\b(?:concatenat(?:e|es|ed|ing)|concat|stack|stacks|stacked|stacking|union|unions|unioned|unioning|"
@@ -506,7 +510,11 @@ TRIGGERS: list[tuple[str, str]] = [
     ("select_best", rf"\bcompar(?:e|es|ing)\s+(?:them|both|all\s+three|the\s+(?:two|three|models|results|runs|candidates))"
                     rf"(?:\s+(?:by|on|using|in\s+terms\s+of)\s+(?:their\s+|the\s+)?(?=(?:{METRIC_RX})\b))"
                     rf"|\bcompar(?:e|es|ing)(?=\s+(?:their\s+|the\s+)?(?:{METRIC_RX})\b)"),   # "compare their f1", "compare auc"
-    ("select_best", rf"\b(?:select|pick|choose)\s+by\s+(?=(?:{METRIC_RX})\b)"),    # "select by AUC"
+    ("select_best", rf"\b(?:select|pick|choose)\s+by\s+(?=(?:{METRIC_RX})\b)"    # "select by AUC"
+                    rf"|\b(?:select|pick|choose)\s+on\s+(?=(?:{METRIC_RX})\s*\(\s*(?:smallest|lowest|largest|highest|min|max)\s*\))"   # "select on RMSE (smallest)"
+                    # "(2) best = lowest val loss", "winner: highest AUC"
+                    rf"|(?:{ITEM_OPEN}|(?<=[,;:)]\s)|^)(?:best|winner|pick)\s*(?:=|:)\s*(?:the\s+)?(?:lower|lowest|higher|highest|smaller|smallest|"
+                    rf"larger|largest|min|max)\s+(?=(?:{METRIC_RX})\b)"),
     # "The highest-AUC run should be selected": the pick, object first
     ("select_best", rf"\b(?:the\s+)?(?:highest|best|lowest|top|smallest|largest)[\s-](?:{METRIC_RX})\s+(?:run|model|one|candidate|configuration|version)"
                     rf"\s+(?:should|is\s+to|will|must|is\s+then\s+to)\s+be\s+(?:selected|chosen|picked|kept|retained)\b"),
