@@ -466,3 +466,30 @@ def test_the_same_k_said_twice():
 def test_two_different_ks_stay_refused():
     with pytest.raises(PlanRefused):
         _plan("Load a.csv, do an 80/20 split, then fit a 7-nearest-neighbour classifier (kNN, k=5, target is_match) and evaluate.")
+
+
+# -- what the work is for, and who writes ----------------------------------------------------------
+@pytest.mark.parametrize("opening", ["For our end-of-season review at the Christmas tree farm,",
+                                     "For our garden machinery repair shop's phone assistant,",
+                                     "For my quarterly report to the board,"])
+def test_a_purpose_opening_the_sentence(opening):
+    p = _plan(f"{opening} please load t.csv, split 20% off and train a logistic regression for sold.")
+    assert kinds(p) == ["load_data", "split_data", "train_model"]
+
+
+@pytest.mark.parametrize("opening", ["For our stores in 2023 only,", "For each of our stores,"])
+def test_a_for_phrase_that_may_pick_rows_stays_refused(opening):
+    with pytest.raises(PlanRefused):
+        _plan(f"{opening} please load t.csv, split 20% off and train a logistic regression for sold.")
+
+
+@pytest.mark.parametrize("sender", ["From the Regional Electoral Commission's research unit.", "From our analytics office."])
+def test_who_writes_said_as_where_the_request_comes_from(sender):
+    p = _plan(f"{sender} We would like a.csv and b.csv joined (inner) on station_id, then a statistical summary.")
+    assert kinds(p) == ["load_data", "load_data", "join", "stats"]
+
+
+def test_fine_tune_that_base():
+    p = _plan("Run 300 steps of EDiT pretraining once on tiny-1m and once on tiny-20m, and keep the base whose val loss is "
+              "smaller. Fine-tune that base with mLoRA adapters named mowers and hedgers.")
+    assert kinds(p) == ["edit_pretrain", "select_best", "mlora_finetune"]

@@ -25,12 +25,12 @@ from raystack.workflow.catalog import CATALOG
 from raystack.workflow.nl import lexicon as L
 from raystack.workflow.nl.asides import (HOW_WORDS, ROW_NOUNS, SOURCE_WORDS, asks_nothing, channels, flaky_storage, join_reasons, leading_reasons, notes, reason_clauses, size_reasons,
                                          retry_notes,
-                                         plain_notes, predict_purposes, purposes, question_purposes, reasons,
+                                         opening_purposes, plain_notes, predict_purposes, purposes, question_purposes, reasons,
                                          wanted_purposes)
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.said_again import load_participles
 from raystack.workflow.nl.scene import (FAULT_NOUNS, context_sentences, courtesies, data_clauses, file_descriptions, heading_sentence,
-                                        greeted_introductions, headings, introductions, lead_ins, origins, preamble, row_notes, settings_opening,
+                                        greeted_introductions, headings, introductions, sender_introductions, lead_ins, origins, preamble, row_notes, settings_opening,
                                         title_clauses)
 from raystack.workflow.nl.subsets import column_subset, unselected_subset
 from raystack.workflow.nl.text import ARROWS, Text, Token, sentences
@@ -537,6 +537,7 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
     data_clauses(t)
     introductions(t)
     greeted_introductions(t)
+    sender_introductions(t)
     settings_opening(t)
     heading_sentence(t)
     courtesies(t)
@@ -572,6 +573,7 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
     objects(t, ends)
     _negations(t)
     reported(t, ends)
+    opening_purposes(t)
     purposes(t)
     preamble(t)
     origins(t)

@@ -212,6 +212,31 @@ def reasons(t: Text) -> None:
             t.mark(run + ([tok, t.tokens[run[-1].i + 1]] if opens_remark else []), "reason")
 
 
+OPENING_GLUE = {"at", "in", "of", "to", "with", "on", "the", "a", "an", "our", "my", "and", "&", "'s", "’s"}
+MAX_OPENING_PURPOSE = 10     # words of a "For our ..." that opens a sentence, to its comma
+
+
+def opening_purposes(t: Text) -> None:
+    """"For our end-of-season review at the Christmas tree farm, please sample ...", "For our
+    garden machinery repair shop's phone assistant, run ...": what the work is for, opening its
+    sentence with "for our" / "for my" up to a comma; free words and their glue only, its head
+    no plural ("For our premium customers, ..." may pick rows, which no step does)."""
+    for lo, hi in sentences(t):
+        if hi - lo < 4 or t.tokens[lo].low != "for" or t.tokens[lo + 1].low not in ("our", "my") or t.tokens[lo].used:
+            continue
+        comma = next((x.i for x in t.tokens[lo + 2:min(hi, lo + 2 + MAX_OPENING_PURPOSE + 1)] if x.text == ","), None)
+        if comma is None:
+            continue
+        words = t.tokens[lo + 2:comma]
+        head = next((x for x in reversed(words) if x.low not in OPENING_GLUE), None)
+        if head is None or _plural(head) or words[-1].low in OPENING_GLUE:
+            continue
+        if all(x.kind == "word" and is_free(x) and not is_method(x) and x.low not in L.RESTRICTING
+               and x.low not in L.UNMAPPED_VERBS and x.low not in L.CLAUSE_WORDS and x.low not in NOT_MODIFIERS - OPENING_GLUE
+               for x in words):
+            t.mark(t.tokens[lo:comma + 1], "purpose")
+
+
 def purposes(t: Text) -> None:
     """"for keyword spotting", "for the recommender", "to test the pipeline", "so we can check
     the pipeline end to end": what the work is for."""

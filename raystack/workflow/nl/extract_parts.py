@@ -253,6 +253,8 @@ def _adapter_count(text: Text, lo: int, hi: int) -> int | None:
 def mlora_finetune(text: Text, lo: int, hi: int, f: Found) -> None:
     consume(text, lo, hi, r"\b(?:fine-?tun\w*|finetun\w*|mlora|lora|adapters?|together|jointly|at\s+once|"
                           r"on\s+top\s+of\s+(?:it|that|them)|on\s+(?:the|that)\s+pretrained\s+model"
+                          # "fine-tune that base with mLoRA adapters": the base picked just before
+                          r"|(?<=fine-tune\s)(?:that|this|the\s+(?:chosen|selected|winning|kept|better|best))\s+base(?:\s+model)?"
                           # "over the EDiT checkpoint from ./ckpt": the base, an earlier run's checkpoint
                           r"|(?:over|on|from)\s+(?:the|an?|our|my)\s+(?:a-?edit|edit|diloco|pretrained)(?:-pretrained)?\s+checkpoint"
                           r"(?=\s+(?:from|in|at|under)\s+FILE\d+))\b", "mlora")

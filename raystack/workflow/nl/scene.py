@@ -371,6 +371,27 @@ def greeted_introductions(t: Text) -> None:
         t.mark([x for x in t.tokens[lo:hi] if not x.used], "context")
 
 
+def sender_introductions(t: Text) -> None:
+    """"From the Regional Electoral Commission's research unit.": who writes, as where the request
+    comes from, in a first sentence of its own: an organisation (a possessive, a business noun or
+    a capitalised name), no file, figure, operation or restriction."""
+    spans = sentences(t)
+    if len(spans) < 2:
+        return
+    lo, hi = spans[0]
+    if t.tokens[hi - 1].text != "." or t.tokens[lo].low != "from" or hi - lo < 4:
+        return
+    words = t.tokens[lo + 1:hi - 1]
+    if len(words) > MAX_INTRO + 2 or words[0].low not in ("the", "our", "my"):
+        return
+    named = any(x.text in ("'s", "’s") or x.low in BUSINESS_NOUNS or (x.text[:1].isupper() and x is not words[0])
+                for x in words)
+    if named and all((x.kind == "word" or x.text in ("'s", "’s")) and is_free(x) and not is_method(x)
+                     and x.low not in L.RESTRICTING and x.low not in L.UNMAPPED_VERBS and x.low not in DATA_FAULTS
+                     for x in words):
+        t.mark(t.tokens[lo:hi - 1], "context")
+
+
 LOCATING_VERBS = {"are", "is", "live", "lives", "sit", "sits"}
 
 

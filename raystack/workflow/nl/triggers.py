@@ -366,6 +366,7 @@ TRIGGERS: list[tuple[str, str]] = [
     ("stats", passive(r"(?:summary\s+|descriptive\s+|basic\s+)?(?:statistics|stats)|(?:a\s+|the\s+)?(?:data\s+)?profile",
                       r"computed|calculated|produced|generated|collected|gathered|derived|reported|run")),
     ("stats", rf"\b(?:describe|summari[sz]e)(?!rs?\b)\w*\b(?:\s+{skip(3)}with\s+(?:summary\s+)?(?:statistics|stats))?|\b(?:summary|descriptive)\s+(?:statistics|stats)\b"
+              r"|\b(?:a|the)\s+(?:statistical|descriptive)\s+(?:summary|profile|overview)\b"     # "a statistical summary"
               r"|\bprofil(?:e|es|ing)\s+(?=it\b|them\b|the\b|this\b|that\b|each\b|every\b|all\b)"),
     # "count the rows", "tell me the row count", "how many records are left": the statistics
     # hold the row count; only the phrase whole, with nothing after it that narrows the rows
