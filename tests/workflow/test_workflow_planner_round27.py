@@ -493,3 +493,34 @@ def test_fine_tune_that_base():
     p = _plan("Run 300 steps of EDiT pretraining once on tiny-1m and once on tiny-20m, and keep the base whose val loss is "
               "smaller. Fine-tune that base with mLoRA adapters named mowers and hedgers.")
     assert kinds(p) == ["edit_pretrain", "select_best", "mlora_finetune"]
+
+
+@pytest.mark.parametrize("why", ["Before real bookings exist, I'd like a dry run:", "Before real ID data arrives we want to smoke-test the pipeline.",
+                                 "The order data isn't ready yet, so let's smoke-test the pipeline on generated data:"])
+def test_why_the_data_is_made_up(why):
+    p = _plan(f"{why} make 2,000 synthetic rows, split 30% off and fit a logistic regression.")
+    assert kinds(p)[0] == "make_dataset"
+
+
+def test_a_bound_said_as_the_unit_its_figure_and_its_cap():
+    p = _plan("Fine-tune mLoRA adapters named legal and medical on tiny-1m (GPUs: 2 at most; one retry). Evaluate the adapters.")
+    s = of_kind(p, "mlora_finetune")[0]
+    assert s.retries == 1 and p.draft.steps[0].bound == {"param": "gpus", "op": "<=", "value": 2}
+
+
+def test_keep_unmatched_rows_from_both_is_a_full_join():
+    p = _plan("Load a.csv and b.csv, full-outer-join them on scan_id (keep unmatched rows from both), drop incomplete rows and "
+              "count records for each troop.")
+    assert of_kind(p, "join")[0].params["how"] == "full outer"
+
+
+def test_the_best_metric_chosen_in_the_passive():
+    p = _plan("Load p.csv, split 25% off, then kNN for y for each of k=5, k=9, k=13, with the best recall chosen. Ship it as leak-risk.")
+    (s,) = of_kind(p, "select_best")
+    assert s.params["metric"] == "recall"
+
+
+def test_a_table_asked_for_by_its_name_then_made():
+    p = _plan("Could you build the claims-per-model table? Load claims.csv and count the claims by unit_model, then write "
+              "it to out/x.csv.")
+    assert kinds(p) == ["load_data", "aggregate", "write_table"]

@@ -25,7 +25,7 @@ from raystack.workflow.catalog import CATALOG
 from raystack.workflow.nl import lexicon as L
 from raystack.workflow.nl.asides import (HOW_WORDS, ROW_NOUNS, SOURCE_WORDS, asks_nothing, channels, flaky_storage, join_reasons, leading_reasons, notes, reason_clauses, size_reasons,
                                          retry_notes,
-                                         opening_purposes, plain_notes, predict_purposes, purposes, question_purposes, reasons,
+                                         opening_purposes, plain_notes, predict_purposes, purposes, question_purposes, reasons, table_goals,
                                          wanted_purposes)
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.said_again import load_participles
@@ -528,6 +528,7 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
     goal(t, ends)
     predict_purposes(t, ends)
     wanted_purposes(t, ends)
+    table_goals(t, ends)
     join_reasons(t, ends)
     question_purposes(t, ends)
     tried_values(t)

@@ -240,12 +240,15 @@ def opening_purposes(t: Text) -> None:
 def purposes(t: Text) -> None:
     """"for keyword spotting", "for the recommender", "to test the pipeline", "so we can check
     the pipeline end to end": what the work is for."""
-    for _, toks in t.finditer(rf"\b(?:to|so\s+(?:that\s+)?(?:we|i|you)\s+can)\s+(?:test|try|exercise|check|demo|validate|smoke-test)\s+"
+    for _, toks in t.finditer(rf"\b(?:to|so\s+(?:that\s+)?(?:we|i|you)\s+can|let\s*'s|let\s+us)\s+(?:test|try|exercise|check|demo|validate|smoke-test)\s+"
                               rf"(?:out\s+)?(?:the\s+|our\s+|my\s+|this\s+)?{SYSTEM_NOUNS}\b(?:\s+end[\s-]+to[\s-]+end)?"
                               # "synthetic data to try things out", "so we can look at it later", "for later review"
                               r"|\bto\s+(?:try|test)\s+(?:things|stuff|it|this|everything)\s+out\b"
                               r"|\bso\s+(?:that\s+)?(?:we|i)\s+can\s+(?:look\s+at|review|inspect|check)\s+(?:it|them)\s+later\b"
-                              r"|\bfor\s+later\s+(?:review|use|inspection|reference)\b",
+                              r"|\bfor\s+later\s+(?:review|use|inspection|reference)\b"
+                              # "Before real bookings exist, ...", "before real ID data arrives": why the data is made up
+                              r"|\b(?:before|until)\s+(?:the\s+|any\s+|our\s+)?real\s+(?:[a-z][\w-]*\s+){0,2}?(?:data|bookings|orders|records|rows|"
+                              r"numbers|figures|logs|readings|results|files?)\s+(?:exists?|arrives?|comes?\s+in|(?:is|are)\s+(?:ready|available|in))\b",
                               0, len(t.tokens), free_only=True):
         t.mark(toks, "purpose")
     for tok in t.tokens:
@@ -521,6 +524,21 @@ MODEL_PURPOSE = (r"\b(?:we|i)\s*(?:want|need|would\s+like|'d\s+like|are\s+after|
                  # "we'd like a first model of which customers miss an instalment"
                  r"|(?:of|for)\s+(?:which|whether|who)\b)")
 MAX_RECOMMENDED = 8     # words of what is recommended, in parentheses after it
+
+
+# "Could you build the claims-per-model table?": the table the steps then make, asked for by its name
+TABLE_GOAL = (r"(?:^|(?<=[.!?]\s))(?:(?:could|can|would)\s+you\s+(?:please\s+)?|please\s+)?(?:build|make|produce|create|put\s+together)\s+"
+              r"(?:me\s+|us\s+)?the\s+(?:[a-z][\w-]*\s+){1,3}table\b(?=\s*[?.:])")
+TABLE_MAKERS = ("aggregate", "join", "concat", "write_table")
+
+
+def table_goals(t: Text, ends: list[tuple[str, int]]) -> None:
+    """A sentence that asks for a table by its name, which the request's steps then make (a count,
+    a join, a write): the goal, no step of its own."""
+    if not any(e in TABLE_MAKERS for e, _ in ends):
+        return
+    for _, toks in t.finditer(TABLE_GOAL, 0, len(t.tokens), free_only=True):
+        t.mark(toks, "purpose")
 
 
 def wanted_purposes(t: Text, ends: list[tuple[str, int]]) -> None:

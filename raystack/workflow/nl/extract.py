@@ -477,7 +477,7 @@ BOUND_PATTERNS = [
     rf"(?:(?:with|and|under|within)\s+)?(?:a\s+|the\s+)?(?:(?P<w>workers?|gpus?)|memory|ram)\s+(?:budget|cap|limit|ceiling)\s+(?:of|at|:)?\s*(?P<n>NUM\d+)\s*(?:{_UNIT})?\b",
     rf"(?:(?:on|with|using|across|over|in)\s+)?(?:(?:memory|ram|mem)\s*)?{CAP}\s*(?P<n>NUM\d+)\s*(?:{_UNIT})\b(?:\s+of\s+(?:memory|ram))?",
     # "workers ≤ 6", "gpus <= 2", "max_workers=6": a setting, as a list or a config writes it
-    r"\b(?:max_)?(?P<w>workers?|gpus?)\s*(?:<=|≤|=|:)\s*(?P<n>NUM\d+)\b",
+    r"\b(?:max_)?(?P<w>workers?|gpus?)\s*(?:<=|≤|=|:)\s*(?P<n>NUM\d+)\b(?:\s+(?:at\s+(?:the\s+)?most|max(?:imum)?|tops)\b)?",   # ("GPUs: 2 at most")
     # "a 16GB memory cap", "an 8-worker limit", "4 GPUs max"
     rf"(?:(?:with|and|under|within)\s+)?(?:a\s+|an\s+)?(?P<n>NUM\d+)\s*-?\s*(?:{_UNIT})\s+(?:of\s+)?(?:memory\s+|ram\s+)?"
     rf"(?:cap|limit|ceiling|budget|max(?:imum)?|at\s+(?:the\s+)?most|tops)\b",

@@ -17,8 +17,9 @@ from raystack.workflow.nl.text import Text
 JOIN_KINDS = {"left": "left outer", "right": "right outer", "inner": "inner", "outer": "full outer", "full": "full outer"}
 # "keeping every row from both sides": what a full outer join does
 # ("keep everything from both sides even if it doesn't match")
-KEEP_BOTH_SIDES = (r"\b(?:keeping|keep|keeps|to\s+keep|retaining|retain)\s+(?:(?:every|each|all(?:\s+the)?|the)\s+(?:rows?|records?|entries|entry)|everything)\s+"
-                   r"(?:from|of|on|in)\s+both\s+(?:sides|files|tables|inputs)\b"
+KEEP_BOTH_SIDES = (r"\b(?:keeping|keep|keeps|to\s+keep|retaining|retain)\s+(?:(?:every|each|all(?:\s+the)?|the)\s+(?:rows?|records?|entries|entry)|everything"
+                   r"|(?:the\s+|all\s+(?:the\s+)?)?unmatched\s+(?:rows|records|entries))\s+"     # "(keep unmatched rows from both)"
+                   r"(?:from|of|on|in)\s+both(?:\s+(?:sides|files|tables|inputs))?\b"
                    r"(?:\s*,?\s*even\s+(?:if|when|where)\s+(?:it|they|there)\s+(?:doesn't|don't|does\s+not|do\s+not|isn't|is\s+no|are\s+no)"
                    r"\s+(?:a\s+)?(?:match|matches|match\s+up)\b)?")
 

@@ -503,6 +503,9 @@ TRIGGERS: list[tuple[str, str]] = [
                     r"strongest|stronger|highest[- ]scoring|top-performing|best-performing)\b(?:\s+(?:one|model|classifier|of\s+them|result|performer))?"),
     # "tell me which one is best", "show us the best one", "let me know which k did best": the
     # choice reported to the user (the select step's result is the run's result)
+    # ", with the best recall chosen": the pick said after the runs, in the passive
+    ("select_best", rf"\bwith\s+the\s+(?:best|highest|top|lowest|smallest|largest)\s+(?P<sk>{METRIC_RX})\s+(?:one\s+|run\s+|model\s+)?"
+                    r"(?:chosen|picked|kept|selected|taken|retained)\b"),
     ("select_best", r"\b(?:(?:tell|show|let)\s+(?:me|us)\s+(?:know\s+)?|report\s+|say\s+)(?:which|what)\s+(?:one\s+|of\s+them\s+|model\s+|run\s+|setting\s+|"
                     r"value\s+|k\s+|configuration\s+|config\s+)?(?:is|was|works?|worked|did|does|performs?|performed|scores?|scored|comes?\s+out|came\s+out)"
                     r"\s+(?:the\s+)?(?:best|better|top|highest)\b"
