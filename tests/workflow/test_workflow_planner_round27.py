@@ -524,3 +524,49 @@ def test_a_table_asked_for_by_its_name_then_made():
     p = _plan("Could you build the claims-per-model table? Load claims.csv and count the claims by unit_model, then write "
               "it to out/x.csv.")
     assert kinds(p) == ["load_data", "aggregate", "write_table"]
+
+
+# -- exit handlers in other words ------------------------------------------------------------------
+PRETRAINED = "Pretrain tiny-1m with EDiT for 400 steps, then export it to ./ckpt/lm."
+
+
+@pytest.mark.parametrize("said, exit", [
+    ("On a failed run, send 'pretraining failed'.", "failure"),
+    ("In the event of a failure, send 'pretraining failed'.", "failure"),
+    ("In case of trouble, send 'pretraining failed'.", "failure"),
+    ("Send 'pretraining failed' if it crashes.", "failure"),
+    ("Send 'all good' once it has finished successfully.", "success"),
+    ("Send 'all good' if it worked.", "success"),
+    ("If successful, send 'all good'.", "success"),
+    ("Once done, no matter the outcome, delete the scratch files.", "always"),
+])
+def test_an_exit_handler_said_in_other_words(said, exit):
+    """"On a failed run, send 'x'": a notification after the export, sent on success too (silently wrong)."""
+    p = _plan(f"{PRETRAINED} {said}")
+    assert kinds(p)[:2] == ["edit_pretrain", "export_model"]
+    assert [s.exit for s in p.ir.steps if s.exit] == [exit]
+
+
+@pytest.mark.parametrize("said", ["When it doesn't work out, send 'x'.", "If it doesn't finish, send 'x'."])
+def test_an_unclear_failure_stays_refused(said):
+    with pytest.raises(PlanRefused):
+        _plan(f"{PRETRAINED} {said}")
+
+
+def test_a_loop_repeated_while_the_loss_stays_above():
+    p = _plan("Dialect LM: tiny-1m pretrained by EDiT in 400-step rounds, repeated while the validation loss stays above 3.1 "
+              "(6 rounds maximum, 4 workers maximum). Next, a plot of validation loss.")
+    (s,) = of_kind(p, "edit_pretrain")
+    assert (s.loop.until_op, s.loop.until_value, s.loop.max_iterations) == ("<=", 3.1, 6)
+
+
+def test_a_loss_brought_below_a_value():
+    p = _plan("Load o.csv, split 20% off and train a linear regression for ozone two epochs at a time until the validation "
+              "loss has been brought below 0.04, at most 12 rounds.")
+    (s,) = of_kind(p, "train_model")
+    assert (s.loop.until_op, s.loop.until_value) == ("<", 0.04)
+
+
+def test_retried_as_many_as_three_times():
+    p = _plan("Read a.csv, b.csv and c.csv, every read being retried as many as three times on failure, and write one report.")
+    assert [s.retries for s in of_kind(p, "load_data")] == [3, 3, 3]

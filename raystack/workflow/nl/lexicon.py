@@ -64,6 +64,7 @@ CMP_LEAD = (r"(?:(?:is|are|was|were|gets?|goes|go|rises?|climbs?|drops?|falls?|d
             # "should the F1 be lower than 0.5", "if it proves to be over 0.8"
             r"does|do|can|will|should|be|prov(?:es?|ed)\s+to\s+be|reach(?:es|ed)?(?=\s+(?:NUM|PCT)\d+\s+or\s)|hits?(?=\s+(?:NUM|PCT)\d+\s+or\s)"
             r"|(?:has|have)\s+(?:dropped|fallen|risen|gone|got|gotten|come|climbed|sunk)(?:\s+(?:down|up))?|dropped|fell|rose|climbed"
+            r"|(?:has|have)\s+been\s+(?:brought|pushed|driven|reduced|lowered|taken)(?:\s+(?:down|up))?"      # "has been brought below 0.04"
             # "is down to 3.1 or lower", "gets down to 0.05", "has fallen to a value not exceeding 3.1"
             r"|(?:is|are|gets?|goes|go|comes?)\s+down|to\s+a\s+value(?:\s+of)?)\s+)*"
             r"(?:(?:to|at|of)\s+(?=NUM|PCT))?")   # "exact match of 0.6 or better", "reaches 2.9 or less"
@@ -119,7 +120,7 @@ UNTIL_CUE = (r"(?:(?:continu(?:e|ing)\s+|keep\s+going\s+|repeated\s+|repeating\s
              rf"|stop(?:ping)?\s+at(?=\s+(?:the\s+|an?\s+)?(?:val(?:idation)?\s+)?(?:{METRIC_RX})\b)"   # "stop at auc >= 0.75"
              r"|(?:and\s+)?stop\s+(?:training\s+)?(?:once|when))")
 # "repeat while the val loss > 3.2": a loop that stops on the opposite comparison
-WHILE_CUE = (r"(?:repeat(?:ing)?|keep\s+(?:going|training|running|at\s+it)|continu(?:e|ing)|loop(?:ing)?|go\s+on|iterate)"
+WHILE_CUE = (r"(?:repeat(?:ing|ed)?|keep\s+(?:going|training|running|at\s+it)|continu(?:e|ing|ed)|loop(?:ing)?|go\s+on|iterate)"
              r"\s+(?:it\s+|this\s+|training\s+)?(?:while|as\s+long\s+as)")
 UNBOUNDED = (r"\b(?:forever|indefinitely|endlessly|without\s+(?:a\s+|any\s+)?(?:limit|bound|end|cap)|"
              r"until\s+(?:it\s+)?converges?|until\s+convergence|until\s+(?:it\s+is\s+|it\s*'s\s+)?perfect|"
@@ -208,7 +209,7 @@ RETRIES = [
     r"let\s+(?:the|that|this)\s+(?:" + _RETRIED + r")\s+retry\s+(?:up\s+to\s+|at\s+most\s+)?(?:(?P<n>NUM\d+)\s+times?|(?P<w>once|twice|thrice))",
     # ("each run being retried at most twice in case of failure")
     r"(?:(?:each|both|it|they|all|(?:each|every)\s+(?:run|one|training|attempt|read|load)|the\s+(?:read|load|write|save|training|export))\s+)?"
-    r"(?:(?:is|are|gets?|being|may\s+be|can\s+be|should\s+be|will\s+be|must\s+be)\s+)?retried\s+(?:up\s+to\s+|at\s+most\s+)?(?:(?P<w>once|twice|thrice)|(?P<n>NUM\d+)\s+times?)"
+    r"(?:(?:is|are|gets?|being|may\s+be|can\s+be|should\s+be|will\s+be|must\s+be)\s+)?retried\s+(?:up\s+to\s+|at\s+most\s+|as\s+many\s+as\s+)?(?:(?P<w>once|twice|thrice)|(?P<n>NUM\d+)\s+times?)"
     r"(?:\s+(?:each|apiece))?(?:\s+(?:on|upon|after)\s+(?:a\s+)?failures?|\s+in\s+(?:the\s+)?case\s+of\s+(?:a\s+)?failures?|\s+if\s+(?:it|they)\s+fails?)?",
     r"(?:keep\s+)?retry(?:ing)?\s+" + _RETRY_OBJECT + r"(?:up\s+to\s+|at\s+most\s+)?(?P<w>once|twice|thrice)(?:\s+(?:each|apiece))?" + _IF_FAILS,
     r"(?:keep\s+)?retry(?:ing)?\s+" + _RETRY_OBJECT + r"(?:up\s+to\s+|at\s+most\s+)?(?P<n>NUM\d+)\s+times?(?:\s+(?:each|apiece))?" + _IF_FAILS,
@@ -240,7 +241,14 @@ EXIT_CUES = [
      r"|(?:^|(?<=[.;]\s))(?:a\s+|any\s+)?failure(?=\s*(?:→|->|:))"
      r"|\bif\s+there\s+is\s+(?:an\s+)?error\b|\b(?:on|upon)\s+(?:an\s+|any\s+)?errors?\b(?:\s+anywhere\b)?"
      # "On a crash → empty the scratch area", "Crash → notify 'x'"
-     r"|\b(?:on|upon|after|in\s+case\s+of)\s+(?:a\s+|any\s+)?crash\b|(?:(?m:^)|(?<=[.;]\s))crash(?:es)?(?=\s*(?:→|->|:))", "failure"),
+     r"|\b(?:on|upon|after|in\s+case\s+of)\s+(?:a\s+|any\s+)?crash\b|(?:(?m:^)|(?<=[.;]\s))crash(?:es)?(?=\s*(?:→|->|:))"
+     # "On a failed run, send 'x'"
+     r"|\b(?:on|upon|after|in\s+case\s+of|for)\s+(?:a\s+|any\s+)?failed\s+(?:run|job|attempt|pipeline|workflow)\b"
+     # "In the event of a failure, ...", "in case of trouble"
+     r"|\bin\s+the\s+event\s+of\s+(?:a\s+|any\s+)?(?:failure|error|crash|problem)s?\b|\bin\s+case\s+of\s+(?:any\s+)?(?:trouble|problems?)\b"
+     # "send 'x' if it crashes.": after the message, to the sentence's end
+     r"|(?:(?<=QUOTE\d\s)|(?<=QUOTE\d\d\s))(?:if|when|should)\s+(?:it|the\s+(?:run|job|pipeline|workflow)|anything|something)\s+"
+     r"(?:crashes|fails|breaks|dies|errors\s+out)(?=\s*(?:[.;!]|$))", "failure"),
     (r"\bon\s+success\b|\bupon\s+success\b|\b(?:after|on)\s+a\s+(?:fully\s+|completely\s+|clean\s+)?successful\s+run\b|\b(?:if|when|once)\s+(?:everything|it\s+all|all\s+of\s+it|all\s+steps|"
      r"the\s+(?:(?:whole|entire|full)\s+)?(?:run|workflow|pipeline|job|whole\s+thing|procedure|process|analysis)(?:\s+as\s+a\s+whole)?)\s+(?:succeeds|succeeded|is\s+successful|"
      r"completes\s+successfully|finishes\s+successfully|(?:has|have)\s+(?:completed|finished|run)\s+successfully|goes\s+well|goes\s+fine|works(?:\s+out)?|(?:finishes|completes|runs|goes\s+through|ends)\s+without\s+"
@@ -252,7 +260,11 @@ EXIT_CUES = [
      r"|\b(?:if|when|once)\s+all\s+(?:the\s+)?steps\s+(?:succeed|pass|work|have\s+(?:succeeded|passed|worked))\b"
      # "if nothing fails", "if nothing goes wrong", "if there are no errors"
      r"|\b(?:if|when|once|provided)\s+(?:nothing|no\s+step|none\s+of\s+(?:it|them|the\s+steps))\s+(?:fails|failed|goes\s+wrong|went\s+wrong|breaks|errors(?:\s+out)?|crashes)\b"
-     r"|\bif\s+there\s+(?:are|were)\s+no\s+(?:failures|errors|problems)\b", "success"),
+     r"|\bif\s+there\s+(?:are|were)\s+no\s+(?:failures|errors|problems)\b"
+     # "If successful, send ...", "send 'x' once it has finished successfully", "send 'x' if it worked"
+     r"|(?:^|(?<=[.;]\s))if\s+(?:successful|all\s+goes\s+well|everything\s+goes\s+well|it\s+all\s+goes\s+well)(?=\s*,)"
+     r"|(?:(?<=QUOTE\d\s)|(?<=QUOTE\d\d\s))(?:if|once|when)\s+(?:it|the\s+run|everything)\s+(?:worked|works|succeeds|succeeded|went\s+well|"
+     r"(?:has\s+)?(?:finished|completed|run)\s+successfully)(?=\s*(?:[.;!]|$))", "success"),
     (r"\b(?:always|no\s+matter\s+what(?:\s+happens)?|whatever\s+happens|"
      r"(?<!rounds\s)(?<!iterations\s)(?<!times\s)(?<!passes\s)(?<!attempts\s)(?<!tries\s)regardless(?:\s+of\s+(?:the\s+)?"
      r"(?:outcome|result|whether\s+it\s+succeeds(?:\s+or\s+(?:fails|not))?))?|in\s+any\s+case|in\s+all\s+cases|"
@@ -271,7 +283,8 @@ EXIT_CUES = [
      r"however\s+(?:it|the\s+(?:run|job|pipeline|workflow)|things)\s+(?:ends|goes|turns\s+out|finishes|ended|went)|"
      # "When it stops for any reason, clear away the scratch files"
      r"(?:when(?:ever)?|once|if|after)\s+(?:it|the\s+(?:run|job|pipeline|workflow)|everything)\s+(?:stops|ends|finishes|is\s+over)"
-     r"\s+for\s+(?:any|whatever)\s+reason(?:\s+at\s+all)?)\b", "always"),
+     r"\s+for\s+(?:any|whatever)\s+reason(?:\s+at\s+all)?"
+     r"|no\s+matter\s+(?:the|what\s+the)\s+(?:outcome|result)(?:\s+is)?)\b", "always"),
 ]
 END_PHRASES = (r"\b(?:(?:when|once)\s+(?:it\s+is\s+|it\s*'s\s+|everything\s+is\s+)?(?:finished|complete|completed|done)|at\s+the\s+(?:very\s+)?end|when\s+(?:it|everything|the\s+(?:run|workflow|pipeline|job))\s+"
                r"(?:finishes|is\s+(?:done|finished|over)|completes|ends|has\s+finished)|when\s+done|"
