@@ -570,3 +570,49 @@ def test_a_loss_brought_below_a_value():
 def test_retried_as_many_as_three_times():
     p = _plan("Read a.csv, b.csv and c.csv, every read being retried as many as three times on failure, and write one report.")
     assert [s.retries for s in of_kind(p, "load_data")] == [3, 3, 3]
+
+
+# -- comparisons, picks and loops in more words ----------------------------------------------------
+EVALUATED = "Load c.csv, split 20% off, train a logistic regression for churn and evaluate it."
+
+
+@pytest.mark.parametrize("said, op", [("Only deploy it as churn-m when accuracy is north of 0.8; if not, send 'low'.", ">"),
+                                      ("If we get 80% accuracy or more, deploy it as churn-m, otherwise send 'low'.", ">="),
+                                      ("Deploy it as churn-m provided accuracy is no worse than 0.8, else send 'low'.", ">="),
+                                      ("If accuracy is greater than or equal to 0.8, deploy it as churn-m, otherwise send 'low'.", ">="),
+                                      ("If the model gets above 0.8 accuracy, deploy it as churn-m, otherwise send 'low'.", ">")])
+def test_a_comparison_in_other_words(said, op):
+    p = _plan(f"{EVALUATED} {said}")
+    assert _cond(of_kind(p, "deploy_model")[0]) == ("accuracy", op, 0.8, False)
+    assert _cond(of_kind(p, "notify")[0]) == ("accuracy", op, 0.8, True)
+
+
+def test_less_than_or_equal_to():
+    p = _plan(f"{EVALUATED} If accuracy is less than or equal to 0.8, send 'low'.")
+    assert _cond(of_kind(p, "notify")[0]) == ("accuracy", "<=", 0.8, False)
+
+
+@pytest.mark.parametrize("said", ["go with the one that has the best F1", "choose the k that gives the best F1",
+                                  "whichever gets the top F1 is kept", "then take the F1 winner"])
+def test_a_pick_in_other_words(said):
+    p = _plan(f"Load c.csv, split 20% off, train a knn for churn with k 3, 5 and 9, and {said}.")
+    (s,) = of_kind(p, "select_best")
+    assert s.params["metric"] == "f1"
+
+
+@pytest.mark.parametrize("said, epochs, op", [
+    ("; keep training it an epoch at a time while val loss is above 0.3, 8 rounds at most", 1, "<="),
+    (" for up to 8 rounds of 2 epochs each, stopping early once validation loss is below 0.3", 2, "<"),
+    (", continuing in one-epoch rounds until the validation loss is 0.3 or lower; give up after 8 rounds", 1, "<="),
+    (" epoch by epoch until val loss < 0.3, with a hard limit of 8 epochs", 1, "<"),
+])
+def test_a_loop_in_other_words(said, epochs, op):
+    p = _plan(f"Load c.csv, split 20% off and train a logistic regression for churn{said}.")
+    (s,) = of_kind(p, "train_model")
+    assert (s.params["epochs"], s.loop.until_op, s.loop.until_value, s.loop.max_iterations) == (epochs, op, 0.3, 8)
+
+
+def test_a_loop_bound_in_the_next_sentence_must_open_it():
+    with pytest.raises(PlanRefused, match="no bound"):
+        _plan("Load c.csv, split 20% off and train a logistic regression for churn until the validation loss is 0.3 or "
+              "lower. Then write the scores to out/s.csv and give up after 8 rounds.")

@@ -165,6 +165,11 @@ def _loops(t: Text, lo: int, hi: int, si: int) -> list[Cue]:
             op = L.NEGATED_OPS[op]
         t.mark(t.tokens[toks[0].i:end], "loop")
         bound = next(t.finditer(L.BOUND, lo, hi, free_only=True), None)
+        if bound is None:     # ("... until the loss is 0.3 or lower; give up after 8 rounds."): the bound opening the next sentence
+            nxt = next(((a, b) for a, b in sentences(t) if a >= hi), None)
+            bound = t.match_at(L.BOUND, nxt[0], nxt[1]) if nxt is not None else None
+            if bound is not None and any(x.used for x in bound[1]):
+                bound = None
         if bound is None:
             raise PlanRefused([f"the loop {t.span_text(t.tokens[toks[0].i:end])!r} has no bound; "
                                "say 'at most N times'"], "unbounded")
@@ -230,6 +235,13 @@ def _conditions(t: Text, lo: int, hi: int, si: int, earlier: list[Cue]) -> list[
         if named is not None:
             metric, end = metric_of(named[0].group("m2")), named[1][-1].i + 1
         out.append(_cond(t, si, toks[0].i, end, metric, _reach(op, metric), value, m.group(0)))
+    # "If we get 80% accuracy or more": the writer as the subject
+    for m, toks in t.finditer(rf"\b{L.IF_CUE}\s+we\s+(?:get|reach|hit|achieve|see)\s+(?:an?\s+)?(?P<v>NUM\d+|PCT\d+)\s+(?P<m>{L.METRIC_RX})\s+or\s+"
+                              r"(?P<d>better|more|higher|above|worse|less|lower|below)\b", lo, hi, free_only=True):
+        metric = metric_of(m.group("m"))
+        up = m.group("d") in ("more", "higher", "above") or (m.group("d") == "better") != (metric in L.LOWER_IS_BETTER)
+        out.append(_cond(t, si, toks[0].i, toks[-1].i + 1, metric, ">=" if up else "<=",
+                         number(float(t.literal(m.group("v")).value())), m.group(0)))
     # "provided it scores an AUC of at least 0.75", "if it gets 0.95 accuracy or better": the metric
     # named after the verb, before or after its threshold
     for m, toks in t.finditer(rf"\b{L.IF_CUE}\s+(?:it|they|the\s+(?:model|classifier|job|run|winner|better(?:\s+one|\s+of\s+the\s+(?:two|pair|NUM\d+))?"
@@ -252,8 +264,8 @@ def _conditions(t: Text, lo: int, hi: int, si: int, earlier: list[Cue]) -> list[
             out.append(_cond(t, si, toks[0].i, end, metric, _reach(op, metric), value, m.group(0)))
     # "If the search ends above 0.8 AUC", "if it finishes under 3.1 val loss": how a run ended, its
     # threshold before the metric
-    for m, toks in t.finditer(rf"\b{L.IF_CUE}\s+(?:it|they|the\s+(?:model|search|tuning|sweep|run|job|winner|training|classifier))\s+"
-                              r"(?:ends?(?:\s+up)?|ended(?:\s+up)?|finish(?:es|ed)?|comes?\s+out|came\s+out|lands?)\s+"
+    for m, toks in t.finditer(rf"\b{L.IF_CUE}\s+(?:it|they|we|the\s+(?:model|search|tuning|sweep|run|job|winner|training|classifier))\s+"
+                              r"(?:ends?(?:\s+up)?|ended(?:\s+up)?|finish(?:es|ed)?|comes?\s+out|came\s+out|lands?|gets?|scores?|achieves?)\s+"
                               rf"(?P<c>above|over|below|under|at\s+least|at\s+most)\s+(?P<v>NUM\d+|PCT\d+)\s+(?:of\s+)?(?P<m>{L.METRIC_RX})\b",
                               lo, hi, free_only=True):
         op = {"above": ">", "over": ">", "below": "<", "under": "<"}.get(m.group("c"), ">=" if "least" in m.group("c") else "<=")

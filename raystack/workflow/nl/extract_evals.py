@@ -35,6 +35,10 @@ def metric_param(param: str = "metric", with_mode: bool = False) -> Callable:
                     "metric")
         if with_mode:   # "take the lowest-RMSE one forward": the pick carried on to what follows
             consume(text, lo, hi, r"(?<=\bone\s)forward\b|(?<=\brun\s)forward\b|(?<=\bmodel\s)forward\b", "select_best")
+            # "whichever gets the top F1 is kept"; "take the F1 winner"
+            consume(text, lo, hi, r"(?<=\s)(?:is|gets)\s+(?:kept|chosen|picked|selected|retained)\b|(?<=\s)winner\b", "select_best")
+        if m is None and with_mode:
+            m = _search(text, lo, hi, rf"\b(?P<m>{METRIC_RX})(?=\s+winner\b)", "metric", free=False)
         if m is None:   # "; highest-AUC run → ...": the selection's own words name the metric
             m = _search(text, lo, hi, HYPHENED_BEST, "metric", free=False)
         if m is None:   # "compare their f1", "compare auc"

@@ -69,14 +69,18 @@ CMP_LEAD = (r"(?:(?:is|are|was|were|gets?|goes|go|rises?|climbs?|drops?|falls?|d
             r"|(?:is|are|gets?|goes|go|comes?)\s+down|to\s+a\s+value(?:\s+of)?)\s+)*"
             r"(?:(?:to|at|of)\s+(?=NUM|PCT))?")   # "exact match of 0.6 or better", "reaches 2.9 or less"
 COMPARISONS = [
-    (rf"{CMP_LEAD}(?:at\s+least|no\s+(?:less|lower|smaller)\s+than|not\s+below|not\s+(?:less|lower|smaller)\s+than|at\s+or\s+(?:above|over)|>=|≥)\s+(?P<v>{NUMV})", ">="),
-    (rf"{CMP_LEAD}(?:at\s+most|not\s+exceeding|no\s+(?:more|higher|greater)\s+than|not\s+above|not\s+(?:more|higher|greater)\s+than|at\s+or\s+(?:below|under)|<=|≤)\s+(?P<v>{NUMV})", "<="),
+    (rf"{CMP_LEAD}(?:at\s+least|no\s+(?:less|lower|smaller)\s+than|not\s+below|not\s+(?:less|lower|smaller)\s+than|at\s+or\s+(?:above|over)|>=|≥"
+     rf"|(?:greater|more|higher|bigger)\s+than\s+or\s+equal\s+to)\s+(?P<v>{NUMV})", ">="),
+    (rf"{CMP_LEAD}(?:at\s+most|not\s+exceeding|no\s+(?:more|higher|greater)\s+than|not\s+above|not\s+(?:more|higher|greater)\s+than|at\s+or\s+(?:below|under)|<=|≤"
+     rf"|(?:less|lower|smaller|fewer)\s+than\s+or\s+equal\s+to)\s+(?P<v>{NUMV})", "<="),
+    # "no worse than 0.8": at least as good, by the metric's direction
+    (rf"{CMP_LEAD}(?:no|not)\s+worse\s+than\s+(?P<v>{NUMV})", "reach"),
     (rf"{CMP_LEAD}(?P<v>{NUMV})\s+or\s+(?:higher|more|above|better|greater|over)", ">="),
     (rf"{CMP_LEAD}(?P<v>{NUMV})\s*\+(?!\s*(?:NUM|PCT|FILE))", ">="),     # "AUC 0.75+ → export"
     (rf"{CMP_LEAD}(?P<v>{NUMV})\s+or\s+(?:lower|less|below|under|worse)", "<="),
-    (rf"{CMP_LEAD}(?:above|over|greater\s+than|more\s+than|higher\s+than|better\s+than|in\s+excess\s+of|>)\s+(?P<v>{NUMV})", ">"),
+    (rf"{CMP_LEAD}(?:above|over|greater\s+than|more\s+than|higher\s+than|better\s+than|in\s+excess\s+of|north\s+of|upwards\s+of|>)\s+(?P<v>{NUMV})", ">"),
     (rf"{CMP_LEAD}(?:exceeds?|exceeding|exceeded|beats?|beating|tops|surpass(?:es|ed)?|clears?|outperforms?)\s+(?P<v>{NUMV})", ">"),
-    (rf"{CMP_LEAD}(?:below|under|less\s+than|lower\s+than|worse\s+than|beneath|<)\s+(?P<v>{NUMV})", "<"),
+    (rf"{CMP_LEAD}(?:below|under|less\s+than|lower\s+than|worse\s+than|beneath|south\s+of|<)\s+(?P<v>{NUMV})", "<"),
     (rf"{CMP_LEAD}(?:reach(?:es|ed)?|hits?|gets\s+to|achieves?|attains?|is\s+up\s+to|makes\s+it\s+to)\s+(?P<v>{NUMV})", "reach"),
     (rf"(?:is|equals?|==)\s+(?:exactly\s+)?(?P<v>{NUMV})", "=="),
 ]
@@ -116,7 +120,7 @@ ELSE_DIRECTION = (r"(?:if|when|should)\s+(?:it|that|they|the\s+\w+|it\s*'s|that\
                   r"(?:\s+than\s+(?:that|this|it))?(?=\s*[,;:]|\s*->|\s*→|\s+(?:then\s+|just\s+)?(?:send|notify|post|ping|alert|email|message|"
                   r"write|save|export|deploy|serve|plot|retrain|report|produce|generate)\b)"
                   r"(?:\s*,\s*(?:i|we)\s*'d\s+rather(?:\s+just)?(?:\s+(?:get|have|see|receive))?)?")
-UNTIL_CUE = (r"(?:(?:continu(?:e|ing)\s+|keep\s+going\s+|repeated\s+|repeating\s+|repeat\s+)?until|till|stopping\s+(?:once|when|as\s+soon\s+as)|stop\s+(?:once|when|as\s+soon\s+as)"
+UNTIL_CUE = (r"(?:(?:continu(?:e|ing)\s+|keep\s+going\s+|repeated\s+|repeating\s+|repeat\s+)?until|till|stop(?:ping)?(?:\s+early)?\s+(?:once|when|as\s+soon\s+as)"
              rf"|stop(?:ping)?\s+at(?=\s+(?:the\s+|an?\s+)?(?:val(?:idation)?\s+)?(?:{METRIC_RX})\b)"   # "stop at auc >= 0.75"
              r"|(?:and\s+)?stop\s+(?:training\s+)?(?:once|when))")
 # "repeat while the val loss > 3.2": a loop that stops on the opposite comparison
@@ -142,7 +146,7 @@ BOUND = (r"(?:(?:but\s+|and\s+)?(?:for\s+)?(?:at\s+most|up\s+to|no\s+more\s+than
          r"(?:\s*,?\s*whichever\s+(?:comes\s+|happens\s+|is\s+)?(?:first|sooner|earlier))?"
          r"|(?P<n6>NUM\d+)\s*-?\s*(?:rounds?|iterations?|passes|pass|tries|attempts?|runs?)\s+(?:cap|limit|max(?:imum)?|ceiling)"
          # "with a hard stop at 8 rounds", "max_rounds=8"
-         r"|(?:with\s+)?(?:a\s+)?hard\s+(?:stop|cap|limit)\s+(?:at|of|after)\s+(?P<n8>NUM\d+)\s+(?:rounds|iterations|passes|runs|chunks|cycles)"
+         r"|(?:with\s+)?(?:a\s+)?hard\s+(?:stop|cap|limit)\s+(?:at|of|after)\s+(?P<n8>NUM\d+)\s+(?:rounds|iterations|passes|runs|chunks|cycles|epochs)"
          r"|\bmax_(?:rounds|iterations|iters)\s*[=:]\s*(?P<n9>NUM\d+)"
          # "with four rounds as the ceiling"
          r"|(?:with\s+)?(?P<n10>NUM\d+)\s+(?:rounds|iterations|passes|runs|chunks|cycles)\s+(?:as|is|being)\s+the\s+(?:hard\s+|upper\s+|absolute\s+)?(?:ceiling|cap|limit|maximum|max|most(?:\s+allowed)?)"   # "ten rounds is the limit"
@@ -157,9 +161,11 @@ BOUND = (r"(?:(?:but\s+|and\s+)?(?:for\s+)?(?:at\s+most|up\s+to|no\s+more\s+than
 # testing" in a sentence with a loop is the split's
 LOOP_WORDS = (r"\b(?:keep(?:s|ing)?\s+(?:on\s+)?(?:training|running|fitting|iterating|repeating|going)|repeat(?:ing|edly)?|"
               r"(?:keep|keeps|keeping)(?=\s+(?:on|it\s+up|at\s+it|until|till|while|up)\b|\s+[\w-]*ing\b|\s*[,.;:]|\s*$)|again|iterat\w*|loop|loops|looping|re-?run\w*|rounds?|runs|at\s+a\s+time|"
-              r"each\s+round|per\s+round|going|at\s+it|(?:round|epoch|pass)\s+(?:by|after)\s+(?:round|epoch|pass)|passes|chunks|cycles)\b")
+              r"each\s+round|per\s+round|going|at\s+it|(?:round|epoch|pass)\s+(?:by|after)\s+(?:round|epoch|pass)|passes|chunks|cycles"
+              r"|continu(?:e|es|ing)(?=\s+(?:in|with|for)\s))\b")   # ("continuing in one-epoch rounds until ...")
 ROUND_WORDS = r"\b(?:per|each|a)\s+(?:round|pass|chunk|cycle|iteration|block)\b|\bin\s+(?:chunks|blocks|batches|stints)\s+of\b"   # ("in blocks of 400 steps")
 PER_ROUND = {r"\bepoch\s+(?:by|after)\s+epoch\b|\b(?:a\s+)?single\s+epoch\b(?:\s+(?:at\s+a\s+time|(?:per|each|a)\s+(?:iteration|round|pass)))?"
+             r"|\b(?:an|one|NUM\d+)\s+epochs?(?=\s+at\s+a\s+time\b)"
              # "one epoch per round", "an epoch each iteration"
              r"|\b(?:an|NUM\d+)\s+epochs?\s+(?:per|each|a|every)\s+(?:iteration|round|pass|time)\b"
              # "in two-epoch increments", "in 3-epoch steps"

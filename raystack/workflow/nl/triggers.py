@@ -541,8 +541,10 @@ TRIGGERS: list[tuple[str, str]] = [
                     rf"bring\s+forward)\s+the\s+"
                     rf"(?=(?:lower|lowest|higher|highest|smaller|smallest|larger|largest|better|best|top|min|max)-(?:{METRIC_RX})\s+(?:one|model|run|classifier|candidate)\b)"),
     # ("carry forward whichever finishes on the smallest validation loss")
-    ("select_best", r"\b(?:select|pick|choose|keep|take|use|carry\s+forward|take\s+forward|go\s+forward\s+with)\s+(?:whichever|the\s+(?:one|run|model|version|candidate))\s+"
-                    r"(?:one\s+)?(?:has|scores|gets|is|with|ends|finishes(?:\s+(?:on|with))?|ends\s+up\s+(?:on|with))\s+"
+    # ("go with the one that has the best F1", "choose the k that gives the best F1")
+    ("select_best", r"\b(?:select|pick|choose|keep|take|use|carry\s+forward|take\s+forward|go\s+forward\s+with|go\s+with)\s+(?:whichever|the\s+(?:one|run|model|version|candidate)"
+                    r"|the\s+(?:k|lr|learning\s+rate|value|setting|configuration|config|epochs?)(?=\s+(?:that|which)\s))\s+"
+                    r"(?:one\s+)?(?:(?:that|which)\s+)?(?:has|scores|gets|is|with|ends|finishes(?:\s+(?:on|with))?|ends\s+up\s+(?:on|with)|gives|yields|produces)\s+"
                     r"(?:the\s+|with\s+the\s+)?(?:higher|highest|best|better|greater|top|lower|lowest|smaller|smallest)\b"),
     ("select_best", r"\b(?:(?:keep|pick|choose|select|take|use|go\s+with|go\s+forward\s+with|carry\s+on\s+with|proceed\s+with|"
                     r"retain|promote)\s+)?(?:whichever|the\s+(?:more|most)\s+(?:accurate|precise)|"
@@ -567,6 +569,8 @@ TRIGGERS: list[tuple[str, str]] = [
                     rf"(?P<sk>{METRIC_RX})\s+(?=(?:gets|is)\s+(?:deployed|exported|served|pushed|put\s+live|saved)\b)"),
     ("select_best", rf"\b(?:the\s+)?(?:best|top|winner|winning|strongest|better)(?:\s+(?:one|model|classifier|result|of\s+them))?"
                     rf"(?P<sk>\s+(?:by|on|in\s+terms\s+of)\s+[\w-]+(?:\s+[\w-]+)?)?{AUX}\s+(?:kept|selected|chosen|picked|retained)\b"),
+    # "take the F1 winner"
+    ("select_best", rf"\b(?:take|keep|pick|use|go\s+with|choose)\s+the\s+(?=(?:{METRIC_RX})\s+winner\b)"),
     ("tune", r"(?<![\w-])hpo(?![\w-])(?:\s+(?:sweep|search|run|job))?"),    # hyperparameter optimisation, as practitioners write it
     ("tune", r"\b(?:hunt|hunting|look|looking|search|searching|scan|scanning)\s+for\s+(?:the\s+)?(?:best|optimal|right|ideal)\s+"
              r"(?=k\b|lr\b|learning\s+rate|epochs?\b|batch\s+size|neighbou?rs\b|number\s+of\s+neighbou?rs)"),   # "hunt for the best k"
