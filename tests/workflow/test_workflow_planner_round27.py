@@ -616,3 +616,15 @@ def test_a_loop_bound_in_the_next_sentence_must_open_it():
     with pytest.raises(PlanRefused, match="no bound"):
         _plan("Load c.csv, split 20% off and train a logistic regression for churn until the validation loss is 0.3 or "
               "lower. Then write the scores to out/s.csv and give up after 8 rounds.")
+
+
+@pytest.mark.parametrize("share", ["25 per cent", "twenty-five per cent"])
+def test_per_cent_in_two_words(share):
+    p = _plan(f"Load s.csv, hold back {share} as a test set and train a logistic regression for y.")
+    assert of_kind(p, "split_data")[0].params["test_fraction"] == 0.25
+
+
+def test_normalised_to_unit_variance_is_a_z_score():
+    p = _plan("Load s.csv, normalise price and qty to unit variance and write it to out/x.csv.")
+    (s,) = of_kind(p, "normalize")
+    assert s.params["columns"] == ["price", "qty"] and s.params.get("method", "zscore") == "zscore"

@@ -183,6 +183,10 @@ def _unit_scale(text: Text, lo: int, hi: int) -> bool:
         if _num(text, m.group("z")) == 0 and (m.group("u") is None or _num(text, m.group("u")) == 1):
             text.mark(toks, "method")
             return True
+    # "normalise price and qty to unit variance": the z-score's spread said alone
+    for _, toks in text.finditer(r"\b(?:to|with)\s+unit\s+(?:variance|std|standard\s+deviation)\b", lo, hi, free_only=True):
+        text.mark(toks, "method")
+        return True
     return False
 
 

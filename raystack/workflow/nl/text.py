@@ -251,6 +251,13 @@ def _merge_numbers(tokens: list[Token]) -> list[Token]:
                                  val=float(tok.value()) / 100.0))
                 i += 1
                 continue
+            # ("25 per cent", British spelling in two words)
+            if after is not None and after.low == "per" and i + 1 < len(tokens) and tokens[i + 1].low == "cent":
+                nxt = tokens[i + 1]
+                out.append(Token(0, tok.text + " per " + nxt.text, "pct", tok.start, nxt.end,
+                                 val=float(tok.value()) / 100.0))
+                i += 2
+                continue
             out.append(tok)
             continue
         out.append(tok)
