@@ -628,3 +628,39 @@ def test_normalised_to_unit_variance_is_a_z_score():
     p = _plan("Load s.csv, normalise price and qty to unit variance and write it to out/x.csv.")
     (s,) = of_kind(p, "normalize")
     assert s.params["columns"] == ["price", "qty"] and s.params.get("method", "zscore") == "zscore"
+
+
+# -- set 18's first pass ---------------------------------------------------------------------------
+@pytest.mark.parametrize("handler, exit", [("On success: 'model evaluated'", "success"), ("on failure: 'run failed'", "failure"),
+                                           ("if anything fails: 'run failed'", "failure")])
+def test_a_message_alone_after_a_handlers_colon(handler, exit):
+    p = _plan(f"Clue LM\ntiny-20m, EDiT pretrain, 500 steps -> plot val_loss -> export to ./ckpt/clue-lm\n{handler}")
+    (n,) = of_kind(p, "notify")
+    assert n.exit == exit
+
+
+def test_a_quoted_text_after_another_colon_is_no_message():
+    with pytest.raises(PlanRefused):
+        _plan("Load a.csv, split 20% off and train a logistic regression for y. Note: 'it is a test'.")
+
+
+def test_tune_linear_for_a_target():
+    p = _plan("f.parquet -> 70/30 -> tune linear for intake_kg: lr ∈ {0.0003, 0.003, 0.03}, 6 trials, ASHA, min RMSE")
+    (s,) = [x for x in p.ir.steps if x.tune]
+    assert (s.params["model"], s.params["target"]) == ("linear", "intake_kg")
+
+
+@pytest.mark.parametrize("said", ["g.csv -> column stats -> mean-impute, but only if >5% of values missing -> 70/30 -> "
+                                  "nearest-centroid, label germinated -> eval",
+                                  "g.csv -> stats -> mean-impute only if more than 5% of values are missing -> 70/30 -> "
+                                  "nearest-centroid, label germinated -> eval",
+                                  "Load g.csv, compute stats, mean-impute, but only if more than 5% of values are missing, then "
+                                  "split 70/30 and train a nearest centroid model for germinated.",
+                                  "Load g.csv and compute stats; if more than 5% of values are missing, mean-impute it, and then "
+                                  "split 70/30 and train a nearest centroid model for germinated."])
+def test_a_share_of_gaps_guards_the_fill_only(said):
+    """The condition guarded the split, the training and the evaluation after the fill instead of
+    (or besides) the fill (silently wrong)."""
+    p = _plan(said)
+    assert _cond(of_kind(p, "impute")[0]) == ("missing_fraction", ">", 0.05, False)
+    assert not of_kind(p, "split_data")[0].when and not of_kind(p, "train_model")[0].when

@@ -174,6 +174,12 @@ def _apply_cues(t: Text, actions: list[Action], cues: list[Cue]) -> None:
                 targets = nxt     # opening its item ("→ stats → missing > 1%? then ...") guards the step after it
             if not targets:
                 raise PlanRefused(["a condition with no step to guard"])
+            if c.data["metric"] == "missing_fraction" and else_at is None:
+                # "if more than 5% of values are missing, mean-impute, then split and train": the
+                # share of gaps guards the fix for them (and a message or report on them), never the
+                # steps after it, which it conditioned too (silently wrong)
+                cut = next((k for k, a in enumerate(targets) if a.entry not in GAP_STEPS), len(targets))
+                targets = targets[:cut] or targets[:1]
             cond = Cond("", c.data["metric"], c.data["op"], c.data["value"])
             if c.data.get("held_out"):
                 held_out.add(id(cond))
@@ -360,19 +366,27 @@ def _retried_kind(t: Text, c: Cue) -> str | None:
 CONJUNCTIONS = {"and", "then", "but", "so", "or"}
 
 
+# the steps a condition on the share of missing values may guard: a fix for the gaps, and what is said of them
+GAP_STEPS = ("impute", "clean_data", "dedup", "notify", "save_report", "stats")
+
+
 def _postposed(t: Text, c: Cue) -> bool:
     """A condition written after its step's words with nothing between ("retrain it if accuracy
     is under 0.8") and closed by the sentence's end or by ', and' / ', then' before the next
     step: it guards the step before it, not the one coordinated after it."""
-    if c.lo == 0 or t.tokens[c.lo - 1].kind == "punct" or t.tokens[c.lo - 1].low in CONJUNCTIONS:
-        return False
     k = c.lo
     while k < c.hi - 1 and t.tokens[k].low in ("but", "only"):    # "impute it only if ..., then train"
         k += 1
+    # ("mean-impute, but only if >5% of values are missing, then ...": "only" after its comma looks back)
+    only = any(x.low == "only" for x in t.tokens[c.lo:k])
+    before = t.tokens[c.lo - 1] if c.lo else None
+    if before is None or (before.kind == "punct" and not (before.text == "," and only)) or before.low in CONJUNCTIONS:
+        return False
     if t.tokens[k].low not in ("if", "when", "whenever", "provided", "unless", "should"):
         return False
     j = c.hi
-    if j >= len(t.tokens) or t.tokens[j].text in (".", ";", "!"):
+    # (an arrow closes it too: "g.csv -> mean-impute only if ... -> 70/30 -> ...")
+    if j >= len(t.tokens) or t.tokens[j].text in (".", ";", "!", *ARROWS):
         return True
     return t.tokens[j].text == "," and j + 1 < len(t.tokens) and t.tokens[j + 1].low in ("and", "then")
 

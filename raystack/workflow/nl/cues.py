@@ -30,7 +30,8 @@ _OF_VALUES = r"(?:of\s+(?:the\s+|its\s+|their\s+)?(?:values?|rows?|cells?|entrie
 # each with the comparison ``cmp`` and the share ``v``
 MISSING = [
     # ("if those show more than 2% of the cells are empty": what the statistics found)
-    rf"\b(?:if|when|only\s+if|provided)\s+(?:(?:those|these|they|it|the\s+(?:stats|statistics|numbers))\s+(?:show|shows|say|says|find|finds|reveal|reveals)\s+(?:that\s+)?)?(?P<cmp>{_MISSING_CMP})\s+(?P<v>PCT\d+)\s+{_OF_VALUES}(?:are|is|turns?\s+out\s+to\s+be)\s+(?:missing|empty|blank)\b",
+    # ("..., but only if >5% of values missing": the verb left out)
+    rf"\b(?:(?:but\s+)?only\s+if|if|when|provided)\s+(?:(?:those|these|they|it|the\s+(?:stats|statistics|numbers))\s+(?:show|shows|say|says|find|finds|reveal|reveals)\s+(?:that\s+)?)?(?P<cmp>{_MISSING_CMP})\s*(?P<v>PCT\d+)\s+{_OF_VALUES}(?:(?:are|is|turns?\s+out\s+to\s+be)\s+)?(?:missing|empty|blank)\b",
     # "should over 10% of values be missing"
     rf"\bshould\s+(?P<cmp>{_MISSING_CMP})\s+(?P<v>PCT\d+)\s+{_OF_VALUES}(?:be|turn\s+out\s+to\s+be|come\s+back)\s+(?:missing|empty|blank)\b",
     # "Is over 5% of the data missing?"

@@ -439,6 +439,7 @@ _PREDICTED = (rf"(?!(?:{'|'.join(sorted(NOT_TARGETS))}|{metrics_rx(k for k in ME
 # ..." ("predicting finish times", two words, stays the model's purpose)
 TARGET_WORD = (rf"\b(?:predicting|to\s+predict|that\s+predicts|which\s+predicts|forecasting|to\s+forecast)\s+(?P<e>{_PREDICTED})"
                + _CLAUSE_END + rf"|(?:(?<=regression\s)|(?<=regressor\s)|(?<=model\s)|(?<=classifier\s)|(?<=knn\s)|(?<=regressions\s)"
+               rf"|(?<=\blinear\s)|(?<=\blogistic\s)|(?<=\bcentroid\s)"   # ("tune linear for intake_kg")
                rf"|(?<=regressors\s)|(?<=models\s)|(?<=classifiers\s))for\s+(?P<f>{_COLUMN})"   # ("kNN classifiers for water_claim")
                + _CLAUSE_END + rf"|\b(?:target|label)\s+(?P<g>{_COLUMN})" + _CLAUSE_END
                # "a days_to_sale regression": a column written as a name before the model's noun (never

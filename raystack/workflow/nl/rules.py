@@ -217,6 +217,9 @@ class RulePlanner:
                 if entry in TRANSFORMED and (re.match(r"(?:un|non)-", toks[0].low) or (
                         toks[0].i and t.tokens[toks[0].i - 1].low in ("not", "non", "un"))):
                     continue  # "the un-normalized table": the table before the step, not the step
+                if entry == "notify" and re.fullmatch(r"QUOTE\d+", m.group(0)) and not (
+                        toks[0].i >= 2 and t.tokens[toks[0].i - 2].used in ("exit", "condition", "otherwise")):
+                    continue  # a quoted text after a colon is a message only after a handler's or condition's cue
                 if entry == "train_model" and VERBLESS_MODEL.match(m.group(0)) and any(
                         b.entry in ("train_model", "tune") and b.lo <= toks[0].i < b.trig_end for b in found):
                     continue  # a model word inside another training phrase ("train a logistic model")

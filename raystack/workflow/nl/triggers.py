@@ -363,6 +363,8 @@ TRIGGERS: list[tuple[str, str]] = [
     # "report" a verb, not the noun of "save a report with its statistics"
     ("stats", rf"\b(?:compute|calculate|get|produce|(?<!\ba )(?<!\bthe )report|show|print|collect|gather|derive|generate|run)\s+{skip(2)}"
               r"(?:summary\s+|descriptive\s+|basic\s+|column\s+|some\s+)?(?:statistics|stats)\b"),
+    # "-> column stats ->": the statistics as an arrow chain's stage
+    ("stats", rf"{AFTER_ARROW}(?:column|summary|descriptive|basic)\s+(?:stats|statistics)(?=\s*(?:{ARROW}|$|[,;.]))"),
     ("stats", passive(r"(?:summary\s+|descriptive\s+|basic\s+)?(?:statistics|stats)|(?:a\s+|the\s+)?(?:data\s+)?profile",
                       r"computed|calculated|produced|generated|collected|gathered|derived|reported|run")),
     ("stats", rf"\b(?:describe|summari[sz]e)(?!rs?\b)\w*\b(?:\s+{skip(3)}with\s+(?:summary\s+)?(?:statistics|stats))?|\b(?:summary|descriptive)\s+(?:statistics|stats)\b"
@@ -641,6 +643,9 @@ TRIGGERS: list[tuple[str, str]] = [
                r"(?![^.;,]*\bas\s+(?:a\s+|an\s+)?(?:message|note|notification|alert|text|ping)\b)"),   # (that is "sent as a message")
     ("notify", r"(?:(?:\b(?:a|an|the)\s+)?QUOTE\d+(?:\s+(?:notification|message|alert|note|e-?mail))?|\b(?:a|an|the)\s+(?:notification|message|alert|note|e-?mail))\s+(?:is|gets|will\s+be|should\s+be|(?:is|are)\s+to\s+be|must\s+be)\s+sent\b(?:\s+instead\b)?"
                r"|QUOTE\d+\s+(?:goes|go|is\s+sent|gets\s+sent|should\s+go)\s+out(?:\s+as\s+(?:a\s+|an\s+)?(?:notification|message|alert|note|e-?mail))?"),
+    # "On success: 'x'", "if anything fails: 'x'": a message alone after a handler's or a condition's
+    # colon (rules.RulePlanner keeps it only there)
+    ("notify", r"(?<=:\s)QUOTE\d+(?=\s*(?:[.;!]|$))"),
     # "visits per page", "one row for each message": a grouping key, not a notification
     # "tell me the average amount per region": a figure asked for, not a notification
     # ("deploy it as pit-alert": a hyphenated name holds no notification)
