@@ -664,3 +664,19 @@ def test_a_share_of_gaps_guards_the_fill_only(said):
     p = _plan(said)
     assert _cond(of_kind(p, "impute")[0]) == ("missing_fraction", ">", 0.05, False)
     assert not of_kind(p, "split_data")[0].when and not of_kind(p, "train_model")[0].when
+
+
+def test_the_base_whose_final_validation_loss_is_smaller():
+    p = _plan("Pretrain both tiny-1m and tiny-20m with EDiT, 600 steps apiece, and keep the base whose final validation loss is "
+              "smaller. On that base, train mLoRA adapters named gallery-tours and access-info.")
+    (s,) = of_kind(p, "select_best")
+    assert (s.params["metric"], s.params["mode"]) == ("val_loss", "min")
+
+
+def test_a_formal_passive_pick_split_and_completion():
+    p = _plan("The data in leaf_lots.csv is median-imputed and a 25% test share is reserved. Linear regression on moisture_pct "
+              "is trained separately with 10, 20 and 40 epochs, and the run whose RMSE is smallest is selected. It is exported "
+              "to ./models/leaf-moisture. The scratch directory is cleared on completion in every case.")
+    assert kinds(p) == ["load_data", "impute", "split_data", "train_model", "select_best", "export_model", "cleanup"]
+    assert of_kind(p, "split_data")[0].params["test_fraction"] == 0.25
+    assert of_kind(p, "select_best")[0].params["metric"] == "rmse"

@@ -221,6 +221,10 @@ def split_data(text: Text, lo: int, hi: int, f: Found) -> None:
     consume(text, lo, hi, r"(?<=PCT\d\s)to\s+test\s+(?:on|with)\b|(?<=PCT\d\d\s)to\s+test\s+(?:on|with)\b", "split")   # "hold out 25% to test with"
     # "keep 25% back as the test portion"
     consume(text, lo, hi, r"\bas\s+(?:the\s+|a\s+|our\s+)?(?:test|testing|holdout|hold-out|validation)\s+(?:portion|part|set|split|share|slice)\b", "split")
+    # "a 25% test share is reserved", "the holdout set is kept back": the split said in the passive
+    consume(text, lo, hi, r"(?:(?<=share\s)|(?<=set\s)|(?<=portion\s)|(?<=split\s)|(?<=slice\s)|(?<=part\s))"
+                          r"(?:is|gets|should\s+be|will\s+be|is\s+to\s+be)\s+(?:reserved|held\s+(?:out|back)|set\s+aside|kept\s+(?:back|aside)|withheld)\b",
+            "split")
     consume(text, lo, hi, r"\b(?:into\s+)?(?:(?:a|the)\s+)?(?:training|train)\s+(?:and|/)\s+(?:test(?:ing)?|validation|eval)"
                           r"(?:\s+(?:sets?|splits?|portions?|parts?|data))?|\b(?:ratio|proportion)\b", "split")
     m = _search(text, lo, hi, r"(?P<r>RATIO\d+)", "ratio")

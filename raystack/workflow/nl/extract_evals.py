@@ -29,7 +29,7 @@ def metric_param(param: str = "metric", with_mode: bool = False) -> Callable:
                                   rf"(?P<m>{METRIC_RX})\b"
                                   # "the lowest-RMSE one", "whose validation loss is lower", "ends lower on val loss"
                                   rf"|{HYPHENED_BEST}"
-                                  rf"|\bwhose\s+(?P<m3>{METRIC_RX})\s+(?:is|comes\s+out|ends\s+up|turns\s+out)\s+(?:the\s+)?"
+                                  rf"|\bwhose\s+(?:(?:final|last|resulting)\s+)?(?P<m3>{METRIC_RX})\s+(?:is|comes\s+out|ends\s+up|turns\s+out)\s+(?:the\s+)?"
                                   r"(?P<how3>lower|higher|smaller|larger|better|lowest|highest|smallest|largest|best)\b"
                                   rf"|\b(?P<how4>lower|higher|better)\s+on\s+(?:the\s+)?(?P<m4>{METRIC_RX})\b",
                     "metric")

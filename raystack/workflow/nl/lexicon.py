@@ -293,7 +293,7 @@ EXIT_CUES = [
      r"|no\s+matter\s+(?:the|what\s+the)\s+(?:outcome|result)(?:\s+is)?)\b", "always"),
 ]
 END_PHRASES = (r"\b(?:(?:when|once)\s+(?:it\s+is\s+|it\s*'s\s+|everything\s+is\s+)?(?:finished|complete|completed|done)|at\s+the\s+(?:very\s+)?end|when\s+(?:it|everything|the\s+(?:run|workflow|pipeline|job))\s+"
-               r"(?:finishes|is\s+(?:done|finished|over)|completes|ends|has\s+finished)|when\s+done|"
+               r"(?:finishes|is\s+(?:done|finished|over)|completes|ends|has\s+finished)|when\s+done|(?:on|upon|at)\s+completion|"
                # "notify 'x' when that's done", "once that's saved, ..."
                r"(?:when|once)\s+(?:that|this|it)\s*(?:'s|is|has)\s+(?:done|finished|been\s+done|saved|written|exported|been\s+saved)|"
                r"once\s+(?:it\s+is|it\s*'s|everything\s+is)\s+(?:done|finished)|when\s+the\s+run\s+ends|"

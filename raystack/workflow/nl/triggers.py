@@ -531,7 +531,7 @@ TRIGGERS: list[tuple[str, str]] = [
     ("select_best", rf"\b(?:keep|pick|choose|select|take|use|go\s+with|carry\s+on\s+with|continue\s+with|go\s+forward\s+with|"
                     rf"proceed\s+with|stick\s+with|retain)\s+(?:the\s+(?:one|base|model|run|checkpoint|candidate|classifier)|whichever(?:\s+(?:one|base|model|run))?)\s+"
                     # ("keep the base whose validation loss comes out smaller", "retain the one whose recall is highest")
-                    rf"(?:whose\s+(?=(?:{METRIC_RX})\s+(?:is|comes\s+out|ends\s+up|turns\s+out)\s+(?:the\s+)?"
+                    rf"(?:whose\s+(?=(?:(?:final|last|resulting)\s+)?(?:{METRIC_RX})\s+(?:is|comes\s+out|ends\s+up|turns\s+out)\s+(?:the\s+)?"
                     r"(?:lower|higher|smaller|larger|better|lowest|highest|smallest|largest|best)\b)"
                     rf"|ends?\s+(?:up\s+)?(?=(?:lower|higher|better)\s+on\s+(?:the\s+)?(?:{METRIC_RX})\b))"),
     # "; highest-AUC run → export ...": the selection said without a verb, as an item
@@ -571,6 +571,9 @@ TRIGGERS: list[tuple[str, str]] = [
                     rf"(?P<sk>{METRIC_RX})\s+(?=(?:gets|is)\s+(?:deployed|exported|served|pushed|put\s+live|saved)\b)"),
     ("select_best", rf"\b(?:the\s+)?(?:best|top|winner|winning|strongest|better)(?:\s+(?:one|model|classifier|result|of\s+them))?"
                     rf"(?P<sk>\s+(?:by|on|in\s+terms\s+of)\s+[\w-]+(?:\s+[\w-]+)?)?{AUX}\s+(?:kept|selected|chosen|picked|retained)\b"),
+    # "the run whose RMSE is smallest is selected": the pick in the passive
+    ("select_best", rf"\b(?:the\s+)?(?:run|one|model|candidate|classifier|base)\s+whose\s+(?:(?:final|last)\s+)?(?={METRIC_RX}\s+is\s+(?:the\s+)?"
+                    r"(?:smallest|lowest|highest|largest|best)\s+(?:is|gets)\s+(?:then\s+)?(?:selected|chosen|kept|picked|retained)\b)"),
     # "take the F1 winner"
     ("select_best", rf"\b(?:take|keep|pick|use|go\s+with|choose)\s+the\s+(?=(?:{METRIC_RX})\s+winner\b)"),
     ("tune", r"(?<![\w-])hpo(?![\w-])(?:\s+(?:sweep|search|run|job))?"),    # hyperparameter optimisation, as practitioners write it
