@@ -680,3 +680,28 @@ def test_a_formal_passive_pick_split_and_completion():
     assert kinds(p) == ["load_data", "impute", "split_data", "train_model", "select_best", "export_model", "cleanup"]
     assert of_kind(p, "split_data")[0].params["test_fraction"] == 0.25
     assert of_kind(p, "select_best")[0].params["metric"] == "rmse"
+
+
+# -- the formal passive ----------------------------------------------------------------------------
+@pytest.mark.parametrize("said, kinds_", [
+    ("loans.csv is loaded, duplicate loan records are removed and 25% of the loans are set apart for testing. A logistic "
+     "regression for late is trained.", ["load_data", "dedup", "split_data", "train_model"]),
+    ("The call survey records (calls.csv) contain duplicates, which are to be removed. A quarter is kept for testing and a "
+     "logistic regression for late is trained.", ["load_data", "dedup", "split_data", "train_model"]),
+    ("Frames with any missing value were discarded from traces.parquet and a quarter of the frames was reserved as a test "
+     "set. A logistic regression for stim is then trained.", ["load_data", "clean_data", "split_data", "train_model"]),
+    ("In calls.csv, gaps in no2 are to be replaced by that column's mean. Twenty per cent of the rows are withheld for "
+     "testing and a linear regression for o3 is trained.", ["load_data", "impute", "split_data", "train_model"]),
+])
+def test_steps_in_the_formal_passive(said, kinds_):
+    p = _plan(said)
+    assert sorted(kinds(p)) == sorted(kinds_)
+    assert kinds(p)[-2:] == ["split_data", "train_model"]
+
+
+def test_a_gap_fill_in_a_named_column_in_the_passive():
+    p = _plan("In calls.csv, gaps in no2 are to be replaced by that column's mean. Twenty per cent of the rows are withheld "
+              "for testing and a linear regression for o3 is trained.")
+    (s,) = of_kind(p, "impute")
+    assert (s.params["columns"], s.params["strategy"]) == (["no2"], "mean")
+    assert of_kind(p, "split_data")[0].params["test_fraction"] == 0.2

@@ -79,6 +79,9 @@ def impute(text: Text, lo: int, hi: int, f: Found) -> None:
     # ("the average of each column" names no column)
     m = _search(text, lo, hi, r"\b(?:in|of|for|from)\s+(?:the\s+)?(?!(?:FILE|NUM)\d)(?!(?:each|every|any|all|its|a|an|the|one|that|this)\b)"
                               r"(?P<c>[a-z_]\w*)\s+column\b", "impute")
+    if m is None:    # "gaps in no2_ppb are ...": one column-like name (an underscore or a digit) after the gaps and "in"
+        m = _search(text, lo, hi, r"(?:(?<=gaps\s)|(?<=blanks\s)|(?<=values\s)|(?<=nulls\s))in\s+(?:the\s+)?"
+                                  r"(?P<c>[a-z][a-z0-9]*(?:_[a-z0-9_]+|\d[a-z0-9_]*))\b(?:\s+column)?(?!\s*(?:,|and\b|&|or\b))", "columns")
     if m is None:    # "mean-fill no2_ppb": the column right after the verb, a name with an underscore
         m = _search(text, lo, hi, r"(?<=-fill\s)(?:the\s+)?(?P<c>[a-z][a-z0-9]*_[a-z0-9_]*)\b(?:\s+column\b)?", "columns")
     if m:
@@ -91,7 +94,7 @@ def impute(text: Text, lo: int, hi: int, f: Found) -> None:
     other = next(text.finditer(OTHER_FILLS, lo, hi), None)
     if other is not None:   # "fill missing prices with the previous value" filled them with the mean
         raise PlanRefused([f"{text.span_text(other[1])!r}: impute fills a gap with its column's mean, median or zero"])
-    m = _search(text, lo, hi, r"(?:(?:with|using|by)\s+|(?:→|->|=>|:?\s*=)\s*)(?:the\s+)?(?:column\s+|feature\s+|per-column\s+)?"
+    m = _search(text, lo, hi, r"(?:(?:with|using|by)\s+|(?:→|->|=>|:?\s*=)\s*)(?:the\s+|(?:that|this|its|each|the)\s+column\s*'s\s+)?(?:column\s+|feature\s+|per-column\s+)?"
                               r"(?P<s>means?|medians?|zeros?|averages?|NUM\d+)", "strategy")
     if m is None:    # "impute gaps (median)", "median imputation", "median-fill", "zero-fill", "zero out" (zero reads as a number)
         m = _search(text, lo, hi, r"\b(?P<s>means?|medians?|zeros?|averages?)\b|(?P<z>NUM\d+)(?=\s*-?\s*fill|\s+out\b)", "strategy")

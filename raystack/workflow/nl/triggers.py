@@ -53,13 +53,16 @@ def passive(objects: str, participles: str) -> str:
 
 
 DUPLICATES = (r"duplicat\w*(?:\s+(?:rows|records|entries|lines|[a-z]+s\b))?|dupes?|repeat(?:ed)?\s+(?:rows|records|entries|lines|[a-z]+s\b)"
+              r"|duplicate\s+[a-z]+\s+(?:rows|records|entries|lines)\b"      # "duplicate loan records"
               r"|double\s+entries|(?<=the\s)repeats")
 GAPS = (r"(?:missing|null|nan|empty|blank|na)\s*(?:values?|entries|cells|fields|data|readings|amounts)?"
         r"|gaps|blanks|holes|nulls|nans|missings")
 # words a removal of duplicates never passes over to reach them: "drop nulls and duplicates" is
 # two removals, the nulls' and the duplicates'
 GAP_WORDS = r"nulls?|nans?|missing|empty|blank|incomplete|na"
-BAD_ROWS = (r"(?:rows|records|entries|lines|anything|everything|any\s+row|any\s+record|every\s+row|every\s+record|each\s+row)\s+(?:with|containing|that\s+have|that\s+has)\s+(?:a\s+|an\s+|any\s+)?(?:blanks|nulls|nans|gaps|missing|null|nan|empty|blank|"
+BAD_ROWS = (r"(?:rows|records|entries|lines|anything|everything|any\s+row|any\s+record|every\s+row|every\s+record|each\s+row"
+            r"|frames|samples|observations|readings|measurements|cases|transactions)"     # ("Frames with any missing value were discarded")
+            r"\s+(?:with|containing|that\s+have|that\s+has)\s+(?:a\s+|an\s+|any\s+)?(?:blanks|nulls|nans|gaps|missing|null|nan|empty|blank|"
             r"incomplete|invalid)\s*(?:values?|entries|entry|fields?|cells?|data|readings?|measurements?)?|(?:incomplete|invalid|bad|broken|corrupt(?:ed)?|"
             r"malformed|junk|garbage|bogus|dirty|faulty|erroneous|unusable)\s+(?:rows|records|entries|lines)"
             # "rows where anything is missing": any value, not a named column's
@@ -168,6 +171,9 @@ TRIGGERS: list[tuple[str, str]] = [
               rf"exclude|excluding|ignore|ignoring|omit|omitting|skip|skipping|"
               rf"weed\s+out|take\s+out|cut|throw\s+(?:away|out)|throwing\s+(?:away|out)|toss|tossing|strip\s+out|strip\s+away)\s+{skip(2, GAP_WORDS)}(?:{DUPLICATES})"),
     ("dedup", passive(rf"(?:{DUPLICATES})(?:\s+(?:rows|records|entries|lines|[a-z]+s))?", REMOVED)),
+    # "... contain duplicates, which are to be removed"
+    ("dedup", rf"\b(?:contains?|has|have|holds?|includes?)\s+(?:some\s+|a\s+few\s+|many\s+)?duplicates\s*,\s*which\s+"
+              rf"(?:are|should\s+be|must\s+be|are\s+to\s+be|will\s+be)\s+(?:{REMOVED})\b"),
     # verbless, as list items and arrow steps write them: "- dupes out", "any row with a gap goes"
     # (opening their item: "keep rows with gaps out" is no removal of its own)
     ("dedup", rf"(?:{ITEM_OPEN}|(?<=[,;:)]\s))(?:the\s+|any\s+|all\s+)?(?:{DUPLICATES})\s+(?:out|gone|go|goes)\b"
@@ -184,6 +190,8 @@ TRIGGERS: list[tuple[str, str]] = [
     ("impute", r"\b(?:fill|fills|filling|plug|plugs|patch|patches)\s+(?:(?:them|those|these|it|the\s+gaps|the\s+holes)\s+)?(?:in\s+)?"
                r"(?=(?:with|using)\s+(?:the\s+)?(?:column\s+)?(?:means?|medians?|averages?|zeros?|NUM\d+)\b)"),
     ("impute", passive(rf"(?:the\s+)?(?:{GAPS})", r"filled(?:\s+in)?|imputed|replaced|patched|plugged")),
+    # "gaps in no2_ppb are to be replaced by that column's mean": the column between (read by the extractor)
+    ("impute", rf"\b(?:the\s+)?(?:{GAPS})\s+in\s+(?P<sk>(?:the\s+)?[a-z_][a-z0-9_]*(?:\s+column)?){AUX}\s+(?:filled(?:\s+in)?|imputed|replaced|patched|plugged)\b"),
     # "mean-fill no2_ppb", "median-fill the gaps": the fill said as one verb
     ("impute", r"\b(?:mean|median|average)-fill(?:s|ed|ing)?\b"),
     # "zero out the blanks" (zero reads as a number)
@@ -221,7 +229,9 @@ TRIGGERS: list[tuple[str, str]] = [
                           r"normali[sz]ed|standardi[sz]ed|scaled|rescaled|z-scored")),
     # "... -> 75/25 -> ...", "- 80/20" or "2. 80/20" as a list's item
     ("split_data", rf"(?:{ITEM_OPEN}|(?<=[,;:.)|]\s))RATIO\d+{ITEM_END}"),     # ("x.csv | zscore | 80/20 | kNN")
-    ("split_data", rf"\b(?:a\s+|the\s+)?PCT\d+(?:\s+of\s+(?:it|the\s+data|the\s+rows))?{AUX}\s+(?:held\s+(?:out|back|aside)|set\s+(?:aside|apart)|kept\s+(?:back|aside|apart)|put\s+aside|reserved)\b"),   # "a quarter is held out"
+    # "a quarter is held out", "25% of the loans are set apart for testing", "a quarter is kept for testing"
+    ("split_data", rf"\b(?:a\s+|the\s+)?PCT\d+(?:\s+of\s+(?:it|that|this|the\s+[a-z]+(?:\s+[a-z]+)?))?{AUX}\s+(?:held\s+(?:out|back|aside)|set\s+(?:aside|apart)|"
+                   r"kept\s+(?:back|aside|apart)|put\s+aside|reserved|withheld|kept(?=\s+(?:for|as)\s+(?:a\s+|the\s+)?(?:test|testing|evaluation|validation)))\b"),
     # "evaluate it on a held-out 20%", "on a 20% held-out set": a share held out is the split
     # "hold 20% out", "set a quarter aside": the share between the verb and its particle
     ("split_data", r"\b(?:hold|holds|holding|keep|keeps|keeping|set|sets|setting|put|putting|carve|carving|leave|leaving|lay|laying)\s+"
