@@ -705,3 +705,19 @@ def test_a_gap_fill_in_a_named_column_in_the_passive():
     (s,) = of_kind(p, "impute")
     assert (s.params["columns"], s.params["strategy"]) == (["no2"], "mean")
     assert of_kind(p, "split_data")[0].params["test_fraction"] == 0.2
+
+
+# -- outputs in other words ------------------------------------------------------------------------
+FIT = "Load c.csv, split 20% off and train a logistic regression for churn"
+
+
+@pytest.mark.parametrize("said, kind, param, value", [
+    (", then save the model under ./models/churn.", "export_model", "path", "./models/churn"),
+    (", then put the model behind an endpoint called churn-api.", "deploy_model", "name", "churn-api"),
+    (", then stand it up as a service named churn-api.", "deploy_model", "name", "churn-api"),
+    (", evaluate it, then shoot me a message saying churn done.", "notify", "message", "churn done"),
+    (", evaluate it, and drop a note in the channel: 'churn done'.", "notify", "message", "churn done"),
+])
+def test_an_output_in_other_words(said, kind, param, value):
+    p = _plan(f"{FIT}{said}")
+    assert of_kind(p, kind)[0].params[param] == value

@@ -502,7 +502,7 @@ TRIGGERS: list[tuple[str, str]] = [
                     r"|\b(?:write|save|output|produce|make)\s+(?:a\s+|the\s+)?(?:score\s+|scores\s+|results\s+|output\s+)?table\b(?!\s+(?:to|as|into|in|at)\s+FILE)"
                     r"|\b(?:a\s+|the\s+)?(?:score|scores|results?|summary|output)?\s*tables?\s+(?:of\s+(?:the\s+)?(?:scores|results|predictions)\s*)?"
                     r"(?:at|to|in|into|under)\s+(?P<g>FILE\d+)|\b(?:a\s+|the\s+)?tables?\s+of\s+(?:the\s+)?(?:scores|results|predictions)\b"),
-    ("export_model", rf"(?<!per )(?<!by )(?<!each )(?<!every )\b(?:export|exports|save|saves|write|writes|store|dump|serialize|persist)\w*\s+{skip(4)}(?:to|as|into|in|at|{ARROW})\s+(?P<f>FILE\d+)"
+    ("export_model", rf"(?<!per )(?<!by )(?<!each )(?<!every )\b(?:export|exports|save|saves|write|writes|store|dump|serialize|persist)\w*\s+{skip(4)}(?:to|as|into|in|at|under|{ARROW})\s+(?P<f>FILE\d+)"
                      rf"|\bexport\s+(?P<g>FILE\d+)(?=\s*(?:[.,;!:]|$|{ARROW}))"),    # "... -> export models/m.json"
     ("export_model", r"\b(?:export|exports|save|saves|serialize|persist)\s+(?:it|them|the\s+(?:model|winner|result|run|checkpoint))"
                      r"(?=\s+(?:afterwards|afterward|later|then|next|finally)\s+(?:to|into|as|at)\s+FILE\d+)"),   # "export it afterwards to ./m"
@@ -642,9 +642,15 @@ TRIGGERS: list[tuple[str, str]] = [
                      r"|(?:(?:the\s+)?(?:model|classifier|winner|it|they)\s+)(?:goes|going|should\s+go|will\s+go|is\s+to\s+go)\s+live"
                      # "switch it on as no-show-flag", "turn it on as x": put into service under a name
                      r"|(?:switch|turn)\s+(?:it|them|that|the\s+(?:winner|model|best\s+one))\s+on(?=\s+(?:as|under)\b))\b(?:\s+(?:to|into)\s+production)?"),
+    # "put the model behind an endpoint called churn-api", "stand it up as a service named churn-api"
+    ("deploy_model", r"\b(?:put|place|expose)\s+(?:it|them|the\s+(?:model|winner|classifier))\s+behind\s+(?:an?\s+|the\s+)?(?:endpoint|api|service)\b"
+                     r"|\bstand\s+(?:it|them|the\s+(?:model|winner|classifier))\s+up\s+as\s+(?:an?\s+)?(?:endpoint|api|service)\b"),
     ("notify", r"\b(?:raise|fire|trigger|issue|post)\s+(?:an?\s+|the\s+)?(?:alert|alarm|notification|warning)\b"),   # "raise an alert if ..."
     ("notify", r"\bsend\s+(?:me\s+|us\s+)?(?:a\s+|an\s+|the\s+)?(?:notification|message|alert|note|email|e-mail|ping|update)\b|\blet\s+(?:me|us|everyone|someone|people|ops|oncall|on-call|(?:the|our)\s+(?:[a-z][\w-]*\s+)?[a-z][\w-]*)\s+know\b(?:\s+with(?=\s+QUOTE))?"
                r"|\b(?:give|send)\s+(?:me\s+|us\s+|the\s+team\s+)?a\s+heads-?up\b|\bdrop\s+(?:me|us)\s+a\s+(?:line|note|message)\b"
+               # "shoot me a message saying ...", "drop a note in the channel: '...'"
+               r"|\b(?:shoot|fire\s+off|ping)\s+(?:me|us|the\s+team)\s+(?:a|an)\s+(?:quick\s+)?(?:message|note|email|e-mail|text|line)\b"
+               r"|\b(?:drop|leave|post)\s+(?:a|an)\s+(?:quick\s+)?(?:note|message|line)\s+in\s+(?:the\s+|our\s+)?(?:[a-z-]+\s+)?(?:channel|chat|slack)\b"
                r"|\bsend\s+(?:me\s+|us\s+)?(?=QUOTE)"
                # "post 'reorder model looks usable' to the team", "post 'done' in the channel"
                r"|\bpost\s+(?=QUOTE\d+)"
