@@ -721,3 +721,40 @@ FIT = "Load c.csv, split 20% off and train a logistic regression for churn"
 def test_an_output_in_other_words(said, kind, param, value):
     p = _plan(f"{FIT}{said}")
     assert of_kind(p, kind)[0].params[param] == value
+
+
+# -- a training's model and target in other places -------------------------------------------------
+SPLIT = "Load c.csv and split 20% off"
+
+
+@pytest.mark.parametrize("said", ["build a classifier predicting churn with logistic regression",
+                                  "train a model for churn using a logistic regression",
+                                  "fit a classifier on it for churn with logistic regression"])
+def test_the_model_named_after_its_training(said):
+    """"build a classifier predicting churn with logistic regression": two trainings (a default
+    one and the logistic one), both in the plan (silently wrong)."""
+    p = _plan(f"{SPLIT}, then {said}.")
+    (s,) = of_kind(p, "train_model")
+    assert (s.params["model"], s.params["target"]) == ("logistic", "churn")
+
+
+def test_two_models_named_stay_two_trainings():
+    p = _plan(f"{SPLIT}, then train a knn for churn and a logistic regression for churn, and keep the best accuracy.")
+    assert len(of_kind(p, "train_model")) == 2
+
+
+@pytest.mark.parametrize("said", ["then a knn, k of 5, for churn", "then run a k-nearest-neighbour classifier (k=5) targeting churn",
+                                  "then fit a knn with churn as the outcome, k = 5"])
+def test_a_target_said_after_the_settings_or_as_the_outcome(said):
+    """"a knn, k of 5, for churn": the column read as the purpose, the training fitted to the
+    default column (silently wrong)."""
+    p = _plan(f"{SPLIT}, {said}.")
+    (s,) = of_kind(p, "train_model")
+    assert (s.params["model"], s.params["k"], s.params["target"]) == ("knn", 5, "churn")
+
+
+@pytest.mark.parametrize("said", ["fit a logistic regression on it for churn", "train a logistic regression on the training set for churn"])
+def test_a_target_after_the_data_it_is_fitted_on(said):
+    """"fit a logistic regression on it for churn": the column read as the purpose (no target: silently wrong)."""
+    p = _plan(f"{SPLIT}, then {said}.")
+    assert of_kind(p, "train_model")[0].params["target"] == "churn"

@@ -417,7 +417,7 @@ TARGET_COLUMN = (r"\b(?:to\s+)?(?:predict|predicting|forecast|forecasting|estima
                  r"(?:the\s+|its\s+)?(?:values?\s+(?:of|in)\s+(?:the\s+)?)?(?P<a>[a-z_][a-z0-9_]*)\s+column\b"
                  r"|\b(?:model|classifier|regression|regressor|predictor)\s+for\s+(?:the\s+)?(?P<b>[a-z_][a-z0-9_]*)\s+column\b"
                  r"|\b(?:with|using|taking)\s+(?:the\s+)?(?P<c>[a-z_][a-z0-9_]*)\s+(?:column\s+)?as\s+(?:the\s+|its\s+)?"
-                 r"(?:target|label)(?:\s+column)?\b"
+                 r"(?:target|label|outcome|response|dependent\s+variable)(?:\s+column)?\b"
                  # "fit a linear regression, labour_hours being the target", "(minutes is the target)"
                  r"|(?<=\(\s)(?P<h2>[a-z_][a-z0-9_]*)\s+is\s+(?:the\s+)?(?:target|label)(?=\s*\))"
                  r"|(?<=,\s)(?P<h>[a-z][a-z0-9]*_[a-z0-9_]+)\s+being\s+(?:the\s+|its\s+)?(?:target|label)(?:\s+column)?\b"
@@ -446,6 +446,13 @@ TARGET_WORD = (rf"\b(?:predicting|to\s+predict|that\s+predicts|which\s+predicts|
                rf"|(?<=\blinear\s)|(?<=\blogistic\s)|(?<=\bcentroid\s)"   # ("tune linear for intake_kg")
                rf"|(?<=regressors\s)|(?<=models\s)|(?<=classifiers\s))for\s+(?P<f>{_COLUMN})"   # ("kNN classifiers for water_claim")
                + _CLAUSE_END + rf"|\b(?:target|label)\s+(?P<g>{_COLUMN})" + _CLAUSE_END
+               # "a k-nearest-neighbour classifier targeting churn"; "a knn, k of 5, for churn": the column after the
+               # training's settings, set off by a comma
+               + rf"|\btarget(?:t)?ing\s+(?P<tg>{_COLUMN})" + _CLAUSE_END
+               + rf"|(?<=,\s)for\s+(?P<fc>{_COLUMN})(?=\s*(?:[.;!]|$))"
+               # "fit a logistic regression on it for churn": the data named, then the column
+               + rf"|(?:(?<=\bon\sit\s)|(?<=\bon\sthem\s)|(?<=\bthe\sdata\s)|(?<=\btraining\sset\s)|(?<=\btraining\ssplit\s)|(?<=\btrain\ssplit\s))"
+               rf"for\s+(?P<fo>{_COLUMN})" + _CLAUSE_END
                # "a days_to_sale regression": a column written as a name before the model's noun (never
                # a table's or a version's name: "a sales_data model", "a churn_v2 model")
                + r"|(?:(?<=\ba\s)|(?<=\ban\s))(?P<u>[a-z][a-z0-9]*_(?![a-z0-9_]*_(?:data|table|rows|set|model)\b)"

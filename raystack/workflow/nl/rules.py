@@ -37,7 +37,8 @@ from raystack.workflow.nl.safety import screen
 from raystack.workflow.nl.said_again import each_named_file, join_kind_notes, one_load_per_file
 from raystack.workflow.nl.search import SPACE_PARAM_RX, read_tune
 from raystack.workflow.nl.stated_targets import stated_target
-from raystack.workflow.nl.step_references import (TRANSFORMED, announced_models, first_of_several, model_references, models_named_first,
+from raystack.workflow.nl.step_references import (TRANSFORMED, announced_models, first_of_several, model_references, models_named_after,
+                                             models_named_first,
                                              order_references, table_participle, transform_references)
 from raystack.workflow.nl.text import ARROWS, Text, sentences
 from raystack.workflow.nl.triggers import COMPILED, MODEL_KIND, PREPOSITIONS
@@ -164,7 +165,7 @@ class RulePlanner:
         self._bound_sentences(t, spans, actions)
         actions = each_named_file(t, actions)
         self._bounds_to_compute(actions)
-        actions = model_references(t, announced_models(t, models_named_first(t, actions)))
+        actions = model_references(t, announced_models(t, models_named_after(t, models_named_first(t, actions))))
         first_of_several(t, actions)      # "train ..., train it again ..., export the first one"
         if any(a.entry == "load_data" for a in actions):   # "(after loading it, obviously)": that load
             for _, toks in t.finditer(LOADED_FIRST, 0, len(t.tokens), free_only=True):

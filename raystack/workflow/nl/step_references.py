@@ -93,6 +93,34 @@ def models_named_first(t: Text, actions: list[Action]) -> list[Action]:
     return out
 
 
+# glue between a training and the model it is said to use: "a classifier predicting churn with logistic regression"
+MODEL_AFTER_GLUE = {"with", "using", "via", "by", "as", "a", "an", "the", "through", "on", "it", "them"}
+
+
+def models_named_after(t: Text, actions: list[Action]) -> list[Action]:
+    """"build a classifier predicting churn with logistic regression": the model named after a
+    training that names none is that training's model; read apart, it was a second training (of
+    the default model, beside the logistic one: silently wrong)."""
+    out: list[Action] = []
+    for a in actions:
+        prev = out[-1] if out else None
+        if (prev is not None and a.verbless and a.entry == prev.entry == "train_model" and not prev.verbless
+                and a.sentence == prev.sentence and "model" not in prev.found.params and prev.found.map is None
+                and ("model" in a.found.params or a.found.map is not None)
+                and all(x.kind == "punct" and x.text != "," or x.used not in ("", "sequence") or x.low in MODEL_AFTER_GLUE
+                        for x in t.tokens[prev.trig_end:a.lo])
+                and any(x.low in MODEL_AFTER_GLUE for x in t.tokens[prev.trig_end:a.lo])):
+            for k, v in a.found.params.items():
+                prev.found.params.setdefault(k, v)
+            for k, v in a.found.stated.items():
+                prev.found.stated.setdefault(k, v)
+            prev.found.map = a.found.map
+            prev.hi = max(prev.hi, a.hi)
+            continue
+        out.append(a)
+    return out
+
+
 # what a writer says before the model they want: "I want a logistic regression for sold_in_week: ..."
 ANNOUNCING = {"want", "wants", "need", "needs", "like", "after"}
 # a training said by its verb and a pronoun, or its verb alone, the model named before it: "..., then
