@@ -758,3 +758,18 @@ def test_a_target_after_the_data_it_is_fitted_on(said):
     """"fit a logistic regression on it for churn": the column read as the purpose (no target: silently wrong)."""
     p = _plan(f"{SPLIT}, then {said}.")
     assert of_kind(p, "train_model")[0].params["target"] == "churn"
+
+
+# -- a search in more words ------------------------------------------------------------------------
+@pytest.mark.parametrize("said, metric, mode, trials", [
+    ("then tune logistic regression for churn_flag over learning rates 0.001, 0.01 and 0.1 using 6 trials and the ASHA "
+     "scheduler, picking the highest AUC", "auc", "max", 6),
+    ("and do a grid search over lr = 0.001, 0.01, 0.1 for a logistic regression predicting churn_flag, scoring on recall",
+     "recall", "max", 0),
+    ("; tune: logistic, target churn_flag, lr ∈ {0.001, 0.01, 0.1}, trials 10, metric auc, mode max, scheduler asha", "auc", "max", 10),
+    ("; tune: logistic, target churn_flag, lr ∈ {0.001, 0.01, 0.1}, trials 4, metric accuracy, mode min", "accuracy", "min", 4),
+])
+def test_a_search_in_more_words(said, metric, mode, trials):
+    p = _plan(f"Load c.csv, split 20% off {said}.")
+    (s,) = [x for x in p.ir.steps if x.tune]
+    assert (s.tune.metric, s.tune.mode, s.tune.trials) == (metric, mode, trials)

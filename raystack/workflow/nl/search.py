@@ -32,7 +32,9 @@ METRIC_PHRASES = [
     rf"\bobjective\s*(?:=|:|is)?\s*(?P<v>{_MAX}|{_MIN})\s+(?:the\s+)?(?:validation\s+|test\s+)?(?P<m>{L.METRIC_RX})\b",
     # "optimize for max F1", "optimising for the lowest RMSE"
     rf"\boptimi[sz]\w*\s+(?:for\s+)?(?:the\s+)?(?P<v>{_MAX}|{_MIN})\s+(?:validation\s+|test\s+)?(?P<m>{L.METRIC_RX})\b",
-    rf"\b(?:(?:picking|choosing|selecting|aiming|aim|going|go|looking|searching)\s+for\s+(?:the\s+)?)?"   # "aiming for the highest accuracy"
+    # "aiming for the highest accuracy", "picking the highest AUC", "scoring on recall"
+    rf"\b(?:(?:picking|choosing|selecting|aiming|aim|going|go|looking|searching)\s+for\s+(?:the\s+)?|(?:picking|choosing|selecting|keeping)\s+(?:the\s+)?"
+    r"(?=(?:higher|highest|best|lower|lowest|max|min|maximum|minimum|top|smallest)\b)|scor(?:e|ed|ing)\s+(?=(?:on|by)\s))?"
     rf"(?P<v>{_MAX}|{_MIN}|optimi[sz]\w*(?:\s+for)?|objective|by|on|for)\s+(?:the\s+)?(?:validation\s+|test\s+)?"
     rf"(?P<m>{L.METRIC_RX})\b(?:\s*\(\s*(?P<v2>{_MAX}|{_MIN})\s*\))?(?:\s+wins|\s+as\s+(?:the|our|its)\s+(?:goal|objective|aim))?",  # "lowest RMSE as the goal"
     rf"\b(?P<m>{L.METRIC_RX})\s*(?:\(|,|-|—|:)?\s*(?P<v>{_MAX}|{_MIN})\b\s*\)?",
@@ -91,12 +93,17 @@ def read_tune(t: Text, lo: int, hi: int, space: dict | None = None) -> TuneSpec:
         if next(SPACE_PARAMS[i][1] for i in range(len(SPACE_PARAMS)) if m.group(f"p{i}")) in space:
             t.mark(toks, "tune space")
     trials = 0
-    m = next(t.finditer(r"(?P<n>NUM\d+)\s*(?:-\s*)?(?:trials?|samples|configurations|configs|runs|tries)\b", lo, hi,
+    m = next(t.finditer(r"(?P<n>NUM\d+)\s*(?:-\s*)?(?:trials?|samples|configurations|configs|runs|tries)\b"
+                        r"|\b(?:trials|num_samples|n_trials)\s*(?:=|:)?\s*(?P<n2>NUM\d+)\b", lo, hi,    # "trials 10", Tune's words
                         free_only=True), None)
     if m:
         t.mark(m[1], "trials")
-        trials = int(float(t.literal(m[0].group("n")).value()))
+        trials = int(float(t.literal(m[0].group("n") or m[0].group("n2")).value()))
     metric, mode = "accuracy", "max"
+    # "mode max", "mode=min": the direction said apart from the metric (Tune's words)
+    said_mode = next(t.finditer(r"\bmode\s*(?:=|:)?\s*(?P<d>max|min)\b", lo, hi, free_only=True), None)
+    if said_mode:
+        t.mark(said_mode[1], "tune metric")
     for pat in METRIC_PHRASES:
         m = next(t.finditer(pat, lo, hi, free_only=True), None)
         if m:
@@ -108,7 +115,7 @@ def read_tune(t: Text, lo: int, hi: int, space: dict | None = None) -> TuneSpec:
             elif re.fullmatch(_MIN, v):
                 mode = "min"
             else:
-                mode = "min" if metric in L.LOWER_IS_BETTER else "max"
+                mode = said_mode[0].group("d") if said_mode else ("min" if metric in L.LOWER_IS_BETTER else "max")
             break
     sched = "fifo"
     m = next(t.finditer(SCHEDULER, lo, hi, free_only=True), None)
