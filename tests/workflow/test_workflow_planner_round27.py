@@ -773,3 +773,32 @@ def test_a_search_in_more_words(said, metric, mode, trials):
     p = _plan(f"Load c.csv, split 20% off {said}.")
     (s,) = [x for x in p.ir.steps if x.tune]
     assert (s.tune.metric, s.tune.mode, s.tune.trials) == (metric, mode, trials)
+
+
+# -- tables joined and stacked ---------------------------------------------------------------------
+@pytest.mark.parametrize("said", ["Combine jan.csv and feb.csv into one table (same columns), drop duplicate rows and write it to out/q1.csv.",
+                                  "Merge jan.csv and feb.csv (identical columns) and write it to out/q1.csv."])
+def test_tables_said_to_share_their_columns_are_stacked(said):
+    """A join of them, on a guessed key (silently wrong)."""
+    p = _plan(said)
+    assert of_kind(p, "concat") and not of_kind(p, "join")
+
+
+def test_tables_merged_on_a_key_stay_joined():
+    p = _plan("Merge orders.csv and customers.csv on customer_id and write it to out/q1.csv.")
+    assert of_kind(p, "join")[0].params["on"] == "customer_id"
+
+
+@pytest.mark.parametrize("said", ["Bring in orders.csv and customers.csv, match them up by customer_id, then total the amount per region.",
+                                  "Pull orders.csv, attach customers.csv to it on customer_id, and write the result to out/r.csv."])
+def test_a_join_in_other_words(said):
+    p = _plan(said)
+    assert of_kind(p, "join")[0].params["on"] == "customer_id"
+
+
+def test_rows_kept_with_no_join_kind_said_are_refused():
+    """"join them on customer_id (keep every order)": an inner join, which drops orders without a customer (silently wrong)."""
+    with pytest.raises(PlanRefused, match="keep every order"):
+        _plan("Load orders.csv and customers.csv, join them on customer_id (keep every order), and write the result to out/r.csv.")
+    p = _plan("Load orders.csv and customers.csv, left join them on customer_id (keep every order), and write the result to out/r.csv.")
+    assert of_kind(p, "join")[0].params["how"] == "left outer"

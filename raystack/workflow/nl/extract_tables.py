@@ -26,7 +26,7 @@ KEEP_BOTH_SIDES = (r"\b(?:keeping|keep|keeps|to\s+keep|retaining|retain)\s+(?:(?
 
 def join(text: Text, lo: int, hi: int, f: Found) -> None:
     # "using cell_id": a column-like name (an underscore, or an id) after "using"/"via" is the key
-    m = _search(text, lo, hi, r"\b(?:on|keys?\s*[:=]?|using\s+(?:the\s+)?(?:key|column)|by\s+(?:the\s+)?(?:key|column)"
+    m = _search(text, lo, hi, r"\b(?:on|keys?\s*[:=]?|using\s+(?:the\s+)?(?:key|column)|by\s+(?:the\s+)?(?:key|column)|(?<=\bup\s)by"
                               r"|(?:using|via|by)(?=\s+(?:the\s+)?[a-z0-9]*(?:_[a-z0-9]+|id)\b)"
                               # "join a.csv to b.csv using region, then ...": a bare name that ends the clause
                               r"|(?:using|via)(?=\s+(?:the\s+)?(?!(?:pandas|polars|spark|pyspark|ray|sql|duckdb|dask|python)\b)[a-z][a-z0-9]*(?:\s+(?:column|key|field))?\s*(?:[.,;:]|$|\s+(?:and|then)\b)))\s+(?:the\s+)?(?:column\s+|key\s+|field\s+)?(?P<c>[a-z_][a-z0-9_]*)"
@@ -55,6 +55,13 @@ def join(text: Text, lo: int, hi: int, f: Found) -> None:
                            "join, not the kind named"])
     if both:
         f.set("how", "full outer")
+    if not said and not both:
+        # "join them on customer_id (keep every order)": rows kept that only an outer join keeps, with
+        # no kind said (the join was inner, dropping the orders without a customer: silently wrong)
+        keep = next(text.finditer(r"\b(?:keep|keeping|keeps|retain|retaining)\s+(?:every|each|all(?:\s+the)?)\s+[a-z_]\w*", lo, hi), None)
+        if keep is not None:
+            raise PlanRefused([f"{text.span_text(keep[1])!r}: say which join keeps them ('a left join' keeps every row "
+                               "of the first table, 'a full outer join' every row of both)"])
     if said:
         f.set("how", JOIN_KINDS[said])
         if said in ("left", "right"):   # "so that no booking is dropped", "keeping every booking": why

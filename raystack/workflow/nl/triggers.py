@@ -325,6 +325,10 @@ TRIGGERS: list[tuple[str, str]] = [
     # "combine a.csv with b.csv (...) by putting one under the other": the rows of one under the other's
     ("concat", r"\b(?:combine|combines|combining|merge|merges|merging)\b(?=[^.;]*?\bby\s+(?:putting|placing|setting|stacking)\s+"
                r"one\s+(?:under|below|beneath|after|on\s+top\s+of)\s+the\s+other\b)"),
+    # "Combine jan.csv and feb.csv into one table (same columns)", "merge a.csv and b.csv (identical columns)":
+    # tables said to share one layout, combined, are stacked (a join of them paired rows on a guessed key)
+    ("concat", r"\b(?:combine|combines|combined|combining|merge|merges|merged|merging)\b(?=\s+(?:FILE\d+|them|both|the\s+(?:two|files|tables))"
+               r"[^.;]*?\(\s*(?:(?:they|both|all)\s+(?:share|have)\s+(?:the\s+)?)?(?:same|identical|matching)\s+(?:columns|schema|layout|format|headers)\b)"),
     # "→ one combined table (they share columns) →": tables of one layout, combined, are stacked
     ("concat", r"\b(?:one|a|a\s+single)\s+(?:combined|merged|stacked)\s+table\b(?=\s*\(\s*(?:(?:they|both|all)\s+(?:share|have)|the\s+same|same|identical))"),
     # "combine q1.csv and q2.csv row-wise", "merge them vertically": the rows of one, then the other
@@ -338,7 +342,9 @@ TRIGGERS: list[tuple[str, str]] = [
              r"match\s+up)\b"
              r"(?:\s+(?:them|the\s+(?:two|NUM\d+)(?:\s+tables)?|both(?:\s+tables)?|the\s+tables|these|those))?"
              # "match them up on office_id"
-             r"|\bmatch\s+(?:them|the\s+(?:two|NUM\d+)(?:\s+tables)?|both(?:\s+tables)?|the\s+tables)\s+up(?=\s+on\b)"),
+             r"|\bmatch\s+(?:them|the\s+(?:two|NUM\d+)(?:\s+tables)?|both(?:\s+tables)?|the\s+tables)\s+up(?=\s+(?:on|by|using)\b)"
+             # "attach customers.csv to it on customer_id": one table's columns added to the other's rows by a key
+             r"|\battach(?:es|ed|ing)?\b(?=\s+FILE\d+\s+(?:to|onto)\s+(?:it|them|FILE\d+)\s+(?:on|by|using)\b)"),
     # "count how many bookings each castle got", "3) how many bookings each castle had": a count per key
     ("aggregate", r"\b(?:(?:count|tally|work\s+out|find(?:\s+out)?)\s+)?how\s+many\s+[a-z_]+\s+(?=each\s+[a-z_]+\s+"
                   r"(?:got|had|has|gets|received|made|took|saw|logged|sold|booked)\b)"),
