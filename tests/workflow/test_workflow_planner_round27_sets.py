@@ -187,3 +187,12 @@ def test_rows_kept_with_no_join_kind_said_are_refused():
         _plan("Load orders.csv and customers.csv, join them on customer_id (keep every order), and write the result to out/r.csv.")
     p = _plan("Load orders.csv and customers.csv, left join them on customer_id (keep every order), and write the result to out/r.csv.")
     assert of_kind(p, "join")[0].params["how"] == "left outer"
+
+
+def test_try_two_models_is_a_map_of_them():
+    """"Try logistic regression and a nearest centroid model ...": refused as a value tried with no
+    model trained before it."""
+    p = _plan("Load s.csv, dedupe it and split 25% off. Try logistic regression and a nearest centroid model to predict "
+              "renewed and go with whichever is more accurate.")
+    assert [s.params["model"] for s in of_kind(p, "train_model")] == ["logistic", "centroid"]
+    assert of_kind(p, "select_best")[0].params["metric"] == "accuracy"

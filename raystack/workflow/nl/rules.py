@@ -603,7 +603,9 @@ class RulePlanner:
         for a in actions:
             if a.entry != "train_model":
                 continue
-            tried = t.tokens[a.lo].low in ("try", "tries", "trying") and "model" not in a.step.params
+            # ("Try logistic regression and a nearest centroid model ...": the models it tries, a map)
+            tried = t.tokens[a.lo].low in ("try", "tries", "trying") and "model" not in a.step.params \
+                and not (a.step.map is not None and a.step.map[0] == "model")
             if tried and last is None:   # "try k = 7" with no model trained before: which model is a guess
                 raise PlanRefused([f"{t.span_text(t.tokens[a.lo:a.hi])!r} tries a value, but no model was trained "
                                    "before it: say which model"])
