@@ -214,6 +214,7 @@ def reasons(t: Text) -> None:
 
 OPENING_GLUE = {"at", "in", "of", "to", "with", "on", "the", "a", "an", "our", "my", "and", "&", "'s", "’s"}
 MAX_OPENING_PURPOSE = 10     # words of a "For our ..." that opens a sentence, to its comma
+NOT_IN_OPENING = NOT_MODIFIERS - OPENING_GLUE
 
 
 def opening_purposes(t: Text) -> None:
@@ -232,7 +233,7 @@ def opening_purposes(t: Text) -> None:
         if head is None or _plural(head) or words[-1].low in OPENING_GLUE:
             continue
         if all(x.kind == "word" and is_free(x) and not is_method(x) and x.low not in L.RESTRICTING
-               and x.low not in L.UNMAPPED_VERBS and x.low not in L.CLAUSE_WORDS and x.low not in NOT_MODIFIERS - OPENING_GLUE
+               and x.low not in L.UNMAPPED_VERBS and x.low not in L.CLAUSE_WORDS and x.low not in NOT_IN_OPENING
                for x in words):
             t.mark(t.tokens[lo:comma + 1], "purpose")
 

@@ -236,16 +236,10 @@ def _conditions(t: Text, lo: int, hi: int, si: int, earlier: list[Cue]) -> list[
         if named is not None:
             metric, end = metric_of(named[0].group("m2")), named[1][-1].i + 1
         out.append(_cond(t, si, toks[0].i, end, metric, _reach(op, metric), value, m.group(0)))
-    # "If we get 80% accuracy or more": the writer as the subject
-    for m, toks in t.finditer(rf"\b{L.IF_CUE}\s+we\s+(?:get|reach|hit|achieve|see)\s+(?:an?\s+)?(?P<v>NUM\d+|PCT\d+)\s+(?P<m>{L.METRIC_RX})\s+or\s+"
-                              r"(?P<d>better|more|higher|above|worse|less|lower|below)\b", lo, hi, free_only=True):
-        metric = metric_of(m.group("m"))
-        up = m.group("d") in ("more", "higher", "above") or (m.group("d") == "better") != (metric in L.LOWER_IS_BETTER)
-        out.append(_cond(t, si, toks[0].i, toks[-1].i + 1, metric, ">=" if up else "<=",
-                         number(float(t.literal(m.group("v")).value())), m.group(0)))
     # "provided it scores an AUC of at least 0.75", "if it gets 0.95 accuracy or better": the metric
     # named after the verb, before or after its threshold
-    for m, toks in t.finditer(rf"\b{L.IF_CUE}\s+(?:it|they|the\s+(?:model|classifier|job|run|winner|better(?:\s+one|\s+of\s+the\s+(?:two|pair|NUM\d+))?"
+    # ("If we get 80% accuracy or more": the writer as the subject)
+    for m, toks in t.finditer(rf"\b{L.IF_CUE}\s+(?:it|they|we|the\s+(?:model|classifier|job|run|winner|better(?:\s+one|\s+of\s+the\s+(?:two|pair|NUM\d+))?"
                               # "if the search finds an AUC above 0.8"
                               r"|search|tuning|sweep|(?:best|winning|top)\s+(?:one|configuration|config|trial|run|model|candidate)))\s+"
                               r"(?:scores?|gets?|achieves?|reaches|hits|has|lands|finds|found|returns|turns\s+up)\s+"
@@ -269,8 +263,7 @@ def _conditions(t: Text, lo: int, hi: int, si: int, earlier: list[Cue]) -> list[
                               r"(?:ends?(?:\s+up)?|ended(?:\s+up)?|finish(?:es|ed)?|comes?\s+out|came\s+out|lands?|gets?|scores?|achieves?)\s+"
                               rf"(?P<c>above|over|below|under|at\s+least|at\s+most)\s+(?P<v>NUM\d+|PCT\d+)\s+(?:of\s+)?(?P<m>{L.METRIC_RX})\b",
                               lo, hi, free_only=True):
-        op = {"above": ">", "over": ">", "below": "<", "under": "<"}.get(m.group("c"), ">=" if "least" in m.group("c") else "<=")
-        out.append(_cond(t, si, toks[0].i, toks[-1].i + 1, metric_of(m.group("m")), op,
+        out.append(_cond(t, si, toks[0].i, toks[-1].i + 1, metric_of(m.group("m")), MISSING_OPS[" ".join(m.group("c").split())],
                          number(float(t.literal(m.group("v")).value())), m.group(0)))
     # "If it's at least 80% accurate, put it into production": the accuracy, said by its adjective
     for m, toks in t.finditer(rf"\b{L.IF_CUE}\s+(?:it\s*'s|it\s+is|they\s*'re|they\s+are|the\s+model\s+is)\s+"

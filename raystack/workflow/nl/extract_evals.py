@@ -19,6 +19,9 @@ HYPHENED_BEST = rf"\b(?P<how2>higher|highest|best|better|top|lower|lowest|smalle
 # the words of a pick's direction
 LOWER_WORDS = ("lower", "lowest", "smaller", "smallest", "min", "minimum")
 HIGHER_WORDS = ("higher", "highest", "larger", "largest", "greater", "max", "maximum")
+# a pick's direction said right before its metric, or after it in parentheses ("select on RMSE (smallest)")
+_DIRECTIONS = "|".join(LOWER_WORDS + HIGHER_WORDS)
+DIRECTION_SAID = rf"\b(?P<d>{_DIRECTIONS})\s+(?:the\s+)?(?:{METRIC_RX})\b|\b(?:{METRIC_RX})\s*\(\s*(?P<d2>{_DIRECTIONS})\s*\)"
 
 
 def metric_param(param: str = "metric", with_mode: bool = False) -> Callable:
@@ -55,8 +58,7 @@ def metric_param(param: str = "metric", with_mode: bool = False) -> Callable:
             how = g.get("how") or g.get("how2") or g.get("how3") or g.get("how4")
             if with_mode and how not in LOWER_WORDS + HIGHER_WORDS:
                 # ("keep the one with the highest rmse": the direction claimed by the pick's own words)
-                said = next(text.finditer(rf"\b(?P<d>{'|'.join(LOWER_WORDS + HIGHER_WORDS)})\s+(?:the\s+)?(?:{METRIC_RX})\b"
-                                          rf"|\b(?:{METRIC_RX})\s*\(\s*(?P<d2>{'|'.join(LOWER_WORDS + HIGHER_WORDS)})\s*\)", lo, hi), None)
+                said = next(text.finditer(DIRECTION_SAID, lo, hi), None)
                 how = (said[0].group("d") or said[0].group("d2")) if said else how
                 if said and said[0].group("d2"):      # "select on RMSE (smallest)": the direction's words
                     text.mark([x for x in said[1] if not x.used], "metric")

@@ -37,9 +37,8 @@ from raystack.workflow.nl.safety import screen
 from raystack.workflow.nl.said_again import each_named_file, join_kind_notes, one_load_per_file
 from raystack.workflow.nl.search import SPACE_PARAM_RX, read_tune
 from raystack.workflow.nl.stated_targets import stated_target
-from raystack.workflow.nl.step_references import (TRANSFORMED, announced_models, first_of_several, model_references, models_named_after,
-                                             models_named_first,
-                                             order_references, table_participle, transform_references)
+from raystack.workflow.nl.step_references import (TRANSFORMED, announced_models, first_of_several, model_references,
+                                             models_named_after, models_named_first, order_references, table_participle, transform_references)
 from raystack.workflow.nl.text import ARROWS, Text, sentences
 from raystack.workflow.nl.triggers import COMPILED, MODEL_KIND, PREPOSITIONS
 from raystack.workflow.nl.unmade import figures_no_step_makes

@@ -344,6 +344,12 @@ INTRO_GLUE = {"at", "the", "a", "an", "of", "for", "from", "in", "on", "our", "m
 MAX_INTRO = 8                # words of who writes after a greeting
 
 
+def _names_who_writes(x: Token) -> bool:
+    """A word that may name who writes: free, and no method, restriction, operation or fault."""
+    return is_free(x) and not is_method(x) and x.low not in L.RESTRICTING and x.low not in L.UNMAPPED_VERBS \
+        and x.low not in DATA_FAULTS
+
+
 def greeted_introductions(t: Text) -> None:
     """"Hi, this is dispatch at the towing company.", "Hi, operations at the security company.":
     a greeting, then who writes (a few free words and their glue, no figure, file, operation or
@@ -365,8 +371,7 @@ def greeted_introductions(t: Text) -> None:
     if not 1 <= len(words) <= MAX_INTRO or sum(x.low not in INTRO_GLUE for x in words) < 1 \
             or not (named or any(x.low in ("at", "from") for x in words)):
         return
-    if all(x.kind == "word" and is_free(x) and not is_method(x) and x.low not in L.RESTRICTING
-           and x.low not in L.UNMAPPED_VERBS and x.low not in DATA_FAULTS for x in words) \
+    if all(x.kind == "word" and _names_who_writes(x) for x in words) \
             and words[0].low not in INTRO_GLUE - {"the", "our", "my", "a", "an"} and words[-1].low not in INTRO_GLUE:
         t.mark([x for x in t.tokens[lo:hi] if not x.used], "context")
 
@@ -386,9 +391,7 @@ def sender_introductions(t: Text) -> None:
         return
     named = any(x.text in ("'s", "’s") or x.low in BUSINESS_NOUNS or (x.text[:1].isupper() and x is not words[0])
                 for x in words)
-    if named and all((x.kind == "word" or x.text in ("'s", "’s")) and is_free(x) and not is_method(x)
-                     and x.low not in L.RESTRICTING and x.low not in L.UNMAPPED_VERBS and x.low not in DATA_FAULTS
-                     for x in words):
+    if named and all((x.kind == "word" or x.text in ("'s", "’s")) and _names_who_writes(x) for x in words):
         t.mark(t.tokens[lo:hi - 1], "context")
 
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from raystack.workflow.nl.extract import EXTRACTORS
+from raystack.workflow.nl import lexicon as L
+from raystack.workflow.nl.extract import EXTRACTORS, Found
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.reread import CLEANINGS, part_of_split, retraining, split_parts
 from raystack.workflow.nl.text import Text
@@ -69,6 +70,15 @@ def transform_references(t: Text, actions: list[Action]) -> list[Action]:
     return out
 
 
+def _inherit(into: Found, said: Found) -> None:
+    """The settings ``said`` of one training that ``into`` (the same training, said again) does not
+    set itself."""
+    for key, value in said.params.items():
+        into.params.setdefault(key, value)
+    for key, value in said.stated.items():
+        into.stated.setdefault(key, value)
+
+
 def models_named_first(t: Text, actions: list[Action]) -> list[Action]:
     """"for each of logistic, knn and centroid, train and evaluate a model": the models listed
     before a training verb that names none are that training's models (read apart, the
@@ -82,10 +92,7 @@ def models_named_first(t: Text, actions: list[Action]) -> list[Action]:
                 and (prev.found.map is not None or "model" in prev.found.params)
                 and all(x.kind == "punct" or x.used or x.low in ("and", "then") for x in t.tokens[prev.trig_end:a.lo])):
             a.found.map = prev.found.map
-            for k, v in prev.found.params.items():
-                a.found.params.setdefault(k, v)
-            for k, v in prev.found.stated.items():
-                a.found.stated.setdefault(k, v)
+            _inherit(a.found, prev.found)
             a.lo, a.zlo = prev.lo, min(prev.zlo, a.zlo)
             out[-1] = a
             continue
@@ -110,10 +117,7 @@ def models_named_after(t: Text, actions: list[Action]) -> list[Action]:
                 and all(x.kind == "punct" and x.text != "," or x.used not in ("", "sequence") or x.low in MODEL_AFTER_GLUE
                         for x in t.tokens[prev.trig_end:a.lo])
                 and any(x.low in MODEL_AFTER_GLUE for x in t.tokens[prev.trig_end:a.lo])):
-            for k, v in a.found.params.items():
-                prev.found.params.setdefault(k, v)
-            for k, v in a.found.stated.items():
-                prev.found.stated.setdefault(k, v)
+            _inherit(prev.found, a.found)
             prev.found.map = a.found.map
             prev.hi = max(prev.hi, a.hi)
             continue
@@ -131,10 +135,9 @@ PRONOUN_TRAINING = re.compile(r"(?:train|fit)(?:\s+(?:it|them))?$")
 def _announces(t: Text, a: Action) -> bool:
     """A training named before it is asked for: without a verb ("So a k nearest neighbours
     classifier, nine neighbours, for made_podium."), or as what the writer wants or needs."""
-    return a.entry == "train_model" and (a.verbless or any(x.low in ANNOUNCING for x in t.tokens[max(0, a.lo - 4):a.lo]))
+    return a.verbless or any(x.low in ANNOUNCING for x in t.tokens[max(0, a.lo - 4):a.lo])
 
 
-PART_RUNS = ("elastic_dlrm", "edit_pretrain", "mlora_finetune")
 # settings a training's words give that a part's run takes too
 SHARED_SETTINGS = ("epochs", "steps")
 
@@ -168,8 +171,8 @@ def announced_models(t: Text, actions: list[Action]) -> list[Action]:
             out.append(a)       # ("train it again": a second run, reread.retrained_parts)
             continue
         pronoun = PRONOUN_TRAINING.match(t.span_text(t.tokens[a.lo:a.trig_end]).lower()) is not None
-        j = next((j for j in range(len(out) - 1, -1, -1) if out[j].entry in PART_RUNS + ("train_model", "tune")), None)
-        if pronoun and j is not None and out[j].entry in PART_RUNS and not any(b.entry in MODEL_TAKERS for b in out[j + 1:]):
+        j = next((j for j in range(len(out) - 1, -1, -1) if out[j].entry in L.TRAINING_STEPS), None)
+        if pronoun and j is not None and out[j].entry in L.PART_STEPS and not any(b.entry in MODEL_TAKERS for b in out[j + 1:]):
             _fold_into_part(t, a, out[j])     # "billboard-ctr, it's an elastic DLRM model. Train it in rounds ..."
             continue
         k = next((j for j in range(len(out) - 1, -1, -1) if out[j].entry in ("train_model", "tune")), None)
@@ -188,10 +191,7 @@ def announced_models(t: Text, actions: list[Action]) -> list[Action]:
         if (before and own and before != own) or (prev.found.map is not None and a.found.map is not None):
             out.append(a)        # two models named: two trainings
             continue
-        for key, value in prev.found.params.items():
-            a.found.params.setdefault(key, value)
-        for key, value in prev.found.stated.items():
-            a.found.stated.setdefault(key, value)
+        _inherit(a.found, prev.found)
         if a.found.map is None:
             a.found.map = prev.found.map
         out.remove(prev)
