@@ -39,6 +39,7 @@ DEV15 = REPO / "benchmarks" / "data" / "nl_dev15.yaml"
 DEV16 = REPO / "benchmarks" / "data" / "nl_dev16.yaml"
 DEV17 = REPO / "benchmarks" / "data" / "nl_dev17.yaml"
 DEV18 = REPO / "benchmarks" / "data" / "nl_dev18.yaml"        # a development set written before round 27's second half
+DEV19 = REPO / "benchmarks" / "data" / "nl_dev19.yaml"        # a development set written during round 28
 DESTRUCTIVE = REPO / "tests" / "workflow" / "data" / "destructive_prompts.yaml"
 
 CANONICAL_KINDS = frozenset(
@@ -60,7 +61,8 @@ MAX_STEPS = {HELDOUT.name: 7, HELDOUT4.name: 8, HELDOUT5.name: 8,   # what each 
              HELDOUT6.name: 8, DEV4.name: 8, DEV5.name: 8, DEV6.name: 8, DEV7.name: 8, HELDOUT7.name: 8,
              HELDOUT8.name: 8, DEV8.name: 8, HELDOUT9.name: 8, DEV9.name: 8, HELDOUT10.name: 8, DEV10.name: 8, DEV11.name: 8,
              DEV12.name: 8, DEV13.name: 8, DEV14.name: 8, DEV15.name: 8,
-             DEV16.name: 8, DEV17.name: 8, DEV18.name: 9}   # (set 18's author was given no cap: its longest plan)
+             DEV16.name: 8, DEV17.name: 8, DEV18.name: 9,   # (set 18's author was given no cap: its longest plan)
+             DEV19.name: 9}
 
 
 def _load(path: Path) -> list[dict]:
@@ -175,7 +177,7 @@ SPELLED_OUT = {"rmse": {"root mean squared error", "root mean square error", "ro
 
 @pytest.mark.parametrize("path", [HELDOUT, HELDOUT4, HELDOUT5, HELDOUT6, DEV4, DEV5, DEV6, DEV7, HELDOUT7, HELDOUT8,
                                   DEV8, HELDOUT9, DEV9, HELDOUT10, DEV10, DEV11, DEV12, DEV13, DEV14, DEV15,
-                                  DEV16, DEV17, DEV18],
+                                  DEV16, DEV17, DEV18, DEV19],
                          ids=lambda p: p.stem)
 def test_heldout_gold_is_well_formed_and_states_only_what_the_text_says(path):
     prompts = _load(path)
