@@ -307,6 +307,15 @@ def _counted_noun(t: Text, i: int) -> bool:
     return False
 
 
+def base_references(t: Text) -> None:
+    """"The resulting checkpoint serves as the base on which adapters x and y are fine-tuned": the
+    checkpoint just made, as the fine-tuning's base (which the plan's order already gives it)."""
+    for _, toks in t.finditer(r"\b(?:the|that|this)\s+(?:resulting\s+|pretrained\s+|finished\s+|new\s+)?(?:checkpoint|model)\s+"
+                              r"(?:serves|acts|is\s+used|will\s+serve|will\s+act|will\s+be\s+used)\s+as\s+the\s+base\s+(?:on|for|from)\s+which\b",
+                              0, len(t.tokens), free_only=True):
+        t.mark(toks, "reference")
+
+
 def references(t: Text) -> None:
     """Number words that refer back ("the two tables", "all three samples", "the better of
     the two") and list enumerators ("(a)", "(b)")."""
@@ -545,6 +554,7 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
     lead_ins(t)      # a title may hold a task noun or a word that is also a verb ("Crop yield regression:")
     headings(t)
     title_clauses(t)
+    base_references(t)
     verbs = [x for x in t.unused() if x.low in L.UNMAPPED_VERBS and not _noun_modifier(t, x) and not names_data(t, x)
              and not names_thing(t, x) and not _said_of_a_thing(t, x)]
     if verbs:

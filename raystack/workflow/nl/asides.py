@@ -140,10 +140,12 @@ def channels(t: Text, ends: list[tuple[str, int]]) -> None:
 
 
 # where the data sits that may fail to answer ("on a share that drops out now and then")
-FLAKY_PLACES = r"(?:share|drive|connection|network|link|mount|server|disk|nas|vpn|wifi|bucket|store|feed|sftp|ftp|mirror|uplink)"
-FLAKY = (rf"\b(?:(?:on|from|in)\s+)?(?:a|an|the|our|that|this)\s+(?:[a-z-]+\s+)?{FLAKY_PLACES}\s*,?\s*(?:that|which|it)?\s*"
-         r"(?:(?:drops|drop|cuts|flakes|conks)\s+out|(?:is|are|can\s+be|gets)\s+(?:a\s+bit\s+|quite\s+|very\s+)?"
-         r"(?:flaky|unreliable|patchy|spotty|unstable))(?:\s+(?:now\s+and\s+then|sometimes|occasionally|from\s+time\s+to\s+time|"
+FLAKY_PLACES = (r"(?:share|drive|connection|network|link|mount|server|disk|nas|vpn|wifi|bucket|store|feed|sftp|ftp|mirror|uplink"
+                r"|computer|machine|box|pc|node|cluster|hardware)")     # ("our computer in the dyehouse is not stable")
+FLAKY = (rf"\b(?:(?:on|from|in)\s+)?(?:a|an|the|our|that|this)\s+(?:[a-z-]+\s+)?{FLAKY_PLACES}(?:\s+(?:in|at)\s+the\s+[a-z-]+)?\s*,?\s*(?:that|which|it)?\s*"
+         r"(?:(?:drops|drop|cuts|flakes|conks)\s+out|(?:restarts|reboots|crashes|dies)(?=\s+(?:a\s+lot|often|sometimes|now\s+and\s+then))"
+         r"|(?:is|are|can\s+be|gets)\s+(?:a\s+bit\s+|quite\s+|very\s+|not\s+)?"
+         r"(?:flaky|unreliable|patchy|spotty|unstable|(?<=not\s)(?:stable|reliable)))(?:\s+(?:now\s+and\s+then|sometimes|occasionally|from\s+time\s+to\s+time|"
          r"a\s+lot|often|at\s+times|every\s+so\s+often))?\b")
 
 

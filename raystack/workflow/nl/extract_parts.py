@@ -401,6 +401,9 @@ def elastic_dlrm(text: Text, lo: int, hi: int, f: Found) -> None:
         _search(text, max(0, lo - APPOSITION), hi,     # "Train toy-picks, an elastic DLRM, ...": the job, then what it is
                 r"\b(?:train|run|launch|fit|start|kick\s+off)\s+(?P<n>" + JOB_NAME + r")\s*,\s*(?:an?|the|our)\s+(?=elastic\b)",
                 "job name") or \
+        _search(text, max(0, lo - APPOSITION), hi,     # "fit lot-recs on elastic DLRM": the job, then the part it runs on
+                r"\b(?:train|trains|run|runs|fit|fits)\s+(?P<n>" + JOB_NAME + r")\s+(?:on|with|using)\s+(?:the\s+)?(?=elastic\b)",
+                "job name") or \
         _search(text, max(0, lo - APPOSITION), hi,     # "gig-recs — elastic DLRM, ...": the job's name as the request's title
                 r"(?:^|(?<=\n))(?P<n>" + JOB_NAME + r")\s*(?:—|–|:)\s*(?=(?:an?\s+)?elastic\b)", "job name") or \
         _search(text, max(0, lo - APPOSITION), hi,     # "we've got job-match, it's an elastic DLRM model"

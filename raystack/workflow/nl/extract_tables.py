@@ -9,6 +9,7 @@ import os
 import re
 
 from raystack.workflow.nl.extract import TABLE_EXT, Found, _search, consume
+from raystack.workflow.nl.triggers import ARROW
 from raystack.workflow.nl.lexicon import NAMED_SIDES
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.text import Text
@@ -102,16 +103,19 @@ def _stack_order(text: Text, lo: int, hi: int) -> None:
     files are named in, so the words must name them in that order."""
     # ("first" is read as a sequence word before any step's words; "us" as a pronoun)
     found = next(((m, toks) for m, toks in text.finditer(
-        rf"\b(?:the\s+)?(?P<w>[a-z][\w-]*|NUM\d+)\s+{ROWS_OF}(?:first\b|(?:on\s+top\s+of|above|over|before|ahead\s+of"
+        rf"\b(?:the\s+)?(?P<w>[a-z][\w-]*|NUM\d+)\s+{ROWS_OF}(?:(?:appended|stacked)\s+)?(?:first\b|(?:on\s+top\s+of|above|over|before|ahead\s+of"
         r"|(?P<under>underneath|under|below|beneath|after))\s+"
-        r"(?:the\s+)?(?:[a-z][\w-]*\s+)?(?P<v>[a-z][\w-]*|NUM\d+)\s+(?:one|ones|rows|records|entries|file|table|data)\b)", lo, hi) if all(not x.used or x.used == "sequence" for x in toks)), None)
+        r"(?:(?:the\s+)?(?:[a-z][\w-]*\s+)?(?P<v>[a-z][\w-]*|NUM\d+)\s+(?:one|ones|rows|records|entries|file|table|data)\b"
+        # ("stack 2025 under 2024", "h2 appended beneath h1": the names alone, the item ending there)
+        rf"|(?P<bare>[a-z][\w-]*|NUM\d+)(?=\s*(?:\n|$|[,;.)]|{ARROW}))))", lo, hi) if all(x.used in ("", None, "sequence", "concat") for x in toks)), None)
     if found is None:
         return
     m, toks = found
-    text.mark(toks, "order")
+    text.mark([x for x in toks if x.used != "concat"], "order")    # (the step's own words stay its own)
     loads = [re.split(r"[\W_]+", x.low.rsplit(".", 1)[0]) for x in text.tokens[:lo] if x.kind == "path" and x.used == "path"]
     # ("(2024 first)": a year of the files' names)
-    named = [text.literal(w).text if w.startswith("NUM") else w for w in [m.group("w")] + [m.group("v")] * bool(m.group("v"))]
+    under = m.group("v") or m.group("bare")
+    named = [text.literal(w).text if w.startswith("NUM") else w for w in [m.group("w")] + [under] * bool(under)]
     if m.group("under"):    # "the market hall rows underneath the high street ones": the other one on top
         named.reverse()
     if [[k for k, parts in enumerate(loads) if w in parts] for w in named] != [[k] for k in range(len(named))]:

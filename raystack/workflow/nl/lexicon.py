@@ -11,7 +11,8 @@ NUMV = r"(?:NUM\d+|PCT\d+)"
 NUMLIST = (rf"{NUMV}(?:\s*,\s*{NUMV})*\s*,?\s*(?:and|or|&|\+)\s+{NUMV}"
            rf"|[\[{{(]\s*{NUMV}(?:\s*,\s*{NUMV})+\s*[\]}})]"
            rf"|{NUMV}(?:\s*,\s*{NUMV}){{2,}}|{NUMV}(?:\s*/\s*{NUMV})+|{NUMV}(?:\s*\|\s*{NUMV})+"   # "0.02 | 0.05 | 0.2"
-           rf"|{NUMV}(?:\s+(?:vs\.?|versus)\s+{NUMV})+")    # "lr = 0.0005 vs 0.005 vs 0.05"
+           rf"|{NUMV}(?:\s+(?:vs\.?|versus)\s+{NUMV})+"    # "lr = 0.0005 vs 0.005 vs 0.05"
+           rf"|{NUMV}(?:\s*,\s*with\s+{NUMV})*\s*,?\s*(?:and|or)\s+with\s+{NUMV}")    # "with 0.005, with 0.05 and with 0.5"
 FILEV = r"FILE\d+"
 # where a model or adapters are served, said after the verb: "behind Ray Serve", "with Serve"
 SERVE_AS_PLACE = r"\b(?:with|using|via|on|through|behind|in|over)\s+(?:ray\s+)?serve\b"
@@ -53,7 +54,11 @@ BEST_ONE = (rf"\b(?:the\s+)?(?:(?:run|one|model|job|candidate|version|variant|cl
             rf"(?P<m>{METRIC_RX})|(?P<d2>best|highest|top|lowest)[\s-](?P<m2>{METRIC_RX})\s+(?:one|run|model|job|candidate|version)"
             # "export whichever has the highest recall", "whichever lr gives the smallest RMSE"
             rf"|whichever(?:\s+(?:one|run|model|lr|k|value|setting|configuration|version))?\s+(?:has|gives|gets|scores|achieves|yields)\s+"
-            rf"(?:the\s+)?(?P<d3>best|highest|top|lowest|smallest|largest)\s+(?P<m3>{METRIC_RX}))\b")
+            rf"(?:the\s+)?(?P<d3>best|highest|top|lowest|smallest|largest)\s+(?P<m3>{METRIC_RX})"
+            # "export the best run by AUC", "the run that comes out top on AUC"
+            rf"|(?:the\s+)?(?P<d4>best|top)\s+(?:run|one|model|job|candidate|version)\s+(?:by|on|for|in\s+terms\s+of)\s+(?:the\s+)?(?P<m4>{METRIC_RX})"
+            rf"|(?:the\s+)?(?:run|one|model|job|candidate|version)\s+(?:that|which)\s+(?:comes?\s+out|came\s+out|scores?|scored|does|did|ranks?|ranked)\s+"
+            rf"(?P<d5>best|top|highest|lowest)\s+(?:on|by|for|in)\s+(?:the\s+)?(?P<m5>{METRIC_RX}))\b")
 
 # comparison phrases (regex) -> operator; {v} is the number; CMP_LEAD the verb before it
 # ("is", "ends up", "comes in", "turns out to be")
@@ -90,7 +95,10 @@ NEGATED_OPS = {">": "<=", ">=": "<", "<": ">=", "<=": ">", "==": "!="}
 IF_CUE = (r"(?:(?:but\s+)?only\s+(?:if|when|once)|if|when|whenever|provided(?:\s+that)?|as\s+long\s+as|in\s+case|"
           # formal: "in the event that the recall exceeds 0.5", "(solely) on condition that ..."
           r"in\s+the\s+event\s+that|(?:(?:solely|only)\s+)?on\s+(?:the\s+)?condition\s+that|"
-          r"assuming|once|should(?=\s+(?:the\s+|its\s+|their\s+)?(?:[\w-]+\s+){0,2}(?:come|be|fall|drop|go|end|stay|reach|exceed|get|report|show)))")
+          r"assuming|once|should(?=\s+(?:the\s+|its\s+|their\s+)?(?:[\w-]+\s+){0,2}(?:come|be|fall|drop|go|end|stay|reach|exceed|get|report|show))"
+          # "Is the recall at least 0.65, export it": a question's order, opening its sentence
+          r"|(?:(?<=[.;]\s)|^)(?:is|are)(?=\s+(?:the\s+|its\s+|their\s+)?[\w-]+(?:\s+[\w-]+)?\s+(?:at\s+least|at\s+most|above|below|over|under"
+          r"|more\s+than|less\s+than|higher\s+than|lower\s+than|greater\s+than)\s+(?:NUM|PCT)\d+\s*,))")
 METRIC_MOD = (r"(?:(?:best|top|final|overall|mean|average|test|resulting|measured|tuned|held-out|winning|chosen|selected"
               # "the winning trial's accuracy", "the best run's AUC", "the tuned model's F1"
               r"|(?:winning|best|top|chosen|selected|tuned|trained|final)\s+(?:trial|run|model|candidate)\s*'s"
@@ -99,7 +107,8 @@ METRIC_MOD = (r"(?:(?:best|top|final|overall|mean|average|test|resulting|measure
 # "accuracy on the test set is under 0.6": where the metric was measured, between it and its comparison
 METRIC_WHERE = (r"(?:(?:on|of|for|over|in|from)\s+(?:the\s+)?(?:test|validation|val|held-out|holdout|eval|evaluation)\s*(?:set|split|data|rows)?\s+"
                 r"|(?:of|for|from)\s+(?:the\s+|its\s+|our\s+)?(?:[\w-]+\s+){0,3}?(?:model|classifier|regressor|predictor)\s+)?")
-ELSE_CUE = (r"(?:otherwise|else|if\s+not|failing\s+that|(?:(?<=;\s)|(?<=\.\s))(?:below|under|lower|less)(?:\s+that)?(?=\s*:)|if\s+(?:it|they|that|the\s+\w+)\s+(?:falls?|fall)\s+short"
+ELSE_CUE = (r"(?:otherwise|else|if\s+not|failing\s+(?:that|which)|in\s+(?:the|any)\s+other\s+case|in\s+all\s+other\s+cases|in\s+the\s+opposite\s+case"
+            r"|(?:(?<=;\s)|(?<=\.\s))is\s+(?:it|that)\s+not(?=\s*,)|(?:(?<=;\s)|(?<=\.\s))(?:below|under|lower|less)(?:\s+that)?(?=\s*:)|if\s+(?:it|they|that|the\s+\w+)\s+(?:falls?|fall)\s+short"
             r"|(?:(?:it|they)\s+)?(?:falls?|fell)\s+short(?=\s*\?)|(?:and\s+)?if\s+(?:it\s+)?(?:doesn't|does\s+not)\s*\?"
             # (not "keep everything from both sides even if it doesn't match": a join's rows)
             r"|(?<!even\s)(?:if|when)\s+(?:it|they)\s+(?:doesn't|don't|does\s+not|do\s+not)(?:\s+(?:make\s+it|pass|qualify|get\s+there))?"
@@ -194,7 +203,8 @@ RETRIES = [
     r"(?:if|when|should)\s+(?:it|they|that|training|the\s+step|the\s+(?:training|load|loading|split|export|deployment))\s+fails?\s*,?\s*(?:then\s+)?retry\s+(?:it\s+|them\s+)?(?:up\s+to\s+|at\s+most\s+)?"
     r"(?:(?P<n>NUM\d+)\s+times?|(?P<w>once|twice|thrice))",
     # "give the read two retries", "allow two retries on the write": the step named as the retries' holder
-    r"(?:(?:each|every\s+one|all|both)\s+(?:allowed|given|permitted|gets|get)\s+|(?:allow|allowing|give|giving|permit|permitting)\s+(?:(?:it|them|(?:the|that|every|each)\s+(?:" + _RETRIED + r"))\s+)?)"
+    r"(?:(?:each(?:\s+(?:one|run|job|fit|model|training|load|file))?|every\s+(?:one|run|job|fit|model|training|load|file)|all|both)"
+    r"\s+(?:is\s+|are\s+)?(?:allowed|given|permitted|gets|get)\s+|(?:allow|allowing|give|giving|permit|permitting)\s+(?:(?:it|them|(?:the|that|every|each)\s+(?:" + _RETRIED + r"))\s+)?)"
     r"(?:up\s+to\s+)?(?P<n>NUM\d+)\s+retr(?:y|ies)(?:\s+(?:on|for|to)\s+(?:the|that)\s+(?:" + _RETRIED + r")|\s+(?:per|each|a)\s+(?:load|read|file|write|step))?\b"
     + _IF_FAILS,
     # "each load should get 2 retries", "the write has up to 3 retries": the step named as the retries' holder
@@ -255,7 +265,7 @@ EXIT_CUES = [
      # "send 'x' if it crashes.": after the message, to the sentence's end
      r"|(?:(?<=QUOTE\d\s)|(?<=QUOTE\d\d\s))(?:if|when|should)\s+(?:it|the\s+(?:run|job|pipeline|workflow)|anything|something)\s+"
      r"(?:crashes|fails|breaks|dies|errors\s+out)(?=\s*(?:[.;!]|$))", "failure"),
-    (r"\bon\s+success\b|\bupon\s+success\b|\b(?:after|on)\s+a\s+(?:fully\s+|completely\s+|clean\s+)?successful\s+run\b|\b(?:if|when|once)\s+(?:everything|it\s+all|all\s+of\s+it|all\s+steps|"
+    (r"\b(?:on|upon)\s+success\b|\b(?:on|upon|after)\s+(?:the\s+)?(?:successful|clean)\s+completion\b(?:\s+of\s+(?:the\s+)?(?:run|workflow|pipeline|job|whole\s+thing))?|\b(?:after|on)\s+a\s+(?:fully\s+|completely\s+|clean\s+)?successful\s+run\b|\b(?:if|when|once)\s+(?:everything|it\s+all|all\s+of\s+it|all\s+steps|"
      r"the\s+(?:(?:whole|entire|full)\s+)?(?:run|workflow|pipeline|job|whole\s+thing|procedure|process|analysis)(?:\s+as\s+a\s+whole)?)\s+(?:succeeds|succeeded|is\s+successful|"
      r"completes\s+successfully|finishes\s+successfully|(?:has|have)\s+(?:completed|finished|run)\s+successfully|goes\s+well|goes\s+fine|works(?:\s+out)?|(?:finishes|completes|runs|goes\s+through|ends)\s+without\s+"
      r"(?:any\s+)?(?:errors?|failures?|problems|issues|a\s+hitch)|goes\s+through(?:\s+cleanly)?|go\s+through(?:\s+cleanly)?|"
@@ -268,7 +278,7 @@ EXIT_CUES = [
      r"|\b(?:if|when|once|provided)\s+(?:nothing|no\s+step|none\s+of\s+(?:it|them|the\s+steps))\s+(?:fails|failed|goes\s+wrong|went\s+wrong|breaks|errors(?:\s+out)?|crashes)\b"
      r"|\bif\s+there\s+(?:are|were)\s+no\s+(?:failures|errors|problems)\b"
      # "If successful, send ...", "send 'x' once it has finished successfully", "send 'x' if it worked"
-     r"|(?:^|(?<=[.;]\s))if\s+(?:successful|all\s+goes\s+well|everything\s+goes\s+well|it\s+all\s+goes\s+well)(?=\s*,)"
+     r"|(?:^|(?<=[.;?!]\s)|(?<=\band\s)|(?<=\bthen\s))if\s+(?:successful|all\s+goes\s+well|everything\s+goes\s+well|it\s+all\s+goes\s+well)(?=\s*,)"
      r"|(?:(?<=QUOTE\d\s)|(?<=QUOTE\d\d\s))(?:if|once|when)\s+(?:it|the\s+run|everything)\s+(?:worked|works|succeeds|succeeded|went\s+well|"
      r"(?:has\s+)?(?:finished|completed|run)\s+successfully)(?=\s*(?:[.;!]|$))", "success"),
     (r"\b(?:always|no\s+matter\s+what(?:\s+happens)?|whatever\s+happens|"

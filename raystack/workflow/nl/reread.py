@@ -76,6 +76,23 @@ def _rename(t: Text, a: Any, entry: str) -> None:
     a.entry = entry
 
 
+def _values_tried_in_a_search(t: Text, actions: list) -> list:
+    """"tune a knn for y, trying k of 5, 9 and 15 across 8 trials": the values a search tries,
+    said after a comma, are its space, not a training of their own."""
+    out = []
+    for a in actions:
+        # (the search, or the search and the model it names: "tune a knn for y")
+        prev = out[-1] if out and out[-1].entry == "tune" else out[-2] if len(out) > 1 and out[-2].entry == "tune" \
+            and out[-1].entry == "train_model" and out[-1].sentence == out[-2].sentence else None
+        if a.entry == "train_model" and prev is not None and prev.sentence == a.sentence \
+                and t.tokens[a.lo].low in ("try", "tries", "trying") and a.lo > 0 and t.tokens[a.lo - 1].text == "," \
+                and not any(x.kind == "path" for x in t.tokens[prev.trig_end:a.lo]):
+            t.relabel(t.tokens[a.lo:a.trig_end], "train_model")
+            continue
+        out.append(a)
+    return out
+
+
 def reread(t: Text, actions: list) -> list:
     """``actions`` (the planner's, in text order) after the re-readings above."""
     title = title_span(t)
@@ -98,6 +115,7 @@ def reread(t: Text, actions: list) -> list:
         a.entry == "load_data" and not a.has_file and k and (actions[k - 1].entry in SAVED_SOURCES or (
             actions[k - 1].entry == "load_data" and actions[k - 1].has_file)))]
     actions = _step_named_again(t, _model_named_after(t, _method_named_again(t, _spelled_out(t, actions))))
+    actions = _values_tried_in_a_search(t, actions)
     for k in range(len(actions) - 1):
         a, b = actions[k], actions[k + 1]
         if a.entry in ADAPTER_ACTS and b.entry == "load_adapters" and a.sentence == b.sentence and all(

@@ -105,6 +105,17 @@ def _settings_end(t: Text, spans: list[tuple[int, int]], actions: list[Action], 
     return end
 
 
+def _tune_end(t: Text, spans: list[tuple[int, int]], actions: list[Action], a: Action) -> int:
+    """Where a search's words end: its settings (``_settings_end``), or, when they name no space, on
+    to its sentence's end past commas, while no other step is named ("tune a knn for y, trying k of
+    5, 9 and 15 across 8 trials, minimising RMSE")."""
+    end = _settings_end(t, spans, actions, a)
+    if next(t.finditer(rf"{L.NUMLIST}|\bNUM\d+\s+to\s+NUM\d+", a.zlo, end, free_only=True), None) is not None:
+        return end
+    stop = min([b.lo for b in actions if b.lo >= end] + [spans[a.sentence][1]])
+    return max(end, stop)
+
+
 # what is said to be saved somewhere already ("a base checkpoint saved at ./ckpt/b")
 SAVED_THINGS = {"checkpoint", "checkpoints", "ckpt", "weights", "model", "adapters", "base"}
 
@@ -150,7 +161,7 @@ class RulePlanner:
         for k, a in enumerate(actions):
             with t.claiming(a.entry):
                 if a.found.params.pop("_tune", False):
-                    a.found.params["_tune"] = read_tune(t, a.zlo, _settings_end(t, spans, actions, a))
+                    a.found.params["_tune"] = read_tune(t, a.zlo, _tune_end(t, spans, actions, a))
                 ex = EXTRACTORS.get(a.entry)
                 if ex is not None:
                     end = self._shared_object_end(t, actions, k)
@@ -549,8 +560,9 @@ class RulePlanner:
             t.mark(plain[1], a.entry)
             return DraftStep(f"{a.step.label}b", "select_best", {}, {}, span=t.span_text(plain[1]))
         match, toks = m
-        metric = metric_of(match.group("m") or match.group("m2") or match.group("m3"))
-        direction = (match.group("d") or match.group("d2") or match.group("d3")).lower()
+        said = {k: v for k, v in match.groupdict().items() if v}     # (one alternative's direction and metric)
+        metric = metric_of(next(v for k, v in said.items() if k.startswith("m")))
+        direction = next(v for k, v in said.items() if k.startswith("d")).lower()
         mode = "min" if direction in ("lowest", "lower", "smallest") else "max" if direction in ("highest", "higher", "largest") else \
             "min" if metric in L.LOWER_IS_BETTER else "max"
         t.mark(toks, a.entry)

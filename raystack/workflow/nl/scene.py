@@ -12,7 +12,7 @@ from raystack.workflow.catalog import CATALOG
 from raystack.workflow.nl import lexicon as L
 from raystack.workflow.nl.text import ARROWS, UNIT_WORDS, Text, Token, sentences
 from raystack.workflow.nl.words import (BUSINESS_NOUNS, DESCRIBING_VERBS, MAX_LEAD_IN, in_parentheses, is_free, is_method, is_title,
-                                        is_unknown, is_year, method_near)
+                                        is_unknown, is_year, method_near, names_business)
 
 LEAD_IN_ENDS = (":", "—", "–", "-")
 TITLE_JOINERS = ("(", ")", "/", "&")   # inside a title's words: "Room inspection pass/fail (hotels):"
@@ -183,6 +183,8 @@ ASKING_WORDS = DATA_FAULTS | {
 MODEL_WORDS = {"model", "models", "classifier", "classifiers", "knn", "logistic", "linear", "centroid", "regression",
                "regressor", "adapter", "adapters", "lora", "edit", "diloco", "dlrm"}
 MAX_CONTEXT = 20   # words of a context sentence
+SCENE_ADVERBS = {"sometimes", "often", "usually", "occasionally", "currently", "recently", "lately", "normally",
+                 "typically", "unfortunately", "apparently", "historically"}
 
 
 def _asking_sentences(t: Text, beside_loads: bool = False) -> list[tuple[int, int, bool]]:
@@ -306,7 +308,9 @@ def _heading_word(t: Text, x: Token, first: bool) -> bool:
         return False
     if x.low in NOT_IN_HEADINGS:
         return False
-    return x.low not in L.FILLERS or x.low == "team" or (x.low in HEADING_GLUE and not first)
+    # ("Herd advisory assistant for the dairy cooperative.": who it is for, or where)
+    the_for = x.low == "the" and x.i > 0 and t.tokens[x.i - 1].low in ("for", "at") and not first
+    return x.low not in L.FILLERS or x.low == "team" or (x.low in HEADING_GLUE and not first) or the_for
 
 
 def settings_opening(t: Text) -> None:
@@ -436,10 +440,16 @@ def context_sentences(t: Text) -> None:
             continue
         if asks or not toks or t.tokens[hi - 1].text in ("?", "!"):
             continue
-        if any((x.kind not in ("word", "path") and not _a_year(t, x) and not _a_count_of_things(t, x)) or _asks_or_names_a_model(x)
+        if any((x.kind not in ("word", "path") and not _a_year(t, x) and not _a_count_of_things(t, x))
+               or (_asks_or_names_a_model(x) and not names_business(t, x))
                or x.low.startswith(L.UNSUPPORTED_PREFIXES) for x in toks):
             continue
-        if toks[0].low not in CONTEXT_SUBJECTS | CONTEXT_LEADS and toks[0].kind != "path" and not _data_is_in(t, lo, hi):
+        # ("Hello, we are a spinning mill ...", "Sometimes a lot comes out in the wrong shade."): a
+        # greeting, or an adverb of how often or when, before the subject
+        greeted = len(toks) > 1 and toks[0].low in ("hi", "hello", "hey", "hiya") and toks[1].low in ("we", "i", "our", "my")
+        head = toks[1] if greeted or (len(toks) > 1 and toks[0].low in SCENE_ADVERBS) else toks[0]
+        if head.low not in CONTEXT_SUBJECTS | CONTEXT_LEADS and head.kind != "path" and not _data_is_in(t, lo, hi) \
+                and not (toks[0].low in SCENE_ADVERBS and head.low in ("a", "an", "the", "some", "our", "my")):
             continue
         free = [x for x in toks if not x.used]
         if free and len(free) <= MAX_CONTEXT:

@@ -16,11 +16,14 @@ from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.text import Text, number
 
 # parameter words -> the training step's parameter
-SPACE_PARAMS = [(r"learning[\s-]+rates?|lrs?|step\s+sizes?", "lr"), (r"batch[\s_-]+sizes?", "batch_size"),
-                (r"epochs?|passes", "epochs"), (r"k|neighbou?rs?|number\s+of\s+neighbou?rs?", "k")]
+SPACE_PARAMS = [(r"(?:the\s+)?learning[\s-]+rates?|lrs?|step\s+sizes?", "lr"), (r"(?:the\s+)?batch[\s_-]+sizes?", "batch_size"),
+                (r"(?:the\s+)?number\s+of\s+epochs|epochs?|passes", "epochs"),
+                (r"k|neighbou?rs?|(?:the\s+)?number\s+of\s+neighbou?rs?", "k")]
 _PARAM = "|".join(rf"(?P<p{i}>{p})" for i, (p, _) in enumerate(SPACE_PARAMS))
 SPACE_PARAM_RX = "|".join(p for p, _ in SPACE_PARAMS)     # a parameter's name, one word
-_JOIN = r"(?:\s*(?:=|:|∈|in|of|over|from|at|values?|across|among|to|grid|set|tuned|searched|swept|varied|\(|,)\s*)*\s*"
+# ("the learning rate being drawn from 0.001, 0.01 and 0.1", "k taken from 3, 5 and 7")
+_JOIN = (r"(?:\s*(?:=|:|∈|in|of|over|from|at|values?|across|among|to|grid|set|tuned|searched|swept|varied|being|drawn|taken|chosen"
+         r"|picked|sampled|selected|\(|,)\s*)*\s*")
 _RANGE = (r"between\s+(?P<a>NUM\d+)\s+and\s+(?P<b>NUM\d+)|from\s+(?P<c>NUM\d+)\s+to\s+(?P<d>NUM\d+)"
           r"|(?P<e>NUM\d+)\s+to\s+(?P<f>NUM\d+)")     # "learning rate (0.01 to 0.5)"
 _MAX = rf"(?:higher|bigger|larger|more)\s+(?:(?:{L.METRIC_RX})\s+)?(?:is|=)\s+better|maximi[sz]\w*|maximum|max|highest|higher|best"

@@ -52,24 +52,29 @@ def passive(objects: str, participles: str) -> str:
     return rf"\b(?:{objects})(?P<sk>\s+(?:in|from|of|within)\s+FILE\d+)?{AUX}\s+(?:{participles})\b"
 
 
-DUPLICATES = (r"duplicat\w*(?:\s+(?:rows|records|entries|lines|[a-z]+s\b))?|dupes?|repeat(?:ed)?\s+(?:rows|records|entries|lines|[a-z]+s\b)"
+DUPLICATES = (r"duplicat\w*(?:\s+(?:rows|records|entries|lines|[a-z]+s\b))?|dup(?:es?|s)?\b(?:\s+[a-z]+s\b)?|repeat(?:ed)?\s+(?:rows|records|entries|lines|[a-z]+s\b)"
               r"|duplicate\s+[a-z]+\s+(?:rows|records|entries|lines)\b"      # "duplicate loan records"
-              r"|double\s+entries|(?<=the\s)repeats")
+              r"|double\s+(?:entries|[a-z]{3,}s\b)|(?<=the\s)repeats"     # ("the double enrolments")
+              # "rows that appear twice", "any ticket that shows up more than once"
+              r"|(?:[a-z]{2,}s\s+(?:that\s+|which\s+)?(?:appear|occur|show\s+up)|(?:any|every|each)\s+[a-z]{2,}\s+(?:that|which)\s+(?:appears|occurs|shows\s+up)"
+              r"|[a-z]{2,}s\s+(?:appearing|occurring|showing\s+up))\s+(?:twice|more\s+than\s+once|two\s+or\s+more\s+times)\b")
 GAPS = (r"(?:missing|null|nan|empty|blank|na)\s*(?:values?|entries|cells|fields|data|readings|amounts)?"
         r"|gaps|blanks|holes|nulls|nans|missings")
 # words a removal of duplicates never passes over to reach them: "drop nulls and duplicates" is
 # two removals, the nulls' and the duplicates'
 GAP_WORDS = r"nulls?|nans?|missing|empty|blank|incomplete|na"
+# the rows by the data's own word for them ("the games", "the batches"), never its faults
+ROW_THINGS = rf"(?!(?:duplicates|dupes|nulls|nans|blanks|gaps|holes|missings|things|bits|details|versions|times)\b){ROW_NOUN}"
 BAD_ROWS = (r"(?:rows|records|entries|lines|anything|everything|any\s+row|any\s+record|every\s+row|every\s+record|each\s+row"
-            r"|frames|samples|observations|readings|measurements|cases|transactions)"     # ("Frames with any missing value were discarded")
+            rf"|frames|samples|observations|readings|measurements|cases|transactions|{ROW_THINGS})"     # ("Frames with any missing value were discarded")
             r"\s+(?:with|containing|that\s+have|that\s+has)\s+(?:a\s+|an\s+|any\s+)?(?:blanks|nulls|nans|gaps|missing|null|nan|empty|blank|"
             r"incomplete|invalid)\s*(?:values?|entries|entry|fields?|cells?|data|readings?|measurements?)?|(?:incomplete|invalid|bad|broken|corrupt(?:ed)?|"
-            r"malformed|junk|garbage|bogus|dirty|faulty|erroneous|unusable)\s+(?:rows|records|entries|lines)"
+            rf"malformed|junk|garbage|bogus|dirty|faulty|erroneous|unusable)\s+(?:rows|records|entries|lines|{ROW_THINGS})"
             # "rows where anything is missing": any value, not a named column's
             r"|(?:rows|records|entries|any\s+row|any\s+record|every\s+row|each\s+row)\s+(?:where|in\s+which)\s+"
             r"(?:anything|something|any\s+(?:value|field|column|cell)|a\s+value)\s+(?:is|are|'s)\s+(?:missing|null|empty|blank|nan)"
             # "rows where age is missing", "records whose amount is null": that column's (the extractor's)
-            r"|(?:rows|records|entries|(?:any|every|each|a)\s+(?:row|record|entry))\s+(?:where|whose|in\s+which)\s+(?:the\s+|either\s+)?[a-z_]\w*"
+            rf"|(?:rows|records|entries|{ROW_THINGS}|(?:any|every|each|a)\s+(?:row|record|entry))\s+(?:where|whose|in\s+which)\s+(?:the\s+|either\s+)?[a-z_]\w*"
             r"(?:(?:\s*,\s*[a-z_]\w*)*\s*,?\s+(?:or|and)\s+[a-z_]\w*)?(?:\s+columns?)?\s+(?:is|are)\s+"   # "where a or b is empty"
             r"(?:missing|null|empty|blank|nan|na)\b"
             r"|(?:rows|records|entries)\s+that\s+(?:aren't|are\s+not|isn't|is\s+not)\s+(?:complete|filled\s+in)"   # "rows that aren't complete"
@@ -86,6 +91,7 @@ REMOVED = (r"dropped|removed|deleted|discarded|eliminated|filtered(?:\s+out)?|ex
 # what the object of a cleanup never passes over: "clean up weather.csv and plot temp" plots the
 # temperature column, it deletes nothing
 CLEANUP_NEVER = r"FILE\d+|and|then"
+PER_COLUMN = r"(?:\s+(?:per|for\s+(?:each|every))\s+column\b)?"    # "summary statistics per column": every column's
 _STAT = rf"(?:standard\s+deviation|{'|'.join(COLUMN_STATS[:-1])})"    # a statistic of a column, by name
 # (catalog step, pattern) in priority order: an earlier, more specific phrase claims its words
 TRIGGERS: list[tuple[str, str]] = [
@@ -131,7 +137,7 @@ TRIGGERS: list[tuple[str, str]] = [
                        r"|\b(?:put|place|expose|host|publish)\s+(?:them|it|the\s+adapters)\s+(?:behind|on|with|via|through|using|over)\s+(?:ray\s+)?serve\b"
                        r"|\b(?:they|the\s+adapters)\s+(?:go|get\s+put|are\s+put|get\s+deployed|are\s+deployed|get\s+served|are\s+served)\s+"
                        r"(?:behind|on|with|via)\s+(?:ray\s+)?serve\b"),
-    ("evaluate_adapters", rf"\b(?:evaluat\w*|assess\w*|score|test|validate|measure|benchmark|check)\s+{skip(4)}adapters?\b(?:\s+do)?"
+    ("evaluate_adapters", rf"\b(?:evaluat\w*|eval|evals|assess\w*|score|test|validate|measure|benchmark|check)\s+{skip(4)}adapters?\b(?:\s+do)?"
                           r"|\badapter\s+evaluations?\b|\bevaluations?\s+of\s+(?:the\s+)?adapters\b"),
     ("elastic_dlrm", rf"\b(?:train|trains|training|re-?train|fit|fits|run|learn|build)\w*\s+{skip(5)}(?:dlrm|recommend\w*|recsys|"
                      r"click-?through(?:-rate)?|ctr|criteo|ad\s+click)\b(?:\s+(?:models?|training|prediction))?"),
@@ -318,7 +324,12 @@ TRIGGERS: list[tuple[str, str]] = [
                r"|\s+one\s+(?:to|onto|under|below|beneath|after)\s+the\s+other\b"     # "append one to the other"
                rf"|(?<=concat)(?=\s*(?:[,;]|$|{ARROW}))"    # "→ concat, EU first →": an item of its own
                r"|(?=\s+the\s+[a-z]+\s+(?:file|one|table|log|export|sheet)\s+(?:onto|on\s+to|to|after|under|below|beneath)\s)"
-               r"|(?=\s+the\s+[a-z][\w-]*\s+(?:rows|records|entries|ones)\s+(?:on\s+top\s+of|above|over|before|ahead\s+of)\s))"),   # "stack the EU rows on top of the US ones"
+               r"|(?=\s+the\s+[a-z][\w-]*\s+(?:rows|records|entries|ones)\s+(?:on\s+top\s+of|above|over|before|ahead\s+of)\s)"   # "stack the EU rows on top of the US ones"
+               # "stack 2025 under 2024", "h2 appended beneath h1": one table's name word under the other's
+               r"|(?<=stack)(?=\s+(?:NUM\d+|[a-z][\w-]*)\s+(?:underneath|under|below|beneath)\s+(?:NUM\d+|[a-z][\w-]*)\b)"
+               r")"),
+    ("concat", r"\b(?!(?:is|are|was|were|be|been|get|gets|got|then|also|rows|data)\b)(?:NUM\d+|[a-z][\w-]*)\s+(?:appended|stacked)"
+               r"(?=\s+(?:underneath|under|below|beneath)\s+(?:NUM\d+|[a-z][\w-]*)\b)"),
     # "put the market hall rows underneath the high street ones": one table's rows under the other's
     ("concat", r"\b(?:put|puts|place|places|add|adds)\s+(?=the\s+(?:[a-z][\w-]*\s+){1,2}(?:rows|records|entries|data)\s+"
                r"(?:underneath|under|below|beneath|on\s+top\s+of|above)\s+the\s+(?:[a-z][\w-]*\s+){1,2}(?:ones|rows|records|entries|data)\b)"),
@@ -378,14 +389,17 @@ TRIGGERS: list[tuple[str, str]] = [
     ("save_report", rf"\bsummari[sz]e\w*\s+{skip(2)}(?:in|into|as|with)\s+(?:a\s+|the\s+)?report\b"),
     # "report" a verb, not the noun of "save a report with its statistics"
     ("stats", rf"\b(?:compute|calculate|get|produce|(?<!\ba )(?<!\bthe )report|show|print|collect|gather|derive|generate|run)\s+{skip(2)}"
-              r"(?:summary\s+|descriptive\s+|basic\s+|column\s+|some\s+)?(?:statistics|stats)\b"),
+              rf"(?:summary\s+|descriptive\s+|basic\s+|column\s+|some\s+)?(?:statistics|stats)\b{PER_COLUMN}"),
     # "-> column stats ->": the statistics as an arrow chain's stage
     ("stats", rf"{AFTER_ARROW}(?:column|summary|descriptive|basic)\s+(?:stats|statistics)(?=\s*(?:{ARROW}|$|[,;.]))"),
     ("stats", passive(r"(?:summary\s+|descriptive\s+|basic\s+)?(?:statistics|stats)|(?:a\s+|the\s+)?(?:data\s+)?profile",
                       r"computed|calculated|produced|generated|collected|gathered|derived|reported|run")),
-    ("stats", rf"\b(?:describe|summari[sz]e)(?!rs?\b)\w*\b(?:\s+{skip(3)}with\s+(?:summary\s+)?(?:statistics|stats))?|\b(?:summary|descriptive)\s+(?:statistics|stats)\b"
+    ("stats", rf"\b(?:describe|summari[sz]e)(?!rs?\b)\w*\b(?:\s+{skip(3)}with\s+(?:summary\s+)?(?:statistics|stats))?|\b(?:summary|descriptive)\s+(?:statistics|stats)\b{PER_COLUMN}"
               r"|\b(?:a|the)\s+(?:statistical|descriptive)\s+(?:summary|profile|overview)\b"     # "a statistical summary"
               r"|\bprofil(?:e|es|ing)\s+(?=it\b|them\b|the\b|this\b|that\b|each\b|every\b|all\b)"),
+    # "per-column stats", "summary statistics per column": the statistics of every column
+    ("stats", r"\b(?:per[\s-]column|column-?wise|column-level)\s+(?:summary\s+|descriptive\s+)?(?:stats|statistics)\b"
+              r"|\b(?:(?:summary|descriptive|basic)\s+)?(?:stats|statistics)\s+(?:per|for\s+(?:each|every))\s+column\b"),
     # "count the rows", "tell me the row count", "how many records are left": the statistics
     # hold the row count; only the phrase whole, with nothing after it that narrows the rows
     # ("count the rows with missing values", "how many rows have nulls": not the row count; a
@@ -461,7 +475,7 @@ TRIGGERS: list[tuple[str, str]] = [
                             r"(?:written|summari[sz]ed|collected|gathered|put)(?:\s+up)?\s+(?:in|into)\s+(?:a|the)\s+"
                             r"(?:final\s+|short\s+|summary\s+|brief\s+)?report")),
     ("save_report", r"\b(?:a|the|final|short|brief|one|NUM\d+)\s+(?:final\s+|short\s+|summary\s+|brief\s+|saved\s+|written\s+|single\s+|"
-                    r"combined\s+)?report\b"),    # "one report across the three"
+                    r"combined\s+)?report\b(?:\s+only(?=\s*(?:[.;,!]|$)))?"),    # "one report across the three"; "otherwise a report only"
     # ("Evaluate + report afterwards.": a report after the plus that joins it to the step before)
     ("save_report", rf"(?:(?m:^)|(?<=[),;:>→.!?]\s)|(?<=\s-\s)|(?<=\s–\s)|(?<=\s—\s)|(?<=\bthen\s)|(?<=\band\s)|(?<=\s\+\s)|(?<=\s&\s))(?:final\s+|summary\s+)?report\b"
                     rf"(?=\s*(?:(?m:$)|[.;,)]|\((?![^)]*FILE)|{ARROW}|(?:when|once|after)\s+(?:both|all|they|everything|it|the\s+(?:two|three|NUM\d+))\b"
@@ -593,6 +607,9 @@ TRIGGERS: list[tuple[str, str]] = [
     # "take the F1 winner"
     ("select_best", rf"\b(?:take|keep|pick|use|go\s+with|choose)\s+the\s+(?=(?:{METRIC_RX})\s+winner\b)"),
     ("tune", r"(?<![\w-])hpo(?![\w-])(?:\s+(?:sweep|search|run|job))?"),    # hyperparameter optimisation, as practitioners write it
+    # "search the hyperparameters of a kNN", "tune hyperparameters for a linear model"
+    ("tune", r"\b(?:search|searching|tune|tuning|sweep|sweeping|optimi[sz]e|optimi[sz]ing)\s+(?:the\s+|its\s+)?hyper-?param(?:eter)?s"
+             r"(?:\s+(?:of|for)(?=\s+(?:an?|the|our|its)\s))?"),
     ("tune", r"\b(?:hunt|hunting|look|looking|search|searching|scan|scanning)\s+for\s+(?:the\s+)?(?:best|optimal|right|ideal)\s+"
              r"(?=k\b|lr\b|learning\s+rate|epochs?\b|batch\s+size|neighbou?rs\b|number\s+of\s+neighbou?rs)"),   # "hunt for the best k"
     ("tune", r"(?<!the )(?<!a )(?<!this )(?<!that )(?<!best )(?<!-)\btuned\b(?!\s+(?:model|one|classifier|version))|(?<!-)\b(?:tune|tunes|tuning|hyper-?param(?:eter)?\s+(?:search|tuning|optimi[sz]ation|sweep)|grid\s+search|random\s+search|"
@@ -637,7 +654,7 @@ TRIGGERS: list[tuple[str, str]] = [
     ("evaluate_model", HELD_OUT_FIGURE),
     # "→ eval", "- eval": the evaluation as practitioners shorten it, an item of its own
     ("evaluate_model", rf"(?:{ITEM_OPEN}|(?<=[,;:]\s))eval(?=[ \t]*(?:$|\n|[.;,)]|{ARROW})|\s+[–—]\s)"),
-    ("deploy_model", r"\b(?:deploy\w*|publish(?:es|ed|ing)?\b(?!\s+(?:house|company|firm))|ship|ships|release|promote|(?<!ray )(?<!behind )(?<!with )(?<!via )(?<!through )(?<!using )serve|push\w*\s+(?:it\s+|them\s+)?to\s+production|"
+    ("deploy_model", r"\b(?:deploy\w*|publish(?:es|ed|ing)?\b(?!\s+(?:house|company|firm))|ship|ships|release|promote|(?<!ray )(?<!behind )(?<!with )(?<!via )(?<!through )(?<!using )serve|(?<!ray )served(?=\s*(?:[.;,!)]|$))|push\w*\s+(?:it\s+|them\s+)?to\s+production|"
                      r"roll\s+(?:it\s+|them\s+|that\s+|this\s+|the\s+(?:winner|model|best\s+one)\s+)?out|put\s+(?:it\s+)?(?:in|into)\s+production|"
                      # "put it live under the name X", "push it live as X", "take the winner live"
                      # (its object said: "make live predictions" asks for inference, no deployment)

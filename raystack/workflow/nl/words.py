@@ -141,6 +141,22 @@ def is_year(x: Token) -> bool:
     return x.kind == "num" and re.fullmatch(r"(?:19|20)\d\d", x.text) is not None
 
 
+# the last word of a place's or an organisation's name ("Holly Ridge Tree Farm", "Boosting Hill Estate")
+NAME_ENDS = BUSINESS_NOUNS | {"farm", "farms", "estate", "mill", "mills", "works", "trust", "society", "co-op", "cooperative",
+                              "group", "partners", "ltd", "inc", "railway", "orchard", "nursery", "brewery", "vineyard",
+                              "winery", "dairy", "bakery", "hospice", "sanctuary", "park", "market", "quarry"}
+
+
 def names_business(t: Text, x: Token) -> bool:
-    """A method word right before a business noun ("Translation agency") names the trade."""
-    return x.i + 1 < len(t.tokens) and t.tokens[x.i + 1].low in BUSINESS_NOUNS
+    """A method word right before a business noun ("Translation agency") names the trade; one
+    inside a capitalised name ending in such a noun ("Holly Ridge Tree Farm") is part of the name."""
+    if x.i + 1 < len(t.tokens) and t.tokens[x.i + 1].low in BUSINESS_NOUNS:
+        return True
+    def capital(k: int) -> bool:
+        return 0 <= k < len(t.tokens) and t.tokens[k].kind == "word" and t.tokens[k].text[:1].isupper()
+    if not capital(x.i) or not capital(x.i - 1):
+        return False
+    end = x.i
+    while capital(end + 1):
+        end += 1
+    return end > x.i and t.tokens[end].low in NAME_ENDS

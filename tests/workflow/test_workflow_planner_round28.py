@@ -1,0 +1,264 @@
+"""Round 28 of the rule planner: development sets 18 and 19's refusals, worked through by class
+(rows named by the data's own word, tables stacked by a word of their names, the best run named
+where it is exported, the adapters evaluated and served in the passive, the checkpoint that
+"serves as the base"), with wordings varied here, not their prompts. Each case failed on the tree
+before its change; the guards say what must stay refused or unchanged."""
+import pytest
+
+from planner_util import kinds, of_kind, refs
+from planner_util import plan as _plan
+from raystack.workflow.nl.plan import PlanRefused
+
+TRAINED = "Generate 3,000 synthetic rows, split 20% off, train a logistic regression for 15 epochs and evaluate it."
+MAPPED = "Load a.csv, split 20% off and train a knn for churn with k of 3, 5 and 7."
+
+
+def _cond(step):
+    (c,) = step.when
+    return c.ref.key, c.op, c.value, c.negate
+
+
+# -- duplicates and bad rows named by the data's own words -----------------------------------------
+@pytest.mark.parametrize("said", ["drop dup tickets", "remove the dups",
+                                  "drop rows that appear more than once", "get rid of any ticket that appears twice",
+                                  "remove readings appearing twice"])
+def test_duplicates_said_short_or_by_how_often_they_appear(said):
+    assert kinds(_plan(f"Load a.csv, {said}, then count rows per region.")) == ["load_data", "dedup", "aggregate"]
+
+
+def test_rows_that_appear_twice_dropped_in_the_passive():
+    assert kinds(_plan("Load a.csv; rows that appear twice are dropped; then plot it.")) == ["load_data", "dedup", "plot"]
+
+
+@pytest.mark.parametrize("said", ["drop the games that have missing fields", "throw out the games with blanks",
+                                  "exclude corrupt batches"])
+def test_bad_rows_named_by_the_datas_own_word(said):
+    p = _plan(f"Load a.csv, {said}, then compute column stats.")
+    assert kinds(p) == ["load_data", "clean_data", "stats"]
+    assert "columns" not in of_kind(p, "clean_data")[0].params
+
+
+def test_rows_of_a_named_column_by_the_datas_own_word():
+    p = _plan("Load a.csv. Remove the batches where moisture_pct is missing, then plot it.")
+    assert of_kind(p, "clean_data")[0].params["columns"] == ["moisture_pct"]
+
+
+def test_columns_are_no_rows():
+    with pytest.raises(PlanRefused):
+        _plan("Load a.csv, drop the columns that have missing values, then plot it.")
+
+
+# -- tables stacked by a word of their names -------------------------------------------------------
+@pytest.mark.parametrize("said", ["stack 2025 under 2024", "2025 appended beneath 2024", "2025 stacked below 2024"])
+def test_a_stack_named_by_the_files_words(said):
+    p = _plan(f"Load bookings_2024.csv and bookings_2025.csv, {said}, then dedupe.")
+    (c,) = of_kind(p, "concat")
+    by_id = p.ir.by_id()
+    first, second = (by_id[refs(c.params[k])[0]].params["path"] for k in ("first", "second"))
+    assert (first, second) == ("bookings_2024.csv", "bookings_2025.csv")
+
+
+def test_a_stack_named_by_words_in_an_arrow_chain():
+    p = _plan("landings_h1.csv + landings_h2.csv -> h2 appended beneath h1 -> drop dup tickets -> out/all.csv")
+    assert kinds(p) == ["load_data", "load_data", "concat", "dedup", "write_table"]
+
+
+@pytest.mark.parametrize("said", ["stack 2024 under 2025", "2024 appended beneath 2025"])
+def test_a_stack_in_the_order_the_files_are_not_loaded_is_refused(said):
+    with pytest.raises(PlanRefused, match="order they are stacked in"):
+        _plan(f"Load bookings_2024.csv and bookings_2025.csv, {said}, then dedupe.")
+
+
+def test_a_stack_said_with_nouns_after_the_names_is_unchanged():
+    p = _plan("Load north_sales.csv and south_sales.csv. Stack the north rows on top of the south ones, then dedupe.")
+    assert kinds(p) == ["load_data", "load_data", "concat", "dedup"]
+
+
+# -- statistics per column ---------------------------------------------------------------------------
+@pytest.mark.parametrize("said", ["per-column stats", "summary statistics per column", "column-wise statistics",
+                                  "column-level statistics"])
+def test_statistics_per_column(said):
+    assert kinds(_plan(f"Load a.csv -> {said} -> out/s.csv")) == ["load_data", "stats", "write_table"]
+
+
+# -- the elastic job named before the part, its runs' retries, the best run named where it is used --
+def test_a_job_fitted_on_elastic_dlrm_by_name():
+    p = _plan("Fit lot-recs on elastic DLRM for 2 epochs.")
+    assert of_kind(p, "elastic_dlrm")[0].params["name"] == "lot-recs"
+
+
+@pytest.mark.parametrize("said", ["each run allowed one retry", "each job is allowed 2 retries", "each fit given 1 retry"])
+def test_retries_allowed_to_each_run(said):
+    p = _plan(f"Train the elastic DLRM job lot-recs for 1, 3 and 5 epochs, {said}.")
+    steps = of_kind(p, "elastic_dlrm")
+    assert len(steps) == 3 and len({s.retries for s in steps}) == 1 and steps[0].retries in (1, 2)
+
+
+@pytest.mark.parametrize("said, metric", [("export the best run by F1 to ./m", "f1"),
+                                          ("export the run that comes out top on recall into ./m", "recall"),
+                                          ("export the one which scores highest on accuracy to ./m", "accuracy")])
+def test_the_best_of_several_named_where_it_is_exported(said, metric):
+    p = _plan(f"{MAPPED} Then {said}.")
+    (b,) = of_kind(p, "select_best")
+    assert b.params["metric"] == metric
+    assert refs(of_kind(p, "export_model")[0].params["model"]) == [b.id]
+
+
+def test_the_best_named_where_it_is_exported_needs_several():
+    p = _plan(f"{TRAINED} Then export the best run by F1 to ./m.")
+    assert not of_kind(p, "select_best")
+
+
+# -- adapters evaluated and served ---------------------------------------------------------------------
+FT = "Fine-tune mLoRA adapters legal-qa and med-qa on ./ckpt/x"
+
+
+@pytest.mark.parametrize("said", ["; eval adapters; exact_match ≥ 0.7 → serve",
+                                  ", after which the adapters are to be evaluated and, in the event that their exact match exceeds 0.7, served."])
+def test_adapters_evaluated_then_served_on_their_exact_match(said):
+    p = _plan(FT + said)
+    assert kinds(p) == ["load_checkpoint", "mlora_finetune", "evaluate_adapters", "serve_adapters"]
+    (s,) = of_kind(p, "serve_adapters")
+    key, op, value, _ = _cond(s)
+    assert (key, value) == ("exact_match", 0.7) and op in (">", ">=")
+
+
+def test_adapters_evaluated_and_served_in_the_passive():
+    p = _plan(FT + ". The adapters are evaluated and subsequently served.")
+    assert kinds(p)[-2:] == ["evaluate_adapters", "serve_adapters"]
+
+
+def test_served_in_context_is_no_deployment():
+    with pytest.raises(PlanRefused, match="served 400 households"):
+        _plan(f"{TRAINED} We have served 400 households with it.")
+
+
+def test_the_checkpoint_that_serves_as_the_base():
+    p = _plan("The tiny-1m model is pretrained for 600 steps using EDiT. The resulting checkpoint serves as the base on "
+              "which mLoRA adapters triage and rations are fine-tuned. The adapters are evaluated. Upon successful "
+              "completion, 'assistant live' is sent.")
+    assert kinds(p) == ["edit_pretrain", "mlora_finetune", "evaluate_adapters", "notify"]
+    (ft,) = of_kind(p, "mlora_finetune")
+    assert refs(ft.params["base"]) == [of_kind(p, "edit_pretrain")[0].id]
+    assert of_kind(p, "notify")[0].exit == "success"
+
+
+@pytest.mark.parametrize("said", ["Upon successful completion", "On successful completion of the run",
+                                  "After successful completion"])
+def test_success_said_as_completion(said):
+    p = _plan(f"{TRAINED} {said}, send 'done'.")
+    assert of_kind(p, "notify")[0].exit == "success"
+
+
+def test_a_heading_for_the_customer():
+    p = _plan("Herd advisory assistant for the dairy cooperative. " + TRAINED)
+    assert kinds(p) == ["make_dataset", "split_data", "train_model", "evaluate_model"]
+
+
+# -- success, else-branches and reasons in other registers -------------------------------------------
+def test_success_said_mid_sentence():
+    p = _plan("Could you load a.csv and evaluate a knn for y? And if all goes well, could you send 'done'?")
+    assert of_kind(p, "notify")[0].exit == "success"
+
+
+@pytest.mark.parametrize("other", ["in the other case send 'low'", "failing which send 'low'", "in any other case send 'low'"])
+def test_an_else_said_as_the_other_case(other):
+    p = _plan(f"{TRAINED} When precision is more than 0.85, deploy it as qc; {other}.")
+    (n,) = of_kind(p, "notify")
+    assert _cond(n) == ("precision", ">", 0.85, True)
+
+
+def test_an_else_said_as_an_inverted_question():
+    p = _plan(f"{TRAINED} If the recall is at least 0.65, export it to ./m. Is it not, send 'low'.")
+    (n,) = of_kind(p, "notify")
+    assert _cond(n) == ("recall", ">=", 0.65, True)
+
+
+def test_a_report_only_as_the_else_branch():
+    p = _plan(f"{TRAINED} When precision is more than 0.85, deploy it as qc; otherwise a report only.")
+    (r,) = of_kind(p, "save_report")
+    assert _cond(r) == ("precision", ">", 0.85, True)
+
+
+def test_a_report_only_on_some_rows_stays_refused():
+    with pytest.raises(PlanRefused):
+        _plan(f"{TRAINED} Then a report only on the north stores.")
+
+
+@pytest.mark.parametrize("why", ["our computer in the dyehouse is not stable", "the machine in the office restarts a lot"])
+def test_a_retry_said_with_the_machine_as_its_reason(why):
+    p = _plan(f"Generate 3,000 synthetic rows, train a knn for y. It can try again 2 times, {why}.")
+    assert of_kind(p, "train_model")[0].retries == 2
+
+
+# -- who writes --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("intro", ["Hello, we are a spinning mill and we dye the yarn in lots.",
+                                   "We are Holly Ridge Tree Farm and we sell trees."])
+def test_who_writes_before_the_request(intro):
+    assert kinds(_plan(f"{intro} {TRAINED}")) == ["make_dataset", "split_data", "train_model", "evaluate_model"]
+
+
+def test_a_method_named_in_capitals_is_still_a_method():
+    with pytest.raises(PlanRefused, match="Ridge"):
+        _plan("Load a.csv, split 20% off and train a Ridge Regression for y.")
+
+
+# -- a search's space said after its model -------------------------------------------------------------
+SPLIT = "Load a.csv, split 20% off,"
+
+
+def _tuned(p):
+    (s,) = [s for s in p.ir.steps if s.tune is not None]
+    return s.tune
+
+
+@pytest.mark.parametrize("said", ["tune a knn for churn, trying k of 5, 9, 15 and 25 across 8 trials under ASHA, minimising RMSE",
+                                  "search hyperparameters of a kNN regressor for churn, with k taken from 5, 9, 15 and 25, "
+                                  "8 trials, ASHA scheduling, aiming for the smallest RMSE",
+                                  "search the hyperparameters of a k-nearest-neighbours regressor predicting churn, trying k of "
+                                  "5, 9, 15 and 25 across 8 trials under the ASHA scheduler and minimising RMSE"])
+def test_a_search_whose_values_follow_a_comma(said):
+    tune = _tuned(_plan(f"{SPLIT} {said}."))
+    assert (tune.space, tune.trials, tune.metric, tune.mode, tune.scheduler) == ({"k": [5, 9, 15, 25]}, 8, "rmse", "min", "asha")
+
+
+def test_values_drawn_from_lists_in_the_formal_register():
+    tune = _tuned(_plan(f"{SPLIT} tune a linear model for churn, the learning rate being drawn from 0.001, 0.01 and 0.1 "
+                        "and the number of epochs from 10 and 30, over twelve trials, maximising AUC."))
+    assert tune.space == {"lr": [0.001, 0.01, 0.1], "epochs": [10, 30]} and tune.trials == 12
+
+
+def test_a_search_with_no_values_after_its_comma_stays_refused():
+    with pytest.raises(PlanRefused, match="does not say which"):
+        _plan(f"{SPLIT} tune a knn for churn, minimising RMSE, and export it to ./m.")
+
+
+def test_trying_a_value_after_a_plain_training_is_still_a_training():
+    p = _plan(f"{SPLIT} train a knn for churn with k 3, trying k of 5 after that.")
+    assert [s.params["k"] for s in of_kind(p, "train_model")] == [3, 5]
+
+
+# -- a non-native speaker's order and lists ------------------------------------------------------------
+PICKED = "Generate 3,000 synthetic rows, split 20% off, train a knn for churn with k of 3, 5 and 7. Choose the one with best recall."
+
+
+def test_a_condition_in_a_questions_order():
+    p = _plan(f"{PICKED} Is the recall at least 0.65, export it to ./m. Is it not, send 'low'.")
+    (e,) = of_kind(p, "export_model")
+    assert _cond(e) == ("recall", ">=", 0.65, False)
+    assert _cond(of_kind(p, "notify")[0]) == ("recall", ">=", 0.65, True)
+
+
+def test_a_question_in_a_questions_order_is_no_condition():
+    with pytest.raises(PlanRefused):
+        _plan(f"{PICKED} Is the recall good, export it to ./m.")
+
+
+def test_values_each_said_with_with():
+    p = _plan("Load a.csv. Train logistic regression on dropped_out three times, with learning rate 0.005, with 0.05 and with 0.5.")
+    assert [s.params["lr"] for s in of_kind(p, "train_model")] == [0.005, 0.05, 0.5]
+
+
+@pytest.mark.parametrize("said", ["remove the double enrolments", "drop double bookings"])
+def test_double_rows_are_duplicates(said):
+    assert kinds(_plan(f"Take a.csv, {said}, after that use only the first 3000 rows.")) == ["load_data", "dedup", "sample"]
