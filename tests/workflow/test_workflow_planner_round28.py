@@ -262,3 +262,49 @@ def test_values_each_said_with_with():
 @pytest.mark.parametrize("said", ["remove the double enrolments", "drop double bookings"])
 def test_double_rows_are_duplicates(said):
     assert kinds(_plan(f"Take a.csv, {said}, after that use only the first 3000 rows.")) == ["load_data", "dedup", "sample"]
+
+
+# -- the pick as a deployment's or an export's object (each model was deployed, then the pick made) --
+@pytest.mark.parametrize("said, kind, metric", [
+    ("deploy the most accurate one as d", "deploy_model", "accuracy"),
+    ("export the most accurate one to ./m", "export_model", "accuracy"),
+    ("export the most precise one to ./m", "export_model", "precision"),
+    ("deploy the best-performing model as d", "deploy_model", None),
+    ("export the top-scoring run to ./m", "export_model", None),
+])
+def test_the_pick_said_as_the_object_is_made_first(said, kind, metric):
+    p = _plan(f"{MAPPED} Then {said}.")
+    (b,) = of_kind(p, "select_best")
+    (step,) = of_kind(p, kind)
+    assert refs(step.params["model"]) == [b.id]
+    assert b.params.get("metric") == metric
+    assert step.params.get("name", "d") == "d" and step.params.get("path", "./m") == "./m"
+
+
+def test_whichever_has_the_higher_metric_keeps_its_name():
+    p = _plan("Train both a knn and a logistic model on houses.csv and deploy whichever has the higher f1 as houses-best.")
+    (b,) = of_kind(p, "select_best")
+    assert b.params["metric"] == "f1"
+    assert of_kind(p, "deploy_model")[0].params["name"] == "houses-best"
+
+
+def test_a_transform_then_steps_in_parallel_read_its_table():
+    p = _plan("Load readings.csv, drop duplicates, and in parallel compute summary statistics and plot the data; "
+              "afterwards save a report.")
+    (d,) = of_kind(p, "dedup")
+    assert d.group is None
+    for kind in ("stats", "plot"):
+        (s,) = of_kind(p, kind)
+        assert refs(s.params["data"]) == [d.id] and s.group is not None
+
+
+def test_one_step_beside_a_transform_is_still_beside_it():
+    p = _plan("Load readings.csv, drop duplicates and, in parallel, compute stats.")
+    assert of_kind(p, "dedup")[0].group is not None and of_kind(p, "dedup")[0].group == of_kind(p, "stats")[0].group
+
+
+@pytest.mark.parametrize("said, name", [("the elastic DLRM job adrec for 2 epochs", "adrec"),
+                                        ("the elastic DLRM job for 2 epochs", None)])
+def test_an_elastic_job_named_by_a_plain_word(said, name):
+    p = _plan(f"Train {said}.")
+    assert of_kind(p, "elastic_dlrm")[0].params.get("name") == name

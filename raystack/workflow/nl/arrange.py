@@ -210,6 +210,9 @@ def _apply_cues(t: Text, actions: list[Action], cues: list[Cue]) -> None:
     _resolve_conditions(actions, held_out)
 
 
+PREPARING = ("dedup", "clean_data", "impute", "normalize", "sample", "join", "concat")   # steps that make the table others read
+
+
 def _ends_at_semicolon(t: Text, c: Cue, member: Action) -> bool:
     """Whether the clause of a parallel cue's one member ends at a ';' (more members may follow)."""
     end = next((x for x in t.tokens[member.lo:] if x.kind == "punct" and x.text in ".;!?"), None)
@@ -245,8 +248,9 @@ def _parallel(t: Text, c: Cue, cues: list[Cue], before: list[Action], after: lis
         mid = bool(behind) and t.tokens[j].low in ("and", "while", "with")
         # "load x.csv and, in parallel, compute stats and plot it": the load is what the steps
         # after the cue read, not a step beside them
-        mid = mid and not (behind[-1].entry in SOURCES and len(ahead) > 1 and not _feeds_itself(ahead)
-                           and all(not a.has_file for a in ahead))
+        # (or its transform: "drop duplicates, and in parallel compute stats and plot the data")
+        mid = mid and not ((behind[-1].entry in SOURCES or behind[-1].entry in PREPARING) and len(ahead) > 1
+                           and not _feeds_itself(ahead) and all(not a.has_file for a in ahead))
         group = ([behind[-1]] if mid else []) + ahead
     else:
         cut = max([x for x in seq + commas if behind and x < behind[-1].lo] or [start])

@@ -49,6 +49,9 @@ def metric_param(param: str = "metric", with_mode: bool = False) -> Callable:
         if m is None and _search(text, lo, hi, r"\b(?:more|most)\s+accurate\b", "metric"):
             f.set(param, "accuracy")
             return
+        if m is None and _search(text, lo, hi, r"\b(?:more|most)\s+precise\b", "metric"):    # ("the most precise one")
+            f.set(param, "precision")
+            return
         if m:
             g = m.groupdict()
             name = metric_of(g.get("m") or g.get("m2") or g.get("m3") or g.get("m4"))

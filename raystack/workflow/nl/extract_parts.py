@@ -395,6 +395,9 @@ def elastic_dlrm(text: Text, lo: int, hi: int, f: Found) -> None:
         _search(text, lo, hi, r"\b(?:job|dlrm(?:\s+(?:model|job))?|(?:runs?|jobs?)\s+of)\s+(?P<n>" + JOB_NAME + r")\b", "job name") or \
         _search(text, lo, hi, r"\b(?:named|called|name\s*[:=])\s*(?P<n>(?!(?:the|a|an|it|after|for|by|on|in|with)\b)[a-z][a-z0-9]*)\b",
                 "job name") or \
+        _search(text, lo, hi, r"(?<=dlrm\s)job\s+(?P<n>(?!(?:for|with|on|in|at|to|and|then|that|which|the|a|an|of|using|runs?|is|was|"
+                              r"should|will|can|names?|named|called|again|once|twice)\b)[a-z][a-z0-9]{2,})(?=\s+(?:for|with|on|using)\b|\s*[,.;]|$)",
+                "job name") or \
         _search(text, lo, hi, r"\b(?:(?:job\s+)?name[sd]?|called|as)\s*(?::|=)?\s*(?P<q>QUOTE\d+)", "job name") or \
         _search(text, lo, hi, r"\b(?P<n>" + JOB_NAME + r")\s+(?:\(\s*|as\s+(?:an?\s+|the\s+)?)?elastic\b", "job name") or \
         _search(text, lo, hi, r"(?<=dlrm\s,\s)(?P<n>" + JOB_NAME + r")(?=\s*,)", "job name") or \

@@ -125,6 +125,14 @@ def reread(t: Text, actions: list) -> list:
             # the words after the load's ("... in ./a on exact match") are the evaluation's
             if any(x.kind != "punct" and x.low not in ("and", "then") for x in t.tokens[b.trig_end:b.hi]):
                 a.hi, b.hi = max(a.hi, b.hi), b.trig_end
+        elif a.entry in ("deploy_model", "export_model") and b.entry == "select_best" and a.sentence == b.sentence \
+                and b.lo in (a.lo + 1, a.trig_end):
+            # "deploy the most accurate one as delay-knn", "export the most accurate one to ./m": the
+            # pick is the step's object, made first (the step ran once per model, the pick after);
+            # the words after it ("as delay-knn") are the step's, those the pick reads first its own
+            # ("whichever has the higher f1")
+            actions[k], actions[k + 1] = b, a
+            a.hi = max(a.hi, b.hi)
     return actions
 
 

@@ -50,7 +50,7 @@ LOADED_FIRST = r"\b(?:after|once|but)\s+(?:loading|reading|you\s+load|we\s+load|
 CHECKPOINT_PATH = re.compile(r"(?:^|/|\.)(?:ckpts?|checkpoints?)(?:/|$|[-_])")
 # steps that take a trained model as their object ("evaluate the knn model", "deploy the knn")
 # the best of several results named with no metric where it is used ("deploy the best one")
-BEST_PLAIN = (r"\bthe\s+(?:best|better|winning|top|strongest)(?:\s+(?:one|model|run|candidate|version))?\b"
+BEST_PLAIN = (r"\bthe\s+(?:best|better|winning|top|strongest|(?:best|top|highest|better)[\s-](?:performing|scoring))(?:\s+(?:one|model|run|candidate|version))?\b"
               r"(?!\s*(?:-|ones|models|runs|NUM|two|three|four|five)\b)|\bthe\s+winner\b")
 VERBLESS_MODEL = re.compile(rf"(?:(?:a|the|final|plain|simple)\s+)*{MODEL_KIND}\b")
 
