@@ -308,3 +308,21 @@ def test_one_step_beside_a_transform_is_still_beside_it():
 def test_an_elastic_job_named_by_a_plain_word(said, name):
     p = _plan(f"Train {said}.")
     assert of_kind(p, "elastic_dlrm")[0].params.get("name") == name
+
+
+@pytest.mark.parametrize("said", ["repeat training up to 3 times until the F1 is at least 0.75",
+                                  "repeat the training until the F1 is at least 0.75, at most 3 times"])
+def test_training_repeated_until_a_metric(said):
+    p = _plan(f"Load x.csv, split 80/20, train a logistic regression for y for 10 epochs, and {said}.")
+    loop = of_kind(p, "train_model")[0].loop
+    assert (loop.until_key, loop.until_op, loop.until_value, loop.max_iterations) == ("f1", ">=", 0.75, 3)
+
+
+def test_training_repeated_with_no_bound_stays_refused():
+    with pytest.raises(PlanRefused, match="no bound"):
+        _plan("Load x.csv, split 80/20, train a logistic regression for y, and repeat training until the F1 is at least 0.75.")
+
+
+def test_a_step_once_the_data_is_loaded():
+    p = _plan("Load x.csv, and once it's loaded, compute its stats and save them as out/stats.csv.")
+    assert kinds(p) == ["load_data", "stats", "write_table"]

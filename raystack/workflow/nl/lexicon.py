@@ -168,7 +168,8 @@ BOUND = (r"(?:(?:but\s+|and\s+)?(?:for\s+)?(?:at\s+most|up\s+to|no\s+more\s+than
 # PER_ROUND says what one round of the looped step runs ("epoch by epoch" = one epoch a round)
 # a bare "keep" only where it says to go on ("keep on until ...", "keep it up"): "keep 30% for
 # testing" in a sentence with a loop is the split's
-LOOP_WORDS = (r"\b(?:keep(?:s|ing)?\s+(?:on\s+)?(?:training|running|fitting|iterating|repeating|going)|repeat(?:ing|edly)?|"
+LOOP_WORDS = (r"\b(?:keep(?:s|ing)?\s+(?:on\s+)?(?:training|running|fitting|iterating|repeating|going)"
+              r"|repeat(?:ing)?\s+(?:the\s+)?(?:training|fitting|fit|pretraining|fine-tuning|run)|repeat(?:ing|edly)?|"   # "repeat training up to 3 times"
               r"(?:keep|keeps|keeping)(?=\s+(?:on|it\s+up|at\s+it|until|till|while|up)\b|\s+[\w-]*ing\b|\s*[,.;:]|\s*$)|again|iterat\w*|loop|loops|looping|re-?run\w*|rounds?|runs|at\s+a\s+time|"
               r"each\s+round|per\s+round|going|at\s+it|(?:round|epoch|pass)\s+(?:by|after)\s+(?:round|epoch|pass)|passes|chunks|cycles"
               r"|continu(?:e|es|ing)(?=\s+(?:in|with|for)\s))\b")   # ("continuing in one-epoch rounds until ...")
@@ -305,7 +306,7 @@ EXIT_CUES = [
 END_PHRASES = (r"\b(?:(?:when|once)\s+(?:it\s+is\s+|it\s*'s\s+|everything\s+is\s+)?(?:finished|complete|completed|done)|at\s+the\s+(?:very\s+)?end|when\s+(?:it|everything|the\s+(?:run|workflow|pipeline|job))\s+"
                r"(?:finishes|is\s+(?:done|finished|over)|completes|ends|has\s+finished)|when\s+done|(?:on|upon|at)\s+completion|"
                # "notify 'x' when that's done", "once that's saved, ..."
-               r"(?:when|once)\s+(?:that|this|it)\s*(?:'s|is|has)\s+(?:done|finished|been\s+done|saved|written|exported|been\s+saved)|"
+               r"(?:when|once)\s+(?:that|this|it)\s*(?:'s|is|has)\s+(?:done|finished|been\s+done|saved|written|exported|been\s+saved|loaded|been\s+loaded|ready)|"
                r"once\s+(?:it\s+is|it\s*'s|everything\s+is)\s+(?:done|finished)|when\s+the\s+run\s+ends|"
                r"after\s+(?:everything|all\s+steps|it\s+all)|at\s+the\s+close|(?:when|once)\s+it\s*'s\s+(?:all\s+)?over|"
                r"(?:when|once)\s+(?:it|everything)\s+is\s+(?:all\s+)?over|"
