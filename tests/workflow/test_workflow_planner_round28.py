@@ -326,3 +326,18 @@ def test_training_repeated_with_no_bound_stays_refused():
 def test_a_step_once_the_data_is_loaded():
     p = _plan("Load x.csv, and once it's loaded, compute its stats and save them as out/stats.csv.")
     assert kinds(p) == ["load_data", "stats", "write_table"]
+
+
+# -- a battery of plain requests: targets and models said after their settings or in the passive -----
+@pytest.mark.parametrize("said", ["train knn models with k 3, 5 and 7 for churn", "train a logistic model for 20 epochs for churn",
+                                  "a knn model is trained for churn", "the model is trained for churn with a knn"])
+def test_the_target_said_after_the_settings_or_the_participle(said):
+    p = _plan(f"Load x.csv; {said}.")
+    assert {s.params.get("target") for s in of_kind(p, "train_model")} == {"churn"}
+    assert kinds(p) == ["load_data", "train_model"]      # one training (a map counted once; the split implicit)
+
+
+def test_the_model_trained_named_where_it_is_exported():
+    p = _plan("Load x.csv, train a knn for churn and export the model trained to ./m.")
+    assert kinds(p) == ["load_data", "train_model", "export_model"]
+    assert of_kind(p, "export_model")[0].params["path"] == "./m"

@@ -444,12 +444,15 @@ _PREDICTED = (rf"(?!(?:{'|'.join(sorted(NOT_TARGETS))}|{metrics_rx(k for k in ME
 TARGET_WORD = (rf"\b(?:predicting|to\s+predict|that\s+predicts|which\s+predicts|forecasting|to\s+forecast)\s+(?P<e>{_PREDICTED})"
                + _CLAUSE_END + rf"|(?:(?<=regression\s)|(?<=regressor\s)|(?<=model\s)|(?<=classifier\s)|(?<=knn\s)|(?<=regressions\s)"
                rf"|(?<=\blinear\s)|(?<=\blogistic\s)|(?<=\bcentroid\s)"   # ("tune linear for intake_kg")
-               rf"|(?<=regressors\s)|(?<=models\s)|(?<=classifiers\s))for\s+(?P<f>{_COLUMN})"   # ("kNN classifiers for water_claim")
+               rf"|(?<=regressors\s)|(?<=models\s)|(?<=classifiers\s)"   # ("kNN classifiers for water_claim")
+               rf"|(?<=model\strained\s)|(?<=model\sfitted\s)|(?<=model\sbuilt\s)|(?<=is\strained\s)|(?<=are\strained\s))for\s+(?P<f>{_COLUMN})"
                + _CLAUSE_END + rf"|\b(?:target|label)\s+(?P<g>{_COLUMN})" + _CLAUSE_END
                # "a k-nearest-neighbour classifier targeting churn"; "a knn, k of 5, for churn": the column after the
                # training's settings, set off by a comma
                + rf"|\btarget(?:t)?ing\s+(?P<tg>{_COLUMN})" + _CLAUSE_END
                + rf"|(?<=,\s)for\s+(?P<fc>{_COLUMN})(?=\s*(?:[.;!]|$))"
+               # "knn models with k 3, 5 and 7 for churn", "a logistic model for 20 epochs for churn": after its settings
+               + rf"|(?:(?<=NUM\d\s)|(?<=NUM\d\d\s)|(?<=\bepochs\s))for\s+(?P<fn>{_COLUMN})" + _CLAUSE_END
                # "fit a logistic regression on it for churn": the data named, then the column
                + rf"|(?:(?<=\bon\sit\s)|(?<=\bon\sthem\s)|(?<=\bthe\sdata\s)|(?<=\btraining\sset\s)|(?<=\btraining\ssplit\s)|(?<=\btrain\ssplit\s))"
                rf"for\s+(?P<fo>{_COLUMN})" + _CLAUSE_END

@@ -626,7 +626,9 @@ TRIGGERS: list[tuple[str, str]] = [
     # "train a knn with k = 3; then, if accuracy < 0.8, try k = 7": a training again, with that value
     ("train_model", r"(?<=[,;:]\s)(?:try|tries|trying)\s+(?:again\s+)?(?:with\s+)?(?=(?:k|lr|learning\s+rate|epochs)\s*(?:=|of\b|NUM))"),
     ("train_model", TRAIN_AGAIN),   # "train it again": a retraining
-    ("train_model", passive(rf"(?:(?:linear|logistic|k-?nn|centroid)\s+)?{MODEL_NOUN}", r"trained|fitted|fit|built|learned|learnt|estimated|re-?trained")),
+    # ("export the model trained to ./m", "the model trained earlier": the model made before, named)
+    ("train_model", passive(rf"(?:(?:linear|logistic|k-?nn|centroid)\s+)?{MODEL_NOUN}", r"trained|fitted|fit|built|learned|learnt|estimated|re-?trained")
+     + r"(?!\s+(?:(?:to|into)\s+FILE\d+|as\s|earlier|above|before|previously)\b)"),
     ("train_model", r"\b(?:train|trains|fit|fits|try|build|run)\s+(?:them\s+)?(?:both|each|all\s+of\s+them|each\s+of\s+them|"
                     rf"both\s+of\s+them|them\s+all|all\s+(?:two|three|four|NUM\d+))\b(?!\s+(?:a|an|the|models?|classifiers?)\b|\s+{MODEL_KIND})"),   # "train both": a question's candidates
     ("train_model", rf"{AFTER_ARROW}linear(?=\s*(?:{ARROW}|$|[,.;]))"),   # "80/20 -> linear -> evaluate"
