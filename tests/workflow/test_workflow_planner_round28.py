@@ -341,3 +341,23 @@ def test_the_model_trained_named_where_it_is_exported():
     p = _plan("Load x.csv, train a knn for churn and export the model trained to ./m.")
     assert kinds(p) == ["load_data", "train_model", "export_model"]
     assert of_kind(p, "export_model")[0].params["path"] == "./m"
+
+
+@pytest.mark.parametrize("who", ["Our hospital wants to forecast", "The clinic would like to predict",
+                                 "Our emergency department wants to predict"])
+def test_the_column_an_organisation_wants_predicted(who):
+    p = _plan(f"{who} length_of_stay. Please load a.parquet, use 25% as a test set and fit a linear regression.")
+    assert of_kind(p, "train_model")[0].params["target"] == "length_of_stay"
+
+
+@pytest.mark.parametrize("chart", ["make a chart of the data", "plot the data"])
+def test_a_chart_of_the_data_after_its_statistics_reads_the_table(chart):
+    p = _plan(f"Load a.csv, work out the per-column statistics and {chart}.")
+    (pl,) = of_kind(p, "plot")
+    assert refs(pl.params["data"]) == [of_kind(p, "load_data")[0].id]
+    assert of_kind(p, "stats")[0].id in pl.after
+
+
+def test_a_chart_of_the_statistics_still_reads_them():
+    p = _plan("Load a.csv, compute the stats and plot them.")
+    assert refs(of_kind(p, "plot")[0].params["data"]) == [of_kind(p, "stats")[0].id]

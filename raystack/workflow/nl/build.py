@@ -232,7 +232,10 @@ class _Wiring:
         """A plot of a named column reads a table: "compute stats and plot the temp column" drew
         the statistics' figures (a dict has no columns); it reads the table the statistics were
         computed on, and still follows them."""
-        if s.entry != "plot" or s.params.get("column") is None and (s.map is None or s.map[0] != "column"):
+        # ("compute the stats and make a chart of the data": the table, not the statistics' figures)
+        of_data = s.entry == "plot" and re.search(r"\b(?:of|plot|chart|graph)\s+(?:the\s+|all\s+the\s+)?(?:data|dataset|table|rows|records)\b",
+                                                  s.span, re.I) is not None
+        if s.entry != "plot" or s.params.get("column") is None and (s.map is None or s.map[0] != "column") and not of_data:
             return
         src = self._wired(s.inputs.get("data")) if isinstance(s.inputs.get("data"), str) else None
         if src is None or self.output(src) == TABLE:

@@ -20,6 +20,9 @@ STATED = [
     # "we want to predict alpha_acid", "we're trying to forecast demand_units"
     rf"\b(?:we|i)\s*(?:want|need|would\s+like|'d\s+like|are\s+trying|'re\s+trying|aim|hope|plan)\s+to\s+"
     rf"(?:predict|forecast|estimate|classify)\s+(?:the\s+)?(?P<c>{_COL}){_END}",
+    # "Our hospital wants to forecast length_of_stay", "the clinic would like to predict no_show"
+    rf"(?:^|(?<=[.;:!?]\s))(?:our|the)\s+(?:[a-z][\w-]*\s+)?[a-z][\w-]*\s+(?:wants|needs|would\s+like|is\s+trying|aims|hopes|plans)\s+to\s+"
+    rf"(?:predict|forecast|estimate|classify)\s+(?:the\s+)?(?P<c>{_COL}){_END}",
     # "our goal is to predict alpha_acid", "the aim is to forecast demand"
     rf"\b(?:our|the)\s+(?:goal|aim|objective|task|idea)\s+is\s+to\s+(?:predict|forecast|estimate|classify)\s+(?:the\s+)?(?P<c>{_COL}){_END}",
     # "the answer is in the no_show column", "the outcome is churned"

@@ -388,8 +388,8 @@ TRIGGERS: list[tuple[str, str]] = [
                     r"|\badd\s+(?=(?:a|an)\s+(?:short\s+|brief\s+|final\s+|quick\s+)?report\b)"),
     ("save_report", rf"\bsummari[sz]e\w*\s+{skip(2)}(?:in|into|as|with)\s+(?:a\s+|the\s+)?report\b"),
     # "report" a verb, not the noun of "save a report with its statistics"
-    ("stats", rf"\b(?:compute|calculate|get|produce|(?<!\ba )(?<!\bthe )report|show|print|collect|gather|derive|generate|run)\s+{skip(2)}"
-              rf"(?:summary\s+|descriptive\s+|basic\s+|column\s+|some\s+)?(?:statistics|stats)\b{PER_COLUMN}"),
+    ("stats", rf"\b(?:compute|calculate|get|produce|(?<!\ba )(?<!\bthe )report|show|print|collect|gather|derive|generate|run|work\s+out)\s+{skip(2)}"
+              rf"(?:summary\s+|descriptive\s+|basic\s+|column\s+|per[\s-]column\s+|some\s+)?(?:statistics|stats)\b{PER_COLUMN}"),
     # "-> column stats ->": the statistics as an arrow chain's stage
     ("stats", rf"{AFTER_ARROW}(?:column|summary|descriptive|basic)\s+(?:stats|statistics)(?=\s*(?:{ARROW}|$|[,;.]))"),
     ("stats", passive(r"(?:summary\s+|descriptive\s+|basic\s+)?(?:statistics|stats)|(?:a\s+|the\s+)?(?:data\s+)?profile",
