@@ -361,3 +361,38 @@ def test_a_chart_of_the_data_after_its_statistics_reads_the_table(chart):
 def test_a_chart_of_the_statistics_still_reads_them():
     p = _plan("Load a.csv, compute the stats and plot them.")
     assert refs(of_kind(p, "plot")[0].params["data"]) == [of_kind(p, "stats")[0].id]
+
+
+# -- a named column's gaps set to zero, in the words people use for it ---------------------------------
+JOINED = "Load a.csv and b.csv, join them on id with a full outer join."
+
+
+@pytest.mark.parametrize("said", ["Where feed_kg is empty put 0.", "Where feed_kg is empty, put zero.",
+                                  "Set the resulting missing feed_kg values to 0.", "Empty feed_kg cells are set to zero.",
+                                  "feed_kg nulls set to 0.", "Could an empty feed_kg be treated as 0?", "feed_kg blank → 0."])
+def test_a_named_columns_gaps_set_to_zero(said):
+    p = _plan(f"{JOINED} {said}")
+    (i,) = of_kind(p, "impute")
+    assert i.params["strategy"] == "zero" and i.params["columns"] == ["feed_kg"]
+
+
+@pytest.mark.parametrize("said", ["Set the blank fares to zero.", "Where feed_kg is empty put 5."])
+def test_a_column_by_a_plain_noun_or_another_value_stays_refused(said):
+    with pytest.raises(PlanRefused):
+        _plan(f"{JOINED} {said}")
+
+
+def test_a_fill_with_zeros_of_missing_cells_is_unchanged():
+    p = _plan(f"{JOINED} Fill the missing cost_usd cells with zeros.")
+    assert of_kind(p, "impute")[0].params == {**of_kind(p, "impute")[0].params, "strategy": "zero", "columns": ["cost_usd"]}
+
+
+def test_why_an_outer_join_keeps_its_rows_in_a_question():
+    p = _plan("Could you load a.csv and b.csv and join them on id with a full outer join, so that nothing from either side is lost?")
+    assert of_kind(p, "join")[0].params["how"] == "full outer"
+
+
+def test_a_report_when_the_file_exists_and_a_message_after_the_report():
+    p = _plan("Load a.csv, total cost per ward and save that as out/w.csv, and when that file exists, could you write a short "
+              "report? After the report, could you send 'sent'?")
+    assert kinds(p) == ["load_data", "aggregate", "write_table", "save_report", "notify"]

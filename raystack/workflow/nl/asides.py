@@ -381,7 +381,7 @@ def plain_notes(t: Text) -> None:
 
 # what an outer join is for: "..., so nothing from either file is lost", "so every costume shows up
 # even if nobody ever hired it", "(keep all stock, hired or not)", "(keeping both sides)"
-JOIN_REASONS = (r"(?:,\s*)?\bso\s+(?:that\s+)?(?:nothing|every|all|each|no)\b[^.;,]*"
+JOIN_REASONS = (r"(?:,\s*)?\bso\s+(?:that\s+)?(?:nothing|every|all|each|no)\b[^.;,?!]*"
                 r"|\(\s*(?:keep|keeping|keeps)\s+(?:all|every|both|each)\b[^)]*\)")
 MAX_JOIN_REASON = 14
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from raystack.workflow.nl.extract import Found, _num, _search, consume
-from raystack.workflow.nl.lexicon import ANY_ROW, FILLERS, LACKING, ROW_NOUN
+from raystack.workflow.nl.lexicon import ANY_ROW, FILLERS, LACKING, ROW_NOUN, ZERO_COLUMN, ZERO_GAP
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.text import Text, Token
 
@@ -84,8 +84,12 @@ def impute(text: Text, lo: int, hi: int, f: Found) -> None:
                                   r"(?P<c>[a-z][a-z0-9]*(?:_[a-z0-9_]+|\d[a-z0-9_]*))\b(?:\s+column)?(?!\s*(?:,|and\b|&|or\b))", "columns")
     if m is None:    # "mean-fill no2_ppb": the column right after the verb, a name with an underscore
         m = _search(text, lo, hi, r"(?<=-fill\s)(?:the\s+)?(?P<c>[a-z][a-z0-9]*_[a-z0-9_]*)\b(?:\s+column\b)?", "columns")
+    if m is None:    # "where feed_kg is empty, put 0", "empty salt_t cells", "billable_h nulls set to 0"
+        m = _search(text, lo, hi, rf"(?<=where\s)(?:the\s+)?(?P<c>{ZERO_COLUMN})(?=\s+(?:is|are)\s+{ZERO_GAP})"
+                                  rf"|(?<=\s)(?:empty|missing|blank|null|nan)\s+(?P<c2>{ZERO_COLUMN})\b(?:\s+(?:values?|cells?|entries|fields?)\b)?(?!\s*(?:,|&|and\b|or\b))"
+                                  rf"|\b(?P<c3>{ZERO_COLUMN})(?=\s+(?:nulls|blanks|gaps|nans|empties|blank|empty|null)\b)", "columns", free=False)
     if m:
-        f.set("columns", [m.group("c")])
+        f.set("columns", [next(v for v in m.groups() if v)])
     consume(text, lo, hi, r"\b(?:missing|null|nan|empty|blank)\s+[a-z_]\w*", "impute")
     if not m:
         columns = _gap_columns(text, lo, hi)
@@ -94,7 +98,7 @@ def impute(text: Text, lo: int, hi: int, f: Found) -> None:
     other = next(text.finditer(OTHER_FILLS, lo, hi), None)
     if other is not None:   # "fill missing prices with the previous value" filled them with the mean
         raise PlanRefused([f"{text.span_text(other[1])!r}: impute fills a gap with its column's mean, median or zero"])
-    m = _search(text, lo, hi, r"(?:(?:with|using|by)\s+|(?:→|->|=>|:?\s*=)\s*)(?:the\s+|(?:that|this|its|each|the)\s+column\s*'s\s+)?(?:column\s+|feature\s+|per-column\s+)?"
+    m = _search(text, lo, hi, r"(?:(?:with|using|by|to|as|put|use|enter|insert|write)\s+|(?:→|->|=>|:?\s*=)\s*)(?:the\s+|(?:that|this|its|each|the)\s+column\s*'s\s+)?(?:column\s+|feature\s+|per-column\s+)?"
                               r"(?P<s>means?|medians?|zeros?|averages?|NUM\d+)", "strategy")
     if m is None:    # "impute gaps (median)", "median imputation", "median-fill", "zero-fill", "zero out" (zero reads as a number)
         m = _search(text, lo, hi, r"\b(?P<s>means?|medians?|zeros?|averages?)\b|(?P<z>NUM\d+)(?=\s*-?\s*fill|\s+out\b)", "strategy")

@@ -308,6 +308,8 @@ END_PHRASES = (r"\b(?:(?:when|once)\s+(?:it\s+is\s+|it\s*'s\s+|everything\s+is\s
                # "notify 'x' when that's done", "once that's saved, ..."
                r"(?:when|once)\s+(?:that|this|it)\s*(?:'s|is|has)\s+(?:done|finished|been\s+done|saved|written|exported|been\s+saved|loaded|been\s+loaded|ready)|"
                r"once\s+(?:it\s+is|it\s*'s|everything\s+is)\s+(?:done|finished)|when\s+the\s+run\s+ends|"
+               # "when that file exists, write a short report": the write just said, done
+               r"(?:when|once)\s+(?:that|this|the)\s+file\s+(?:exists|is\s+(?:there|written|saved|ready)|has\s+been\s+(?:written|saved))|"
                r"after\s+(?:everything|all\s+steps|it\s+all)|at\s+the\s+close|(?:when|once)\s+it\s*'s\s+(?:all\s+)?over|"
                r"(?:when|once)\s+(?:it|everything)\s+is\s+(?:all\s+)?over|"
                r"at\s+the\s+end\s+of\s+(?:the\s+)?(?:run|job|pipeline|workflow)|"
@@ -489,6 +491,10 @@ ROW_NOUN = (r"(?:rows|records|entries|(?!(?:values|columns|cells|fields|features
 # or one of them, said with "any" ("discard any claim w/o a unit_model")
 ANY_ROW = r"(?:(?<=any\s)|(?<=every\s)|(?<=each\s))(?!(?:value|column|cell|field|feature|one|row|record|entry)\b)[a-z]{3,}"
 LACKING = r"(?:that\s+(?:are|is)\s+missing|missing|without|lacking|with\s+no)"
+# a column whose gaps are set to zero, written as a name (an underscore; never a plain noun: "the
+# blank fares" could be any column), and the words for its gaps
+ZERO_COLUMN = r"[a-z][a-z0-9]*_[a-z0-9_]+"
+ZERO_GAP = r"(?:empty|missing|blank|null|nan)"
 # the column they lack, as a name: "a price", "the category", "a recorded snr_db", "lap_time"
 MISSING_COLUMN = (r"(?:a|an|any|the)\s+(?:recorded\s+|valid\s+)?(?!(?:values?|data|entries|fields?|cells?|info|information|readings?)\b)[a-z_]"
                   r"|(?:recorded\s+|valid\s+)?[a-z][a-z0-9]*_[a-z0-9_]+\b")

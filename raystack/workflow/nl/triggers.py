@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from raystack.workflow.nl.lexicon import BEST_ONE as _BEST_NAMED
-from raystack.workflow.nl.lexicon import (ANY_ROW, COLUMN_STATS, GROUP_KEY_MARK, LACKING, MISSING_COLUMN, ROW_NOUN, HELD_OUT_FIGURE, HELD_OUT_WORDS, METRIC_RX,
+from raystack.workflow.nl.lexicon import (ANY_ROW, COLUMN_STATS, ZERO_COLUMN, ZERO_GAP, GROUP_KEY_MARK, LACKING, MISSING_COLUMN, ROW_NOUN, HELD_OUT_FIGURE, HELD_OUT_WORDS, METRIC_RX,
                                           NOT_GROUPS, NUMLIST, TRAIN_AGAIN)
 
 _SK = r"(?:[^\s,.;:]+\s+)"
@@ -63,6 +63,7 @@ GAPS = (r"(?:missing|null|nan|empty|blank|na)\s*(?:values?|entries|cells|fields|
 # words a removal of duplicates never passes over to reach them: "drop nulls and duplicates" is
 # two removals, the nulls' and the duplicates'
 GAP_WORDS = r"nulls?|nans?|missing|empty|blank|incomplete|na"
+ZERO = r"(?:zeros?|NUM\d+)\b"
 # the rows by the data's own word for them ("the games", "the batches"), never its faults
 ROW_THINGS = rf"(?!(?:duplicates|dupes|nulls|nans|blanks|gaps|holes|missings|things|bits|details|versions|times)\b){ROW_NOUN}"
 BAD_ROWS = (r"(?:rows|records|entries|lines|anything|everything|any\s+row|any\s+record|every\s+row|every\s+record|each\s+row"
@@ -198,6 +199,15 @@ TRIGGERS: list[tuple[str, str]] = [
     ("impute", passive(rf"(?:the\s+)?(?:{GAPS})", r"filled(?:\s+in)?|imputed|replaced|patched|plugged")),
     # "gaps in no2_ppb are to be replaced by that column's mean": the column between (read by the extractor)
     ("impute", rf"\b(?:the\s+)?(?:{GAPS})\s+in\s+(?P<sk>(?:the\s+)?[a-z_][a-z0-9_]*(?:\s+column)?){AUX}\s+(?:filled(?:\s+in)?|imputed|replaced|patched|plugged)\b"),
+    # a named column's gaps set to zero, in the words people use for it: "Where feed_kg is empty, put 0",
+    # "Set the resulting missing kwh_total values to 0", "Empty salt_t cells are set to zero", "billable_h
+    # nulls set to 0", "an empty fault_count treated as 0" (a column named by a plain noun, "the blank
+    # fares", stays refused: which column would be a guess)
+    ("impute", rf"\bwhere\s+(?:the\s+)?{ZERO_COLUMN}\s+(?:is|are)\s+{ZERO_GAP}\s*,?\s*(?:put|use|enter|write|insert|fill\s+in|set\s+it\s+to|make\s+it)\s+{ZERO}"
+               rf"|\bset\s+(?:the\s+|any\s+|all\s+)?(?:resulting\s+)?{ZERO_GAP}\s+{ZERO_COLUMN}(?:\s+(?:values?|cells?|entries|fields?))?\s+to\s+{ZERO}"
+               rf"|(?:\b(?:the|an?|any|all)\s+)?\b{ZERO_GAP}\s+{ZERO_COLUMN}(?:\s+(?:values?|cells?|entries|fields?))?\s+(?:(?:are|is|get|gets|should\s+be|must\s+be|to\s+be|be)\s+)?"
+               rf"(?:set|treated|counted|taken)\s+(?:to|as)\s+{ZERO}"
+               rf"|\b{ZERO_COLUMN}\s+(?:nulls|blanks|gaps|nans|empties|blank|empty|null)\s+(?:(?:are|get)\s+)?(?:set\s+to|to|as|{ARROW}|=)\s*{ZERO}"),
     # "mean-fill no2_ppb", "median-fill the gaps": the fill said as one verb
     ("impute", r"\b(?:mean|median|average)-fill(?:s|ed|ing)?\b"),
     # "zero out the blanks" (zero reads as a number)
@@ -474,7 +484,8 @@ TRIGGERS: list[tuple[str, str]] = [
     ("save_report", passive(r"(?:the\s+)?(?:findings|results|numbers|outcomes?|scores|metrics)",
                             r"(?:written|summari[sz]ed|collected|gathered|put)(?:\s+up)?\s+(?:in|into)\s+(?:a|the)\s+"
                             r"(?:final\s+|short\s+|summary\s+|brief\s+)?report")),
-    ("save_report", r"\b(?:a|the|final|short|brief|one|NUM\d+)\s+(?:final\s+|short\s+|summary\s+|brief\s+|saved\s+|written\s+|single\s+|"
+    # ("After the report, send 'x'": the report said before, as the time of the next step)
+    ("save_report", r"(?<!after\s)(?<!following\s)(?<!before\s)(?<!once\s)\b(?:a|the|final|short|brief|one|NUM\d+)\s+(?:final\s+|short\s+|summary\s+|brief\s+|saved\s+|written\s+|single\s+|"
                     r"combined\s+)?report\b(?:\s+only(?=\s*(?:[.;,!]|$)))?"),    # "one report across the three"; "otherwise a report only"
     # ("Evaluate + report afterwards.": a report after the plus that joins it to the step before)
     ("save_report", rf"(?:(?m:^)|(?<=[),;:>→.!?]\s)|(?<=\s-\s)|(?<=\s–\s)|(?<=\s—\s)|(?<=\bthen\s)|(?<=\band\s)|(?<=\s\+\s)|(?<=\s&\s))(?:final\s+|summary\s+)?report\b"
