@@ -396,3 +396,49 @@ def test_a_report_when_the_file_exists_and_a_message_after_the_report():
     p = _plan("Load a.csv, total cost per ward and save that as out/w.csv, and when that file exists, could you write a short "
               "report? After the report, could you send 'sent'?")
     assert kinds(p) == ["load_data", "aggregate", "write_table", "save_report", "notify"]
+
+
+# -- the rows kept, said with why ------------------------------------------------------------------------
+@pytest.mark.parametrize("said, rows, which", [
+    ("keep only the most recent 100,000 events", 100000, "last"),
+    ("keep only the latest 100,000 events", 100000, "last"),
+    ("keep the first two hundred thousand rows", 200000, "first"),
+    ("keep the final 20k rows", 20000, "last"),
+])
+def test_rows_kept_by_their_order_and_their_own_noun(said, rows, which):
+    p = _plan(f"Load a.jsonl, {said}, and count rows per store.")
+    (s,) = of_kind(p, "sample")
+    assert (s.params["rows"], s.params["which"]) == (rows, which)
+
+
+@pytest.mark.parametrize("said", [
+    "a.jsonl logs every stockout since launch, but only the most recent 100,000 events come from the new inventory system. "
+    "Keep just those, dedupe, and count events per store.",
+    "Load a.jsonl. Only the most recent 100,000 events come from the new inventory system, so keep just those, dedupe, "
+    "and count events per store.",
+    "We've got a.jsonl but it's only the final one hundred thousand rows that come from the new crane system, so keep just "
+    "those, dedupe, and count events per store.",
+])
+def test_rows_kept_with_why_and_keep_those(said):
+    p = _plan(said)
+    assert kinds(p) == ["load_data", "sample", "dedup", "aggregate"]
+    (s,) = of_kind(p, "sample")
+    assert s.params["which"] == "last" and s.params["rows"] in (100000,)
+
+
+def test_rows_kept_by_hand_checked_and_stuck_to():
+    p = _plan("Load a.csv; only the first 5,000 orders were checked by hand, so stick to those. Then plot it.")
+    (s,) = of_kind(p, "sample")
+    assert (s.params["rows"], s.params["which"]) == (5000, "first")
+
+
+@pytest.mark.parametrize("said", ["only the first 5,000 orders are clean, so drop the rest",
+                                  "only the first 5,000 orders are to be normalised, so keep those"])
+def test_rows_kept_for_a_reason_that_asks_for_something_stay_refused(said):
+    with pytest.raises(PlanRefused):
+        _plan(f"Load a.csv; {said}. Then plot it.")
+
+
+def test_rows_read_first_are_unchanged():
+    p = _plan("Read only the first 1000 records from data/sales.csv, then compute stats.")
+    assert kinds(p) == ["load_data", "sample", "stats"]

@@ -413,6 +413,31 @@ def _aside_tag(t: Text, opening: Token) -> list[Token]:
     return t.tokens[close.i - 2:close.i] if t.tokens[close.i - 2].text == "," else t.tokens[close.i - 1:close.i]
 
 
+KEEP_THOSE = (r"(?:,\s*)?(?:so\s+|and\s+)?(?:(?:keep|use|take|stick\s+to|limit\s+(?:it|them|the\s+data)\s+to|work\s+with)\s+)?"
+              r"(?:just\s+|only\s+)?(?:those|them|these)(?:\s+(?:rows|ones))?\b")
+MAX_KEPT_WHY = 16     # words of why the rows kept are kept
+
+
+def kept_rows(t: Text) -> None:
+    """"..., but only the most recent 100,000 events come from the new inventory system. Keep just
+    those", "only the first 5,000 orders in x.csv were checked by hand, so stick to those": the rows a
+    sample keeps (read by its rule), why, and "keep those", in its sentence or the next; the why
+    free words that ask for nothing, or the request stays refused."""
+    counted = [x for x in t.tokens if x.used == "rows" and x.kind == "num"]
+    for num in counted:
+        start = num.i + 2     # past the number and its noun ("100,000 events")
+        spans = [(lo, hi) for lo, hi in sentences(t) if hi > num.i]
+        end = spans[1][1] if len(spans) > 1 else spans[0][1] if spans else len(t.tokens)
+        for m, toks in t.finditer(KEEP_THOSE, start, end, free_only=True):
+            run = [x for x in t.tokens[start:toks[0].i] if not (x.kind == "path" and x.used == "path")]
+            words = [x for x in run if x.kind == "word"]
+            if len(words) <= MAX_KEPT_WHY and all(is_free(x) or x.kind == "punct" and x.text in ".," for x in run) \
+                    and asks_nothing(words) and not any(is_step_word(x.low) or x.low in L.CLAUSE_WORDS for x in words):
+                t.mark([x for x in run if is_free(x)], "reason")
+                t.mark(toks, "sample")
+            break
+
+
 def leading_reasons(t: Text) -> None:
     """"We're still waiting on the donor data, so generate 2,000 synthetic rows", "Session logs
     are huge, so work on a sample": a clause that opens its sentence and says why, before ", so"

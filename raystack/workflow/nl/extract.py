@@ -174,7 +174,7 @@ def _seed(text: Text, lo: int, hi: int, f: Found) -> None:
 
 
 ROWS_UNIT = r"(?:rows?|records?|examples|entries)"
-NEWEST = r"newest|latest|most\s+recent"      # the rows at a time-ordered file's end
+NEWEST = r"newest|latest|most\s+recent|final"      # the rows at a time-ordered file's end
 OLDEST = r"oldest|earliest"
 ROWS_UNIT_OR_LINES = r"(?:rows?|records?|examples|entries|lines?)"
 
@@ -211,7 +211,8 @@ def sample(text: Text, lo: int, hi: int, f: Found) -> None:
         f.set("fraction", number(_num(text, m.group("p"))))
         return
     m = _search(text, lo, hi, r"(?P<n>NUM\d+)\s*-?\s*(?:random\s+)?(?:rows?|records?|samples|examples|entries|lines?)\b", "rows") or \
-        _search(text, lo, hi, r"(?<=first\s)(?P<n>NUM\d+)\s+[a-z]+s\b|(?<=last\s)(?P<m>NUM\d+)\s+[a-z]+s\b", "rows")   # "the first 500 customers"
+        _search(text, lo, hi, r"(?:(?<=first\s)|(?<=last\s)|(?<=latest\s)|(?<=newest\s)|(?<=recent\s)|(?<=final\s)|(?<=oldest\s)|(?<=earliest\s))"
+                              r"(?P<n>NUM\d+)\s+[a-z]+s\b", "rows")   # "the first 500 customers", "the latest 100,000 events"
     if m:
         f.set("rows", int(_num(text, m.group("n") or m.groupdict().get("m"))))
 

@@ -112,7 +112,8 @@ def _word_number(words: list[str]) -> float | None:
                 return None
             current += NUMBER_WORDS[w]
         elif w in SCALE_WORDS:
-            if not last or last in SCALE_WORDS and SCALE_WORDS[last] <= SCALE_WORDS[w]:
+            # ("two hundred thousand": hundreds of a larger scale; never "thousand thousand")
+            if not last or last in SCALE_WORDS and SCALE_WORDS[last] <= SCALE_WORDS[w] and (last != "hundred" or w == "hundred"):
                 return None
             if w == "hundred":
                 current *= 100

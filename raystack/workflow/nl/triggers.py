@@ -286,7 +286,7 @@ TRIGGERS: list[tuple[str, str]] = [
     ("sample", r"\b(?:keep|keeps|keeping|take|takes|taking|use|uses|using|select|grab|retain|retains|retaining|get|pull|extract"
                r"|work\s+(?:only\s+|just\s+)?(?:with|on)|trust|stick\s+to|focus\s+on)"
                r"\s+(?:it\s+|them\s+|the\s+(?:data|table|rows)\s+)?(?:only\s+|just\s+)?(?P<sk>(?:the\s+|its\s+|their\s+)?"
-               r"(?:first|last|newest|latest|most\s+recent|oldest|earliest)\s+"
+               r"(?:first|last|newest|latest|most\s+recent|final|oldest|earliest)\s+"
                # "the first 500 customers": rows named by what each one is
                r"(?:NUM\d+\s+(?:rows?|records?|lines?|entries|(?!(?:models|adapters|runs|epochs|steps|trials|times|rounds|workers|features|columns)\b)[a-z]+s\b)"
                r"|PCT\d+\s+of\s+(?:it|them|the\s+(?:rows|data|records|table)))(?!\s+(?:as|for|to)\b))"),
@@ -316,6 +316,11 @@ TRIGGERS: list[tuple[str, str]] = [
     ("sample", rf"(?:\b(?:take|draw|pick|grab|pull|make|get)\s+)?(?:{NUMLIST})\s*-?\s*(?:rows?|records?)\s+(?:random\s+)?(?:sub-?)?samples?\b"),
     ("sample", r"(?:\b(?:random\s+)?PCT\d+|\bNUM\d+\s*(?:-\s*)?(?:rows?|records?))\s+(?:random\s+)?(?:sub-?)?samples?\b"
                r"|\b(?:sub-?)?samples?\s+(?:of\s+)?(?=PCT)|\b(?:NUM\d+\s+)?samples\s*(?:—|–|:|-|\()\s*(?=PCT)"),
+    # "... but only the most recent 100,000 events come from the new system, so keep just those", "only
+    # the first 5,000 orders were checked by hand, so stick to those": the rows kept, said with why
+    # (asides.kept_rows: the why and the "keep those" are the step's, or the request is refused)
+    ("sample", r"(?:\bbut\s+(?:it\s*'s\s+|it\s+is\s+)?)?\bonly\s+(?=the\s+(?:first|last|latest|newest|most\s+recent|final|oldest|earliest)\s+"
+               r"NUM\d+\s+(?:[a-z-]+\s+)?[a-z-]+s\b)"),
     # "left join them", "do an inner join on id": the kind stays unmarked for the join's extractor
     ("join", r"\b(?:(?:do|does|perform|performs|run|runs)\s+(?:a|an)\s+)?(?P<sk>(?:left|right|inner|full|outer)(?:[\s-]+outer)?[\s-]+)"
              r"(?:join|joins|joined|joining|merge|merges|merged|merging)\b"
