@@ -442,3 +442,30 @@ def test_rows_kept_for_a_reason_that_asks_for_something_stay_refused(said):
 def test_rows_read_first_are_unchanged():
     p = _plan("Read only the first 1000 records from data/sales.csv, then compute stats.")
     assert kinds(p) == ["load_data", "sample", "stats"]
+
+
+# -- rows without a named column, outer joins said with why, bounds said with "never" -----------------
+@pytest.mark.parametrize("said", ["drop any row without a returned_at, then", "throw away any row without a returned_at time, then",
+                                  "any row without a returned_at goes. Then"])
+def test_any_row_without_a_named_column(said):
+    p = _plan(f"Load a.csv, {said} plot it.")
+    assert of_kind(p, "clean_data")[0].params["columns"] == ["returned_at"]
+
+
+def test_why_an_outer_join_keeps_rows_without_a_match():
+    p = _plan("Load gritting_routes.csv and salt_runs.csv; full outer join them on route_id so routes without runs and runs "
+              "without a known route both stay. Then plot it.")
+    assert of_kind(p, "join")[0].params["how"] == "full outer"
+
+
+def test_rows_without_a_match_said_to_stay_beside_an_inner_join_stay_refused():
+    with pytest.raises(PlanRefused):
+        _plan("Load gritting_routes.csv and salt_runs.csv; join them on route_id so routes without runs and runs "
+              "without a known route both stay. Then plot it.")
+
+
+@pytest.mark.parametrize("said, bound", [("the job never being given more than eight workers", 8),
+                                         ("never using over 6 workers", 6)])
+def test_a_bound_said_with_never(said, bound):
+    p = _plan(f"Train the elastic DLRM job adrec for 2 epochs, {said}.")
+    assert of_kind(p, "elastic_dlrm")[0].params["resources"]["max_workers"] == bound

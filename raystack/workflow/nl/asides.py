@@ -382,7 +382,11 @@ def plain_notes(t: Text) -> None:
 # what an outer join is for: "..., so nothing from either file is lost", "so every costume shows up
 # even if nobody ever hired it", "(keep all stock, hired or not)", "(keeping both sides)"
 JOIN_REASONS = (r"(?:,\s*)?\bso\s+(?:that\s+)?(?:nothing|every|all|each|no)\b[^.;,?!]*"
-                r"|\(\s*(?:keep|keeping|keeps)\s+(?:all|every|both|each)\b[^)]*\)")
+                r"|\(\s*(?:keep|keeping|keeps)\s+(?:all|every|both|each)\b[^)]*\)"
+                # "so routes without runs and runs without a known route both stay": the rows an outer join keeps
+                r"|(?:,\s*)?\bso\s+(?:that\s+)?(?:the\s+)?[a-z-]+s\s+(?:without|with\s+no|lacking)\b[^.;?!]*?"
+                r"\b(?:both\s+|all\s+)?(?:stay|remain|survive|appear|show\s+up|are\s+kept|are\s+retained)\b(?:\s+(?:in|too|as\s+well))?")
+OUTER_WORDS = r"\b(?:outer|left|right|full)\b"
 MAX_JOIN_REASON = 14
 
 
@@ -393,8 +397,11 @@ def join_reasons(t: Text, ends: list[tuple[str, int]]) -> None:
     for lo, hi in sentences(t):
         if not any(x.used in ("join", "join kind") for x in t.tokens[lo:hi]):
             continue
+        outer = any(x.used and re.search(OUTER_WORDS, x.low) for x in t.tokens[lo:hi])    # ("Right-join", "full outer")
         for _, toks in t.finditer(JOIN_REASONS, lo, hi, free_only=True):
             words = [x for x in toks if x.kind == "word"]
+            if any(x.low in ("without", "lacking") for x in words) and not outer:
+                continue    # ("so rows without a match stay" beside an inner join: the words contradict it)
             # (never a step's own word: "so all the rows get deduplicated" asks for a dedup)
             if len(words) <= MAX_JOIN_REASON and asks_nothing(words) and all(x.kind in ("word", "punct") for x in toks) \
                     and not any(is_step_word(x.low) for x in words):

@@ -477,7 +477,9 @@ BOUND_UNITS = [(r"workers?|ranks?|replicas?|processes|nodes|machines", "workers"
                (r"gb|gib|gigabytes?", "memory_gb")]
 _UNIT = "|".join(rf"(?P<u{i}>{p})" for i, (p, _) in enumerate(BOUND_UNITS))
 # what caps a count: "at most 8 workers", "never on more than 6 nodes"
-CAP = (r"(?:at\s+most|up\s+to|no\s+more\s+than|not\s+more\s+than|never\s+(?:on\s+|with\s+|using\s+|use\s+)?more\s+than|a\s+maximum\s+of|maximum\s+of|max(?:imum)?|capped\s+at|limited\s+to|<=|≤"
+CAP = (r"(?:at\s+most|up\s+to|no\s+more\s+than|not\s+more\s+than|never\s+(?:on\s+|with\s+|using\s+|use\s+)?more\s+than|"
+       # "the job never being given more than eight workers", "never using over 24 GB of memory"
+       r"(?:the\s+(?:job|run|training)\s+)?never\s+(?:being\s+given|given|getting|using|taking|needing)\s+(?:more\s+than|over|above)|a\s+maximum\s+of|maximum\s+of|max(?:imum)?|capped\s+at|limited\s+to|<=|≤"
        # "don't let it grow beyond 6 workers", "keeping it to 2 GPUs", "with a cap of 4 GPUs"
        r"|(?:don't|do\s+not|never)\s+let\s+it\s+(?:grow|go|scale|expand|use)\s+(?:beyond|past|above|over|more\s+than)"
        r"|keep(?:ing|s)?\s+(?:it|this|the\s+(?:job|run)|memory|ram|the\s+memory)\s+(?:to|under|within|at)(?!\s+NUM\d+\s*\S*\s+or\s+(?:fewer|less)\b)"

@@ -156,9 +156,10 @@ def clean_data(text: Text, lo: int, hi: int, f: Found) -> None:
         _search(text, lo, hi, rf"\b(?:missing|null|nan|empty|blank)\s+(?!{MISSING_NOUNS}\b)(?!(?:a|an|any|the)\s)"
                               r"(?!(?:and|or|then|but|so|to|in|from|with|of|for|before|after|once|if|when)\b)(?P<c>[a-z_]\w*)(?:\s+column)?\b",
                 "clean") or \
-        _search(text, lo, hi, rf"\b(?:readings|samples|observations|measurements|{ROW_NOUN}|{ANY_ROW})\s+{LACKING}\s+"
+        _search(text, lo, hi, rf"\b(?:readings|samples|observations|measurements|{ROW_NOUN}|{ANY_ROW}|(?<=any\s)(?:row|record|entry)"
+                              rf"|(?<=every\s)(?:row|record|entry))\s+{LACKING}\s+"
                               rf"(?:(?:a\s+|an\s+|any\s+|the\s+)(?:recorded\s+|valid\s+)?(?!{MISSING_NOUNS}\b)(?P<c>[a-z_]\w*)"
-                              rf"|(?:recorded\s+|valid\s+)?(?P<s>{SNAKE}))(?:\s+(?:column|value|values|entry|field))?\b",
+                              rf"|(?:recorded\s+|valid\s+)?(?P<s>{SNAKE}))(?:\s+(?:column|value|values|entry|field|time|date))?\b",
                 "clean")  # "rows without a price", "admissions with no discharge_ward value" (a column's own name)
     # "rows missing a value in court or start_hour", "rows where court or start_hour is empty": any of them
     several = listed or _search(text, lo, hi, rf"\b(?:missing|without|lacking)\s+(?:a\s+|any\s+)?(?:value|values|entry|entries)\s+(?:in|for)\s+"

@@ -218,7 +218,11 @@ TRIGGERS: list[tuple[str, str]] = [
     # "drop rows without a price", "remove records lacking an email", "drop admissions with no
     # discharge_ward", "drop the rows that are missing the category": the rows missing that column
     ("clean_data", r"\b(?:drop|drops|dropping|remove|removes|removing|delete|discard|exclude|filter\s+out|get\s+rid\s+of|throw\s+(?:away|out)|toss)\s+"
-                   rf"(?:the\s+|all\s+|any\s+|every\s+)?(?:{ROW_NOUN}|{ANY_ROW})\s+{LACKING}\s+(?={MISSING_COLUMN})"),
+                   rf"(?:the\s+|all\s+|any\s+|every\s+)?(?:{ROW_NOUN}|{ANY_ROW}|(?<=any\s)(?:row|record|entry)|(?<=every\s)(?:row|record|entry))"
+                   rf"\s+{LACKING}\s+(?={MISSING_COLUMN})"),
+    # "any row without a stop_reason goes", "- rows lacking a unit_model go": the removal said after its object
+    ("clean_data", rf"(?:(?<=[,;:)]\s)|{ITEM_OPEN})(?:any|every|each|all)\s+(?:row|record|entry|rows|records|entries)\s+{LACKING}\s+"
+                   r"(?:a\s+|an\s+|the\s+|any\s+)?[a-z][a-z0-9]*_[a-z0-9_]+(?:\s+(?:value|entry|time|date|field))?\s+(?:goes|go|is\s+dropped|are\s+dropped|gets\s+dropped|is\s+removed|are\s+removed)\b"),
     # "Admissions lacking a recorded discharge_ward are to be excluded": the same, object first
     ("clean_data", passive(rf"(?:the\s+|all\s+|any\s+)?{ROW_NOUN}\s+{LACKING}\s+(?={MISSING_COLUMN})"
                            r"(?:(?:a|an|any|the)\s+)?(?:recorded\s+|valid\s+)?[a-z_]\w*(?:\s+(?:values?|entry|entries|field))?", REMOVED)),
