@@ -469,3 +469,26 @@ def test_rows_without_a_match_said_to_stay_beside_an_inner_join_stay_refused():
 def test_a_bound_said_with_never(said, bound):
     p = _plan(f"Train the elastic DLRM job adrec for 2 epochs, {said}.")
     assert of_kind(p, "elastic_dlrm")[0].params["resources"]["max_workers"] == bound
+
+
+# -- retries, failure and success said in more words -------------------------------------------------
+def test_each_fit_retried_if_it_falls_over():
+    p = _plan("Load a.csv, train a knn for churn with k of 3, 7 and 15, a separate fit for each, and each fit may be "
+              "retried once if it falls over.")
+    assert [s.retries for s in of_kind(p, "train_model")] == [1, 1, 1]
+
+
+def test_a_retry_if_the_node_is_preempted():
+    p = _plan("Fine-tune mLoRA adapters legal-qa and med-qa on ./ckpt/x (2 GPUs max, one retry if the node is preempted).")
+    assert of_kind(p, "mlora_finetune")[0].retries == 1
+
+
+def test_a_failure_said_as_the_job_stopping_with_an_error():
+    p = _plan("If this job stops with an error, notify me with 'model failed'. Load a.csv and train a knn for y.")
+    assert of_kind(p, "notify")[0].exit == "failure"
+
+
+@pytest.mark.parametrize("said", ["If all is success", "If everything is fine"])
+def test_success_said_plainly(said):
+    p = _plan(f"Load a.csv and train a knn for y. {said}, send 'live'.")
+    assert of_kind(p, "notify")[0].exit == "success"

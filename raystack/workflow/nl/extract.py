@@ -382,7 +382,9 @@ def train_model(text: Text, lo: int, hi: int, f: Found) -> None:
         f.set("batch_size", int(_num(text, m.group("n") or m.group("m") or m.group("r"))))
     if f.map is not None:   # "with k set to 3, 6 and 9 in turn", "(one model per rate)": the map's own words
         consume(text, lo, hi, r"\b(?:each\s+)?in\s+turn\b|\b(?:(?:a|one)\s+(?:model|run)\s+)?(?:per|for\s+each)\s+"
-                              r"(?:rate|value|setting|k|lr|learning\s+rate|choice|size|batch\s+size)(?:\s+values?)?\b", "map")
+                              r"(?:rate|value|setting|k|lr|learning\s+rate|choice|size|batch\s+size)(?:\s+values?)?\b"
+                              # "a separate fit for each", "one model for each"
+                              r"|\b(?:a|one)\s+(?:separate\s+)?(?:fit|model|run|training)\s+(?:for|per)\s+each(?:\s+(?:one|value|k))?\b", "map")
     m = _search(text, lo, hi, TARGET_COLUMN, "target") or _search(text, lo, hi, TARGET_WORD, "target")
     column = next((v for v in m.groupdict().values() if v), None) if m else None
     if column is not None and column not in NOT_TARGETS:

@@ -183,6 +183,9 @@ PER_ROUND = {r"\bepoch\s+(?:by|after)\s+epoch\b|\b(?:a\s+)?single\s+epoch\b(?:\s
 RETRY_WORDS = {"once": 1, "twice": 2, "thrice": 3}
 # "if it fails", "if they crash", "on failure": a failure clause after a retry's count
 _IF_FAILS = (r"(?:\s+(?:(?:if|when|should)\s+(?:it|they|that|training|the\s+step|the\s+(?:load|loading|read|reading|training|fit|split|export|deployment|run|job|write|save))\s+(?:fails?|crash(?:es)?|breaks?|errors?\s+out|dies|falls\s+over|blows\s+up|goes\s+down)"
+             # "one retry if the node is preempted", "if the spot instance gets reclaimed": the machine under it lost
+             r"|(?:if|when|should)\s+(?:the|a|our)\s+(?:node|machine|box|instance|spot\s+instance|worker|vm|gpu|server)\s+"
+             r"(?:is|gets)\s+(?:preempted|reclaimed|killed|lost|restarted|rebooted)"
              r"|on\s+failures?|upon\s+failures?|in\s+case\s+of\s+failures?|if\s+(?:need\s+be|needed|necessary|required)))?")
 # the step a retry names ("retry the load 2 times", "retry the training up to 3 times") -> its kind
 RETRIED_KINDS = {"load": "load_data", "loading": "load_data", "reading": "load_data", "read": "load_data", "training": "train_model", "train": "train_model",
@@ -225,9 +228,10 @@ RETRIES = [
     # "let the save retry two times"
     r"let\s+(?:the|that|this)\s+(?:" + _RETRIED + r")\s+retry\s+(?:up\s+to\s+|at\s+most\s+)?(?:(?P<n>NUM\d+)\s+times?|(?P<w>once|twice|thrice))",
     # ("each run being retried at most twice in case of failure")
-    r"(?:(?:each|both|it|they|all|(?:each|every)\s+(?:run|one|training|attempt|read|load)|the\s+(?:read|load|write|save|training|export))\s+)?"
+    r"(?:(?:each|both|it|they|all|(?:each|every)\s+(?:run|one|training|attempt|read|load|fit|model|job)|the\s+(?:read|load|write|save|training|export))\s+)?"
     r"(?:(?:is|are|gets?|being|may\s+be|can\s+be|should\s+be|will\s+be|must\s+be)\s+)?retried\s+(?:up\s+to\s+|at\s+most\s+|as\s+many\s+as\s+)?(?:(?P<w>once|twice|thrice)|(?P<n>NUM\d+)\s+times?)"
-    r"(?:\s+(?:each|apiece))?(?:\s+(?:on|upon|after)\s+(?:a\s+)?failures?|\s+in\s+(?:the\s+)?case\s+of\s+(?:a\s+)?failures?|\s+if\s+(?:it|they)\s+fails?)?",
+    r"(?:\s+(?:each|apiece))?(?:\s+(?:on|upon|after)\s+(?:a\s+)?failures?|\s+in\s+(?:the\s+)?case\s+of\s+(?:a\s+)?failures?"
+    r"|\s+if\s+(?:it|they)\s+(?:fails?|falls?\s+over|crash(?:es)?|dies|die))?",
     r"(?:keep\s+)?retry(?:ing)?\s+" + _RETRY_OBJECT + r"(?:up\s+to\s+|at\s+most\s+)?(?P<w>once|twice|thrice)(?:\s+(?:each|apiece))?" + _IF_FAILS,
     r"(?:keep\s+)?retry(?:ing)?\s+" + _RETRY_OBJECT + r"(?:up\s+to\s+|at\s+most\s+)?(?P<n>NUM\d+)\s+times?(?:\s+(?:each|apiece))?" + _IF_FAILS,
     # "retry the load of events.csv up to 5 times", "retry loading events.csv 3 times": the file stays the load's
@@ -245,11 +249,12 @@ RETRIES = [
 EXIT_CUES = [
     (r"\b(?<!even\s)(?:on|upon)\s+(?:a\s+|any\s+)?failures?(?:\s+(?:anywhere|at\s+any\s+(?:point|step)|along\s+the\s+way))?\b|\bfailure\s+anywhere\b|\b(?:a\s+|any\s+)?crash(?:es)?\s+(?:at\s+any\s+(?:point|stage|step)|anywhere)\b|\bany\s+failure\b|\b(?<!even\s)if\s+(?:it|something|anything|that|this)\s+(?:fails|breaks|falls\s+apart|dies|blows\s+up|crashes(?=\s+(?:partway|midway|halfway)))\b(?:\s+(?:anywhere|somewhere|along\s+the\s+way|at\s+any\s+(?:point|step|stage)|partway(?:\s+through)?|midway(?:\s+through)?|halfway(?:\s+through)?))?|\bin\s+case\s+of\s+(?:a\s+|any\s+)?(?:failures?|errors?)\b|"
      r"\b(?<!even\s)(?:if|when|should)\s+(?:anything|something|(?:any|a|some|one)\s+(?:step|stage|part|task)|any\s+of\s+(?:this|these|them|it)|"
-     r"the\s+(?:(?:whole|entire|full)\s+)?(?:run|workflow|pipeline|job|training|whole\s+thing|flow|procedure|process|analysis)"
+     r"(?:the|this)\s+(?:(?:whole|entire|full)\s+)?(?:run|workflow|pipeline|job|training|whole\s+thing|flow|procedure|process|analysis)"
      r"(?:\s+as\s+a\s+whole)?)"           # "if the procedure as a whole fails"
      r"(?:\s+(?:in|of)\s+(?:the\s+)?(?:run|workflow|pipeline|job|it))?"       # "if something in the run breaks"
      r"\s+(?:fails?|failed|breaks?|go(?:es)?\s+wrong|"
-     r"errors?(?:\s+out)?|crash(?:es|ed)?|blows?\s+up|blew\s+up|dies|died|falls?\s+over|fell\s+over|falls?\s+apart|goes\s+down|went\s+down)"
+     r"errors?(?:\s+out)?|crash(?:es|ed)?|blows?\s+up|blew\s+up|dies|died|falls?\s+over|fell\s+over|falls?\s+apart|goes\s+down|went\s+down"
+     r"|(?:stops|ends|halts|exits)\s+(?:with|on)\s+(?:an?\s+)?error)"      # "If this job stops with an error"
      r"(?:\s+(?:anywhere|at\s+any\s+(?:point|step|stage)|somewhere|along\s+the\s+way|during\s+the\s+(?:run|job|pipeline|workflow)"
      r"|partway(?:\s+through)?|midway(?:\s+through)?|halfway(?:\s+through)?))?\b"
      r"|\bshould\s+(?:it|anything|something|the\s+(?:run|job|pipeline|workflow))\s+(?:fail|crash|break)\b"   # "Should it fail: ..."
@@ -279,7 +284,8 @@ EXIT_CUES = [
      r"|\b(?:if|when|once|provided)\s+(?:nothing|no\s+step|none\s+of\s+(?:it|them|the\s+steps))\s+(?:fails|failed|goes\s+wrong|went\s+wrong|breaks|errors(?:\s+out)?|crashes)\b"
      r"|\bif\s+there\s+(?:are|were)\s+no\s+(?:failures|errors|problems)\b"
      # "If successful, send ...", "send 'x' once it has finished successfully", "send 'x' if it worked"
-     r"|(?:^|(?<=[.;?!]\s)|(?<=\band\s)|(?<=\bthen\s))if\s+(?:successful|all\s+goes\s+well|everything\s+goes\s+well|it\s+all\s+goes\s+well)(?=\s*,)"
+     r"|(?:^|(?<=[.;?!]\s)|(?<=\band\s)|(?<=\bthen\s))if\s+(?:successful|all\s+goes\s+well|everything\s+goes\s+well|it\s+all\s+goes\s+well"
+     r"|(?:all|everything)\s+is\s+(?:a\s+)?(?:success|successful|fine|ok|okay|good))(?=\s*,)"     # ("If all is success, send ...")
      r"|(?:(?<=QUOTE\d\s)|(?<=QUOTE\d\d\s))(?:if|once|when)\s+(?:it|the\s+run|everything)\s+(?:worked|works|succeeds|succeeded|went\s+well|"
      r"(?:has\s+)?(?:finished|completed|run)\s+successfully)(?=\s*(?:[.;!]|$))", "success"),
     (r"\b(?:always|no\s+matter\s+what(?:\s+happens)?|whatever\s+happens|"
