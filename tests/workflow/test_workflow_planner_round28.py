@@ -492,3 +492,19 @@ def test_a_failure_said_as_the_job_stopping_with_an_error():
 def test_success_said_plainly(said):
     p = _plan(f"Load a.csv and train a knn for y. {said}, send 'live'.")
     assert of_kind(p, "notify")[0].exit == "success"
+
+
+# -- the table before its changes, named where a split of the changed one stands --------------------
+@pytest.mark.parametrize("said", ["normalise it, split it, and train a knn for y on the unnormalised data",
+                                  "sample 10% of it for a quick test, train a knn for y on the sample, then train the final "
+                                  "model on all of it"])
+def test_the_original_table_behind_a_split_of_the_changed_one_is_refused(said):
+    with pytest.raises(PlanRefused, match="before its changes"):
+        _plan(f"Load a.csv, {said}.")
+
+
+def test_the_original_table_with_its_own_split_is_unchanged():
+    p = _plan("Load a.csv, sample 1000 rows, and train a knn for y on the full data.")
+    (tr,) = of_kind(p, "train_model")
+    split = p.ir.by_id()[refs(tr.params["data"])[0]]
+    assert refs(split.params["data"]) == [of_kind(p, "load_data")[0].id]

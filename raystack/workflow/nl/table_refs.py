@@ -17,7 +17,8 @@ FINAL_RESULT = re.compile(r"\b(?:final|latest|resulting|whichever|last)\b", re.I
 # the table a chain started from, named as such ("compute stats on the full table")
 ORIGINAL_TABLE = re.compile(r"\b(?:original|raw|full|whole|entire|complete|untouched|initial|source|unmodified|unprocessed|"
                             r"(?:un-?|non-?|not\s+)(?:normali[sz]|clean|dedup(?:licat)?|imput|sampl|filter|transform|scal)ed)\s+"
-                            r"(?:data|dataset|table|file|rows|csv|[a-z_]\w*\s+column|columns|values)\b", re.I)
+                            r"(?:data|dataset|table|file|rows|csv|[a-z_]\w*\s+column|columns|values)\b"
+                            r"|\b(?:on|using)\s+all\s+of\s+(?:it|them)\b|\b(?:on|using)\s+all\s+(?:the\s+)?(?:data|rows)\b", re.I)
 
 
 def loaded_paths(steps: list[DraftStep]) -> dict[str, str]:
@@ -42,8 +43,14 @@ def check_named_tables(steps: list[DraftStep]) -> None:
             root = _chain_source(by_label, src)
             if root is not None and TABLE in CATALOG[s.entry].inputs["data"].rstrip("*").split("|"):
                 s.inputs["data"] = src = root
-            elif root is not None and by_label[src].implicit and by_label[src].entry == "split_data":
+            elif root is not None and by_label[src].implicit and by_label[src].entry == "split_data" and not any(
+                    x is not s and src in x.input_labels() for x in steps):
                 by_label[src].inputs["data"] = root   # "train knn on the unnormalized data": its split
+            elif root is not None and by_label[src].entry == "split_data" and by_label[src].inputs.get("data") != root:
+                # "normalise it, split it, and train a knn on the unnormalised data": the split it would
+                # read holds the transformed rows (or another training's sample)
+                raise PlanRefused([f"{s.span!r} names the table before its changes, but it would read the split of "
+                                   f"{by_label[by_label[src].inputs['data']].span!r}; split that table in its own clause"])
         named = [lab for lab, path in loads.items() if _names_file(s.span, path, by_stem=_reads_one(s))]
         # a file named in full is that file's table, not a join or concat made from it ("count
         # events per country" after joining users and events reads the joined rows)
