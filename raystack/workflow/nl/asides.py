@@ -386,7 +386,7 @@ JOIN_REASONS = (r"(?:,\s*)?\bso\s+(?:that\s+)?(?:nothing|every|all|each|no)\b[^.
                 # "so routes without runs and runs without a known route both stay": the rows an outer join keeps
                 r"|(?:,\s*)?\bso\s+(?:that\s+)?(?:the\s+)?[a-z-]+s\s+(?:without|with\s+no|lacking)\b[^.;?!]*?"
                 r"\b(?:both\s+|all\s+)?(?:stay|remain|survive|appear|show\s+up|are\s+kept|are\s+retained)\b(?:\s+(?:in|too|as\s+well))?")
-OUTER_WORDS = r"\b(?:outer|left|right|full)\b"
+OUTER_JOIN_WORD = r"\b(?:outer|left|right|full)\b"    # a word of an outer join's kind ("Right-join", "full outer")
 MAX_JOIN_REASON = 14
 
 
@@ -397,7 +397,7 @@ def join_reasons(t: Text, ends: list[tuple[str, int]]) -> None:
     for lo, hi in sentences(t):
         if not any(x.used in ("join", "join kind") for x in t.tokens[lo:hi]):
             continue
-        outer = any(x.used and re.search(OUTER_WORDS, x.low) for x in t.tokens[lo:hi])    # ("Right-join", "full outer")
+        outer = any(x.used and re.search(OUTER_JOIN_WORD, x.low) for x in t.tokens[lo:hi])
         for _, toks in t.finditer(JOIN_REASONS, lo, hi, free_only=True):
             words = [x for x in toks if x.kind == "word"]
             if any(x.low in ("without", "lacking") for x in words) and not outer:

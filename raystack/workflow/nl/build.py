@@ -229,10 +229,10 @@ class _Wiring:
             s.inputs["data"] = own
 
     def _plotted_column_from_table(self, s: DraftStep) -> None:
-        """A plot of a named column reads a table: "compute stats and plot the temp column" drew
-        the statistics' figures (a dict has no columns); it reads the table the statistics were
-        computed on, and still follows them."""
-        # ("compute the stats and make a chart of the data": the table, not the statistics' figures)
+        """A plot of a named column, or of "the data", reads a table: "compute stats and plot the
+        temp column" and "compute the stats and make a chart of the data" drew the statistics'
+        figures (a dict has no columns); it reads the table the statistics were computed on, and
+        still follows them."""
         of_data = s.entry == "plot" and re.search(r"\b(?:of|plot|chart|graph)\s+(?:the\s+|all\s+the\s+)?(?:data|dataset|table|rows|records)\b",
                                                   s.span, re.I) is not None
         if s.entry != "plot" or s.params.get("column") is None and (s.map is None or s.map[0] != "column") and not of_data:

@@ -79,11 +79,11 @@ def _rename(t: Text, a: Any, entry: str) -> None:
 def _values_tried_in_a_search(t: Text, actions: list) -> list:
     """"tune a knn for y, trying k of 5, 9 and 15 across 8 trials": the values a search tries,
     said after a comma, are its space, not a training of their own."""
-    out = []
+    out: list = []
     for a in actions:
-        # (the search, or the search and the model it names: "tune a knn for y")
-        prev = out[-1] if out and out[-1].entry == "tune" else out[-2] if len(out) > 1 and out[-2].entry == "tune" \
-            and out[-1].entry == "train_model" and out[-1].sentence == out[-2].sentence else None
+        # the search just said: the last step, or the one before the model it names ("tune a knn for y")
+        tail = out[-2:] if len(out) > 1 and out[-1].entry == "train_model" and out[-1].sentence == out[-2].sentence else out[-1:]
+        prev = tail[0] if tail and tail[0].entry == "tune" else None
         if a.entry == "train_model" and prev is not None and prev.sentence == a.sentence \
                 and t.tokens[a.lo].low in ("try", "tries", "trying") and a.lo > 0 and t.tokens[a.lo - 1].text == "," \
                 and not any(x.kind == "path" for x in t.tokens[prev.trig_end:a.lo]):
