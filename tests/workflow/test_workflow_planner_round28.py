@@ -508,3 +508,14 @@ def test_the_original_table_with_its_own_split_is_unchanged():
     (tr,) = of_kind(p, "train_model")
     split = p.ir.by_id()[refs(tr.params["data"])[0]]
     assert refs(split.params["data"]) == [of_kind(p, "load_data")[0].id]
+
+
+@pytest.mark.parametrize("said", ["deploy both", "export them to ./m", "deploy each of them"])
+def test_a_deployment_or_export_said_of_several_models_is_refused(said):
+    with pytest.raises(PlanRefused, match="takes one"):
+        _plan(f"Load a.csv, train a knn for y and a logistic model for y, and {said}.")
+
+
+def test_one_model_deployed_after_its_evaluation_is_unchanged():
+    p = _plan("Load a.csv, train a knn for y, evaluate it and deploy it as k.")
+    assert of_kind(p, "deploy_model")[0].params["name"] == "k"

@@ -187,7 +187,7 @@ class _Wiring:
         sources when the step reads one result."""
         if list(e.inputs) == ["data"] and e.inputs["data"] == TABLE:
             pname, kind, said = "data", TABLE, EACH_TABLE
-        elif s.entry == "evaluate_model":
+        elif s.entry in ("evaluate_model", "deploy_model", "export_model"):
             pname, kind, said = "model", MODEL, EACH_MODEL
         elif s.entry in ("evaluate_adapters", "serve_adapters"):   # two fine-tunes, "evaluate all of them"
             pname, kind, said = "adapters", ADAPTERS, EACH_MODEL
@@ -206,6 +206,10 @@ class _Wiring:
             fresh.insert(0, p.label)
         if len(fresh) < 2:   # one step (a map, or a load over several files, fans out what follows by itself)
             return "", []
+        if s.entry in ("deploy_model", "export_model"):
+            # "train a knn and a logistic model, and deploy both": it deployed the last one only
+            raise PlanRefused([f"{s.span.strip()!r} is said of {len(fresh)} models, but {s.entry} takes one: "
+                               "say it once for each model, with its own name or path"])
         return pname, fresh[-2:] if re.search(r"\bboth\b", s.span, re.I) else fresh
 
     def _report_what_was_written(self, s: DraftStep) -> None:
