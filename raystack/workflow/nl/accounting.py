@@ -23,7 +23,7 @@ from typing import Iterable
 
 from raystack.workflow.catalog import CATALOG
 from raystack.workflow.nl import lexicon as L
-from raystack.workflow.nl.asides import (HOW_WORDS, kept_rows, ROW_NOUNS, SOURCE_WORDS, asks_nothing, channels, flaky_storage, join_reasons, leading_reasons, notes, reason_clauses, size_reasons,
+from raystack.workflow.nl.asides import (HOW_WORDS, ROW_NOUNS, SOURCE_WORDS, asks_nothing, channels, flaky_storage, join_reasons, kept_rows, leading_reasons, notes, reason_clauses, size_reasons,
                                          retry_notes,
                                          opening_purposes, plain_notes, predict_purposes, purposes, question_purposes, reasons, table_goals,
                                          wanted_purposes)

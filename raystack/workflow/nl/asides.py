@@ -431,11 +431,12 @@ def kept_rows(t: Text) -> None:
     sample keeps (read by its rule), why, and "keep those", in its sentence or the next; the why
     free words that ask for nothing, or the request stays refused."""
     counted = [x for x in t.tokens if x.used == "rows" and x.kind == "num"]
+    ends = [hi for _, hi in sentences(t)] if counted else []
     for num in counted:
         start = num.i + 2     # past the number and its noun ("100,000 events")
-        spans = [(lo, hi) for lo, hi in sentences(t) if hi > num.i]
-        end = spans[1][1] if len(spans) > 1 else spans[0][1] if spans else len(t.tokens)
-        for m, toks in t.finditer(KEEP_THOSE, start, end, free_only=True):
+        after = [hi for hi in ends if hi > num.i][:2]     # its sentence's end, and the next one's
+        end = after[-1] if after else len(t.tokens)
+        for _, toks in t.finditer(KEEP_THOSE, start, end, free_only=True):
             run = [x for x in t.tokens[start:toks[0].i] if not (x.kind == "path" and x.used == "path")]
             words = [x for x in run if x.kind == "word"]
             if len(words) <= MAX_KEPT_WHY and all(is_free(x) or x.kind == "punct" and x.text in ".," for x in run) \

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from raystack.workflow.nl.extract import Found, _num, _search, consume
-from raystack.workflow.nl.lexicon import ANY_ROW, FILLERS, LACKING, ROW_NOUN, ZERO_COLUMN, ZERO_GAP
+from raystack.workflow.nl.lexicon import ANY_ROW, FILLERS, GAPS_AFTER, LACKING, ROW_NOUN, SNAKE_COLUMN, ZERO_GAP
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.text import Text, Token
 
@@ -85,9 +85,9 @@ def impute(text: Text, lo: int, hi: int, f: Found) -> None:
     if m is None:    # "mean-fill no2_ppb": the column right after the verb, a name with an underscore
         m = _search(text, lo, hi, r"(?<=-fill\s)(?:the\s+)?(?P<c>[a-z][a-z0-9]*_[a-z0-9_]*)\b(?:\s+column\b)?", "columns")
     if m is None:    # "where feed_kg is empty, put 0", "empty salt_t cells", "billable_h nulls set to 0"
-        m = _search(text, lo, hi, rf"(?<=where\s)(?:the\s+)?(?P<c>{ZERO_COLUMN})(?=\s+(?:is|are)\s+{ZERO_GAP})"
-                                  rf"|(?<=\s)(?:empty|missing|blank|null|nan)\s+(?P<c2>{ZERO_COLUMN})\b(?:\s+(?:values?|cells?|entries|fields?)\b)?(?!\s*(?:,|&|and\b|or\b))"
-                                  rf"|\b(?P<c3>{ZERO_COLUMN})(?=\s+(?:nulls|blanks|gaps|nans|empties|blank|empty|null)\b)", "columns", free=False)
+        m = _search(text, lo, hi, rf"(?<=where\s)(?:the\s+)?(?P<c>{SNAKE})(?=\s+(?:is|are)\s+{ZERO_GAP})"
+                                  rf"|(?<=\s){ZERO_GAP}\s+(?P<c2>{SNAKE})\b(?:\s+(?:values?|cells?|entries|fields?)\b)?(?!\s*(?:,|&|and\b|or\b))"
+                                  rf"|\b(?P<c3>{SNAKE})(?=\s+{GAPS_AFTER}\b)", "columns", free=False)
     if m:
         f.set("columns", [next(v for v in m.groups() if v)])
     consume(text, lo, hi, r"\b(?:missing|null|nan|empty|blank)\s+[a-z_]\w*", "impute")
@@ -137,7 +137,7 @@ def dedup(text: Text, lo: int, hi: int, f: Found) -> None:
 
 # what rows are said to miss that is no column ("missing values", "null entries", "blank fields")
 MISSING_NOUNS = r"(?:values?|data|rows?|entries|entry|fields?|cells?|records?|ones|info|information|readings?|labels?)"
-SNAKE = r"[a-z][a-z0-9]*_[a-z0-9_]+"    # a column named as code names it ("lap_time")
+SNAKE = SNAKE_COLUMN    # a column named as code names it ("lap_time")
 
 
 def clean_data(text: Text, lo: int, hi: int, f: Found) -> None:

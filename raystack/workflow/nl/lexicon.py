@@ -497,10 +497,11 @@ ROW_NOUN = (r"(?:rows|records|entries|(?!(?:values|columns|cells|fields|features
 # or one of them, said with "any" ("discard any claim w/o a unit_model")
 ANY_ROW = r"(?:(?<=any\s)|(?<=every\s)|(?<=each\s))(?!(?:value|column|cell|field|feature|one|row|record|entry)\b)[a-z]{3,}"
 LACKING = r"(?:that\s+(?:are|is)\s+missing|missing|without|lacking|with\s+no)"
-# a column whose gaps are set to zero, written as a name (an underscore; never a plain noun: "the
-# blank fares" could be any column), and the words for its gaps
-ZERO_COLUMN = r"[a-z][a-z0-9]*_[a-z0-9_]+"
+# a column written as code names it, with an underscore ("lap_time"; never a plain noun: "the blank
+# fares" could be any column), the words for its gaps before it, and after it ("billable_h nulls")
+SNAKE_COLUMN = r"[a-z][a-z0-9]*_[a-z0-9_]+"
 ZERO_GAP = r"(?:empty|missing|blank|null|nan)"
+GAPS_AFTER = r"(?:nulls|blanks|gaps|nans|empties|blank|empty|null)"
 # the column they lack, as a name: "a price", "the category", "a recorded snr_db", "lap_time"
 MISSING_COLUMN = (r"(?:a|an|any|the)\s+(?:recorded\s+|valid\s+)?(?!(?:values?|data|entries|fields?|cells?|info|information|readings?)\b)[a-z_]"
                   r"|(?:recorded\s+|valid\s+)?[a-z][a-z0-9]*_[a-z0-9_]+\b")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from raystack.workflow.nl.lexicon import BEST_ONE as _BEST_NAMED
-from raystack.workflow.nl.lexicon import (ANY_ROW, COLUMN_STATS, ZERO_COLUMN, ZERO_GAP, GROUP_KEY_MARK, LACKING, MISSING_COLUMN, ROW_NOUN, HELD_OUT_FIGURE, HELD_OUT_WORDS, METRIC_RX,
+from raystack.workflow.nl.lexicon import (ANY_ROW, COLUMN_STATS, GAPS_AFTER, SNAKE_COLUMN, ZERO_GAP, GROUP_KEY_MARK, LACKING, MISSING_COLUMN, ROW_NOUN, HELD_OUT_FIGURE, HELD_OUT_WORDS, METRIC_RX,
                                           NOT_GROUPS, NUMLIST, TRAIN_AGAIN)
 
 _SK = r"(?:[^\s,.;:]+\s+)"
@@ -64,6 +64,7 @@ GAPS = (r"(?:missing|null|nan|empty|blank|na)\s*(?:values?|entries|cells|fields|
 # two removals, the nulls' and the duplicates'
 GAP_WORDS = r"nulls?|nans?|missing|empty|blank|incomplete|na"
 ZERO = r"(?:zeros?|NUM\d+)\b"
+ROW_ORDER = r"first|last|newest|latest|most\s+recent|final|oldest|earliest"     # rows named by their place in the file
 # the rows by the data's own word for them ("the games", "the batches"), never its faults
 ROW_THINGS = rf"(?!(?:duplicates|dupes|nulls|nans|blanks|gaps|holes|missings|things|bits|details|versions|times)\b){ROW_NOUN}"
 BAD_ROWS = (r"(?:rows|records|entries|lines|anything|everything|any\s+row|any\s+record|every\s+row|every\s+record|each\s+row"
@@ -203,11 +204,11 @@ TRIGGERS: list[tuple[str, str]] = [
     # "Set the resulting missing kwh_total values to 0", "Empty salt_t cells are set to zero", "billable_h
     # nulls set to 0", "an empty fault_count treated as 0" (a column named by a plain noun, "the blank
     # fares", stays refused: which column would be a guess)
-    ("impute", rf"\bwhere\s+(?:the\s+)?{ZERO_COLUMN}\s+(?:is|are)\s+{ZERO_GAP}\s*,?\s*(?:put|use|enter|write|insert|fill\s+in|set\s+it\s+to|make\s+it)\s+{ZERO}"
-               rf"|\bset\s+(?:the\s+|any\s+|all\s+)?(?:resulting\s+)?{ZERO_GAP}\s+{ZERO_COLUMN}(?:\s+(?:values?|cells?|entries|fields?))?\s+to\s+{ZERO}"
-               rf"|(?:\b(?:the|an?|any|all)\s+)?\b{ZERO_GAP}\s+{ZERO_COLUMN}(?:\s+(?:values?|cells?|entries|fields?))?\s+(?:(?:are|is|get|gets|should\s+be|must\s+be|to\s+be|be)\s+)?"
+    ("impute", rf"\bwhere\s+(?:the\s+)?{SNAKE_COLUMN}\s+(?:is|are)\s+{ZERO_GAP}\s*,?\s*(?:put|use|enter|write|insert|fill\s+in|set\s+it\s+to|make\s+it)\s+{ZERO}"
+               rf"|\bset\s+(?:the\s+|any\s+|all\s+)?(?:resulting\s+)?{ZERO_GAP}\s+{SNAKE_COLUMN}(?:\s+(?:values?|cells?|entries|fields?))?\s+to\s+{ZERO}"
+               rf"|(?:\b(?:the|an?|any|all)\s+)?\b{ZERO_GAP}\s+{SNAKE_COLUMN}(?:\s+(?:values?|cells?|entries|fields?))?\s+(?:(?:are|is|get|gets|should\s+be|must\s+be|to\s+be|be)\s+)?"
                rf"(?:set|treated|counted|taken)\s+(?:to|as)\s+{ZERO}"
-               rf"|\b{ZERO_COLUMN}\s+(?:nulls|blanks|gaps|nans|empties|blank|empty|null)\s+(?:(?:are|get)\s+)?(?:set\s+to|to|as|{ARROW}|=)\s*{ZERO}"),
+               rf"|\b{SNAKE_COLUMN}\s+{GAPS_AFTER}\s+(?:(?:are|get)\s+)?(?:set\s+to|to|as|{ARROW}|=)\s*{ZERO}"),
     # "mean-fill no2_ppb", "median-fill the gaps": the fill said as one verb
     ("impute", r"\b(?:mean|median|average)-fill(?:s|ed|ing)?\b"),
     # "zero out the blanks" (zero reads as a number)
@@ -222,7 +223,7 @@ TRIGGERS: list[tuple[str, str]] = [
                    rf"\s+{LACKING}\s+(?={MISSING_COLUMN})"),
     # "any row without a stop_reason goes", "- rows lacking a unit_model go": the removal said after its object
     ("clean_data", rf"(?:(?<=[,;:)]\s)|{ITEM_OPEN})(?:any|every|each|all)\s+(?:row|record|entry|rows|records|entries)\s+{LACKING}\s+"
-                   r"(?:a\s+|an\s+|the\s+|any\s+)?[a-z][a-z0-9]*_[a-z0-9_]+(?:\s+(?:value|entry|time|date|field))?\s+(?:goes|go|is\s+dropped|are\s+dropped|gets\s+dropped|is\s+removed|are\s+removed)\b"),
+                   rf"(?:a\s+|an\s+|the\s+|any\s+)?{SNAKE_COLUMN}(?:\s+(?:value|entry|time|date|field))?\s+(?:goes|go|is\s+dropped|are\s+dropped|gets\s+dropped|is\s+removed|are\s+removed)\b"),
     # "Admissions lacking a recorded discharge_ward are to be excluded": the same, object first
     ("clean_data", passive(rf"(?:the\s+|all\s+|any\s+)?{ROW_NOUN}\s+{LACKING}\s+(?={MISSING_COLUMN})"
                            r"(?:(?:a|an|any|the)\s+)?(?:recorded\s+|valid\s+)?[a-z_]\w*(?:\s+(?:values?|entry|entries|field))?", REMOVED)),
@@ -290,7 +291,7 @@ TRIGGERS: list[tuple[str, str]] = [
     ("sample", r"\b(?:keep|keeps|keeping|take|takes|taking|use|uses|using|select|grab|retain|retains|retaining|get|pull|extract"
                r"|work\s+(?:only\s+|just\s+)?(?:with|on)|trust|stick\s+to|focus\s+on)"
                r"\s+(?:it\s+|them\s+|the\s+(?:data|table|rows)\s+)?(?:only\s+|just\s+)?(?P<sk>(?:the\s+|its\s+|their\s+)?"
-               r"(?:first|last|newest|latest|most\s+recent|final|oldest|earliest)\s+"
+               rf"(?:{ROW_ORDER})\s+"
                # "the first 500 customers": rows named by what each one is
                r"(?:NUM\d+\s+(?:rows?|records?|lines?|entries|(?!(?:models|adapters|runs|epochs|steps|trials|times|rounds|workers|features|columns)\b)[a-z]+s\b)"
                r"|PCT\d+\s+of\s+(?:it|them|the\s+(?:rows|data|records|table)))(?!\s+(?:as|for|to)\b))"),
@@ -323,7 +324,7 @@ TRIGGERS: list[tuple[str, str]] = [
     # "... but only the most recent 100,000 events come from the new system, so keep just those", "only
     # the first 5,000 orders were checked by hand, so stick to those": the rows kept, said with why
     # (asides.kept_rows: the why and the "keep those" are the step's, or the request is refused)
-    ("sample", r"(?:\bbut\s+(?:it\s*'s\s+|it\s+is\s+)?)?\bonly\s+(?=the\s+(?:first|last|latest|newest|most\s+recent|final|oldest|earliest)\s+"
+    ("sample", rf"(?:\bbut\s+(?:it\s*'s\s+|it\s+is\s+)?)?\bonly\s+(?=the\s+(?:{ROW_ORDER})\s+"
                r"NUM\d+\s+(?:[a-z-]+\s+)?[a-z-]+s\b)"),
     # "left join them", "do an inner join on id": the kind stays unmarked for the join's extractor
     ("join", r"\b(?:(?:do|does|perform|performs|run|runs)\s+(?:a|an)\s+)?(?P<sk>(?:left|right|inner|full|outer)(?:[\s-]+outer)?[\s-]+)"

@@ -152,11 +152,14 @@ def names_business(t: Text, x: Token) -> bool:
     inside a capitalised name ending in such a noun ("Holly Ridge Tree Farm") is part of the name."""
     if x.i + 1 < len(t.tokens) and t.tokens[x.i + 1].low in BUSINESS_NOUNS:
         return True
-    def capital(k: int) -> bool:
-        return 0 <= k < len(t.tokens) and t.tokens[k].kind == "word" and t.tokens[k].text[:1].isupper()
-    if not capital(x.i) or not capital(x.i - 1):
+    if not _capitalised(t, x.i) or not _capitalised(t, x.i - 1):
         return False
     end = x.i
-    while capital(end + 1):
+    while _capitalised(t, end + 1):
         end += 1
     return end > x.i and t.tokens[end].low in NAME_ENDS
+
+
+def _capitalised(t: Text, k: int) -> bool:
+    """Token k is a word written with a capital (a word of a name)."""
+    return 0 <= k < len(t.tokens) and t.tokens[k].kind == "word" and t.tokens[k].text[:1].isupper()
