@@ -387,8 +387,11 @@ def test_short_step_words_with_two_letters_swapped(houses):
                         ("Dedupe houses.csv and sumarize it.", ["load_data", "dedup", "stats"]),
                         ("Load houses.csv and polt the price column.", ["load_data", "plot"])):
         assert _kinds(_plan(text)) == kinds, text
-    # a swap that makes a real word, a dropped letter in a short word, and a word that is right stay as written
-    assert [corrected(w) for w in ("spilt", "tain", "train", "trains", "model")] == [None] * 5
+    # a dropped letter in a short word and a word that is right stay as written ("spilt", a real word a
+    # swap makes, was kept as written until round 29: no workflow asks to spill, and "spilt them" was
+    # dropped from the plan without a word; it reads as "split" now)
+    assert [corrected(w) for w in ("tain", "train", "trains", "model")] == [None] * 4
+    assert corrected("spilt") == "split"
 
 
 def test_a_checkpoint_named_by_the_run_that_made_it_is_no_pretraining(houses):

@@ -23,7 +23,7 @@ from typing import Iterable
 
 from raystack.workflow.catalog import CATALOG
 from raystack.workflow.nl import lexicon as L
-from raystack.workflow.nl.asides import (HOW_WORDS, ROW_NOUNS, SOURCE_WORDS, asks_nothing, channels, flaky_storage, join_reasons, kept_rows, leading_reasons, notes, reason_clauses, size_reasons,
+from raystack.workflow.nl.asides import (HOW_WORDS, ROW_NOUNS, SOURCE_WORDS, asks_nothing, channels, flaky_storage, join_reasons, kept_rows, leading_reasons, notes, notes_inside_file_lists, reason_clauses, size_reasons,
                                          retry_notes,
                                          opening_purposes, plain_notes, predict_purposes, purposes, question_purposes, reasons, table_goals,
                                          wanted_purposes)
@@ -531,6 +531,7 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
     load_participles(t)
     plain_notes(t)
     notes(t)
+    notes_inside_file_lists(t)
     leading_reasons(t)
     kept_rows(t)
     size_reasons(t)

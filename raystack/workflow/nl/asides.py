@@ -10,6 +10,7 @@ import re
 
 from raystack.workflow.nl import lexicon as L
 from raystack.workflow.nl.names import is_step_word
+from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.text import Text, Token, sentences
 from raystack.workflow.nl.triggers import SYSTEM_NOUNS
 from raystack.workflow.nl.words import MAX_LEAD_IN, in_parentheses, is_free, is_method, is_unknown, names_data
@@ -359,6 +360,23 @@ def notes(t: Text) -> None:
             t.mark(run + tag, "description")
 
 
+# a note between two files of one list ("load a.csv (exported this morning) and b.csv in parallel")
+NOTE_IN_FILE_LIST = r"FILE\d+\s*(\([^()]*\))\s*(?:,|and|&|\+|or|plus)\s+FILE\d+"
+
+
+def notes_inside_file_lists(t: Text) -> None:
+    """A note read in parentheses after a file that another file of the same list follows: the
+    list is read up to the note only, so the files after it would lose what the list says of all
+    of them (loaded together, each one mapped); refused, naming the note, rather than planned so."""
+    for _, toks in t.finditer(NOTE_IN_FILE_LIST, 0, len(t.tokens)):
+        opening = next(x for x in toks if x.text == "(")
+        closing = next(x for x in toks if x.text == ")")
+        note = t.tokens[opening.i:closing.i + 1]
+        if len(note) > 2 and all(x.used in ("description", "context") for x in note[1:-1]):
+            raise PlanRefused([f"the note {t.span_text(note)!r} stands inside a list of files: put it after the "
+                               "list, or in a sentence of its own"])
+
+
 # "(same columns)", "(they share columns)", "..., with identical columns": files said to hold one
 # layout, which is why they may be stacked; a note, never a step
 SAME_LAYOUT = (r"(?:same|identical|matching)\s+(?:columns|schema|layout|format|headers|fields)(?:\s+in\s+(?:both|each|all(?:\s+of\s+them)?))?")
@@ -372,11 +390,25 @@ SAME_LAYOUT_NOTES = (rf"\(\s*(?:(?:they|both|all)\s+(?:share|have)\s+(?:the\s+)?
 ETCETERA = r"\b(?:that|this)\s+(?:sort|kind)\s+of\s+(?:thing|stuff)\b|\band\s+so\s+on\b|\betc\b\.?|\band\s+the\s+like\b"
 
 
+# "orders.csv (exported this morning)", "x.parquet (pulled from the CRM last night)": where and
+# when a file came from, in parentheses right after it; a note, never a step (no number, and no
+# word that restricts the rows: "(exported, only the 2024 rows)" is no note)
+PROVENANCE_VERBS = (r"(?:exported|pulled|downloaded|dumped|extracted|updated|refreshed|collected|received|uploaded|scraped|"
+                    r"synced|copied|shared|compiled|delivered|generated|produced|sent\s+over|handed\s+over)")
+PROVENANCE = (rf"\(\s*(?:(?:freshly|just|newly|recently)\s+)?{PROVENANCE_VERBS}"
+              r"(?:\s+(?:from|by|at|on|in|off|via|over|out\s+of|this|last|yesterday|today|overnight|nightly|weekly|daily)\b"
+              r"(?:\s+[a-z][\w'-]*){0,4})?\s*\)")
+PROVENANCE_NEVER = L.RESTRICTING - {"last", "latest", "recent", "current"}
+
+
 def plain_notes(t: Text) -> None:
     """Words that only describe, wherever they stand: that the files share their columns, and a
-    list left open (marked, never a step)."""
+    list left open (marked, never a step); where a file came from, right after it."""
     for _, toks in t.finditer(f"{SAME_LAYOUT_NOTES}|{ETCETERA}", 0, len(t.tokens), free_only=True):
         t.mark(toks, "description")
+    for _, toks in t.finditer(PROVENANCE, 0, len(t.tokens), free_only=True):
+        if toks[0].i and t.tokens[toks[0].i - 1].kind == "path" and not any(x.low in PROVENANCE_NEVER for x in toks):
+            t.mark(toks, "description")
 
 
 # what an outer join is for: "..., so nothing from either file is lost", "so every costume shows up

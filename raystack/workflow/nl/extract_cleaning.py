@@ -33,7 +33,7 @@ ITEM_OPENERS = ("-", "•", "*", "→", "->", ";", ":")
 
 def _names_gap_column(text: Text, k: int, start: int, hi: int) -> bool:
     """Token ``k`` names the column a fill's gaps are in: a word written as a column name (or a plain
-    word opening its item: "- kwh nulls → 0") right after the fill's own words ("median-impute
+    word opening its item: "- kwh nulls → 0", not the fill's own verb: "; replace nulls with ...") right after the fill's own words ("median-impute
     q30_percent") or right before its gaps ("fill inscription_letters gaps")."""
     x = text.tokens[k]
     before = text.tokens[k - 1] if k > 0 else None
@@ -41,7 +41,7 @@ def _names_gap_column(text: Text, k: int, start: int, hi: int) -> bool:
     by_gaps = after is not None and after.low in GAP_NOUNS
     opens_item = before is not None and before.kind == "punct" and before.text in ITEM_OPENERS
     if x.used not in ("", "impute", text.claim) or not (
-            _identifier(x) or (x.kind == "word" and x.low not in FILLERS and opens_item and by_gaps)):
+            _identifier(x) or (x.kind == "word" and not x.used and x.low not in FILLERS and opens_item and by_gaps)):
         return False
     return (k > start and before.used == "impute") or (by_gaps and after.used == "impute") or _after_gaps(text, k)
 

@@ -34,6 +34,7 @@ from raystack.workflow.nl.questions import criteria, defer_candidates, fill_from
 from raystack.workflow.nl.reread import (CLEANINGS, evaluation_held_out_for, grouped_first, pick_first, reread, retrained_parts,
                                          retraining)
 from raystack.workflow.nl.safety import screen
+from raystack.workflow.nl.scene import trim_courtesies
 from raystack.workflow.nl.said_again import each_named_file, join_kind_notes, one_load_per_file
 from raystack.workflow.nl.search import SPACE_PARAM_RX, read_tune
 from raystack.workflow.nl.stated_targets import stated_target
@@ -130,7 +131,7 @@ class RulePlanner:
     def draft(self, text: str) -> Draft:
         if not text or not text.strip():
             raise PlanRefused(["the request is empty"], "out_of_scope")
-        t = Text.parse(screen(text))
+        t = Text.parse(trim_courtesies(screen(text)))
         unbounded(t)
         figures_no_step_makes(t)
         t.named["adapters"] = adapter_names(t)

@@ -62,9 +62,9 @@ PATTERNS: list[tuple[str, str]] = [
      "asks to send data outside the run"),
 ]
 # markdown's inline code around one name: a column ("`charger_id`", "`pop`"), a file
-# ("`out/p95.parquet`", "`./models/x`") or a setting ("`lr=0.01`"); never a command's name
-# ("`reboot`", "`ls`"), which stays code and is refused
-NAME_IN_CODE = r"(?:\./)?[A-Za-z0-9_][\w\-]*(?:[./=][\w\-]+)*"
+# ("`out/p95.parquet`", "`./models/x`", "`/mnt/reports/x.csv`", "`data/criteo/`") or a setting
+# ("`lr=0.01`"); never a command's name ("`reboot`", "`ls`", "`/bin/rm`"), which stays code and is refused
+NAME_IN_CODE = r"(?:\./|/|~/)?[A-Za-z0-9_][\w\-]*(?:[./=][\w\-]+)*/?"
 SHELL_WORDS = {"rm", "rmdir", "del", "shred", "truncate", "dd", "mkfs", "sudo", "su", "reboot", "shutdown", "halt", "poweroff",
                "kill", "killall", "pkill", "chmod", "chown", "curl", "wget", "bash", "sh", "zsh", "exec", "eval", "mv", "ls",
                "cd", "systemctl", "crontab", "nc", "netcat", "ssh", "scp", "rsync", "ray"}
@@ -74,7 +74,10 @@ _COMPILED = [(re.compile(p, re.I), why) for p, why in PATTERNS]
 
 def unquote_code(text: str) -> str:
     """The request with the backticks around names dropped (they only mark the name as code)."""
-    return _CODE_NAME.sub(lambda m: m.group(0) if m.group(1).lower() in SHELL_WORDS else m.group(1), text)
+    def unquoted(m: re.Match) -> str:
+        name = m.group(1)
+        return m.group(0) if name.rstrip("/").rsplit("/", 1)[-1].lower() in SHELL_WORDS else name
+    return _CODE_NAME.sub(unquoted, text)
 
 
 def screen(text: str) -> str:

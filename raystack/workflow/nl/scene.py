@@ -587,3 +587,30 @@ def origins(t: Text) -> None:
                 and not any(x.low in L.UNSUPPORTED or x.low in L.CLAUSE_WORDS or x.low in L.UNMAPPED_VERBS
                             or x.low in L.TASK_NOUNS for x in run):
             t.mark([tok, *run], "origin")
+
+
+# "Hi!", "Hello team,", "Hey all -", "Good morning!" opening the request, and "Thanks!", "Thank you
+# in advance." closing it: courtesies around the request, taken off before it is read, so that
+# what opens or closes the request itself (a title, who writes, an aside in parentheses) is read
+# as it would be without them. A greeting before who writes ("Hi, this is dispatch at ...", "Hey,
+# finance team from the north office.") stays: greeted_introductions reads the two together.
+GREETING_OPENING = re.compile(
+    r"^\s*(?:hi|hello|hey|hiya|good\s+(?:morning|afternoon|evening)|greetings)"
+    r"(?:\s+(?:there|all|team|folks|everyone|everybody|guys|y'all|both|you\s+two))?"
+    # a sentence of its own ("Hi!"), or before the words that ask ("Hi team, could you ...", "Hey all — we need ...")
+    r"(?:\s*[!.:]+\s+|\s*(?:,|\s[-–—]+)\s*(?=(?:could|can|would|will|please|we|i|our|my|just|quick|so)\b(?!\s*'s)))", re.I)
+THANKS_CLOSING = re.compile(
+    # after the request's last full stop, or capitalised after its last word ("... → report Thanks!")
+    r"(?:(?<=[.!?)\]\n])\s*(?:many\s+)?(?:thanks|thank\s+you|thx|cheers)|(?<=\w)\s+(?-i:Many\s+thanks|Thanks|Thank\s+you|Cheers))"
+    r"(?:\s+(?:so\s+much|a\s+lot|a\s+bunch|very\s+much|in\s+advance|again))?\s*[!.]*\s*$", re.I)
+
+
+# "Task: ...", "Request: ...": a ticket's label before the request, no title of its own
+REQUEST_LABEL = re.compile(r"^\s*(?:task|request|ask|todo|to-do)\s*:\s+", re.I)
+
+
+def trim_courtesies(text: str) -> str:
+    """The request without a greeting or a label opening it, or a bare thanks closing it (see
+    GREETING_OPENING, REQUEST_LABEL)."""
+    trimmed = THANKS_CLOSING.sub("", REQUEST_LABEL.sub("", GREETING_OPENING.sub("", text, count=1), count=1), count=1)
+    return trimmed if trimmed.strip() else text

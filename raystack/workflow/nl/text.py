@@ -29,7 +29,26 @@ _PUNCT = r"->|=>|>=|<=|==|!=|\.\.(?=\s*\d)|[.,;:!?()\[\]{}&|<>=*+≥≤→⇒⟶
 # shorthand read as the word it stands for ("w/ 3 retries")
 ABBREVIATIONS = {"w/": "with", "w/o": "without", "b/c": "because", "thru": "through", "ppl": "people",
                  "e.g.": "e.g", "i.e.": "i.e", "etc.": "etc", "e.g": "e.g", "i.e": "i.e",
-                 "ckpt": "checkpoint", "ckpts": "checkpoints"}   # (practitioners shorten the checkpoint)
+                 "ckpt": "checkpoint", "ckpts": "checkpoints",   # (practitioners shorten the checkpoint)
+                 "afterward": "afterwards",                    # (American English)
+                 # "create a train/test split", "create me a chart": what "make" says
+                 "create": "make", "creates": "makes", "creating": "making"}
+# conditions opened by more than one word ("provided that the recall is over 0.6", "in case it
+# crashes", "in the event that ..."): one token that reads as "if", so that every cue written with
+# "if" reads them (the span keeps the words written); the word after the phrase must not make it
+# something else ("in case of failure", "the data provided by"). ("as long as" stays as written:
+# after "repeat" it is a loop's "while")
+CONDITION_PHRASES: list[tuple[tuple[str, ...], str, frozenset[str]]] = [
+    (("provided", "that"), "if", frozenset()), (("providing", "that"), "if", frozenset()),
+    (("solely", "on", "condition", "that"), "only if", frozenset()), (("only", "on", "condition", "that"), "only if", frozenset()),
+    (("on", "condition", "that"), "if", frozenset()), (("on", "the", "condition", "that"), "if", frozenset()),
+    (("in", "the", "event", "that"), "if", frozenset()), (("assuming", "that"), "if", frozenset()),
+    (("in", "case"), "if", frozenset({"of", "you", "someone", "anyone"})),
+    # "provided it scores 0.8", "providing the recall is ...": the bare participle before a clause's subject
+    (("provided",), "if", frozenset()), (("providing",), "if", frozenset()),
+]
+CLAUSE_SUBJECTS = {"it", "they", "its", "their", "the", "that", "this", "those", "these", "we", "there", "nothing",
+                   "everything", "all", "no", "none", "every", "each", "any", "both", "either", "neither"}
 _ABBR = r"\b(?:w/o|w/|b/c)(?![\w/])|\b(?:e\.g|i\.e)\.?(?!\w)|\betc\.(?=\s*[,;)a-z])"
 _TOKEN = re.compile(f"(?P<quote>{_QUOTE})|(?P<addr>{_ADDR})|(?P<abbr>{_ABBR})|(?P<ratio>{_RATIO})|(?P<path>{_PATH})"
                     f"|(?P<num>{_NUM})|(?P<word>{_WORD})|(?P<punct>{_PUNCT})", re.I)
@@ -179,6 +198,30 @@ def _spoken_ratio(tokens: list[Token], i: int) -> tuple[Token, int] | None:
             if a + b == 100:
                 return Token(0, f"{a}/{b}", "ratio", tokens[i].start, tokens[k - 1].end), k
     return None
+
+
+def _condition_phrases(raw: str, tokens: list[Token]) -> list[Token]:
+    """Each CONDITION_PHRASES phrase as one token spelled as the condition it opens."""
+    out: list[Token] = []
+    k = 0
+    while k < len(tokens):
+        for words, spelled, not_before in CONDITION_PHRASES:
+            n = len(words)
+            seq = tokens[k:k + n]
+            nxt = tokens[k + n] if k + n < len(tokens) else None
+            if len(seq) == n and all(x.kind == "word" and x.text.lower() == w for x, w in zip(seq, words)) \
+                    and nxt is not None and nxt.low not in not_before and nxt.text not in (",", ".", ";", ":", ")", "!", "?") \
+                    and (n > 1 or nxt.low in CLAUSE_SUBJECTS) and all(
+                        raw[a.end:b.start].strip() == "" for a, b in zip(seq, seq[1:])):
+                out.append(Token(len(out), raw[seq[0].start:seq[-1].end], "word", seq[0].start, seq[-1].end, spelled=spelled))
+                k += n
+                break
+        else:
+            tok = tokens[k]
+            tok.i = len(out)
+            out.append(tok)
+            k += 1
+    return out
 
 
 def _merge_numbers(tokens: list[Token]) -> list[Token]:
@@ -366,7 +409,7 @@ class Text:
                 t.tokens.append(Token(len(t.tokens), s[-2:], kind, m.end() - 2, m.end()))
                 continue
             t.tokens.append(Token(len(t.tokens), s, kind, m.start(), m.end()))
-        t.tokens = _merge_numbers(_files_in_folder(t.tokens))
+        t.tokens = _condition_phrases(raw, _merge_numbers(_files_in_folder(t.tokens)))
         for tok in t.tokens:
             if tok.kind == "word" and not tok.spelled:
                 tok.spelled = corrected(tok.text) or ""

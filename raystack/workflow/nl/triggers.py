@@ -692,12 +692,12 @@ TRIGGERS: list[tuple[str, str]] = [
     ("deploy_model", r"\b(?:put|place|expose)\s+(?:it|them|the\s+(?:model|winner|classifier))\s+behind\s+(?:an?\s+|the\s+)?(?:endpoint|api|service)\b"
                      r"|\bstand\s+(?:it|them|the\s+(?:model|winner|classifier))\s+up\s+as\s+(?:an?\s+)?(?:endpoint|api|service)\b"),
     ("notify", r"\b(?:raise|fire|trigger|issue|post)\s+(?:an?\s+|the\s+)?(?:alert|alarm|notification|warning)\b"),   # "raise an alert if ..."
-    ("notify", r"\bsend\s+(?:me\s+|us\s+)?(?:a\s+|an\s+|the\s+)?(?:notification|message|alert|note|email|e-mail|ping|update)\b|\blet\s+(?:me|us|everyone|someone|people|ops|oncall|on-call|(?:the|our)\s+(?:[a-z][\w-]*\s+)?[a-z][\w-]*)\s+know\b(?:\s+with(?=\s+QUOTE))?"
+    ("notify", r"\b(?:send|post)\s+(?:me\s+|us\s+)?(?:a\s+|an\s+|the\s+)?(?:notification|message|alert|note|email|e-mail|ping|update)\b|\blet\s+(?:me|us|everyone|someone|people|ops|oncall|on-call|(?:the|our)\s+(?:[a-z][\w-]*\s+)?[a-z][\w-]*)\s+know\b(?:\s+with(?=\s+QUOTE))?"
                r"|\b(?:give|send)\s+(?:me\s+|us\s+|the\s+team\s+)?a\s+heads-?up\b|\bdrop\s+(?:me|us)\s+a\s+(?:line|note|message)\b"
                # "shoot me a message saying ...", "drop a note in the channel: '...'"
                r"|\b(?:shoot|fire\s+off|ping)\s+(?:me|us|the\s+team)\s+(?:a|an)\s+(?:quick\s+)?(?:message|note|email|e-mail|text|line)\b"
                r"|\b(?:drop|leave|post)\s+(?:a|an)\s+(?:quick\s+)?(?:note|message|line)\s+in\s+(?:the\s+|our\s+)?(?:[a-z-]+\s+)?(?:channel|chat|slack)\b"
-               r"|\bsend\s+(?:me\s+|us\s+)?(?=QUOTE)"
+               r"|\b(?:send|post)\s+(?:me\s+|us\s+)?(?=QUOTE)"
                # "post 'reorder model looks usable' to the team", "post 'done' in the channel"
                r"|\bpost\s+(?=QUOTE\d+)"
                # "send tow model run failed", "send duty free totals ready": a status line sent as

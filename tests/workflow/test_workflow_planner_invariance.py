@@ -1,0 +1,233 @@
+"""Round 29 of the rule planner: the same request written another way plans the same.
+
+Every development prompt the planner gets right is rewritten in ways that keep its meaning (a
+greeting before it, a thanks after it, the files in markdown's backticks, "provided that" or "in
+case" for "if", "create" for "make", ...); the rewritten request must still match the prompt's
+gold. The rewrites are generic (none is written for a prompt), and the cases below them are the
+classes of break they found, each failing on the tree before round 29, with guards for what
+must stay refused."""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+from planner_util import kinds, of_kind
+from planner_util import plan as _plan
+from raystack.workflow.nl.gold import compare, conventions_for, load_set
+from raystack.workflow.nl.plan import PlanRefused
+
+DATA = Path(__file__).resolve().parents[2] / "benchmarks" / "data"
+SAMPLE_EVERY = 3        # every third matched prompt of every set: the run stays a few seconds
+STEP_VERB = re.compile(r"(?:load|read|train|fit|compute|split|plot|make|run|pretrain|fine-tune|take|use|drop|remove|"
+                       r"normali[sz]e|deploy|export|evaluate|join|aggregate|sum|total|tune|sample|impute|fill|"
+                       r"generate|create|pull|import)\b", re.I)
+PATH = re.compile(r"(?<![`'\"\w/])((?:/|\./)?[\w-]+(?:\.[\w-]+)*(?:/[\w-]+(?:\.[\w-]+)*)+/?|[\w-]+\.(?:csv|parquet|jsonl))"
+                  r"(?![\w`'\"/])")
+
+
+def _outside_quotes(text: str, pattern: str, repl: str) -> str | None:
+    """``text`` with the first match of ``pattern`` outside quoted messages replaced (None: none)."""
+    parts = re.split(r"('[^'\n]*'|\"[^\"\n]*\")", text)
+    for k in range(0, len(parts), 2):
+        new = re.sub(pattern, repl, parts[k], count=1)
+        if new != parts[k]:
+            parts[k] = new
+            return "".join(parts)
+    return None
+
+
+def _verb_first(text: str, lead: str) -> str | None:
+    return lead + text[0].lower() + text[1:] if STEP_VERB.match(text) else None
+
+
+REWRITES = {
+    "please": lambda t: _verb_first(t, "Please "),
+    "i need to": lambda t: _verb_first(t, "I need to "),
+    "greeting": lambda t: "Hi! " + t,
+    "thanks": lambda t: t.rstrip() + (" Thanks!" if t.rstrip()[-1:] in ".!?)" else ". Thanks!"),
+    "task label": lambda t: "Task: " + t,
+    "files in backticks": lambda t: PATH.sub(r"`\1`", t) if PATH.search(t) else None,
+    "provided that": lambda t: _outside_quotes(t, r"\bif\b", "provided that"),
+    "in case": lambda t: _outside_quotes(t, r"\bif\b", "in case"),
+    "create": lambda t: _outside_quotes(t, r"\bmake\b", "create"),
+    "afterward": lambda t: _outside_quotes(t, r"\bafterwards\b", "afterward"),
+    "and then": lambda t: _outside_quotes(t, r"(?<!and), then ", ", and then "),
+    "one sentence a line": lambda t: re.sub(r"\. (?=[A-Z])", ".\n", t) if re.search(r"\. [A-Z]", t) else None,
+}
+
+
+@lru_cache(maxsize=1)
+def _matched() -> list[tuple[str, str, list, object]]:
+    """(id, text, gold steps, conventions) of the development prompts the planner plans right."""
+    out = []
+    for path in sorted(DATA.glob("nl_dev*.yaml")):
+        conventions = conventions_for(path)
+        for p in load_set(path):
+            if p["expect"] != "plan":
+                continue
+            try:
+                ok = compare(_plan(p["text"]), p.get("steps") or [], conventions)[0]
+            except PlanRefused:
+                continue
+            if ok:
+                out.append((f"{path.stem}:{p['id']}", p["text"], p.get("steps") or [], conventions))
+    return out[::SAMPLE_EVERY]
+
+
+@pytest.mark.parametrize("name", sorted(REWRITES))
+def test_a_request_rewritten_without_changing_its_meaning_plans_the_same(name):
+    rewrite, broken, tried = REWRITES[name], [], 0
+    for key, text, gold, conventions in _matched():
+        new = rewrite(text)
+        if not new or new == text:
+            continue
+        tried += 1
+        try:
+            ok, why = compare(_plan(new), gold, conventions)
+        except PlanRefused as e:
+            ok, why = False, f"refused: {e}"
+        if not ok:
+            broken.append((key, new[:120], why[:160]))
+    assert tried >= 5, f"the rewrite {name!r} applies to too few prompts to say anything"
+    assert not broken, broken[:5]
+
+
+# -- courtesies and labels around the request ------------------------------------------------------
+def test_a_greeting_before_a_heading_sentence_leaves_it_a_heading():
+    p = _plan("Hi! Climbing gym. Load climbs.csv, drop duplicates and plot it.")
+    assert kinds(p) == ["load_data", "dedup", "plot"]
+    p = _plan("Good morning team! Passport office backlog. Load a.csv and count rows per region.")
+    assert kinds(p) == ["load_data", "aggregate"]
+
+
+def test_a_greeting_before_who_writes_is_still_read_with_it():
+    p = _plan("Hi, this is dispatch at the towing company. Load tow_calls.csv and plot it.")
+    assert kinds(p) == ["load_data", "plot"]
+    p = _plan("Hi team, could you load a.csv and plot it?")
+    assert kinds(p) == ["load_data", "plot"] and p.draft.steps[0].span == "could you load a.csv and"
+
+
+def test_thanks_after_a_closing_note_leaves_the_note_a_note():
+    p = _plan("Load a.csv, drop duplicates, then plot it. (board game cafe) Thanks!")
+    assert kinds(p) == ["load_data", "dedup", "plot"]
+    p = _plan("a.csv → dedup → plot Thanks!")
+    assert kinds(p) == ["load_data", "dedup", "plot"]
+
+
+def test_a_ticket_label_opens_nothing_of_its_own():
+    p = _plan("Task: gig-recs — elastic DLRM, 2 epochs, then export it to ./models/gig-recs")
+    assert of_kind(p, "elastic_dlrm")[0].params["name"] == "gig-recs"
+
+
+def test_thanks_is_no_step_and_the_words_before_it_still_are():
+    with pytest.raises(PlanRefused, match="frobnicate"):
+        _plan("Load a.csv and frobnicate it. Thanks!")
+
+
+# -- markdown's inline code ----------------------------------------------------------------------------
+@pytest.mark.parametrize("path", ["/data/shared/aisle_totals.csv", "/mnt/reports/x.csv"])
+def test_an_absolute_path_or_a_folder_in_backticks_is_a_path(path):
+    p = _plan(f"Load `a.csv`, total the sales per aisle and write the table to `{path}`.")
+    assert of_kind(p, "write_table")[0].params["path"] == path
+
+
+def test_a_folder_in_backticks_is_a_folder():
+    p = _plan("Run elastic DLRM training on the Criteo data in `data/criteo/` for 3 epochs.")
+    assert of_kind(p, "elastic_dlrm")[0].params["data"] == {"path": "data/criteo/"}
+
+
+@pytest.mark.parametrize("code", ["`/bin/rm`", "`rm -rf /`", "`~/.ssh/id_rsa`"])
+def test_a_command_or_a_hidden_path_in_backticks_stays_refused(code):
+    with pytest.raises(PlanRefused) as e:
+        _plan(f"Load a.csv, run {code} and plot it.")
+    assert e.value.kind == "destructive"
+
+
+# -- conditions opened by more than one word ---------------------------------------------------------
+@pytest.mark.parametrize("cue", ["provided that", "in case", "on condition that", "in the event that"])
+def test_a_multi_word_condition_reads_as_if(cue):
+    p = _plan(f"Load a.csv, split it, train a knn model and evaluate it; {cue} the accuracy is at least 0.8, deploy it as k.")
+    (c,) = of_kind(p, "deploy_model")[0].when
+    assert (c.ref.key, c.op, c.value) == ("accuracy", ">=", 0.8)
+
+
+@pytest.mark.parametrize("cue", ["in case", "provided that"])
+def test_a_multi_word_condition_on_the_run_is_an_exit_handler(cue):
+    p = _plan(f"Read orders.parquet, sum the sales per store and write it to totals.csv; {cue} the pipeline fails, "
+              "notify me 'aggregation failed'.")
+    assert p.draft.steps[-1].exit == "failure"
+    p = _plan(f"Load a.csv and plot it; {cue} every step succeeds, notify 'done'.")
+    assert p.draft.steps[-1].exit == "success"
+
+
+def test_retries_said_with_in_case_retry_the_step():
+    p = _plan("Read a.csv, train a knn model, retrying twice in case it fails, then evaluate it.")
+    assert of_kind(p, "train_model")[0].retries == 2
+
+
+def test_in_case_of_and_provided_as_a_participle_are_not_conditions():
+    p = _plan("Load a.csv and plot it. In case of failure, notify 'x'.")
+    assert p.draft.steps[-1].exit == "failure"
+    with pytest.raises(PlanRefused, match="provided"):
+        _plan("Use the data provided by the team in a.csv and plot it.")
+
+
+# -- words for what the planner already reads ----------------------------------------------------------
+def test_create_reads_as_make():
+    p = _plan("Load a.csv, create a 70/30 train/test split, fit a logistic regression and create me a chart of the data.")
+    assert kinds(p) == ["load_data", "split_data", "train_model", "plot"]
+
+
+def test_afterward_reads_as_afterwards():
+    p = _plan("Load a.csv, split it, train a logistic model, then evaluate it + report afterward.")
+    assert kinds(p) == ["load_data", "split_data", "train_model", "evaluate_model", "save_report"]
+
+
+@pytest.mark.parametrize("said", ["post me a notification 'done'", "post the message 'done'"])
+def test_a_message_posted_is_a_notification(said):
+    p = _plan(f"Load a.csv, plot it, then {said}.")
+    assert of_kind(p, "notify")[0].params["message"] == "done"
+
+
+@pytest.mark.parametrize("said", ["spilt them", "do an 80/20 spilt"])
+def test_spilt_is_a_split(said):
+    p = _plan(f"Generate 2000 rows of data, {said}, train a logistic model and evaluate it.")
+    assert kinds(p) == ["make_dataset", "split_data", "train_model", "evaluate_model"]
+
+
+def test_a_fill_verb_after_a_semicolon_names_no_column():
+    p = _plan("Read churn.csv; replace nulls with the median; split it.")
+    assert "columns" not in of_kind(p, "impute")[0].params
+    p = _plan("load a.csv\n- kwh nulls → 0\n- plot it")
+    assert of_kind(p, "impute")[0].params["columns"] == ["kwh"]
+
+
+# -- where a file came from, in parentheses -------------------------------------------------------------
+@pytest.mark.parametrize("note", ["(exported this morning)", "(pulled from the CRM last night)",
+                                  "(updated weekly by the finance team)"])
+def test_where_a_file_came_from_is_a_note(note):
+    p = _plan(f"Load data/iris.csv {note}, split it 80/20, train a logistic model and evaluate it.")
+    assert kinds(p) == ["load_data", "split_data", "train_model", "evaluate_model"]
+
+
+def test_a_note_that_restricts_the_rows_is_no_note():
+    with pytest.raises(PlanRefused):
+        _plan("Read sales.parquet (exported, only the 2024 rows) and plot it.")
+
+
+@pytest.mark.parametrize("text", [
+    "Load clicks.csv (web shop) and impressions.csv at the same time, then join them on ad_id.",
+    "Load a.csv (exported this morning), b.csv and c.csv, deduplicate each of them and compute statistics for each."])
+def test_a_note_inside_a_list_of_files_is_refused_not_read_as_the_lists_end(text):
+    # (planned before: the second file was loaded alone, after the first, and the third left out of the map)
+    with pytest.raises(PlanRefused, match="inside a list of files"):
+        _plan(text)
+
+
+def test_a_note_after_the_last_file_of_a_list_keeps_the_list():
+    p = _plan("Load a.csv and b.csv (exported this morning) at the same time, then join them on ad_id.")
+    loads = of_kind(p, "load_data")
+    assert len(loads) == 2 and loads[0].group and loads[0].group == loads[1].group
