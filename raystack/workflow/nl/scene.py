@@ -120,7 +120,7 @@ def title_clauses(t: Text) -> None:
     named = hit is not None and bool(hit[0].group("this") or hit[0].group("this2")) and bool(opener)   # "this is the ...,": a title by its own words
     skip = opener[-1].i + 1 if opener else 0
     ends = [x for x in t.tokens[skip:] if x.kind == "punct" and x.text not in ("(", ")")]
-    if not ends or ends[0].text not in (".", ",", "?") or ends[0] is t.tokens[-1]:
+    if not ends or ends[0].low not in (".", ",", "?") or ends[0] is t.tokens[-1]:
         return
     if ends[0].text == "?" and any(x.low in TITLE_QUESTION_WORDS for x in t.tokens[skip:ends[0].i]):
         return      # "Which base is better, ...?" asks; "Desk usage by plan?" names the subject
@@ -131,14 +131,14 @@ def title_clauses(t: Text) -> None:
             return
         rest = t.tokens[ends[0].i + 1:close.i]
         # "Pest control callouts, second-visit classifier. Load ...": a title in two noun phrases
-        if close.text == "." and rest and close is not t.tokens[-1] and all(
+        if close.low == "." and rest and close is not t.tokens[-1] and all(
                 x.kind == "word" and is_free(x) and (x.low not in L.FILLERS or (x is not rest[-1] and x.low in TITLE_GLUE))
                 and x.low not in L.RESTRICTING for x in rest) \
                 and ends[0].i + len(rest) <= MAX_TITLE + 2 and (rest[-1].low in L.TOPIC_HEADS
                                                                  or t.tokens[ends[0].i - 1].low in BUSINESS_NOUNS):
             # ("Crypto exchange, withdrawals risk.": who asks, then the subject)
             extra = rest
-        elif not (close.text in LEAD_IN_ENDS[:3] or (close.text == "." and all(
+        elif not (close.text in LEAD_IN_ENDS[:3] or (close.low == "." and all(
                 x.used or x.kind != "word" or x.low in L.FILLERS for x in rest))):
             return
     words = [x for x in t.tokens[skip:end] if x.text not in ("(", ")")]
@@ -289,7 +289,7 @@ def heading_sentence(t: Text) -> None:
     if len(spans) < 2:
         return
     lo, hi = spans[0]
-    if t.tokens[hi - 1].text != ".":
+    if t.tokens[hi - 1].low != ".":
         return
     toks = t.tokens[lo:hi - 1]
     words = [x for x in toks if x.text != ","]
@@ -362,7 +362,7 @@ def greeted_introductions(t: Text) -> None:
     if len(spans) < 2:
         return
     lo, hi = spans[0]
-    if t.tokens[hi - 1].text != "." or t.tokens[lo].low not in GREETINGS:
+    if t.tokens[hi - 1].low != "." or t.tokens[lo].low not in GREETINGS:
         return
     k = lo
     while k < hi and (t.tokens[k].low in GREETINGS or t.tokens[k].text == ","):
@@ -388,7 +388,7 @@ def sender_introductions(t: Text) -> None:
     if len(spans) < 2:
         return
     lo, hi = spans[0]
-    if t.tokens[hi - 1].text != "." or t.tokens[lo].low != "from" or hi - lo < 4:
+    if t.tokens[hi - 1].low != "." or t.tokens[lo].low != "from" or hi - lo < 4:
         return
     words = t.tokens[lo + 1:hi - 1]
     if len(words) > MAX_INTRO + 2 or words[0].low not in ("the", "our", "my"):
@@ -433,7 +433,8 @@ def context_sentences(t: Text) -> None:
         # "Fencing installer: we'd like to estimate labour.", "Oyster farm: our counts are ...": a
         # title and its colon before the sentence's subject
         lead = _title_lead(t, lo, hi)
-        toks = [x for x in t.tokens[lo:hi] if not (x.kind == "punct" and x.text in ".:,") and x.i not in goal
+        toks = [x for x in t.tokens[lo:hi] if not (x.kind == "punct" and (x.low in ".:," or (x.text == ";" and x.i == hi - 1)))
+                and x.i not in goal
                 and x.used not in ASIDES and not (x.text in ("(", ")") and x.i > lo and has_file) and x not in lead]
         if not asks and lead and not toks and goal and t.tokens[hi - 1].text not in ("?", "!"):
             t.mark(lead + [t.tokens[i] for i in sorted(goal)], "context")

@@ -413,6 +413,8 @@ class Text:
         for tok in t.tokens:
             if tok.kind == "word" and not tok.spelled:
                 tok.spelled = corrected(tok.text) or ""
+            elif tok.text == "!" and (tok.end == len(raw) or raw[tok.end].isspace()):
+                tok.spelled = "."      # "Past jobs are in callouts.csv! Dedupe it!": a sentence's end, as "." is
         t._list_markers()
         parts, pos = [], 0
         for k, tok in enumerate(t.tokens):
