@@ -254,3 +254,16 @@ def test_words_that_switch_the_planners_safety_off_are_refused_not_read_as_conte
     with pytest.raises(PlanRefused) as e:
         _plan(f"Load a.csv. {said} Plot it.")
     assert e.value.kind == "destructive"
+
+
+# -- an evaluation said as a look at the model's performance ----------------------------------------------
+@pytest.mark.parametrize("said", ["measure its performance", "check its performance", "gauge its quality",
+                                  "look at the model's performance", "look at how it does"])
+def test_an_evaluation_said_as_a_look_at_its_performance(said):
+    p = _plan(f"Load a.csv, split it, train a knn model and {said}.")
+    assert kinds(p) == ["load_data", "split_data", "train_model", "evaluate_model"]
+
+
+def test_files_listed_after_start_from_are_one_map():
+    p = _plan("Start from a.csv, b.csv and c.csv, deduplicate each of them and compute statistics for each.")
+    assert kinds(p) == ["load_data", "dedup", "stats"] and p.draft.steps[0].map is not None

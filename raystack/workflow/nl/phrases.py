@@ -126,4 +126,6 @@ def is_eval_verb(t: Text, tok: Token) -> bool:
     starts = prev is None or prev.kind == "punct" or prev.low in ("and", "then", "also", "to", "next", "finally", "first")
     if tok.low in ("eval", "check") and nxt is not None and re.fullmatch(L.METRIC_RX, nxt.low):
         return starts     # "...; eval f1; deploy", "and check f1 on a 25% holdout": the evaluation of that metric
+    if tok.low == "look" and nxt is not None and nxt.low == "at":
+        return starts     # "and look at its performance"
     return starts and (nxt is None or nxt.low in EVAL_OBJECTS or nxt.kind == "punct")

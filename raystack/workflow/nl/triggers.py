@@ -659,6 +659,9 @@ TRIGGERS: list[tuple[str, str]] = [
     ("evaluate_model", r"^(?:so\s+|and\s+)?how\s+(?:accurate|well)\b"),
     # "then build a logistic regression and check how it does": its evaluation
     ("evaluate_model", r"\b(?:check|see|find\s+out|look\s+at)\s+how\s+(?:well\s+)?(?:it|they|the\s+model)\s+(?:does|do|did|performs?|performed|holds?\s+up|scores?)\b"),
+    # "measure its performance", "look at the model's performance", "gauge its quality": its evaluation
+    ("evaluate_model", r"\b(?:measure|check|gauge|assess|look\s+at|examine|review|judge)\s+(?:its|their|the\s+(?:model|classifier|regressor)\s*'s)\s+"
+                       r"(?:performance|quality|skill)\b"),
     # "knn -> f1", "-> accuracy on a 25% holdout": a metric alone as an arrow's stage is its evaluation;
     # so is one ending a list right after the model ("churn.csv, logistic, recall.")
     ("evaluate_model", rf"{AFTER_ARROW}(?:{METRIC_RX})(?=\s*(?:{ARROW}|$|[,.;!])|\s+(?:on|against)\b)"
@@ -728,8 +731,8 @@ TRIGGERS: list[tuple[str, str]] = [
     ("make_dataset", r"\b(?:synthetic|toy|random|fake|dummy|artificial|simulated|generated|made-up|made\s+up|invented|mock)\s+(?:[\w-]+\s+)?(?:data|dataset|rows|samples|examples|table|records)\b"),
     ("load_data", r"\b(?:(?:load|read|ingest|import|open)\s+)?(?:for\s+)?(?:each|every|all)\s+(?:of\s+)?(?:the\s+)?(?:files?|tables?|inputs?)?\s*(?:in|of|among|from)?\s*"
                   r"FILE\d+(?:\s*,\s*FILE\d+)*(?:\s*,?\s*(?:and|or|&|\+|plus)\s+FILE\d+)?"),    # "for every file in a.csv, b.csv"
-    ("load_data", rf"\b(?:{LOAD_VERBS}|open|take|use|using|fetch|pull|start\s+with|"
-                  rf"starting\s+with|get|grab|bring\s+in|pick\s+up)\b\s+{skip(7, LOAD_VERBS)}FILE\d+(?:\s*,\s*FILE\d+)*(?:\s*,?\s*(?:and|or|&|\+|plus)\s+FILE\d+)?"),
+    ("load_data", rf"\b(?:{LOAD_VERBS}|open|take|use|using|fetch|pull|start\s+(?:with|from)|"
+                  rf"starting\s+(?:with|from)|get|grab|bring\s+in|pick\s+up)\b\s+{skip(7, LOAD_VERBS)}FILE\d+(?:\s*,\s*FILE\d+)*(?:\s*,?\s*(?:and|or|&|\+|plus)\s+FILE\d+)?"),
     ("load_data", passive(r"FILE\d+(?:\s+(?:data|file|table|dataset))?",
                           r"loaded|read|ingested|imported|fetched|pulled(?:\s+in)?|in|available|ready")),
     ("load_data", r"\b(?:from|in|at|on|of|for)\s+FILE\d+"),     # "statistics for sensors.csv"
