@@ -267,3 +267,25 @@ def test_an_evaluation_said_as_a_look_at_its_performance(said):
 def test_files_listed_after_start_from_are_one_map():
     p = _plan("Start from a.csv, b.csv and c.csv, deduplicate each of them and compute statistics for each.")
     assert kinds(p) == ["load_data", "dedup", "stats"] and p.draft.steps[0].map is not None
+
+
+# -- steps said with words the planner lacked (found by putting them in place of the words it reads) ----
+@pytest.mark.parametrize("said, kind", [
+    ("filter out repeats", "dedup"), ("drop identical rows", "dedup"), ("clear out duplicates", "dedup"),
+    ("keep one copy of each row", "dedup"), ("keep only complete rows", "clean_data"),
+    ("delete rows with blanks", "clean_data"), ("strip out rows with NaNs", "clean_data"),
+    ("use the median for missing entries", "impute"), ("substitute the median for any blanks", "impute"),
+    ("summarise each of the columns", "stats"), ("sketch a quick plot", "plot")])
+def test_a_table_step_said_in_other_words(said, kind):
+    p = _plan(f"Load a.csv, {said}, then write the table to out/t.csv.")
+    assert kinds(p)[:2] == ["load_data", kind]
+
+
+@pytest.mark.parametrize("said", ["draft a report", "document the results in a report"])
+def test_a_report_said_in_other_words(said):
+    assert kinds(_plan(f"Load a.csv, compute stats, then {said}."))[-1] == "save_report"
+
+
+def test_a_model_taken_to_production_is_deployed():
+    p = _plan("Load a.csv, split it, train a knn model, evaluate it and take it to production as iris.")
+    assert of_kind(p, "deploy_model")[0].params["name"] == "iris"

@@ -55,6 +55,7 @@ def passive(objects: str, participles: str) -> str:
 DUPLICATES = (r"duplicat\w*(?:\s+(?:rows|records|entries|lines|[a-z]+s\b))?|dup(?:es?|s)?\b(?:\s+[a-z]+s\b)?|repeat(?:ed)?\s+(?:rows|records|entries|lines|[a-z]+s\b)"
               r"|duplicate\s+[a-z]+\s+(?:rows|records|entries|lines)\b"      # "duplicate loan records"
               r"|double\s+(?:entries|[a-z]{3,}s\b)|(?<=the\s)repeats"     # ("the double enrolments")
+              r"|(?:identical|exact[\s-]+duplicate)\s+(?:rows|records|entries|lines)\b|(?<=out\s)repeats\b"   # "drop identical rows", "filter out repeats"
               # "rows that appear twice", "any ticket that shows up more than once"
               r"|(?:[a-z]{2,}s\s+(?:that\s+|which\s+)?(?:appear|occur|show\s+up)|(?:any|every|each)\s+[a-z]{2,}\s+(?:that|which)\s+(?:appears|occurs|shows\s+up)"
               r"|[a-z]{2,}s\s+(?:appearing|occurring|showing\s+up))\s+(?:twice|more\s+than\s+once|two\s+or\s+more\s+times)\b")
@@ -177,7 +178,9 @@ TRIGGERS: list[tuple[str, str]] = [
               rf"{ITEM_END}"),
     ("dedup", rf"\b(?:drop|drops|dropping|remove|removes|removing|deleting|discarding|eliminating|delete|discard|eliminate|filter\s+out|get\s+rid\s+of|strip|purge|"
               rf"exclude|excluding|ignore|ignoring|omit|omitting|skip|skipping|"
-              rf"weed\s+out|take\s+out|cut|throw\s+(?:away|out)|throwing\s+(?:away|out)|toss|tossing|strip\s+out|strip\s+away)\s+{skip(2, GAP_WORDS)}(?:{DUPLICATES})"),
+              rf"weed\s+out|take\s+out|cut|throw\s+(?:away|out)|throwing\s+(?:away|out)|toss|tossing|strip\s+out|strip\s+away|clear\s+out)\s+{skip(2, GAP_WORDS)}(?:{DUPLICATES})"),
+    # "keep one copy of each row", "keep a single instance of every record"
+    ("dedup", r"\b(?:keep|keeping|retain|leave)\s+(?:only\s+)?(?:one|a\s+single)\s+(?:copy|instance|occurrence)\s+of\s+(?:each|every)\s+(?:row|record|entry|line)\b"),
     ("dedup", passive(rf"(?:{DUPLICATES})(?:\s+(?:rows|records|entries|lines|[a-z]+s))?", REMOVED)),
     # "... contain duplicates, which are to be removed"
     ("dedup", rf"\b(?:contains?|has|have|holds?|includes?)\s+(?:some\s+|a\s+few\s+|many\s+)?duplicates\s*,\s*which\s+"
@@ -194,6 +197,9 @@ TRIGGERS: list[tuple[str, str]] = [
     ("impute", rf"\b(?:fill|fills|filling|replace|replaces|patch|patches|substitute|plug|plugs|complete)\s+(?:in\s+)?{skip(2)}(?:{GAPS})\b"
                # "swap any blanks for the column mean"
                rf"|\b(?:swap|swaps|switch|switches)\s+(?:any\s+|all\s+|the\s+)?(?:{GAPS})\s+(?=(?:for|with)\s+(?:the\s+)?(?:column\s+)?(?:means?|medians?|averages?|zeros?|NUM\d+)\b)"),
+    # "use the median for missing entries", "substitute the column mean for any blanks": the value put in the gaps, said first
+    ("impute", rf"\b(?:use|put|insert|substitute|write)\s+(?:the\s+|each\s+column's\s+|the\s+column's\s+)?(?:column\s+)?(?:means?|medians?|averages?|zeros?)\s+"
+               rf"(?:for|in|into)\s+(?:the\s+|any\s+|all\s+|every\s+)?(?:{GAPS})\b"),
     # "x.csv has gaps; fill them with medians": the gaps said before, the fill said with its value
     ("impute", r"\b(?:fill|fills|filling|plug|plugs|patch|patches)\s+(?:(?:them|those|these|it|the\s+gaps|the\s+holes)\s+)?(?:in\s+)?"
                r"(?=(?:with|using)\s+(?:the\s+)?(?:column\s+)?(?:means?|medians?|averages?|zeros?|NUM\d+)\b)"),
@@ -232,7 +238,10 @@ TRIGGERS: list[tuple[str, str]] = [
     ("clean_data", passive(rf"(?:the\s+)?(?:{BAD_ROWS}|nulls|nans)", REMOVED + r"|cleaned(?:\s+(?:up|out))?")),
     # ("bin any row where something's blank": bin as in the rubbish bin, its object the bad rows)
     ("clean_data", rf"\b(?:drop|remove|discard|exclude|excluding|filter\s+out|throw\s+(?:away|out)|weed\s+out|get\s+rid\s+of|ditch|toss|bin|chuck(?:\s+out|\s+away)?|lose|"
-                   rf"ignore|ignoring|omit|omitting|skip|skipping|leave\s+out|leaving\s+out)\s+{skip(2)}(?:{BAD_ROWS})"),
+                   rf"ignore|ignoring|omit|omitting|skip|skipping|leave\s+out|leaving\s+out|delete|strip\s+out|clear\s+out|purge)\s+{skip(2)}(?:{BAD_ROWS})"),
+    # "keep only complete rows", "keep just the complete records": the rows with a gap dropped
+    ("clean_data", r"\b(?:keep|keeping|retain|use)\s+(?:only|just)\s+(?:the\s+)?(?:complete|fully\s+populated)\s+(?:rows|records|entries|cases)\b"
+                   r"|\b(?:keep|keeping|retain)\s+(?:the\s+)?(?:complete|fully\s+populated)\s+(?:rows|records|entries|cases)\s+only\b"),
     ("clean_data", r"\b(?:tidy|scrub|sanitize|sanitise|cleanse)\w*\b(?!\s+up\s+(?:the\s+)?(?:tmp|temp|scratch))"),
     ("clean_data", r"\bdropna\b|\bclean(?:s|ed|ing)?\s+up\s+(?:the\s+)?(?:data|dataset|table|records|rows)\b|\bclean(?:s|ed|ing)?\s+up(?=\s+FILE\d+)|(?<!-)\bclean(?:s|ed|ing)?\b(?!\s*up)(?!-)"
                    # ("Gutter cleaning business", "window cleaning rounds": a trade, no cleaning of the data)
@@ -414,7 +423,7 @@ TRIGGERS: list[tuple[str, str]] = [
     ("stats", rf"{AFTER_ARROW}(?:column|summary|descriptive|basic)\s+(?:stats|statistics)(?=\s*(?:{ARROW}|$|[,;.]))"),
     ("stats", passive(r"(?:summary\s+|descriptive\s+|basic\s+)?(?:statistics|stats)|(?:a\s+|the\s+)?(?:data\s+)?profile",
                       r"computed|calculated|produced|generated|collected|gathered|derived|reported|run")),
-    ("stats", rf"\b(?:describe|summari[sz]e)(?!rs?\b)\w*\b(?:\s+{skip(3)}with\s+(?:summary\s+)?(?:statistics|stats))?|\b(?:summary|descriptive)\s+(?:statistics|stats)\b{PER_COLUMN}"
+    ("stats", rf"\b(?:describe|summari[sz]e)(?!rs?\b)\w*\b(?:\s+{skip(3)}with\s+(?:summary\s+)?(?:statistics|stats)|\s+(?:the|all\s+the|each\s+of\s+the|every)\s+columns?\b)?|\b(?:summary|descriptive)\s+(?:statistics|stats)\b{PER_COLUMN}"
               r"|\b(?:a|the)\s+(?:statistical|descriptive)\s+(?:summary|profile|overview)\b"     # "a statistical summary"
               r"|\bprofil(?:e|es|ing)\s+(?=it\b|them\b|the\b|this\b|that\b|each\b|every\b|all\b)"),
     # "per-column stats", "summary statistics per column": the statistics of every column
@@ -464,7 +473,7 @@ TRIGGERS: list[tuple[str, str]] = [
     ("plot", rf"\b(?P<sk>(?:{METRIC_RX})\s+)(?:plot|chart|graph|curve|figure|histogram)s?\b"),   # "a val loss plot"
     ("plot", rf"\b(?P<sk>(?:the\s+|its\s+|their\s+)?(?:{METRIC_RX})(?:\s+(?:curves?|values?|history))?){AUX}\s+"
              r"(?:plotted|charted|graphed|visuali[sz]ed|drawn)\b"),   # passive, the metric first: "the RMSE is plotted"
-    ("plot", r"\b(?:make|create|produce|generate|build|draw|render)\s+(?:a|an)\s+(?:\w+\s+)?(?:histogram|bar\s+chart|chart|graph|plot|figure|visuali[sz]ation)s?\b"),
+    ("plot", r"\b(?:make|create|produce|generate|build|draw|render|sketch|knock\s+up|whip\s+up)\s+(?:a|an)\s+(?:\w+\s+)?(?:histogram|bar\s+chart|chart|graph|plot|figure|visuali[sz]ation)s?\b"),
     ("plot", passive(r"(?:a\s+|the\s+)?(?:histogram|bar\s+chart|chart|graph|plot|figure|visuali[sz]ation)s?",
                      r"drawn|made|produced|created|generated|rendered|plotted|built")),
     ("plot", r"(?:^|(?<=[,;:.>→]\s)|(?<=\bthen\s)|(?<=\band\s)|(?<=\bwant\s)|(?<=\bneed\s)|(?<=\blike\s))(?:a|an)\s+(?:final\s+|quick\s+|simple\s+)?(?:histogram|bar\s+chart|line\s+chart|chart|plot|graph|figure)\b"),   # "then a histogram"
@@ -474,8 +483,11 @@ TRIGGERS: list[tuple[str, str]] = [
                     r"(?:report|results|result|metrics|scores|findings|evaluations?)\b(?:\s+(?:(?:to|in|into|as|at)\s+)?FILE\d+)?"
                     r"|\breport\s+(?:to|in|into|as)\s+FILE\d+"
                     # "compile a report", "assemble the final report"
-                    r"|\b(?:compile|compiles|compiled|compiling|assemble|assembles|assembled|assembling)\s+(?:a|an|the|one)\s+"
+                    r"|\b(?:compile|compiles|compiled|compiling|assemble|assembles|assembled|assembling|draft|drafts|drafted|drafting)\s+(?:a|an|the|one)\s+"
                     r"(?:(?:final|short|single|combined|summary|brief)\s+)?report\b"),
+    # "document the results in a report", "record everything in a short report"
+    ("save_report", r"\b(?:document|documents|record|records|capture|captures|write\s+up|summari[sz]e)\s+(?:the\s+|all\s+the\s+)?(?:results|findings|outcome|everything|it\s+all)\s+"
+                    r"(?:in|into|as)\s+(?:a|one|the)\s+(?:single\s+|final\s+|short\s+|brief\s+|summary\s+)?report\b"),
     # "put all three into a single report", "pull a report together"
     ("save_report", rf"\b(?:put|puts|pull|pulls|gather|gathers|combine|combines|collect|collects|bring|brings)\s+{skip(3)}"
                     r"(?:in|into|together\s+in(?:to)?)\s+(?:a|one|the)\s+(?:single\s+|final\s+|short\s+|combined\s+|summary\s+)?report\b"
@@ -680,7 +692,7 @@ TRIGGERS: list[tuple[str, str]] = [
     ("evaluate_model", HELD_OUT_FIGURE),
     # "→ eval", "- eval": the evaluation as practitioners shorten it, an item of its own
     ("evaluate_model", rf"(?:{ITEM_OPEN}|(?<=[,;:]\s))eval(?=[ \t]*(?:$|\n|[.;,)]|{ARROW})|\s+[–—]\s)"),
-    ("deploy_model", r"\b(?:deploy\w*|publish(?:es|ed|ing)?\b(?!\s+(?:house|company|firm))|ship|ships|release|promote|(?<!ray )(?<!behind )(?<!with )(?<!via )(?<!through )(?<!using )serve|(?<!ray )served(?=\s*(?:[.;,!)]|$))|push\w*\s+(?:it\s+|them\s+)?to\s+production|"
+    ("deploy_model", r"\b(?:deploy\w*|publish(?:es|ed|ing)?\b(?!\s+(?:house|company|firm))|ship|ships|release|promote|(?<!ray )(?<!behind )(?<!with )(?<!via )(?<!through )(?<!using )serve|(?<!ray )served(?=\s*(?:[.;,!)]|$))|push\w*\s+(?:it\s+|them\s+)?to\s+production|(?:take|takes|move|moves|put|puts|get|gets)\s+(?:it|them|the\s+(?:model|winner|best\s+one))\s+(?:to|into)\s+production|"
                      r"roll\s+(?:it\s+|them\s+|that\s+|this\s+|the\s+(?:winner|model|best\s+one)\s+)?out|put\s+(?:it\s+)?(?:in|into)\s+production|"
                      # "put it live under the name X", "push it live as X", "take the winner live"
                      # (its object said: "make live predictions" asks for inference, no deployment)
