@@ -289,3 +289,21 @@ def test_a_report_said_in_other_words(said):
 def test_a_model_taken_to_production_is_deployed():
     p = _plan("Load a.csv, split it, train a knn model, evaluate it and take it to production as iris.")
     assert of_kind(p, "deploy_model")[0].params["name"] == "iris"
+
+
+# -- constructs said in other words ---------------------------------------------------------------------
+def test_more_tries_given_to_a_step_are_its_retries():
+    p = _plan("Join orders.csv with menu.csv on dish_id, write the table to out/o.parquet (giving it two more tries "
+              "if it fails), then let the team know: 'hourly orders ready'.")
+    # (the notification was made the run's failure handler before: 'if it fails' was read on its own)
+    assert of_kind(p, "write_table")[0].retries == 2 and p.draft.steps[-1].exit is None
+
+
+def test_in_case_of_an_error_is_a_failure_handler():
+    p = _plan("Load a.csv and plot it. In case of an error, notify 'plot failed'.")
+    assert p.draft.steps[-1].exit == "failure"
+
+
+def test_a_budget_of_trials_is_the_trial_count():
+    p = _plan("Load a.csv, split it, then tune a knn over k = 3, 5 or 7 with a budget of 6 trials, maximising accuracy.")
+    assert p.draft.steps[-1].tune.trials == 6

@@ -241,7 +241,8 @@ RETRIES = [
     r"(?:try|trying|attempt|attempting)\s+(?:it\s+|that\s+|this\s+)?(?:up\s+to\s+|at\s+most\s+)(?P<t>NUM\d+)\s+times" + _IF_FAILS,
     r"(?:(?:if|when|should)\s+(?:it|that|this|training|the\s+step)\s+fails?\s*,?\s*)?(?:try|run|attempt|do|start)\s+(?:it\s+|that\s+)?"
     r"(?:again|over)\s+(?:up\s+to\s+|at\s+most\s+|a\s+maximum\s+of\s+)?(?P<n>NUM\d+)\s+(?:more\s+|additional\s+|extra\s+)?times?",
-    r"(?:with\s+|allowing\s+|and\s+)?(?:up\s+to\s+|at\s+most\s+)?(?P<n>NUM\d+)\s+(?:more|additional|extra|further)\s+(?:attempts|tries|goes)",
+    # ("giving it two more tries")
+    r"(?:with\s+|allowing\s+|and\s+|(?:give|giving|allow|allowing)\s+(?:it|them|each\s+(?:one|of\s+them))\s+)?(?:up\s+to\s+|at\s+most\s+)?(?P<n>NUM\d+)\s+(?:more|additional|extra|further)\s+(?:attempts|tries|goes)" + _IF_FAILS,
     # "retries=1 each", "max_retries: 3", "retries 2": a setting, as a config or a list writes it
     r"(?:max_)?retr(?:y|ies)\s*(?:=|:)?\s*(?P<n>NUM\d+)(?!\s*(?:times|rounds|epochs|trials|workers|gpus))(?:\s+(?:each|apiece|per\s+(?:step|model|run|value)))?",
 ]
@@ -268,6 +269,7 @@ EXIT_CUES = [
      r"|\b(?:on|upon|after|in\s+case\s+of|for)\s+(?:a\s+|any\s+)?failed\s+(?:run|job|attempt|pipeline|workflow)\b"
      # "In the event of a failure, ...", "in case of trouble"
      r"|\bin\s+the\s+event\s+of\s+(?:a\s+|any\s+)?(?:failure|error|crash|problem)s?\b|\bin\s+case\s+of\s+(?:any\s+)?(?:trouble|problems?)\b"
+     r"|\bin\s+case\s+of\s+(?:an?\s+|any\s+)(?:error|failure|crash)s?\b"
      # "send 'x' if it crashes.": after the message, to the sentence's end
      r"|(?:(?<=QUOTE\d\s)|(?<=QUOTE\d\d\s))(?:if|when|should)\s+(?:it|the\s+(?:run|job|pipeline|workflow)|anything|something)\s+"
      r"(?:crashes|fails|breaks|dies|errors\s+out)(?=\s*(?:[.;!]|$))", "failure"),

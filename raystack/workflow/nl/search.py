@@ -96,7 +96,7 @@ def read_tune(t: Text, lo: int, hi: int, space: dict | None = None) -> TuneSpec:
         if next(SPACE_PARAMS[i][1] for i in range(len(SPACE_PARAMS)) if m.group(f"p{i}")) in space:
             t.mark(toks, "tune space")
     trials = 0
-    m = next(t.finditer(r"(?P<n>NUM\d+)\s*(?:-\s*)?(?:trials?|samples|configurations|configs|runs|tries)\b"
+    m = next(t.finditer(r"(?:(?:a\s+)?budget\s+of\s+)?(?P<n>NUM\d+)\s*(?:-\s*)?(?:trials?|samples|configurations|configs|runs|tries)\b"
                         r"|\b(?:trials|num_samples|n_trials)\s*(?:=|:)?\s*(?P<n2>NUM\d+)\b", lo, hi,    # "trials 10", Tune's words
                         free_only=True), None)
     if m:
