@@ -307,3 +307,20 @@ def test_in_case_of_an_error_is_a_failure_handler():
 def test_a_budget_of_trials_is_the_trial_count():
     p = _plan("Load a.csv, split it, then tune a knn over k = 3, 5 or 7 with a budget of 6 trials, maximising accuracy.")
     assert p.draft.steps[-1].tune.trials == 6
+
+
+# -- who writes, and what the analysis is for, opening the request -----------------------------------------
+@pytest.mark.parametrize("opening", ["We sell garden furniture and want to understand returns.",
+                                     "Our school wants to understand attendance.", "Small tea shop.", "Small bakery."])
+def test_an_opening_that_says_who_writes_or_what_for(opening):
+    assert kinds(_plan(f"{opening} Load a.csv, drop duplicates and plot it.")) == ["load_data", "dedup", "plot"]
+
+
+def test_what_is_to_be_understood_must_not_restrict_or_count():
+    with pytest.raises(PlanRefused):
+        _plan("We want to understand only the 2024 returns. Load a.csv and plot it.")
+
+
+def test_a_goal_to_understand_needs_a_step_that_analyses():
+    with pytest.raises(PlanRefused, match="understand"):
+        _plan("We want to understand returns. Load a.csv, drop duplicates and write it to out/r.csv.")

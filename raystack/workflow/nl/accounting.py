@@ -25,7 +25,7 @@ from raystack.workflow.catalog import CATALOG
 from raystack.workflow.nl import lexicon as L
 from raystack.workflow.nl.asides import (HOW_WORDS, ROW_NOUNS, SOURCE_WORDS, asks_nothing, channels, flaky_storage, join_reasons, kept_rows, leading_reasons, notes, notes_inside_file_lists, reason_clauses, size_reasons,
                                          retry_notes,
-                                         opening_purposes, plain_notes, predict_purposes, purposes, question_purposes, reasons, table_goals,
+                                         opening_purposes, plain_notes, predict_purposes, understanding_goals, purposes, question_purposes, reasons, table_goals,
                                          wanted_purposes)
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.said_again import load_participles
@@ -538,6 +538,7 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
     _named_neighbours(t, ends)
     goal(t, ends)
     predict_purposes(t, ends)
+    understanding_goals(t, ends)
     wanted_purposes(t, ends)
     table_goals(t, ends)
     join_reasons(t, ends)

@@ -531,6 +531,33 @@ PREDICT_PURPOSE = (r"(?:\b(?:(?:we|i)\s*(?:'re|'m|are|am|'d|would)?\s+)?(?:we'd\
                    r"(?:predict|predicting|forecast|forecasting|estimate|estimating"
                    # "we want to know which quotes turn into jobs": a question the model answers
                    r"|(?:know|find\s+out|figure\s+out|work\s+out|understand|learn|see|spot|identify|flag|tell)(?=\s+(?:which|what|whether|how|who|when|if)\b))\b")
+# "We sell garden furniture and want to understand returns.", "Our school wants to get a better
+# handle on attendance.": what the analysis is for, to the end of its sentence, beside steps that
+# analyse (statistics, totals, a chart, a report) or train
+UNDERSTAND_GOAL = (r"(?:\b(?:and\s+)?(?:(?:we|i)\s*(?:'re|'m|are|am|'d|would)?\s+|(?:our|the|my)\s+[a-z][\w-]*(?:\s+[a-z][\w-]*)?\s+)?"
+                   r"(?:really\s+|also\s+)?(?:trying|want|wants|need|needs|like|hope|hoping|aim|aiming|looking)\s+to\s+)"
+                   r"(?:understand|make\s+sense\s+of|get\s+(?:a\s+)?(?:better\s+)?(?:handle|feel|grip)\s+(?:on|for)|"
+                   r"look\s+into|dig\s+into|explore|get\s+insight\s+into)\b")
+ANALYSING_STEPS = {"stats", "aggregate", "plot", "save_report", "train_model", "tune"}
+MAX_UNDERSTOOD = 8   # words of what is to be understood
+
+
+def understanding_goals(t: Text, ends: list[tuple[str, int]]) -> None:
+    """What the analysis is for (UNDERSTAND_GOAL), when the plan analyses: free words to the
+    sentence's end, no number, restriction, method or step word."""
+    if not any(e in ANALYSING_STEPS for e, _ in ends):
+        return
+    for lo, hi in sentences(t):
+        for _, toks in t.finditer(UNDERSTAND_GOAL, lo, hi, free_only=True):
+            rest = [x for x in t.tokens[toks[-1].i + 1:hi] if not (x.kind == "punct" and x.text in ".!")]
+            words = [x for x in rest if x.kind == "word"]
+            if not words or len(words) > MAX_UNDERSTOOD or any(
+                    not is_free(x) or x.kind != "word" or x.low in L.RESTRICTING or x.low in L.UNMAPPED_VERBS or is_method(x)
+                    or x.low in L.CLAUSE_WORDS for x in rest):
+                continue
+            t.mark(toks + rest, "purpose")
+
+
 WH_OBJECTS = {"which", "what", "whether", "how", "who", "when", "if"}
 MAX_PREDICTED = 16   # words of what a model predicts
 

@@ -310,7 +310,23 @@ def _heading_word(t: Text, x: Token, first: bool) -> bool:
         return False
     # ("Herd advisory assistant for the dairy cooperative.": who it is for, or where)
     the_for = x.low == "the" and x.i > 0 and t.tokens[x.i - 1].low in ("for", "at") and not first
-    return x.low not in L.FILLERS or x.low == "team" or (x.low in HEADING_GLUE and not first) or the_for
+    return x.low not in L.FILLERS or x.low == "team" or (x.low in HEADING_GLUE and not first) or the_for \
+        or (x.low in SIZE_WORDS and _sizes_a_business(t, x))
+
+
+def _sizes_a_business(t: Text, x: Token) -> bool:
+    """A size word before the business it sizes, in the same clause ("Small tea shop", "Small bakery";
+    not "Small sample", whose noun is the planner's)."""
+    for y in t.tokens[x.i + 1:x.i + 4]:
+        if y.kind == "punct":
+            return False
+        if y.low in BUSINESS_NOUNS or y.low.rstrip("s") in BUSINESS_NOUNS or is_unknown(y):
+            return True       # ("Small bakery": a word the planner has no meaning for names the business)
+    return False
+
+
+# how big the writer's business is, opening a heading ("Small tea shop.", "Large hospital trust, pharmacy.")
+SIZE_WORDS = {"small", "large", "big", "tiny", "little", "local", "independent", "medium-sized", "mid-sized"}
 
 
 def settings_opening(t: Text) -> None:
