@@ -311,7 +311,9 @@ def test_a_budget_of_trials_is_the_trial_count():
 
 # -- who writes, and what the analysis is for, opening the request -----------------------------------------
 @pytest.mark.parametrize("opening", ["We sell garden furniture and want to understand returns.",
-                                     "Our school wants to understand attendance.", "Small tea shop.", "Small bakery."])
+                                     "Our school wants to understand attendance.", "Small tea shop.", "Small bakery.",
+                                     "Our CFO wants a clearer picture of costs.", "We're a housing association with about 4,000 homes.",
+                                     "Sorry if this is basic.", "New to raystack, so bear with me.", "Following up on yesterday's chat."])
 def test_an_opening_that_says_who_writes_or_what_for(opening):
     assert kinds(_plan(f"{opening} Load a.csv, drop duplicates and plot it.")) == ["load_data", "dedup", "plot"]
 
@@ -324,3 +326,11 @@ def test_what_is_to_be_understood_must_not_restrict_or_count():
 def test_a_goal_to_understand_needs_a_step_that_analyses():
     with pytest.raises(PlanRefused, match="understand"):
         _plan("We want to understand returns. Load a.csv, drop duplicates and write it to out/r.csv.")
+
+
+def test_a_rough_count_in_who_writes_is_no_setting():
+    # (a count of rows stays a request: it may ask for a sample)
+    with pytest.raises(PlanRefused):
+        _plan("We have about 5000 rows. Load a.csv and plot it.")
+    with pytest.raises(PlanRefused):
+        _plan("We're a housing association with 4,000 homes. Load a.csv and plot it.")

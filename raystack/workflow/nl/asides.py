@@ -535,9 +535,11 @@ PREDICT_PURPOSE = (r"(?:\b(?:(?:we|i)\s*(?:'re|'m|are|am|'d|would)?\s+)?(?:we'd\
 # handle on attendance.": what the analysis is for, to the end of its sentence, beside steps that
 # analyse (statistics, totals, a chart, a report) or train
 UNDERSTAND_GOAL = (r"(?:\b(?:and\s+)?(?:(?:we|i)\s*(?:'re|'m|are|am|'d|would)?\s+|(?:our|the|my)\s+[a-z][\w-]*(?:\s+[a-z][\w-]*)?\s+)?"
-                   r"(?:really\s+|also\s+)?(?:trying|want|wants|need|needs|like|hope|hoping|aim|aiming|looking)\s+to\s+)"
-                   r"(?:understand|make\s+sense\s+of|get\s+(?:a\s+)?(?:better\s+)?(?:handle|feel|grip)\s+(?:on|for)|"
-                   r"look\s+into|dig\s+into|explore|get\s+insight\s+into)\b")
+                   r"(?:really\s+|also\s+)?(?:trying|want|wants|need|needs|like|hope|hoping|aim|aiming|looking)\s+"
+                   r"(?:to\s+(?:understand|make\s+sense\s+of|get\s+(?:a\s+)?(?:better\s+)?(?:handle|feel|grip)\s+(?:on|for)|"
+                   r"look\s+into|dig\s+into|explore|get\s+insight\s+into|automate|streamline)"
+                   # "Our CFO wants a clearer picture of costs."
+                   r"|(?:a\s+)?(?:clearer|better|fuller|clear)\s+(?:picture|view|understanding|sense)\s+of))\b")
 ANALYSING_STEPS = {"stats", "aggregate", "plot", "save_report", "train_model", "tune"}
 MAX_UNDERSTOOD = 8   # words of what is to be understood
 

@@ -486,13 +486,18 @@ def data_clauses(t: Text) -> None:
 def _a_count_of_things(t: Text, x: Token) -> bool:
     """"I run two phone repair shops": a small whole number of the things the writer has (a plural
     noun within two words after it), never a step's setting (rows, epochs, workers ...)."""
-    if x.kind != "num" or (x.val is None and not x.text.isdigit()):
+    if x.kind != "num" or (x.val is None and not x.text.replace(",", "").isdigit()):
         return False
-    value = float(x.val if x.val is not None else x.text)
+    value = float(x.val if x.val is not None else x.text.replace(",", ""))
     after = [y for y in t.tokens[x.i + 1:x.i + 4] if y.kind == "word"]
     plural = next((y for y in after if y.low.endswith("s") and len(y.low) > 3), None)
-    return value.is_integer() and 1 < value <= 100 and plural is not None and plural.low not in UNIT_WORDS \
+    # ("a housing association with about 4,000 homes": any size, when it is said to be rough)
+    rough = x.i > 0 and t.tokens[x.i - 1].low in ROUGHLY
+    return value.is_integer() and 1 < value and (value <= 100 or rough) and plural is not None and plural.low not in UNIT_WORDS \
         and not any(y.low in UNIT_WORDS for y in after[:after.index(plural) + 1])
+
+
+ROUGHLY = {"about", "around", "roughly", "approximately", "some", "nearly", "almost", "over", "~"}
 
 
 def _a_year(t: Text, x: Token) -> bool:
@@ -555,10 +560,27 @@ def _sign_off(t: Text) -> None:
             return
 
 
+# a sentence that only excuses or places the request: "Sorry if this is basic.", "New to raystack, so
+# bear with me.", "Following up on yesterday's chat."
+COURTESY_SENTENCE = re.compile(
+    r"(?:sorry\s+if\s+this\s+is\s+(?:basic|obvious|a\s+(?:silly|dumb|basic|newbie|beginner)\s+question)"
+    r"|(?:(?:i\s*'m|i\s+am|we\s*'re|we\s+are)\s+)?(?:quite\s+|very\s+|fairly\s+)?new\s+to\s+(?:this|raystack|ray|workflows?|ml|python|all\s+this)"
+    r"(?:\s*,?\s*so\s+(?:please\s+)?bear\s+with\s+(?:me|us))?"
+    r"|(?:please\s+)?bear\s+with\s+(?:me|us)"
+    r"|following\s+up\s+on\s+(?:yesterday\s*'s|today\s*'s|last\s+week\s*'s|our|the|my)\s+(?:chat|call|meeting|conversation|discussion|email|thread|message))"
+    r"\s*[.!]?")
+
+
 def courtesies(t: Text) -> None:
     """A sentence whose words only greet, thank or announce the steps, beside one that asks for them;
-    "... would be great" closing a sentence that asks for something; a sign-off's name."""
+    "... would be great" closing a sentence that asks for something; a sign-off's name; a sentence
+    that only excuses or places the request (COURTESY_SENTENCE)."""
     _sign_off(t)
+    spans = sentences(t)
+    for lo, hi in spans if len(spans) > 1 else []:
+        toks = t.tokens[lo:hi]
+        if all(not x.used or x.used == "punctuation" for x in toks) and COURTESY_SENTENCE.fullmatch(" ".join(x.low for x in toks)):
+            t.mark(toks, "context")
     for lo, hi, asks in _asking_sentences(t):
         words = [x for x in t.tokens[lo:hi] if x.kind != "punct"]
         if not asks and words and all(x.kind == "word" and x.low in COURTESY_WORDS for x in words):
