@@ -49,6 +49,8 @@ REWRITES = {
     "greeting": lambda t: "Hi! " + t,
     "thanks": lambda t: t.rstrip() + (" Thanks!" if t.rstrip()[-1:] in ".!?)" else ". Thanks!"),
     "task label": lambda t: "Task: " + t,
+    "closing courtesy": lambda t: t.rstrip() + ("" if t.rstrip()[-1:] in ".!?)" else ".") + " Let me know if you need anything else.",
+    "sign-off": lambda t: t.rstrip() + ("" if t.rstrip()[-1:] in ".!?)" else ".") + " Hope that makes sense.\nBest, Priya",
     "files in backticks": lambda t: PATH.sub(r"`\1`", t) if PATH.search(t) else None,
     "provided that": lambda t: _outside_quotes(t, r"\bif\b", "provided that"),
     "in case": lambda t: _outside_quotes(t, r"\bif\b", "in case"),
@@ -334,3 +336,15 @@ def test_a_rough_count_in_who_writes_is_no_setting():
         _plan("We have about 5000 rows. Load a.csv and plot it.")
     with pytest.raises(PlanRefused):
         _plan("We're a housing association with 4,000 homes. Load a.csv and plot it.")
+
+
+# -- what closes a message and asks for nothing ------------------------------------------------------------
+@pytest.mark.parametrize("closing", ["Any questions, ping me.", "Let me know if that's possible.", "No rush on this.",
+                                     "Much appreciated, the ops team", "Happy to clarify anything. Cheers,\nSam"])
+def test_a_closing_courtesy_adds_no_step(closing):
+    # ("ping me" made a notification step before, with no message; the others refused every request)
+    assert kinds(_plan(f"Load a.csv and plot it. {closing}")) == ["load_data", "plot"]
+
+
+def test_let_me_know_when_it_is_done_is_still_a_notification():
+    assert kinds(_plan("Load a.csv and plot it. Let me know when it's done."))[-1] == "notify"
