@@ -348,3 +348,17 @@ def test_a_closing_courtesy_adds_no_step(closing):
 
 def test_let_me_know_when_it_is_done_is_still_a_notification():
     assert kinds(_plan("Load a.csv and plot it. Let me know when it's done."))[-1] == "notify"
+
+
+# -- remarks inside the request ---------------------------------------------------------------------------
+def test_always_said_of_a_habit_is_no_handler():
+    # (the notification was made a handler that runs whatever happens before)
+    with pytest.raises(PlanRefused, match="always"):
+        _plan("Fine-tune 4 LoRA adapters with mLoRA for 50 steps (we always do this), then notify me 'adapters ready'.")
+    assert _plan("Load a.csv and plot it; always notify 'done'.").draft.steps[-1].exit == "always"
+
+
+def test_a_test_share_before_a_dash_is_the_split():
+    # (read as a title before: the split was made with its default share, 20%)
+    p = _plan("Load a.csv. Dedupe, standardize, 25% test — then kNN for churn.")
+    assert of_kind(p, "split_data")[0].params["test_fraction"] == 0.25

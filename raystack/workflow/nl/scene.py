@@ -99,7 +99,10 @@ def lead_ins(t: Text) -> None:
             inner = inner or (t.tokens[start].used in CATALOG and t.tokens[start].low in STEP_VERBS)
             # ("→ ≥ 0.7: deploy it": a comparison before its colon is a condition, never a title)
             compared = any(x.text in ("<", ">", "≤", "≥", "<=", ">=") for x in t.tokens[max(0, start - 1):tok.i])
-            if is_title(seg, t) and not inner and not compared and not _bulleted_load(t, start, seg):
+            # ("Dedupe, standardize, 25% test — then kNN": a figure inside a sentence is a step's setting)
+            counted = start > 0 and t.tokens[start - 1].text in (",", ";") and tok.text != ":" and any(
+                x.kind in ("pct", "ratio") for x in seg)
+            if is_title(seg, t) and not inner and not compared and not counted and not _bulleted_load(t, start, seg):
                 t.mark(seg, "context")
                 t.mark([x for x in t.tokens[start:tok.i] if x.text in TITLE_JOINERS and not x.used], "context")
             start = tok.i + 1
