@@ -34,7 +34,7 @@ from raystack.workflow.nl.questions import criteria, defer_candidates, fill_from
 from raystack.workflow.nl.reread import (CLEANINGS, evaluation_held_out_for, grouped_first, pick_first, reread, retrained_parts,
                                          retraining)
 from raystack.workflow.nl.safety import screen
-from raystack.workflow.nl.scene import trim_courtesies
+from raystack.workflow.nl.courtesy import trim_courtesies
 from raystack.workflow.nl.said_again import each_named_file, join_kind_notes, one_load_per_file
 from raystack.workflow.nl.search import SPACE_PARAM_RX, read_tune
 from raystack.workflow.nl.stated_targets import stated_target

@@ -1,0 +1,60 @@
+"""Courtesies around a request, taken off before it is read: a greeting or a ticket's label
+opening it ("Hi!", "Hello team,", "Task:"), and what closes a message and asks for nothing (a bare
+thanks, a sign-off and its name, "Let me know if you need anything else."). What opens or closes
+the request itself (a title, who writes, an aside in parentheses) is then read as it would be
+without them; a courtesy inside the request is scene.courtesies'."""
+
+from __future__ import annotations
+
+import re
+
+# "Hi!", "Hello team,", "Hey all -", "Good morning!" opening the request. A greeting before who
+# writes ("Hi, this is dispatch at ...", "Hey, finance team from the north office.") stays:
+# scene.greeted_introductions reads the two together.
+GREETING_OPENING = re.compile(
+    r"^\s*(?:hi|hello|hey|hiya|good\s+(?:morning|afternoon|evening)|greetings)"
+    r"(?:\s+(?:there|all|team|folks|everyone|everybody|guys|y'all|both|you\s+two))?"
+    # a sentence of its own ("Hi!"), or before the words that ask ("Hi team, could you ...", "Hey all — we need ...")
+    r"(?:\s*[!.:]+\s+|\s*(?:,|\s[-–—]+)\s*(?=(?:could|can|would|will|please|we|i|our|my|just|quick|so)\b(?!\s*'s)))", re.I)
+# "Thanks!", "Thank you in advance." closing the request
+THANKS_CLOSING = re.compile(
+    # after the request's last full stop, or capitalised after its last word ("... → report Thanks!")
+    r"(?:(?<=[.!?)\]\n])\s*(?:many\s+)?(?:thanks|thank\s+you|thx|cheers)|(?<=\w)\s+(?-i:Many\s+thanks|Thanks|Thank\s+you|Cheers))"
+    r"(?:\s+(?:so\s+much|a\s+lot|a\s+bunch|very\s+much|in\s+advance|again))?\s*[!.]*\s*$", re.I)
+
+
+# "Task: ...", "Request: ...": a ticket's label before the request, no title of its own
+REQUEST_LABEL = re.compile(r"^\s*(?:task|request|ask|todo|to-do)\s*:\s+", re.I)
+
+
+# sentences that close a message and ask for nothing: "Let me know if you need anything else.",
+# "Any questions, ping me." (no notification step), "Hope that makes sense.", "No rush on this."
+CLOSING_SENTENCE = re.compile(
+    r"(?:(?<=[.!?)\]\n])|^)\s*(?:"
+    r"let\s+me\s+know\s+if\s+(?:you\s+need\s+anything(?:\s+else)?|you\s+have\s+(?:any\s+)?questions|anything\s+is\s+unclear"
+    r"|(?:that|this)(?:\s*'s|\s+is)\s+(?:possible|doable|ok|okay)|(?:that|this)\s+(?:works|makes\s+sense)|you\s+need\s+more\s+(?:info|information|details))"
+    r"|happy\s+to\s+(?:clarify|explain|help|answer\s+(?:any\s+)?questions)(?:\s+(?:anything|further|more))?"
+    r"|shout\s+if\s+(?:anything\s+is\s+unclear|you\s+need\s+anything|you\s+have\s+(?:any\s+)?questions)"
+    r"|no\s+rush(?:\s+on\s+(?:this|it))?|(?:much|really|greatly)\s+appreciated|(?:i\s+|we\s+)?(?:really\s+)?appreciate\s+(?:it|this|the\s+help)"
+    r"|(?:i\s+)?hope\s+(?:that|this)\s+makes\s+sense|any\s+questions\s*,?\s*(?:just\s+)?(?:ping|message|email|ask)\s+(?:me|us)"
+    r"|that(?:\s*'s|\s+is)\s+all(?:\s+for\s+now)?|thanks\s+(?:so\s+much\s+|a\s+lot\s+|again\s+)?for\s+(?:the|your)\s+help)"
+    # who signs it ("Much appreciated, the ops team")
+    r"(?:\s*,\s*(?:the\s+)?[a-z][\w-]*\s+team)?\s*[.!]*\s*$", re.I)
+# a sign-off and the name under it ("Best, Priya", "Cheers,\nSam", "Kind regards, Ana Ruiz")
+SIGN_OFF_NAME = re.compile(
+    r"(?<=[.!?)\]\n])\s*(?i:best|cheers|regards|kind\s+regards|best\s+regards|best\s+wishes|many\s+thanks|thanks|ta)\s*,?\s*"
+    r"[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?\s*$")
+
+
+def trim_courtesies(text: str) -> str:
+    """The request without a greeting or a label opening it, or what closes a message and asks for
+    nothing: a bare thanks, a sign-off with a name, a courtesy sentence (see GREETING_OPENING,
+    REQUEST_LABEL, THANKS_CLOSING, SIGN_OFF_NAME, CLOSING_SENTENCE)."""
+    trimmed = REQUEST_LABEL.sub("", GREETING_OPENING.sub("", text, count=1), count=1)
+    for _ in range(3):      # "... Hope that makes sense. Thanks!\nBest, Priya"
+        before = trimmed
+        for rx in (SIGN_OFF_NAME, THANKS_CLOSING, CLOSING_SENTENCE):
+            trimmed = rx.sub("", trimmed, count=1)
+        if trimmed == before:
+            break
+    return trimmed if trimmed.strip() else text
