@@ -362,3 +362,11 @@ def test_a_test_share_before_a_dash_is_the_split():
     # (read as a title before: the split was made with its default share, 20%)
     p = _plan("Load a.csv. Dedupe, standardize, 25% test — then kNN for churn.")
     assert of_kind(p, "split_data")[0].params["test_fraction"] == 0.25
+
+
+def test_a_state_denied_before_so_is_a_reason_as_its_contraction_is():
+    p = _plan("We're a cattery and the booking system export is not ready, so generate 1,500 rows of synthetic data. "
+              "Split off 30% and train a centroid model for rebooked.")
+    assert kinds(p) == ["make_dataset", "split_data", "train_model"]
+    with pytest.raises(PlanRefused):
+        _plan("Not the 2024 rows, so generate 500 rows and plot them.")

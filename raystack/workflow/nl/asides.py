@@ -478,6 +478,11 @@ def kept_rows(t: Text) -> None:
             break
 
 
+def _stated_not(t: Text, x: Token) -> bool:
+    """"the export is not ready", "the data has not arrived": a state denied, as "isn't" says it, no restriction."""
+    return x.low == "not" and x.i > 0 and t.tokens[x.i - 1].low in COPULAS
+
+
 def leading_reasons(t: Text) -> None:
     """"We're still waiting on the donor data, so generate 2,000 synthetic rows", "Session logs
     are huge, so work on a sample": a clause that opens its sentence and says why, before ", so"
@@ -493,7 +498,8 @@ def leading_reasons(t: Text) -> None:
         states = run and (run[0].low in REASON_SUBJECTS or any(x.low in COPULAS for x in run[1:]))
         if states and 2 <= len(run) <= MAX_REASON and all(x.kind == "word" and is_free(x) for x in run) \
                 and asks_nothing([x for x in run if not names_data(t, x)]) \
-                and not any((x.low in L.CLAUSE_WORDS and x.low not in REASON_GLUE) or x.low in NOT_REASONS for x in run):
+                and not any((x.low in L.CLAUSE_WORDS and x.low not in REASON_GLUE) or (x.low in NOT_REASONS and not _stated_not(t, x))
+                            for x in run):
             t.mark([*run, so], "reason")
         free = [x for x in run if is_free(x)]
         if len(run) <= MAX_REASON and re.search(DOUBT_HOW, " ".join(x.low for x in run)) \

@@ -33,8 +33,9 @@ ITEM_OPENERS = ("-", "•", "*", "→", "->", ";", ":")
 
 def _names_gap_column(text: Text, k: int, start: int, hi: int) -> bool:
     """Token ``k`` names the column a fill's gaps are in: a word written as a column name (or a plain
-    word opening its item: "- kwh nulls → 0", not the fill's own verb: "; replace nulls with ...") right after the fill's own words ("median-impute
-    q30_percent") or right before its gaps ("fill inscription_letters gaps")."""
+    word opening its item: "- kwh nulls → 0", never the fill's own verb: "; replace nulls with ...")
+    right after the fill's own words ("median-impute q30_percent") or right before its gaps ("fill
+    inscription_letters gaps")."""
     x = text.tokens[k]
     before = text.tokens[k - 1] if k > 0 else None
     after = text.tokens[k + 1] if k + 1 < hi else None
