@@ -23,10 +23,11 @@ from typing import Iterable
 
 from raystack.workflow.catalog import CATALOG
 from raystack.workflow.nl import lexicon as L
-from raystack.workflow.nl.asides import (HOW_WORDS, ROW_NOUNS, SOURCE_WORDS, asks_nothing, channels, flaky_storage, join_reasons, kept_rows, leading_reasons, notes, notes_inside_file_lists, reason_clauses, size_reasons,
-                                         retry_notes,
-                                         opening_purposes, plain_notes, predict_purposes, understanding_goals, purposes, question_purposes, reasons, table_goals,
-                                         wanted_purposes)
+from raystack.workflow.nl.asides import (HOW_WORDS, ROW_NOUNS, asks_nothing, channels, flaky_storage, join_reasons, kept_rows, leading_reasons,
+                                         notes, notes_inside_file_lists, opening_purposes, plain_notes, purposes, reason_clauses, reasons,
+                                         retry_notes, size_reasons)
+from raystack.workflow.nl.goals import (SOURCE_WORDS, predict_purposes, question_purposes, table_goals, understanding_goals,
+                                        wanted_purposes)
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.said_again import load_participles
 from raystack.workflow.nl.scene import (FAULT_NOUNS, context_sentences, courtesies, data_clauses, file_descriptions, heading_sentence,

@@ -2,7 +2,8 @@
 opening it ("Hi!", "Hello team,", "Task:"), and what closes a message and asks for nothing (a bare
 thanks, a sign-off and its name, "Let me know if you need anything else."). What opens or closes
 the request itself (a title, who writes, an aside in parentheses) is then read as it would be
-without them; a courtesy inside the request is scene.courtesies'."""
+without them. A courtesy inside the request is marked where it stands (scene.courtesies), its
+whole-sentence wordings here too (COURTESY_SENTENCE)."""
 
 from __future__ import annotations
 
@@ -58,3 +59,14 @@ def trim_courtesies(text: str) -> str:
         if trimmed == before:
             break
     return trimmed if trimmed.strip() else text
+
+
+# a sentence that only excuses or places the request: "Sorry if this is basic.", "New to raystack, so
+# bear with me.", "Following up on yesterday's chat."
+COURTESY_SENTENCE = re.compile(
+    r"(?:sorry\s+if\s+this\s+is\s+(?:basic|obvious|a\s+(?:silly|dumb|basic|newbie|beginner)\s+question)"
+    r"|(?:(?:i\s*'m|i\s+am|we\s*'re|we\s+are)\s+)?(?:quite\s+|very\s+|fairly\s+)?new\s+to\s+(?:this|raystack|ray|workflows?|ml|python|all\s+this)"
+    r"(?:\s*,?\s*so\s+(?:please\s+)?bear\s+with\s+(?:me|us))?"
+    r"|(?:please\s+)?bear\s+with\s+(?:me|us)"
+    r"|following\s+up\s+on\s+(?:yesterday\s*'s|today\s*'s|last\s+week\s*'s|our|the|my)\s+(?:chat|call|meeting|conversation|discussion|email|thread|message))"
+    r"\s*[.!]?")

@@ -10,6 +10,7 @@ import re
 
 from raystack.workflow.catalog import CATALOG
 from raystack.workflow.nl import lexicon as L
+from raystack.workflow.nl.courtesy import COURTESY_SENTENCE
 from raystack.workflow.nl.text import ARROWS, UNIT_WORDS, Text, Token, sentences
 from raystack.workflow.nl.words import (BUSINESS_NOUNS, DESCRIBING_VERBS, MAX_LEAD_IN, in_parentheses, is_free, is_method, is_title,
                                         is_unknown, is_year, method_near, names_business)
@@ -561,17 +562,6 @@ def _sign_off(t: Text) -> None:
                 and re.search(SIGN_OFF, " ".join(x.low for x in toks[max(0, end - size - 4):end - size])):
             t.mark(name, "context")
             return
-
-
-# a sentence that only excuses or places the request: "Sorry if this is basic.", "New to raystack, so
-# bear with me.", "Following up on yesterday's chat."
-COURTESY_SENTENCE = re.compile(
-    r"(?:sorry\s+if\s+this\s+is\s+(?:basic|obvious|a\s+(?:silly|dumb|basic|newbie|beginner)\s+question)"
-    r"|(?:(?:i\s*'m|i\s+am|we\s*'re|we\s+are)\s+)?(?:quite\s+|very\s+|fairly\s+)?new\s+to\s+(?:this|raystack|ray|workflows?|ml|python|all\s+this)"
-    r"(?:\s*,?\s*so\s+(?:please\s+)?bear\s+with\s+(?:me|us))?"
-    r"|(?:please\s+)?bear\s+with\s+(?:me|us)"
-    r"|following\s+up\s+on\s+(?:yesterday\s*'s|today\s*'s|last\s+week\s*'s|our|the|my)\s+(?:chat|call|meeting|conversation|discussion|email|thread|message))"
-    r"\s*[.!]?")
 
 
 def courtesies(t: Text) -> None:
