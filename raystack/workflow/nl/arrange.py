@@ -230,6 +230,12 @@ def _parallel(t: Text, c: Cue, cues: list[Cue], before: list[Action], after: lis
     start = max([x for x in seq if x < c.lo] or [-1])
     end = min([x for x in seq if x >= c.hi] or [10 ** 9])
     ahead = [a for a in after if a.lo < end]
+    # "in parallel, A and B, and a report on both once they finish": a step whose own clause
+    # ends with the cue that waits for the group comes after the group, not in it
+    waits = [x.lo for x in cues if x.sentence == c.sentence and x.kind == "join" and x.lo >= c.hi]
+    if waits and len(ahead) > 2 and not any(x.text in ",;" for x in t.tokens[ahead[-1].lo:waits[0]]):
+        end = ahead[-1].lo
+        ahead = ahead[:-1]
     # "normalize x.csv and, in parallel, compute its stats": the file named in a step's phrase is
     # that step's input, not a step beside the ones after the cue
     behind = [a for a in before if a.lo > start and not (a.entry in SOURCES and a.prepositional and any(
@@ -238,8 +244,9 @@ def _parallel(t: Text, c: Cue, cues: list[Cue], before: list[Action], after: lis
     closes = c.hi >= len(t.tokens) or t.tokens[c.hi].kind == "punct" or t.tokens[c.hi].low == "and"
     # "load A and B in parallel, join them": the cue closes its phrase (the commas of a list of
     # values, "train logistic, knn and centroid side by side, evaluate them", are inside it)
+    # (so are the commas of a list of files the step reads: "load a.csv, b.csv and c.csv in parallel and stack them")
     if ahead and behind and closes and (behind[-1].step.map is not None or not any(
-            x.kind == "punct" for x in t.tokens[behind[-1].lo:c.lo])):
+            x.kind == "punct" and x.used != behind[-1].entry for x in t.tokens[behind[-1].lo:c.lo])):
         ahead = []
     if ahead:
         j = c.lo - 1

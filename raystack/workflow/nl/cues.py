@@ -15,7 +15,7 @@ from typing import Any
 from raystack.workflow.nl import lexicon as L
 from raystack.workflow.nl.extract import metric_of
 from raystack.workflow.nl.plan import PlanRefused
-from raystack.workflow.nl.text import ARROWS, Text, number, sentences
+from raystack.workflow.nl.text import ARROWS, Text, Token, number, sentences
 from raystack.workflow.nl.triggers import AFTER_ARROW
 
 CUE_KINDS = ("retry", "exit", "loop", "cond", "else", "parallel", "join", "seq", "comma")
@@ -371,6 +371,8 @@ def read_cues(t: Text, lo: int, hi: int, si: int, earlier: list[Cue]) -> list[Cu
     cues = _retries(t, lo, hi, si)
     for pat, kind in L.EXIT_CUES:
         for _, toks in t.finditer(pat, lo, hi, free_only=True):
+            if kind == "always" and _stresses_a_bound(t, lo, toks):
+                continue        # ("stop after 7 rounds no matter what": the loop's bound, read with it)
             t.mark(toks, "exit")
             cues.append(Cue("exit", toks[0].i, toks[-1].i + 1, si, {"kind": kind}))
     for _, toks in t.finditer(L.JOIN_PHRASES, lo, hi, free_only=True):
@@ -394,6 +396,13 @@ def read_cues(t: Text, lo: int, hi: int, si: int, earlier: list[Cue]) -> list[Cu
         if tok.text in (",", "(", ")", "—", "–", "-", ":"):
             cues.append(Cue("comma", tok.i, tok.i + 1, si))
     return sorted(cues, key=lambda c: c.lo)
+
+
+def _stresses_a_bound(t: Text, lo: int, toks: list[Token]) -> bool:
+    """"(stop after 7 rounds no matter what)", "round 10 is the last one regardless": the cue
+    right after a loop's bound (a comma between at most) stresses the bound."""
+    end = toks[0].i - (toks[0].i > lo and t.tokens[toks[0].i - 1].text == ",")
+    return any(m_toks[-1].i == end - 1 for _, m_toks in t.finditer(L.BOUND, max(lo, end - 12), end))
 
 
 def unbounded(t: Text) -> None:

@@ -332,7 +332,8 @@ def train_model(text: Text, lo: int, hi: int, f: Found) -> None:
             _search(text, lo, hi, rf"{ep}\s*(?:of)?\s*(?P<n>NUM\d+)", "epochs")
         if m:
             f.set("epochs", whole_epochs(_num(text, m.group("n"))))
-    m = _search(text, lo, hi, rf"\b(?:(?:for\s+)?(?:each|every)\s+)?k\s*(?:=|:|∈|in|of|from|set\s+to)?\s*(?P<l>{NUMLIST})"
+    # ("one knn per k value, 3, 7 and 11", "one per k: 3, 7, 11")
+    m = _search(text, lo, hi, rf"\b(?:(?:for\s+)?(?:each|every)\s+|per\s+)?k(?:[\s-]+values?(?:\s*,)?)?\s*(?:=|:|∈|in|of|from|set\s+to)?\s*(?P<l>{NUMLIST})"
                               # "with k=3 and k=5": the name said with each value
                               r"|\bk\s*=\s*(?P<r>NUM\d+(?:\s*(?:,|,?\s*(?:and|or|&))\s*k\s*=\s*NUM\d+)+)"     # (", k=15, k=25")
                               rf"|(?P<n>{NUMLIST})\s*(?:nearest[\s-]+)?neighbou?rs\b", "k values")
@@ -434,7 +435,8 @@ NOT_TARGETS = {"the", "a", "an", "it", "its", "them", "this", "that", "which", "
 _CLAUSE_END = (r"(?=\s*(?:[,.;:!?()\]]|->|→|—|–|$)|\s+(?:from|on|with|using|and|then|in|at|over|under|no|not|capped|limited"
                r"|is|are|was|were|gets|get|will|should|must)\b"
                # "predicting churn for 3 epochs", "... for k = 5, 15 and 25": a setting of the training follows
-               r"|\s+for\s+(?:NUM\d+|k\s*=|(?:up\s+to|at\s+most|max(?:imum)?)\s+NUM\d+|(?:each|every)\s+(?:k|NUM\d+)\b))")
+               r"|\s+for\s+(?:NUM\d+|k\s*=|(?:up\s+to|at\s+most|max(?:imum)?)\s+NUM\d+|(?:each|every)\s+(?:k|NUM\d+)\b)"
+               r"|\s+per\s+k\b)")     # ("one knn for churn per k value, 3, 7 and 11")
 _COLUMN = rf"(?!(?:{'|'.join(sorted(NOT_TARGETS))}|{METRIC_RX})\b)[a-z_][a-z0-9_]*"
 # what is predicted may be named like a metric that is also a column's everyday name ("kNN ...,
 # predicting score"); a model's own figures (rmse, accuracy, auc, ...) are never predicted
@@ -457,7 +459,9 @@ TARGET_WORD = (rf"\b(?:predicting|to\s+predict|that\s+predicts|which\s+predicts|
                # "knn models with k 3, 5 and 7 for churn", "a logistic model for 20 epochs for churn": after its settings
                + rf"|(?:(?<=NUM\d\s)|(?<=NUM\d\d\s)|(?<=\bepochs\s))for\s+(?P<fn>{_COLUMN})" + _CLAUSE_END
                # "fit a logistic regression on it for churn": the data named, then the column
-               + rf"|(?:(?<=\bon\sit\s)|(?<=\bon\sthem\s)|(?<=\bthe\sdata\s)|(?<=\btraining\sset\s)|(?<=\btraining\ssplit\s)|(?<=\btrain\ssplit\s))"
+               # ("a nearest centroid classifier on iris.csv for species": the file named, then the column)
+               + rf"|(?:(?<=\bon\sit\s)|(?<=\bon\sthem\s)|(?<=\bthe\sdata\s)|(?<=\btraining\sset\s)|(?<=\btraining\ssplit\s)|(?<=\btrain\ssplit\s)"
+               r"|(?<=\bon\sFILE\d\s)|(?<=\bon\sFILE\d\d\s))"
                rf"for\s+(?P<fo>{_COLUMN})" + _CLAUSE_END
                # "a days_to_sale regression": a column written as a name before the model's noun (never
                # a table's or a version's name: "a sales_data model", "a churn_v2 model")

@@ -103,7 +103,9 @@ METRIC_MOD = (r"(?:(?:best|top|final|overall|mean|average|test|resulting|measure
               # "the winning trial's accuracy", "the best run's AUC", "the tuned model's F1"
               r"|(?:winning|best|top|chosen|selected|tuned|trained|final)\s+(?:trial|run|model|candidate)\s*'s"
               # "if that run's AUC is 0.7 or more", "if the winner's AUC is over 0.8"
-              r"|(?:trial|run|candidate|model|winner)\s*'s)\s+)?")
+              r"|(?:trial|run|candidate|model|winner)\s*'s"
+              # "if that one's AUC is above 0.65", "if the best one's F1 is under 0.6"
+              r"|(?:that|this|best|top|winning|chosen|picked|selected|kept|better)\s+one\s*'s)\s+)?")
 # "accuracy on the test set is under 0.6": where the metric was measured, between it and its comparison
 METRIC_WHERE = (r"(?:(?:on|of|for|over|in|from)\s+(?:the\s+)?(?:test|validation|val|held-out|holdout|eval|evaluation)\s*(?:set|split|data|rows)?\s+"
                 r"|(?:of|for|from)\s+(?:the\s+|its\s+|our\s+)?(?:[\w-]+\s+){0,3}?(?:model|classifier|regressor|predictor)\s+)?")
@@ -163,7 +165,12 @@ BOUND = (r"(?:(?:but\s+|and\s+)?(?:for\s+)?(?:at\s+most|up\s+to|no\s+more\s+than
          r"|(?:with\s+)?(?:round|iteration|pass)\s+(?P<n11>NUM\d+)\s+(?:as|is|being)\s+the\s+(?:last|final)(?:\s+one)?"
          # "until accuracy exceeds 0.9 or 5 attempts have been made"
          r"|\bor\s+(?P<n7>NUM\d+)\s+(?:rounds|iterations|attempts|tries|times|runs|passes|epochs)"
-         r"(?:\s+(?:have|has)\s+(?:been\s+(?:made|run|done|tried)|passed|gone\s+by|run|elapsed|finished))?")
+         r"(?:\s+(?:(?:have|has)\s+(?:been\s+(?:made|run|done|tried)|passed|gone\s+by|run|elapsed|finished)"
+         r"|pass|elapse|go\s+by|are\s+(?:done|up|used(?:\s+up)?)))?")      # ("... or 10 rounds pass")
+# "stop after 7 rounds no matter what", "round 10 is the last one regardless": words that stress
+# a loop's bound, said right after it (never the run's exit handler, which runs whatever happens)
+BOUND_STRESS = r"(?:regardless|no\s+matter\s+what|either\s+way|in\s+any\s+case|whatever\s+happens|in\s+all\s+cases)"
+BOUND = rf"(?:{BOUND})(?:\s*,?\s*{BOUND_STRESS}(?=\s*(?:[,;.)]|$|\s+(?:and|but|with|then)\b)))?"
 # "epoch by epoch", "round after round", "keep going until": how a loop is written, not a step;
 # PER_ROUND says what one round of the looped step runs ("epoch by epoch" = one epoch a round)
 # a bare "keep" only where it says to go on ("keep on until ...", "keep it up"): "keep 30% for

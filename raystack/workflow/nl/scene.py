@@ -461,9 +461,18 @@ def context_sentences(t: Text) -> None:
             continue
         if asks or not toks or t.tokens[hi - 1].text in ("?", "!"):
             continue
-        if any((x.kind not in ("word", "path") and not _a_year(t, x) and not _a_count_of_things(t, x))
-               or (_asks_or_names_a_model(x) and not names_business(t, x))
+        # ("Background: St Brigid's Hospice loses about one in five of its givers every year."): a
+        # sentence its label says is background, whatever its subject, with figures of the scene
+        labelled = _background_label(t, lo)
+        if any((x.kind not in ("word", "path") and not _a_year(t, x) and not _a_count_of_things(t, x)
+                and not (labelled and _a_scene_figure(t, x)))
+               or (_asks_or_names_a_model(x) and not names_business(t, x) and not (labelled and x.low in WISHES))
                or x.low.startswith(L.UNSUPPORTED_PREFIXES) for x in toks):
+            continue
+        if labelled:
+            free = [x for x in toks if not x.used]
+            if free and len(free) <= MAX_LABELLED_CONTEXT and not any(x.low in L.UNMAPPED_VERBS for x in free):
+                t.mark(lead + free + [t.tokens[i] for i in sorted(goal)], "context")
             continue
         # ("Hello, we are a spinning mill ...", "Sometimes a lot comes out in the wrong shade."): a
         # greeting, or an adverb of how often or when, before the subject
@@ -475,6 +484,28 @@ def context_sentences(t: Text) -> None:
         free = [x for x in toks if not x.used]
         if free and len(free) <= MAX_CONTEXT:
             t.mark(lead + free + [t.tokens[i] for i in sorted(goal)], "context")
+
+
+# labels that say a sentence is background ("Background: ...", "Summary: ...", "Context: ...")
+BACKGROUND_LABELS = {"background", "context", "summary", "situation", "overview", "fyi"}
+MAX_LABELLED_CONTEXT = 40   # words of a labelled background sentence
+# what the writer wishes for, said in a background sentence ("the team would like an early warning"):
+# the wish, no step (a step the words name is read as one, and the sentence is no background)
+WISHES = {"would", "like", "want", "wants", "wanted", "hope", "hopes", "hoping"}
+
+
+def _background_label(t: Text, lo: int) -> bool:
+    """The sentence at ``lo`` opens with a background label and its colon ("Background: ...")."""
+    return lo + 2 < len(t.tokens) and t.tokens[lo].low in BACKGROUND_LABELS and t.tokens[lo + 1].text == ":"
+
+
+def _a_scene_figure(t: Text, x: Token) -> bool:
+    """"loses about one in five of its givers", "140 plots and a waiting list of 60": a plain number
+    in a background sentence, no setting of a step (no unit word, percentage or ratio near it)."""
+    if x.kind != "num":
+        return False
+    near = [y.low for y in t.tokens[max(0, x.i - 2):x.i + 3] if y is not x]
+    return not any(w in UNIT_WORDS or w in ("%", "percent", "per", "cent") for w in near)
 
 
 def data_clauses(t: Text) -> None:

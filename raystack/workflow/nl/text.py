@@ -47,6 +47,15 @@ CONDITION_PHRASES: list[tuple[tuple[str, ...], str, frozenset[str]]] = [
     # "provided it scores 0.8", "providing the recall is ...": the bare participle before a clause's subject
     (("provided",), "if", frozenset()), (("providing",), "if", frozenset()),
 ]
+# "check the stats before anything else", "first of all, load x.csv": a step said to come first,
+# in more words than "first" (one token spelled "first", read as the word is; the span keeps the
+# words written)
+ORDER_PHRASES: list[tuple[tuple[str, ...], str]] = [
+    (("before", "anything", "else", "is", "done"), "first"), (("before", "anything", "else", "happens"), "first"),
+    (("before", "doing", "anything", "else"), "first"),
+    (("before", "anything", "else"), "first"), (("before", "everything", "else"), "first"),
+    (("first", "of", "all"), "first"), (("as", "a", "first", "step"), "first"), (("as", "the", "first", "step"), "first"),
+]
 CLAUSE_SUBJECTS = {"it", "they", "its", "their", "the", "that", "this", "those", "these", "we", "there", "nothing",
                    "everything", "all", "no", "none", "every", "each", "any", "both", "either", "neither"}
 _ABBR = r"\b(?:w/o|w/|b/c)(?![\w/])|\b(?:e\.g|i\.e)\.?(?!\w)|\betc\.(?=\s*[,;)a-z])"
@@ -201,7 +210,8 @@ def _spoken_ratio(tokens: list[Token], i: int) -> tuple[Token, int] | None:
 
 
 def _condition_phrases(raw: str, tokens: list[Token]) -> list[Token]:
-    """Each CONDITION_PHRASES phrase as one token spelled as the condition it opens."""
+    """Each CONDITION_PHRASES phrase as one token spelled as the condition it opens, and each
+    ORDER_PHRASES phrase as one token spelled "first"."""
     out: list[Token] = []
     k = 0
     while k < len(tokens):
@@ -209,19 +219,29 @@ def _condition_phrases(raw: str, tokens: list[Token]) -> list[Token]:
             n = len(words)
             seq = tokens[k:k + n]
             nxt = tokens[k + n] if k + n < len(tokens) else None
-            if len(seq) == n and all(x.kind == "word" and x.text.lower() == w for x, w in zip(seq, words)) \
-                    and nxt is not None and nxt.low not in not_before and nxt.text not in (",", ".", ";", ":", ")", "!", "?") \
-                    and (n > 1 or nxt.low in CLAUSE_SUBJECTS) and all(
-                        raw[a.end:b.start].strip() == "" for a, b in zip(seq, seq[1:])):
+            if _spells(raw, seq, words) and nxt is not None and nxt.low not in not_before \
+                    and nxt.text not in (",", ".", ";", ":", ")", "!", "?") and (n > 1 or nxt.low in CLAUSE_SUBJECTS):
                 out.append(Token(len(out), raw[seq[0].start:seq[-1].end], "word", seq[0].start, seq[-1].end, spelled=spelled))
                 k += n
                 break
         else:
+            phrase = next(((words, spelled) for words, spelled in ORDER_PHRASES if _spells(raw, tokens[k:k + len(words)], words)), None)
+            if phrase is not None:
+                seq = tokens[k:k + len(phrase[0])]
+                out.append(Token(len(out), raw[seq[0].start:seq[-1].end], "word", seq[0].start, seq[-1].end, spelled=phrase[1]))
+                k += len(seq)
+                continue
             tok = tokens[k]
             tok.i = len(out)
             out.append(tok)
             k += 1
     return out
+
+
+def _spells(raw: str, seq: list[Token], words: tuple[str, ...]) -> bool:
+    """The tokens are the words, written apart by spaces only."""
+    return len(seq) == len(words) and all(x.kind == "word" and x.text.lower() == w for x, w in zip(seq, words)) \
+        and all(raw[a.end:b.start].strip() == "" for a, b in zip(seq, seq[1:]))
 
 
 def _merge_numbers(tokens: list[Token]) -> list[Token]:

@@ -27,6 +27,8 @@ def skip(n: int, never: str = "") -> str:
 LOAD_VERBS = r"load|loads|loaded|loading|read|reads|reading|ingest\w*|import\w*"
 
 
+# the words of a model kind the catalog trains itself (never a recommender)
+CATALOG_MODEL_WORDS = r"logistic|linear|knn|k-?nn|centroid|regression|regressions|classifiers?|regressors?|nearest"
 MODEL_NOUN = r"(?:models?|classifiers?|regressors?|regression|predictors?|estimators?|learners?|k-?nn|knn|centroid|logistic|linear|nearest[\s-]+neighbou?rs?)"
 # a model named by its method: "logistic regression", "k-nearest neighbours", "nearest centroid"
 MODEL_KIND = (r"(?<![\w-])(?:logistic(?:\s+(?:regressions?|reg(?![\w-])))?|linear\s+(?:regressions?|reg(?![\w-]))|linear(?=\s+(?:models?|regressors?|fit)\b)|"
@@ -98,8 +100,9 @@ PER_COLUMN = r"(?:\s+(?:per|for\s+(?:each|every))\s+column\b)?"    # "summary st
 _STAT = rf"(?:standard\s+deviation|{'|'.join(COLUMN_STATS[:-1])})"    # a statistic of a column, by name
 # (catalog step, pattern) in priority order: an earlier, more specific phrase claims its words
 TRIGGERS: list[tuple[str, str]] = [
-    ("cleanup", rf"\b(?:clean\s*up|clean-up|cleanup|remove|delete|erase|wipe|purge|clear(?:\s+out|\s+away)?|empty|tidy\s+(?:up|away)|get\s+rid\s+of)\s+{skip(3, CLEANUP_NEVER)}"
+    ("cleanup", rf"\b(?:clean\s*up|clean-up|cleanup|remove|delete|erase|wipe|purge|clear(?:\s+out|\s+away)?|empty|tidy(?:\s+(?:up|away))?|get\s+rid\s+of)\s+{skip(3, CLEANUP_NEVER)}"
                 r"(?:tmp|temp|temporary|scratch|intermediate|staging)\b(?:\s+(?:files?|director(?:y|ies)|folders?|dirs?|data|outputs?|space|area))?"
+                r"(?:\s+(?:up|away)\b)?"      # ("tidy the temp folder away")
                 # "clear the temp files out of scratch"
                 r"(?:\s+(?:out\s+)?(?:of|from|in)\s+(?:the\s+)?scratch(?:\s+(?:space|area|folder|dir(?:ectory)?))?\b)?"),
     # "clean the scratch files up", "tidy the temp folder away": the particle after the object
@@ -142,7 +145,8 @@ TRIGGERS: list[tuple[str, str]] = [
                        r"(?:behind|on|with|via)\s+(?:ray\s+)?serve\b"),
     ("evaluate_adapters", rf"\b(?:evaluat\w*|eval|evals|assess\w*|score|test|validate|measure|benchmark|check)\s+{skip(4)}adapters?\b(?:\s+do)?"
                           r"|\badapter\s+evaluations?\b|\bevaluations?\s+of\s+(?:the\s+)?adapters\b"),
-    ("elastic_dlrm", rf"\b(?:train|trains|training|re-?train|fit|fits|run|learn|build)\w*\s+{skip(5)}(?:dlrm|recommend\w*|recsys|"
+    # (not "train a logistic regression for recommended": a model the catalog has, for a column)
+    ("elastic_dlrm", rf"\b(?:train|trains|training|re-?train|fit|fits|run|learn|build)\w*\s+{skip(5, CATALOG_MODEL_WORDS)}(?:dlrm|recommend\w*|recsys|"
                      r"click-?through(?:-rate)?|ctr|criteo|ad\s+click)\b(?:\s+(?:models?|training|prediction))?"),
     ("elastic_dlrm", r"\belastic(?:ally)?\b(?:\s+(?:training|dlrm))?|\bdlrm\b(?:\s+(?:models?|training))?"),
     ("dedup", r"\bde-?dup\w*\b|\bdeduplicat\w*\b|\b(?:duplicate|dupe)s?\s+removal\b|\bremoval\s+of\s+(?:the\s+)?(?:duplicates|dupes)\b"
@@ -281,6 +285,10 @@ TRIGGERS: list[tuple[str, str]] = [
     # "evaluate it on a 30% test set": the held-out share the evaluation reads is the split's
     ("split_data", r"(?:(?<=\bon\s)|(?<=\bagainst\s)|(?<=\busing\s))(?:a\s+|the\s+)?PCT\d+\s+(?:test|testing|validation|eval|evaluation)\s+"
                    r"(?:set|split|portion|part|sample|subset)\b"),
+    # "keep a 30% test set", "hold back a 20% holdout", "set aside a 25% test split", "with a 30% test set"
+    ("split_data", r"\b(?:keep|keeps|keeping|hold\s+(?:out|back)|holding\s+(?:out|back)|set\s+aside|setting\s+aside|reserve|reserving|carve\s+out"
+                   r"|make|making|create|creating|with|use|using)\s+(?:a|an|the)\s+PCT\d+\s+(?:test|testing|validation|holdout|hold-out|held-out)"
+                   r"(?:\s+(?:set|split|portion|part|sample|subset))?\b"),
     ("split_data", r"\btrain\s*/\s*(?:test|validation|val)\b(?:\s+split)?|\btrain-test\s+split\b|\btrain\s+test\s+split\b|\bRATIO\d+\s+split\b"),
     # "(k=5, test size 0.25)", "using a 0.3 test fraction", "test_size=0.2": the split's share, said as its parameter
     # ("the test split should be 25%", "test set is 20%": the share said of the split)
@@ -417,7 +425,9 @@ TRIGGERS: list[tuple[str, str]] = [
                     r"|\badd\s+(?=(?:a|an)\s+(?:short\s+|brief\s+|final\s+|quick\s+)?report\b)"),
     ("save_report", rf"\bsummari[sz]e\w*\s+{skip(2)}(?:in|into|as|with)\s+(?:a\s+|the\s+)?report\b"),
     # "report" a verb, not the noun of "save a report with its statistics"
-    ("stats", rf"\b(?:compute|calculate|get|produce|(?<!\ba )(?<!\bthe )report|show|print|collect|gather|derive|generate|run|work\s+out)\s+{skip(2)}"
+    # ("check the stats before anything else": the statistics looked at, computed first)
+    ("stats", rf"\b(?:compute|calculate|get|produce|(?<!\ba )(?<!\bthe )report|show|print|collect|gather|derive|generate|run|work\s+out"
+              rf"|check|inspect|review|examine|look\s+at|(?:take|have)\s+a\s+look\s+at)\s+{skip(2)}"
               rf"(?:summary\s+|descriptive\s+|basic\s+|column\s+|per[\s-]column\s+|some\s+)?(?:statistics|stats)\b{PER_COLUMN}"),
     # "-> column stats ->": the statistics as an arrow chain's stage
     ("stats", rf"{AFTER_ARROW}(?:column|summary|descriptive|basic)\s+(?:stats|statistics)(?=\s*(?:{ARROW}|$|[,;.]))"),

@@ -1,0 +1,155 @@
+"""Round 30 of the rule planner: the development sets' refusals nearest to a plan, and requests
+written here in plain wording (a battery of everyday requests, several constructs each), worked
+through by class: a loop's bound stressed ("no matter what"), a step said to come "before anything
+else", a metric said of "that one", a map over "per k value", scratch "tidied", a labelled
+background sentence, a step that waits for a parallel group in its own clause, a list of files
+loaded in parallel, and more. Each case failed on the tree before its change; the guards say what
+must stay refused or unchanged."""
+import pytest
+
+from planner_util import kinds, of_kind, refs
+from planner_util import plan as _plan
+from raystack.workflow.nl.plan import PlanRefused
+
+LOOPED = "Load a.csv, train a linear regression on unit_price for 3 epochs per round, looping till val loss gets to 0.02 or less"
+
+
+# -- a loop's bound, stressed: never the run's exit handler --------------------------------------
+@pytest.mark.parametrize("bound, n", [(" (stop after 7 rounds no matter what)", 7), (", but stop after six rounds either way", 6),
+                                      ("; round 10 is the last one regardless", 10), (", stopping after 5 rounds in any case", 5)])
+def test_a_stressed_bound_is_the_loops(bound, n):
+    p = _plan(f"{LOOPED}{bound}. Evaluate it.")
+    (s,) = of_kind(p, "train_model")
+    assert s.loop.max_iterations == n and s.exit is None
+    assert kinds(p) == ["load_data", "train_model", "evaluate_model"]
+    assert not [x for x in p.ir.steps if x.exit]
+
+
+def test_a_stress_after_the_last_step_is_still_the_handler():
+    p = _plan(f"{LOOPED}, at most 6 rounds. Evaluate it, then clear scratch no matter what.")
+    assert [(x.fn.rsplit(":", 1)[1], x.exit) for x in p.ir.steps if x.exit] == [("cleanup", "always")]
+    assert of_kind(p, "train_model")[0].exit is None
+
+
+# -- "before anything else": the step comes first ----------------------------------------------
+@pytest.mark.parametrize("said", ["Check the stats before anything else", "Before anything else, compute the stats",
+                                  "First of all, look at the statistics"])
+def test_statistics_said_to_come_before_anything_else(said):
+    p = _plan(f"Load a.csv. {said}, then drop duplicates and plot it.")
+    assert kinds(p) == ["load_data", "stats", "dedup", "plot"]
+
+
+def test_a_transform_said_before_anything_else_runs_before_the_training():
+    p = _plan("Load a.csv, train a knn for churn, and normalize it before anything else.")
+    (n,) = of_kind(p, "normalize")
+    split = p.ir.by_id()[refs(of_kind(p, "train_model")[0].params["data"])[0]]
+    assert refs(split.params["data"]) == [n.id]
+
+
+def test_checking_the_model_stays_an_evaluation():
+    p = _plan("Load a.csv, train a knn for churn and check how well it does.")
+    assert kinds(p) == ["load_data", "train_model", "evaluate_model"]
+
+
+# -- a metric said of "that one" -----------------------------------------------------------------
+@pytest.mark.parametrize("who", ["that one's", "the best one's"])
+def test_a_condition_on_the_picked_ones_metric(who):
+    p = _plan("Load a.csv, train knn models for churn with k 3, 5 and 7, keep the best one by AUC, and export it "
+              f"to ./m if {who} AUC is above 0.65, and if it's not, send 'bad'.")
+    (e,) = of_kind(p, "export_model")
+    (c,) = e.when
+    assert (c.ref.key, c.op, c.value, c.negate) == ("auc", ">", 0.65, False)
+    (n,) = of_kind(p, "notify")
+    assert n.when[0].negate
+
+
+# -- a map said per value ------------------------------------------------------------------------
+@pytest.mark.parametrize("said", ["one knn classifier for churn per k value, 3, 7 and 11", "one knn for churn per k: 3, 7, 11"])
+def test_one_model_per_k_value(said):
+    p = _plan(f"Load a.csv, then train {said}, and pick the highest AUC one.")
+    trains = of_kind(p, "train_model")
+    assert sorted(s.params["k"] for s in trains) == [3, 7, 11]
+    assert {s.params["target"] for s in trains} == {"churn"}
+    assert kinds(p)[-1] == "select_best"
+
+
+# -- scratch tidied ------------------------------------------------------------------------------
+@pytest.mark.parametrize("said", ["Tidy scratch afterwards in all cases.", "Whatever happens, tidy the temp folder away at the end."])
+def test_scratch_tidied_runs_whatever_happens(said):
+    p = _plan(f"Load a.csv and plot it. {said}")
+    assert [(x.fn.rsplit(":", 1)[1], x.exit) for x in p.ir.steps if x.exit] == [("cleanup", "always")]
+    assert kinds(p)[:2] == ["load_data", "plot"]
+
+
+def test_tidying_the_data_stays_a_cleaning_of_its_rows():
+    p = _plan("Load a.csv, tidy the data and plot it.")
+    assert kinds(p) == ["load_data", "clean_data", "plot"] and not [x for x in p.ir.steps if x.exit]
+
+
+# -- a sentence its label calls background --------------------------------------------------------
+@pytest.mark.parametrize("label", ["Background:", "Summary:", "Context:"])
+def test_a_labelled_background_sentence(label):
+    p = _plan(f"{label} St Brigid's Hospice loses about one in five of its regular givers every year, and the fundraising "
+              "team would like an early warning. Load a.csv and train a knn for lapsed.")
+    assert kinds(p) == ["load_data", "train_model"]
+
+
+def test_an_unlabelled_scene_with_figures_stays_refused():
+    with pytest.raises(PlanRefused):
+        _plan("St Brigid's Hospice loses about one in five of its regular givers every year. Load a.csv and train a knn for lapsed.")
+
+
+@pytest.mark.parametrize("said", ["Background: we would like to scrape the donor pages.",
+                                  "Background: 20% of the rows are for testing."])
+def test_a_background_sentence_that_asks_or_sets_a_share_stays_refused(said):
+    with pytest.raises(PlanRefused):
+        _plan(f"{said} Load a.csv and train a knn for lapsed.")
+
+
+# -- a step that waits for a parallel group in its own clause -------------------------------------
+def test_a_report_on_both_once_they_finish_comes_after_the_group():
+    p = _plan("Load a.csv. In parallel, compute the stats and the median x by y, and a report on both once they finish.")
+    (st,), (agg,), (rep,) = of_kind(p, "stats"), of_kind(p, "aggregate"), of_kind(p, "save_report")
+    assert set(refs(rep.params["result"])) | set(rep.after) == {st.id, agg.id}
+
+
+# -- a list of files loaded in parallel, then stacked ---------------------------------------------
+@pytest.mark.parametrize("said", ["concatenate them", "stack them"])
+def test_three_files_loaded_in_parallel_then_stacked(said):
+    p = _plan(f"Load a.csv, b.csv and c.csv in parallel and {said}, then compute stats.")
+    loads, concats = of_kind(p, "load_data"), of_kind(p, "concat")
+    assert len({s.group for s in loads}) == 1 and loads[0].group is not None
+    assert all(c.group is None for c in concats)
+
+
+# -- a column named "recommended", a target after the file ----------------------------------------
+def test_a_column_named_recommended_is_no_recommender():
+    p = _plan("Load reviews.csv, remove rows where rating is null, and train logistic regression models for recommended "
+              "with 10, 20 and 40 epochs. Pick the best by accuracy and deploy it as review-rec.")
+    assert "elastic_dlrm" not in kinds(p)
+    assert {s.params["target"] for s in of_kind(p, "train_model")} == {"recommended"}
+
+
+def test_a_recommender_stays_elastic_dlrm():
+    assert kinds(_plan("Train a recommender on clicks.csv.")) == ["elastic_dlrm"]
+
+
+def test_the_target_after_the_file_the_model_trains_on():
+    p = _plan("Train a nearest centroid classifier on iris.csv for species with a memory limit of 8 GB and evaluate it.")
+    (s,) = of_kind(p, "train_model")
+    assert s.params["target"] == "species"
+
+
+# -- splits and bounds said in everyday words ------------------------------------------------------
+@pytest.mark.parametrize("said, share", [("keep a 30% test set", 0.3), ("hold back a 25% holdout", 0.25),
+                                         ("set aside a 20% validation split", 0.2)])
+def test_a_test_set_kept_with_its_share(said, share):
+    p = _plan(f"Load a.csv, {said}, train a logistic regression for churn.")
+    (s,) = of_kind(p, "split_data")
+    assert s.params["test_fraction"] == share
+
+
+def test_a_loop_bound_said_as_rounds_that_pass():
+    p = _plan("Train an elastic DLRM model named feed-rank, repeating one-epoch rounds until AUC reaches 0.75 or 10 rounds pass.")
+    (s,) = of_kind(p, "elastic_dlrm")
+    assert (s.loop.until_key, s.loop.until_value, s.loop.max_iterations) == ("auc", 0.75, 10)
