@@ -153,3 +153,72 @@ def test_a_loop_bound_said_as_rounds_that_pass():
     p = _plan("Train an elastic DLRM model named feed-rank, repeating one-epoch rounds until AUC reaches 0.75 or 10 rounds pass.")
     (s,) = of_kind(p, "elastic_dlrm")
     assert (s.loop.until_key, s.loop.until_value, s.loop.max_iterations) == ("auc", 0.75, 10)
+
+
+# -- the count of trials after a list of values --------------------------------------------------
+def test_trials_after_a_list_of_k_values():
+    p = _plan("Please run a hyperparameter search for a kNN on wine.csv predicting quality: k in 3, 5, 7, 9, 11, 8 trials, "
+              "minimize RMSE, ASHA scheduler.")
+    (s,) = of_kind(p, "train_model")
+    assert (s.tune.space, s.tune.trials, s.tune.metric, s.tune.scheduler) == ({"k": [3, 5, 7, 9, 11]}, 8, "rmse", "asha")
+
+
+def test_trials_after_a_list_of_learning_rates():
+    p = _plan("Load crops.csv, split 80/20, and tune a linear regression for crop_yield with lr 0.001, 0.01, 0.1 and 6 trials, "
+              "picking the lowest RMSE.")
+    (s,) = of_kind(p, "train_model")
+    assert (s.tune.space, s.tune.trials) == ({"lr": [0.001, 0.01, 0.1]}, 6)
+
+
+def test_a_list_of_epochs_keeps_its_last_value():
+    p = _plan("Load a.csv and train logistic regression models for churn with 10, 20 and 40 epochs.")
+    assert sorted(s.params["epochs"] for s in of_kind(p, "train_model")) == [10, 20, 40]
+
+
+# -- targets after the model's settings or before a clause of time --------------------------------
+def test_the_target_after_the_neighbours():
+    p = _plan("Load web_sessions.csv, remove rows with nulls, and train a kNN with 5 neighbours for converted. Then evaluate it.")
+    (s,) = of_kind(p, "train_model")
+    assert (s.params["k"], s.params["target"]) == (5, "converted")
+
+
+def test_the_target_before_an_after_clause():
+    p = _plan("Load a.csv, normalize it and train a knn for churn after dropping duplicates.")
+    (s,) = of_kind(p, "train_model")
+    assert s.params["target"] == "churn"
+    (d,) = of_kind(p, "dedup")
+    assert refs(of_kind(p, "normalize")[0].params["data"]) == [d.id]
+
+
+# -- the rows kept, said by the value that must be there ------------------------------------------
+@pytest.mark.parametrize("said, column", [("keep only rows where consent is not missing", "consent"),
+                                          ("keep only the rows where consent_flag is present", "consent_flag"),
+                                          ("keep the records whose email is filled in", "email")])
+def test_rows_kept_where_a_column_has_a_value(said, column):
+    p = _plan(f"Load survey.csv, {said}, then compute the mean satisfaction per department.")
+    (c,) = of_kind(p, "clean_data")
+    assert c.params["columns"] == [column]
+    assert kinds(p) == ["load_data", "clean_data", "aggregate"]
+
+
+# -- the files a map goes over, named first ------------------------------------------------------
+@pytest.mark.parametrize("opening", ["For the three files", "For the files"])
+def test_the_files_named_before_each_of_them_is_loaded(opening):
+    p = _plan(f"{opening} north.csv, south.csv and east.csv, load each one and compute its statistics.")
+    loads, stats = of_kind(p, "load_data"), of_kind(p, "stats")
+    assert [s.params["path"] for s in loads] == ["north.csv", "south.csv", "east.csv"]
+    assert len(stats) == 3 and len({s.group for s in stats}) == 1 and stats[0].group is not None
+
+
+# -- a step said after "after", for a phrase of several steps ------------------------------------
+def test_a_removal_after_which_the_plotted_totals_are_computed():
+    p = _plan("Plot the total sales per region from s.csv after dropping duplicates.")
+    (d,), (a,), (pl,) = of_kind(p, "dedup"), of_kind(p, "aggregate"), of_kind(p, "plot")
+    assert refs(a.params["data"]) == [d.id] and refs(pl.params["data"]) == [a.id]
+
+
+def test_an_after_clause_still_moves_before_its_own_clause_only():
+    p = _plan("Theme park wait times. I have waits.csv and weather.csv; please combine them on date, remove any duplicate "
+              "rows, and then fit a linear regression after an 80/20 split. Evaluate it too.")
+    (j,), (d,), (sp,) = of_kind(p, "join"), of_kind(p, "dedup"), of_kind(p, "split_data")
+    assert refs(d.params["data"]) == [j.id] and refs(sp.params["data"]) == [d.id]

@@ -279,24 +279,6 @@ def _noun_modifier(t: Text, x: Token) -> bool:
         and prev.low not in L.UNMAPPED_VERBS and nxt.low in L.HEAD_NOUNS
 
 
-# what a word that is also an operation may name the kind of, right before it ("the export server",
-# "our copy desk", "the upload link"): a place, a team or a tool, never the data
-PLACE_OR_TOOL_NOUNS = BUSINESS_NOUNS | {"server", "servers", "tool", "tools", "machine", "box", "link", "portal", "script", "queue",
-                                        "button", "page", "window", "folder", "drive", "bucket", "share", "station", "room"}
-# what opens a noun phrase, or a business's name before it ("our copy desk", "the logger's export server")
-PHRASE_OPENERS = {"the", "our", "their", "its", "my", "your", "this", "that", "'s", "a", "an"}
-
-
-def _names_a_place_or_tool(t: Text, x: Token) -> bool:
-    """"the field logger's export server", "Hi, copy desk at the magazine": a word that is also an
-    operation, opening a noun phrase (or the request's words after a greeting) before a noun
-    that names a place, a team or a tool, is part of that noun's name (no step is asked for)."""
-    nxt = t.tokens[x.i + 1] if x.i + 1 < len(t.tokens) else None
-    prev = t.tokens[x.i - 1] if x.i else None
-    opens = prev is None or prev.low in PHRASE_OPENERS or (prev.text == "," and x.i >= 2 and t.tokens[x.i - 2].low in ("hi", "hello", "hey"))
-    return opens and not x.low.endswith("ed") and nxt is not None and nxt.low in PLACE_OR_TOOL_NOUNS
-
-
 def goal(t: Text, ends: list[tuple[str, int]]) -> None:
     """"Predict ride wait times from queues.csv: dedupe -> ... -> linear": a request that opens
     with what its model is for, closed by a colon, names its subject when a step trains a
@@ -578,7 +560,7 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
     title_clauses(t)
     base_references(t)
     verbs = [x for x in t.unused() if x.low in L.UNMAPPED_VERBS and not _noun_modifier(t, x) and not names_data(t, x)
-             and not names_thing(t, x) and not _said_of_a_thing(t, x) and not _names_a_place_or_tool(t, x)]
+             and not names_thing(t, x) and not _said_of_a_thing(t, x)]
     if verbs:
         raise PlanRefused([f"no catalog step does {t.span_text(r)!r}" for r in t.runs(verbs)])
     # "report how many columns each has": a question no step answers, never glue or a description

@@ -456,9 +456,20 @@ def _subordinate(t: Text, actions: list[Action]) -> None:
                     or any(x.low not in COORDINATORS for x in gap):
                 break
             chain.append(b)
+        # ("plot the total sales per region from s.csv after dropping duplicates", "a chart of the median
+        # delay by courier, using x.parquet after removing ..."): the main clause's steps said in one
+        # phrase (no comma between) all run after the clause's, not only its last
+        at = main[-1]
+        for k in reversed(main[:-1]):
+            if any(x.kind == "punct" and x.text not in ("=", "/") for x in t.tokens[actions[k].lo:actions[at].lo]) \
+                    or actions[k].entry in SOURCES:
+                break
+            at = k
+        while actions[at].entry in SOURCES and at < main[-1]:
+            at += 1
         for k, c in enumerate(chain):
             actions.remove(c)
-            actions.insert(main[-1] + k, c)
+            actions.insert(at + k, c)
 
 
 def _fronted_before(t: Text, actions: list[Action]) -> None:

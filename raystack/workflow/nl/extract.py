@@ -433,7 +433,7 @@ NOT_TARGETS = {"the", "a", "an", "it", "its", "them", "this", "that", "which", "
                "each", "every", "all", "future", "later", "now", "us", "me", "you", "of", "is", "value", "values"}
 # (an auxiliary ends it too: "a logistic model predicting won is trained ...")
 _CLAUSE_END = (r"(?=\s*(?:[,.;:!?()\]]|->|→|—|–|$)|\s+(?:from|on|with|using|and|then|in|at|over|under|no|not|capped|limited"
-               r"|is|are|was|were|gets|get|will|should|must)\b"
+               r"|is|are|was|were|gets|get|will|should|must|after|before|once)\b"
                # "predicting churn for 3 epochs", "... for k = 5, 15 and 25": a setting of the training follows
                r"|\s+for\s+(?:NUM\d+|k\s*=|(?:up\s+to|at\s+most|max(?:imum)?)\s+NUM\d+|(?:each|every)\s+(?:k|NUM\d+)\b)"
                r"|\s+per\s+k\b)")     # ("one knn for churn per k value, 3, 7 and 11")
@@ -457,7 +457,7 @@ TARGET_WORD = (rf"\b(?:predicting|to\s+predict|that\s+predicts|which\s+predicts|
                + rf"|\btarget(?:t)?ing\s+(?P<tg>{_COLUMN})" + _CLAUSE_END
                + rf"|(?<=,\s)for\s+(?P<fc>{_COLUMN})(?=\s*(?:[.;!]|$))"
                # "knn models with k 3, 5 and 7 for churn", "a logistic model for 20 epochs for churn": after its settings
-               + rf"|(?:(?<=NUM\d\s)|(?<=NUM\d\d\s)|(?<=\bepochs\s))for\s+(?P<fn>{_COLUMN})" + _CLAUSE_END
+               + rf"|(?:(?<=NUM\d\s)|(?<=NUM\d\d\s)|(?<=\bepochs\s)|(?<=\bneighbours\s)|(?<=\bneighbors\s))for\s+(?P<fn>{_COLUMN})" + _CLAUSE_END
                # "fit a logistic regression on it for churn": the data named, then the column
                # ("a nearest centroid classifier on iris.csv for species": the file named, then the column)
                + rf"|(?:(?<=\bon\sit\s)|(?<=\bon\sthem\s)|(?<=\bthe\sdata\s)|(?<=\btraining\sset\s)|(?<=\btraining\ssplit\s)|(?<=\btrain\ssplit\s)"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from raystack.workflow.nl.extract import Found, _num, _search, consume
-from raystack.workflow.nl.lexicon import ANY_ROW, FILLERS, GAPS_AFTER, LACKING, ROW_NOUN, SNAKE_COLUMN, ZERO_GAP
+from raystack.workflow.nl.lexicon import ANY_ROW, FILLERS, GAPS_AFTER, LACKING, PRESENT, ROW_NOUN, SNAKE_COLUMN, ZERO_GAP
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.text import Text, Token
 
@@ -152,6 +152,8 @@ def clean_data(text: Text, lo: int, hi: int, f: Found) -> None:
     listed = _search(text, lo, hi, rf"\b(?:with|having)\s+(?:a|an|any)\s+(?:missing|null|empty|blank)\s+{cols}\b", "clean")
     m = None if listed else _search(text, lo, hi, r"\b(?:where|whose|in\s+which|for\s+which)\s+(?:the\s+)?(?P<c>[a-z_]\w*)(?:\s+column)?\s+"
                               r"(?:is|are|was|were)\s+(?:missing|null|empty|blank|nan|na|not\s+recorded|absent|not\s+given)\b", "clean") or \
+        _search(text, lo, hi, r"\b(?:keep|keeps|keeping|retain|retaining)(?:\s+only|\s+just)?(?:\s+the)?\s+(?:rows|records|entries|cases)\s+(?:where|whose|in\s+which)\s+"
+                              rf"(?:the\s+)?(?P<c>[a-z_]\w*)(?:\s+column)?\s+(?:is|are)\s+{PRESENT}", "clean") or \
         _search(text, lo, hi, r"\b(?:missing|nulls?|nans?|empty|blank)\s+(?:values?\s+|entries\s+|cells\s+)?(?:in|of|for|from)\s+(?:the\s+)?"
                               r"(?P<c>[a-z_]\w*)(?:\s+column)?\b", "clean") or \
         _search(text, lo, hi, rf"\b(?:missing|null|nan|empty|blank)\s+(?!{MISSING_NOUNS}\b)(?!(?:a|an|any|the)\s)"

@@ -8,11 +8,13 @@ from __future__ import annotations
 import re
 
 NUMV = r"(?:NUM\d+|PCT\d+)"
-NUMLIST = (rf"{NUMV}(?:\s*,\s*{NUMV})*\s*,?\s*(?:and|or|&|\+)\s+{NUMV}"
-           rf"|[\[{{(]\s*{NUMV}(?:\s*,\s*{NUMV})+\s*[\]}})]"
-           rf"|{NUMV}(?:\s*,\s*{NUMV}){{2,}}|{NUMV}(?:\s*/\s*{NUMV})+|{NUMV}(?:\s*\|\s*{NUMV})+"   # "0.02 | 0.05 | 0.2"
-           rf"|{NUMV}(?:\s+(?:vs\.?|versus)\s+{NUMV})+"    # "lr = 0.0005 vs 0.005 vs 0.05"
-           rf"|{NUMV}(?:\s*,\s*with\s+{NUMV})*\s*,?\s*(?:and|or)\s+with\s+{NUMV}")    # "with 0.005, with 0.05 and with 0.5"
+# a value of a list: never the count of a search's trials after it ("k in 3, 5, 7, 9, 11, 8 trials")
+_ITEM = rf"{NUMV}(?!\d)(?!\s+trials?\b)"
+NUMLIST = (rf"{_ITEM}(?:\s*,\s*{_ITEM})*\s*,?\s*(?:and|or|&|\+)\s+{_ITEM}"
+           rf"|[\[{{(]\s*{_ITEM}(?:\s*,\s*{_ITEM})+\s*[\]}})]"
+           rf"|{_ITEM}(?:\s*,\s*{_ITEM}){{2,}}|{_ITEM}(?:\s*/\s*{_ITEM})+|{_ITEM}(?:\s*\|\s*{_ITEM})+"   # "0.02 | 0.05 | 0.2"
+           rf"|{_ITEM}(?:\s+(?:vs\.?|versus)\s+{_ITEM})+"    # "lr = 0.0005 vs 0.005 vs 0.05"
+           rf"|{_ITEM}(?:\s*,\s*with\s+{_ITEM})*\s*,?\s*(?:and|or)\s+with\s+{_ITEM}")    # "with 0.005, with 0.05 and with 0.5"
 FILEV = r"FILE\d+"
 # where a model or adapters are served, said after the verb: "behind Ray Serve", "with Serve"
 SERVE_AS_PLACE = r"\b(?:with|using|via|on|through|behind|in|over)\s+(?:ray\s+)?serve\b"
@@ -506,6 +508,8 @@ ROW_NOUN = (r"(?:rows|records|entries|(?!(?:values|columns|cells|fields|features
             r"less|unless|across|yes|models|files|tables|runs|results)\b)[a-z]{2,}s)")
 # or one of them, said with "any" ("discard any claim w/o a unit_model")
 ANY_ROW = r"(?:(?<=any\s)|(?<=every\s)|(?<=each\s))(?!(?:value|column|cell|field|feature|one|row|record|entry)\b)[a-z]{3,}"
+# a value said to be there ("is not missing", "is filled in", "is present")
+PRESENT = r"(?:not\s+(?:missing|null|empty|blank|nan|na)|present|filled\s+in|populated|non-?null|non-?empty|known|recorded)\b"
 LACKING = r"(?:that\s+(?:are|is)\s+missing|missing|without|lacking|with\s+no)"
 # a column written as code names it, with an underscore ("lap_time"; never a plain noun: "the blank
 # fares" could be any column), the words for its gaps before it, and after it ("billable_h nulls")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from raystack.workflow.nl.lexicon import BEST_ONE as _BEST_NAMED
-from raystack.workflow.nl.lexicon import (ANY_ROW, COLUMN_STATS, GAPS_AFTER, SNAKE_COLUMN, ZERO_GAP, GROUP_KEY_MARK, LACKING, MISSING_COLUMN, ROW_NOUN, HELD_OUT_FIGURE, HELD_OUT_WORDS, METRIC_RX,
+from raystack.workflow.nl.lexicon import (ANY_ROW, COLUMN_STATS, PRESENT, GAPS_AFTER, SNAKE_COLUMN, ZERO_GAP, GROUP_KEY_MARK, LACKING, MISSING_COLUMN, ROW_NOUN, HELD_OUT_FIGURE, HELD_OUT_WORDS, METRIC_RX,
                                           NOT_GROUPS, NUMLIST, TRAIN_AGAIN)
 
 _SK = r"(?:[^\s,.;:]+\s+)"
@@ -243,6 +243,10 @@ TRIGGERS: list[tuple[str, str]] = [
     # ("bin any row where something's blank": bin as in the rubbish bin, its object the bad rows)
     ("clean_data", rf"\b(?:drop|remove|discard|exclude|excluding|filter\s+out|throw\s+(?:away|out)|weed\s+out|get\s+rid\s+of|ditch|toss|bin|chuck(?:\s+out|\s+away)?|lose|"
                    rf"ignore|ignoring|omit|omitting|skip|skipping|leave\s+out|leaving\s+out|delete|strip\s+out|clear\s+out|purge)\s+{skip(2)}(?:{BAD_ROWS})"),
+    # "keep only rows where consent is not missing", "keep the records whose email is filled in": the
+    # rows missing that column dropped (the extractor reads the column)
+    ("clean_data", r"\b(?:keep|keeps|keeping|retain|retaining)\s+(?:only\s+|just\s+)?(?:the\s+)?(?:rows|records|entries|cases)\s+"
+                   r"(?:where|whose|in\s+which)\s+(?:the\s+)?[a-z_]\w*(?:\s+column)?\s+(?:is|are)\s+" + PRESENT + r"(?:\s+only)?"),
     # "keep only complete rows", "keep just the complete records": the rows with a gap dropped
     ("clean_data", r"\b(?:keep|keeping|retain|use)\s+(?:only|just)\s+(?:the\s+)?(?:complete|fully\s+populated)\s+(?:rows|records|entries|cases)\b"
                    r"|\b(?:keep|keeping|retain)\s+(?:the\s+)?(?:complete|fully\s+populated)\s+(?:rows|records|entries|cases)\s+only\b"),
@@ -751,7 +755,8 @@ TRIGGERS: list[tuple[str, str]] = [
                      rf"(?:fake|mock|whip|cook|dummy|spin)\s+up)\s+(?!sure\b|certain\b)(?!the\s+(?:[\w-]+\s+){{0,3}}table\b){skip(4)}"
                      r"(?:dataset|data\s+set|data|table|rows|samples|examples|records|points|observations|instances)\b"),
     ("make_dataset", r"\b(?:synthetic|toy|random|fake|dummy|artificial|simulated|generated|made-up|made\s+up|invented|mock)\s+(?:[\w-]+\s+)?(?:data|dataset|rows|samples|examples|table|records)\b"),
-    ("load_data", r"\b(?:(?:load|read|ingest|import|open)\s+)?(?:for\s+)?(?:each|every|all)\s+(?:of\s+)?(?:the\s+)?(?:files?|tables?|inputs?)?\s*(?:in|of|among|from)?\s*"
+    # ("for the three files a.csv, b.csv and c.csv, load each one and ...": the files a map goes over)
+    ("load_data", r"\b(?:(?:load|read|ingest|import|open)\s+)?(?:for\s+)?(?:each|every|all|(?<=for\s)(?:the|these|those|all)(?:\s+NUM\d+)?(?=\s+(?:files|tables|inputs)))\s+(?:of\s+)?(?:the\s+)?(?:files?|tables?|inputs?)?\s*(?:in|of|among|from)?\s*"
                   r"FILE\d+(?:\s*,\s*FILE\d+)*(?:\s*,?\s*(?:and|or|&|\+|plus)\s+FILE\d+)?"),    # "for every file in a.csv, b.csv"
     ("load_data", rf"\b(?:{LOAD_VERBS}|open|take|use|using|fetch|pull|start\s+(?:with|from)|"
                   rf"starting\s+(?:with|from)|get|grab|bring\s+in|pick\s+up)\b\s+{skip(7, LOAD_VERBS)}FILE\d+(?:\s*,\s*FILE\d+)*(?:\s*,?\s*(?:and|or|&|\+|plus)\s+FILE\d+)?"),
