@@ -222,3 +222,60 @@ def test_an_after_clause_still_moves_before_its_own_clause_only():
               "rows, and then fit a linear regression after an 80/20 split. Evaluate it too.")
     (j,), (d,), (sp,) = of_kind(p, "join"), of_kind(p, "dedup"), of_kind(p, "split_data")
     assert refs(d.params["data"]) == [j.id] and refs(sp.params["data"]) == [d.id]
+
+
+# -- a third battery: evaluations, maps and bounds said in everyday words ---------------------------
+def test_show_me_how_it_does_is_an_evaluation():
+    p = _plan("Take applications.parquet, set aside a fifth for testing, and build a logistic classifier that predicts "
+              "approved. Show me how it does on the test data.")
+    assert kinds(p) == ["load_data", "split_data", "train_model", "evaluate_model"]
+
+
+def test_one_run_per_value_said_with_one():
+    p = _plan("Create three logistic regression models for churned on churn.csv, one with 5 epochs, one with 10 and one "
+              "with 20. Evaluate each and pick the one with the best AUC.")
+    assert sorted(s.params["epochs"] for s in of_kind(p, "train_model")) == [5, 10, 20]
+    assert of_kind(p, "select_best")[0].params["metric"] == "auc"
+
+
+def test_k_values_as_a_range():
+    p = _plan("Train a kNN on housing.csv to predict price_band, trying k values from 3 to 9, and keep the model with the "
+              "highest accuracy.")
+    assert sorted(s.params["k"] for s in of_kind(p, "train_model")) == list(range(3, 10))
+
+
+def test_a_bound_in_total():
+    p = _plan("Train elastic DLRM model rec-v2 one epoch at a time until its AUC is at least 0.8, but no more than 6 epochs "
+              "in total, on no more than 10 workers.")
+    (s,) = of_kind(p, "elastic_dlrm")
+    assert (s.params["epochs"], s.loop.max_iterations, s.loop.until_value) == (1, 6, 0.8)
+
+
+def test_build_me_a_chart():
+    assert kinds(_plan("Please build me a chart of the count of incidents per category from incidents.csv.")) == \
+        ["load_data", "aggregate", "plot"]
+
+
+def test_a_column_named_like_a_task_learned_by_a_catalog_model():
+    p = _plan("Take patients.csv, split it so 30% is held out. Fit a nearest centroid classifier for diagnosis and evaluate it.")
+    assert of_kind(p, "train_model")[0].params["target"] == "diagnosis"
+
+
+def test_a_task_the_catalog_lacks_stays_refused():
+    with pytest.raises(PlanRefused, match="translation"):
+        _plan("Train a classifier for translation on a.csv.")
+
+
+# -- rows to ignore, said after the steps that read them --------------------------------------------
+@pytest.mark.parametrize("said, column", [("Ignore rows where store_id is blank.", ["store_id"]),
+                                          ("Exclude rows with missing values.", None)])
+def test_rows_to_ignore_said_last_are_left_out_before_the_steps(said, column):
+    p = _plan(f"Load baskets.csv and plot the total sales per region. {said}")
+    (c,), (a,) = of_kind(p, "clean_data"), of_kind(p, "aggregate")
+    assert refs(a.params["data"]) == [c.id] and c.params.get("columns") == column
+
+
+def test_a_step_said_last_with_then_stays_last():
+    p = _plan("Load a.csv and plot it. Then drop duplicates.")
+    (pl,), (d,) = of_kind(p, "plot"), of_kind(p, "dedup")
+    assert pl.id in d.after

@@ -494,6 +494,9 @@ def _fronted_before(t: Text, actions: list[Action]) -> None:
         actions[at:at] = main
 
 
+IGNORE_VERBS = {"ignore", "disregard", "exclude", "skip"}   # rows said to be left out of the whole analysis
+
+
 def _done_first(t: Text, actions: list[Action]) -> None:
     """"Train a model on x.csv. Make sure the data is deduplicated first", "train ..., but first
     remove rows with nulls": a table transform said to come first, written after the steps that
@@ -505,11 +508,19 @@ def _done_first(t: Text, actions: list[Action]) -> None:
                       and not (k + 1 < len(t.tokens) and t.tokens[k + 1].kind in ("num", "pct"))), None)   # "the first 100 rows"
         if first is None and a.lo >= 2 and t.tokens[a.lo - 1].low == "first" and t.tokens[a.lo - 2].low == "but":
             first = a.lo - 1
-        if first is None:
+        # ("What's the mean basket per store? Ignore rows where store_id is blank."): rows to ignore, said
+        # in a sentence of their own after the steps, are ignored by them all
+        ignored = first is None and t.tokens[a.lo].low in IGNORE_VERBS and (a.lo == 0 or t.tokens[a.lo - 1].text in ".!?") \
+            and not any(b.sentence == a.sentence for b in actions if b is not a)
+        if first is None and not ignored:
             continue
         i = actions.index(a)
         users = [b for b in actions[:i] if b.entry not in SOURCES and not b.prepositional]
         if not users:
+            continue
+        if ignored:
+            actions.remove(a)
+            actions.insert(actions.index(users[0]), a)
             continue
         t.tokens[first].used = "order"
         if first and t.tokens[first - 1].low == "but":

@@ -320,7 +320,11 @@ def train_model(text: Text, lo: int, hi: int, f: Found) -> None:
     if m:
         f.refs[{"learning rate": "lr", "batch size": "batch_size"}.get(re.sub(r"\s+", " ", m.group("p")), m.group("p"))] = "best"
     ep = r"(?:epochs?|passes|training\s+epochs)"
-    m = _search(text, lo, hi, rf"(?:for\s+)?(?P<l>{NUMLIST})\s+{ep}", "epochs") or \
+    # "one with 5 epochs, one with 10 and one with 20": a run per value, each said with "one"
+    one = rf"(?:one|a\s+run|a\s+model)\s+(?:with|at|for|of)\s+NUM\d+(?:\s+{ep})?"
+    m = _search(text, lo, hi, rf"(?P<l>{one}(?:\s*,\s*{one})*\s*,?\s*(?:and|&)\s+{one})", "epochs")
+    m = m if m is not None and re.search(ep, m.group("l")) else None
+    m = m or _search(text, lo, hi, rf"(?:for\s+)?(?P<l>{NUMLIST})\s+{ep}", "epochs") or \
         _search(text, lo, hi, rf"(?:(?:at|with)\s+)?{ep}\s*(?:=|:|∈|in|of)?\s*(?P<l>{NUMLIST})", "epochs")   # "at epochs=5, 15, 30", "epochs 5 | 10 | 20"
     if m:
         _set_map(f, "epochs", [int(v) for v in _list(text, m.group("l"))])
@@ -342,7 +346,7 @@ def train_model(text: Text, lo: int, hi: int, f: Found) -> None:
         _set_map(f, "k", [int(_num(text, v)) for v in re.findall(r"NUM\d+", m.group("r"))] if m.group("r")
                  else [int(v) for v in _list(text, m.group("l") or m.group("n"))])
         claim_count(text, lo, hi, len(f.map[1]))
-    elif m := _search(text, lo, hi, r"\b(?:(?:for\s+)?(?:each|every)\s+)?k\s*(?:(?:ranging|going|running)\s+)?(?:(?:from|=|:|in)\s*(?P<a>NUM\d+)\s+(?:to|through|thru|up\s+to)"
+    elif m := _search(text, lo, hi, r"\b(?:(?:for\s+)?(?:each|every)\s+)?k(?:[\s-]+values?)?\s*(?:(?:ranging|going|running)\s+)?(?:(?:from|=|:|in)\s*(?P<a>NUM\d+)\s+(?:to|through|thru|up\s+to)"
                                     r"|between\s+(?P<b>NUM\d+)\s+and)\s+(?P<z>NUM\d+)", "k range"):
         _set_map(f, "k", _int_range(text, m.group("a") or m.group("b"), m.group("z"), "k"))   # "for k from 1 to 5"
         claim_count(text, lo, hi, len(f.map[1]))

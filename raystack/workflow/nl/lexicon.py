@@ -172,7 +172,7 @@ BOUND = (r"(?:(?:but\s+|and\s+)?(?:for\s+)?(?:at\s+most|up\s+to|no\s+more\s+than
 # "stop after 7 rounds no matter what", "round 10 is the last one regardless": words that stress
 # a loop's bound, said right after it (never the run's exit handler, which runs whatever happens)
 BOUND_STRESS = r"(?:regardless|no\s+matter\s+what|either\s+way|in\s+any\s+case|whatever\s+happens|in\s+all\s+cases)"
-BOUND = rf"(?:{BOUND})(?:\s*,?\s*{BOUND_STRESS}(?=\s*(?:[,;.)]|$|\s+(?:and|but|with|then)\b)))?"
+BOUND = rf"(?:{BOUND})(?:\s+(?:in\s+total|overall|altogether))?(?:\s*,?\s*{BOUND_STRESS}(?=\s*(?:[,;.)]|$|\s+(?:and|but|with|then)\b)))?"
 # "epoch by epoch", "round after round", "keep going until": how a loop is written, not a step;
 # PER_ROUND says what one round of the looped step runs ("epoch by epoch" = one epoch a round)
 # a bare "keep" only where it says to go on ("keep on until ...", "keep it up"): "keep 30% for

@@ -128,4 +128,6 @@ def is_eval_verb(t: Text, tok: Token) -> bool:
         return starts     # "...; eval f1; deploy", "and check f1 on a 25% holdout": the evaluation of that metric
     if tok.low == "look" and nxt is not None and nxt.low == "at":
         return starts     # "and look at its performance"
+    if tok.low in ("show", "tell") and nxt is not None and nxt.low in ("me", "us"):
+        return starts     # "Show me how it does on the test data."
     return starts and (nxt is None or nxt.low in EVAL_OBJECTS or nxt.kind == "punct")

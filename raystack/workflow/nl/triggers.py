@@ -487,7 +487,8 @@ TRIGGERS: list[tuple[str, str]] = [
     ("plot", rf"\b(?P<sk>(?:{METRIC_RX})\s+)(?:plot|chart|graph|curve|figure|histogram)s?\b"),   # "a val loss plot"
     ("plot", rf"\b(?P<sk>(?:the\s+|its\s+|their\s+)?(?:{METRIC_RX})(?:\s+(?:curves?|values?|history))?){AUX}\s+"
              r"(?:plotted|charted|graphed|visuali[sz]ed|drawn)\b"),   # passive, the metric first: "the RMSE is plotted"
-    ("plot", r"\b(?:make|create|produce|generate|build|draw|render|sketch|knock\s+up|whip\s+up)\s+(?:a|an)\s+(?:\w+\s+)?(?:histogram|bar\s+chart|chart|graph|plot|figure|visuali[sz]ation)s?\b"),
+    # ("build me a chart of ...": for whom, between the verb and the chart)
+    ("plot", r"\b(?:make|create|produce|generate|build|draw|render|sketch|knock\s+up|whip\s+up)\s+(?:me\s+|us\s+)?(?:a|an)\s+(?:\w+\s+)?(?:histogram|bar\s+chart|chart|graph|plot|figure|visuali[sz]ation)s?\b"),
     ("plot", passive(r"(?:a\s+|the\s+)?(?:histogram|bar\s+chart|chart|graph|plot|figure|visuali[sz]ation)s?",
                      r"drawn|made|produced|created|generated|rendered|plotted|built")),
     ("plot", r"(?:^|(?<=[,;:.>→]\s)|(?<=\bthen\s)|(?<=\band\s)|(?<=\bwant\s)|(?<=\bneed\s)|(?<=\blike\s))(?:a|an)\s+(?:final\s+|quick\s+|simple\s+)?(?:histogram|bar\s+chart|line\s+chart|chart|plot|graph|figure)\b"),   # "then a histogram"
@@ -684,7 +685,9 @@ TRIGGERS: list[tuple[str, str]] = [
     # "How accurate is a knn on iris.csv?", "how well does it do?": a question its evaluation answers
     ("evaluate_model", r"^(?:so\s+|and\s+)?how\s+(?:accurate|well)\b"),
     # "then build a logistic regression and check how it does": its evaluation
-    ("evaluate_model", r"\b(?:check|see|find\s+out|look\s+at)\s+how\s+(?:well\s+)?(?:it|they|the\s+model)\s+(?:does|do|did|performs?|performed|holds?\s+up|scores?)\b"),
+    # ("show me how it does on the test data", "tell us how well the model performs")
+    ("evaluate_model", r"\b(?:check|see|find\s+out|look\s+at|(?:show|tell)\s+(?:me|us))\s+how\s+(?:well\s+)?(?:it|they|the\s+model)\s+(?:does|do|did|performs?|performed|holds?\s+up|scores?)\b"
+                       r"(?:\s+on\s+the\s+(?:test|held-out|holdout|hold-out)\s+(?:data|set|split|rows))?"),
     # "measure its performance", "look at the model's performance", "gauge its quality": its evaluation
     ("evaluate_model", r"\b(?:measure|check|gauge|assess|look\s+at|examine|review|judge)\s+(?:its|their|the\s+(?:model|classifier|regressor)\s*'s)\s+"
                        r"(?:performance|quality|skill)\b"),
