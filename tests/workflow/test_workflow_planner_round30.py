@@ -279,3 +279,89 @@ def test_a_step_said_last_with_then_stays_last():
     p = _plan("Load a.csv and plot it. Then drop duplicates.")
     (pl,), (d,) = of_kind(p, "plot"), of_kind(p, "dedup")
     assert pl.id in d.after
+
+
+# -- a fourth and fifth battery: names, subsets, targets and splits said in passing ----------------
+def test_an_elastic_dlrm_for_a_named_job():
+    p = _plan("Train an elastic DLRM for ctr-model with 4 epochs, retrying up to 2 times on failure, and export it to ./models/ctr.")
+    (s,) = of_kind(p, "elastic_dlrm")
+    assert (s.params["name"], s.params["epochs"], s.retries) == ("ctr-model", 4, 2)
+
+
+@pytest.mark.parametrize("said, which, n", [("keep only the first 10,000", "first", 10000), ("keep the last 500", "last", 500)])
+def test_rows_kept_by_place_with_their_noun_unsaid(said, which, n):
+    p = _plan(f"Take tenancies.csv, {said}, de-dupe, and compute summary statistics.")
+    (s,) = of_kind(p, "sample")
+    assert (s.params["which"], s.params["rows"]) == (which, n)
+
+
+@pytest.mark.parametrize("said", ["Evaluate on a 20% holdout.", "Use a 20% test split and evaluate it."])
+def test_the_one_split_said_after_the_training_is_the_trainings(said):
+    p = _plan(f"Train a logistic regression model on credit.csv with default_flag as the target, 30 epochs. {said}")
+    (sp,), (tr,) = of_kind(p, "split_data"), of_kind(p, "train_model")
+    assert sp.params["test_fraction"] == 0.2 and refs(tr.params["data"]) == [sp.id]
+    assert kinds(p) == ["load_data", "split_data", "train_model", "evaluate_model"] or \
+        sorted(kinds(p)) == sorted(["load_data", "split_data", "train_model", "evaluate_model"])
+
+
+def test_a_split_of_another_table_is_not_moved():
+    with pytest.raises(PlanRefused):
+        _plan("Load a.csv, train a knn for churn, then normalize it and evaluate it on a 30% test split.")
+
+
+def test_aggregates_asked_for_as_what_the_writer_wants_to_know():
+    p = _plan("We'd like to know the median wait_minutes per clinic from waits.parquet, plotted.")
+    assert kinds(p) == ["load_data", "aggregate", "plot"]
+    p = _plan("Grab orders.parquet, toss the dupes, and give me revenue totals by channel in out/rev_by_channel.csv.")
+    assert kinds(p) == ["load_data", "dedup", "aggregate", "write_table"]
+
+
+@pytest.mark.parametrize("title", ["Predict no_show:", "A model to predict no_show:"])
+def test_a_request_titled_by_what_it_predicts_sets_the_target(title):
+    p = _plan(f"{title} load appointments.csv, 25% test, kNN with k=11, evaluate.")
+    assert of_kind(p, "train_model")[0].params["target"] == "no_show"
+
+
+def test_a_model_to_estimate_a_column():
+    p = _plan("Train a k-nearest neighbours regressor (k = 4) on housing.csv to estimate price_gbp. Hold back 20% for evaluation.")
+    assert of_kind(p, "train_model")[0].params["target"] == "price_gbp"
+
+
+def test_the_target_column_labelled_after_a_question():
+    p = _plan("Which does best on matches.csv: logistic, kNN or nearest centroid? Target column: won. Normalize to [0,1] "
+              "first and do a 75/25 split; the most accurate one then gets deployed as cricket-win.")
+    assert {s.params["target"] for s in of_kind(p, "train_model")} == {"won"}
+
+
+@pytest.mark.parametrize("note, how", [("(left join, keep all visits)", "left outer"),
+                                       ("(inner join, visits without a match are dropped)", "inner")])
+def test_a_join_kind_in_a_note_that_goes_on(note, how):
+    p = _plan(f"Load visits.csv and patients.csv. Join them on patient_id {note}, and count rows per ward.")
+    (j,) = of_kind(p, "join")
+    assert j.params["how"] == how
+    assert kinds(p) == ["load_data", "load_data", "join", "aggregate"]
+
+
+def test_rows_without_a_value_are_still_a_cleaning():
+    p = _plan("Load a.csv, drop rows without a price_gbp, and plot it.")
+    assert of_kind(p, "clean_data")[0].params["columns"] == ["price_gbp"]
+
+
+@pytest.mark.parametrize("first, second, how, left", [("visits", "patients", "left", "visits"), ("patients", "visits", "left", "visits"),
+                                                      ("visits", "patients", "right", "patients")])
+def test_the_table_a_join_keeps_named_in_its_note(first, second, how, left):
+    p = _plan(f"Load {first}.csv and {second}.csv. Join them on patient_id ({how} join, keep all visits), and count rows per ward.")
+    (j,) = of_kind(p, "join")
+    assert p.ir.by_id()[refs(j.params["left"])[0]].params["path"] == f"{left}.csv"
+
+
+def test_totals_put_in_a_file_of_an_output_folder_are_written_there():
+    p = _plan("Grab orders.parquet and give me revenue totals by channel in out/rev_by_channel.csv.")
+    assert [s.params["path"] for s in of_kind(p, "load_data")] == ["orders.parquet"]
+    (w,) = of_kind(p, "write_table")
+    assert w.params["path"] == "out/rev_by_channel.csv" and refs(w.params["data"]) == [of_kind(p, "aggregate")[0].id]
+
+
+def test_totals_of_a_data_file_read_in_it():
+    p = _plan("Compute the mean price by city in s.csv.")
+    assert [s.params["path"] for s in of_kind(p, "load_data")] == ["s.csv"] and not of_kind(p, "write_table")

@@ -47,6 +47,7 @@ def arrange(t: Text, actions: list[Action], cues: list[Cue]) -> None:
     _hoist(t, actions)
     _fronted_before(t, actions)
     _done_first(t, actions)
+    _split_said_after(actions)
     _source_said_after(actions)
     _order(actions)
 
@@ -529,6 +530,29 @@ def _done_first(t: Text, actions: list[Action]) -> None:
             t.tokens[a.lo - 1].used = "order"    # "train a knn on x.csv, but normalize the data first"
         actions.remove(a)
         actions.insert(actions.index(users[0]), a)
+
+
+# steps that use a model, or pick one, between a training and the split said after it
+MODEL_USES = ("train_model", "evaluate_model", "select_best", "plot", "save_report", "write_table", "export_model",
+              "deploy_model", "notify")
+
+
+def _split_said_after(actions: list[Action]) -> None:
+    """"Train a logistic regression on credit.csv ... Evaluate on a 20% holdout.", "Could you
+    compare a kNN and a logistic regression on loans.csv? Use a 25% test split": the one split
+    of a request, said after the trainings that need it (no split before them, nothing but
+    models used between), is the split they train on: it runs before the first of them."""
+    splits = [a for a in actions if a.entry == "split_data"]
+    if len(splits) != 1:
+        return
+    split = splits[0]
+    i = actions.index(split)
+    trains = [k for k, a in enumerate(actions[:i]) if a.entry == "train_model"]
+    if not trains or split.has_file or split.step.map is not None or split.step.when is not None \
+            or any(a.entry not in MODEL_USES and a.entry not in SOURCES for a in actions[trains[0]:i]):
+        return
+    actions.remove(split)
+    actions.insert(trains[0], split)
 
 
 def _source_said_after(actions: list[Action]) -> None:

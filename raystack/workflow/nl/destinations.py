@@ -52,6 +52,14 @@ def destinations(t: Text, actions: list[Action]) -> list[Action]:
             drawn.hi = max(drawn.hi, a.hi)
             del out[k]
             continue
+        maker = next((b for b in reversed(out[:k]) if not (b.entry == "load_data" and b.prepositional)), prev)
+        if _written_in_output_folder(t, a, maker):
+            # "give me revenue totals by channel in out/rev.csv": a table made just before, put in a
+            # file of an output folder, is written there (never a table to load)
+            t.relabel(t.tokens[a.lo:a.trig_end], "load_data", "write_table")
+            a.entry = "write_table"
+            a.prepositional = False
+            continue
         if a.entry != "load_data" or not a.prepositional or prev.sentence != a.sentence \
                 or prev.entry not in ("save_report", "plot", "write_table") or a.trig_end - a.lo != 2:
             continue
@@ -66,6 +74,24 @@ def destinations(t: Text, actions: list[Action]) -> list[Action]:
         prev.hi = max(prev.hi, a.hi)
         del out[k]
     return out
+
+# folders results are written to ("out/x.csv", "results/x.parquet"), never data to read
+OUTPUT_FOLDERS = ("out/", "output/", "outputs/", "results/", "reports/")
+# steps that make a table a file in an output folder would hold
+TABLE_MAKERS = ("aggregate", "stats", "dedup", "clean_data", "impute", "normalize", "sample", "join", "concat")
+
+
+def _written_in_output_folder(t: Text, a: Action, prev: Action) -> bool:
+    """A load phrase "in <file>" / "into <file>" right after a step that makes a table, in its
+    sentence, whose file lies in an output folder and ends the clause."""
+    if a.entry != "load_data" or not a.prepositional or prev.sentence != a.sentence or prev.entry not in TABLE_MAKERS \
+            or a.trig_end - a.lo != 2:
+        return False
+    prep, path = t.tokens[a.lo], t.tokens[a.lo + 1]
+    end = t.tokens[a.trig_end] if a.trig_end < len(t.tokens) else None
+    return prep.low in ("in", "into") and path.kind == "path" and path.low.startswith(OUTPUT_FOLDERS) \
+        and path.low.endswith((".csv", ".tsv", ".parquet", ".jsonl", ".json")) and (end is None or end.kind == "punct")
+
 
 def json_tables(t: Text, actions: list[Action]) -> None:
     """"compute stats and write them to out/stats.json", "dedup it and save it to c.json": a

@@ -182,7 +182,7 @@ ROWS_UNIT_OR_LINES = r"(?:rows?|records?|examples|entries|lines?)"
 def sample(text: Text, lo: int, hi: int, f: Found) -> None:
     _seed(text, lo, hi, f)
     m = _search(text, lo, hi, rf"\b(?:the\s+|its\s+|their\s+)?(?P<w>first|last|head|tail|{NEWEST}|{OLDEST})(?=\s+NUM\d+\s+(?:{ROWS_UNIT_OR_LINES}|[a-z]+s)\b"
-                              r"|\s+PCT\d+\s+of\b)", "which rows")
+                              r"|\s+PCT\d+\s+of\b|\s+NUM\d+(?:\s*[,;.)]|\s*$|\s+(?:and|then)\b))", "which rows")
     if m:      # "keep the first 100 rows": in file order, not drawn ("tail 100k rows": the last, as the shell says it;
         # "the newest 200,000 rows": the last, the rows appended in time order)
         w = re.sub(r"\s+", " ", m.group("w"))
@@ -212,7 +212,7 @@ def sample(text: Text, lo: int, hi: int, f: Found) -> None:
         return
     m = _search(text, lo, hi, r"(?P<n>NUM\d+)\s*-?\s*(?:random\s+)?(?:rows?|records?|samples|examples|entries|lines?)\b", "rows") or \
         _search(text, lo, hi, r"(?:(?<=first\s)|(?<=last\s)|(?<=latest\s)|(?<=newest\s)|(?<=recent\s)|(?<=final\s)|(?<=oldest\s)|(?<=earliest\s))"
-                              r"(?P<n>NUM\d+)\s+[a-z]+s\b", "rows")   # "the first 500 customers", "the latest 100,000 events"
+                              r"(?P<n>NUM\d+)(?:\s+[a-z]+s\b|(?=\s*[,;.)]|\s*$|\s+(?:and|then)\b))", "rows")   # "the first 500 customers", "the latest 100,000 events", "the first 10,000,"
     if m:
         f.set("rows", int(_num(text, m.group("n") or m.groupdict().get("m"))))
 
@@ -450,7 +450,7 @@ _PREDICTED = (rf"(?!(?:{'|'.join(sorted(NOT_TARGETS))}|{metrics_rx(k for k in ME
 # the column said as one word right after what names it, the word ending a clause: "a linear model
 # predicting minutes, ...", "linear regression, target heat_mwh", "a regression for minutes with
 # ..." ("predicting finish times", two words, stays the model's purpose)
-TARGET_WORD = (rf"\b(?:predicting|to\s+predict|that\s+predicts|which\s+predicts|forecasting|to\s+forecast)\s+(?P<e>{_PREDICTED})"
+TARGET_WORD = (rf"\b(?:predicting|to\s+predict|that\s+predicts|which\s+predicts|forecasting|to\s+forecast|to\s+estimate|estimating)\s+(?P<e>{_PREDICTED})"
                + _CLAUSE_END + rf"|(?:(?<=regression\s)|(?<=regressor\s)|(?<=model\s)|(?<=classifier\s)|(?<=knn\s)|(?<=regressions\s)"
                rf"|(?<=\blinear\s)|(?<=\blogistic\s)|(?<=\bcentroid\s)"   # ("tune linear for intake_kg")
                rf"|(?<=regressors\s)|(?<=models\s)|(?<=classifiers\s)"   # ("kNN classifiers for water_claim")

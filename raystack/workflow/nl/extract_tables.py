@@ -39,7 +39,8 @@ def join(text: Text, lo: int, hi: int, f: Found) -> None:
         f.set("on", m.group("c"))
         consume(text, lo, hi, r"\bas\s+(?:the\s+)?(?:join\s+|merge\s+)?(?:key|column)\b", "join key")
     # ("... on id (a left join)": the join's own word in the note says its kind)
-    m = _search(text, lo, hi, r"\b(?P<h>left|right|inner|outer|full)(?:[\s-]+outer)?(?:[\s-]+(?:join|merge)(?=\s*\))|(?=[\s-]+(?:join|merge)))"
+    # ("(left join, keep all visits)": the note goes on after the kind)
+    m = _search(text, lo, hi, r"\b(?P<h>left|right|inner|outer|full)(?:[\s-]+outer)?(?:[\s-]+(?:join|merge)(?=\s*[),;])|(?=[\s-]+(?:join|merge)))"
                               r"|(?<=\(\s)(?P<h2>left|right|inner|outer|full)(?:[\s-]+outer)?(?=\s*\)|\s*,\s*keys?\b)"    # "(full outer)", "(inner, key id)"
                               r"|\b(?P<h3>full|left|right|inner|outer)(?:[\s-]+outer)?(?=\s+on\s+[a-z_])",    # "full-outer on transect_id"
                 "join kind")
@@ -65,9 +66,12 @@ def join(text: Text, lo: int, hi: int, f: Found) -> None:
                                "of the first table, 'a full outer join' every row of both)"])
     if said:
         f.set("how", JOIN_KINDS[said])
+        if said == "inner":   # "(inner join, deliveries without a match are dropped)": what the kind does, said
+            consume(text, lo, hi, r"\b[a-z_]\w*\s+(?:without|with\s+no|lacking)\s+(?:a\s+)?(?:match|matching\s+[a-z_]\w*|counterpart)\s+"
+                                  r"(?:are|is|get|gets|will\s+be)\s+(?:dropped|removed|discarded|lost|left\s+out)\b", "join kind")
         if said in ("left", "right"):   # "so that no booking is dropped", "keeping every booking": why
             consume(text, lo, hi, r"\b(?:so\s+(?:that\s+)?no\s+[a-z_]\w*\s+(?:is|gets|are|get)\s+(?:dropped|lost)"
-                                  r"|(?:keeping|keeps|to\s+keep)\s+(?:every|each|all(?:\s+the)?)\s+[a-z_]\w*"
+                                  r"|(?:keeping|keeps|to\s+keep|(?<=,\s)keep)\s+(?:every|each|all(?:\s+the)?)\s+[a-z_]\w*"
                                   # "... even when there's no matching customer", "... even without a match"
                                   r"(?:\s+(?:even\s+)?(?:when|if|where)\s+there\s*(?:'s|is|are)\s+no\s+(?:matching\s+|corresponding\s+)?[a-z_]\w*"
                                   r"|\s+(?:even\s+)?(?:without|with\s+no)\s+(?:a\s+)?(?:match(?:ing\s+[a-z_]\w*)?|corresponding\s+[a-z_]\w*))?)\b",

@@ -517,5 +517,7 @@ SNAKE_COLUMN = r"[a-z][a-z0-9]*_[a-z0-9_]+"
 ZERO_GAP = r"(?:empty|missing|blank|null|nan)"
 GAPS_AFTER = r"(?:nulls|blanks|gaps|nans|empties|blank|empty|null)"
 # the column they lack, as a name: "a price", "the category", "a recorded snr_db", "lap_time"
-MISSING_COLUMN = (r"(?:a|an|any|the)\s+(?:recorded\s+|valid\s+)?(?!(?:values?|data|entries|fields?|cells?|info|information|readings?)\b)[a-z_]"
+# (never "a match": "deliveries without a match are dropped" says what an inner join drops)
+MISSING_COLUMN = (r"(?:a|an|any|the)\s+(?:recorded\s+|valid\s+)?(?!(?:values?|data|entries|fields?|cells?|info|information|readings?"
+                  r"|match|matching\s+[a-z_]+|counterpart|partner)\b)[a-z_]"
                   r"|(?:recorded\s+|valid\s+)?[a-z][a-z0-9]*_[a-z0-9_]+\b")

@@ -25,11 +25,15 @@ STATED = [
     rf"(?:predict|forecast|estimate|classify)\s+(?:the\s+)?(?P<c>{_COL}){_END}",
     # "our goal is to predict alpha_acid", "the aim is to forecast demand"
     rf"\b(?:our|the)\s+(?:goal|aim|objective|task|idea)\s+is\s+to\s+(?:predict|forecast|estimate|classify)\s+(?:the\s+)?(?P<c>{_COL}){_END}",
+    # "Predict no_show: load a.csv, ...", "A model to predict no_show: ...": a request titled by what
+    # its model predicts, the colon closing the title
+    rf"(?:^|(?<=[.;!?]\s))(?:(?:a|an)\s+(?:model|classifier|regressor|regression)\s+(?:to|that\s+will|which\s+will)\s+)?"
+    rf"(?:predict|forecast|estimate|classify)(?:ing)?\s+(?:the\s+)?(?P<c>{_COL})(?=\s*:)",
     # "the answer is in the no_show column", "the outcome is churned"
     rf"\bthe\s+(?:answer|outcome|thing\s+(?:to|we)\s+predict)\s+is\s+(?:in\s+)?(?:the\s+)?(?P<c>{_COL})(?:\s+column)?{_END}",
     # "listings.parquet, target days_to_sale.", "a classifier (label water_claim)": the column named
     # by its role, as a note of its own
-    rf"(?:(?<=[.;:,(]\s)|(?<=\()|^)(?:the\s+)?(?:target|label)(?:\s+column)?\s*(?:[:=]\s*|is\s+)?(?P<c>{_COL})(?=\s*[.;,)])",
+    rf"(?:(?<=[.;:,(?!]\s)|(?<=\()|^)(?:the\s+)?(?:target|label)(?:\s+column)?\s*(?:[:=]\s*|is\s+)?(?P<c>{_COL})(?=\s*[.;,)])",
     # "bill_delta_pct regression on meter_reads.parquet.": the column a title names the model of
     r"(?:^|(?<=[.;:]\s))(?P<c>[a-z][a-z0-9]*_[a-z0-9_]+)\s+(?:regression|classification|classifier|prediction|forecast|model)\b",
     # "the target is churned", "the label column is is_fraud"

@@ -129,6 +129,13 @@ def order_table_sides(steps: list[DraftStep]) -> None:
             if (_side_said(s, named[0][0]) == "left") != (sources[0] == named[0][1]):
                 s.inputs[first_side], s.inputs[second_side] = right, left
             continue
+        kept = re.search(r"\bkeep(?:ing|s)?\s+(?:all|every|each)(?:\s+the)?\s+\w+", s.span, re.I)
+        if len(named) == 1 and outer and named[0][1] in sources and kept is not None and kept.start() <= named[0][0] < kept.end():
+            # "left join on patient_id (keep all visits)": the one table named is the side the join keeps
+            keeps_left = s.params.get("how") == "left outer"
+            if (sources[0] == named[0][1]) != keeps_left:
+                s.inputs[first_side], s.inputs[second_side] = right, left
+            continue
         if len(named) < 2:
             if outer and named:
                 raise PlanRefused([f"{s.span!r} names only {loads[named[0][1]]}: say which table is the left one"])

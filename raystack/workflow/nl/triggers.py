@@ -315,7 +315,9 @@ TRIGGERS: list[tuple[str, str]] = [
                rf"(?:{ROW_ORDER})\s+"
                # "the first 500 customers": rows named by what each one is
                r"(?:NUM\d+\s+(?:rows?|records?|lines?|entries|(?!(?:models|adapters|runs|epochs|steps|trials|times|rounds|workers|features|columns)\b)[a-z]+s\b)"
-               r"|PCT\d+\s+of\s+(?:it|them|the\s+(?:rows|data|records|table)))(?!\s+(?:as|for|to)\b))"),
+               r"|PCT\d+\s+of\s+(?:it|them|the\s+(?:rows|data|records|table))"
+               # "keep only the first 10,000, de-dupe": the rows left unsaid, the clause ending at the count
+               r"|NUM\d+(?=\s*[,;.)]|\s*$|\s+(?:and|then)\b))(?!\s+(?:as|for|to)\b))"),
     # "x.csv, first 5,000 rows only; 70/30 split": a subset in file order said as an item of a list
     ("sample", rf"(?:{AFTER_ARROW}|(?<=[,;:]\s)|^)(?P<sk>(?:the\s+)?(?:first|last)\s+NUM\d+\s+(?:rows?|records?|lines?|entries))\s+only"
                rf"{ITEM_END}"),
@@ -409,9 +411,10 @@ TRIGGERS: list[tuple[str, str]] = [
                   rf"(?:did|made|sold|had|handled|got|logged|received|booked|took|fixed|repaired|ran|ran|served|delivered)\s+"
                   rf"(?=(?:{GROUP_KEY_MARK})\s+(?!NUM)\w+)"),
     # "work out revenue totals per store": the measure named before the function's noun
-    ("aggregate", r"\b(?:compute|calculate|get|find|work\s+out|figure\s+out|produce|report)\s+(?:the\s+)?(?P<sk>(?:[a-z_]+\s+){1,2}?)"
+    ("aggregate", r"\b(?:compute|calculate|get|find|work\s+out|figure\s+out|produce|report|(?:give|show)\s+(?:me|us))\s+(?:the\s+)?(?P<sk>(?:[a-z_]+\s+){1,2}?)"
                   r"(?:totals?|sums?|counts?|averages?|means?|medians?)\s+(?=per\s|by\s|for\s+each\s)"),
-    ("aggregate", rf"\b(?:(?:compute|calculate|get|find|work\s+out|figure\s+out|find\s+out|report|(?:tell|show|give)\s+(?:me|us))\s+(?:the\s+)?)?(?:sum(?:s|med|ming)?|total(?:s|ed|led|ing|ling)?|count(?:s|ed|ing)?|"
+    # ("we'd like to know the median wait per clinic": what the writer wants to know, computed)
+    ("aggregate", rf"\b(?:(?:compute|calculate|get|find|work\s+out|figure\s+out|find\s+out|report|(?:tell|show|give)\s+(?:me|us)|(?<=\bto\s)(?:know|see|learn))\s+(?:the\s+)?)?(?:sum(?:s|med|ming)?|total(?:s|ed|led|ing|ling)?|count(?:s|ed|ing)?|"
                   rf"average(?:s|d)?|averaging|avg|means?|medians?|tall(?:y|ies|ied|ying)|add(?:s|ed|ing)?\s+up|number\s+of|summari[sz](?:e|es|ed|ing)"
                   rf"|max|min|maximum|minimum|lowest|highest|smallest|largest)\b\s+{skip(3)}"
                   rf"(?:grouped\s+)?(?:{GROUP_KEY_MARK}|(?:for|in)\s+each\s+of\s+the|across(?:\s+the)?(?=\s+(?!{NOT_GROUPS}\b)(?!NUM)[a-z_]\w*[^s\W]s\b))\s+(?!NUM)\w+"),   # "the max temp per sensor" (never "minutes per line")
