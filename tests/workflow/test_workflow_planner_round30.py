@@ -282,12 +282,6 @@ def test_a_step_said_last_with_then_stays_last():
 
 
 # -- a fourth and fifth battery: names, subsets, targets and splits said in passing ----------------
-def test_an_elastic_dlrm_for_a_named_job():
-    p = _plan("Train an elastic DLRM for ctr-model with 4 epochs, retrying up to 2 times on failure, and export it to ./models/ctr.")
-    (s,) = of_kind(p, "elastic_dlrm")
-    assert (s.params["name"], s.params["epochs"], s.retries) == ("ctr-model", 4, 2)
-
-
 @pytest.mark.parametrize("said, which, n", [("keep only the first 10,000", "first", 10000), ("keep the last 500", "last", 500)])
 def test_rows_kept_by_place_with_their_noun_unsaid(said, which, n):
     p = _plan(f"Take tenancies.csv, {said}, de-dupe, and compute summary statistics.")
@@ -365,3 +359,26 @@ def test_totals_put_in_a_file_of_an_output_folder_are_written_there():
 def test_totals_of_a_data_file_read_in_it():
     p = _plan("Compute the mean price by city in s.csv.")
     assert [s.params["path"] for s in of_kind(p, "load_data")] == ["s.csv"] and not of_kind(p, "write_table")
+
+
+# -- a sixth battery: the passive, trying again, how often a loop is checked --------------------------
+@pytest.mark.parametrize("said, agg", [("the yield_kg per field is to be summed", "sum"), ("the yield_kg per field is averaged", "mean"),
+                                       ("the total yield_kg per field is to be computed", "sum")])
+def test_an_aggregate_in_the_passive(said, agg):
+    p = _plan(f"The data should be loaded from harvest_log.csv. Duplicates are to be removed. Then {said}.")
+    (a,) = of_kind(p, "aggregate")
+    assert (a.params["by"], a.params["agg"]) == ("field", agg)
+    assert kinds(p) == ["load_data", "dedup", "aggregate"]
+
+
+def test_try_again_with_more_epochs_is_a_retraining():
+    p = _plan("Load scores.csv, hold out 25%, and fit a logistic regression for passed_exam, evaluate it. If the AUC is under "
+              "0.7, try again with 50 epochs.")
+    first, again = of_kind(p, "train_model")
+    assert again.params["epochs"] == 50 and again.when[0].value == 0.7 and "epochs" not in first.params
+
+
+def test_a_rounds_length_said_as_how_often_it_is_checked():
+    p = _plan("Pretrain tiny-1m with EDiT until the validation loss is below 2.9, checking every 200 steps, for at most 10 rounds.")
+    (s,) = of_kind(p, "edit_pretrain")
+    assert (s.params["steps"], s.loop.until_value, s.loop.max_iterations) == (200, 2.9, 10)

@@ -17,7 +17,9 @@ AGG_WORDS = {"sum": "sum", "sums": "sum", "total": "sum", "totals": "sum", "coun
              "minimum": "min", "lowest": "min", "smallest": "min", "max": "max", "maximum": "max", "highest": "max",
              "largest": "max",
              # "tally by decision": the rows of each group counted (the step's default would sum them)
-             "tally": "count", "tallies": "count", "tallied": "count", "tallying": "count"}
+             "tally": "count", "tallies": "count", "tallied": "count", "tallying": "count",
+             # the passive: "the yield per field is to be summed", "... is averaged"
+             "summed": "sum", "totalled": "sum", "totaled": "sum", "averaged": "mean"}
 
 
 def singular(word: str) -> str:

@@ -392,7 +392,7 @@ def elastic_dlrm(text: Text, lo: int, hi: int, f: Found) -> None:
                           r"ad\s+click|training|run|job|launch|launches|launching)\b", "elastic")
     # (a word of its own: "class-picks" holds "as" and was named "s-picks")
     m = _search(text, lo, hi, r"\b(?:(?:job\s+)?name[sd]?|called|as|(?:name|call)\s+it)\s*(?::|=)?\s*(?P<n>" + JOB_NAME + r")\b", "job name") or \
-        _search(text, lo, hi, r"\b(?:job|dlrm(?:\s+(?:model|job))?(?:\s+for)?|(?:runs?|jobs?)\s+of)\s+(?P<n>" + JOB_NAME + r")\b", "job name") or \
+        _search(text, lo, hi, r"\b(?:job|dlrm(?:\s+(?:model|job))?|(?:runs?|jobs?)\s+of)\s+(?P<n>" + JOB_NAME + r")\b", "job name") or \
         _search(text, lo, hi, r"\b(?:named|called|name\s*[:=])\s*(?P<n>(?!(?:the|a|an|it|after|for|by|on|in|with)\b)[a-z][a-z0-9]*)\b",
                 "job name") or \
         _search(text, lo, hi, r"(?<=dlrm\s)job\s+(?P<n>(?!(?:for|with|on|in|at|to|and|then|that|which|the|a|an|of|using|runs?|is|was|"

@@ -181,7 +181,9 @@ LOOP_WORDS = (r"\b(?:keep(?:s|ing)?\s+(?:on\s+)?(?:training|running|fitting|iter
               r"|repeat(?:ing)?\s+(?:the\s+)?(?:training|fitting|fit|pretraining|fine-tuning|run)|repeat(?:ing|edly)?|"   # "repeat training up to 3 times"
               r"(?:keep|keeps|keeping)(?=\s+(?:on|it\s+up|at\s+it|until|till|while|up)\b|\s+[\w-]*ing\b|\s*[,.;:]|\s*$)|again|iterat\w*|loop|loops|looping|re-?run\w*|rounds?|runs|at\s+a\s+time|"
               r"each\s+round|per\s+round|going|at\s+it|(?:round|epoch|pass)\s+(?:by|after)\s+(?:round|epoch|pass)|passes|chunks|cycles"
-              r"|continu(?:e|es|ing)(?=\s+(?:in|with|for)\s))\b")   # ("continuing in one-epoch rounds until ...")
+              r"|continu(?:e|es|ing)(?=\s+(?:in|with|for)\s)"   # ("continuing in one-epoch rounds until ...")
+              # ("until the val loss is below 2.9, checking every 200 steps": a round's length, said as how often it is checked)
+              r"|(?:checking|evaluating|validating|measuring|testing|checked|evaluated)\s+(?:it\s+)?every(?=\s+NUM\d+\s+(?:training\s+)?steps\b))\b")
 ROUND_WORDS = r"\b(?:per|each|a)\s+(?:round|pass|chunk|cycle|iteration|block)\b|\bin\s+(?:chunks|blocks|batches|stints)\s+of\b"   # ("in blocks of 400 steps")
 PER_ROUND = {r"\bepoch\s+(?:by|after)\s+epoch\b|\b(?:a\s+)?single\s+epoch\b(?:\s+(?:at\s+a\s+time|(?:per|each|a)\s+(?:iteration|round|pass)))?"
              r"|\b(?:an|one|NUM\d+)\s+epochs?(?=\s+at\s+a\s+time\b)"

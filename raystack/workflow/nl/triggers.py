@@ -418,6 +418,11 @@ TRIGGERS: list[tuple[str, str]] = [
                   rf"average(?:s|d)?|averaging|avg|means?|medians?|tall(?:y|ies|ied|ying)|add(?:s|ed|ing)?\s+up|number\s+of|summari[sz](?:e|es|ed|ing)"
                   rf"|max|min|maximum|minimum|lowest|highest|smallest|largest)\b\s+{skip(3)}"
                   rf"(?:grouped\s+)?(?:{GROUP_KEY_MARK}|(?:for|in)\s+each\s+of\s+the|across(?:\s+the)?(?=\s+(?!{NOT_GROUPS}\b)(?!NUM)[a-z_]\w*[^s\W]s\b))\s+(?!NUM)\w+"),   # "the max temp per sensor" (never "minutes per line")
+    # "the yield per field is to be summed", "the total yield_kg per field is to be computed": the
+    # aggregate in the passive, its measure and key first
+    ("aggregate", passive(r"(?:the\s+)?(?:(?:total|sum|mean|average|median|maximum|minimum|max|min|count|number)\s+(?:of\s+)?(?:the\s+)?)?"
+                          r"[a-z_]\w*\s+(?:per|by|for\s+each)\s+(?!NUM)[a-z_]\w*",
+                          r"summed|totalled|totaled|averaged|counted|aggregated|computed|calculated|worked\s+out|added\s+up|tallied")),
     # "how many rows per city are there?": a count per group, not the row count
     ("aggregate", rf"\bhow\s+many\s+(?:rows|records|entries|(?!times\b)[a-z_]\w*s)\s+(?=(?:{GROUP_KEY_MARK})\s+(?!NUM)\w+)"),
     ("aggregate", r"\broll(?:s|ed|ing)?\s+(?:the\s+|it\s+|them\s+)?(?:[\w-]+\s+){0,3}?up\s+(?=by\s|per\s)"),   # "roll the merged rows up by press"
@@ -675,7 +680,8 @@ TRIGGERS: list[tuple[str, str]] = [
     # ("and train 3 epochs a round until ...": the verb and the training's settings, its model named before)
     ("train_model", r"\b(?:train|fit)\s+(?:(?:it|them)\b(?!\s+again\b)|(?=(?:for\s+)?NUM\d+\s+(?:epochs?|rounds?|passes)\b))"),
     # "train a knn with k = 3; then, if accuracy < 0.8, try k = 7": a training again, with that value
-    ("train_model", r"(?<=[,;:]\s)(?:try|tries|trying)\s+(?:again\s+)?(?:with\s+)?(?=(?:k|lr|learning\s+rate|epochs)\s*(?:=|of\b|NUM))"),
+    # ("..., try again with 50 epochs")
+    ("train_model", r"(?<=[,;:]\s)(?:try|tries|trying)\s+(?:again\s+)?(?:with\s+)?(?=(?:k|lr|learning\s+rate|epochs)\s*(?:=|of\b|NUM)|NUM\d+\s+epochs\b)"),
     ("train_model", TRAIN_AGAIN),   # "train it again": a retraining
     # ("export the model trained to ./m", "the model trained earlier": the model made before, named)
     ("train_model", passive(rf"(?:(?:linear|logistic|k-?nn|centroid)\s+)?{MODEL_NOUN}", r"trained|fitted|fit|built|learned|learnt|estimated|re-?trained")
