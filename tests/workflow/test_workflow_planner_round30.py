@@ -382,3 +382,35 @@ def test_a_rounds_length_said_as_how_often_it_is_checked():
     p = _plan("Pretrain tiny-1m with EDiT until the validation loss is below 2.9, checking every 200 steps, for at most 10 rounds.")
     (s,) = of_kind(p, "edit_pretrain")
     assert (s.params["steps"], s.loop.until_value, s.loop.max_iterations) == (200, 2.9, 10)
+
+
+# -- a seventh battery: conditions and handlers in other orders --------------------------------------
+def test_the_other_side_said_in_the_formal_order():
+    p = _plan("Load a.csv, train a knn for label_y, evaluate. Should the accuracy be below 0.6, notify 'knn weak'; should it "
+              "be 0.6 or more, export it to ./models/knn.")
+    (n,), (e,) = of_kind(p, "notify"), of_kind(p, "export_model")
+    assert (n.when[0].op, n.when[0].negate, e.when[0].op, e.when[0].negate) == ("<", False, "<", True)
+
+
+def test_whether_or_not_it_succeeded_is_a_handler_that_always_runs():
+    p = _plan("Pretrain tiny-1m with EDiT for 200 steps; repeat until val loss is at most 3.0 (max 6 times). After it "
+              "finishes, whether or not it succeeded, clear scratch.")
+    assert [(x.fn.rsplit(":", 1)[1], x.exit) for x in p.ir.steps if x.exit] == [("cleanup", "always")]
+
+
+def test_otherwise_after_a_failure_handler_is_the_run_going_on():
+    p = _plan("Fine-tune adapters legal-qa and contracts on ./ckpt/base with mLoRA; if the fine-tune fails, notify "
+              "'mlora failed', otherwise evaluate and serve the adapters.")
+    assert [(x.fn.rsplit(":", 1)[1], x.exit) for x in p.ir.steps if x.exit] == [("notify", "failure")]
+    assert not of_kind(p, "serve_adapters")[0].when and kinds(p)[-2:] == ["evaluate_adapters", "serve_adapters"]
+
+
+def test_otherwise_with_no_condition_or_handler_stays_refused():
+    with pytest.raises(PlanRefused, match="otherwise"):
+        _plan("Load a.csv and plot it, otherwise compute stats.")
+
+
+def test_the_target_after_the_epochs_of_a_map():
+    p = _plan("Load houses.csv, split it 80/20, train linear regression models with 10 and 20 epochs on price_usd, and "
+              "choose the one with the lowest RMSE.")
+    assert {s.params["target"] for s in of_kind(p, "train_model")} == {"price_usd"}

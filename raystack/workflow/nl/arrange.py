@@ -191,6 +191,9 @@ def _apply_cues(t: Text, actions: list[Action], cues: list[Cue]) -> None:
                 for a in [a for a in acts if a.lo >= else_at]:
                     a.step.when, a.step.otherwise = cond, True
         elif c.kind == "else":
+            if last_when is None and any(x.kind == "exit" and x.data.get("kind") == "failure" and x.sentence == c.sentence
+                                         and x.lo < c.lo for x in cues):
+                continue    # "if the fine-tune fails, notify 'x', otherwise evaluate ...": the run going on as it does
             if last_when is None:
                 raise PlanRefused(["'otherwise' with no condition before it"])
             said, cond = c.data.get("direction"), last_when.when

@@ -272,7 +272,8 @@ def _conditions(t: Text, lo: int, hi: int, si: int, earlier: list[Cue]) -> list[
         out.append(_cond(t, si, toks[0].i, toks[-1].i + 1, "accuracy", op, number(float(t.literal(m.group("v")).value()))))
     # "Pick the lowest RMSE; if it's below 5, export it": "it" is the one metric the clause before named
     # ("... keep the lowest RMSE. Under 5 → export ...": a bare comparison opening its sentence)
-    for m, toks in t.finditer(rf"\b{L.IF_CUE}\s+(?:it\s*'s|it\s+is|that\s*'s|that\s+is)(?=\s)"
+    # ("should it be 0.6 or more, export it": the formal order)
+    for m, toks in t.finditer(rf"\b{L.IF_CUE}\s+(?:it\s*'s|it\s+is|that\s*'s|that\s+is)(?=\s)|\bshould\s+(?:it|that)\s+be(?=\s)"
                               rf"|(?:(?<=[.;]\s)|^|{AFTER_ARROW})(?=(?:under|below|over|above|at\s+least|at\s+most|<|>|≤|≥|<=|>=)\s*(?:NUM|PCT)\d+\s*(?:→|->|\?|:))",
                               lo, hi, free_only=True):
         start = toks[0].i if toks else t.token_at(m.start()).i

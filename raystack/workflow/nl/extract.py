@@ -478,7 +478,8 @@ TARGET_WORD = (rf"\b(?:predicting|to\s+predict|that\s+predicts|which\s+predicts|
                + r"|(?:(?<=model\s)|(?<=regression\s)|(?<=classifier\s)|(?<=regressor\s)|(?<=knn\s)|(?<=decoder\s)|(?<=models\s)"
                r"|(?<=classifiers\s)|(?<=regressions\s)|(?<=neighbours\s)|(?<=neighbors\s)"
                # ("a k nearest neighbours with k three on slow_stop": after the model's k)
-               r"|(?<=\bk\sNUM\d\s)|(?<=\bk\sNUM\d\d\s)|(?<=\bk=NUM\d\s)|(?<=\bk\s=\sNUM\d\s))on\s+"
+               r"|(?<=\bk\sNUM\d\s)|(?<=\bk\sNUM\d\d\s)|(?<=\bk=NUM\d\s)|(?<=\bk\s=\sNUM\d\s)"
+               r"|(?<=\bepochs\s)|(?<=\bneighbours\s)|(?<=\bneighbors\s))on\s+"     # ("... with 10 and 20 epochs on price_usd")
                r"(?P<n>(?!(?:train|test|val|valid|validation|training|holdout|eval)_)(?![a-z0-9_]*_(?:set|split|data|rows|features|df|table)\b)"
                r"[a-z][a-z0-9]*_[a-z0-9_]+)(?=\s+NUM\d+\s+times\b|" + _CLAUSE_END[3:])
 

@@ -261,7 +261,8 @@ RETRIES = [
 EXIT_CUES = [
     (r"\b(?<!even\s)(?:on|upon)\s+(?:a\s+|any\s+)?failures?(?:\s+(?:anywhere|at\s+any\s+(?:point|step)|along\s+the\s+way))?\b|\bfailure\s+anywhere\b|\b(?:a\s+|any\s+)?crash(?:es)?\s+(?:at\s+any\s+(?:point|stage|step)|anywhere)\b|\bany\s+failure\b|\b(?<!even\s)if\s+(?:it|something|anything|that|this)\s+(?:fails|breaks|falls\s+apart|dies|blows\s+up|crashes(?=\s+(?:partway|midway|halfway)))\b(?:\s+(?:anywhere|somewhere|along\s+the\s+way|at\s+any\s+(?:point|step|stage)|partway(?:\s+through)?|midway(?:\s+through)?|halfway(?:\s+through)?))?|\bin\s+case\s+of\s+(?:a\s+|any\s+)?(?:failures?|errors?)\b|"
      r"\b(?<!even\s)(?:if|when|should)\s+(?:anything|something|(?:any|a|some|one)\s+(?:step|stage|part|task)|any\s+of\s+(?:this|these|them|it)|"
-     r"(?:the|this)\s+(?:(?:whole|entire|full)\s+)?(?:run|workflow|pipeline|job|training|whole\s+thing|flow|procedure|process|analysis)"
+     r"(?:the|this)\s+(?:(?:whole|entire|full)\s+)?(?:run|workflow|pipeline|job|training|whole\s+thing|flow|procedure|process|analysis"
+     r"|fine-?tune|fine-?tuning|pre-?training|tuning|search|sweep)"        # ("if the fine-tune fails, notify 'x'")
      r"(?:\s+as\s+a\s+whole)?)"           # "if the procedure as a whole fails"
      r"(?:\s+(?:in|of)\s+(?:the\s+)?(?:run|workflow|pipeline|job|it))?"       # "if something in the run breaks"
      r"\s+(?:fails?|failed|breaks?|go(?:es)?\s+wrong|"
@@ -315,7 +316,7 @@ EXIT_CUES = [
      r"whether\s+(?:it|the\s+run|everything)\s+(?:succeeds|succeeded|works|worked|passes|passed)\s+or\s+(?:not|fails|failed|crashes|crashed)|"
      # (a clause of their own: "classify good or bad reviews" names classes)
      r"(?:(?<=[,;.:]\s)|(?<=^))(?:good\s+(?:result\s+|outcome\s+|news\s+)?or\s+bad|successful\s+or\s+not)(?=\s*,)|"
-     r"whether\s+or\s+not\s+(?:it|the\s+(?:run|job|pipeline|workflow)|everything)\s+(?:succeeds|works|passes|fails)|"
+     r"whether\s+or\s+not\s+(?:it|the\s+(?:run|job|pipeline|workflow)|everything)\s+(?:succeeds|works|passes|fails|succeeded|worked|passed|failed)|"
      r"(?:regardless\s+of|no\s+matter)\s+how\s+(?:it|the\s+(?:run|job|pipeline|workflow)|things)\s+(?:ends|goes|turns\s+out)|"
      r"however\s+(?:it|the\s+(?:run|job|pipeline|workflow)|things)\s+(?:ends|goes|turns\s+out|finishes|ended|went)|"
      # "When it stops for any reason, clear away the scratch files"
