@@ -414,3 +414,58 @@ def test_the_target_after_the_epochs_of_a_map():
     p = _plan("Load houses.csv, split it 80/20, train linear regression models with 10 and 20 epochs on price_usd, and "
               "choose the one with the lowest RMSE.")
     assert {s.params["target"] for s in of_kind(p, "train_model")} == {"price_usd"}
+
+
+# -- an eighth and ninth battery: parts, telegraphic and formal requests, settings as key = value ------
+def test_pretraining_from_scratch():
+    p = _plan("Pretrain a small language model from scratch on tiny-1m with EDiT, 8 workers, 1,000 steps, and save the "
+              "checkpoint to ./ckpt/lm.")
+    assert kinds(p) == ["edit_pretrain", "export_model"] and not [x for x in p.ir.steps if x.exit]
+
+
+def test_per_key_then_after_is_no_second_key():
+    """Silently wrong before: "the sum of importe per tienda, and after write in out/x.csv" grouped by
+    tienda and a column named "after"."""
+    p = _plan("Please load the file ventas.csv and make the sum of importe per tienda, and after write in out/ventas.csv.")
+    assert of_kind(p, "aggregate")[0].params["by"] == "tienda"
+
+
+def test_two_keys_stay_two():
+    assert of_kind(_plan("Load s.csv and sum sales by store and month."), "aggregate")[0].params["by"] == ["store", "month"]
+
+
+def test_writing_the_table_after_its_statistics_writes_the_table():
+    """Silently wrong before: "compute column statistics, and if ... notify ..., else write the table to
+    out/x.csv" wrote the statistics."""
+    p = _plan("Read inputs.csv, compute column statistics, and if missing values exceed 10% notify 'too many gaps', else "
+              "write the table to out/inputs_clean.csv.")
+    (w,), (st,) = of_kind(p, "write_table"), of_kind(p, "stats")
+    assert refs(w.params["data"]) == [of_kind(p, "load_data")[0].id] and st.id in w.after
+
+
+@pytest.mark.parametrize("said", ["write them to out/s.csv", "write the table to out/stats.csv"])
+def test_statistics_written_as_such_stay_the_statistics(said):
+    p = _plan(f"Load a.csv, compute stats and {said}.")
+    assert refs(of_kind(p, "write_table")[0].params["data"]) == [of_kind(p, "stats")[0].id]
+
+
+def test_wanting_to_know_a_count_per_key():
+    p = _plan("We need to know how many orders per customer_id are in orders.csv.")
+    assert (of_kind(p, "aggregate")[0].params["by"], of_kind(p, "aggregate")[0].params["agg"]) == ("customer_id", "count")
+
+
+@pytest.mark.parametrize("frame", ["I would be grateful if you could", "It would be great if you could", "We'd appreciate it if you could"])
+def test_a_polite_frame_around_the_request(frame):
+    p = _plan(f"{frame} train a logistic regression classifier on patients.csv, using readmitted as the outcome variable, "
+              "after removing duplicate records and reserving 20% of the data for testing.")
+    assert of_kind(p, "train_model")[0].params["target"] == "readmitted"
+    assert kinds(p)[0] == "load_data" and "dedup" in kinds(p)
+
+
+@pytest.mark.parametrize("text", ["data = loans.csv; model = knn; k = 7; target = defaulted; test = 25%; then evaluate",
+                                  "data: loans.csv\nmodel: knn, k=7, target=defaulted\ntest: 25%\nthen evaluate"])
+def test_settings_said_as_key_value_pairs(text):
+    p = _plan(text)
+    (tr,), (sp,) = of_kind(p, "train_model"), of_kind(p, "split_data")
+    assert (tr.params["k"], tr.params["target"], sp.params["test_fraction"]) == (7, "defaulted", 0.25)
+    assert refs(tr.params["data"]) == [sp.id] and kinds(p)[-1] == "evaluate_model"

@@ -427,6 +427,16 @@ def describes(t: Text, run: list[Token]) -> bool:
     return run[-1].low.rstrip("s") in heads
 
 
+def _wanting_to_know(t: Text) -> None:
+    """"We need to know how many orders per customer_id ...", "I'd like to see the totals": what the
+    writer wants, said before the words of the step that answers it (the verb is glue)."""
+    for x in t.unused():
+        if x.low in ("know", "see", "find") and x.i >= 2 and t.tokens[x.i - 1].low == "to" \
+                and t.tokens[x.i - 2].low in ("want", "need", "like", "love", "wanted", "needed") \
+                and x.i + 1 < len(t.tokens) and t.tokens[x.i + 1].used and t.tokens[x.i + 1].used in CATALOG:
+            t.mark([x], "request")
+
+
 def _instead(t: Text) -> None:
     """"if the rmse is above 10, train a knn instead": 'instead' says the conditional step
     replaces what came before; the condition carries that (a step reading "the final model"
@@ -596,6 +606,7 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
     preamble(t)
     origins(t)
     references(t)
+    _wanting_to_know(t)
     _instead(t)
     left = [x for x in t.unused() if x.kind != "punct" and x.low not in L.FILLERS]
     bad = [x for x in left if x.kind != "word"]

@@ -239,10 +239,18 @@ class _Wiring:
         still follows them."""
         of_data = s.entry == "plot" and re.search(r"\b(?:of|plot|chart|graph)\s+(?:the\s+|all\s+the\s+)?(?:data|dataset|table|rows|records)\b",
                                                   s.span, re.I) is not None
-        if s.entry != "plot" or s.params.get("column") is None and (s.map is None or s.map[0] != "column") and not of_data:
+        # ("compute column statistics, and if ..., write the table to out/x.csv": the data written, not its statistics)
+        written = s.entry == "write_table" and re.search(r"\b(?:write|save|store|export|put)\s+(?:the\s+|all\s+the\s+)?(?:data|dataset|table|rows|records)\b",
+                                                         s.span, re.I) is not None
+        if not written and (s.entry != "plot" or s.params.get("column") is None and (s.map is None or s.map[0] != "column")
+                            and not of_data):
             return
         src = self._wired(s.inputs.get("data")) if isinstance(s.inputs.get("data"), str) else None
         if src is None or self.output(src) == TABLE:
+            return
+        # (a write reads past the statistics only, to a file its name does not call statistics: "write the
+        # table to out/flights_stats.parquet" writes them)
+        if written and (src.entry != "stats" or re.search(r"stat|summar|profile|describe", str(s.params.get("path", "")), re.I)):
             return
         by_label = {x.label: x for x in self.out}
         up = [x for x in upstream(src, by_label) if self.output(x) == TABLE]

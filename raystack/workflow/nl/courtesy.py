@@ -47,11 +47,21 @@ SIGN_OFF_NAME = re.compile(
     r"[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?\s*$")
 
 
+# "I would be grateful if you could train ...", "It would be great if you could ...": a polite
+# frame around the request, opening a sentence; the request is what follows it
+POLITE_FRAME = re.compile(
+    r"(?:(?<=[.!?]\s)|(?<=[.!?]\n)|^)\s*(?:(?:i|we)\s*(?:would|'d)\s+be\s+(?:very\s+|most\s+|really\s+|so\s+)?grateful"
+    r"|(?:i|we)\s*(?:would|'d)\s+(?:really\s+|greatly\s+)?appreciate\s+it|it\s*(?:would|'d)\s+be\s+(?:great|helpful|lovely|nice|wonderful))"
+    r"\s+if\s+you\s+(?:could|would|can)\s+", re.I)
+
+
 def trim_courtesies(text: str) -> str:
-    """The request without a greeting or a label opening it, or what closes a message and asks for
-    nothing: a bare thanks, a sign-off with a name, a courtesy sentence (see GREETING_OPENING,
-    REQUEST_LABEL, THANKS_CLOSING, SIGN_OFF_NAME, CLOSING_SENTENCE)."""
+    """The request without a greeting or a label opening it, a polite frame opening a sentence, or
+    what closes a message and asks for nothing: a bare thanks, a sign-off with a name, a courtesy
+    sentence (see GREETING_OPENING, REQUEST_LABEL, POLITE_FRAME, THANKS_CLOSING, SIGN_OFF_NAME,
+    CLOSING_SENTENCE)."""
     trimmed = REQUEST_LABEL.sub("", GREETING_OPENING.sub("", text, count=1), count=1)
+    trimmed = POLITE_FRAME.sub("", trimmed)
     for _ in range(3):      # "... Hope that makes sense. Thanks!\nBest, Priya"
         before = trimmed
         for rx in (SIGN_OFF_NAME, THANKS_CLOSING, CLOSING_SENTENCE):

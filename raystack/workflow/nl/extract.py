@@ -425,7 +425,7 @@ TARGET_COLUMN = (r"\b(?:to\s+)?(?:predict|predicting|forecast|forecasting|estima
                  r"(?:the\s+|its\s+)?(?:values?\s+(?:of|in)\s+(?:the\s+)?)?(?P<a>[a-z_][a-z0-9_]*)\s+column\b"
                  r"|\b(?:model|classifier|regression|regressor|predictor)\s+for\s+(?:the\s+)?(?P<b>[a-z_][a-z0-9_]*)\s+column\b"
                  r"|\b(?:with|using|taking)\s+(?:the\s+)?(?P<c>[a-z_][a-z0-9_]*)\s+(?:column\s+)?as\s+(?:the\s+|its\s+)?"
-                 r"(?:target|label|outcome|response|dependent\s+variable)(?:\s+column)?\b"
+                 r"(?:target|label|outcome|response|dependent)(?:\s+(?:column|variable))?\b"
                  # "fit a linear regression, labour_hours being the target", "(minutes is the target)"
                  r"|(?<=\(\s)(?P<h2>[a-z_][a-z0-9_]*)\s+is\s+(?:the\s+)?(?:target|label)(?=\s*\))"
                  r"|(?<=,\s)(?P<h>[a-z][a-z0-9]*_[a-z0-9_]+)\s+being\s+(?:the\s+|its\s+)?(?:target|label)(?:\s+column)?\b"

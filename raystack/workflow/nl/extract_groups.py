@@ -49,6 +49,7 @@ def _aggregate(text: Text, lo: int, hi: int, f: Found) -> None:
     # a key is no verb of the next step ("total the amounts per country, and get a bar chart")
     # (nor the function: "group by region and count" counts per region)
     key = r"(?!NUM)(?!(?:the|a|an|it|them|then|and|get|make|draw|give|show|plot|save|write|send|create|produce|also|" \
+          r"after|afterwards|before|later|next|finally|lastly|" \
           r"compute|train|fit|export|deploy|email|notify|tell|count|sum|total|average|mean|median|max|min)\b)[a-z_][a-z0-9_]*"
     # "how many bookings each castle got": the rows counted per castle
     m = _search(text, lo, hi, r"\beach\s+(?P<c>(?!NUM)[a-z_][a-z0-9_]*)\s+(?:got|had|has|gets|received|made|took|saw|logged|sold|booked)\b",

@@ -126,7 +126,7 @@ def _compared_modes(text: Text, lo: int, hi: int) -> list[str]:
 
 def edit_pretrain(text: Text, lo: int, hi: int, f: Found) -> None:
     consume(text, lo, hi, r"\b(?:pre-?train\w*|pre-training|edit|local\s+sgd|llm|large\s+language\s+models?|"
-                          r"language\s+models?)\b", "edit")
+                          r"language\s+models?|from\s+scratch)\b", "edit")     # ("pretrain a small model from scratch": what pretraining is)
     # "... and save the checkpoint": the run writes its checkpoint (the step's output) anyway;
     # a destination ("save the checkpoint to ./x") is not consumed here and stays unaccounted
     consume(text, lo, hi, r"\b(?:save|keep|write|store)s?\s+(?:the|its|a)\s+(?:model\s+|final\s+)?checkpoint\b"

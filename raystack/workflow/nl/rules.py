@@ -166,7 +166,8 @@ class RulePlanner:
                 ex = EXTRACTORS.get(a.entry)
                 if ex is not None:
                     end = self._shared_object_end(t, actions, k)
-                    if a.entry in PARTS and end == a.hi:    # "elastic DLRM x; epochs 3 / 6 / 9; ...": its settings
+                    # "elastic DLRM x; epochs 3 / 6 / 9; ...", "model = knn; k = 7; target = churned": its settings
+                    if (a.entry in PARTS or a.entry == "train_model") and end == a.hi:
                         end = _settings_end(t, spans, actions, a)
                     end = max(end, a.files_end)     # ("a.csv / b.csv / c.csv → ...": every file, named bare)
                     ex(t, a.zlo, end, a.found)

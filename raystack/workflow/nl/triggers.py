@@ -294,6 +294,8 @@ TRIGGERS: list[tuple[str, str]] = [
                    r"|make|making|create|creating|with|use|using)\s+(?:a|an|the)\s+PCT\d+\s+(?:test|testing|validation|holdout|hold-out|held-out)"
                    r"(?:\s+(?:set|split|portion|part|sample|subset))?\b"),
     ("split_data", r"\btrain\s*/\s*(?:test|validation|val)\b(?:\s+split)?|\btrain-test\s+split\b|\btrain\s+test\s+split\b|\bRATIO\d+\s+split\b"),
+    # "test = 25%", "test: 0.2": the share, said as a setting
+    ("split_data", r"(?:(?<=[;,\n]\s)|(?<=[;,\n])|^)(?:test|holdout|hold-out)\s*[:=]\s*(?:PCT\d+|NUM\d+)\b"),
     # "(k=5, test size 0.25)", "using a 0.3 test fraction", "test_size=0.2": the split's share, said as its parameter
     # ("the test split should be 25%", "test set is 20%": the share said of the split)
     ("split_data", r"\btest[\s_-]+(?:size|fraction|share|split|set|portion|part)\s*(?:(?:should|will|must)\s+be|is|of|=|:)?\s*(?:NUM|PCT)\d+"
