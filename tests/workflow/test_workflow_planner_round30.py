@@ -469,3 +469,47 @@ def test_settings_said_as_key_value_pairs(text):
     (tr,), (sp,) = of_kind(p, "train_model"), of_kind(p, "split_data")
     assert (tr.params["k"], tr.params["target"], sp.params["test_fraction"]) == (7, "defaulted", 0.25)
     assert refs(tr.params["data"]) == [sp.id] and kinds(p)[-1] == "evaluate_model"
+
+
+# -- a tenth battery: aggregates said in other words ----------------------------------------------
+def test_graph_the_tallies_draws_the_aggregate():
+    """Silently wrong before: "graph the tallies" plotted a column named "tallies" (no such column)."""
+    p = _plan("Tally the tickets per priority in tickets.csv and graph the tallies.")
+    (pl,) = of_kind(p, "plot")
+    assert "column" not in pl.params and refs(pl.params["data"]) == [of_kind(p, "aggregate")[0].id]
+
+
+def test_export_the_medians():
+    p = _plan("Load app.csv and find the median session_length per platform; export the medians to out/medians.csv.")
+    assert kinds(p) == ["load_data", "aggregate", "write_table"]
+
+
+@pytest.mark.parametrize("said, by, agg", [("Give me a breakdown of sales by channel from sales.csv, as a chart.", "channel", None),
+                                           ("From orders.csv, work out each region's total revenue and show it on a bar chart.", "region", "sum"),
+                                           ("Load laps.csv and find each driver's lowest lap_time, then plot it.", "driver", "min")])
+def test_aggregates_said_as_a_breakdown_or_whose_figure(said, by, agg):
+    (a,) = of_kind(_plan(said), "aggregate")
+    assert a.params["by"] == by and a.params.get("agg") == agg
+
+
+def test_each_columns_mean_stays_an_imputation():
+    p = _plan("Load s.jsonl, fill gaps with each column's mean, keep a fifth for testing, fit logistic regression with "
+              "reorder as the target.")
+    assert "aggregate" not in kinds(p) and of_kind(p, "impute")[0].params["strategy"] == "mean"
+
+
+def test_bucketed_and_counted():
+    p = _plan("Load the clickstream.parquet file, de-duplicate sessions, bucket sessions by device and count them, then "
+              "store the counts in out/device_counts.csv.")
+    (a,) = of_kind(p, "aggregate")
+    assert (a.params["by"], a.params["agg"]) == ("device", "count") and kinds(p)[-1] == "write_table"
+
+
+def test_a_title_binning_stays_a_title():
+    p = _plan("Bin rounds by depot\n- read every depot file: depot_a.csv, depot_b.csv, depot_c.csv (3 retries per file)\n"
+              "- one report across the three\n- then send 'depots done'")
+    assert kinds(p) == ["load_data", "save_report", "notify"]
+
+
+def test_a_file_profiled_and_a_report_of_the_findings():
+    assert kinds(_plan("Profile customers.csv and write a short report of the findings.")) == ["load_data", "stats", "save_report"]

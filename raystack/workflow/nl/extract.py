@@ -268,6 +268,8 @@ def report(text: Text, lo: int, hi: int, f: Found) -> None:
     _path_param(text, lo, hi, f, "path", None, "output file")
     consume(text, lo, hi, rf"\b(?:(?:its|the|their)\s+)?(?:{METRIC_RX})\b", "report")
     consume(text, lo, hi, r"\b(?:summary|final|short|brief|full|detailed|json|markdown|html|text|written|saved|stored)\b", "report")
+    # "a short report of the findings", "a report on the results": what the report holds, the results before it
+    consume(text, lo, hi, r"(?<=\breport\s)(?:of|on|with|about)\s+(?:the|its|their|our)\s+(?:findings|results|outcomes?|numbers|figures)\b", "report")
     # "a report on the three trails together": one report over all of them
     consume(text, lo, hi, r"(?<=\breport\s)(?:on|of|for|covering)\s+(?:the\s+|all\s+(?:the\s+)?)?(?:NUM\d+|both|all)\s+[a-z][\w-]*\s+together\b"
                           r"|(?<=\breport\s)(?:on|of|for|covering)\s+(?:them|all\s+of\s+them|both(?:\s+of\s+them)?)\s+together\b", "report")
@@ -288,7 +290,8 @@ def write_table(text: Text, lo: int, hi: int, f: Found) -> None:
         f.set("path", "table.csv")
     # "write the rollup to x.parquet": the table an earlier step made, by what it holds
     consume(text, lo, hi, r"\b(?:the|that|this|those|these)\s+(?:rollup|roll-up|rollups|totals|aggregates?|aggregation|"
-                          r"breakdown|counts|averages|sums|means|per-[a-z_]+\s+(?:totals|counts|averages|sums|means))\b", "output file")
+                          r"breakdown|counts|averages|sums|means|medians|maxima|minima|maximums|minimums|tallies"
+                          r"|per-[a-z_]+\s+(?:totals|counts|averages|sums|means|medians))\b", "output file")
 
 
 def file_out(param: str = "path", exts: tuple[str, ...] | None = None, noun: str = "") -> Callable:

@@ -24,7 +24,9 @@ PLOTTED_NOUNS = {"it", "them", "this", "that", "these", "those", "everything", "
                  "evaluations", "comparison", "output", "outputs", "columns", "features", "bar", "line",
                  "pie", "scatter", "out", "readings", "measurements", "observations", "points", "entries", "figures",
                  # the table's state, not a column ("plot the raw values", "the original values")
-                 "raw", "original", "full", "whole", "entire", "initial", "untouched", "unprocessed"}
+                 "raw", "original", "full", "whole", "entire", "initial", "untouched", "unprocessed",
+                 # an aggregate's results named by its function ("graph the tallies", "chart the totals")
+                 "totals", "tallies", "counts", "sums", "averages", "means", "medians", "aggregates", "breakdown"}
 
 
 CHART_KIND = (r"\b(?P<k>line|bar|pie|scatter|box|area|violin|bubble|donut|radar)\s*-?\s*(?:charts?|graphs?|plots?|diagrams?)\b"

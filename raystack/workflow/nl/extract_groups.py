@@ -70,6 +70,12 @@ def _aggregate(text: Text, lo: int, hi: int, f: Found) -> None:
     if m:
         f.set("by", singular(m.group("c")))
         return _agg_word(text, lo, hi, f)
+    # "each region's total revenue": the key said as whose the figure is
+    m = _search(text, lo, hi, r"\beach\s+(?!(?:column|field|feature|variable|col)\b)(?P<c>[a-z_][a-z0-9_]*)\s*'s(?=\s+(?:total|average|mean|median|maximum|minimum|max|min|highest"
+                              r"|lowest|largest|smallest|count|number)\b)", "group key")
+    if m:
+        f.set("by", m.group("c"))
+        return _agg_word(text, lo, hi, f)
     # "aggregate x.csv by computing the total per city": a gerund after "by" says how, not the key
     m = _search(text, lo, hi, rf"\b(?:{GROUP_KEY_MARK}|across|groupby|group-by)\s+(?!NUM)(?![a-z]+ing\b)(?P<c>[a-z_][a-z0-9_]*)",
                 "group key") or \

@@ -425,11 +425,17 @@ TRIGGERS: list[tuple[str, str]] = [
     ("aggregate", passive(r"(?:the\s+)?(?:(?:total|sum|mean|average|median|maximum|minimum|max|min|count|number)\s+(?:of\s+)?(?:the\s+)?)?"
                           r"[a-z_]\w*\s+(?:per|by|for\s+each)\s+(?!NUM)[a-z_]\w*",
                           r"summed|totalled|totaled|averaged|counted|aggregated|computed|calculated|worked\s+out|added\s+up|tallied")),
+    # "work out each region's total revenue", "find each driver's lowest lap_time": the key said as whose the figure is
+    ("aggregate", r"\b(?:(?:compute|calculate|get|find|work\s+out|figure\s+out|find\s+out|show|report|give\s+me|tell\s+me)\s+)?"
+                  r"each\s+(?!(?:column|field|feature|variable|col)\b)[a-z_][a-z0-9_]*\s*'s\s+(?:total|average|mean|median|maximum|minimum|max|min|highest|lowest|largest|smallest"
+                  r"|count|number)\b(?:\s+(?:of\s+)?[a-z_][a-z0-9_]*)?"),
     # "how many rows per city are there?": a count per group, not the row count
     ("aggregate", rf"\bhow\s+many\s+(?:rows|records|entries|(?!times\b)[a-z_]\w*s)\s+(?=(?:{GROUP_KEY_MARK})\s+(?!NUM)\w+)"),
     ("aggregate", r"\broll(?:s|ed|ing)?\s+(?:the\s+|it\s+|them\s+)?(?:[\w-]+\s+){0,3}?up\s+(?=by\s|per\s)"),   # "roll the merged rows up by press"
     ("aggregate", r"\b(?:aggregat\w*|(?:group|bucket|bin)(?:s|ed|ing)?\s+(?:it\s+|them\s+|the\s+(?:rows|data|records)\s+)?by|groupby|group-by|(?:group|bucket|bin)(?:s|ed|ing)?(?=\s+FILE\d+\s+by\b)|(?<!the )(?<!a )(?<!that )(?<!this )roll(?:s|ed|ing)?\s*(?:it\s+|them\s+)?up(?=\s+(?:[\w-]+\s+){0,6}?(?:by|per|to)\b)|"
                   r"summari[sz]e\w*\s+(?=\w+\s+(?:per|by)\b))\b|\bbreak\w*\s+(?:[\w-]+\s+){0,3}?down\s+(?=by|per)|\bbreakdowns?\s+(?=by|per)"
+                  r"|\bbreakdowns?\s+of\s+(?:the\s+)?(?:[a-z_]+\s+){1,2}?(?=by\s|per\s)"      # "a breakdown of sales by channel"
+                  r"|\bbucket(?:s|ed|ing)?\s+(?:the\s+)?[a-z_]+s\s+by(?=\s+[a-z_])"
                   r"|\b(?:totals?|sums?|counts?|averages?|means?|medians?)\s+(?=per\s+|by\s+)|\b(?:(?:compute|calculate|get|find|work\s+out|figure\s+out|find\s+out|report|show|produce)\s+(?:the\s+)?)?per-[a-z_]\w*\s+(?:[a-z_]+\s+)?(?:totals?|sums?|counts?|averages?|means?|aggregates?|rollups?|roll-ups?)\b"),
     # "put together one report covering ...", "add a short report"
     # "combine them into a report": one report on the results before it, no join
@@ -449,7 +455,7 @@ TRIGGERS: list[tuple[str, str]] = [
                       r"computed|calculated|produced|generated|collected|gathered|derived|reported|run")),
     ("stats", rf"\b(?:describe|summari[sz]e)(?!rs?\b)\w*\b(?:\s+{skip(3)}with\s+(?:summary\s+)?(?:statistics|stats)|\s+(?:the|all\s+the|each\s+of\s+the|every)\s+columns?\b)?|\b(?:summary|descriptive)\s+(?:statistics|stats)\b{PER_COLUMN}"
               r"|\b(?:a|the)\s+(?:statistical|descriptive)\s+(?:summary|profile|overview)\b"     # "a statistical summary"
-              r"|\bprofil(?:e|es|ing)\s+(?=it\b|them\b|the\b|this\b|that\b|each\b|every\b|all\b)"),
+              r"|\bprofil(?:e|es|ing)\s+(?=it\b|them\b|the\b|this\b|that\b|each\b|every\b|all\b|FILE\d+)"),
     # "per-column stats", "summary statistics per column": the statistics of every column
     ("stats", r"\b(?:per[\s-]column|column-?wise|column-level)\s+(?:summary\s+|descriptive\s+)?(?:stats|statistics)\b"
               r"|\b(?:(?:summary|descriptive|basic)\s+)?(?:stats|statistics)\s+(?:per|for\s+(?:each|every))\s+column\b"),
