@@ -513,3 +513,39 @@ def test_a_title_binning_stays_a_title():
 
 def test_a_file_profiled_and_a_report_of_the_findings():
     assert kinds(_plan("Profile customers.csv and write a short report of the findings.")) == ["load_data", "stats", "save_report"]
+
+
+# -- an eleventh battery: requests with the writer's story around them -----------------------------
+def test_a_file_said_to_be_huge_as_the_reason_for_a_sample():
+    p = _plan("Our e-commerce site logs sessions in sessions.jsonl, which is huge, so please work on a 10% sample: drop "
+              "incomplete rows, count sessions per country, and save the counts to out/country_sessions.csv.")
+    assert kinds(p) == ["load_data", "sample", "clean_data", "aggregate", "write_table"]
+
+
+def test_who_writes_said_with_as():
+    p = _plan("As a hospital analyst, I need a readmission model: load admissions.csv, split 70/30, fit a kNN (k=15) "
+              "predicting readmitted, and evaluate it.")
+    assert kinds(p) == ["load_data", "split_data", "train_model", "evaluate_model"]
+
+
+def test_as_a_rule_is_no_writer():
+    with pytest.raises(PlanRefused):
+        _plan("As a rule, we drop duplicates. Load a.csv and plot it.")
+
+
+def test_trained_on_a_share_and_tested_on_the_rest():
+    p = _plan("Load trips.csv. Train a nearest centroid classifier for on_time on 80% of the data and test it on the rest.")
+    assert of_kind(p, "split_data")[0].params["test_fraction"] == 0.2
+    assert kinds(p) == ["load_data", "split_data", "train_model", "evaluate_model"]
+
+
+def test_a_fault_stated_before_the_step_that_fixes_it():
+    p = _plan("Our logistics team tracks deliveries in deliveries.parquet. Some rows are duplicated because the scanner "
+              "double-fires. Please remove the duplicates, then compute the average delay_min per depot.")
+    assert kinds(p) == ["load_data", "dedup", "aggregate"]
+
+
+@pytest.mark.parametrize("fault", ["Some rows are duplicated.", "Many values are missing."])
+def test_a_fault_no_step_fixes_stays_refused(fault):
+    with pytest.raises(PlanRefused):
+        _plan(f"Load d.parquet. {fault} Plot it.")

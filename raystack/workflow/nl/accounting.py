@@ -30,7 +30,7 @@ from raystack.workflow.nl.goals import (SOURCE_WORDS, predict_purposes, question
                                         wanted_purposes)
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.said_again import load_participles
-from raystack.workflow.nl.scene import (FAULT_NOUNS, context_sentences, courtesies, data_clauses, file_descriptions, heading_sentence,
+from raystack.workflow.nl.scene import (FAULT_NOUNS, context_sentences, courtesies, data_clauses, fault_statements, file_descriptions, heading_sentence,
                                         greeted_introductions, headings, introductions, sender_introductions, lead_ins, origins, preamble, row_notes, settings_opening,
                                         title_clauses)
 from raystack.workflow.nl.subsets import column_subset, unselected_subset
@@ -561,6 +561,7 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
     file_descriptions(t)
     row_notes(t)
     context_sentences(t)
+    fault_statements(t)
     data_clauses(t)
     introductions(t)
     greeted_introductions(t)

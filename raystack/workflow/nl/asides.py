@@ -517,7 +517,9 @@ def leading_reasons(t: Text) -> None:
 
 # "race_splits.csv is massive so just take a sample", "the file's way too big, so ...": the data's
 # size, said right after the file as the reason for what follows ("so")
-TOO_BIG = (r"(?:(?<=FILE\d\s)|(?<=FILE\d\d\s))(?:is|are|'s)\s+(?:(?:way|much|far|really|just|pretty|kind\s+of|simply)\s+)?"
+# ("sessions.jsonl, which is huge, so ...": the file's size said in a clause after it)
+TOO_BIG = (r"(?:(?<=FILE\d\s)|(?<=FILE\d\d\s)|(?<=FILE\d\s,\s)|(?<=FILE\d\d\s,\s))(?:which\s+|that\s+)?(?:is|are|'s)\s+"
+           r"(?:(?:way|much|far|really|just|pretty|kind\s+of|simply|very|quite)\s+)?"
            r"(?:too\s+)?(?:big|huge|massive|large|enormous|heavy|giant|gigantic)\b(?=\s*,?\s*so\b)\s*,?\s*so\b")
 
 

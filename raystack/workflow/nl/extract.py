@@ -245,6 +245,18 @@ def split_data(text: Text, lo: int, hi: int, f: Found) -> None:
             raise PlanRefused([f"split {number(a * 100)}% / {number(b * 100)}%: the parts do not add up to 100"])
         f.set("test_fraction", number(round(b, 4)))
         return
+    # "train it on 80% of the data and test it on the rest": the share trained on, the rest the test's
+    # (the trigger saw the rest said after it; the split's own words end at "the data")
+    trained_share = next(text.finditer(r"\bon\s+(?:the\s+)?(?:first\s+)?PCT\d+\s+of\s+(?:the\s+)?(?:data|rows|records|it|them)\b"
+                                       r"(?=\s+and\s+(?:test|evaluate|score|check)\w*(?:\s+it|\s+them)?\s+on\s+the\s+(?:rest|remainder|remaining))",
+                                       lo, len(text.tokens)), None)
+    m = _search(text, lo, hi, r"\bon\s+(?:the\s+)?(?:first\s+)?(?P<a>PCT\d+)\s+of\s+(?:the\s+)?(?:data|rows|records|it|them)\b", "ratio") \
+        if trained_share is not None and trained_share[1][0].i < hi else None
+    if m:
+        # "... and test it on the rest": the evaluation's words for the split's other part
+        consume(text, lo, len(text.tokens), r"(?<=\bon\s)the\s+(?:rest|remainder|remaining(?:\s+(?:PCT\d+|rows|data))?)\b", "split")
+        f.set("test_fraction", number(round(1.0 - _num(text, m.group("a")), 4)))
+        return
     if _search(text, lo, hi, r"\b(?:in|into)\s+(?:(?:two|NUM\d+)\s+)?(?:half|halves|equal\s+(?:halves|parts))\b", "halves"):
         f.set("test_fraction", 0.5)     # "split it in half"
         return

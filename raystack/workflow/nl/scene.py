@@ -347,6 +347,13 @@ def settings_opening(t: Text) -> None:
 def introductions(t: Text) -> None:
     """"Brewery here.", "Data team here!", "Hey, credit-risk team at a BNPL lender here.": who
     writes, in a first sentence of its own."""
+    # "As a hospital analyst, I need ...", "As the data team at a bakery, we ...": who writes, said in a
+    # clause that opens the request, before who it is
+    comma = next((x.i for x in t.tokens[:MAX_INTRO + 2] if x.text == ","), None)
+    if comma is not None and t.tokens[0].low == "as" and 2 < comma and t.tokens[1].low in ("a", "an", "the", "our", "my") \
+            and comma + 1 < len(t.tokens) and t.tokens[comma + 1].low in ("i", "we", "i'm", "we're", "i'd", "we'd") \
+            and all(_names_who_writes(x) or x.low in INTRO_GLUE for x in t.tokens[1:comma]):
+        t.mark(t.tokens[:comma + 1], "context")
     spans = sentences(t)
     if len(spans) < 2:
         return
@@ -361,6 +368,7 @@ def introductions(t: Text) -> None:
     if opener is not None and comma is not None and comma > opener + 2 and all(
             is_free(x) and x.kind == "word" and x.low not in L.RESTRICTING for x in t.tokens[lo:comma]):
         t.mark(t.tokens[lo:comma + 1], "context")
+
 
 
 GREETINGS = {"hi", "hello", "hey", "okay", "ok", "right", "morning", "afternoon", "evening", "hiya"}
@@ -506,6 +514,33 @@ def _a_scene_figure(t: Text, x: Token) -> bool:
         return False
     near = [y.low for y in t.tokens[max(0, x.i - 2):x.i + 3] if y is not x]
     return not any(w in UNIT_WORDS or w in ("%", "percent", "per", "cent") for w in near)
+
+
+# faults a sentence may state of the data, and the steps that fix each ("Some rows are duplicated.
+# Please remove the duplicates.")
+FAULT_FIXES = {"duplicated": ("dedup",), "duplicates": ("dedup",), "duplicate": ("dedup",), "dupes": ("dedup",),
+               "repeated": ("dedup",), "missing": ("clean_data", "impute"), "blank": ("clean_data", "impute"),
+               "blanks": ("clean_data", "impute"), "empty": ("clean_data", "impute"), "null": ("clean_data", "impute"),
+               "nulls": ("clean_data", "impute"), "incomplete": ("clean_data", "impute"), "gaps": ("clean_data", "impute")}
+MAX_FAULT_SENTENCE = 16      # words of a sentence stating a fault
+
+
+def fault_statements(t: Text) -> None:
+    """"Some rows are duplicated because the scanner double-fires. Please remove the duplicates.": a
+    sentence that asks for nothing and states a fault of the data that a step of the plan fixes (a
+    dedup for repeated rows, a removal or a fill for gaps) says why that step is there."""
+    fixing = {x.used for x in t.tokens if x.used in CATALOG}
+    for lo, hi, asks in _asking_sentences(t, beside_loads=True):
+        toks = [x for x in t.tokens[lo:hi] if x.kind != "punct"]
+        faults = [x for x in toks if x.low in FAULT_FIXES and not x.used]
+        if asks or not faults or len(toks) > MAX_FAULT_SENTENCE or t.tokens[hi - 1].text in ("?", "!") \
+                or not all(any(e in fixing for e in FAULT_FIXES[x.low]) for x in faults):
+            continue
+        if any(x.kind not in ("word", "path") or (x.used and x.used not in ASIDES and x.used != "load_data")
+               or (x.low in ASKING_WORDS and x.low not in FAULT_FIXES and x.low not in ("not", "no"))
+               or x.low in L.UNMAPPED_VERBS or is_method(x) for x in toks if x not in faults):
+            continue
+        t.mark([x for x in toks if not x.used], "context")
 
 
 def data_clauses(t: Text) -> None:

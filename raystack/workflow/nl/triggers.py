@@ -294,6 +294,9 @@ TRIGGERS: list[tuple[str, str]] = [
                    r"|make|making|create|creating|with|use|using)\s+(?:a|an|the)\s+PCT\d+\s+(?:test|testing|validation|holdout|hold-out|held-out)"
                    r"(?:\s+(?:set|split|portion|part|sample|subset))?\b"),
     ("split_data", r"\btrain\s*/\s*(?:test|validation|val)\b(?:\s+split)?|\btrain-test\s+split\b|\btrain\s+test\s+split\b|\bRATIO\d+\s+split\b"),
+    # "train a knn on 80% of the data and test it on the rest": the split, said by the share trained on
+    ("split_data", r"\bon\s+(?:the\s+)?(?:first\s+)?PCT\d+\s+of\s+(?:the\s+)?(?:data|rows|records|it|them)\b"
+                   r"(?=\s+and\s+(?:test|evaluate|score|check)\w*(?:\s+it|\s+them)?\s+on\s+the\s+(?:rest|remainder|remaining))"),
     # "test = 25%", "test: 0.2": the share, said as a setting
     ("split_data", r"(?:(?<=[;,\n]\s)|(?<=[;,\n])|^)(?:test|holdout|hold-out)\s*[:=]\s*(?:PCT\d+|NUM\d+)\b"),
     # "(k=5, test size 0.25)", "using a 0.3 test fraction", "test_size=0.2": the split's share, said as its parameter
