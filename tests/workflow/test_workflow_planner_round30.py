@@ -549,3 +549,56 @@ def test_a_fault_stated_before_the_step_that_fixes_it():
 def test_a_fault_no_step_fixes_stays_refused(fault):
     with pytest.raises(PlanRefused):
         _plan(f"Load d.parquet. {fault} Plot it.")
+
+
+# -- a twelfth battery: schedules, formats, passive references ------------------------------------
+@pytest.mark.parametrize("text", ["Every night: load logs.csv and count errors per service.",
+                                  "Load logs.csv every month and count errors per service.",
+                                  "On a weekly basis, load logs.csv and plot it."])
+def test_a_schedule_is_refused_naming_it(text):
+    """Silently wrong before: "Load logs.csv every month and ..." planned one run and dropped the schedule."""
+    with pytest.raises(PlanRefused, match="schedule"):
+        _plan(text)
+
+
+@pytest.mark.parametrize("text", ["Load tray.csv, take the median turnaround_minutes for every week, and chart it.",
+                                  "We're a fish shop and every morning we test the water and log it in tank.csv. Load it and plot it.",
+                                  "The sensor logs a reading every hour in s.csv. Load it and plot it."])
+def test_a_period_of_the_data_is_no_schedule(text):
+    _plan(text)
+
+
+def test_a_file_saved_as_its_format():
+    p = _plan("Load temps.csv, compute stats, and save them as JSON to out/temps_stats.json.")
+    assert of_kind(p, "write_table")[0].params["path"] == "out/temps_stats.json"
+
+
+@pytest.mark.parametrize("said, op", [("bigger than 10", ">"), ("smaller than 10", "<")])
+def test_comparisons_said_bigger_or_smaller(said, op):
+    p = _plan(f"Train a linear regression for y_value on data.csv, and if the RMSE is {said}, alert the team with 'rmse'.")
+    assert (of_kind(p, "notify")[0].when[0].op, of_kind(p, "notify")[0].when[0].value) == (op, 10)
+
+
+def test_a_bound_said_as_rounds_we_hit():
+    p = _plan("Pretrain tiny-1m using EDiT with 4 workers; keep training in 300-step rounds until the validation loss is "
+              "under 3.2 or we hit 5 rounds.")
+    (s,) = of_kind(p, "edit_pretrain")
+    assert (s.params["steps"], s.loop.max_iterations) == (300, 5)
+
+
+def test_a_random_count_of_rows_kept_is_a_sample():
+    """Silently wrong before: "keep only a random 2,000 rows" would have generated made-up data."""
+    p = _plan("Load users.csv; keep only a random 2,000 rows; compute stats.")
+    assert kinds(p) == ["load_data", "sample", "stats"] and of_kind(p, "sample")[0].params["rows"] == 2000
+
+
+def test_a_few_values_of_k():
+    p = _plan("Train a kNN on wine.csv for quality_flag, trying a few values of k (3, 5, 9), and keep the one with the best F1.")
+    assert sorted(s.params["k"] for s in of_kind(p, "train_model")) == [3, 5, 9]
+
+
+@pytest.mark.parametrize("said", ["once it is plotted", "once it has been plotted", "when it is plotted"])
+def test_a_step_said_done_in_the_passive_is_the_step_planned(said):
+    p = _plan(f"Load a.csv and plot it; let me know by sending 'plot done' {said}.")
+    (pl,), (n,) = of_kind(p, "plot"), of_kind(p, "notify")
+    assert pl.id in n.after

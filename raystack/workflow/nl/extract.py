@@ -298,6 +298,8 @@ def write_table(text: Text, lo: int, hi: int, f: Found) -> None:
     # "a copy written to out/t.parquet": the table written is a copy of it
     consume(text, max(0, lo - 3), hi, r"\b(?:a\s+|one\s+)?copy(?=\s+(?:(?:saved|written|stored)\s+)?(?:to|as|in|into)\s+FILE\d+)"
                                       r"|\b(?:a\s+|one\s+)?copy(?=\s+(?:written|saved|stored)\b)", "write_table")
+    # "save them as JSON to out/x.json", "export it as a Parquet file to out/x.parquet": the format the file's name says
+    consume(text, lo, hi, r"\bas\s+(?:a\s+)?(?:json(?:\s+lines)?|jsonl|csv|tsv|parquet)(?:\s+file)?(?=\s+(?:to|in|into|at)\s+FILE\d+)", "output file")
     if "path" not in f.params and _search(text, lo, hi, r"\bcsv\b", "output file", free=False):
         f.set("path", "table.csv")
     # "write the rollup to x.parquet": the table an earlier step made, by what it holds
@@ -356,6 +358,9 @@ def train_model(text: Text, lo: int, hi: int, f: Found) -> None:
                               # "with k=3 and k=5": the name said with each value
                               r"|\bk\s*=\s*(?P<r>NUM\d+(?:\s*(?:,|,?\s*(?:and|or|&))\s*k\s*=\s*NUM\d+)+)"     # (", k=15, k=25")
                               rf"|(?P<n>{NUMLIST})\s*(?:nearest[\s-]+)?neighbou?rs\b", "k values")
+    if m:      # ("trying a few values of k (3, 5, 9)": how the values are said)
+        consume(text, lo, hi, r"\b(?:trying|try|testing|with)\s+(?:a\s+few\s+|several\s+|some\s+|different\s+|a\s+couple\s+of\s+|NUM\d+\s+)?"
+                              r"(?:values|settings|choices)\s+(?:of|for)(?=\s+k\b)", "k values")
     if m:      # "three kNN classifiers with k = 3, 7 and 15", "one kNN for each k in 3, 7, 15",
         # "k set to 3, 5 and 9", "with 3, 5 and 7 neighbours"
         _set_map(f, "k", [int(_num(text, v)) for v in re.findall(r"NUM\d+", m.group("r"))] if m.group("r")

@@ -14,7 +14,8 @@ RECIPIENTS = (r"\bto\s+(?:the\s+|our\s+|my\s+|all\s+(?:the\s+)?)?(?:[a-z-]+\s+)?
 
 
 def notify(text: Text, lo: int, hi: int, f: Found) -> None:
-    consume(text, lo, hi, r"\b(?:(?:a|an|the)\s+)?(?:notification|message|alert|note|e-?mail|ping)\b|\b(?:by|via|over)\s+(?:e-?mail|slack)\b", "notify")
+    consume(text, lo, hi, r"\b(?:(?:a|an|the)\s+)?(?:notification|message|alert|note|e-?mail|ping)\b|\b(?:by|via|over)\s+(?:e-?mail|slack)\b"
+                          r"|\bby\s+(?:sending|posting|emailing|messaging)(?=\s+(?:me\s+|us\s+)?QUOTE\d+)", "notify")   # "let me know by sending 'x'"
     consume(text, lo, hi, RECIPIENTS, "recipient")
     # the words that introduce the quoted text ("an alert saying 'x'", "with the message 'x'")
     m = _search(text, lo, hi, r"(?:\b(?:saying|that\s+says|which\s+says|reading|with\s+(?:the\s+)?(?:text|message|words?)|"

@@ -85,9 +85,9 @@ COMPARISONS = [
     (rf"{CMP_LEAD}(?P<v>{NUMV})\s+or\s+(?:higher|more|above|better|greater|over)", ">="),
     (rf"{CMP_LEAD}(?P<v>{NUMV})\s*\+(?!\s*(?:NUM|PCT|FILE))", ">="),     # "AUC 0.75+ → export"
     (rf"{CMP_LEAD}(?P<v>{NUMV})\s+or\s+(?:lower|less|below|under|worse)", "<="),
-    (rf"{CMP_LEAD}(?:above|over|greater\s+than|more\s+than|higher\s+than|better\s+than|in\s+excess\s+of|north\s+of|upwards\s+of|>)\s+(?P<v>{NUMV})", ">"),
+    (rf"{CMP_LEAD}(?:above|over|greater\s+than|more\s+than|higher\s+than|bigger\s+than|larger\s+than|better\s+than|in\s+excess\s+of|north\s+of|upwards\s+of|>)\s+(?P<v>{NUMV})", ">"),
     (rf"{CMP_LEAD}(?:exceeds?|exceeding|exceeded|beats?|beating|tops|surpass(?:es|ed)?|clears?|outperforms?)\s+(?P<v>{NUMV})", ">"),
-    (rf"{CMP_LEAD}(?:below|under|less\s+than|lower\s+than|worse\s+than|beneath|south\s+of|<)\s+(?P<v>{NUMV})", "<"),
+    (rf"{CMP_LEAD}(?:below|under|less\s+than|lower\s+than|smaller\s+than|worse\s+than|beneath|south\s+of|<)\s+(?P<v>{NUMV})", "<"),
     (rf"{CMP_LEAD}(?:reach(?:es|ed)?|hits?|gets\s+to|achieves?|attains?|is\s+up\s+to|makes\s+it\s+to)\s+(?P<v>{NUMV})", "reach"),
     (rf"(?:is|equals?|==)\s+(?:exactly\s+)?(?P<v>{NUMV})", "=="),
 ]
@@ -166,7 +166,7 @@ BOUND = (r"(?:(?:but\s+|and\s+)?(?:for\s+)?(?:at\s+most|up\s+to|no\s+more\s+than
          # "with round 12 as the last"
          r"|(?:with\s+)?(?:round|iteration|pass)\s+(?P<n11>NUM\d+)\s+(?:as|is|being)\s+the\s+(?:last|final)(?:\s+one)?"
          # "until accuracy exceeds 0.9 or 5 attempts have been made"
-         r"|\bor\s+(?P<n7>NUM\d+)\s+(?:rounds|iterations|attempts|tries|times|runs|passes|epochs)"
+         r"|\bor\s+(?:(?:we|it|you)\s+(?:hit|reach|get\s+to)\s+)?(?P<n7>NUM\d+)\s+(?:rounds|iterations|attempts|tries|times|runs|passes|epochs)"
          r"(?:\s+(?:(?:have|has)\s+(?:been\s+(?:made|run|done|tried)|passed|gone\s+by|run|elapsed|finished)"
          r"|pass|elapse|go\s+by|are\s+(?:done|up|used(?:\s+up)?)))?")      # ("... or 10 rounds pass")
 # "stop after 7 rounds no matter what", "round 10 is the last one regardless": words that stress

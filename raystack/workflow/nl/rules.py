@@ -41,6 +41,7 @@ from raystack.workflow.nl.stated_targets import stated_target
 from raystack.workflow.nl.step_references import (TRANSFORMED, announced_models, first_of_several, model_references,
                                              models_named_after, models_named_first, order_references, table_participle, transform_references)
 from raystack.workflow.nl.text import ARROWS, Text, sentences
+from raystack.workflow.nl.schedules import scheduled
 from raystack.workflow.nl.triggers import COMPILED, MODEL_KIND, PREPOSITIONS
 from raystack.workflow.nl.unmade import figures_no_step_makes
 
@@ -146,6 +147,7 @@ class RulePlanner:
         actions = destinations(t, evaluation_held_out_for(t, order_references(t, transform_references(t, reread(t, actions)))))
         if not actions:
             raise PlanRefused([f"no workflow step in {text.strip()[:80]!r}"], "out_of_scope")
+        scheduled(t, spans, {a.sentence for a in actions})
         asked = questions(t, spans)
         criteria(t, asked)
         actions = defer_candidates(t, actions, asked)

@@ -264,12 +264,40 @@ def _order_phrase(t: Text, k: int) -> list | None:
     return t.tokens[k - 2:k + 1] + (done[1] if done else [])
 
 
+# a step said in the passive after a word of time ("send 'x' once it is deployed"): that step, done
+DONE_PARTICIPLES = {"plotted": "plot", "charted": "plot", "graphed": "plot", "deployed": "deploy_model",
+                    "exported": "export_model", "written": "write_table", "saved": "write_table", "trained": "train_model",
+                    "evaluated": "evaluate_model", "served": "serve_adapters", "fine-tuned": "mlora_finetune",
+                    "pretrained": "edit_pretrain", "loaded": "load_data", "cleaned": "clean_data", "deduplicated": "dedup"}
+
+
+def _done_phrase(t: Text, a: Action) -> list | None:
+    """The tokens of "once it is deployed" / "when they have been plotted" ending at action ``a``'s
+    one-word trigger, or None."""
+    k = a.lo
+    if a.trig_end != k + 1 or DONE_PARTICIPLES.get(t.tokens[k].low) != a.entry:
+        return None
+    j = k - 1
+    if j >= 0 and t.tokens[j].low == "been":
+        j -= 1
+    if j < 0 or t.tokens[j].low not in ("is", "are", "'s", "has", "have", "was", "were"):
+        return None
+    j -= 1
+    if j < 1 or t.tokens[j].low not in ("it", "they", "that", "this", "everything", "all") or t.tokens[j - 1].low not in ORDER_WORDS:
+        return None
+    return t.tokens[j - 1:k + 1]
+
+
 def order_references(t: Text, actions: list[Action]) -> list[Action]:
     """"then plot price; after the plot, write the table": "the plot" after a word of time is
     the plot already planned; read as a step it drew a second plot, which the write then
-    followed (silently wrong)."""
+    followed (silently wrong). So is "send 'x' once it is deployed" (it deployed twice)."""
     out: list[Action] = []
     for a in actions:
+        done = _done_phrase(t, a) if any(b.entry == a.entry for b in out) else None
+        if done:
+            t.mark(done, "reference")
+            continue
         said = (_order_phrase(t, a.lo) if a.trig_end == a.lo + 1 and t.tokens[a.lo].low in STEP_NOUNS.get(a.entry, ())
                 and any(b.entry == a.entry for b in out) else None)
         # (only the reference: "after the chart, plot quantity" is one plot, said after a chart)

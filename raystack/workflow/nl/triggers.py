@@ -339,6 +339,9 @@ TRIGGERS: list[tuple[str, str]] = [
     ("sample", r"\b(?:keep|keeps|keeping|retain|retains|retaining)\s+(?:only\s+|just\s+)(?=(?:a\s+random\s+)?PCT\d+\s+of\s+(?:it|them|the\s+(?:rows|data|records|table|result|(?:joined|merged|cleaned)\s+(?:table|data|rows)))\b"
                r"(?!\s+(?:as|for|to)\b))"),
     ("sample", r"\b(?:randomly\s+)?(?:sub-?sampl\w*|down-?sampl\w*|sample)\s+(?=NUM|PCT|FILE|the\b|a\b|an\b|it\b|them\b|down\b|rows\b|each\b|every\b)"),
+    # "keep only a random 2,000 rows": a random subset of the rows (never made-up data)
+    ("sample", r"\b(?:keep|keeps|keeping|take|takes|taking|use|using|draw|pick|select|grab|retain)\s+(?:only\s+|just\s+)?(?:a\s+)?random\s+"
+               r"(?=NUM\d+\s+(?:rows?|records?|entries|samples|lines)\b|PCT\d+)"),
     # "→ random sample of five thousand rows →"
     ("sample", r"\b(?:a\s+)?random\s+(?:sub-?)?sample\s+of\s+(?=NUM\d+\s+(?:rows?|records?|entries|responses)\b|PCT\d+)"),
     ("sample", r"\b(?:take|draw|pick|select|keep|grab|use|pull|get|make|create|build|extract|work\s+(?:on|with)|stick\s+to)\s+(?:a\s+|an\s+)?(?:random\s+)?(?:PCT\d+\s+|NUM\d+\s*(?:-\s*)?(?:rows?\s+|records?\s+)?)?(?:random\s+)?(?:samples?|subsets?|fraction|portion|subsamples?)\b"),
