@@ -602,3 +602,37 @@ def test_a_step_said_done_in_the_passive_is_the_step_planned(said):
     p = _plan(f"Load a.csv and plot it; let me know by sending 'plot done' {said}.")
     (pl,), (n,) = of_kind(p, "plot"), of_kind(p, "notify")
     assert pl.id in n.after
+
+
+@pytest.mark.parametrize("text", ["Every Monday, load logs.csv and plot it.", "Load logs.csv, train a knn for y_flag and retrain it every week."])
+def test_a_schedule_said_of_the_run(text):
+    with pytest.raises(PlanRefused, match="schedule"):
+        _plan(text)
+
+
+# -- a thirteenth battery: targets, picks, stacks and columns said once more --------------------------
+def test_a_model_to_classify_a_column():
+    """Silently wrong before: "fit a logistic regression on spam.csv to classify is_spam" trained on the default target."""
+    p = _plan("Fit a logistic regression on spam.csv to classify is_spam; keep 20% for validation.")
+    assert of_kind(p, "train_model")[0].params["target"] == "is_spam"
+
+
+def test_the_better_one_by_a_metric():
+    p = _plan("Load bids.csv, hold out 30%, fit both a logistic regression and a nearest centroid model for won_bid, evaluate "
+              "them, and deploy the better one by F1 as bid-model.")
+    (sel,) = of_kind(p, "select_best")
+    assert (sel.params["metric"], sel.params["mode"]) == ("f1", "max")
+
+
+@pytest.mark.parametrize("loads, first", [("north.csv and south.csv", "north.csv"), ("south.csv and north.csv", "north.csv")])
+def test_append_one_named_table_to_the_other(loads, first):
+    p = _plan(f"Load {loads}, append south to north, and write the combined data to out/all.csv.")
+    (c,) = of_kind(p, "concat")
+    assert p.ir.by_id()[refs(c.params["first"])[0]].params["path"] == first
+
+
+@pytest.mark.parametrize("said", ["and then for each of the columns age and bmi, plot a histogram",
+                                  "and plot a histogram for the columns age and bmi"])
+def test_a_histogram_for_each_column_named(said):
+    p = _plan(f"Load visits.csv, {said}.")
+    assert [s.params["column"] for s in of_kind(p, "plot")] == ["age", "bmi"]

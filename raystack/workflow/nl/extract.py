@@ -470,7 +470,8 @@ _PREDICTED = (rf"(?!(?:{'|'.join(sorted(NOT_TARGETS))}|{metrics_rx(k for k in ME
 # the column said as one word right after what names it, the word ending a clause: "a linear model
 # predicting minutes, ...", "linear regression, target heat_mwh", "a regression for minutes with
 # ..." ("predicting finish times", two words, stays the model's purpose)
-TARGET_WORD = (rf"\b(?:predicting|to\s+predict|that\s+predicts|which\s+predicts|forecasting|to\s+forecast|to\s+estimate|estimating)\s+(?P<e>{_PREDICTED})"
+TARGET_WORD = (rf"\b(?:predicting|to\s+predict|that\s+predicts|which\s+predicts|forecasting|to\s+forecast|to\s+estimate|estimating"
+               rf"|to\s+classify|classifying|that\s+classifies)\s+(?P<e>{_PREDICTED})"
                + _CLAUSE_END + rf"|(?:(?<=regression\s)|(?<=regressor\s)|(?<=model\s)|(?<=classifier\s)|(?<=knn\s)|(?<=regressions\s)"
                rf"|(?<=\blinear\s)|(?<=\blogistic\s)|(?<=\bcentroid\s)"   # ("tune linear for intake_kg")
                rf"|(?<=regressors\s)|(?<=models\s)|(?<=classifiers\s)"   # ("kNN classifiers for water_claim")

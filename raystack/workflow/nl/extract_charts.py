@@ -61,6 +61,13 @@ def plot(text: Text, lo: int, hi: int, f: Found) -> None:
         f.set("metric", metric_of(m.group("m")))
     # "plot the price column", "column x", "the amount and qty columns": one plot per column named
     cols: list[str] = []
+    # "for each of the columns age and bmi, plot a histogram": the columns named before the chart
+    for m, toks in text.finditer(r"\bfor\s+(?:each\s+of\s+|every\s+one\s+of\s+)?(?:the\s+)?(?:columns?|fields?)\s+"
+                                 r"(?P<l>[a-z_][a-z0-9_]*(?:\s*,\s*[a-z_][a-z0-9_]*)*\s*,?\s*(?:and|&)\s+[a-z_][a-z0-9_]*)", max(0, lo - 12), hi, free_only=True):
+        if any(x.kind == "punct" and x.text in ".;" for x in text.tokens[toks[-1].i:lo]):
+            continue
+        text.mark(toks, "column")
+        cols += [c for c in re.split(r"\s*,\s*(?:(?:and|&)\s+)?|\s*,?\s+(?:and|&)\s+", m.group("l")) if c not in cols]
     for m, _ in text.finditer(r"\b(?:(?:of|for)\s+)?(?:the\s+|its\s+|their\s+)?(?!(?:plot|plots|chart|graph|draw|a|an|the|each|every|one|that|this)\b)"
                               r"(?:(?P<l>[a-z_][a-z0-9_]*(?:\s*,\s*[a-z_][a-z0-9_]*)*\s*,?\s*(?:and|&)\s+[a-z_][a-z0-9_]*)\s+columns"
                               r"|(?P<c>[a-z_][a-z0-9_]*)\s+column)\b|\bcolumn\s+(?P<d>[a-z_][a-z0-9_]*)", lo, hi, free_only=True):

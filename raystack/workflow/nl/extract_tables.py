@@ -108,13 +108,15 @@ def _stack_order(text: Text, lo: int, hi: int) -> None:
     # ("first" is read as a sequence word before any step's words; "us" as a pronoun)
     found = next(((m, toks) for m, toks in text.finditer(
         rf"\b(?:the\s+)?(?P<w>[a-z][\w-]*|NUM\d+)\s+{ROWS_OF}(?:(?:appended|stacked)\s+)?(?:first\b|(?:on\s+top\s+of|above|over|before|ahead\s+of"
-        r"|(?P<under>underneath|under|below|beneath|after))\s+"
+        r"|(?P<under>underneath|under|below|beneath|after|(?<=\s)(?:to|onto)(?=\s+\S+\s*(?:[,;.)]|$))))\s+"
         r"(?:(?:the\s+)?(?:[a-z][\w-]*\s+)?(?P<v>[a-z][\w-]*|NUM\d+)\s+(?:one|ones|rows|records|entries|file|table|data)\b"
         # ("stack 2025 under 2024", "h2 appended beneath h1": the names alone, the item ending there)
         rf"|(?P<bare>[a-z][\w-]*|NUM\d+)(?=\s*(?:\n|$|[,;.)]|{ARROW}))))", lo, hi) if all(x.used in ("", None, "sequence", "concat") for x in toks)), None)
     if found is None:
         return
     m, toks = found
+    if m.group("under") in ("to", "onto") and (toks[0].i == 0 or text.tokens[toks[0].i - 1].low not in ("append", "appends")):
+        return      # ("append south to north": the side appended, right after the verb; any other "to" is no stack's)
     text.mark([x for x in toks if x.used != "concat"], "order")    # (the step's own words stay its own)
     loads = [re.split(r"[\W_]+", x.low.rsplit(".", 1)[0]) for x in text.tokens[:lo] if x.kind == "path" and x.used == "path"]
     # ("(2024 first)": a year of the files' names)

@@ -58,7 +58,7 @@ BEST_ONE = (rf"\b(?:the\s+)?(?:(?:run|one|model|job|candidate|version|variant|cl
             rf"|whichever(?:\s+(?:one|run|model|lr|k|value|setting|configuration|version))?\s+(?:has|gives|gets|scores|achieves|yields)\s+"
             rf"(?:the\s+)?(?P<d3>best|highest|top|lowest|smallest|largest)\s+(?P<m3>{METRIC_RX})"
             # "export the best run by AUC", "the run that comes out top on AUC"
-            rf"|(?:the\s+)?(?P<d4>best|top)\s+(?:run|one|model|job|candidate|version)\s+(?:by|on|for|in\s+terms\s+of)\s+(?:the\s+)?(?P<m4>{METRIC_RX})"
+            rf"|(?:the\s+)?(?P<d4>best|top|better)\s+(?:run|one|model|job|candidate|version)\s+(?:by|on|for|in\s+terms\s+of)\s+(?:the\s+)?(?P<m4>{METRIC_RX})"
             rf"|(?:the\s+)?(?:run|one|model|job|candidate|version)\s+(?:that|which)\s+(?:comes?\s+out|came\s+out|scores?|scored|does|did|ranks?|ranked)\s+"
             rf"(?P<d5>best|top|highest|lowest)\s+(?:on|by|for|in)\s+(?:the\s+)?(?P<m5>{METRIC_RX}))\b")
 

@@ -29,6 +29,24 @@ NOT_A_SCHEDULE_BEFORE = {"for", "per", "by", "in", "of", "across", "within", "ro
 HABIT_SUBJECTS = {"we", "i", "they", "our", "my", "staff", "someone", "somebody", "the", "it", "he", "she", "you"}
 
 
+# what a schedule is said of, right before it: the run itself ("run it", "the pipeline") or the file
+# it reads ("load logs.csv every month")
+RUN_WORDS = {"it", "this", "that", "them", "pipeline", "workflow", "job", "run", "again"}
+
+
+def _said_of_the_run(t: Text, toks: list) -> bool:
+    """The schedule opens its sentence or clause ("Every night: ...", "Every Monday, load ..."), or
+    follows the run or the file it reads ("run it every night", "load logs.csv every month"), or
+    is no phrase of every or each ("on a weekly basis", "cron")."""
+    first = toks[0]
+    if first.low not in ("every", "each"):
+        return True
+    prev = t.tokens[first.i - 1] if first.i else None
+    nxt = t.tokens[toks[-1].i + 1] if toks[-1].i + 1 < len(t.tokens) else None
+    opens = prev is None or prev.text in (".", ";", ":", "\n", "-", "*", "•") or (prev.text == "," and nxt is not None and nxt.text in (":", ","))
+    return (opens and nxt is not None and nxt.text in (":", ",")) or (prev is not None and (prev.kind == "path" or prev.low in RUN_WORDS))
+
+
 def scheduled(t: Text, spans: list[tuple[int, int]], asking: set[int]) -> None:
     """Refuse a request that asks to run on a schedule (see the module's docstring): a schedule said
     in a sentence that names a step (``asking``: the indices of those sentences); one in a sentence
@@ -41,5 +59,7 @@ def scheduled(t: Text, spans: list[tuple[int, int]], asking: set[int]) -> None:
         after = t.tokens[toks[-1].i + 1].low if toks[-1].i + 1 < len(t.tokens) else ""
         if any(w in NOT_A_SCHEDULE_BEFORE for w in before) or after in HABIT_SUBJECTS:
             continue        # ("every morning we test the water ...": what the writer does, not the run)
+        if not _said_of_the_run(t, toks):
+            continue        # ("the total sales every month": a period of a figure, a grouping)
         raise PlanRefused([f"{t.span_text(toks)!r} asks for a schedule; a workflow runs once, when it is submitted "
                            "(run the submission from cron or a scheduler)"], "out_of_scope")

@@ -378,6 +378,8 @@ TRIGGERS: list[tuple[str, str]] = [
                r"|(?=\s+the\s+[a-z][\w-]*\s+(?:rows|records|entries|ones)\s+(?:on\s+top\s+of|above|over|before|ahead\s+of)\s)"   # "stack the EU rows on top of the US ones"
                # "stack 2025 under 2024", "h2 appended beneath h1": one table's name word under the other's
                r"|(?<=stack)(?=\s+(?:NUM\d+|[a-z][\w-]*)\s+(?:underneath|under|below|beneath)\s+(?:NUM\d+|[a-z][\w-]*)\b)"
+               # "append south to north": the one appended to the other, by a word of their names
+               r"|(?<=append)(?=\s+(?:NUM\d+|[a-z][\w-]*)\s+(?:to|onto)\s+(?:NUM\d+|[a-z][\w-]*)\s*(?:[,;.)]|$))"
                r")"),
     ("concat", r"\b(?!(?:is|are|was|were|be|been|get|gets|got|then|also|rows|data)\b)(?:NUM\d+|[a-z][\w-]*)\s+(?:appended|stacked)"
                r"(?=\s+(?:underneath|under|below|beneath)\s+(?:NUM\d+|[a-z][\w-]*)\b)"),
