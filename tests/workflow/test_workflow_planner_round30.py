@@ -636,3 +636,21 @@ def test_append_one_named_table_to_the_other(loads, first):
 def test_a_histogram_for_each_column_named(said):
     p = _plan(f"Load visits.csv, {said}.")
     assert [s.params["column"] for s in of_kind(p, "plot")] == ["age", "bmi"]
+
+
+# -- a fourteenth battery --------------------------------------------------------------------------
+def test_a_cleaned_copy_saved_is_the_write_of_the_table_made():
+    p = _plan("Read returns.csv, drop duplicate return_ids, and save a cleaned copy to out/returns.csv.")
+    assert kinds(p) == ["load_data", "dedup", "write_table"]
+
+
+def test_a_figure_emailed_is_refused():
+    """Silently wrong before: "compute the row count of events.csv and email it to me" sent the
+    notification's default text, not the count."""
+    with pytest.raises(PlanRefused, match="notification sends the text"):
+        _plan("Compute the row count of events.csv and email it to me.")
+
+
+def test_a_group_by_with_the_function_after_the_key():
+    (a,) = of_kind(_plan("Load sales.csv and group by region, summing revenue; plot the result."), "aggregate")
+    assert (a.params["by"], a.params["agg"]) == ("region", "sum")

@@ -19,7 +19,9 @@ AGG_WORDS = {"sum": "sum", "sums": "sum", "total": "sum", "totals": "sum", "coun
              # "tally by decision": the rows of each group counted (the step's default would sum them)
              "tally": "count", "tallies": "count", "tallied": "count", "tallying": "count",
              # the passive: "the yield per field is to be summed", "... is averaged"
-             "summed": "sum", "totalled": "sum", "totaled": "sum", "averaged": "mean"}
+             "summed": "sum", "totalled": "sum", "totaled": "sum", "averaged": "mean",
+             # the function said after the key: "group by region, summing revenue"
+             "summing": "sum", "totalling": "sum", "totaling": "sum", "averaging": "mean"}
 
 
 def singular(word: str) -> str:
@@ -44,6 +46,8 @@ def aggregate(text: Text, lo: int, hi: int, f: Found) -> None:
 
 
 def _aggregate(text: Text, lo: int, hi: int, f: Found) -> None:
+    # "group by region, summing revenue": the measure after the function's gerund
+    consume(text, lo, hi, r"(?:(?<=\bsumming\s)|(?<=\baveraging\s)|(?<=\btotalling\s))(?:the\s+)?[a-z_][a-z0-9_]*\b", "measure")
     # what is aggregated, one word or a compound ("the delay minutes per line")
     consume(text, lo, hi, rf"\b(?:the\s+)?(?:[a-z_][a-z0-9_]*\s+){{1,2}}(?=(?:{GROUP_KEY_MARK}|{PLURAL_KEY_MARK})\b)", "measure")
     # a key is no verb of the next step ("total the amounts per country, and get a bar chart")

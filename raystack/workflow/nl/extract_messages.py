@@ -6,6 +6,7 @@ committee"), which is the channel's business and no parameter."""
 from __future__ import annotations
 
 from raystack.workflow.nl.extract import Found, _search, consume
+from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.text import Text, Token
 
 # who a message goes to ("send 'ready' to the committee"): the channel's business, no parameter
@@ -33,6 +34,14 @@ def notify(text: Text, lo: int, hi: int, f: Found) -> None:
     if said:
         text.mark(said, "message")
         f.set("message", " ".join(x.text for x in said[1:]))
+        return
+    # "compute the row count and email it to me": a figure a step computes, sent as the message (a
+    # notification sends the text it is given; it sent its default text, silently)
+    sent = next(text.finditer(r"\b(?:e-?mail|send|text|message|ping|post|slack)\s+(?P<o>it|them|the\s+(?:results?|counts?|numbers?|figures?|totals?"
+                              r"|stats|statistics|scores?|metrics?|row\s+count))\s+(?:to|over\s+to)\s+(?:me|us|the\s+team)\b", lo, hi), None)
+    if sent is not None:
+        raise PlanRefused([f"{text.span_text(sent[1])!r}: a notification sends the text it is given, not a result a step "
+                           "computes; save a report (or write the table) instead, and notify with a text"])
 
 
 MESSAGE_OPENERS = ("saying", "says", "reading", "stating")

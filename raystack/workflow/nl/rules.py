@@ -407,8 +407,10 @@ class RulePlanner:
         as p.csv")."""
         i = toks[0].i
         done = CLEANINGS if entry == "clean_data" else (entry,)
-        if not (i >= 2 and t.tokens[i - 1].low == "the" and t.tokens[i - 2].low in WRITE_VERBS
-                and table_participle(t, i, entry)):
+        # ("save a cleaned copy to out/x.csv": the copy of the table made before)
+        if not (i >= 2 and t.tokens[i - 1].low in ("the", "a") and t.tokens[i - 2].low in WRITE_VERBS
+                and (table_participle(t, i, entry) or (i + 1 < len(t.tokens) and t.tokens[i + 1].low == "copy"
+                                                       and TRANSFORMED[entry].fullmatch(t.tokens[i].low)))):
             return False
         # asked for before: found already, or named by a phrase of its kind not read yet ("remove
         # duplicates, and write the deduplicated table to x.parquet")
