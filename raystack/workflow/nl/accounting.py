@@ -30,9 +30,10 @@ from raystack.workflow.nl.goals import (SOURCE_WORDS, predict_purposes, question
                                         wanted_purposes)
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.said_again import load_participles
-from raystack.workflow.nl.scene import (FAULT_NOUNS, context_sentences, courtesies, data_clauses, fault_statements, file_descriptions, heading_sentence,
+from raystack.workflow.nl.scene import (FAULT_NOUNS, context_sentences, courtesies, data_clauses, file_descriptions, heading_sentence,
                                         greeted_introductions, headings, introductions, sender_introductions, lead_ins, origins, preamble, row_notes, settings_opening,
                                         title_clauses)
+from raystack.workflow.nl.stated_faults import fault_statements
 from raystack.workflow.nl.subsets import column_subset, unselected_subset
 from raystack.workflow.nl.text import ARROWS, Text, Token, sentences
 from raystack.workflow.nl.words import (BUSINESS_NOUNS, MAX_LEAD_IN, is_free, is_method, is_unknown, is_year, method_near,

@@ -191,7 +191,7 @@ SCENE_ADVERBS = {"sometimes", "often", "usually", "occasionally", "currently", "
                  "typically", "unfortunately", "apparently", "historically"}
 
 
-def _asking_sentences(t: Text, beside_loads: bool = False) -> list[tuple[int, int, bool]]:
+def asking_sentences(t: Text, beside_loads: bool = False) -> list[tuple[int, int, bool]]:
     """(lo, hi, asks) per sentence, where ``asks``: a word of it names a step (a load too, unless
     ``beside_loads``: a file named in a sentence is the data's load, which asks for nothing);
     none when no sentence asks, as then no sentence is beside a request."""
@@ -453,7 +453,7 @@ def context_sentences(t: Text) -> None:
     model, condition, negation or request word (but a goal that names the column a training
     learns: "... and want to predict final_gravity"), and another sentence asks for the steps."""
     learned = {x.low for x in t.tokens if x.used == "target"}
-    for lo, hi, asks in _asking_sentences(t, beside_loads=True):
+    for lo, hi, asks in asking_sentences(t, beside_loads=True):
         goal = _goals(t, lo, hi, learned)
         # (words an aside already holds are accounted for: "... and want to estimate how long a call-out will take";
         # a parenthesis inside a sentence naming the data, "a.csv and b.csv (same columns)", as the words in it)
@@ -514,33 +514,6 @@ def _a_scene_figure(t: Text, x: Token) -> bool:
         return False
     near = [y.low for y in t.tokens[max(0, x.i - 2):x.i + 3] if y is not x]
     return not any(w in UNIT_WORDS or w in ("%", "percent", "per", "cent") for w in near)
-
-
-# faults a sentence may state of the data, and the steps that fix each ("Some rows are duplicated.
-# Please remove the duplicates.")
-FAULT_FIXES = {"duplicated": ("dedup",), "duplicates": ("dedup",), "duplicate": ("dedup",), "dupes": ("dedup",),
-               "repeated": ("dedup",), "missing": ("clean_data", "impute"), "blank": ("clean_data", "impute"),
-               "blanks": ("clean_data", "impute"), "empty": ("clean_data", "impute"), "null": ("clean_data", "impute"),
-               "nulls": ("clean_data", "impute"), "incomplete": ("clean_data", "impute"), "gaps": ("clean_data", "impute")}
-MAX_FAULT_SENTENCE = 16      # words of a sentence stating a fault
-
-
-def fault_statements(t: Text) -> None:
-    """"Some rows are duplicated because the scanner double-fires. Please remove the duplicates.": a
-    sentence that asks for nothing and states a fault of the data that a step of the plan fixes (a
-    dedup for repeated rows, a removal or a fill for gaps) says why that step is there."""
-    fixing = {x.used for x in t.tokens if x.used in CATALOG}
-    for lo, hi, asks in _asking_sentences(t, beside_loads=True):
-        toks = [x for x in t.tokens[lo:hi] if x.kind != "punct"]
-        faults = [x for x in toks if x.low in FAULT_FIXES and not x.used]
-        if asks or not faults or len(toks) > MAX_FAULT_SENTENCE or t.tokens[hi - 1].text in ("?", "!") \
-                or not all(any(e in fixing for e in FAULT_FIXES[x.low]) for x in faults):
-            continue
-        if any(x.kind not in ("word", "path") or (x.used and x.used not in ASIDES and x.used != "load_data")
-               or (x.low in ASKING_WORDS and x.low not in FAULT_FIXES and x.low not in ("not", "no"))
-               or x.low in L.UNMAPPED_VERBS or is_method(x) for x in toks if x not in faults):
-            continue
-        t.mark([x for x in toks if not x.used], "context")
 
 
 def data_clauses(t: Text) -> None:
@@ -640,7 +613,7 @@ def courtesies(t: Text) -> None:
         toks = t.tokens[lo:hi]
         if all(not x.used or x.used == "punctuation" for x in toks) and COURTESY_SENTENCE.fullmatch(" ".join(x.low for x in toks)):
             t.mark(toks, "context")
-    for lo, hi, asks in _asking_sentences(t):
+    for lo, hi, asks in asking_sentences(t):
         words = [x for x in t.tokens[lo:hi] if x.kind != "punct"]
         if not asks and words and all(x.kind == "word" and x.low in COURTESY_WORDS for x in words):
             t.mark([x for x in words if not x.used], "context")
