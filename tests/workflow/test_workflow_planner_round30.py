@@ -654,3 +654,26 @@ def test_a_figure_emailed_is_refused():
 def test_a_group_by_with_the_function_after_the_key():
     (a,) = of_kind(_plan("Load sales.csv and group by region, summing revenue; plot the result."), "aggregate")
     assert (a.params["by"], a.params["agg"]) == ("region", "sum")
+
+
+# -- a fifteenth battery ---------------------------------------------------------------------------
+def test_downsample_to_a_share():
+    p = _plan("Load the sensor data (sensors.parquet), downsample to 10%, and plot the distribution of vibration_mm.")
+    assert of_kind(p, "sample")[0].params["fraction"] == 0.1
+
+
+def test_to_check_the_setup_works_is_a_purpose():
+    assert kinds(_plan("Run a quick EDiT pretraining on tiny-1m, just 100 steps with 2 workers, to check the setup works.")) == \
+        ["edit_pretrain"]
+
+
+def test_a_group_key_named_like_a_method_is_a_column():
+    p = _plan("Join orders.csv to customers.csv on customer_id using a left join, and then count orders per segment.")
+    assert of_kind(p, "aggregate")[0].params["by"] == "segment"
+    with pytest.raises(PlanRefused, match="segmentation"):
+        _plan("Load a.csv and run image segmentation on it.")
+
+
+def test_tell_me_which_has_the_best_metric():
+    p = _plan("Fit logistic, kNN and nearest centroid models on heart.csv to predict disease and tell me which has the best recall.")
+    assert of_kind(p, "select_best")[0].params["metric"] == "recall" and len(of_kind(p, "train_model")) == 3

@@ -513,7 +513,7 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
     # ("a nearest centroid classifier for diagnosis": the column a catalog model learns, named like a task)
     column_learned = any(y.used == "model kind" for y in t.tokens)
     unsupported = [x for x in t.tokens if not x.used.startswith("name:") and x.used not in ("edit_pretrain", "model kind")   # "a GPT from scratch", "a 5-NN"
-                   and not (x.used == "target" and column_learned)
+                   and not (x.used == "target" and column_learned) and x.used != "group key"    # ("count orders per segment": a column)
                    and (is_method(x) or method_near(t, x)) and not names_business(t, x)]
     if unsupported:
         raise PlanRefused([f"no catalog step does {t.span_text(r)!r}" for r in t.runs(unsupported)])

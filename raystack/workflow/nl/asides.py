@@ -245,6 +245,10 @@ def opening_purposes(t: Text) -> None:
 def purposes(t: Text) -> None:
     """"for keyword spotting", "for the recommender", "to test the pipeline", "so we can check
     the pipeline end to end": what the work is for."""
+    # ("to check the setup works", "to make sure the pipeline runs": read first, with the verb after the system)
+    for _, toks in t.finditer(rf"\bto\s+(?:check|make\s+sure|see|confirm|verify)\s+(?:that\s+)?(?:the\s+|our\s+|my\s+|this\s+)?{SYSTEM_NOUNS}\s+"
+                              r"(?:works|runs|is\s+working|is\s+fine)\b", 0, len(t.tokens), free_only=True):
+        t.mark(toks, "purpose")
     for _, toks in t.finditer(rf"\b(?:to|so\s+(?:that\s+)?(?:we|i|you)\s+can|let\s*'s|let\s+us)\s+(?:test|try|exercise|check|demo|validate|smoke-test)\s+"
                               rf"(?:out\s+)?(?:the\s+|our\s+|my\s+|this\s+)?{SYSTEM_NOUNS}\b(?:\s+end[\s-]+to[\s-]+end)?"
                               # "synthetic data to try things out", "so we can look at it later", "for later review"

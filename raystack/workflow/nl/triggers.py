@@ -338,7 +338,8 @@ TRIGGERS: list[tuple[str, str]] = [
                r"(?P<sk>(?:the\s+|its\s+|their\s+)?(?:first|last)\s+NUM\d+\s+)(?:rows?|records?|lines?|entries)\b"),
     ("sample", r"\b(?:keep|keeps|keeping|retain|retains|retaining)\s+(?:only\s+|just\s+)(?=(?:a\s+random\s+)?PCT\d+\s+of\s+(?:it|them|the\s+(?:rows|data|records|table|result|(?:joined|merged|cleaned)\s+(?:table|data|rows)))\b"
                r"(?!\s+(?:as|for|to)\b))"),
-    ("sample", r"\b(?:randomly\s+)?(?:sub-?sampl\w*|down-?sampl\w*|sample)\s+(?=NUM|PCT|FILE|the\b|a\b|an\b|it\b|them\b|down\b|rows\b|each\b|every\b)"),
+    ("sample", r"\b(?:randomly\s+)?(?:sub-?sampl\w*|down-?sampl\w*|sample)\s+(?=NUM|PCT|FILE|the\b|a\b|an\b|it\b|them\b|down\b|rows\b|each\b|every\b)"
+               r"|\b(?:sub-?sampl\w*|down-?sampl\w*)\s+(?:it\s+|them\s+)?to\s+(?=PCT\d+|NUM\d+\s+(?:rows?|records?))"),   # "downsample to 10%"
     # "keep only a random 2,000 rows": a random subset of the rows (never made-up data)
     ("sample", r"\b(?:keep|keeps|keeping|take|takes|taking|use|using|draw|pick|select|grab|retain)\s+(?:only\s+|just\s+)?(?:a\s+)?random\s+"
                r"(?=NUM\d+\s+(?:rows?|records?|entries|samples|lines)\b|PCT\d+)"),
@@ -613,7 +614,10 @@ TRIGGERS: list[tuple[str, str]] = [
     ("select_best", r"\b(?:(?:tell|show|let)\s+(?:me|us)\s+(?:know\s+)?|report\s+|say\s+)(?:which|what)\s+(?:one\s+|of\s+them\s+|model\s+|run\s+|setting\s+|"
                     r"value\s+|k\s+|configuration\s+|config\s+)?(?:is|was|works?|worked|did|does|performs?|performed|scores?|scored|comes?\s+out|came\s+out)"
                     r"\s+(?:the\s+)?(?:best|better|top|highest)\b"
-                    r"|\b(?:show|tell)\s+(?:me|us)\s+the\s+(?:best|top|winning|strongest)\s+(?:one|model|run|result|of\s+them)\b"),
+                    r"|\b(?:show|tell)\s+(?:me|us)\s+the\s+(?:best|top|winning|strongest)\s+(?:one|model|run|result|of\s+them)\b"
+                    # "tell me which has the best recall": the metric named (the pick's extractor reads it)
+                    rf"|\b(?:(?:tell|show|let)\s+(?:me|us)\s+(?:know\s+)?)(?:which|what)\s+(?:one\s+|of\s+them\s+|model\s+)?(?:has|gets|gives|scores)\s+"
+                    rf"(?:the\s+)?(?:best|highest|top|lowest|better|higher|lower)\s+(?=(?:{METRIC_RX})\b)"),
     # "compare them by F1 (, and export the winner)": a comparison by a named metric picks
     ("select_best", rf"\bcompar(?:e|es|ing)\s+(?:them|both|all\s+three|the\s+(?:two|three|models|results|runs|candidates))"
                     rf"(?:\s+(?:by|on|using|in\s+terms\s+of)\s+(?:their\s+|the\s+)?(?=(?:{METRIC_RX})\b))"
