@@ -346,7 +346,8 @@ def settings_opening(t: Text) -> None:
 
 def introductions(t: Text) -> None:
     """"Brewery here.", "Data team here!", "Hey, credit-risk team at a BNPL lender here.": who
-    writes, in a first sentence of its own."""
+    writes, in a first sentence of its own; "As a hospital analyst, I need ...": in a clause with
+    "as" that opens the request."""
     # "As a hospital analyst, I need ...", "As the data team at a bakery, we ...": who writes, said in a
     # clause that opens the request, before who it is
     comma = next((x.i for x in t.tokens[:MAX_INTRO + 2] if x.text == ","), None)
@@ -368,7 +369,6 @@ def introductions(t: Text) -> None:
     if opener is not None and comma is not None and comma > opener + 2 and all(
             is_free(x) and x.kind == "word" and x.low not in L.RESTRICTING for x in t.tokens[lo:comma]):
         t.mark(t.tokens[lo:comma + 1], "context")
-
 
 
 GREETINGS = {"hi", "hello", "hey", "okay", "ok", "right", "morning", "afternoon", "evening", "hiya"}

@@ -1,8 +1,10 @@
 """A request to run on a schedule ("every night", "each Monday morning", "on a weekly basis"):
 a workflow runs once, when it is submitted, so the plan would have run it once and dropped the
-schedule without a word. Refused, naming the words, before anything is planned; a period that
-groups rows ("the median for every week") or says how the data was recorded ("a reading every
-hour") is no schedule."""
+schedule without a word. Refused, naming the words, once the request's steps are found: a
+schedule said of the run, in a sentence that names a step ("Every night: load ...", "load
+logs.csv every month", "retrain it every week"). A period that groups rows ("the median for every
+week"), says how the data was recorded ("a reading every hour") or what the writer does ("every
+morning we test the water") is no schedule."""
 
 from __future__ import annotations
 
@@ -23,12 +25,8 @@ NOT_A_SCHEDULE_BEFORE = {"for", "per", "by", "in", "of", "across", "within", "ro
                          "record", "records", "entry", "logged", "recorded", "measured", "collected", "taken",
                          "sampled", "arrives", "arrive", "comes", "updated", "exported", "dumped", "written", "once",
                          "sells", "sell", "sold", "has", "have", "had", "about", "around", "roughly", "than"}
-
-
 # who does something at that time, right after it ("every morning we test the water"): a habit
 HABIT_SUBJECTS = {"we", "i", "they", "our", "my", "staff", "someone", "somebody", "the", "it", "he", "she", "you"}
-
-
 # what a schedule is said of, right before it: the run itself ("run it", "the pipeline") or the file
 # it reads ("load logs.csv every month")
 RUN_WORDS = {"it", "this", "that", "them", "pipeline", "workflow", "job", "run", "again"}
