@@ -677,3 +677,16 @@ def test_a_group_key_named_like_a_method_is_a_column():
 def test_tell_me_which_has_the_best_metric():
     p = _plan("Fit logistic, kNN and nearest centroid models on heart.csv to predict disease and tell me which has the best recall.")
     assert of_kind(p, "select_best")[0].params["metric"] == "recall" and len(of_kind(p, "train_model")) == 3
+
+
+@pytest.mark.parametrize("said", ["the mean price_usd per city and the number of listings per city",
+                                  "the mean price_usd per city and the count per city"])
+def test_a_count_beside_another_function_with_its_own_key_is_refused(said):
+    """Silently wrong before: the count per city was dropped and only the mean computed."""
+    with pytest.raises(PlanRefused, match="one function"):
+        _plan(f"Load h.csv, compute {said}.")
+
+
+def test_a_count_alone_per_key_stays_a_count():
+    (a,) = of_kind(_plan("Load h.csv and count the listings per city."), "aggregate")
+    assert (a.params["by"], a.params["agg"]) == ("city", "count")

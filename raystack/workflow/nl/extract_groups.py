@@ -138,6 +138,11 @@ def _agg_word(text: Text, lo: int, hi: int, f: Found) -> None:
     if other is not None:   # "aggregate the std of amount by region" summed it
         raise PlanRefused([f"{text.span_text(other[1])!r} per group: {AGGREGATES_SAID}"])
     said = {AGG_WORDS[m.group("a")] for m, _ in text.finditer(AGG_RX, lo, hi) if m.group("a") not in ("number", "count", "counts")}
+    # ("the mean price per city and the number of listings per city": a count said with its own key
+    # beside another function is a second aggregation, which the step dropped)
+    keys = sum(1 for _ in text.finditer(rf"\b(?:{GROUP_KEY_MARK})\s+[a-z_]", lo, hi))
+    if said and keys > 1 and next(text.finditer(r"\b(?:number\s+of|count|counts)\b", lo, hi), None) is not None:
+        said.add("count")
     if len(said) > 1:   # "mean and max price by city": the step computes one function (the max was dropped)
         raise PlanRefused([f"{' and '.join(sorted(said))} per group: the aggregate computes one function; "
                            "say one aggregation for each"])
