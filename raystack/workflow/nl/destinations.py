@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from raystack.workflow.catalog import CATALOG, STATS, TABLE
+from raystack.workflow.nl import lexicon as L
 from raystack.workflow.nl.extract import IMAGE_EXT
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.text import Text
@@ -78,7 +79,7 @@ def destinations(t: Text, actions: list[Action]) -> list[Action]:
 # folders results are written to ("out/x.csv", "results/x.parquet"), never data to read
 OUTPUT_FOLDERS = ("out/", "output/", "outputs/", "results/", "reports/")
 # steps that make a table a file in an output folder would hold
-TABLE_MAKERS = ("aggregate", "stats", "dedup", "clean_data", "impute", "normalize", "sample", "join", "concat")
+TABLE_MAKERS = (*L.TABLE_TRANSFORMS, "aggregate", "stats", "join", "concat")
 
 
 def _written_in_output_folder(t: Text, a: Action, prev: Action) -> bool:

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from raystack.workflow.nl.lexicon import METRIC_RX, METRICS, NUMLIST, SERVE_AS_PLACE, metrics_rx
+from raystack.workflow.nl.lexicon import COUNT_ENDS_CLAUSE, METRIC_RX, METRICS, NUMLIST, REST_TESTED, SERVE_AS_PLACE, TRAINED_SHARE, metrics_rx
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.text import Text, Token, number
 
@@ -182,7 +182,7 @@ ROWS_UNIT_OR_LINES = r"(?:rows?|records?|examples|entries|lines?)"
 def sample(text: Text, lo: int, hi: int, f: Found) -> None:
     _seed(text, lo, hi, f)
     m = _search(text, lo, hi, rf"\b(?:the\s+|its\s+|their\s+)?(?P<w>first|last|head|tail|{NEWEST}|{OLDEST})(?=\s+NUM\d+\s+(?:{ROWS_UNIT_OR_LINES}|[a-z]+s)\b"
-                              r"|\s+PCT\d+\s+of\b|\s+NUM\d+(?:\s*[,;.)]|\s*$|\s+(?:and|then)\b))", "which rows")
+                              rf"|\s+PCT\d+\s+of\b|\s+NUM\d+{COUNT_ENDS_CLAUSE})", "which rows")
     if m:      # "keep the first 100 rows": in file order, not drawn ("tail 100k rows": the last, as the shell says it;
         # "the newest 200,000 rows": the last, the rows appended in time order)
         w = re.sub(r"\s+", " ", m.group("w"))
@@ -212,7 +212,7 @@ def sample(text: Text, lo: int, hi: int, f: Found) -> None:
         return
     m = _search(text, lo, hi, r"(?P<n>NUM\d+)\s*-?\s*(?:random\s+)?(?:rows?|records?|samples|examples|entries|lines?)\b", "rows") or \
         _search(text, lo, hi, r"(?:(?<=first\s)|(?<=last\s)|(?<=latest\s)|(?<=newest\s)|(?<=recent\s)|(?<=final\s)|(?<=oldest\s)|(?<=earliest\s))"
-                              r"(?P<n>NUM\d+)(?:\s+[a-z]+s\b|(?=\s*[,;.)]|\s*$|\s+(?:and|then)\b))", "rows")   # "the first 500 customers", "the latest 100,000 events", "the first 10,000,"
+                              rf"(?P<n>NUM\d+)(?:\s+[a-z]+s\b|{COUNT_ENDS_CLAUSE})", "rows")   # "the first 500 customers", "the latest 100,000 events", "the first 10,000,"
     if m:
         f.set("rows", int(_num(text, m.group("n") or m.groupdict().get("m"))))
 
@@ -247,11 +247,8 @@ def split_data(text: Text, lo: int, hi: int, f: Found) -> None:
         return
     # "train it on 80% of the data and test it on the rest": the share trained on, the rest the test's
     # (the trigger saw the rest said after it; the split's own words end at "the data")
-    trained_share = next(text.finditer(r"\bon\s+(?:the\s+)?(?:first\s+)?PCT\d+\s+of\s+(?:the\s+)?(?:data|rows|records|it|them)\b"
-                                       r"(?=\s+and\s+(?:test|evaluate|score|check)\w*(?:\s+it|\s+them)?\s+on\s+the\s+(?:rest|remainder|remaining))",
-                                       lo, len(text.tokens)), None)
-    m = _search(text, lo, hi, r"\bon\s+(?:the\s+)?(?:first\s+)?(?P<a>PCT\d+)\s+of\s+(?:the\s+)?(?:data|rows|records|it|them)\b", "ratio") \
-        if trained_share is not None and trained_share[1][0].i < hi else None
+    trained_share = next(text.finditer(TRAINED_SHARE + REST_TESTED, lo, len(text.tokens)), None)
+    m = _search(text, lo, hi, TRAINED_SHARE, "ratio") if trained_share is not None and trained_share[1][0].i < hi else None
     if m:
         # "... and test it on the rest": the evaluation's words for the split's other part
         consume(text, lo, len(text.tokens), r"(?<=\bon\s)the\s+(?:rest|remainder|remaining(?:\s+(?:PCT\d+|rows|data))?)\b", "split")

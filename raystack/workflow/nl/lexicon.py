@@ -511,6 +511,12 @@ ROW_NOUN = (r"(?:rows|records|entries|(?!(?:values|columns|cells|fields|features
             r"less|unless|across|yes|models|files|tables|runs|results)\b)[a-z]{2,}s)")
 # or one of them, said with "any" ("discard any claim w/o a unit_model")
 ANY_ROW = r"(?:(?<=any\s)|(?<=every\s)|(?<=each\s))(?!(?:value|column|cell|field|feature|one|row|record|entry)\b)[a-z]{3,}"
+# "train it on 80% of the data and test it on the rest": the share trained on (group ``a``), said
+# with the rest tested after it (the split's trigger and extractor read it)
+TRAINED_SHARE = r"\bon\s+(?:the\s+)?(?:first\s+)?(?P<a>PCT\d+)\s+of\s+(?:the\s+)?(?:data|rows|records|it|them)\b"
+REST_TESTED = r"(?=\s+and\s+(?:test|evaluate|score|check)\w*(?:\s+it|\s+them)?\s+on\s+the\s+(?:rest|remainder|remaining))"
+# a count that ends its clause, its rows unsaid ("keep only the first 10,000, de-dupe")
+COUNT_ENDS_CLAUSE = r"(?=\s*[,;.)]|\s*$|\s+(?:and|then)\b)"
 # a value said to be there ("is not missing", "is filled in", "is present")
 PRESENT = r"(?:not\s+(?:missing|null|empty|blank|nan|na)|present|filled\s+in|populated|non-?null|non-?empty|known|recorded)\b"
 LACKING = r"(?:that\s+(?:are|is)\s+missing|missing|without|lacking|with\s+no)"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from raystack.workflow.nl.lexicon import BEST_ONE as _BEST_NAMED
-from raystack.workflow.nl.lexicon import (ANY_ROW, COLUMN_STATS, PRESENT, GAPS_AFTER, SNAKE_COLUMN, ZERO_GAP, GROUP_KEY_MARK, LACKING, MISSING_COLUMN, ROW_NOUN, HELD_OUT_FIGURE, HELD_OUT_WORDS, METRIC_RX,
+from raystack.workflow.nl.lexicon import (ANY_ROW, COLUMN_STATS, COUNT_ENDS_CLAUSE, PRESENT, REST_TESTED, TRAINED_SHARE, GAPS_AFTER, SNAKE_COLUMN, ZERO_GAP, GROUP_KEY_MARK, LACKING, MISSING_COLUMN, ROW_NOUN, HELD_OUT_FIGURE, HELD_OUT_WORDS, METRIC_RX,
                                           NOT_GROUPS, NUMLIST, TRAIN_AGAIN)
 
 _SK = r"(?:[^\s,.;:]+\s+)"
@@ -295,8 +295,7 @@ TRIGGERS: list[tuple[str, str]] = [
                    r"(?:\s+(?:set|split|portion|part|sample|subset))?\b"),
     ("split_data", r"\btrain\s*/\s*(?:test|validation|val)\b(?:\s+split)?|\btrain-test\s+split\b|\btrain\s+test\s+split\b|\bRATIO\d+\s+split\b"),
     # "train a knn on 80% of the data and test it on the rest": the split, said by the share trained on
-    ("split_data", r"\bon\s+(?:the\s+)?(?:first\s+)?PCT\d+\s+of\s+(?:the\s+)?(?:data|rows|records|it|them)\b"
-                   r"(?=\s+and\s+(?:test|evaluate|score|check)\w*(?:\s+it|\s+them)?\s+on\s+the\s+(?:rest|remainder|remaining))"),
+    ("split_data", TRAINED_SHARE + REST_TESTED),
     # "test = 25%", "test: 0.2": the share, said as a setting
     ("split_data", r"(?:(?<=[;,\n]\s)|(?<=[;,\n])|^)(?:test|holdout|hold-out)\s*[:=]\s*(?:PCT\d+|NUM\d+)\b"),
     # "(k=5, test size 0.25)", "using a 0.3 test fraction", "test_size=0.2": the split's share, said as its parameter
@@ -322,7 +321,7 @@ TRIGGERS: list[tuple[str, str]] = [
                r"(?:NUM\d+\s+(?:rows?|records?|lines?|entries|(?!(?:models|adapters|runs|epochs|steps|trials|times|rounds|workers|features|columns)\b)[a-z]+s\b)"
                r"|PCT\d+\s+of\s+(?:it|them|the\s+(?:rows|data|records|table))"
                # "keep only the first 10,000, de-dupe": the rows left unsaid, the clause ending at the count
-               r"|NUM\d+(?=\s*[,;.)]|\s*$|\s+(?:and|then)\b))(?!\s+(?:as|for|to)\b))"),
+               rf"|NUM\d+{COUNT_ENDS_CLAUSE})(?!\s+(?:as|for|to)\b))"),
     # "x.csv, first 5,000 rows only; 70/30 split": a subset in file order said as an item of a list
     ("sample", rf"(?:{AFTER_ARROW}|(?<=[,;:]\s)|^)(?P<sk>(?:the\s+)?(?:first|last)\s+NUM\d+\s+(?:rows?|records?|lines?|entries))\s+only"
                rf"{ITEM_END}"),
