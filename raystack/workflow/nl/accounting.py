@@ -446,7 +446,7 @@ def _instead(t: Text) -> None:
         if tok.low != "instead":
             continue
         lo, hi = next((a, b) for a, b in sentences(t) if a <= tok.i < b)
-        if any(x.used == "condition" for x in t.tokens[lo:hi]):
+        if any(x.used in ("condition", "otherwise") for x in t.tokens[lo:hi]):   # ("If it falls below that, send x instead")
             t.mark([tok], "condition")
 
 
@@ -514,7 +514,8 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
     column_learned = any(y.used == "model kind" for y in t.tokens)
     unsupported = [x for x in t.tokens if not x.used.startswith("name:") and x.used not in ("edit_pretrain", "model kind")   # "a GPT from scratch", "a 5-NN"
                    and not (x.used == "target" and column_learned) and x.used != "group key"    # ("count orders per segment": a column)
-                   and (is_method(x) or method_near(t, x)) and not names_business(t, x)]
+                   and (is_method(x) or method_near(t, x)) and not names_business(t, x)
+                   and not names_thing(t, x)]   # ("because the cluster is spotty": the machines)
     if unsupported:
         raise PlanRefused([f"no catalog step does {t.span_text(r)!r}" for r in t.runs(unsupported)])
     ends = list(action_ends)

@@ -21,7 +21,8 @@ from raystack.workflow.catalog import ADAPTERS, CATALOG, CHECKPOINT, DLRM, MODEL
 from raystack.workflow.nl import lexicon as L
 from raystack.workflow.nl.cues import Cue
 from raystack.workflow.nl.plan import Cond, DraftStep, LoopSpec, PlanRefused
-from raystack.workflow.nl.said_order import SOURCES, done_first, fronted_before, source_said_after, split_said_after, subordinate
+from raystack.workflow.nl.said_order import (SOURCES, done_first, fronted_before, search_named_before, source_said_after,
+                                             split_said_after, subordinate)
 from raystack.workflow.nl.text import ARROWS, Text
 
 if TYPE_CHECKING:
@@ -37,6 +38,7 @@ def arrange(t: Text, actions: list[Action], cues: list[Cue]) -> None:
     subordinate(t, actions)
     _hoist(t, actions)
     fronted_before(t, actions)
+    search_named_before(t, actions)
     done_first(t, actions)
     split_said_after(actions)
     source_said_after(actions)

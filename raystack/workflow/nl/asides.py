@@ -68,9 +68,20 @@ def _drops_out(words: list[Token], k: int) -> bool:
     return words[k].low in DROPS_OUT and after[:1] == ["out"] and (len(after) == 1 or after[1] in NO_OBJECT or after[1] == ",")
 
 
+SUBJECT_DETERMINERS = {"the", "our", "my", "this", "that", "their", "your"}
+
+
+def _subject_of_remark(words: list[Token], k: int) -> bool:
+    """"because the cluster is spotty": a word that is also an operation, as the subject of a
+    remark (the thing remarked on), not the operation asked for."""
+    return 0 < k < len(words) - 1 and words[k - 1].low in SUBJECT_DETERMINERS and (
+        words[k + 1].low in REMARK_VERBS or words[k + 1].low in ("'s", "s"))
+
+
 def asks_nothing(words: list[Token]) -> bool:
     """No method the catalog lacks and no operation it has no step for: words that can be context."""
-    return not any(is_method(x) or (x.low in L.UNMAPPED_VERBS and not _drops_out(words, k)) for k, x in enumerate(words))
+    return not any((is_method(x) or (x.low in L.UNMAPPED_VERBS and not _drops_out(words, k))) and not _subject_of_remark(words, k)
+                   for k, x in enumerate(words))
 
 
 def _idle(words: list[Token], never: set[str]) -> bool:

@@ -141,7 +141,7 @@ def _loop_conditions(t: Text, lo: int, hi: int):
     kept = next(t.finditer(r"\b(?:keep|keeps|keeping)\s+(?:on\s+)?(?:training|re-?training|fitting|re-?fitting|running|going)\b"
                            r"|\brepeat(?:edly)?\b", lo, hi), None)
     if kept is not None:
-        found += [(m, toks, True) for m, toks in t.finditer(rf"\b(?:while|as\s+long\s+as){subject}", kept[1][-1].i + 1, hi,
+        found += [(m, toks, True) for m, toks in t.finditer(rf"\b(?:while|(?:for\s+)?as\s+long\s+as){subject}", kept[1][-1].i + 1, hi,
                                                               free_only=True)
                   if not any(f[1][0].i <= toks[0].i < f[1][-1].i + 1 for f in found)]
     return sorted(found, key=lambda f: f[1][0].i)

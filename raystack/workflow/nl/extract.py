@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from raystack.workflow.nl.lexicon import COUNT_ENDS_CLAUSE, METRIC_RX, METRICS, NUMLIST, REST_TESTED, SERVE_AS_PLACE, TRAINED_SHARE, metrics_rx
+from raystack.workflow.nl.lexicon import AS_THE_LIMIT, COUNT_ENDS_CLAUSE, METRIC_RX, METRICS, NUMLIST, REST_TESTED, SERVE_AS_PLACE, TRAINED_SHARE, metrics_rx
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.text import Text, Token, number
 
@@ -503,7 +503,7 @@ TARGET_WORD = (rf"\b(?:predicting|to\s+predict|that\s+predicts|which\s+predicts|
 
 
 BOUND_UNITS = [(r"workers?|ranks?|replicas?|processes|nodes|machines", "workers"), (r"gpus?", "gpus"),
-               (r"gb|gib|gigabytes?", "memory_gb")]
+               (r"gb|gib|gigs?|gigabytes?", "memory_gb")]
 _UNIT = "|".join(rf"(?P<u{i}>{p})" for i, (p, _) in enumerate(BOUND_UNITS))
 # what caps a count: "at most 8 workers", "never on more than 6 nodes"
 CAP = (r"(?:at\s+most|up\s+to|no\s+more\s+than|not\s+more\s+than|never\s+(?:on\s+|with\s+|using\s+|use\s+)?more\s+than|"
@@ -513,6 +513,7 @@ CAP = (r"(?:at\s+most|up\s+to|no\s+more\s+than|not\s+more\s+than|never\s+(?:on\s
        r"|(?:don't|do\s+not|never)\s+let\s+it\s+(?:grow|go|scale|expand|use)\s+(?:beyond|past|above|over|more\s+than)"
        r"|keep(?:ing|s)?\s+(?:it|this|the\s+(?:job|run)|memory|ram|the\s+memory)\s+(?:to|under|within|at)(?!\s+NUM\d+\s*\S*\s+or\s+(?:fewer|less)\b)"
        r"|(?:with\s+)?a\s+(?:cap|limit|ceiling)\s+of"
+       r"|under|within"     # ("under 16 GB of memory", as "keep it under" says)
        # "allowed as many as 8 workers", "(and) don't use more than 16 workers"
        r"|(?:allowed|allowing|given|giving\s+it|permitted)\s+(?:as\s+many\s+as|up\s+to|at\s+most)"
        r"|(?:don't|do\s+not|never)\s+(?:use|give\s+it|run\s+(?:it\s+)?on)\s+more\s+than)")
@@ -528,6 +529,8 @@ BOUND_PATTERNS = [
     # "a 16GB memory cap", "an 8-worker limit", "4 GPUs max"
     rf"(?:(?:with|and|under|within)\s+)?(?:a\s+|an\s+)?(?P<n>NUM\d+)\s*-?\s*(?:{_UNIT})\s+(?:of\s+)?(?:memory\s+|ram\s+)?"
     rf"(?:cap|limit|ceiling|budget|max(?:imum)?|at\s+(?:the\s+)?most|tops)\b",
+    # "with 4 workers as the upper limit", "2 GPUs being the maximum"
+    rf"(?:(?:with|and|on|using)\s+)?(?P<n>NUM\d+)\s*(?:{_UNIT})\s+{AS_THE_LIMIT}",
     # "keep it to four workers or fewer", "on 4 GPUs or less"
     rf"(?:(?:keep|keeping)\s+(?:it|them|this|the\s+(?:job|run)|memory|ram|the\s+memory)\s+to\s+|(?:on|with|using)\s+)?(?P<n>NUM\d+)\s*(?:{_UNIT})\s+or\s+(?:fewer|less)\b",
 ]

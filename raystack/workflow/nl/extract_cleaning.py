@@ -99,10 +99,12 @@ def impute(text: Text, lo: int, hi: int, f: Found) -> None:
     other = next(text.finditer(OTHER_FILLS, lo, hi), None)
     if other is not None:   # "fill missing prices with the previous value" filled them with the mean
         raise PlanRefused([f"{text.span_text(other[1])!r}: impute fills a gap with its column's mean, median or zero"])
-    m = _search(text, lo, hi, r"(?:(?:with|using|by|to|as|put|use|enter|insert|write)\s+|(?:→|->|=>|:?\s*=)\s*)(?:the\s+|(?:that|this|its|each|the)\s+column\s*'s\s+)?(?:column\s+|feature\s+|per-column\s+)?"
+    m = _search(text, lo, hi, r"(?:(?:with|using|by|to|as|put|use|enter|insert|write|make\s+it)\s+|(?:→|->|=>|:?\s*=)\s*)(?:the\s+|(?:that|this|its|each|the)\s+column\s*'s\s+)?(?:column\s+|feature\s+|per-column\s+)?"
                               r"(?P<s>means?|medians?|zeros?|averages?|NUM\d+)", "strategy")
     if m is None:    # "impute gaps (median)", "median imputation", "median-fill", "zero-fill", "zero out" (zero reads as a number)
-        m = _search(text, lo, hi, r"\b(?P<s>means?|medians?|zeros?|averages?)\b|(?P<z>NUM\d+)(?=\s*-?\s*fill|\s+out\b)", "strategy")
+        # (never the verb: "a missing salt_t means nothing was spread")
+        m = _search(text, lo, hi, r"\b(?P<s>mean(?!s\s+(?:nothing|that|the|a|an|no|it|its|they|there|we)\b)s?|medians?|zeros?|averages?)\b"
+                                  r"|(?P<z>NUM\d+)(?=\s*-?\s*fill|\s+out\b)", "strategy")
     if m:
         s = m.group("s") or m.groupdict().get("z")
         if s.startswith("NUM"):

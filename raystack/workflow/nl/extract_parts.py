@@ -14,7 +14,7 @@ from raystack.data.suffixes import DATA_SUFFIXES, RECORD_SUFFIXES
 from raystack.workflow.nl.extract import (BASE_MODEL, CAP, EDIT_MODES, MAX_ADAPTERS, SYNTH_TASKS,
                                           TABLE_EXT, WORKERS, Found, _list, _num, _search,
                                           _set_map, claim_count, consume, files, whole_epochs)
-from raystack.workflow.nl.lexicon import NUMLIST, SERVE_AS_PLACE
+from raystack.workflow.nl.lexicon import AS_THE_LIMIT, NUMLIST, SERVE_AS_PLACE
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.text import Text, number
 
@@ -28,7 +28,7 @@ def _workers(text: Text, lo: int, hi: int) -> tuple[str, int | list, str] | None
     """('bound', n, unit) for "at most n workers" / "no more than 2 GPUs" (unit: the bound's
     parameter, workers or gpus), ('exact', n, "workers") for "n workers", ('list', [...], "workers")."""
     m = _search(text, lo, hi, rf"{CAP}\s*(?P<n>NUM\d+)\s+(?:\w+\s+)?{WORKERS}"
-                              rf"|(?:(?:with|on|using)\s+)?(?P<m>NUM\d+)\s+{WORKERS}\s+(?:max(?:imum)?|at\s+(?:the\s+)?most|tops|limit|cap|ceiling)\b"
+                              rf"|(?:(?:with|on|using)\s+)?(?P<m>NUM\d+)\s+{WORKERS}\s+(?:max(?:imum)?|at\s+(?:the\s+)?most|tops|limit|cap|ceiling|{AS_THE_LIMIT})\b"
                               # "keep it to four workers or fewer", "on 2 GPUs or less"
                               rf"|(?:(?:keep|keeping)\s+(?:it|them|this|the\s+(?:job|run))\s+(?:to|on|at|within|under)\s+)?(?P<o>NUM\d+)\s+{WORKERS}"
                               r"\s+or\s+(?:fewer|less)\b", "workers bound")

@@ -119,7 +119,8 @@ ELSE_CUE = (r"(?:otherwise|else|if\s+not|failing\s+(?:that|which)|in\s+(?:the|an
             r"|if\s+(?:it|they)\s*(?:'s|is|are|'re)\s+(?:less|not\s+as)\s+accurate(?:\s+than\s+that)?"   # "if it's less accurate than that"
             r"|(?:if|when)\s+(?:it|they|that)\s+(?:isn't|is\s+not|aren't|are\s+not)(?=\s*[,;:])"   # "...; if it isn't, send 'x'"
             r"|(?:if|when)\s+(?:(?:it|that)\s*'s|they\s*'re)\s+not(?=\s*[,;:])"   # "..., and if it's not, just do a report"
-            r"|if\s+(?:it|they)\s+(?:miss(?:es)?|fails?)\s+(?:the\s+)?(?:bar|threshold|cut)"
+            r"|if\s+(?:it|they)\s+(?:miss(?:es)?|fails?)\s+(?:(?:the\s+)?(?:bar|threshold|cut|mark|target)|that|this)"   # ("if it misses that")
+            r"|(?:if|when)\s+(?:it|they)\s+(?:can't|cannot|can\s+not|won't|will\s+not)(?=\s*[,;:]|\s+(?:then|just)\b)"   # ("and if it can't, just send ...")
             r"|(?:below|under|short\s+of|anything\s+less\s+than)\s+(?:that|this|it)(?=\s*(?:->|=>|→|,|:|;))"
             r"|anything\s+(?:less|lower|under|below|worse|else)(?:\s+than\s+that)?(?=\s*(?:->|=>|→|,|:|;))"
             r"|(?<![\w'])(?:no|nope)(?=\s*\?)"   # "F1 >= 0.75? export it. No? then notify ..."
@@ -127,10 +128,12 @@ ELSE_CUE = (r"(?:otherwise|else|if\s+not|failing\s+(?:that|which)|in\s+(?:the|an
 # "If it's higher, I'd rather just get a report": the other side of the condition before it, said
 # by its direction (checked against that condition's comparison): ``up``, ``down``, or ``worse``
 # (up or down by the metric)
-ELSE_DIRECTION = (r"(?:if|when|should)\s+(?:it|that|they|the\s+\w+|it\s*'s|that\s*'s)\s+(?:'s\s+|is\s+|are\s+|comes?\s+in\s+|turns?\s+out\s+|be\s+)?"
+ELSE_DIRECTION = (r"(?:if|when|should)\s+(?:it|that|they|the\s+\w+|it\s*'s|that\s*'s)\s+(?:'s\s+|is\s+|are\s+|comes?\s+(?:in|out)\s+|turns?\s+out\s+|be\s+"
+                  r"|(?:falls?|fall|drops?|lands?|ends\s+up|goes|go)\s+)?"   # ("If it falls below that figure, ...")
                   r"(?:(?P<up>higher|above|over|greater|bigger|larger|more)|(?P<down>lower|below|under|less|smaller|fewer)|(?P<worse>worse))"
                   # ("if it's lower send dubbing adapters below bar": a run-on, its step's verb right after)
-                  r"(?:\s+than\s+(?:that|this|it))?(?=\s*[,;:]|\s*->|\s*→|\s+(?:then\s+|just\s+)?(?:send|notify|post|ping|alert|email|message|"
+                  # ("if it's below that, send ...", "below that figure")
+                  r"(?:\s+(?:than\s+)?(?:that|this|it)(?:\s+(?:figure|mark|bar|threshold|level|value|number|score))?)?(?=\s*[,;:]|\s*->|\s*→|\s+(?:then\s+|just\s+)?(?:send|notify|post|ping|alert|email|message|"
                   r"write|save|export|deploy|serve|plot|retrain|report|produce|generate)\b)"
                   r"(?:\s*,\s*(?:i|we)\s*'d\s+rather(?:\s+just)?(?:\s+(?:get|have|see|receive))?)?")
 UNTIL_CUE = (r"(?:(?:continu(?:e|ing)\s+|keep\s+going\s+|repeated\s+|repeating\s+|repeat\s+)?until|till|stop(?:ping)?(?:\s+early)?\s+(?:once|when|as\s+soon\s+as)"
@@ -138,7 +141,10 @@ UNTIL_CUE = (r"(?:(?:continu(?:e|ing)\s+|keep\s+going\s+|repeated\s+|repeating\s
              r"|(?:and\s+)?stop\s+(?:training\s+)?(?:once|when))")
 # "repeat while the val loss > 3.2": a loop that stops on the opposite comparison
 WHILE_CUE = (r"(?:repeat(?:ing|ed)?|keep\s+(?:going|training|running|at\s+it)|continu(?:e|ing|ed)|loop(?:ing)?|go\s+on|iterate)"
-             r"\s+(?:it\s+|this\s+|training\s+)?(?:while|as\s+long\s+as)")
+             r"\s+(?:it\s+|this\s+|training\s+)?(?:while|(?:for\s+)?as\s+long\s+as)")   # ("repeating for as long as ...")
+# a count said to be the cap after it: "4 workers as the upper limit", "2 GPUs being the maximum"
+AS_THE_LIMIT = (r"(?:as|being|is)\s+(?:the|an?|our|its)\s+(?:upper\s+|hard\s+|absolute\s+)?"
+                r"(?:limit|cap|ceiling|maximum|max|bound)\b")
 UNBOUNDED = (r"\b(?:forever|indefinitely|endlessly|without\s+(?:a\s+|any\s+)?(?:limit|bound|end|cap)|"
              r"until\s+(?:it\s+)?converges?|until\s+convergence|until\s+(?:it\s+is\s+|it\s*'s\s+)?perfect|"
              r"no\s+matter\s+how\s+long|as\s+long\s+as\s+(?:it\s+takes|needed|necessary)|"
@@ -203,7 +209,8 @@ RETRIED_KINDS = {"load": "load_data", "loading": "load_data", "reading": "load_d
                  "fit": "train_model", "split": "split_data", "export": "export_model",
                  "deployment": "deploy_model", "deploy": "deploy_model", "evaluation": "evaluate_model", "write": "write_table",
                  "pretraining": "edit_pretrain", "fine-tune": "mlora_finetune", "fine-tuning": "mlora_finetune",
-                 "save": "save"}      # ("that save": the last step that saves, a table, a model or a report)
+                 "save": "save",      # ("that save": the last step that saves, a table, a model or a report)
+                 "search": "train_model", "sweep": "train_model", "tuning": "train_model"}   # (a search: its tuned training)
 # the steps "the save" names
 SAVING_STEPS = ("write_table", "export_model", "save_report")
 # what a retry names before its count: "retry it", "retry the training", "retrying that step"
@@ -239,7 +246,7 @@ RETRIES = [
     # "let the save retry two times"
     r"let\s+(?:the|that|this)\s+(?:" + _RETRIED + r")\s+retry\s+(?:up\s+to\s+|at\s+most\s+)?(?:(?P<n>NUM\d+)\s+times?|(?P<w>once|twice|thrice))",
     # ("each run being retried at most twice in case of failure")
-    r"(?:(?:each|both|it|they|all|(?:each|every)\s+(?:run|one|training|attempt|read|load|fit|model|job)|the\s+(?:read|load|write|save|training|export))\s+)?"
+    r"(?:(?:each|both|it|they|all|(?:each|every)\s+(?:run|one|training|attempt|read|load|fit|model|job)|the\s+(?:read|load|write|save|training|export|search|sweep|tuning))\s+)?"
     r"(?:(?:is|are|gets?|being|may\s+be|can\s+be|should\s+be|will\s+be|must\s+be)\s+)?retried\s+(?:up\s+to\s+|at\s+most\s+|as\s+many\s+as\s+)?(?:(?P<w>once|twice|thrice)|(?P<n>NUM\d+)\s+times?)"
     r"(?:\s+(?:each|apiece))?(?:\s+(?:on|upon|after)\s+(?:a\s+)?failures?|\s+in\s+(?:the\s+)?case\s+of\s+(?:a\s+)?failures?"
     r"|\s+if\s+(?:it|they)\s+(?:fails?|falls?\s+over|crash(?:es)?|dies|die))?",
@@ -292,6 +299,14 @@ EXIT_CUES = [
      # "when the whole thing has gone through fine", "once it all has gone well"
      r"(?:has|have)\s+(?:gone\s+through|gone\s+well|worked)(?:\s+(?:fine|ok|okay|cleanly|successfully|without\s+(?:a\s+hitch|problems|errors)))?|"
      r"(?:runs|finishes|completes)\s+cleanly|passes|pass)\b"
+     # "when all of the above has completed successfully", "when the job has run cleanly from start to finish",
+     # "when it has all gone through ok", "when it's all done and went fine"
+     r"|\b(?:if|when|once)\s+(?:all\s+(?:of\s+)?the\s+above|everything\s+above)\s+(?:has|have)\s+(?:completed|finished|run|gone\s+through)\s+"
+     r"(?:successfully|cleanly|fine|ok|okay|without\s+(?:a\s+hitch|problems|errors))\b"
+     r"|\b(?:if|when|once)\s+(?:it|the\s+(?:run|workflow|pipeline|job|whole\s+thing))\s+(?:has|have)\s+run\s+(?:cleanly|fine|ok|okay|successfully)"
+     r"(?:\s+from\s+start\s+to\s+finish)?\b"
+     r"|\b(?:if|when|once)\s+it\s+(?:has|'s)\s+all\s+(?:gone\s+through|gone\s+well|worked)(?:\s+(?:fine|ok|okay|cleanly|successfully))?\b"
+     r"|\b(?:if|when|once)\s+it\s*'s\s+all\s+(?:done|finished|complete)\s+and\s+(?:went|gone|goes)\s+(?:fine|well|ok|okay|smoothly)\b"
      r"|\b(?:if|when|once)\s+(?:every|each)\s+step\s+(?:succeeds|passes|works|has\s+(?:succeeded|passed|worked))\b"
      r"|\b(?:if|when|once)\s+all\s+(?:the\s+)?steps\s+(?:succeed|pass|work|have\s+(?:succeeded|passed|worked))\b"
      # "if nothing fails", "if nothing goes wrong", "if there are no errors"
@@ -345,10 +360,14 @@ RESTRICTING = NEGATIONS | {"only", "just", "not", "no", "but",
 # what opens a statement about the user or the data ("We run a chain of bakeries ...", "Our analysts ...")
 SUBJECT_WORDS = {"we", "our", "the", "this", "these", "my", "i", "i'm", "it", "they", "their", "we're", "each", "every"}
 # "when both are done": the join after a parallel group (the next step follows every member)
-JOIN_PHRASES = (r"\b(?:when|once|after|as\s+soon\s+as)\s+(?:both|all(?:\s+of\s+them)?|they|these|the\s+(?:two|NUM\d+)|each|everything"
+JOIN_PHRASES = (r"\b(?:when|once|after|as\s+soon\s+as)\s+(?:both(?:\s+of\s+(?:them|those|these))?|all(?:\s+of\s+them)?|they"
+                r"|(?:these|those)(?:\s+(?:two|NUM\d+))?|the\s+(?:two|NUM\d+)|each|everything"   # ("when both of those have finished")
                 r"|the\s+[a-z]+\s+and\s+the\s+[a-z]+)\s+"   # "when the file and the chart are both done"
                 r"(?:(?:are|is|have|has)\s+)?(?:both\s+|all\s+)?(?:been\s+)?(?:done|finished|finish|complete|completed|complete|through|over|ready|run|loaded|read|in|arrived|landed|land)\b")
 PARALLEL = (r"\b(?:as\s+(?:NUM\d+\s+)?(?:independent|parallel|concurrent|separate)\s+(?:branches|tasks|tracks)|"   # "as two independent branches"
+            # "then do two things side by side: ..."
+            r"(?:do|run)\s+(?:these\s+|the\s+(?:next|following)\s+)?(?:NUM\d+|both)\s+(?:things|steps|tasks|jobs)\s+(?:side\s+by\s+side|in\s+parallel|"
+            r"at\s+once|at\s+the\s+same\s+time|concurrently|simultaneously)|"
             r"in\s+parallel|at\s+the\s+same\s+time|at\s+once|simultaneously|concurrently|side\s+by\s+side|"
             r"in\s+tandem|independently|independent(?:\s+of\s+each\s+other)?|parallel|concurrent|meanwhile|in\s+the\s+meantime|"
             r"neither\s+(?:one\s+)?(?:needs|depends\s+on|waits\s+(?:for|on)|should\s+wait\s+(?:for|on))\s+the\s+other|"

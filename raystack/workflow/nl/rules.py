@@ -34,9 +34,10 @@ from raystack.workflow.nl.questions import criteria, defer_candidates, fill_from
 from raystack.workflow.nl.reread import (CLEANINGS, evaluation_held_out_for, grouped_first, pick_first, reread, retrained_parts,
                                          retraining)
 from raystack.workflow.nl.safety import screen
+from raystack.workflow.nl.corrections import corrected
 from raystack.workflow.nl.courtesy import trim_courtesies
 from raystack.workflow.nl.said_again import each_named_file, join_kind_notes, one_load_per_file
-from raystack.workflow.nl.search import SPACE_PARAM_RX, read_tune
+from raystack.workflow.nl.search import SPACE_PARAM_RX, read_tune, search_said_again, space_said_before
 from raystack.workflow.nl.stated_targets import stated_target
 from raystack.workflow.nl.step_references import (TRANSFORMED, announced_models, first_of_several, model_references,
                                              models_named_after, models_named_first, order_references, table_participle, transform_references)
@@ -132,7 +133,7 @@ class RulePlanner:
     def draft(self, text: str) -> Draft:
         if not text or not text.strip():
             raise PlanRefused(["the request is empty"], "out_of_scope")
-        t = Text.parse(trim_courtesies(screen(text)))
+        t = Text.parse(corrected(trim_courtesies(screen(text))))
         unbounded(t)
         figures_no_step_makes(t)
         t.named["adapters"] = adapter_names(t)
@@ -164,7 +165,9 @@ class RulePlanner:
         for k, a in enumerate(actions):
             with t.claiming(a.entry):
                 if a.found.params.pop("_tune", False):
-                    a.found.params["_tune"] = read_tune(t, a.zlo, _tune_end(t, spans, actions, a))
+                    again = a.found.params.pop("_tune_again", None)     # (the search's settings, said later)
+                    a.found.params["_tune"] = read_tune(t, a.zlo, _tune_end(t, spans, actions, a), more=None if again is None
+                                                        else (again.zlo, _tune_end(t, spans, actions, again)))
                 ex = EXTRACTORS.get(a.entry)
                 if ex is not None:
                     end = self._shared_object_end(t, actions, k)
@@ -502,10 +505,10 @@ class RulePlanner:
                 continue
             end = min([x for x in seqs if x > a.lo] or [10 ** 9])
             prev = actions[i - 1] if i else None
-            if prev is not None and prev.entry == "train_model" and prev.sentence == a.sentence and \
+            if prev is not None and prev.entry == "train_model" and prev.sentence == a.sentence and ((
                     not any(x.kind == "punct" for x in t.tokens[prev.trig_end:a.lo]) and (prev.verbless or all(
                         (x.low in L.FILLERS and x.low not in L.CLAUSE_WORDS) or re.fullmatch(SPACE_PARAM_RX, x.low)
-                        for x in t.tokens[prev.trig_end:a.lo])):
+                        for x in t.tokens[prev.trig_end:a.lo]))) or space_said_before(t, prev, a, seqs)):
                 # "kNN tuned on k in {...}", "fit kNN w/ k tuned over 3, 5 and 7": one search
                 a.lo, a.zlo = prev.lo, min(prev.zlo, a.zlo)
                 prev.entry = "_absorbed"
@@ -516,6 +519,11 @@ class RulePlanner:
                 if nxt is not None:                              # "tune a knn model over k ..."
                     a.hi = max(a.hi, nxt.hi)
                     nxt.entry = "_absorbed"
+                elif search_said_again(t, actions[:i], a, actions):
+                    said = next((b for b in reversed(actions[:i]) if b.entry != "_absorbed"), None)
+                    if said is not None and said.sentence == a.sentence:     # ("export the search winner to ./m")
+                        said.hi = max(said.hi, a.hi)
+                    continue
             a.entry = "train_model"
             a.found.params["_tune"] = True
         actions[:] = [a for a in actions if a.entry != "_absorbed"]

@@ -90,6 +90,24 @@ def fronted_before(t: Text, actions: list[Action]) -> None:
         actions[at:at] = main
 
 
+def search_named_before(t: Text, actions: list[Action]) -> None:
+    """"Could you tune a linear model for y on x.parquet? Before the sweep: dedupe, median-fill the
+    gaps, 20% holdout.": a sentence opened by "before the sweep", the search said before named
+    again (``RulePlanner._search_said_again`` marks it), runs its steps ahead of that search."""
+    for j, tok in enumerate(t.tokens):
+        if tok.low != "before" or tok.used != "order" or j + 2 >= len(t.tokens) or t.tokens[j + 2].used != "tune":
+            continue
+        tuned = next((a for a in reversed(actions) if a.lo < j and a.step is not None and a.step.tune is not None), None)
+        sentence = next((a.sentence for a in actions if a.lo > j), None)
+        moved = [a for a in actions if a.sentence == sentence and a.lo > j and a.entry not in SOURCES]
+        if tuned is None or not moved:
+            continue
+        for a in moved:
+            actions.remove(a)
+        at = actions.index(tuned)
+        actions[at:at] = moved
+
+
 IGNORE_VERBS = {"ignore", "disregard", "exclude", "skip"}   # rows said to be left out of the whole analysis
 
 

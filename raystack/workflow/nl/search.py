@@ -1,4 +1,5 @@
-"""A hyperparameter search read from the words of a tuned training step: the space (each
+"""A hyperparameter search read from the words of a tuned training step (and where a request says
+it in two places: :func:`space_said_before`, :func:`search_said_again`): the space (each
 parameter named with its values: "lr over 0.001, 0.01 and 0.1", "k ∈ {3, 5, 7}", "batch size 32
 or 64", "a learning rate between 1e-4 and 1e-2"), trials ("16 trials", "a three-trial search"),
 the metric and its direction ("maximizing AUC", "lowest RMSE wins", "for maximum recall") and
@@ -8,12 +9,16 @@ the scheduler when one is named (ASHA, FIFO).
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from raystack.workflow.ir import TuneSpec
 from raystack.workflow.nl import lexicon as L
 from raystack.workflow.nl.extract import metric_of
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.text import Text, number
+
+if TYPE_CHECKING:
+    from raystack.workflow.nl.rules import Action
 
 # parameter words -> the training step's parameter
 SPACE_PARAMS = [(r"(?:the\s+)?learning[\s-]+rates?|lrs?|step\s+sizes?", "lr"), (r"(?:the\s+)?batch[\s_-]+sizes?", "batch_size"),
@@ -84,31 +89,38 @@ def read_space(t: Text, lo: int, hi: int) -> dict:
     return space
 
 
-def read_tune(t: Text, lo: int, hi: int, space: dict | None = None) -> TuneSpec:
-    """The search in tokens [lo, hi); ``space`` when a map already read it."""
-    space = dict(space or {}) or read_space(t, lo, hi)
+def read_tune(t: Text, lo: int, hi: int, space: dict | None = None, more: tuple[int, int] | None = None) -> TuneSpec:
+    """The search in tokens [lo, hi); ``space`` when a map already read it; ``more``: where its
+    settings are said again, later ("... Sweep lr over 0.005 and 0.05, 4 trials"), read where
+    [lo, hi) does not say them."""
+    ranges = [(lo, hi)] + ([more] if more else [])
+
+    def first(pattern: str):
+        return next((m for a, b in ranges for m in t.finditer(pattern, a, b, free_only=True)), None)
+
+    space = dict(space or {}) or next((sp for a, b in ranges for sp in [read_space(t, a, b)] if sp), {})
     if not space:
         raise PlanRefused([f"the search in {t.span_text(t.tokens[lo:hi])!r} does not say which "
                            "parameter it tunes over which values"])
-    for _, toks in t.finditer(r"\b(?:over|across|among|values?|in|search|searching|trying)\b", lo, hi, free_only=True):
-        t.mark(toks, "tune")
-    for m, toks in t.finditer(rf"(?<![\w-])(?:{_PARAM})(?![\w-])", lo, hi, free_only=True):   # "sweep k for a kNN (k = 3/5/9)"
-        if next(SPACE_PARAMS[i][1] for i in range(len(SPACE_PARAMS)) if m.group(f"p{i}")) in space:
-            t.mark(toks, "tune space")
+    for a, b in ranges:
+        for _, toks in t.finditer(r"\b(?:over|across|among|values?|in|search|searching|trying)\b", a, b, free_only=True):
+            t.mark(toks, "tune")
+        for m, toks in t.finditer(rf"(?<![\w-])(?:{_PARAM})(?![\w-])", a, b, free_only=True):   # "sweep k for a kNN (k = 3/5/9)"
+            if next(SPACE_PARAMS[i][1] for i in range(len(SPACE_PARAMS)) if m.group(f"p{i}")) in space:
+                t.mark(toks, "tune space")
     trials = 0
-    m = next(t.finditer(r"(?:(?:a\s+)?budget\s+of\s+)?(?P<n>NUM\d+)\s*(?:-\s*)?(?:trials?|samples|configurations|configs|runs|tries)\b"
-                        r"|\b(?:trials|num_samples|n_trials)\s*(?:=|:)?\s*(?P<n2>NUM\d+)\b", lo, hi,    # "trials 10", Tune's words
-                        free_only=True), None)
+    m = first(r"(?:(?:a\s+)?budget\s+of\s+)?(?P<n>NUM\d+)\s*(?:-\s*)?(?:trials?|samples|configurations|configs|runs|tries)\b"
+              r"|\b(?:trials|num_samples|n_trials)\s*(?:=|:)?\s*(?P<n2>NUM\d+)\b")    # "trials 10", Tune's words
     if m:
         t.mark(m[1], "trials")
         trials = int(float(t.literal(m[0].group("n") or m[0].group("n2")).value()))
     metric, mode = "accuracy", "max"
     # "mode max", "mode=min": the direction said apart from the metric (Tune's words)
-    said_mode = next(t.finditer(r"\bmode\s*(?:=|:)?\s*(?P<d>max|min)\b", lo, hi, free_only=True), None)
+    said_mode = first(r"\bmode\s*(?:=|:)?\s*(?P<d>max|min)\b")
     if said_mode:
         t.mark(said_mode[1], "tune metric")
     for pat in METRIC_PHRASES:
-        m = next(t.finditer(pat, lo, hi, free_only=True), None)
+        m = first(pat)
         if m:
             t.mark(m[1], "tune metric")
             metric = metric_of(m[0].group("m"))
@@ -121,8 +133,43 @@ def read_tune(t: Text, lo: int, hi: int, space: dict | None = None) -> TuneSpec:
                 mode = said_mode[0].group("d") if said_mode else ("min" if metric in L.LOWER_IS_BETTER else "max")
             break
     sched = "fifo"
-    m = next(t.finditer(SCHEDULER, lo, hi, free_only=True), None)
+    m = first(SCHEDULER)
     if m:
         t.mark(m[1], "scheduler")
         sched = "fifo" if m[0].group("s") == "fifo" else "asha"
     return TuneSpec(space=space, metric=metric, mode=mode, trials=trials, scheduler=sched)
+
+
+def space_said_before(t: Text, model: Action, a: Action, seqs: list[int]) -> bool:
+    """"a linear model whose learning rate (0.0001, 0.001 or 0.01) and epochs (20 or 50) are
+    tuned", "a knn for y, with k in 3, 5 and 7 tuned": the values, then "tuned" after them, in
+    the model's clause (no "then" between), are that model's search."""
+    return [x.low for x in t.tokens[a.lo:a.trig_end]] == ["tuned"] \
+        and not any(model.lo < c < a.lo for c in seqs) \
+        and next(t.finditer(rf"(?:{SPACE_PARAM_RX})\b[^.;]*?(?:{L.NUMLIST})", model.trig_end, a.lo), None) is not None
+
+
+def search_said_again(t: Text, before: list[Action], a: Action, actions: list[Action]) -> bool:
+    """"Could you tune a linear model for y on x.parquet? ... Sweep lr over 0.005 and 0.05, 4
+    trials, minimise RMSE": a search with no model of its own, after a tuned training step whose
+    words name no space, is that search's settings said again (read as a second search, the
+    first had no space and was refused). The earlier search reads these words too. "The search"
+    after it names it again ("the search may be retried twice"; "before the sweep", to order by)."""
+    tuned = next((b for b in reversed(before) if b.entry == "train_model"), None)
+    if tuned is None or not tuned.found.params.get("_tune"):
+        return False
+    spaced = rf"{L.NUMLIST}|\bNUM\d+\s+to\s+NUM\d+"
+    # (its words: to the next step named, past semicolons: "The sweep: lr in 0.005, 0.05; 4 trials")
+    said = min([b.lo for b in actions if b.lo > a.lo] or [len(t.tokens)])
+    if a.trig_end - a.lo == 1 and a.lo >= 1 and t.tokens[a.lo - 1].low in ("the", "that", "this") \
+            and next(t.finditer(spaced, a.lo, said), None) is None:
+        if a.lo >= 2 and t.tokens[a.lo - 2].low in ("before", "after"):
+            t.mark(t.tokens[a.lo - 2:a.lo], "order")     # "Before the sweep: dedupe, ...": to order by
+    elif tuned.sentence == a.sentence or "_tune_again" in tuned.found.params \
+            or next(t.finditer(spaced, tuned.zlo, tuned.hi), None) is not None \
+            or next(t.finditer(spaced, a.lo, said), None) is None:
+        return False
+    else:
+        tuned.found.params["_tune_again"] = a
+    a.entry = "_absorbed"
+    return True

@@ -135,7 +135,7 @@ TRIGGERS: list[tuple[str, str]] = [
     ("edit_pretrain", r"\b(?:train|trains|training|build|run)\s+(?:a|an|the)\s+(?:a-?edit|edit|diloco)\s+(?:model|run|job|lm)\b"),
     # "the EDiT checkpoint from ./ckpt": a checkpoint an earlier run made, no pretraining asked for
     ("edit_pretrain", r"\b(?:a-?edit|edit|diloco)\b(?!-?\s*(?:pretrained\s+)?(?:checkpoints?|weights|base)\b)(?:\s+local\s+sgd)?|\blocal\s+sgd\b"),
-    ("mlora_finetune", r"\b(?:fine-?tun\w*|finetun\w*)\b"),
+    ("mlora_finetune", r"\b(?:fine(?:-|\s+)?tun\w*|finetun\w*)\b"),
     ("mlora_finetune", r"\b(?:train|trains|training|trained|fit|learn|build|create|make)\s+(?P<sk>(?:[^\s.;:]+\s+){0,8}?)(?:lora|dora)?\s*adapters?\b"),
     ("mlora_finetune", r"\bmlora\b|\b(?:lora|dora)\s+adapters?\b"),
     ("serve_adapters", rf"\b(?:serve|serves|serving|deploy\w*|host|hosts|expose|publish)\s+{skip(3)}adapters?\b"
@@ -217,7 +217,10 @@ TRIGGERS: list[tuple[str, str]] = [
     ("impute", rf"\bwhere\s+(?:the\s+)?{SNAKE_COLUMN}\s+(?:is|are)\s+{ZERO_GAP}\s*,?\s*(?:put|use|enter|write|insert|fill\s+in|set\s+it\s+to|make\s+it)\s+{ZERO}"
                rf"|\bset\s+(?:the\s+|any\s+|all\s+)?(?:resulting\s+)?{ZERO_GAP}\s+{SNAKE_COLUMN}(?:\s+(?:values?|cells?|entries|fields?))?\s+to\s+{ZERO}"
                rf"|(?:\b(?:the|an?|any|all)\s+)?\b{ZERO_GAP}\s+{SNAKE_COLUMN}(?:\s+(?:values?|cells?|entries|fields?))?\s+(?:(?:are|is|get|gets|should\s+be|must\s+be|to\s+be|be)\s+)?"
-               rf"(?:set|treated|counted|taken)\s+(?:to|as)\s+{ZERO}"
+               rf"(?:(?:set|treated|counted|taken)\s+(?:to|as)|counts?\s+as)\s+{ZERO}"
+               # "a missing salt_t means nothing was spread, so make it 0": why the gap is a zero, then the fill
+               rf"|(?:\b(?:the|an?|any)\s+)?\b{ZERO_GAP}\s+{SNAKE_COLUMN}\s+means\s+(?:[\w']+\s+){{1,6}}?,?\s*(?:so\s+|and\s+)?"
+               rf"(?:make\s+it|set\s+(?:it|them|those(?:\s+cells)?)\s+to|treat\s+(?:it|them)\s+as|fill\s+(?:it|them)\s+with)\s+{ZERO}"
                rf"|\b{SNAKE_COLUMN}\s+{GAPS_AFTER}\s+(?:(?:are|get)\s+)?(?:set\s+to|to|as|{ARROW}|=)\s*{ZERO}"),
     # "mean-fill no2_ppb", "median-fill the gaps": the fill said as one verb
     ("impute", r"\b(?:mean|median|average)-fill(?:s|ed|ing)?\b"),
@@ -687,9 +690,11 @@ TRIGGERS: list[tuple[str, str]] = [
              r"(?:\s+(?:of|for)(?=\s+(?:an?|the|our|its)\s))?"),
     ("tune", r"\b(?:hunt|hunting|look|looking|search|searching|scan|scanning)\s+for\s+(?:the\s+)?(?:best|optimal|right|ideal)\s+"
              r"(?=k\b|lr\b|learning\s+rate|epochs?\b|batch\s+size|neighbou?rs\b|number\s+of\s+neighbou?rs)"),   # "hunt for the best k"
-    ("tune", r"(?<!the )(?<!a )(?<!this )(?<!that )(?<!best )(?<!-)\btuned\b(?!\s+(?:model|one|classifier|version))|(?<!-)\b(?:tune|tunes|tuning|hyper-?param(?:eter)?\s+(?:search|tuning|optimi[sz]ation|sweep)|grid\s+search|random\s+search|"
+    ("tune", r"(?<!the )(?<!this )(?<!that )(?<!best )(?<!-)\btuned\b(?!\s+(?:model|one|classifier|version))|(?<!-)\b(?:tune|tunes|tuning|hyper-?param(?:eter)?\s+(?:search|tuning|optimi[sz]ation|sweep)|grid\s+search|random\s+search|"
              # ("Chimney-sweep bookings", "piano tuning service": a trade's name, no search)
-             r"sweep|search)\b(?![\s-]+(?:ranking|rankings|engines?|quer(?:y|ies)|results|logs?|terms|index|relevance|traffic|ads?|bar|box|history"
+             # ("a search tool", "the search assistant": a product's name; "SWEEP-22:" a ticket's)
+             r"sweep|search)\b(?!-\w*\d)(?![\s-]+(?:ranking|rankings|engines?|quer(?:y|ies)|results|logs?|terms|index|relevance|traffic|ads?|bar|box|history"
+             r"|tools?|assistants?|bots?|apps?|portals?|pages?|features?|widgets?|interfaces?|functions?"
              r"|services?|company|business|shops?|studio|appointments?|customers?|bookings?|technicians?|visits?)\b)"),
     ("train_model", rf"\b(?:train|trains|trained|training|fit|fits|fitted|fitting|learn|build|builds|estimate|develop|"
                     rf"create|make|produce|retrain\w*|re-train\w*|refit\w*|re-fit\w*|try|tries|trying)\s+{skip(5)}{MODEL_NOUN}\b"

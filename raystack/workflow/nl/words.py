@@ -112,7 +112,8 @@ def names_data(t: Text, x: Token) -> bool:
 
 # nouns that are also verbs no step does ("every submitted label", "sorted by label date")
 NOUN_VERBS = {"label", "labels", "forecast", "weight", "mask", "masks", "rank", "sort", "copy", "copies", "extract",
-              "upload", "uploads", "download", "downloads", "fix", "fixes"}
+              "upload", "uploads", "download", "downloads", "fix", "fixes",
+              "cluster", "clusters", "export", "exports"}   # ("because the cluster is spotty", "the export lagers")
 
 
 def names_thing(t: Text, x: Token) -> bool:

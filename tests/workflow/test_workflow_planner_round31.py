@@ -1,0 +1,242 @@
+"""Round 31 of the rule planner: the development sets' refusals nearest to a plan, worked through
+by class (a search said twice, its space said before "tuned", values corrected as they are said,
+an "otherwise" said as a verb, a success handler in everyday words, zero for a gap with its
+reason), each case written here in varied wording, with guards for what must stay refused."""
+from __future__ import annotations
+
+import pytest
+
+from planner_util import drafts, kinds, of_kind
+from planner_util import plan as _plan
+from raystack.workflow.nl.plan import PlanRefused
+
+
+def _tune(p):
+    (step,) = drafts(p, "train_model")
+    assert step.tune is not None
+    return step.tune
+
+
+# -- a search said twice: named with its model, its settings in a later sentence -------------------
+@pytest.mark.parametrize("text", [
+    "Could you tune a linear model that predicts sleep_score from nights.parquet? Sweep lr over 0.005 and 0.05 and "
+    "epochs over 10 and 30, 4 trials, ASHA, minimise RMSE.",
+    "Tune a linear model for sleep_score on nights.parquet. The sweep: lr in 0.005, 0.05; epochs 10 or 30; 4 trials; "
+    "asha; lowest rmse.",
+    "I want a tuned linear model for sleep_score from nights.parquet. Search lr over 0.005 and 0.05 and epochs over 10 "
+    "and 30 with 4 trials under ASHA, minimising RMSE.",
+])
+def test_a_search_named_first_reads_its_settings_said_later(text):
+    p = _plan(text)
+    spec = _tune(p)
+    assert spec.space == {"lr": [0.005, 0.05], "epochs": [10, 30]}
+    assert (spec.metric, spec.mode, spec.trials, spec.scheduler) == ("rmse", "min", 4, "asha")
+    assert drafts(p, "train_model")[0].params["target"] == "sleep_score"
+
+
+def test_steps_said_before_the_sweep_run_before_it():
+    p = _plan("Could you tune a linear model that predicts sleep_score from nights.parquet? Before the sweep: "
+              "dedupe, median-fill the gaps, 20% holdout. Sweep lr over 0.005 and 0.05, 4 trials, minimise RMSE. "
+              "Export the best to ./models/sleep.")
+    assert kinds(p) == ["load_data", "dedup", "impute", "split_data", "train_model", "export_model"]
+    assert of_kind(p, "split_data")[0].params["test_fraction"] == 0.2
+
+
+def test_a_tuned_model_asked_for_is_a_search():
+    """"a tuned knn": a search (refused when it names no space), never an untuned training."""
+    p = _plan("I want a tuned knn for churned from x.csv, k in 3, 5, 7")
+    assert _tune(p).space == {"k": [3, 5, 7]}
+    with pytest.raises(PlanRefused, match="does not say which parameter"):
+        _plan("I want a tuned linear model for sleep_score from nights.parquet.")
+
+
+def test_a_search_with_a_space_of_its_own_is_not_merged_with_a_later_one():
+    """Two searches, each with its own space, stay two searches (or a refusal), never one."""
+    try:
+        p = _plan("Tune a knn for y on x.csv over k in 3, 5 and 7. Then tune a logistic model for y over lr in "
+                  "0.01 and 0.1.")
+    except PlanRefused:
+        return
+    tuned = [d for d in drafts(p, "train_model") if d.tune is not None]
+    assert len(tuned) == 2
+
+
+def test_a_search_named_again_by_its_noun_keeps_the_words_around_it():
+    p = _plan("Tune a knn for y on x.csv over k in 3, 5 and 7. Then export the search winner to ./models/w")
+    assert of_kind(p, "export_model")[0].params["path"] == "./models/w"
+
+
+@pytest.mark.parametrize("text", [
+    "tune a knn for y on x.csv over k in 3, 5 and 7; retry the search twice",
+    "tune a knn for y on x.csv over k in 3, 5 and 7; the search may be retried twice",
+    "tune a knn for y on x.csv over k in 3, 5 and 7, with 2 retries on the search",
+    "load x.csv, tune a knn for y over k in 3, 5 and 7, allow two retries on the search because the cluster is "
+    "spotty",
+])
+def test_retries_of_the_search_are_the_tuned_steps(text):
+    p = _plan(text)
+    (train,) = of_kind(p, "train_model")
+    assert train.retries == 2
+    assert _tune(p).space == {"k": [3, 5, 7]}
+
+
+# -- a space said before "tuned" -----------------------------------------------------------------
+@pytest.mark.parametrize("text, space", [
+    ("Load d.csv and fit a linear model for y with lr 0.01 / 0.1 tuned over 6 trials", {"lr": [0.01, 0.1]}),
+    ("Load d.csv; a knn for y, with k in 3, 5 and 7 tuned, 6 trials, best accuracy", {"k": [3, 5, 7]}),
+    ("Load d.csv. Fit a linear model for y whose learning rate (0.0001, 0.001 or 0.01) and epochs (20 or 50) "
+     "are tuned: six trials, ASHA, smallest RMSE wins.", {"lr": [0.0001, 0.001, 0.01], "epochs": [20, 50]}),
+])
+def test_a_space_said_before_tuned_is_the_models_search(text, space):
+    p = _plan(text)
+    assert _tune(p).space == space
+    assert _tune(p).trials == 6
+
+
+# -- "fine tune" in two words; search, sweep as a product's name -----------------------------------
+@pytest.mark.parametrize("text", [
+    "take the checkpoint in ./ckpt/base, fine tune mLoRA adapters a1 and a2 from it, then evaluate them",
+    "fine tuning of adapters a1 and a2 with mLoRA on ./ckpt/base",
+])
+def test_fine_tune_in_two_words_is_the_fine_tune(text):
+    p = _plan(text)
+    assert "mlora_finetune" in kinds(p)
+    assert "train_model" not in kinds(p)
+
+
+def test_a_search_tool_is_what_the_model_is_for_not_a_search():
+    p = _plan("For a safety-data-sheet search tool: pretrain tiny-20m using EDiT, 250 steps per chunk, repeating "
+              "for as long as validation loss stays above 3.4, for 12 chunks at most and with 4 workers as the upper "
+              "limit.")
+    (step,) = drafts(p, "edit_pretrain")
+    assert step.tune is None
+    assert step.loop is not None and (step.loop.metric, step.loop.op, step.loop.value) == ("val_loss", "<=", 3.4)
+    assert step.loop.max_iterations == 12
+    assert step.bound == {"param": "workers", "op": "<=", "value": 4}
+
+
+# -- bounds: "as the upper limit", "under 16 GB", gigs ---------------------------------------------
+@pytest.mark.parametrize("text, bound", [
+    ("run elastic DLRM on clicks.parquet, 8 workers being the maximum", {"param": "workers", "op": "<=", "value": 8}),
+    ("load x.csv and train a knn for y with 16 GB as the cap", {"param": "memory_gb", "op": "<=", "value": 16}),
+    ("load x.csv and train a knn for y under 16 GB of memory", {"param": "memory_gb", "op": "<=", "value": 16}),
+    ("load x.csv and train a knn for y with at most 16 gigs of memory", {"param": "memory_gb", "op": "<=", "value": 16}),
+])
+def test_a_cap_said_after_its_count_is_a_bound(text, bound):
+    p = _plan(text)
+    (step,) = [d for d in p.draft.steps if d.bound is not None]
+    assert step.bound == bound
+
+
+# -- values corrected as they are said -----------------------------------------------------------
+@pytest.mark.parametrize("text, k", [
+    ("load x.csv, train a knn for y with k of five, no actually three, evaluate", 3),
+    ("load x.csv, train a knn for y with k of five, no sorry, three", 3),
+    ("load x.csv, train a knn for y with k = 9, oops, no, 7", 7),
+])
+def test_a_value_corrected_as_it_is_said_is_the_correction(text, k):
+    assert of_kind(_plan(text), "train_model")[0].params["k"] == k
+
+
+def test_a_list_corrected_as_it_is_said_is_the_correction():
+    p = _plan("load x.csv, tune a knn for y with k in 3, 5 or 7, no, sorry, 3, 5 or 9, 6 trials")
+    assert _tune(p).space == {"k": [3, 5, 9]}
+    p = _plan("load x.csv, tune a knn for y, k of three, five, seven or nine, sorry, not nine, eleven, eight trials")
+    assert _tune(p).space == {"k": [3, 5, 7, 11]}
+
+
+def test_a_share_a_bound_and_a_path_corrected_as_they_are_said():
+    p = _plan("load x.csv, keep twenty percent, no sorry, a quarter of it for testing and train a knn for y")
+    assert of_kind(p, "split_data")[0].params["test_fraction"] == 0.25
+    p = _plan("load x.csv and train a knn for y under sixteen gigs of memory, no wait, make that twenty-four gigs")
+    assert drafts(p, "train_model")[0].bound == {"param": "memory_gb", "op": "<=", "value": 24}
+    p = _plan("load x.csv, sum sales per region and write that to out/a.csv, no sorry, out/b.csv")
+    assert of_kind(p, "write_table")[0].params["path"] == "out/b.csv"
+
+
+@pytest.mark.parametrize("text", [
+    "load x.csv, train a knn for y with 5 neighbours, no scaling",
+    "load x.csv, no wait, one after another is fine: train a knn for y",
+])
+def test_no_before_words_that_are_no_value_is_no_correction(text):
+    with pytest.raises(PlanRefused):
+        _plan(text)
+
+
+# -- the other side of a condition, said as a verb -------------------------------------------------
+@pytest.mark.parametrize("text, other", [
+    ("load x.csv, train a logistic regression for y, evaluate. If the F1 is 0.7 or more, deploy it as m1. If it falls "
+     "below that figure, please send the message 'not ready' instead.", "notify"),
+    ("load x.csv, train a logistic regression for y, evaluate; if the AUC comes in at 0.7 or above, export it to ./m, "
+     "and if it's below that, send 'under target'.", "notify"),
+    ("load x.csv, train a logistic regression for y, evaluate, and deploy as m1 when F1 is at least 0.7, and if it "
+     "misses that, put together a report.", "save_report"),
+    ("load x.csv, train a logistic regression for y, evaluate; if the AUC is over 0.8 deploy it as m1, and if it "
+     "can't, just send me 'below'", "notify"),
+])
+def test_the_other_side_of_a_condition_said_as_a_verb_is_its_else(text, other):
+    p = _plan(text)
+    (guarded,) = [d for d in p.draft.steps if d.when is not None and not d.otherwise]
+    (alt,) = [d for d in p.draft.steps if d.otherwise]
+    assert alt.entry == other and alt.when == guarded.when
+
+
+# -- a success handler in everyday words; the join after a parallel pair ---------------------------
+@pytest.mark.parametrize("text", [
+    "load x.csv, train a knn for y, export it to ./m, and when the job has run cleanly from start to finish, "
+    "send 'ready'.",
+    "load x.csv, train a knn for y, export it to ./m. When all of the above has completed successfully, send 'ready'.",
+    "load x.csv, train a knn for y, export it to ./m, and when it's all done and went fine, post 'ready'",
+    "load x.csv, train a knn for y, export it to ./m, and post 'ready' when it has all gone through ok",
+])
+def test_a_message_after_a_clean_run_is_a_success_handler(text):
+    p = _plan(text)
+    (note,) = drafts(p, "notify")
+    assert note.exit == "success"
+
+
+def test_a_job_that_has_run_is_no_success_handler():
+    """"when the job has run" says nothing of how it ended: no success handler."""
+    try:
+        p = _plan("load x.csv, train a knn for y, export it to ./m, and when the job has run, send 'ran'.")
+    except PlanRefused:
+        return
+    assert all(d.exit != "success" for d in drafts(p, "notify"))
+
+
+def test_two_things_side_by_side_then_a_message_when_both_have_finished():
+    p = _plan("load x.csv, sum sales per region. Then do two things side by side, save the totals as out/a.csv and "
+              "make a graph, and when both of those have finished send 'ready'.")
+    assert kinds(p) == ["load_data", "aggregate", "write_table", "plot", "notify"]
+    (write,), (chart,), (note,) = of_kind(p, "write_table"), of_kind(p, "plot"), of_kind(p, "notify")
+    assert write.id not in chart.after and chart.id not in write.after
+    assert {write.id, chart.id} <= set(note.after)
+
+
+# -- zero for a gap, with why ------------------------------------------------------------------------
+@pytest.mark.parametrize("text, column", [
+    ("load x.csv. A missing salt_t means nothing was spread, so make it 0. Average salt_t per district", "salt_t"),
+    ("load x.csv. A blank days_late means the delivery was on time, so set those cells to 0. Average days_late per "
+     "region", "days_late"),
+    ("load x.csv. A blank minutes_late counts as 0. Average minutes_late per depot", "minutes_late"),
+])
+def test_a_gap_that_means_zero_is_filled_with_zero(text, column):
+    (imp,) = drafts(_plan(text), "impute")
+    assert imp.params == {"columns": [column], "strategy": "zero"}
+
+
+def test_a_gap_that_means_something_else_is_not_filled_with_its_mean():
+    """'means' is the verb here: never the mean strategy."""
+    try:
+        p = _plan("load x.csv. A missing salt_t means nothing was spread, so make it the median. Average salt_t per "
+                  "district")
+    except PlanRefused:
+        return
+    assert of_kind(p, "impute")[0].params.get("strategy") != "mean"
+
+
+def test_because_the_cluster_is_a_reason_not_a_clustering():
+    p = _plan("load x.csv, train a knn for y with 2 retries because the cluster's spotty")
+    assert of_kind(p, "train_model")[0].retries == 2
+    with pytest.raises(PlanRefused, match="cluster"):
+        _plan("load x.csv and cluster the rows")
