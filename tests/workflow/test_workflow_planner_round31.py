@@ -240,3 +240,92 @@ def test_because_the_cluster_is_a_reason_not_a_clustering():
     assert of_kind(p, "train_model")[0].retries == 2
     with pytest.raises(PlanRefused, match="cluster"):
         _plan("load x.csv and cluster the rows")
+
+
+# -- files listed, then loaded "all four", "the three files", "every one of those" -----------------
+@pytest.mark.parametrize("text, n", [
+    ("Each city exports its own swap log: a.csv, b.csv, c.csv and d.csv. Load all four (they sit on a flaky SFTP "
+     "mirror, so let each load retry twice), build one report over the four cities, then notify 'done'.", 4),
+    ("Each region sends its own export: n.csv, s.csv and w.csv. Load the three files (the file share drops "
+     "connections, so 3 retries per read), build one combined report", 3),
+    ("field_day_north.csv, field_day_south.csv and field_day_east.csv. Read all three (the club's Wi-Fi drops out, "
+     "so each read gets two retries) and produce one report covering them.", 3),
+])
+def test_files_listed_then_loaded_all_together_feed_one_report(text, n):
+    p = _plan(text)
+    assert len(of_kind(p, "load_data")) == n
+    (report,) = of_kind(p, "save_report")
+    assert len(report.params["result"]) == n
+    assert of_kind(p, "load_data")[0].retries >= 2
+
+
+def test_a_file_listed_after_a_noun_export_is_loaded_too():
+    """"its own export: n.csv, ...": the export is a noun, its file the first of those loaded (it
+    was taken for where a write goes, and the first file was dropped, silently)."""
+    p = _plan("Each region sends its own export: n.csv, s.csv and w.csv. Load the three files, then one report")
+    assert [s.params["path"] for s in of_kind(p, "load_data")] == ["n.csv", "s.csv", "w.csv"]
+    p = _plan("load x.csv, sum sales per region, write scores: out/s.csv")
+    assert of_kind(p, "write_table")[0].params["path"] == "out/s.csv"
+
+
+def test_a_file_no_step_reads_is_never_taken_for_the_scene():
+    with pytest.raises(PlanRefused, match="n.csv"):
+        _plan("Each region sends its own table: n.csv. Load s.csv and w.csv, then one report")
+
+
+def test_a_report_for_each_file_stays_one_per_file():
+    p = _plan("a.csv, b.csv and c.csv. Load each one (let each load retry twice) and write a report for each")
+    assert len(of_kind(p, "save_report")) == 3
+
+
+def test_a_combined_report_is_a_report_not_a_join():
+    p = _plan("n.csv, s.csv and w.csv. Load the three files, then one combined report")
+    assert "join" not in kinds(p) and kinds(p) == ["load_data", "save_report"]
+    p = _plan("load a.csv and b.csv and combine them on id")
+    assert "join" in kinds(p)
+
+
+
+def test_retries_per_read_are_the_loads():
+    """"3 retries per read": the loads' retries (they went to the report after the loads, silently)."""
+    p = _plan("n.csv, s.csv and w.csv. Load each one with 3 retries per read, then a report")
+    assert all(s.retries == 3 for s in of_kind(p, "load_data"))
+    assert all(s.retries == 0 for s in of_kind(p, "save_report"))
+
+
+@pytest.mark.parametrize("text", [
+    "load x.csv, train a knn for y, deploy it as m1. Once the whole run has succeeded, send 'shipped'.",
+    "load x.csv, train a knn for y, deploy it as m1, and once everything's succeeded send a message saying model live.",
+    "load x.csv, train a knn for y, deploy it as m1. Send 'done' once the full run has succeeded.",
+])
+def test_a_message_once_the_run_has_succeeded_is_a_success_handler(text):
+    (note,) = drafts(_plan(text), "notify")
+    assert note.exit == "success"
+
+
+# -- scratch cleared at the end, in everyday words ---------------------------------------------------
+@pytest.mark.parametrize("text", [
+    "load x.csv, train a knn for y. Clean scratch on exit, success or failure.",
+    "load x.csv, train a knn for y, and no matter what, scratch gets emptied as the last thing",
+    "load x.csv, train a knn for y, and scratch gets cleaned up at the end no matter what",
+])
+def test_scratch_cleared_whatever_happens_is_an_always_handler(text):
+    p = _plan(text)
+    (clean,) = drafts(p, "cleanup")
+    assert clean.exit == "always"
+    assert kinds(p)[:2] == ["load_data", "train_model"]
+
+
+def test_clean_the_data_stays_a_cleaning():
+    p = _plan("load x.csv, clean the data and train a knn for y")
+    assert "clean_data" in kinds(p) and "cleanup" not in kinds(p)
+
+
+def test_scratch_cleared_at_the_end_also_on_an_error_is_always():
+    """"At the end the scratch must be cleaned, also if there is an error": whatever happens, not
+    only on failure."""
+    p = _plan("make 800 rows of synthetic data, train nearest centroid, evaluate. At the end the scratch must be "
+              "cleaned, also if there is an error.")
+    assert drafts(p, "cleanup")[0].exit == "always"
+    p = _plan("load x.csv, train a knn for y. Clean up the scratch if there is an error.")
+    assert drafts(p, "cleanup")[0].exit == "failure"

@@ -263,12 +263,11 @@ COUNTED_STEPS = {"loads", "reads", "branches", "subsamples", "lanes", "tracks", 
 # "the Wi-Fi drops out", "nothing drops off either side", "the share drops connections": a drop
 # that happens to something, no removal asked for
 DROPS = {"drops", "dropped", "dropping"}
-DROPPED_WHAT = {"out", "off", "connections", "connection", "packets", "sometimes", "often", "occasionally"}
 
 
 def _said_of_a_thing(t: Text, x: Token) -> bool:
     nxt = t.tokens[x.i + 1] if x.i + 1 < len(t.tokens) else None
-    return x.low in DROPS and nxt is not None and nxt.low in DROPPED_WHAT
+    return x.low in DROPS and nxt is not None and nxt.low in L.DROPPED_WHAT
 
 
 def _noun_modifier(t: Text, x: Token) -> bool:

@@ -49,6 +49,7 @@ REPEATS = {"once", "twice", "thrice", "again", "each", "every", "all", "both", "
 NOTE_SUBJECTS = {"we", "i", "our", "my", "we're", "i'm"}   # "(we make shop signs)", "(our studio)"
 REASON_WORDS = {"because", "b/c", "bc", "since", "cause", "'cause"}
 REMARK_VERBS = {"is", "are", "was", "were", "keeps", "tends", "gets", "can", "often", "sometimes"}
+REMARK_SUBJECTS = {"the", "our", "my", "their", "they", "it", "we", "this", "that"}
 MAX_REMARK = 7
 # what a remark in parentheses never says: a setting ("(the target is y)") or a restriction
 # ("(the data is only from 2024)"), which a step would have to read
@@ -65,7 +66,8 @@ NO_OBJECT = {"sometimes", "often", "occasionally", "now", "intermittently", "ran
 
 def _drops_out(words: list[Token], k: int) -> bool:
     after = [x.low if x.kind != "punct" else "," for x in words[k + 1:k + 3]]
-    return words[k].low in DROPS_OUT and after[:1] == ["out"] and (len(after) == 1 or after[1] in NO_OBJECT or after[1] == ",")
+    return words[k].low in DROPS_OUT and ((after[:1] == ["out"] and (len(after) == 1 or after[1] in NO_OBJECT or after[1] == ","))
+                                          or (after[:1] != ["out"] and bool(after) and after[0] in L.DROPPED_WHAT))
 
 
 SUBJECT_DETERMINERS = {"the", "our", "my", "this", "that", "their", "your"}
@@ -196,7 +198,8 @@ def reasons(t: Text) -> None:
             run.append(x)
         end = run[-1].i + 1 if run else tok.i + 1
         after = t.tokens[end:end + 2]
-        if run and any(x.low in REMARK_VERBS for x in run) and len(after) == 2 and after[0].text == "," \
+        # (a remark: a verb of one, or a subject of its own: "(they sit on a flaky SFTP mirror, so ...)")
+        if run and (any(x.low in REMARK_VERBS for x in run) or run[0].low in REMARK_SUBJECTS) and len(after) == 2 and after[0].text == "," \
                 and after[1].low in ("so", "hence", "thus") and asks_nothing(run):
             t.mark([*run, after[1]], "reason")
     # "(3 retries, the NAS is flaky)", "(approx. an hour in all)": a remark with its own verb after

@@ -549,9 +549,10 @@ def _handing_on(steps: list[DraftStep]) -> dict[str, str]:
 # one table of them all; "a report for each", "plot each one" stay one per result
 GATHERED = re.compile(r"\b(?:their|them|all|both|together|scores|results|accuracies|losses|aucs|metrics|"
                       r"(?:one|a\s+single|single|combined|joint)\s+(?:table|chart|plot|file|report)|over\s+the\s+(?:two|three|four|lot))\b", re.I)
-# ("with 2 retries each", "each load should get 2 retries": the retries' "each", not the results')
+# ("with 2 retries each", "each load should get 2 retries", "let each load retry twice": the retries' "each", not the results')
 PER_RESULT = re.compile(r"\b(?<!retries\s)(?<!retry\s)(?:each|every|per|apiece|separately|respectively|individually)\b"
-                        r"(?!\s+(?:load|read|write|save|step|training|fit)\s+(?:should\s+|must\s+|will\s+|can\s+)?(?:get|gets|have|has)\s)", re.I)
+                        r"(?!\s+(?:load|read|write|save|step|training|fit)\s+(?:should\s+|must\s+|will\s+|can\s+|may\s+)?"
+                        r"(?:get|gets|have|has|retry|retries|be\s+retried|is\s+retried)\s)", re.I)   # ("let each load retry twice")
 
 
 def _gathers(s: DraftStep, by_label: dict[str, DraftStep], outs: dict[str, Any]) -> bool:

@@ -142,6 +142,8 @@ UNTIL_CUE = (r"(?:(?:continu(?:e|ing)\s+|keep\s+going\s+|repeated\s+|repeating\s
 # "repeat while the val loss > 3.2": a loop that stops on the opposite comparison
 WHILE_CUE = (r"(?:repeat(?:ing|ed)?|keep\s+(?:going|training|running|at\s+it)|continu(?:e|ing|ed)|loop(?:ing)?|go\s+on|iterate)"
              r"\s+(?:it\s+|this\s+|training\s+)?(?:while|(?:for\s+)?as\s+long\s+as)")   # ("repeating for as long as ...")
+# what a connection, not a table, drops: "the share drops connections", "the Wi-Fi drops out sometimes"
+DROPPED_WHAT = {"out", "off", "connections", "connection", "packets", "sometimes", "often", "occasionally"}
 # a count said to be the cap after it: "4 workers as the upper limit", "2 GPUs being the maximum"
 AS_THE_LIMIT = (r"(?:as|being|is)\s+(?:the|an?|our|its)\s+(?:upper\s+|hard\s+|absolute\s+)?"
                 r"(?:limit|cap|ceiling|maximum|max|bound)\b")
@@ -244,7 +246,7 @@ RETRIES = [
     r"(?:(?:if|when|should)\s+(?:it|that|this|(?:the|that)\s+(?:" + _RETRIED + r"))\s+fails?\s*,?\s*)?(?:try|run|do)\s+(?:it|that|them)\s+"
     r"(?:(?P<w>once|twice|thrice)\s+more|(?P<n>NUM\d+)\s+more\s+times?)\b",
     # "let the save retry two times"
-    r"let\s+(?:the|that|this)\s+(?:" + _RETRIED + r")\s+retry\s+(?:up\s+to\s+|at\s+most\s+)?(?:(?P<n>NUM\d+)\s+times?|(?P<w>once|twice|thrice))",
+    r"let\s+(?:the|that|this|each|every)\s+(?:" + _RETRIED + r")\s+retry\s+(?:up\s+to\s+|at\s+most\s+)?(?:(?P<n>NUM\d+)\s+times?|(?P<w>once|twice|thrice))",
     # ("each run being retried at most twice in case of failure")
     r"(?:(?:each|both|it|they|all|(?:each|every)\s+(?:run|one|training|attempt|read|load|fit|model|job)|the\s+(?:read|load|write|save|training|export|search|sweep|tuning))\s+)?"
     r"(?:(?:is|are|gets?|being|may\s+be|can\s+be|should\s+be|will\s+be|must\s+be)\s+)?retried\s+(?:up\s+to\s+|at\s+most\s+|as\s+many\s+as\s+)?(?:(?P<w>once|twice|thrice)|(?P<n>NUM\d+)\s+times?)"
@@ -281,7 +283,7 @@ EXIT_CUES = [
      # "In case the run errors out, ...", "Failure → notify ..."
      r"|\bin\s+case\s+(?:it|anything|something|the\s+(?:run|job|pipeline|workflow))\s+(?:errors?\s+out|fails|crashes|breaks)\b"
      r"|(?:^|(?<=[.;]\s))(?:a\s+|any\s+)?failure(?=\s*(?:→|->|:))"
-     r"|\bif\s+there\s+is\s+(?:an\s+)?error\b|\b(?:on|upon)\s+(?:an\s+|any\s+)?errors?\b(?:\s+anywhere\b)?"
+     r"|\b(?<!also\s)(?<!even\s)if\s+there\s+is\s+(?:an\s+)?error\b|\b(?:on|upon)\s+(?:an\s+|any\s+)?errors?\b(?:\s+anywhere\b)?"
      # "On a crash → empty the scratch area", "Crash → notify 'x'"
      r"|\b(?:on|upon|after|in\s+case\s+of)\s+(?:a\s+|any\s+)?crash\b|(?:(?m:^)|(?<=[.;]\s))crash(?:es)?(?=\s*(?:→|->|:))"
      # "On a failed run, send 'x'"
@@ -294,6 +296,7 @@ EXIT_CUES = [
      r"(?:crashes|fails|breaks|dies|errors\s+out)(?=\s*(?:[.;!]|$))", "failure"),
     (r"\b(?:on|upon)\s+success\b|\b(?:on|upon|after)\s+(?:the\s+)?(?:successful|clean)\s+completion\b(?:\s+of\s+(?:the\s+)?(?:run|workflow|pipeline|job|whole\s+thing))?|\b(?:after|on)\s+a\s+(?:fully\s+|completely\s+|clean\s+)?successful\s+run\b|\b(?:if|when|once)\s+(?:everything|it\s+all|all\s+of\s+it|all\s+steps|"
      r"the\s+(?:(?:whole|entire|full)\s+)?(?:run|workflow|pipeline|job|whole\s+thing|procedure|process|analysis)(?:\s+as\s+a\s+whole)?)\s+(?:succeeds|succeeded|is\s+successful|"
+     r"(?:has|have|\s*'s)\s+succeeded|"     # ("once the whole run has succeeded", "once everything's succeeded")
      r"completes\s+successfully|finishes\s+successfully|(?:has|have)\s+(?:completed|finished|run)\s+successfully|goes\s+well|goes\s+fine|works(?:\s+out)?|(?:finishes|completes|runs|goes\s+through|ends)\s+without\s+"
      r"(?:any\s+)?(?:errors?|failures?|problems|issues|a\s+hitch)|goes\s+through(?:\s+cleanly)?|go\s+through(?:\s+cleanly)?|"
      # "when the whole thing has gone through fine", "once it all has gone well"
@@ -326,6 +329,7 @@ EXIT_CUES = [
      r"crash(?:ed|es)?\s+or\s+(?:not|no\s+crash)|even\s+on\s+(?:a\s+)?failure|(?:succeeded|succeeds)\s+or\s+(?:failed|fails)|"
      r"(?:a\s+)?(?:failed|failing|successful|crashed)\s+(?:run|job)\s+or\s+not|"      # "..., failed run or not"
      r"(?:also|even)\s+when\s+(?:it|the\s+run)\s+fails|"
+     r"(?:also|even)\s+(?:if|when)\s+there\s+(?:is|'s|are)\s+(?:an?\s+|any\s+)?(?:errors?|failures?|problems?|crash(?:es)?)|"   # ("at the end, also if there is an error")
      r"whatever\s+state\s+(?:it|the\s+(?:run|job|pipeline|workflow))\s+(?:ends|finishes)\s+in|"
      r"pass\s+or\s+fail|whatever\s+the\s+(?:outcome|result)|either\s+way|in\s+every\s+case|"
      r"whether\s+(?:it|the\s+run|everything)\s+(?:succeeds|succeeded|works|worked|passes|passed)\s+or\s+(?:not|fails|failed|crashes|crashed)|"
@@ -339,7 +343,8 @@ EXIT_CUES = [
      r"\s+for\s+(?:any|whatever)\s+reason(?:\s+at\s+all)?"
      r"|no\s+matter\s+(?:the|what\s+the)\s+(?:outcome|result)(?:\s+is)?)\b", "always"),
 ]
-END_PHRASES = (r"\b(?:(?:when|once)\s+(?:it\s+is\s+|it\s*'s\s+|everything\s+is\s+)?(?:finished|complete|completed|done)|at\s+the\s+(?:very\s+)?end|when\s+(?:it|everything|the\s+(?:run|workflow|pipeline|job))\s+"
+END_PHRASES = (r"\b(?:(?:when|once)\s+(?:it\s+is\s+|it\s*'s\s+|everything\s+is\s+)?(?:finished|complete|completed|done)|at\s+the\s+(?:very\s+)?end|"
+               r"(?:on|at|upon)\s+exit|as\s+the\s+(?:very\s+)?last\s+(?:thing|step)|last\s+of\s+all|when\s+(?:it|everything|the\s+(?:run|workflow|pipeline|job))\s+"
                r"(?:finishes|is\s+(?:done|finished|over)|completes|ends|has\s+finished)|when\s+done|(?:on|upon|at)\s+completion|"
                # "notify 'x' when that's done", "once that's saved, ..."
                r"(?:when|once)\s+(?:that|this|it)\s*(?:'s|is|has)\s+(?:done|finished|been\s+done|saved|written|exported|been\s+saved|loaded|been\s+loaded|ready)|"

@@ -83,6 +83,7 @@ class Action:
 
 FIT_VERBS = {"fit", "fits", "fitted", "fitting", "refit", "refits"}   # "fit a logistic model to x.csv"
 WRITE_VERBS = {"save", "write", "store", "export", "dump", "persist", "output"}
+NOUN_DETERMINERS = {"a", "an", "the", "its", "their", "our", "my", "own", "this", "that", "each", "every"}   # ("its own export")
 
 
 def _keyed(t: Text, a: Action) -> bool:
@@ -242,8 +243,9 @@ class RulePlanner:
                         b.entry in ("train_model", "tune") and b.lo <= toks[0].i < b.trig_end for b in found):
                     continue  # a model word inside another training phrase ("train a logistic model")
                 if entry == "load_data" and len(toks) == 1 and toks[0].i >= 2 and t.tokens[toks[0].i - 1].text == ":" \
-                        and any(x.low in WRITE_VERBS for x in t.tokens[max(0, toks[0].i - 4):toks[0].i - 1]):
-                    continue    # "write scores: out/s.csv": where the write goes, never a new input
+                        and any(x.low in WRITE_VERBS and not (x.i and t.tokens[x.i - 1].low in NOUN_DETERMINERS)
+                                for x in t.tokens[max(0, toks[0].i - 4):toks[0].i - 1]):
+                    continue    # "write scores: out/s.csv": where the write goes, never a new input ("its own export: a.csv" is)
                 if entry in ("load_data", "load_checkpoint", "load_adapters") and "FILE" in m.group(0) and any(
                         x.kind == "path" and x.used and x.used != entry for x in toks):
                     continue

@@ -17,8 +17,12 @@ if TYPE_CHECKING:
     from raystack.workflow.nl.rules import Action
 
 # a load of the files named before it: "load each one", "read every one of them"
-EACH_ONE = (r"(?:load|loads|read|reads|open|import|pull\s+in)\s+(?:each\s+one|each\s+of\s+them|every\s+one(?:\s+of\s+them)?|all\s+of\s+them"
-            r"|them\s+all|each\s+of\s+the\s+(?:two|three|four|five|\d+)(?:\s+files)?|each)\b")
+# ("load all four", "read the three files", "read in every one of those", "load both in parallel")
+_HOW_MANY = r"(?:two|three|four|five|six|seven|eight|\d+|NUM\d+)"   # (a number masked, as finditer reads it)
+EACH_ONE = (r"(?:load|loads|read|reads|open|import|pull)\s+(?:in\s+)?(?:each\s+one|each\s+of\s+(?:them|those|these)|every\s+one(?:\s+of\s+(?:them|those|these))?"
+            rf"|all\s+of\s+(?:them|those|these)|them\s+all|each\s+of\s+the\s+{_HOW_MANY}(?:\s+files)?|each"
+            rf"|all\s+(?:the\s+)?{_HOW_MANY}(?:\s+(?:files|logs|exports|tables))?|(?:the|those|these)\s+{_HOW_MANY}(?:\s+(?:files|logs|exports|tables))?"
+            r"|both(?:\s+(?:files|of\s+them))?|all\s+(?:the\s+)?files)\b")
 
 
 def join_kind_notes(t: Text, found: list[Action]) -> None:
@@ -58,6 +62,9 @@ def each_named_file(t: Text, actions: list[Action]) -> list[Action]:
     if not re.search(r"\b" + EACH_ONE, later) and not lead:
         return actions
     t.mark(lead, "load_data")
+    each = next(t.finditer(r"\b" + EACH_ONE, bare[-1].trig_end, len(t.tokens), free_only=False), None)
+    if each is not None:     # ("Load all four": the load said again, its words the load's)
+        t.mark([x for x in each[1] if not x.used], "load_data")
     paths = [a.found.params["path"] for a in bare]
     bare[0].found.params.pop("path")
     bare[0].found.stated.pop("path", None)

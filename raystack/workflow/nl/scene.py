@@ -477,6 +477,8 @@ def context_sentences(t: Text) -> None:
                or (_asks_or_names_a_model(x) and not names_business(t, x) and not (labelled and x.low in WISHES))
                or x.low.startswith(L.UNSUPPORTED_PREFIXES) for x in toks):
             continue
+        if any(x.kind == "path" and not x.used for x in toks):
+            continue    # a file no step reads is never scene ("Each region sends its own export: n.csv, ...")
         if labelled:
             free = [x for x in toks if not x.used]
             if free and len(free) <= MAX_LABELLED_CONTEXT and not any(x.low in L.UNMAPPED_VERBS for x in free):

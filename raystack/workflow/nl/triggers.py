@@ -67,6 +67,9 @@ GAPS = (r"(?:missing|null|nan|empty|blank|na)\s*(?:values?|entries|cells|fields|
 # two removals, the nulls' and the duplicates'
 GAP_WORDS = r"nulls?|nans?|missing|empty|blank|incomplete|na"
 ZERO = r"(?:zeros?|NUM\d+)\b"
+# what one report covers, said after it: "one report over the four cities", "a report covering all three sites"
+REPORT_COVERS = (r"(?:\s+(?:over|on|for|covering|across)\s+(?:all\s+)?(?:the\s+|those\s+|these\s+)?(?:NUM\d+|both|all)\s+"
+                 r"(?!(?:is|was|has|does)\b)[a-z]+s\b)?")
 ROW_ORDER = r"first|last|newest|latest|most\s+recent|final|oldest|earliest"     # rows named by their place in the file
 # the rows by the data's own word for them ("the games", "the batches"), never its faults
 ROW_THINGS = rf"(?!(?:duplicates|dupes|nulls|nans|blanks|gaps|holes|missings|things|bits|details|versions|times)\b){ROW_NOUN}"
@@ -100,7 +103,7 @@ PER_COLUMN = r"(?:\s+(?:per|for\s+(?:each|every))\s+column\b)?"    # "summary st
 _STAT = rf"(?:standard\s+deviation|{'|'.join(COLUMN_STATS[:-1])})"    # a statistic of a column, by name
 # (catalog step, pattern) in priority order: an earlier, more specific phrase claims its words
 TRIGGERS: list[tuple[str, str]] = [
-    ("cleanup", rf"\b(?:clean\s*up|clean-up|cleanup|remove|delete|erase|wipe|purge|clear(?:\s+out|\s+away)?|empty|tidy(?:\s+(?:up|away))?|get\s+rid\s+of)\s+{skip(3, CLEANUP_NEVER)}"
+    ("cleanup", rf"\b(?:clean\s*up|clean-up|cleanup|clean|remove|delete|erase|wipe|purge|clear(?:\s+out|\s+away)?|empty|tidy(?:\s+(?:up|away))?|get\s+rid\s+of)\s+{skip(3, CLEANUP_NEVER)}"
                 r"(?:tmp|temp|temporary|scratch|intermediate|staging)\b(?:\s+(?:files?|director(?:y|ies)|folders?|dirs?|data|outputs?|space|area))?"
                 r"(?:\s+(?:up|away)\b)?"      # ("tidy the temp folder away")
                 # "clear the temp files out of scratch"
@@ -108,8 +111,8 @@ TRIGGERS: list[tuple[str, str]] = [
     # "clean the scratch files up", "tidy the temp folder away": the particle after the object
     ("cleanup", r"\b(?:clean|tidy|clear)\s+(?:the\s+|our\s+|its\s+|all\s+(?:the\s+)?)?(?:tmp|temp|temporary|scratch|intermediate|staging)\s+"
                 r"(?:files?|director(?:y|ies)|folders?|dirs?|data|outputs?|space|area)\s+(?:up|away|out)\b"),
-    ("cleanup", passive(r"(?:the\s+|our\s+|its\s+)?(?:(?:run|job|pipeline|workflow)\s+'s\s+)?(?:tmp|temp|temporary|scratch|intermediate)\s+"
-                        r"(?:files?|director(?:y|ies)|folders?|dirs?|data|outputs?|space|area)",   # "scratch space must be cleared"
+    ("cleanup", passive(r"(?:the\s+|our\s+|its\s+)?(?:(?:run|job|pipeline|workflow)\s+'s\s+)?(?:tmp|temp|temporary|scratch|intermediate)"
+                        r"(?:\s+(?:files?|director(?:y|ies)|folders?|dirs?|data|outputs?|space|area))?",   # "scratch space must be cleared", "scratch gets emptied"
                         r"removed|deleted|cleaned(?:\s+up)?|wiped|purged|cleared(?:\s+(?:out|away))?|tidied(?:\s+(?:up|away))?|erased"
                         r"|disposed\s+of|emptied|discarded")),
     ("cleanup", r"\b(?:(?:the\s+)?(?:tmp|temp|temporary|scratch)\s+(?:files?\s+|dir(?:ectory)?\s+|folder\s+)?)?"     # "scratch cleanup"
@@ -404,7 +407,7 @@ TRIGGERS: list[tuple[str, str]] = [
                r"on\s+top\s+of\s+(?:each\s+other|one\s+another))\b)"),
     # ("the radio link is flaky": a link as a noun after a describing word, no join)
     ("join", r"(?<!the )(?<!a )\b(?:join|joins|joined|joining|merge|merges|merged|merging|"
-             r"(?:combine|combines|combined)(?!\s+(?:them|both|these|those|the\s+(?:two|results|outputs))\s+(?:into|in)\s+"
+             r"(?:combine|combines|combined)(?!\s+(?:report|summary|write-?up|overview)\b)(?!\s+(?:them|both|these|those|the\s+(?:two|results|outputs))\s+(?:into|in)\s+"
              r"(?:a|one|the|a\s+single)\s+(?:short\s+|brief\s+|final\s+|single\s+)?(?:report|summary|write-?up))|enrich|enriches|enriched|(?<!radio )(?<!network )(?<!data )(?<!internet )(?<!satellite )link|links|linked|"
              r"match\s+up)\b"
              r"(?:\s+(?:them|the\s+(?:two|NUM\d+)(?:\s+tables)?|both(?:\s+tables)?|the\s+tables|these|those))?"
@@ -525,8 +528,9 @@ TRIGGERS: list[tuple[str, str]] = [
                     r"(?:report|results|result|metrics|scores|findings|evaluations?)\b(?:\s+(?:(?:to|in|into|as|at)\s+)?FILE\d+)?"
                     r"|\breport\s+(?:to|in|into|as)\s+FILE\d+"
                     # "compile a report", "assemble the final report"
-                    r"|\b(?:compile|compiles|compiled|compiling|assemble|assembles|assembled|assembling|draft|drafts|drafted|drafting)\s+(?:a|an|the|one)\s+"
-                    r"(?:(?:final|short|single|combined|summary|brief)\s+)?report\b"),
+                    r"|\b(?:compile|compiles|compiled|compiling|assemble|assembles|assembled|assembling|draft|drafts|drafted|drafting"
+                    r"|build|builds|building|make|makes|making|prepare|prepares|preparing)\s+(?:a|an|the|one)\s+"   # ("build one report over ...")
+                    rf"(?:(?:final|short|single|combined|summary|brief)\s+)?report\b{REPORT_COVERS}"),
     # "document the results in a report", "record everything in a short report"
     ("save_report", r"\b(?:document|documents|record|records|capture|captures|write\s+up|summari[sz]e)\s+(?:the\s+|all\s+the\s+)?(?:results|findings|outcome|everything|it\s+all)\s+"
                     r"(?:in|into|as)\s+(?:a|one|the)\s+(?:single\s+|final\s+|short\s+|brief\s+|summary\s+)?report\b"),
@@ -550,7 +554,8 @@ TRIGGERS: list[tuple[str, str]] = [
                             r"(?:final\s+|short\s+|summary\s+|brief\s+)?report")),
     # ("After the report, send 'x'": the report said before, as the time of the next step)
     ("save_report", r"(?<!after\s)(?<!following\s)(?<!before\s)(?<!once\s)\b(?:a|the|final|short|brief|one|NUM\d+)\s+(?:final\s+|short\s+|summary\s+|brief\s+|saved\s+|written\s+|single\s+|"
-                    r"combined\s+)?report\b(?:\s+only(?=\s*(?:[.;,!]|$)))?"),    # "one report across the three"; "otherwise a report only"
+                    r"combined\s+)?report\b(?:\s+only(?=\s*(?:[.;,!]|$)))?"    # "one report across the three"; "otherwise a report only"
+                    rf"{REPORT_COVERS}"),
     # ("Evaluate + report afterwards.": a report after the plus that joins it to the step before)
     ("save_report", rf"(?:(?m:^)|(?<=[),;:>→.!?]\s)|(?<=\s-\s)|(?<=\s–\s)|(?<=\s—\s)|(?<=\bthen\s)|(?<=\band\s)|(?<=\s\+\s)|(?<=\s&\s))(?:final\s+|summary\s+)?report\b"
                     rf"(?=\s*(?:(?m:$)|[.;,)]|\((?![^)]*FILE)|{ARROW}|(?:when|once|after)\s+(?:both|all|they|everything|it|the\s+(?:two|three|NUM\d+))\b"
