@@ -329,3 +329,48 @@ def test_scratch_cleared_at_the_end_also_on_an_error_is_always():
     assert drafts(p, "cleanup")[0].exit == "always"
     p = _plan("load x.csv, train a knn for y. Clean up the scratch if there is an error.")
     assert drafts(p, "cleanup")[0].exit == "failure"
+
+
+# -- a run per value, in spoken lists ------------------------------------------------------------------
+@pytest.mark.parametrize("text, k", [
+    ("load x.csv, split 80/20, then train k nearest neighbours three times, with k at three, seven and eleven, and "
+     "pick whichever of those has the highest AUC", [3, 7, 11]),
+    ("load x.csv, split 80/20, train knn with k at 3, 7 and 11, pick the best by AUC", [3, 7, 11]),
+])
+def test_k_at_a_list_is_a_run_per_k(text, k):
+    (train,) = drafts(_plan(text), "train_model")
+    assert train.map == ("k", k)
+
+
+@pytest.mark.parametrize("text, epochs", [
+    ("load x.csv, split 75/25, then three linear regressions for fleece_g, five epochs, fifteen epochs and thirty "
+     "epochs, and whichever has the smallest RMSE gets exported to ./m", [5, 15, 30]),
+    ("load x.csv, split 75/25, train a logistic model for y with 5 epochs or 10 epochs", [5, 10]),
+])
+def test_epochs_said_with_each_value_are_a_run_per_value(text, epochs):
+    (train,) = drafts(_plan(text), "train_model")
+    assert train.map == ("epochs", epochs)
+
+
+# -- the question a model answers, then the column that holds the answer ------------------------------
+@pytest.mark.parametrize("text, target", [
+    ("We'd like to know which kids won't sign up again, which is the left_league column in registrations.csv. "
+     "Remove duplicate rows, keep 25% for testing and train a logistic regression.", "left_league"),
+    ("We'd like to know which loans pay off within a year, i.e. prepaid_12m in loan_tape.parquet. Dedupe the tape, "
+     "keep a quarter for testing, fit a knn.", "prepaid_12m"),
+    ("We want to predict which customers churn (the churned column) from c.csv. Split 80/20 and train a logistic "
+     "model.", "churned"),
+])
+def test_a_question_then_the_column_answering_it_is_the_target(text, target):
+    (train,) = drafts(_plan(text), "train_model")
+    assert train.params["target"] == target
+
+
+def test_a_training_naming_its_own_target_keeps_it():
+    """Two different columns: the training's own, or a refusal, never the one said apart."""
+    try:
+        p = _plan("We want to predict which customers churn (the churned column) from c.csv. Split 80/20 and train a "
+                  "logistic model for churned_90d.")
+    except PlanRefused:
+        return
+    assert drafts(p, "train_model")[0].params["target"] == "churned_90d"

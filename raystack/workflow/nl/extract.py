@@ -338,6 +338,9 @@ def train_model(text: Text, lo: int, hi: int, f: Found) -> None:
     one = rf"(?:one|a\s+run|a\s+model)\s+(?:with|at|for|of)\s+NUM\d+(?:\s+{ep})?"
     m = _search(text, lo, hi, rf"(?P<l>{one}(?:\s*,\s*{one})*\s*,?\s*(?:and|&)\s+{one})", "epochs")
     m = m if m is not None and re.search(ep, m.group("l")) else None
+    # "five epochs, fifteen epochs and thirty epochs": the unit said with each value
+    each = rf"NUM\d+\s+{ep}"
+    m = m or _search(text, lo, hi, rf"(?P<l>{each}(?:\s*,\s*{each})*\s*,?\s*(?:and|or|&)\s+{each})", "epochs")
     m = m or _search(text, lo, hi, rf"(?:for\s+)?(?P<l>{NUMLIST})\s+{ep}", "epochs") or \
         _search(text, lo, hi, rf"(?:(?:at|with)\s+)?{ep}\s*(?:=|:|∈|in|of)?\s*(?P<l>{NUMLIST})", "epochs")   # "at epochs=5, 15, 30", "epochs 5 | 10 | 20"
     if m:
@@ -351,7 +354,7 @@ def train_model(text: Text, lo: int, hi: int, f: Found) -> None:
         if m:
             f.set("epochs", whole_epochs(_num(text, m.group("n"))))
     # ("one knn per k value, 3, 7 and 11", "one per k: 3, 7, 11")
-    m = _search(text, lo, hi, rf"\b(?:(?:for\s+)?(?:each|every)\s+|per\s+)?k(?:[\s-]+values?(?:\s*,)?)?\s*(?:=|:|∈|in|of|from|set\s+to)?\s*(?P<l>{NUMLIST})"
+    m = _search(text, lo, hi, rf"\b(?:(?:for\s+)?(?:each|every)\s+|per\s+)?k(?:[\s-]+values?(?:\s*,)?)?\s*(?:=|:|∈|in|of|from|at|set\s+to)?\s*(?P<l>{NUMLIST})"
                               # "with k=3 and k=5": the name said with each value
                               r"|\bk\s*=\s*(?P<r>NUM\d+(?:\s*(?:,|,?\s*(?:and|or|&))\s*k\s*=\s*NUM\d+)+)"     # (", k=15, k=25")
                               rf"|(?P<n>{NUMLIST})\s*(?:nearest[\s-]+)?neighbou?rs\b", "k values")
