@@ -374,3 +374,54 @@ def test_a_training_naming_its_own_target_keeps_it():
     except PlanRefused:
         return
     assert drafts(p, "train_model")[0].params["target"] == "churned_90d"
+
+
+# -- a training that names no model, then its model after a dash or a colon --------------------------
+@pytest.mark.parametrize("text, model", [
+    ("Build me a model that predicts price from houses.csv — linear regression, 20% test.", "linear"),
+    ("Train a model for y on x.csv: a knn with k=5.", "knn"),
+    ("Train a model for y on x.csv with logistic regression", "logistic"),
+])
+def test_the_model_named_after_a_dash_is_the_trainings_own(text, model):
+    """One training of that model (the kind's phrase was a second training, silently)."""
+    (train,) = drafts(_plan(text), "train_model")
+    assert train.params["model"] == model
+
+
+# -- everyday requests, a battery of them ------------------------------------------------------------
+def test_a_pipe_chain_writes_the_file_at_its_end():
+    """"rentals.csv | dedup | mean by station | out/m.csv | bar chart": the file after a pipe, past a
+    step, is where the chain writes (it was read as a second input, silently)."""
+    p = _plan("data: rentals.csv | dedup | mean by station | out/station_means.csv | bar chart")
+    assert kinds(p) == ["load_data", "dedup", "aggregate", "write_table", "plot"]
+    assert of_kind(p, "write_table")[0].params["path"] == "out/station_means.csv"
+    assert [s.params["path"] for s in of_kind(p, "load_data")] == ["rentals.csv"]
+
+
+def test_dropping_rows_said_beside_a_load_is_never_a_description():
+    """"After loading x.csv and dropping bad rows": a removal no step makes is refused (it was
+    waved through as a description of the file, and no rows were dropped)."""
+    with pytest.raises(PlanRefused, match="dropping"):
+        _plan("After loading sensors.csv and dropping bad rows, compute the max temperature per sensor_id")
+
+
+def test_if_the_load_of_a_file_fails_retry_it():
+    p = _plan("If the load of inventory.csv fails, retry it twice, then compute stats.")
+    assert kinds(p) == ["load_data", "stats"]
+    assert of_kind(p, "load_data")[0].retries == 2 and of_kind(p, "load_data")[0].params["path"] == "inventory.csv"
+
+
+def test_limit_it_to_one_gpu_is_a_bound():
+    p = _plan("Take ./ckpt/base-lm and fine-tune two adapters, legal and medical, with mLoRA. Limit it to 1 GPU. "
+              "Evaluate, then serve only if exact match >= 0.7; if not, write a report.")
+    assert drafts(p, "mlora_finetune")[0].bound == {"param": "gpus", "op": "<=", "value": 1}
+
+
+@pytest.mark.parametrize("said, metric, mode", [("the better accuracy", "accuracy", "max"),
+                                                ("the lower rmse", "rmse", "min")])
+def test_compare_two_models_and_export_whichever_is_better(said, metric, mode):
+    p = _plan("Compare a logistic regression and a nearest centroid classifier on wine.csv for quality_high, 30% "
+              f"test, and export whichever has {said} to ./models/wine.")
+    (pick,) = of_kind(p, "select_best")
+    assert (pick.params["metric"], pick.params["mode"]) == (metric, mode)
+    assert len(of_kind(p, "train_model")) == 2

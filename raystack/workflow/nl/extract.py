@@ -517,6 +517,7 @@ CAP = (r"(?:at\s+most|up\s+to|no\s+more\s+than|not\s+more\s+than|never\s+(?:on\s
        r"|keep(?:ing|s)?\s+(?:it|this|the\s+(?:job|run)|memory|ram|the\s+memory)\s+(?:to|under|within|at)(?!\s+NUM\d+\s*\S*\s+or\s+(?:fewer|less)\b)"
        r"|(?:with\s+)?a\s+(?:cap|limit|ceiling)\s+of"
        r"|under|within"     # ("under 16 GB of memory", as "keep it under" says)
+       r"|limit(?:s|ed)?\s+(?:it|that|this|them|the\s+(?:job|run|training|fine-tune|fine-tuning))\s+to"   # ("Limit it to 1 GPU.")
        # "allowed as many as 8 workers", "(and) don't use more than 16 workers"
        r"|(?:allowed|allowing|given|giving\s+it|permitted)\s+(?:as\s+many\s+as|up\s+to|at\s+most)"
        r"|(?:don't|do\s+not|never)\s+(?:use|give\s+it|run\s+(?:it\s+)?on)\s+more\s+than)")

@@ -56,7 +56,7 @@ BEST_ONE = (rf"\b(?:the\s+)?(?:(?:run|one|model|job|candidate|version|variant|cl
             rf"(?P<m>{METRIC_RX})|(?P<d2>best|highest|top|lowest)[\s-](?P<m2>{METRIC_RX})\s+(?:one|run|model|job|candidate|version)"
             # "export whichever has the highest recall", "whichever lr gives the smallest RMSE"
             rf"|whichever(?:\s+(?:one|run|model|lr|k|value|setting|configuration|version))?\s+(?:has|gives|gets|scores|achieves|yields)\s+"
-            rf"(?:the\s+)?(?P<d3>best|highest|top|lowest|smallest|largest)\s+(?P<m3>{METRIC_RX})"
+            rf"(?:the\s+)?(?P<d3>best|highest|top|lowest|smallest|largest|better|higher|lower)\s+(?P<m3>{METRIC_RX})"
             # "export the best run by AUC", "the run that comes out top on AUC"
             rf"|(?:the\s+)?(?P<d4>best|top|better)\s+(?:run|one|model|job|candidate|version)\s+(?:by|on|for|in\s+terms\s+of)\s+(?:the\s+)?(?P<m4>{METRIC_RX})"
             rf"|(?:the\s+)?(?:run|one|model|job|candidate|version)\s+(?:that|which)\s+(?:comes?\s+out|came\s+out|scores?|scored|does|did|ranks?|ranked)\s+"
@@ -224,7 +224,7 @@ _RETRIED = "|".join(RETRIED_KINDS)
 RETRIES = [
     # first: "if it fails, retry 3 times" is one retry ("retry 3 times" alone left "if it fails"
     # to be read as an exit handler)
-    r"(?:if|when|should)\s+(?:it|they|that|training|the\s+step|the\s+(?:training|load|loading|split|export|deployment))\s+fails?\s*,?\s*(?:then\s+)?retry\s+(?:it\s+|them\s+)?(?:up\s+to\s+|at\s+most\s+)?"
+    r"(?:if|when|should)\s+(?:it|they|that|training|the\s+step|the\s+(?:training|load|loading|split|export|deployment)(?:\s+of\s+(?P<sk>FILE\d+))?)\s+fails?\s*,?\s*(?:then\s+)?retry\s+(?:it\s+|them\s+)?(?:up\s+to\s+|at\s+most\s+)?"
     r"(?:(?P<n>NUM\d+)\s+times?|(?P<w>once|twice|thrice))",
     # "give the read two retries", "allow two retries on the write": the step named as the retries' holder
     r"(?:(?:each(?:\s+(?:one|run|job|fit|model|training|load|file))?|every\s+(?:one|run|job|fit|model|training|load|file)|all|both)"
@@ -519,6 +519,7 @@ undersample resample reweight weight crop resize rotate flip trim truncate backf
 predict predicts infer generate-images summarise summarize translate forecast
 overwrite overwrites overwriting overwritten
 removed deleted dropped discarded excluded filtered eliminated purged stripped converted transformed
+removing deleting dropping discarding excluding eliminating purging stripping
 removal filtering deletion extraction conversion transformation redaction anonymization anonymisation
 """.split())
 # word beginnings that name a method or task the catalog lacks ("transcribing", "clustered")

@@ -194,8 +194,8 @@ class RulePlanner:
         fill_from_question(t, actions, asked, EXTRACTORS)
         one_load_per_file(actions)
         steps = self._steps(t, actions, cues)
-        account(t, [(a.entry, a.trig_end) for a in actions], picked=any(
-            a.entry == "select_best" or a.step.tune is not None for a in actions))
+        account(t, [(a.entry, a.trig_end) for a in actions], picked=any(      # (or "export whichever has the better F1")
+            a.entry == "select_best" or a.step.tune is not None or any(e.entry == "select_best" for e in a.extra) for a in actions))
         return Draft(text.strip(), steps)
 
     # -- actions ------------------------------------------------------------------------------
@@ -214,8 +214,9 @@ class RulePlanner:
                         and (t.tokens[toks[0].i - 1].low in SAVED_THINGS or t.tokens[toks[0].i - 1].low in ("is", "was")
                              and t.tokens[toks[0].i - 2].low in SAVED_THINGS):
                     continue    # "a base checkpoint saved at ./ckpt/b": where it is, no report
-                # ("...; → out/x.csv; ...": an arrow after a semicolon points from the step before it)
-                if entry == "load_data" and len(toks) == 1 and toks[0].i and t.tokens[toks[0].i - 1].text in ARROWS \
+                # ("...; → out/x.csv; ...": an arrow after a semicolon points from the step before it; a
+                # pipe chains steps as an arrow does: "rentals.csv | dedup | mean by station | out/m.csv")
+                if entry == "load_data" and len(toks) == 1 and toks[0].i and t.tokens[toks[0].i - 1].text in (*ARROWS, "|") \
                         and (any(b.lo < toks[0].i and b.sentence == si and b.entry not in SOURCES for b in found) or (
                             toks[0].i >= 2 and t.tokens[toks[0].i - 2].text == ";"
                             and any(x.used in CATALOG and x.used not in SOURCES for x in t.tokens[:toks[0].i]))):

@@ -102,6 +102,8 @@ def models_named_first(t: Text, actions: list[Action]) -> list[Action]:
 
 # glue between a training and the model it is said to use: "a classifier predicting churn with logistic regression"
 MODEL_AFTER_GLUE = {"with", "using", "via", "by", "as", "a", "an", "the", "through", "on", "it", "them"}
+# ("Build me a model that predicts price from h.csv — linear regression, 20% test": the kind after a dash)
+MODEL_AFTER_DASHES = {"—", "–", "--", ":"}
 
 
 def models_named_after(t: Text, actions: list[Action]) -> list[Action]:
@@ -110,13 +112,14 @@ def models_named_after(t: Text, actions: list[Action]) -> list[Action]:
     the default model, beside the logistic one: silently wrong)."""
     out: list[Action] = []
     for a in actions:
-        prev = out[-1] if out else None
+        # (past the load its phrase names: "Train a model for y on x.csv: a knn with k=5")
+        prev = next((b for b in reversed(out) if b.entry != "load_data"), None)
         if (prev is not None and a.verbless and a.entry == prev.entry == "train_model" and not prev.verbless
                 and a.sentence == prev.sentence and "model" not in prev.found.params and prev.found.map is None
                 and ("model" in a.found.params or a.found.map is not None)
                 and all(x.kind == "punct" and x.text != "," or x.used not in ("", "sequence") or x.low in MODEL_AFTER_GLUE
                         for x in t.tokens[prev.trig_end:a.lo])
-                and any(x.low in MODEL_AFTER_GLUE for x in t.tokens[prev.trig_end:a.lo])):
+                and any(x.low in MODEL_AFTER_GLUE or x.text in MODEL_AFTER_DASHES for x in t.tokens[prev.trig_end:a.lo])):
             _inherit(prev.found, a.found)
             prev.found.map = a.found.map
             prev.hi = max(prev.hi, a.hi)
