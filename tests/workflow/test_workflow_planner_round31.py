@@ -425,3 +425,33 @@ def test_compare_two_models_and_export_whichever_is_better(said, metric, mode):
     (pick,) = of_kind(p, "select_best")
     assert (pick.params["metric"], pick.params["mode"]) == (metric, mode)
     assert len(of_kind(p, "train_model")) == 2
+
+
+def test_save_the_checkpoint_in_a_folder_is_an_export():
+    """"save the checkpoint in ./ckpt/run1" after a pretraining: where it is written, not a base to load."""
+    p = _plan("Please pretrain tiny-20m using EDiT on 2 workers for 1000 steps and save the checkpoint in ./ckpt/run1.")
+    assert kinds(p) == ["edit_pretrain", "export_model"]
+    assert of_kind(p, "export_model")[0].params["path"] == "./ckpt/run1"
+    p = _plan("fine-tune adapters a1 and a2 with mLoRA on the checkpoint in ./ckpt/base")
+    assert "load_checkpoint" in kinds(p)
+
+
+def test_records_with_null_values_shall_be_removed():
+    p = _plan("The dataset shipments.parquet shall be loaded; records with null weight_kg shall be removed; the mean "
+              "delivery_days per carrier shall be computed and stored in out/carrier_days.csv.")
+    assert kinds(p) == ["load_data", "clean_data", "aggregate", "write_table"]
+    assert drafts(p, "clean_data")[0].params == {"columns": ["weight_kg"]}
+
+
+@pytest.mark.parametrize("text, share", [
+    ("Fit kNN (k = 5) on digits.csv predicting digit, test on 30%, and send me 'digits done' when finished.", 0.3),
+    ("train a logistic model for y on x.csv and test it on a quarter of the data", 0.25),
+])
+def test_test_on_a_share_is_the_split(text, share):
+    assert of_kind(_plan(text), "split_data")[0].params["test_fraction"] == share
+
+
+@pytest.mark.parametrize("kind, how", [("inner", "inner"), ("left", "left outer")])
+def test_a_join_kind_said_after_its_key(kind, how):
+    p = _plan(f"join users.csv with orders.csv on user_id, {kind}, then count orders by user_id")
+    assert of_kind(p, "join")[0].params["how"] == how

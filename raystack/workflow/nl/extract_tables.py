@@ -42,7 +42,9 @@ def join(text: Text, lo: int, hi: int, f: Found) -> None:
     # ("(left join, keep all visits)": the note goes on after the kind)
     m = _search(text, lo, hi, r"\b(?P<h>left|right|inner|outer|full)(?:[\s-]+outer)?(?:[\s-]+(?:join|merge)(?=\s*[),;])|(?=[\s-]+(?:join|merge)))"
                               r"|(?<=\(\s)(?P<h2>left|right|inner|outer|full)(?:[\s-]+outer)?(?=\s*\)|\s*,\s*keys?\b)"    # "(full outer)", "(inner, key id)"
-                              r"|\b(?P<h3>full|left|right|inner|outer)(?:[\s-]+outer)?(?=\s+on\s+[a-z_])",    # "full-outer on transect_id"
+                              r"|\b(?P<h3>full|left|right|inner|outer)(?:[\s-]+outer)?(?=\s+on\s+[a-z_])"    # "full-outer on transect_id"
+                              # "join a.csv with b.csv on user_id, inner, then ...": the kind said after the key
+                              r"|(?<=,\s)(?P<h4>full|left|right|inner|outer)(?:[\s-]+outer)?(?=\s*(?:,|;|\.|$))",
                 "join kind")
     both = _search(text, lo, hi, KEEP_BOTH_SIDES, "join kind")
     consume(text, lo, hi, r"(?<=\s)(?:=|is|as|on)\s+(?:the\s+)?(?:left|right)(?:[\s-]+(?:side|table|one|hand\s+side))?\b(?=\s*\))",
@@ -50,7 +52,7 @@ def join(text: Text, lo: int, hi: int, f: Found) -> None:
     if m and m.group("h2"):
         text.mark([x for x in text.tokens[lo:hi] if x.text in "()" and not x.used
                    and any(y.used == "join kind" for y in text.tokens[max(0, x.i - 1):x.i + 2])], "join kind")
-    said = (m.group("h") or m.group("h2") or m.group("h3")) if m else None
+    said = (m.group("h") or m.group("h2") or m.group("h3") or m.group("h4")) if m else None
     if both and said is not None and JOIN_KINDS[said] != "full outer":
         # "a left join keeping every row from both sides" says two kinds
         raise PlanRefused([f"{text.span_text(text.tokens[lo:hi])!r}: keeping every row of both sides is a full outer "

@@ -544,7 +544,7 @@ REST_TESTED = r"(?=\s+and\s+(?:test|evaluate|score|check)\w*(?:\s+it|\s+them)?\s
 COUNT_ENDS_CLAUSE = r"(?=\s*[,;.)]|\s*$|\s+(?:and|then)\b)"
 # a value said to be there ("is not missing", "is filled in", "is present")
 PRESENT = r"(?:not\s+(?:missing|null|empty|blank|nan|na)|present|filled\s+in|populated|non-?null|non-?empty|known|recorded)\b"
-LACKING = r"(?:that\s+(?:are|is)\s+missing|missing|without|lacking|with\s+no)"
+LACKING = r"(?:that\s+(?:are|is)\s+missing|missing|without|lacking|with\s+no|with\s+(?:a\s+|an\s+)?(?:null|missing|empty|blank))"   # ("records with null weight_kg")
 # a column written as code names it, with an underscore ("lap_time"; never a plain noun: "the blank
 # fares" could be any column), the words for its gaps before it, and after it ("billable_h nulls")
 SNAKE_COLUMN = r"[a-z][a-z0-9]*_[a-z0-9_]+"

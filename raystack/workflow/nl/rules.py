@@ -247,6 +247,8 @@ class RulePlanner:
                         and any(x.low in WRITE_VERBS and not (x.i and t.tokens[x.i - 1].low in NOUN_DETERMINERS)
                                 for x in t.tokens[max(0, toks[0].i - 4):toks[0].i - 1]):
                     continue    # "write scores: out/s.csv": where the write goes, never a new input ("its own export: a.csv" is)
+                if entry == "load_checkpoint" and any(x.low in WRITE_VERBS for x in t.tokens[max(lo, toks[0].i - 3):toks[0].i]):
+                    continue    # "save the checkpoint in ./ckpt/run1": where it is written, never a base to load
                 if entry in ("load_data", "load_checkpoint", "load_adapters") and "FILE" in m.group(0) and any(
                         x.kind == "path" and x.used and x.used != entry for x in toks):
                     continue

@@ -45,7 +45,7 @@ ITEM_OPEN = rf"{AFTER_ARROW}|(?<=\s–\s)|(?<=\s—\s)|(?m:^)(?:[-*•]\s)?"
 ITEM_END = rf"(?=\s*(?:$|[.;,)|]|{ARROW})|\s+[–—]\s)"
 # "the duplicates are dropped", "duplicates removed", "should be imputed": an object, an
 # optional auxiliary, then the step's verb as a participle
-AUX = (r"(?:\s+(?:is|are|was|were|get|gets|got|should|must|will|can|need|needs|has|have|had|to|then|also|first|all|"
+AUX = (r"(?:\s+(?:is|are|was|were|get|gets|got|should|shall|must|will|can|need|needs|has|have|had|to|then|also|first|all|"
        r"each|both|be|been|being))*")
 
 
@@ -302,6 +302,10 @@ TRIGGERS: list[tuple[str, str]] = [
     ("split_data", r"\btrain\s*/\s*(?:test|validation|val)\b(?:\s+split)?|\btrain-test\s+split\b|\btrain\s+test\s+split\b|\bRATIO\d+\s+split\b"),
     # "train a knn on 80% of the data and test it on the rest": the split, said by the share trained on
     ("split_data", TRAINED_SHARE + REST_TESTED),
+    # "Fit kNN on d.csv, test on 30%": the share the model is tested on
+    # (never "evaluate it on a 20% holdout": an evaluation, its split read by arrange.held_out_evaluation)
+    ("split_data", r"\b(?:test|tested|testing)\s+(?:it\s+)?on\s+(?:a\s+|the\s+)?(?:PCT\d+|a\s+quarter|a\s+fifth|a\s+third)"
+                   r"(?:\s+(?:of\s+(?:it|the\s+data|the\s+rows)|holdout|hold-out|split|sample|held[\s-]out))?\b"),
     # "test = 25%", "test: 0.2": the share, said as a setting
     ("split_data", r"(?:(?<=[;,\n]\s)|(?<=[;,\n])|^)(?:test|holdout|hold-out)\s*[:=]\s*(?:PCT\d+|NUM\d+)\b"),
     # "(k=5, test size 0.25)", "using a 0.3 test fraction", "test_size=0.2": the split's share, said as its parameter
