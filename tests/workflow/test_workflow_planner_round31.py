@@ -455,3 +455,27 @@ def test_test_on_a_share_is_the_split(text, share):
 def test_a_join_kind_said_after_its_key(kind, how):
     p = _plan(f"join users.csv with orders.csv on user_id, {kind}, then count orders by user_id")
     assert of_kind(p, "join")[0].params["how"] == how
+
+
+def test_a_crash_then_retry_once_is_a_retry():
+    p = _plan("Kick off EDiT pretraining of tiny-20m for 400 steps with 2 workers; if it crashes, retry once.")
+    assert of_kind(p, "edit_pretrain")[0].retries == 1
+    p = _plan("load x.csv, train a knn for y; if it dies, retry it twice")
+    assert of_kind(p, "train_model")[0].retries == 2
+
+
+def test_one_combined_report_on_the_regions_reads_every_file():
+    p = _plan("Each region sends its own export: n.csv, s.csv and w.csv. Load the three files (the file share drops "
+              "connections, so 3 retries per read), build one combined report on the regions, and message 'ready'.")
+    (report,) = of_kind(p, "save_report")
+    assert len(report.params["result"]) == 3
+
+
+@pytest.mark.parametrize("text", [
+    "Tune a knn for y on x.csv over k in 3, 5, 7 and compare it with the baseline.",
+    "Tune a knn for y on x.csv over k in 3, 5, 7 and compare the results.",
+])
+def test_a_comparison_no_step_makes_stays_refused_beside_a_search(text):
+    """"compare" is waved through only where a step selects among results, never beside a search."""
+    with pytest.raises(PlanRefused, match="compare"):
+        _plan(text)

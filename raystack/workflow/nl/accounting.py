@@ -598,7 +598,7 @@ def account(t: Text, action_ends: Iterable[tuple[str, int]], picked: bool = Fals
     if both:
         raise PlanRefused([f"{t.span_text(b)!r}: a step reads one table; say the step once for each (\"compute "
                            "stats, drop duplicates, then compute stats again\")" for b in both])
-    if picked or any(e in COMPARING_STEPS for e, _ in ends):   # "compare A and B ... keep the best"
+    if any(e in COMPARING_STEPS for e, _ in ends):   # "compare A and B ... keep the best"
         t.mark([x for x in t.unused() if x.low in COMPARE_WORDS], "compared by a step")
     objects(t, ends)
     _negations(t)

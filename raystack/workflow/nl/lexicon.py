@@ -224,7 +224,7 @@ _RETRIED = "|".join(RETRIED_KINDS)
 RETRIES = [
     # first: "if it fails, retry 3 times" is one retry ("retry 3 times" alone left "if it fails"
     # to be read as an exit handler)
-    r"(?:if|when|should)\s+(?:it|they|that|training|the\s+step|the\s+(?:training|load|loading|split|export|deployment)(?:\s+of\s+(?P<sk>FILE\d+))?)\s+fails?\s*,?\s*(?:then\s+)?retry\s+(?:it\s+|them\s+)?(?:up\s+to\s+|at\s+most\s+)?"
+    r"(?:if|when|should)\s+(?:it|they|that|training|the\s+step|the\s+(?:training|load|loading|split|export|deployment)(?:\s+of\s+(?P<sk>FILE\d+))?)\s+(?:fails?|crash(?:es)?|dies|breaks|errors\s+out|falls\s+over)\s*,?\s*(?:then\s+)?retry\s+(?:it\s+|them\s+)?(?:up\s+to\s+|at\s+most\s+)?"
     r"(?:(?P<n>NUM\d+)\s+times?|(?P<w>once|twice|thrice))",
     # "give the read two retries", "allow two retries on the write": the step named as the retries' holder
     r"(?:(?:each(?:\s+(?:one|run|job|fit|model|training|load|file))?|every\s+(?:one|run|job|fit|model|training|load|file)|all|both)"

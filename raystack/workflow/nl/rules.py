@@ -194,8 +194,10 @@ class RulePlanner:
         fill_from_question(t, actions, asked, EXTRACTORS)
         one_load_per_file(actions)
         steps = self._steps(t, actions, cues)
-        account(t, [(a.entry, a.trig_end) for a in actions], picked=any(      # (or "export whichever has the better F1")
-            a.entry == "select_best" or a.step.tune is not None or any(e.entry == "select_best" for e in a.extra) for a in actions))
+        # (a selection made from an export's words, "export whichever has the better F1", is a step of the plan too)
+        account(t, [(e, a.trig_end) for a in actions for e in ([x.entry for x in a.extra if x.entry == "select_best"] + [a.entry])],
+                picked=any(a.entry == "select_best" or a.step.tune is not None or any(x.entry == "select_best" for x in a.extra)
+                           for a in actions))
         return Draft(text.strip(), steps)
 
     # -- actions ------------------------------------------------------------------------------

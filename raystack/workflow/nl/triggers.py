@@ -68,8 +68,9 @@ GAPS = (r"(?:missing|null|nan|empty|blank|na)\s*(?:values?|entries|cells|fields|
 GAP_WORDS = r"nulls?|nans?|missing|empty|blank|incomplete|na"
 ZERO = r"(?:zeros?|NUM\d+)\b"
 # what one report covers, said after it: "one report over the four cities", "a report covering all three sites"
-REPORT_COVERS = (r"(?:\s+(?:over|on|for|covering|across)\s+(?:all\s+)?(?:the\s+|those\s+|these\s+)?(?:NUM\d+|both|all)\s+"
-                 r"(?!(?:is|was|has|does)\b)[a-z]+s\b)?")
+# ("... on the regions": the things its loads hold, plural, after a determiner)
+REPORT_COVERS = (r"(?:\s+(?:over|on|for|covering|across)\s+(?:all\s+)?(?:(?:the\s+|those\s+|these\s+)?(?:NUM\d+|both|all)\s+|(?:the|those|these)\s+)"
+                 r"(?!(?:is|was|has|does|results|metrics|scores|models|adapters)\b)[a-z]+s\b)?")
 ROW_ORDER = r"first|last|newest|latest|most\s+recent|final|oldest|earliest"     # rows named by their place in the file
 # the rows by the data's own word for them ("the games", "the batches"), never its faults
 ROW_THINGS = rf"(?!(?:duplicates|dupes|nulls|nans|blanks|gaps|holes|missings|things|bits|details|versions|times)\b){ROW_NOUN}"
