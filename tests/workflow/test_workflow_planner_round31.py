@@ -479,3 +479,29 @@ def test_a_comparison_no_step_makes_stays_refused_beside_a_search(text):
     """"compare" is waved through only where a step selects among results, never beside a search."""
     with pytest.raises(PlanRefused, match="compare"):
         _plan(text)
+
+
+# -- failure and success handlers, retries, in more everyday words -----------------------------------
+@pytest.mark.parametrize("text", [
+    "load x.csv, train a knn for y, and if it stops with an error, message me 'failed'.",
+    "load x.csv, train a knn for y. If any stage of this pipeline fails, send 'failed'.",
+    "load x.csv, train a knn for y, oh and if anything at all blows up along the way send 'failed'",
+    "load x.csv, train a knn for y, send 'done', and if it falls over anywhere send 'failed' instead",
+])
+def test_a_message_if_the_run_fails_is_a_failure_handler(text):
+    (note,) = [d for d in drafts(_plan(text), "notify") if d.params["message"] == "failed"]
+    assert note.exit == "failure"
+
+
+def test_retries_said_with_the_load_after_when():
+    p = _plan("please allow three retries when reading generator_fuel.csv. After that, remove duplicated log lines, "
+              "reserve 15% as a test portion, then fit a knn for y.")
+    (load,) = of_kind(p, "load_data")
+    assert load.retries == 3 and load.params["path"] == "generator_fuel.csv"
+    assert all(s.retries == 0 for s in p.ir.steps if s is not load)
+
+
+def test_only_if_everything_was_a_success_is_a_success_handler():
+    p = _plan("load x.csv, sum y per z and write it to out/a.csv. At the end, only if everything was success, send "
+              "message 'ready'.")
+    assert drafts(p, "notify")[0].exit == "success"

@@ -445,7 +445,7 @@ def _instead(t: Text) -> None:
         if tok.low != "instead":
             continue
         lo, hi = next((a, b) for a, b in sentences(t) if a <= tok.i < b)
-        if any(x.used in ("condition", "otherwise") for x in t.tokens[lo:hi]):   # ("If it falls below that, send x instead")
+        if any(x.used in ("condition", "otherwise", "exit") for x in t.tokens[lo:hi]):   # ("If it falls below that, send x instead")
             t.mark([tok], "condition")
 
 

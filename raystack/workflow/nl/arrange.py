@@ -364,7 +364,7 @@ def _retried_kind(t: Text, c: Cue) -> str | None:
     gerund right after "retry")."""
     toks = t.tokens[c.lo:c.hi]
     for x, y in zip(toks, toks[1:]):
-        if (x.low in ("the", "that", "this", "each", "every", "per") or x.low in ("retry", "retrying")) and y.low in L.RETRIED_KINDS \
+        if (x.low in ("the", "that", "this", "each", "every", "per", "when", "while") or x.low in ("retry", "retrying")) and y.low in L.RETRIED_KINDS \
                 and not (y.low == "save" and x.low in ("retry", "retrying")):      # ("retry save ..." is no noun)
             return L.RETRIED_KINDS[y.low]
     return None

@@ -229,7 +229,8 @@ RETRIES = [
     # "give the read two retries", "allow two retries on the write": the step named as the retries' holder
     r"(?:(?:each(?:\s+(?:one|run|job|fit|model|training|load|file))?|every\s+(?:one|run|job|fit|model|training|load|file)|all|both)"
     r"\s+(?:is\s+|are\s+)?(?:allowed|given|permitted|gets|get)\s+|(?:allow|allowing|give|giving|permit|permitting)\s+(?:(?:it|them|(?:the|that|every|each)\s+(?:" + _RETRIED + r"))\s+)?)"
-    r"(?:up\s+to\s+)?(?P<n>NUM\d+)\s+retr(?:y|ies)(?:\s+(?:on|for|to)\s+(?:the|that)\s+(?:" + _RETRIED + r")|\s+(?:per|each|a)\s+(?:load|read|file|write|step))?\b"
+    r"(?:up\s+to\s+)?(?P<n>NUM\d+)\s+retr(?:y|ies)(?:\s+(?:on|for|to)\s+(?:the|that)\s+(?:" + _RETRIED + r")|\s+(?:per|each|a)\s+(?:load|read|file|write|step)"
+    r"|\s+(?:when|while)\s+(?:reading|loading)(?=\s+FILE\d+))?\b"   # ("allow three retries when reading g.csv": the file stays the load's)
     + _IF_FAILS,
     # "each load should get 2 retries", "the write has up to 3 retries": the step named as the retries' holder
     r"(?:each|every|the|that)\s+(?:" + _RETRIED + r")\s+(?:should\s+|must\s+|will\s+|can\s+)?(?:get|gets|have|has)\s+"
@@ -269,11 +270,12 @@ RETRIES = [
 
 EXIT_CUES = [
     (r"\b(?<!even\s)(?:on|upon)\s+(?:a\s+|any\s+)?failures?(?:\s+(?:anywhere|at\s+any\s+(?:point|step)|along\s+the\s+way))?\b|\bfailure\s+anywhere\b|\b(?:a\s+|any\s+)?crash(?:es)?\s+(?:at\s+any\s+(?:point|stage|step)|anywhere)\b|\bany\s+failure\b|\b(?<!even\s)if\s+(?:it|something|anything|that|this)\s+(?:fails|breaks|falls\s+apart|dies|blows\s+up|crashes(?=\s+(?:partway|midway|halfway)))\b(?:\s+(?:anywhere|somewhere|along\s+the\s+way|at\s+any\s+(?:point|step|stage)|partway(?:\s+through)?|midway(?:\s+through)?|halfway(?:\s+through)?))?|\bin\s+case\s+of\s+(?:a\s+|any\s+)?(?:failures?|errors?)\b|"
-     r"\b(?<!even\s)(?:if|when|should)\s+(?:anything|something|(?:any|a|some|one)\s+(?:step|stage|part|task)|any\s+of\s+(?:this|these|them|it)|"
+     # ("if it stops with an error", "if anything at all blows up", "if any stage of this pipeline fails")
+     r"\b(?<!even\s)(?<!also\s)(?:if|when|should)\s+(?:it|anything(?:\s+at\s+all)?|something|(?:any|a|some|one)\s+(?:step|stage|part|task)|any\s+of\s+(?:this|these|them|it)|"
      r"(?:the|this)\s+(?:(?:whole|entire|full)\s+)?(?:run|workflow|pipeline|job|training|whole\s+thing|flow|procedure|process|analysis"
      r"|fine-?tune|fine-?tuning|pre-?training|tuning|search|sweep)"        # ("if the fine-tune fails, notify 'x'")
      r"(?:\s+as\s+a\s+whole)?)"           # "if the procedure as a whole fails"
-     r"(?:\s+(?:in|of)\s+(?:the\s+)?(?:run|workflow|pipeline|job|it))?"       # "if something in the run breaks"
+     r"(?:\s+(?:in|of)\s+(?:the\s+|this\s+)?(?:run|workflow|pipeline|job|it))?"       # "if something in the run breaks"
      r"\s+(?:fails?|failed|breaks?|go(?:es)?\s+wrong|"
      r"errors?(?:\s+out)?|crash(?:es|ed)?|blows?\s+up|blew\s+up|dies|died|falls?\s+over|fell\s+over|falls?\s+apart|goes\s+down|went\s+down"
      r"|(?:stops|ends|halts|exits)\s+(?:with|on)\s+(?:an?\s+)?error)"      # "If this job stops with an error"
@@ -316,8 +318,8 @@ EXIT_CUES = [
      r"|\b(?:if|when|once|provided)\s+(?:nothing|no\s+step|none\s+of\s+(?:it|them|the\s+steps))\s+(?:fails|failed|goes\s+wrong|went\s+wrong|breaks|errors(?:\s+out)?|crashes)\b"
      r"|\bif\s+there\s+(?:are|were)\s+no\s+(?:failures|errors|problems)\b"
      # "If successful, send ...", "send 'x' once it has finished successfully", "send 'x' if it worked"
-     r"|(?:^|(?<=[.;?!]\s)|(?<=\band\s)|(?<=\bthen\s))if\s+(?:successful|all\s+goes\s+well|everything\s+goes\s+well|it\s+all\s+goes\s+well"
-     r"|(?:all|everything)\s+is\s+(?:a\s+)?(?:success|successful|fine|ok|okay|good))(?=\s*,)"     # ("If all is success, send ...")
+     r"|(?:^|(?<=[.;?!]\s)|(?<=\band\s)|(?<=\bthen\s)|(?<=\bonly\s))if\s+(?:successful|all\s+goes\s+well|everything\s+goes\s+well|it\s+all\s+goes\s+well"
+     r"|(?:all|everything)\s+(?:is|was)\s+(?:a\s+)?(?:success|successful|fine|ok|okay|good))(?=\s*,)"     # ("If all is success, send ...", "only if everything was success, ...")
      r"|(?:(?<=QUOTE\d\s)|(?<=QUOTE\d\d\s))(?:if|once|when)\s+(?:it|the\s+run|everything)\s+(?:worked|works|succeeds|succeeded|went\s+well|"
      r"(?:has\s+)?(?:finished|completed|run)\s+successfully)(?=\s*(?:[.;!]|$))", "success"),
     # ("(we always do this)": a habit, said of who writes, never a handler)
