@@ -505,3 +505,27 @@ def test_only_if_everything_was_a_success_is_a_success_handler():
     p = _plan("load x.csv, sum y per z and write it to out/a.csv. At the end, only if everything was success, send "
               "message 'ready'.")
     assert drafts(p, "notify")[0].exit == "success"
+
+
+@pytest.mark.parametrize("text", [
+    "Load x.csv, and then a quarter of it goes to testing, and then train a knn for y",
+    "Load x.csv; 25% goes to the test set; train a knn for y",
+])
+def test_a_share_that_goes_to_testing_is_the_split(text):
+    assert of_kind(_plan(text), "split_data")[0].params["test_fraction"] == 0.25
+
+
+def test_steps_said_as_settings_with_a_colon():
+    p = _plan("steps:\n  - load: x.csv\n  - train: knn, target=y\n  - export: ./models/k")
+    assert kinds(p) == ["load_data", "train_model", "export_model"]
+    assert of_kind(p, "export_model")[0].params["path"] == "./models/k"
+    p = _plan("load x.csv, sum y per z, save: out/a.csv")
+    assert of_kind(p, "write_table")[0].params["path"] == "out/a.csv"
+
+
+def test_adapters_that_are_served_if_they_pass():
+    p = _plan("load ./ckpt/base and fine-tune adapters a1 and a2 with mLoRA. The adapters are then evaluated. They are "
+              "served if their exact match exceeds 0.65; otherwise a report is written instead.")
+    assert kinds(p) == ["load_checkpoint", "mlora_finetune", "evaluate_adapters", "serve_adapters", "save_report"]
+    (serve,) = drafts(p, "serve_adapters")
+    assert (serve.when.metric, serve.when.op, serve.when.value) == ("exact_match", ">", 0.65)

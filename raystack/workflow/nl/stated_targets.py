@@ -21,11 +21,12 @@ STATED = [
     rf"\b(?:we|i)\s*(?:want|need|would\s+like|'d\s+like|are\s+trying|'re\s+trying|aim|hope|plan)\s+to\s+"
     rf"(?:predict|forecast|estimate|classify)\s+(?:the\s+)?(?P<c>{_COL}){_END}",
     # "we'd like to know which kids won't sign up again, which is the left_league column", "we want to
+    # predict which events go over headcount, the column's over_headcount", "we want to
     # predict which loans pay off within a year, i.e. prepaid_12m", "... which customers churn (the
     # churned column)": the question, then the column that answers it
     rf"\b(?:we|i)\s*(?:want|need|would\s+like|'d\s+like|are\s+trying|'re\s+trying|aim|hope|plan)\s+to\s+"
     rf"(?:predict|forecast|know|find\s+out|spot|flag|tell|see)\s+(?:which|who|whether)\s+(?:[\w'-]+\s+){{1,10}}?"
-    rf"(?:\(\s*|,\s*(?:which\s+is|i\.?\s*e\.?|that\s+is|namely)\s*,?\s*)(?:the\s+|in\s+the\s+)?(?P<c>{_COL})(?:\s+column)?"
+    rf"(?:\(\s*|,\s*(?:which\s+is|i\.?\s*e\.?|that\s+is|namely|the\s+column\s*(?:'s|is))\s*,?\s*)(?:the\s+|in\s+the\s+)?(?P<c>{_COL})(?:\s+column)?"
     rf"(?:\s*\)|{_END})",
     # "Our hospital wants to forecast length_of_stay", "the clinic would like to predict no_show"
     rf"(?:^|(?<=[.;:!?]\s))(?:our|the)\s+(?:[a-z][\w-]*\s+)?[a-z][\w-]*\s+(?:wants|needs|would\s+like|is\s+trying|aims|hopes|plans)\s+to\s+"

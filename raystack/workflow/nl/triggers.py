@@ -67,6 +67,8 @@ GAPS = (r"(?:missing|null|nan|empty|blank|na)\s*(?:values?|entries|cells|fields|
 # two removals, the nulls' and the duplicates'
 GAP_WORDS = r"nulls?|nans?|missing|empty|blank|incomplete|na"
 ZERO = r"(?:zeros?|NUM\d+)\b"
+# a verb that is no noun here: not after a determiner ("its own export: a.csv")
+NOT_A_NOUN = r"(?<!own\s)(?<!its\s)(?<!their\s)(?<!our\s)(?<!the\s)(?<!an\s)(?<!a\s)(?<!my\s)"
 # what one report covers, said after it: "one report over the four cities", "a report covering all three sites"
 # ("... on the regions": the things its loads hold, plural, after a determiner)
 REPORT_COVERS = (r"(?:\s+(?:over|on|for|covering|across)\s+(?:all\s+)?(?:(?:the\s+|those\s+|these\s+)?(?:NUM\d+|both|all)\s+|(?:the|those|these)\s+)"
@@ -303,6 +305,14 @@ TRIGGERS: list[tuple[str, str]] = [
     ("split_data", r"\btrain\s*/\s*(?:test|validation|val)\b(?:\s+split)?|\btrain-test\s+split\b|\btrain\s+test\s+split\b|\bRATIO\d+\s+split\b"),
     # "train a knn on 80% of the data and test it on the rest": the split, said by the share trained on
     ("split_data", TRAINED_SHARE + REST_TESTED),
+    # "then a quarter of it goes to testing", "20% goes to the test set"
+    ("split_data", r"\b(?:a\s+quarter|a\s+fifth|a\s+third|a\s+tenth|half|PCT\d+)(?:\s+of\s+(?:it|them|the\s+(?:data|rows|records)))?\s+"
+                   r"(?:goes|go|is\s+going|gets\s+set\s+aside)\s+(?:to|for|into)\s+(?:testing|test|the\s+test(?:\s+set)?|a\s+test\s+set)\b"),
+    # "- export: ./models/k", "export → ./ckpt/x": where a model goes, said as a setting (a table file is a write's)
+    # (never the noun: "each region sends its own export: n.csv, s.csv")
+    ("export_model", rf"{NOT_A_NOUN}\b(?:export|save)\s*(?::|=|{ARROW})\s*(?P<f>FILE\d+)"),
+    ("write_table", rf"{NOT_A_NOUN}\b(?:write|save|export|output)\s*(?::|=|{ARROW})\s*(?P<f>FILE\d+)"),
+    ("load_data", r"\b(?:load|read|open|import)\s*:\s*FILE\d+"),    # "- load: x.csv"
     # "Fit kNN on d.csv, test on 30%": the share the model is tested on
     # (never "evaluate it on a 20% holdout": an evaluation, its split read by arrange.held_out_evaluation)
     ("split_data", r"\b(?:test|tested|testing)\s+(?:it\s+)?on\s+(?:a\s+|the\s+)?(?:PCT\d+|a\s+quarter|a\s+fifth|a\s+third)"
@@ -758,7 +768,7 @@ TRIGGERS: list[tuple[str, str]] = [
                      # (its object said: "make live predictions" asks for inference, no deployment)
                      r"(?:put|push|take)\s+(?:it|them|that|the\s+(?:winner|model|best\s+one))\s+live|go\s+live"
                      # "they only get served if ...", "the model is to be deployed as x": the object first
-                     r"|(?:(?:they|it|the\s+(?:model|adapters|classifier|winner))\s+(?:only\s+)?(?:get|gets|should\s+be|will\s+be|must\s+be|is\s+to\s+be|are\s+to\s+be)\s+(?:only\s+)?)(?:served|deployed)\b"
+                     r"|(?:(?:they|it|the\s+(?:model|adapters|classifier|winner))\s+(?:only\s+)?(?:get|gets|should\s+be|will\s+be|must\s+be|is\s+to\s+be|are\s+to\s+be|are|is|shall\s+be)\s+(?:only\s+)?)(?:served|deployed)\b"
                      # "the model goes live as tint-qc"
                      r"|(?:(?:the\s+)?(?:model|classifier|winner|it|they)\s+)(?:goes|going|should\s+go|will\s+go|is\s+to\s+go)\s+live"
                      # "switch it on as no-show-flag", "turn it on as x": put into service under a name
