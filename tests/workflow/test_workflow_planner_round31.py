@@ -529,3 +529,28 @@ def test_adapters_that_are_served_if_they_pass():
     assert kinds(p) == ["load_checkpoint", "mlora_finetune", "evaluate_adapters", "serve_adapters", "save_report"]
     (serve,) = drafts(p, "serve_adapters")
     assert (serve.when.metric, serve.when.op, serve.when.value) == ("exact_match", ">", 0.65)
+
+
+# -- the held-out part named again -------------------------------------------------------------------
+@pytest.mark.parametrize("text, share", [
+    ("Split customers.csv 90/10, train a logistic model for vip, and evaluate on the held-out 10%.", 0.1),
+    ("Load customers.csv, hold out 25%, train a logistic model for vip, and evaluate on the held-out 25%.", 0.25),
+])
+def test_the_held_out_part_named_again_is_the_splits(text, share):
+    """One split, the evaluation on its test part (a second split was read, and the request refused)."""
+    p = _plan(text)
+    (split,) = of_kind(p, "split_data")
+    assert split.params["test_fraction"] == share
+    assert kinds(p)[-2:] == ["train_model", "evaluate_model"]
+
+
+def test_a_held_out_share_the_split_does_not_make_is_refused():
+    with pytest.raises(PlanRefused, match="does not hold out that share"):
+        _plan("Load customers.csv, split 80/20, train a logistic model for vip, and evaluate on the held-out 30%.")
+
+
+def test_a_share_in_parentheses_after_the_models_is_the_split():
+    p = _plan("Train knn, logistic and nearest centroid on heart.csv for disease (30% test) and deploy the most "
+              "accurate one as heart-best.")
+    assert of_kind(p, "split_data")[0].params["test_fraction"] == 0.3
+    assert len(of_kind(p, "train_model")) == 3

@@ -36,7 +36,7 @@ from raystack.workflow.nl.reread import (CLEANINGS, evaluation_held_out_for, gro
 from raystack.workflow.nl.safety import screen
 from raystack.workflow.nl.corrections import corrected
 from raystack.workflow.nl.courtesy import trim_courtesies
-from raystack.workflow.nl.said_again import each_named_file, join_kind_notes, one_load_per_file
+from raystack.workflow.nl.said_again import each_named_file, join_kind_notes, one_load_per_file, split_named_again
 from raystack.workflow.nl.search import SPACE_PARAM_RX, read_tune, search_said_again, space_said_before
 from raystack.workflow.nl.stated_targets import stated_target
 from raystack.workflow.nl.step_references import (TRANSFORMED, announced_models, first_of_several, model_references,
@@ -146,7 +146,8 @@ class RulePlanner:
             s_actions = self._actions(t, lo, hi, si, s_cues)
             cues += s_cues
             actions += s_actions
-        actions = destinations(t, evaluation_held_out_for(t, order_references(t, transform_references(t, reread(t, actions)))))
+        actions = destinations(t, evaluation_held_out_for(t, order_references(t, transform_references(
+            t, split_named_again(t, reread(t, actions))))))
         if not actions:
             raise PlanRefused([f"no workflow step in {text.strip()[:80]!r}"], "out_of_scope")
         scheduled(t, spans, {a.sentence for a in actions})

@@ -127,3 +127,42 @@ def load_participles(t: Text) -> None:
         nxt = t.tokens[x.i + 1] if x.i + 1 < len(t.tokens) else None
         if x.low in LOAD_PARTICIPLES and prev is not None and prev.used == "path" and nxt is not None and nxt.used == "parallel":
             t.mark([x], "load_data")
+
+
+# the words that name a split's test part: "the held-out 10%", "the 10% holdout", "the test set"
+HELD_OUT_PART = re.compile(r"\b(?:held[\s-]out|holdout|hold-out|test(?:ing)?\s+(?:set|part|portion|split))\b", re.I)
+
+
+def _shares(t: Text, a: Action) -> set[float]:
+    """The test shares a split's words say, as fractions: "10%" -> 0.1, "90/10" -> 0.9 and 0.1."""
+    out: set[float] = set()
+    for x in t.tokens[a.lo:max(a.trig_end, a.hi)]:
+        if x.kind == "pct":
+            out.add(round(float(re.sub(r"[^\d.]", "", x.text)) / 100, 4))
+        elif x.kind == "ratio":
+            out.update(round(float(p) / 100, 4) for p in re.split(r"[/:-]", x.text) if p.replace(".", "", 1).isdigit())
+    return out
+
+
+def split_named_again(t: Text, actions: list[Action]) -> list[Action]:
+    """"Split c.csv 90/10, train a logistic model, and evaluate on the held-out 10%": a split's test
+    part named again, with "the", after that split, is the part it made, not a second split (read
+    as one, the training read data made without it and the request was refused). A share that
+    split does not make is refused."""
+    out: list[Action] = []
+    for a in actions:
+        first = next((b for b in out if b.entry == "split_data"), None)
+        words = t.tokens[a.lo:a.trig_end]
+        definite = a.lo and t.tokens[a.lo - 1].low == "the" or (words and words[0].low == "the")
+        if a.entry != "split_data" or first is None or not definite or not HELD_OUT_PART.search(t.span_text(words)):
+            out.append(a)
+            continue
+        said, made = _shares(t, a), _shares(t, first)
+        if said and made and not said <= made:
+            before = [x for x in t.tokens[first.lo:max(first.trig_end, first.hi)] if x.kind != "punct"]
+            raise PlanRefused([f"{t.span_text(words)!r}: the split before ({t.span_text(before)!r}) "
+                               "does not hold out that share"])
+        t.relabel(words, "split_data", "reference")
+        if a.lo and t.tokens[a.lo - 1].low == "the" and not t.tokens[a.lo - 1].used:
+            t.mark([t.tokens[a.lo - 1]], "reference")
+    return out

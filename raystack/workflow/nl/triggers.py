@@ -290,8 +290,8 @@ TRIGGERS: list[tuple[str, str]] = [
     # "30% goes to test", "a quarter of the rows as test": the test share, said as an item
     ("split_data", r"(?:(?<=[,:;]\s)|^)(?:a\s+|the\s+)?PCT\d+(?:\s+of\s+(?:it|them|the\s+(?:data|rows|records)))?\s+"
                    r"(?:(?:goes|go|is|are)\s+(?:to|into|for)|as|for)\s+(?:the\s+)?(?:test|testing|validation|holdout|hold-out)(?:\s+(?:set|split))?\b"),
-    ("split_data", rf"(?:{AFTER_ARROW}|(?<=[,:;]\s)|^)PCT\d+\s+(?:test|testing|validation|holdout|hold-out|held-out)\b"
-                   rf"(?=\s*(?:{ARROW}|$|[,.;])|\s+[–—]\s)"),     # ("..., 25% test — then kNN")
+    ("split_data", rf"(?:{AFTER_ARROW}|(?<=[,:;(]\s)|(?<=\()|^)PCT\d+\s+(?:test|testing|validation|holdout|hold-out|held-out)\b"
+                   rf"(?=\s*(?:{ARROW}|$|[,.;)])|\s+[–—]\s)"),     # ("..., 25% test — then kNN", "(30% test)")
     # "make 20% the test split", "make a quarter of it the holdout": the share named the test set
     ("split_data", r"\bmake\s+PCT\d+(?:\s+of\s+(?:it|them|the\s+(?:data|rows|records)))?\s+(?:the|a|our)\s+"
                    r"(?:test|testing|validation|holdout|hold-out)(?:\s+(?:set|split|portion|part))?\b"),
