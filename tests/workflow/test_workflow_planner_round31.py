@@ -554,3 +554,30 @@ def test_a_share_in_parentheses_after_the_models_is_the_split():
               "accurate one as heart-best.")
     assert of_kind(p, "split_data")[0].params["test_fraction"] == 0.3
     assert len(of_kind(p, "train_model")) == 3
+
+
+# -- dictated requests -----------------------------------------------------------------------------------
+def test_files_said_aloud_are_paths():
+    p = _plan("okay so um load the file returns dot csv, get rid of duplicate rows, and then work out the average "
+              "refund_amount for each reason_code, and save that to out slash refunds dot csv")
+    assert of_kind(p, "load_data")[0].params["path"] == "returns.csv"
+    assert of_kind(p, "write_table")[0].params["path"] == "out/refunds.csv"
+    p = _plan("load x.csv, train a knn for y and export it to dot slash models slash knn")
+    assert of_kind(p, "export_model")[0].params["path"] == "./models/knn"
+
+
+def test_a_slash_between_plain_words_is_no_path():
+    from raystack.workflow.nl.dictation import spelled_paths
+    assert spelled_paths("count the pass slash fail results") == "count the pass slash fail results"
+
+
+def test_a_spoken_opener_before_the_request_asks_for_nothing():
+    p = _plan("right, next one, take orders.parquet, keep thirty percent for testing, train a logistic regression to "
+              "predict late_delivery, evaluate it, and if the F1 is at least point seven deploy it as late-flag")
+    assert kinds(p) == ["load_data", "split_data", "train_model", "evaluate_model", "deploy_model"]
+
+
+def test_a_group_key_said_in_two_words_is_refused():
+    """"for each reason code": grouped by "reason", silently, before; the column is named by both words."""
+    with pytest.raises(PlanRefused, match="reason code"):
+        _plan("load returns.csv, compute the average refund amount for each reason code")

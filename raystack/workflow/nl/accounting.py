@@ -132,6 +132,12 @@ def objects(t: Text, action_ends: Iterable[tuple[str, int]]) -> None:
                 # scaled the table the split read, silently)
                 raise PlanRefused([f"{t.span_text(t.tokens[run[0].i:j])!r}: {entry} reads a whole table, not a part of the split; "
                                    "say it before the split"])
+            if run[0].i and t.tokens[run[0].i - 1].used == "group key":
+                # "the average refund for each reason code": the key read was "reason", the column is
+                # named by both words (grouped by "reason", silently)
+                key = [x for x in t.tokens[max(0, run[0].i - 3):run[0].i] if x.used == "group key" and x.kind == "word"]
+                raise PlanRefused([f"{t.span_text(key[-1:] + run)!r}: a group key is one column; name it as the file "
+                                   "does (e.g. with an underscore)"])
             t.mark(run, f"object of {entry}")
 
 

@@ -17,6 +17,9 @@ GREETING_OPENING = re.compile(
     r"(?:\s+(?:there|all|team|folks|everyone|everybody|guys|y'all|both|you\s+two))?"
     # a sentence of its own ("Hi!"), or before the words that ask ("Hi team, could you ...", "Hey all — we need ...")
     r"(?:\s*[!.:]+\s+|\s*(?:,|\s[-–—]+)\s*(?=(?:could|can|would|will|please|we|i|our|my|just|quick|so)\b(?!\s*'s)))", re.I)
+# "right, next one, take orders.parquet ...": what a dictated request opens with before it asks
+DISCOURSE_OPENING = re.compile(r"^\s*(?:(?:right|alright|all\s+right|okay|ok|so|now|next\s+one|and\s+next)\s*[,.:!]+\s*)+"
+                               r"(?=[a-z])", re.I)
 # "Thanks!", "Thank you in advance." closing the request
 THANKS_CLOSING = re.compile(
     # after the request's last full stop, or capitalised after its last word ("... → report Thanks!")
@@ -56,11 +59,11 @@ POLITE_FRAME = re.compile(
 
 
 def trim_courtesies(text: str) -> str:
-    """The request without a greeting or a label opening it, a polite frame opening a sentence, or
+    """The request without a greeting, a spoken opener ("right, next one,") or a label opening it, a polite frame opening a sentence, or
     what closes a message and asks for nothing: a bare thanks, a sign-off with a name, a courtesy
     sentence (see GREETING_OPENING, REQUEST_LABEL, POLITE_FRAME, THANKS_CLOSING, SIGN_OFF_NAME,
     CLOSING_SENTENCE)."""
-    trimmed = REQUEST_LABEL.sub("", GREETING_OPENING.sub("", text, count=1), count=1)
+    trimmed = REQUEST_LABEL.sub("", GREETING_OPENING.sub("", DISCOURSE_OPENING.sub("", text, count=1), count=1), count=1)
     trimmed = POLITE_FRAME.sub("", trimmed)
     for _ in range(3):      # "... Hope that makes sense. Thanks!\nBest, Priya"
         before = trimmed

@@ -36,6 +36,7 @@ from raystack.workflow.nl.reread import (CLEANINGS, evaluation_held_out_for, gro
 from raystack.workflow.nl.safety import screen
 from raystack.workflow.nl.corrections import corrected
 from raystack.workflow.nl.courtesy import trim_courtesies
+from raystack.workflow.nl.dictation import spelled_paths
 from raystack.workflow.nl.said_again import each_named_file, join_kind_notes, one_load_per_file, split_named_again
 from raystack.workflow.nl.search import SPACE_PARAM_RX, read_tune, search_said_again, space_said_before
 from raystack.workflow.nl.stated_targets import stated_target
@@ -134,7 +135,7 @@ class RulePlanner:
     def draft(self, text: str) -> Draft:
         if not text or not text.strip():
             raise PlanRefused(["the request is empty"], "out_of_scope")
-        t = Text.parse(corrected(trim_courtesies(screen(text))))
+        t = Text.parse(corrected(spelled_paths(trim_courtesies(screen(text)))))
         unbounded(t)
         figures_no_step_makes(t)
         t.named["adapters"] = adapter_names(t)
