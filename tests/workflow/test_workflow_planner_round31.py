@@ -581,3 +581,20 @@ def test_a_group_key_said_in_two_words_is_refused():
     """"for each reason code": grouped by "reason", silently, before; the column is named by both words."""
     with pytest.raises(PlanRefused, match="reason code"):
         _plan("load returns.csv, compute the average refund amount for each reason code")
+
+
+def test_min_max_said_aloud_and_a_ratio_corrected_after_actually_no():
+    p = _plan("Load fleece_records.csv, drop the duplicates, min max scale age_years and weight_kg, just those two, and "
+              "split it seventy thirty, actually no, seventy-five twenty-five, and then train a linear regression for "
+              "fleece_g")
+    assert drafts(p, "normalize")[0].params["method"] == "minmax"
+    assert of_kind(p, "split_data")[0].params["test_fraction"] == 0.25
+
+
+@pytest.mark.parametrize("text", [
+    "load x.csv, train a knn for y. Scratch cleanup at the end, even if the job blew up.",
+    "load x.csv, train a knn for y, and if something breaks somewhere along the way, send 'failed'. Clean scratch "
+    "at the end, even if the run crashed.",
+])
+def test_even_if_the_job_blew_up_is_always(text):
+    assert drafts(_plan(text), "cleanup")[0].exit == "always"

@@ -21,8 +21,8 @@ _SHARE = r"(?:a\s+(?:quarter|third|fifth|tenth)|half)"
 _VALUE = rf"(?:{_NUM}|{_SHARE})"
 _LIST = rf"{_VALUE}(?:\s*(?:,|/)\s*{_VALUE})*(?:\s*,?\s*(?:or|and)\s+{_VALUE})?"
 _PATH = r"(?:\.{0,2}/)?[\w.-]+(?:/[\w.-]+)*\.[A-Za-z]\w*|(?:\.{0,2}/)?[\w.-]+(?:/[\w.-]+)+"
-# what says the value just said is wrong: "no actually", "no, sorry,", "no wait, make that", "sorry, I mean"
-_MARK = (r"\s*,\s*(?:no|nope|oops|sorry|wait)\b(?:\s*,?\s*(?:no|sorry|wait|actually|i\s+mean|rather|my\s+bad|scratch\s+that))*"
+# what says the value just said is wrong: "no actually", "no, sorry,", "no wait, make that", "actually no,"
+_MARK = (r"\s*,\s*(?:actually\s*,?\s*)?(?:no|nope|oops|sorry|wait)\b(?:\s*,?\s*(?:no|sorry|wait|actually|i\s+mean|rather|my\s+bad|scratch\s+that))*"
          r"\s*,?\s*(?:make\s+(?:that|it)\s+|i\s+mean\s+|it\s*'s\s+)?")
 _REPLACED = re.compile(rf"(?<![\w./-])(?P<old>{_LIST})(?:\s+of\s+(?:memory|ram|the\s+data|it|them))?{_MARK}(?P<new>{_LIST})(?![\w/-])"
                        rf"|(?<![\w./-])(?P<oldp>{_PATH}){_MARK}(?P<newp>{_PATH})(?![\w/-])", re.I)

@@ -25,8 +25,14 @@ def _joined(chain: str) -> str:
     return chain
 
 
+# "min max normalize it": the scaling said aloud, without its hyphen
+_MIN_MAX = re.compile(r"\bmin\s+max\b(?=\s+(?:normali[sz]\w*|scal\w*|rescal\w*))", re.I)
+
+
 def spelled_paths(text: str) -> str:
-    """``text`` with each file or folder said aloud written as a path."""
-    out = _DOT_EXT.sub(lambda m: f"{m.group(1)}.{m.group(2).lower()}", text)
+    """``text`` with each file or folder said aloud written as a path (and "min max" scaling as
+    "min-max")."""
+    out = _MIN_MAX.sub("min-max", text)
+    out = _DOT_EXT.sub(lambda m: f"{m.group(1)}.{m.group(2).lower()}", out)
     out = _DOT_SLASH.sub("./", out)
     return _CHAIN.sub(lambda m: _joined(m.group(1)), out)

@@ -269,7 +269,7 @@ RETRIES = [
 ]
 
 EXIT_CUES = [
-    (r"\b(?<!even\s)(?:on|upon)\s+(?:a\s+|any\s+)?failures?(?:\s+(?:anywhere|at\s+any\s+(?:point|step)|along\s+the\s+way))?\b|\bfailure\s+anywhere\b|\b(?:a\s+|any\s+)?crash(?:es)?\s+(?:at\s+any\s+(?:point|stage|step)|anywhere)\b|\bany\s+failure\b|\b(?<!even\s)if\s+(?:it|something|anything|that|this)\s+(?:fails|breaks|falls\s+apart|dies|blows\s+up|crashes(?=\s+(?:partway|midway|halfway)))\b(?:\s+(?:anywhere|somewhere|along\s+the\s+way|at\s+any\s+(?:point|step|stage)|partway(?:\s+through)?|midway(?:\s+through)?|halfway(?:\s+through)?))?|\bin\s+case\s+of\s+(?:a\s+|any\s+)?(?:failures?|errors?)\b|"
+    (r"\b(?<!even\s)(?:on|upon)\s+(?:a\s+|any\s+)?failures?(?:\s+(?:anywhere|at\s+any\s+(?:point|step)|along\s+the\s+way))?\b|\bfailure\s+anywhere\b|\b(?:a\s+|any\s+)?crash(?:es)?\s+(?:at\s+any\s+(?:point|stage|step)|anywhere)\b|\bany\s+failure\b|\b(?<!even\s)if\s+(?:it|something|anything|that|this)\s+(?:fails|breaks|falls\s+apart|dies|blows\s+up|crashes(?=\s+(?:partway|midway|halfway)))\b(?:\s+(?:anywhere|(?:somewhere\s+)?along\s+the\s+way|somewhere|at\s+any\s+(?:point|step|stage)|partway(?:\s+through)?|midway(?:\s+through)?|halfway(?:\s+through)?))?|\bin\s+case\s+of\s+(?:a\s+|any\s+)?(?:failures?|errors?)\b|"
      # ("if it stops with an error", "if anything at all blows up", "if any stage of this pipeline fails")
      r"\b(?<!even\s)(?<!also\s)(?:if|when|should)\s+(?:it|anything(?:\s+at\s+all)?|something|(?:any|a|some|one)\s+(?:step|stage|part|task)|any\s+of\s+(?:this|these|them|it)|"
      r"(?:the|this)\s+(?:(?:whole|entire|full)\s+)?(?:run|workflow|pipeline|job|training|whole\s+thing|flow|procedure|process|analysis"
@@ -279,7 +279,7 @@ EXIT_CUES = [
      r"\s+(?:fails?|failed|breaks?|go(?:es)?\s+wrong|"
      r"errors?(?:\s+out)?|crash(?:es|ed)?|blows?\s+up|blew\s+up|dies|died|falls?\s+over|fell\s+over|falls?\s+apart|goes\s+down|went\s+down"
      r"|(?:stops|ends|halts|exits)\s+(?:with|on)\s+(?:an?\s+)?error)"      # "If this job stops with an error"
-     r"(?:\s+(?:anywhere|at\s+any\s+(?:point|step|stage)|somewhere|along\s+the\s+way|during\s+the\s+(?:run|job|pipeline|workflow)"
+     r"(?:\s+(?:anywhere|at\s+any\s+(?:point|step|stage)|(?:somewhere\s+)?along\s+the\s+way|somewhere|during\s+the\s+(?:run|job|pipeline|workflow)"
      r"|partway(?:\s+through)?|midway(?:\s+through)?|halfway(?:\s+through)?))?\b"
      r"|\bshould\s+(?:it|anything|something|the\s+(?:run|job|pipeline|workflow))\s+(?:fail|crash|break)\b"   # "Should it fail: ..."
      # "In case the run errors out, ...", "Failure → notify ..."
@@ -326,7 +326,7 @@ EXIT_CUES = [
     (r"\b(?:(?<!we\s)(?<!i\s)(?<!they\s)(?<!you\s)always|no\s+matter\s+what(?:\s+happens)?|whatever\s+happens|"
      r"(?<!rounds\s)(?<!iterations\s)(?<!times\s)(?<!passes\s)(?<!attempts\s)(?<!tries\s)regardless(?:\s+of\s+(?:the\s+)?"
      r"(?:outcome|result|whether\s+it\s+succeeds(?:\s+or\s+(?:fails|not))?))?|in\s+any\s+case|in\s+all\s+cases|"
-     r"come\s+what\s+may|succeed\s+or\s+fail|win\s+or\s+lose|rain\s+or\s+shine|even\s+if\s+(?:it|something|anything)\s+(?:fails|crashes)|success\s+or\s+(?:not|failure)|"
+     r"come\s+what\s+may|succeed\s+or\s+fail|win\s+or\s+lose|rain\s+or\s+shine|even\s+if\s+(?:it|something|anything|the\s+(?:job|run|pipeline|workflow|whole\s+thing))\s+(?:fails|failed|crashes|crashed|blew\s+up|blows\s+up|breaks|broke|dies|died|falls\s+over|fell\s+over)|success\s+or\s+(?:not|failure)|"
      # "crashed or not", "crash or no crash", "even on failure", "whatever state the run ends in"
      r"crash(?:ed|es)?\s+or\s+(?:not|no\s+crash)|even\s+on\s+(?:a\s+)?failure|(?:succeeded|succeeds)\s+or\s+(?:failed|fails)|"
      r"(?:a\s+)?(?:failed|failing|successful|crashed)\s+(?:run|job)\s+or\s+not|"      # "..., failed run or not"
