@@ -598,3 +598,15 @@ def test_min_max_said_aloud_and_a_ratio_corrected_after_actually_no():
 ])
 def test_even_if_the_job_blew_up_is_always(text):
     assert drafts(_plan(text), "cleanup")[0].exit == "always"
+
+
+def test_a_dlrm_run_per_epoch_count_said_one_at_a_time():
+    p = _plan("elastic DLRM on c.parquet, do a run at one epoch, one at three, one at five, pick the best by AUC")
+    (job,) = drafts(p, "elastic_dlrm")
+    assert job.map == ("epochs", [1, 3, 5])
+    assert "select_best" in kinds(p)
+
+
+def test_restrict_it_to_the_final_rows_is_a_subset():
+    p = _plan("Using g.parquet: restrict it to the final 8760 rows, compute stats")
+    assert drafts(p, "sample")[0].params == {"which": "last", "rows": 8760}

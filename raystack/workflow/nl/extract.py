@@ -333,18 +333,12 @@ def train_model(text: Text, lo: int, hi: int, f: Found) -> None:
                               r"(?P<p>k|lr|learning\s+rate|batch\s+size|epochs)\b", "tuned value")
     if m:
         f.refs[{"learning rate": "lr", "batch size": "batch_size"}.get(re.sub(r"\s+", " ", m.group("p")), m.group("p"))] = "best"
-    ep = r"(?:epochs?|passes|training\s+epochs)"
-    # "one with 5 epochs, one with 10 and one with 20": a run per value, each said with "one"
-    one = rf"(?:one|a\s+run|a\s+model)\s+(?:with|at|for|of)\s+NUM\d+(?:\s+{ep})?"
-    m = _search(text, lo, hi, rf"(?P<l>{one}(?:\s*,\s*{one})*\s*,?\s*(?:and|&)\s+{one})", "epochs")
-    m = m if m is not None and re.search(ep, m.group("l")) else None
-    # "five epochs, fifteen epochs and thirty epochs": the unit said with each value
-    each = rf"NUM\d+\s+{ep}"
-    m = m or _search(text, lo, hi, rf"(?P<l>{each}(?:\s*,\s*{each})*\s*,?\s*(?:and|or|&)\s+{each})", "epochs")
-    m = m or _search(text, lo, hi, rf"(?:for\s+)?(?P<l>{NUMLIST})\s+{ep}", "epochs") or \
+    ep = EPOCH_WORDS
+    per_run = epochs_said_per_run(text, lo, hi)
+    m = None if per_run else _search(text, lo, hi, rf"(?:for\s+)?(?P<l>{NUMLIST})\s+{ep}", "epochs") or \
         _search(text, lo, hi, rf"(?:(?:at|with)\s+)?{ep}\s*(?:=|:|∈|in|of)?\s*(?P<l>{NUMLIST})", "epochs")   # "at epochs=5, 15, 30", "epochs 5 | 10 | 20"
-    if m:
-        _set_map(f, "epochs", [int(v) for v in _list(text, m.group("l"))])
+    if per_run or m:
+        _set_map(f, "epochs", per_run or [int(v) for v in _list(text, m.group("l"))])
         claim_count(text, lo, hi, len(f.map[1]))     # "three logistic models for 10, 20 and 40 epochs"
     else:
         # "epochs=40" before "N epochs": in "lr=0.05 epochs=40" the 0.05 is the learning rate's
@@ -567,6 +561,22 @@ def _int_range(text: Text, lo_num: str, hi_num: str, param: str) -> list[int]:
         raise PlanRefused([f"{param} from {int(a)} to {int(b)} is {int(b - a + 1)} runs (at most {MAX_RANGE} in a map): "
                            "give a shorter range or a list, or tune it"])
     return list(range(int(a), int(b) + 1))
+
+
+EPOCH_WORDS = r"(?:epochs?|passes|training\s+epochs)"
+
+
+def epochs_said_per_run(text: Text, lo: int, hi: int) -> list[int] | None:
+    """A run per number of epochs, each said on its own: "one with 5 epochs, one with 10 and one
+    with 20", "a run at one epoch, one at three, one at five", "five epochs, fifteen epochs and
+    thirty epochs" (the values; None: not said so)."""
+    one = rf"(?:one|a\s+run|a\s+model|NUM\d+)\s+(?:with|at|for|of)\s+NUM\d+(?:\s+{EPOCH_WORDS})?"
+    m = _search(text, lo, hi, rf"(?P<l>{one}(?:\s*,\s*{one})*\s*,?\s*(?:(?:and|&)\s+)?{one})", "epochs")
+    if m is not None and re.search(EPOCH_WORDS, m.group("l")):
+        return [int(_num(text, v)) for v in re.findall(r"\b(?:with|at|for|of)\s+(NUM\d+)", m.group("l"))]
+    each = rf"NUM\d+\s+{EPOCH_WORDS}"
+    m = _search(text, lo, hi, rf"(?P<l>{each}(?:\s*,\s*{each})*\s*,?\s*(?:and|or|&)\s+{each})", "epochs")
+    return [int(v) for v in _list(text, m.group("l"))] if m else None
 
 
 def _set_map(f: Found, param: str, values: list) -> None:

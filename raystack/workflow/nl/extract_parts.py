@@ -13,7 +13,7 @@ from typing import Any
 from raystack.data.suffixes import DATA_SUFFIXES, RECORD_SUFFIXES
 from raystack.workflow.nl.extract import (BASE_MODEL, CAP, EDIT_MODES, MAX_ADAPTERS, SYNTH_TASKS,
                                           TABLE_EXT, WORKERS, Found, _list, _num, _search,
-                                          _set_map, claim_count, consume, files, whole_epochs)
+                                          _set_map, claim_count, consume, epochs_said_per_run, files, whole_epochs)
 from raystack.workflow.nl.lexicon import AS_THE_LIMIT, NUMLIST, SERVE_AS_PLACE
 from raystack.workflow.nl.plan import PlanRefused
 from raystack.workflow.nl.text import Text, number
@@ -414,15 +414,16 @@ def elastic_dlrm(text: Text, lo: int, hi: int, f: Found) -> None:
                 "job name")
     if m:
         f.set("name", m.group("n") if m.groupdict().get("n") else text.literal(m.group("q")).value())
-    m = _search(text, lo, hi, rf"(?:for\s+)?(?P<l>{NUMLIST})\s+(?:training\s+)?epochs\b", "epochs") or \
+    per_run = epochs_said_per_run(text, lo, hi)     # ("do a run at one epoch, one at three, one at five")
+    m = None if per_run else _search(text, lo, hi, rf"(?:for\s+)?(?P<l>{NUMLIST})\s+(?:training\s+)?epochs\b", "epochs") or \
         _search(text, lo, hi, r"\bepochs\s*(?:=|:)?\s*(?P<l>NUM\d+(?:\s*/\s*NUM\d+)+)(?!\d)", "epochs") or \
         _search(text, lo, hi, r"\bepochs\s*(?:=|:|∈|in)\s*(?P<l>[\[{(]\s*NUM\d+(?:\s*,\s*NUM\d+)+\s*[\]})])", "epochs") or \
         _search(text, lo, hi, r"\b(?:with\s+)?epochs\s*(?:=|:)?\s*(?P<l>NUM\d+(?:\s*,\s*NUM\d+)+)(?!\d)(?!\s*,?\s*(?:and|or)\b)(?!\s+(?:runs?|jobs?|models?|times?)\b)",
                 "epochs")   # "epochs = 1 / 2 / 3", "epochs 2, 4, 6"
-    if m:      # "for 1, 2 and 3 epochs": one run per value
+    if per_run or m:      # "for 1, 2 and 3 epochs": one run per value
         # ("(one run each)": what the map does)
         consume(text, lo, hi, r"\b(?:NUM\d+|a|a\s+separate|a\s+single)\s+(?:run|job)\s+(?:each|apiece|per\s+(?:value|setting|option|choice)|for\s+each(?:\s+(?:value|setting|one))?)\b", "map")
-        _set_map(f, "epochs", [int(v) for v in _list(text, m.group("l"))])
+        _set_map(f, "epochs", per_run or [int(v) for v in _list(text, m.group("l"))])
         claim_count(text, lo, hi, len(f.map[1]))
     m = m or _search(text, lo, hi, r"(?P<n>NUM\d+)\s*-?\s*(?:training\s+)?epochs?|\bepochs?\s*(?:=|:)\s*(?P<n2>NUM\d+)(?!\s*[,/]\s*NUM)",
                      "epochs")    # "epochs=1 per pass"

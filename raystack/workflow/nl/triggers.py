@@ -354,8 +354,8 @@ TRIGGERS: list[tuple[str, str]] = [
     # verbless, as a list item or an arrow step: "2) random sample, 25 percent", "→ a 10% sample →"
     ("sample", rf"(?:{ITEM_OPEN}|(?<=[;:)]\s))(?:a\s+)?(?:PCT\d+\s+)?random\s+(?:sub-?)?sample\b"
                rf"(?=\s*(?:$|[.;)]|,\s*PCT\d+\s*(?:$|[.;)]|{ARROW})|{ARROW}))"),
-    ("sample", r"\b(?:limit|limits|limiting|truncate|truncates|truncating|trim|trims|trimming|cap|caps|capping)\s+(?:it\s+|them\s+|the\s+(?:data|table|rows)\s+)?to\s+"
-               r"(?P<sk>(?:the\s+|its\s+|their\s+)?(?:first|last)\s+NUM\d+\s+)(?:rows?|records?|lines?|entries)\b"),
+    ("sample", r"\b(?:limit|limits|limiting|truncate|truncates|truncating|trim|trims|trimming|cap|caps|capping|restrict|restricts|restricting)\s+(?:it\s+|them\s+|the\s+(?:data|table|rows)\s+)?to\s+"
+               rf"(?P<sk>(?:the\s+|its\s+|their\s+)?(?:{ROW_ORDER})\s+NUM\d+\s+)(?:rows?|records?|lines?|entries)\b"),
     ("sample", r"\b(?:keep|keeps|keeping|retain|retains|retaining)\s+(?:only\s+|just\s+)(?=(?:a\s+random\s+)?PCT\d+\s+of\s+(?:it|them|the\s+(?:rows|data|records|table|result|(?:joined|merged|cleaned)\s+(?:table|data|rows)))\b"
                r"(?!\s+(?:as|for|to)\b))"),
     ("sample", r"\b(?:randomly\s+)?(?:sub-?sampl\w*|down-?sampl\w*|sample)\s+(?=NUM|PCT|FILE|the\b|a\b|an\b|it\b|them\b|down\b|rows\b|each\b|every\b)"
