@@ -610,3 +610,10 @@ def test_a_dlrm_run_per_epoch_count_said_one_at_a_time():
 def test_restrict_it_to_the_final_rows_is_a_subset():
     p = _plan("Using g.parquet: restrict it to the final 8760 rows, compute stats")
     assert drafts(p, "sample")[0].params == {"which": "last", "rows": 8760}
+
+
+def test_logistic_on_a_column_named_as_code_is_its_target():
+    p = _plan("load kpis.csv, 70/30, logistic on at_risk, evaluate")
+    assert drafts(p, "train_model")[0].params == {"model": "logistic", "target": "at_risk"}
+    with pytest.raises(PlanRefused):      # a plain word after "on" could name the input ("regress y on x")
+        _plan("load kpis.csv, 70/30, logistic on rejected, evaluate")

@@ -492,6 +492,7 @@ TARGET_WORD = (rf"\b(?:predicting|to\s+predict|that\s+predicts|which\s+predicts|
                # "on" (never a split's or a table's: "on train_rows", "on sales_data")
                + r"|(?:(?<=model\s)|(?<=regression\s)|(?<=classifier\s)|(?<=regressor\s)|(?<=knn\s)|(?<=decoder\s)|(?<=models\s)"
                r"|(?<=classifiers\s)|(?<=regressions\s)|(?<=neighbours\s)|(?<=neighbors\s)"
+               r"|(?<=\blogistic\s)|(?<=\blinear\s)|(?<=\bcentroid\s)"      # ("logistic on rejected", as "logistic for rejected")
                # ("a k nearest neighbours with k three on slow_stop": after the model's k)
                r"|(?<=\bk\sNUM\d\s)|(?<=\bk\sNUM\d\d\s)|(?<=\bk=NUM\d\s)|(?<=\bk\s=\sNUM\d\s)"
                r"|(?<=\bepochs\s)|(?<=\bneighbours\s)|(?<=\bneighbors\s))on\s+"     # ("... with 10 and 20 epochs on price_usd")
