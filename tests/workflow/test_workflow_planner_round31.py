@@ -617,3 +617,12 @@ def test_logistic_on_a_column_named_as_code_is_its_target():
     assert drafts(p, "train_model")[0].params == {"model": "logistic", "target": "at_risk"}
     with pytest.raises(PlanRefused):      # a plain word after "on" could name the input ("regress y on x")
         _plan("load kpis.csv, 70/30, logistic on rejected, evaluate")
+
+
+@pytest.mark.parametrize("text, first", [
+    ("Train a knn for y on x.csv. Before that, drop duplicates and split 80/20.", ["dedup", "split_data"]),
+    ("Load x.csv and plot price. Before that: remove duplicates.", ["dedup"]),
+])
+def test_steps_said_before_that_run_before_the_sentence_before(text, first):
+    p = _plan(text)
+    assert kinds(p)[1:1 + len(first)] == first

@@ -21,7 +21,7 @@ from raystack.workflow.catalog import ADAPTERS, CATALOG, CHECKPOINT, DLRM, MODEL
 from raystack.workflow.nl import lexicon as L
 from raystack.workflow.nl.cues import Cue
 from raystack.workflow.nl.plan import Cond, DraftStep, LoopSpec, PlanRefused
-from raystack.workflow.nl.said_order import (SOURCES, done_first, fronted_before, search_named_before, source_said_after,
+from raystack.workflow.nl.said_order import (SOURCES, before_that, done_first, fronted_before, search_named_before, source_said_after,
                                              split_said_after, subordinate)
 from raystack.workflow.nl.text import ARROWS, Text
 
@@ -39,6 +39,7 @@ def arrange(t: Text, actions: list[Action], cues: list[Cue]) -> None:
     _hoist(t, actions)
     fronted_before(t, actions)
     search_named_before(t, actions)
+    before_that(t, actions)
     done_first(t, actions)
     split_said_after(actions)
     source_said_after(actions)

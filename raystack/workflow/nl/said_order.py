@@ -108,6 +108,27 @@ def search_named_before(t: Text, actions: list[Action]) -> None:
         actions[at:at] = moved
 
 
+def before_that(t: Text, actions: list[Action]) -> None:
+    """"Please tune a linear regression for y on t.parquet, ... Before that, min-max scale x only, and
+    split 75/25.": a sentence opened by "before that" runs its steps ahead of the steps of the
+    sentence before it (the files that sentence reads stay first)."""
+    for j, tok in enumerate(t.tokens[:-2]):
+        if tok.low != "before" or tok.used or t.tokens[j + 1].low not in ("that", "this", "then") \
+                or (j and t.tokens[j - 1].text not in (".", ";", "!", ":")) or t.tokens[j + 2].text not in (",", ":"):
+            continue
+        sentence = next((a.sentence for a in actions if a.lo > j), None)
+        moved = [a for a in actions if a.sentence == sentence and a.lo > j and a.entry not in SOURCES]
+        earlier = [a for a in actions if a.lo < j and a.entry not in SOURCES]
+        if sentence is None or not moved or not earlier:
+            continue
+        prior = [a for a in earlier if a.sentence == earlier[-1].sentence]
+        t.mark(t.tokens[j:j + 3], "order")
+        for a in moved:
+            actions.remove(a)
+        at = actions.index(prior[0])
+        actions[at:at] = moved
+
+
 IGNORE_VERBS = {"ignore", "disregard", "exclude", "skip"}   # rows said to be left out of the whole analysis
 
 
