@@ -144,6 +144,8 @@ WHILE_CUE = (r"(?:repeat(?:ing|ed)?|keep\s+(?:going|training|running|at\s+it)|co
              r"\s+(?:it\s+|this\s+|training\s+)?(?:while|(?:for\s+)?as\s+long\s+as)")   # ("repeating for as long as ...")
 # what a connection, not a table, drops: "the share drops connections", "the Wi-Fi drops out sometimes"
 DROPPED_WHAT = {"out", "off", "connections", "connection", "packets", "sometimes", "often", "occasionally"}
+# the words before a noun: after one, a verb's word is the noun ("its own export: a.csv")
+NOUN_DETERMINERS = ("a", "an", "the", "its", "their", "our", "my", "own", "this", "that", "each", "every")
 # a count said to be the cap after it: "4 workers as the upper limit", "2 GPUs being the maximum"
 AS_THE_LIMIT = (r"(?:as|being|is)\s+(?:the|an?|our|its)\s+(?:upper\s+|hard\s+|absolute\s+)?"
                 r"(?:limit|cap|ceiling|maximum|max|bound)\b")

@@ -22,8 +22,10 @@ from raystack.workflow.nl import lexicon as L
 from raystack.workflow.nl.accounting import account
 from raystack.workflow.nl.arrange import SOURCES, arrange
 from raystack.workflow.nl.build import build
+from raystack.workflow.nl.corrections import corrected
 from raystack.workflow.nl.cues import Cue, read_cues, unbounded
 from raystack.workflow.nl.destinations import destinations, json_tables
+from raystack.workflow.nl.dictation import spelled_paths
 from raystack.workflow.nl.extract import EXTRACTORS, TABLE_EXT, Found, metric_of, resource_bound
 from raystack.workflow.nl.extract_groups import AGG_WORDS, AGGREGATES_SAID
 from raystack.workflow.nl.names import adapter_names
@@ -34,9 +36,7 @@ from raystack.workflow.nl.questions import criteria, defer_candidates, fill_from
 from raystack.workflow.nl.reread import (CLEANINGS, evaluation_held_out_for, grouped_first, pick_first, reread, retrained_parts,
                                          retraining)
 from raystack.workflow.nl.safety import screen
-from raystack.workflow.nl.corrections import corrected
 from raystack.workflow.nl.courtesy import trim_courtesies
-from raystack.workflow.nl.dictation import spelled_paths
 from raystack.workflow.nl.said_again import each_named_file, join_kind_notes, one_load_per_file, split_named_again
 from raystack.workflow.nl.search import SPACE_PARAM_RX, read_tune, search_said_again, space_said_before
 from raystack.workflow.nl.stated_targets import stated_target
@@ -84,7 +84,6 @@ class Action:
 
 FIT_VERBS = {"fit", "fits", "fitted", "fitting", "refit", "refits"}   # "fit a logistic model to x.csv"
 WRITE_VERBS = {"save", "write", "store", "export", "dump", "persist", "output"}
-NOUN_DETERMINERS = {"a", "an", "the", "its", "their", "our", "my", "own", "this", "that", "each", "every"}   # ("its own export")
 
 
 def _keyed(t: Text, a: Action) -> bool:
@@ -248,7 +247,7 @@ class RulePlanner:
                         b.entry in ("train_model", "tune") and b.lo <= toks[0].i < b.trig_end for b in found):
                     continue  # a model word inside another training phrase ("train a logistic model")
                 if entry == "load_data" and len(toks) == 1 and toks[0].i >= 2 and t.tokens[toks[0].i - 1].text == ":" \
-                        and any(x.low in WRITE_VERBS and not (x.i and t.tokens[x.i - 1].low in NOUN_DETERMINERS)
+                        and any(x.low in WRITE_VERBS and not (x.i and t.tokens[x.i - 1].low in L.NOUN_DETERMINERS)
                                 for x in t.tokens[max(0, toks[0].i - 4):toks[0].i - 1]):
                     continue    # "write scores: out/s.csv": where the write goes, never a new input ("its own export: a.csv" is)
                 if entry == "load_checkpoint" and any(x.low in WRITE_VERBS for x in t.tokens[max(lo, toks[0].i - 3):toks[0].i]):

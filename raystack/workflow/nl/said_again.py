@@ -153,7 +153,7 @@ def split_named_again(t: Text, actions: list[Action]) -> list[Action]:
     for a in actions:
         first = next((b for b in out if b.entry == "split_data"), None)
         words = t.tokens[a.lo:a.trig_end]
-        definite = a.lo and t.tokens[a.lo - 1].low == "the" or (words and words[0].low == "the")
+        definite = (a.lo > 0 and t.tokens[a.lo - 1].low == "the") or (bool(words) and words[0].low == "the")
         if a.entry != "split_data" or first is None or not definite or not HELD_OUT_PART.search(t.span_text(words)):
             out.append(a)
             continue

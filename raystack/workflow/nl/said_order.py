@@ -84,28 +84,29 @@ def fronted_before(t: Text, actions: list[Action]) -> None:
         if not clause or not main:
             continue
         tok.used = "order"
-        for a in main:
-            actions.remove(a)
-        at = actions.index(clause[0])
-        actions[at:at] = main
+        _run_before(actions, main, clause[0])
+
+
+def _run_before(actions: list[Action], moved: list[Action], anchor: Action) -> None:
+    """Reorder ``actions`` in place: ``moved``, in their order, right before ``anchor``."""
+    for a in moved:
+        actions.remove(a)
+    at = actions.index(anchor)
+    actions[at:at] = moved
 
 
 def search_named_before(t: Text, actions: list[Action]) -> None:
     """"Could you tune a linear model for y on x.parquet? Before the sweep: dedupe, median-fill the
     gaps, 20% holdout.": a sentence opened by "before the sweep", the search said before named
-    again (``RulePlanner._search_said_again`` marks it), runs its steps ahead of that search."""
+    again (``search.search_said_again`` marks it), runs its steps ahead of that search."""
     for j, tok in enumerate(t.tokens):
         if tok.low != "before" or tok.used != "order" or j + 2 >= len(t.tokens) or t.tokens[j + 2].used != "tune":
             continue
         tuned = next((a for a in reversed(actions) if a.lo < j and a.step is not None and a.step.tune is not None), None)
         sentence = next((a.sentence for a in actions if a.lo > j), None)
         moved = [a for a in actions if a.sentence == sentence and a.lo > j and a.entry not in SOURCES]
-        if tuned is None or not moved:
-            continue
-        for a in moved:
-            actions.remove(a)
-        at = actions.index(tuned)
-        actions[at:at] = moved
+        if tuned is not None and moved:
+            _run_before(actions, moved, tuned)
 
 
 def before_that(t: Text, actions: list[Action]) -> None:
@@ -121,12 +122,8 @@ def before_that(t: Text, actions: list[Action]) -> None:
         earlier = [a for a in actions if a.lo < j and a.entry not in SOURCES]
         if sentence is None or not moved or not earlier:
             continue
-        prior = [a for a in earlier if a.sentence == earlier[-1].sentence]
         t.mark(t.tokens[j:j + 3], "order")
-        for a in moved:
-            actions.remove(a)
-        at = actions.index(prior[0])
-        actions[at:at] = moved
+        _run_before(actions, moved, next(a for a in earlier if a.sentence == earlier[-1].sentence))
 
 
 IGNORE_VERBS = {"ignore", "disregard", "exclude", "skip"}   # rows said to be left out of the whole analysis

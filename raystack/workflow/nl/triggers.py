@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from raystack.workflow.nl.lexicon import BEST_ONE as _BEST_NAMED
+from raystack.workflow.nl.lexicon import NOUN_DETERMINERS
 from raystack.workflow.nl.lexicon import (ANY_ROW, COLUMN_STATS, COUNT_ENDS_CLAUSE, PRESENT, REST_TESTED, TRAINED_SHARE, GAPS_AFTER, SNAKE_COLUMN, ZERO_GAP, GROUP_KEY_MARK, LACKING, MISSING_COLUMN, ROW_NOUN, HELD_OUT_FIGURE, HELD_OUT_WORDS, METRIC_RX,
                                           NOT_GROUPS, NUMLIST, TRAIN_AGAIN)
 
@@ -68,7 +69,7 @@ GAPS = (r"(?:missing|null|nan|empty|blank|na)\s*(?:values?|entries|cells|fields|
 GAP_WORDS = r"nulls?|nans?|missing|empty|blank|incomplete|na"
 ZERO = r"(?:zeros?|NUM\d+)\b"
 # a verb that is no noun here: not after a determiner ("its own export: a.csv")
-NOT_A_NOUN = r"(?<!own\s)(?<!its\s)(?<!their\s)(?<!our\s)(?<!the\s)(?<!an\s)(?<!a\s)(?<!my\s)"
+NOT_A_NOUN = "".join(rf"(?<!\b{w}\s)" for w in NOUN_DETERMINERS)
 # what one report covers, said after it: "one report over the four cities", "a report covering all three sites"
 # ("... on the regions": the things its loads hold, plural, after a determiner)
 REPORT_COVERS = (r"(?:\s+(?:over|on|for|covering|across)\s+(?:all\s+)?(?:(?:the\s+|those\s+|these\s+)?(?:NUM\d+|both|all)\s+|(?:the|those|these)\s+)"
