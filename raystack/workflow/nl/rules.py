@@ -38,7 +38,7 @@ from raystack.workflow.nl.reread import (CLEANINGS, evaluation_held_out_for, gro
 from raystack.workflow.nl.safety import screen
 from raystack.workflow.nl.courtesy import trim_courtesies
 from raystack.workflow.nl.said_again import each_named_file, join_kind_notes, one_load_per_file, split_named_again
-from raystack.workflow.nl.search import SPACE_PARAM_RX, read_tune, search_said_again, space_said_before
+from raystack.workflow.nl.search import SPACE_PARAM_RX, VALUES_SAID, read_tune, search_said_again, space_said_before
 from raystack.workflow.nl.stated_targets import stated_target
 from raystack.workflow.nl.step_references import (TRANSFORMED, announced_models, first_of_several, model_references,
                                              models_named_after, models_named_first, order_references, table_participle, transform_references)
@@ -114,7 +114,7 @@ def _tune_end(t: Text, spans: list[tuple[int, int]], actions: list[Action], a: A
     to its sentence's end past commas, while no other step is named ("tune a knn for y, trying k of
     5, 9 and 15 across 8 trials, minimising RMSE")."""
     end = _settings_end(t, spans, actions, a)
-    if next(t.finditer(rf"{L.NUMLIST}|\bNUM\d+\s+to\s+NUM\d+", a.zlo, end, free_only=True), None) is not None:
+    if next(t.finditer(VALUES_SAID, a.zlo, end, free_only=True), None) is not None:
         return end
     stop = min([b.lo for b in actions if b.lo >= end] + [spans[a.sentence][1]])
     return max(end, stop)
@@ -196,9 +196,8 @@ class RulePlanner:
         one_load_per_file(actions)
         steps = self._steps(t, actions, cues)
         # (a selection made from an export's words, "export whichever has the better F1", is a step of the plan too)
-        account(t, [(e, a.trig_end) for a in actions for e in ([x.entry for x in a.extra if x.entry == "select_best"] + [a.entry])],
-                picked=any(a.entry == "select_best" or a.step.tune is not None or any(x.entry == "select_best" for x in a.extra)
-                           for a in actions))
+        ends = [(e, a.trig_end) for a in actions for e in [*(x.entry for x in a.extra if x.entry == "select_best"), a.entry]]
+        account(t, ends, picked=any(e == "select_best" for e, _ in ends) or any(a.step.tune is not None for a in actions))
         return Draft(text.strip(), steps)
 
     # -- actions ------------------------------------------------------------------------------

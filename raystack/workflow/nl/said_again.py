@@ -138,9 +138,9 @@ def _shares(t: Text, a: Action) -> set[float]:
     out: set[float] = set()
     for x in t.tokens[a.lo:max(a.trig_end, a.hi)]:
         if x.kind == "pct":
-            out.add(round(float(re.sub(r"[^\d.]", "", x.text)) / 100, 4))
-        elif x.kind == "ratio":
-            out.update(round(float(p) / 100, 4) for p in re.split(r"[/:-]", x.text) if p.replace(".", "", 1).isdigit())
+            out.add(round(float(x.value()), 4))
+        elif x.kind == "ratio":     # (its parts, read as split_data's extractor reads them)
+            out.update(round(int(p) / 100, 4) for p in re.findall(r"\d+", x.text))
     return out
 
 

@@ -53,6 +53,10 @@ SCHEDULER = (r"\b(?:under|with|using|via)?\s*(?:the\s+|plain\s+|an?\s+)?(?:sched
              r"early\s+stopping|fifo)\b(?:\s+(?:scheduler|scheduling|schedule))?")    # ("scheduler fifo", "scheduler=asha")
 
 
+# values a search could try, said somewhere: a list, or a range "NUM to NUM"
+VALUES_SAID = rf"{L.NUMLIST}|\bNUM\d+\s+to\s+NUM\d+"
+
+
 def _values(t: Text, s: str) -> list:
     return [number(float(t.literal(x).value())) for x in re.findall(r"(?:NUM|PCT)\d+", s)]
 
@@ -158,7 +162,7 @@ def search_said_again(t: Text, before: list[Action], a: Action, actions: list[Ac
     tuned = next((b for b in reversed(before) if b.entry == "train_model"), None)
     if tuned is None or not tuned.found.params.get("_tune"):
         return False
-    spaced = rf"{L.NUMLIST}|\bNUM\d+\s+to\s+NUM\d+"
+    spaced = VALUES_SAID
     # (its words: to the next step named, past semicolons: "The sweep: lr in 0.005, 0.05; 4 trials")
     said = min([b.lo for b in actions if b.lo > a.lo] or [len(t.tokens)])
     if a.trig_end - a.lo == 1 and a.lo >= 1 and t.tokens[a.lo - 1].low in ("the", "that", "this") \
