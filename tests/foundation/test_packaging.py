@@ -49,3 +49,17 @@ def test_installed_layers_import_by_their_namespace(installed, tmp_path):
     out = subprocess.run([sys.executable, "-c", code, str(installed)], cwd=tmp_path,
                          capture_output=True, text=True, check=True).stdout
     assert out.strip().startswith(str(installed / "raystack" / "actors"))
+
+
+@pytest.mark.parametrize("module", ["raystack.workflow.nl.rules", "raystack.preflight.edit", "raystack.preflight.files",
+                                    "raystack.data.suffixes"])
+def test_the_planner_and_preflight_checks_start_without_torch(module):
+    """`raystack workflow plan` and the CLI's checks of a config's files name file types from
+    raystack.data without importing torch (about 2 CPU-seconds a process); the data package's
+    torch-backed names still load when asked for."""
+    code = (f"import sys, {module}; assert 'torch' not in sys.modules, 'torch imported'; "
+            "from raystack.data import BatchStream, ByteTokenizer; assert 'torch' in sys.modules; "
+            "import raystack.data as d; assert sorted(d.__all__) == sorted(n for n in d.__all__ if hasattr(d, n))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert proc.returncode == 0, proc.stderr[-2000:]
